@@ -1,0 +1,61 @@
+# Every target does its own set-up: a fresh machine needs only `make demo` or `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: help demo test lint typecheck unit bench train evaluate lock image chart-sync system-deps clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.lock requirements-dev.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+system-deps:  ## Debian's prometheus, promtool and node-exporter, when missing
+	@scripts/ensure-system-deps.sh
+
+demo: $(STAMP) system-deps  ## the whole loop on this machine, no cluster needed
+	$(BIN)/bottleneck-operator demo
+
+lint: $(STAMP)  ## ruff, mypy (strict), import-linter
+	$(BIN)/ruff check operator tests bench
+	$(BIN)/ruff format --check operator tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+unit: $(STAMP) system-deps
+	$(BIN)/pytest -n 2 -q -p no:cacheprovider
+
+test: lint unit  ## the whole test suite (what CI runs)
+
+bench: $(STAMP) system-deps  ## benchmarks: print figures
+	$(BIN)/python -m bench
+
+train: $(STAMP)  ## retrain the shipped model from its seed
+	$(BIN)/bottleneck-operator train --output operator/bottleneck_operator/model
+
+evaluate: $(STAMP) system-deps  ## evaluate the shipped model through a real Prometheus
+	$(BIN)/bottleneck-operator evaluate
+
+chart-sync:  ## copy the CRD into the chart (a test fails when they drift)
+	mkdir -p charts/bottleneck-operator/crds
+	cp crds/bottleneckreports.bottleneck.dev.yaml charts/bottleneck-operator/crds/
+
+lock:  ## re-resolve the locked dependencies
+	$(BIN)/pip install --quiet uv
+	$(BIN)/uv pip compile --quiet --generate-hashes --python-version 3.11 pyproject.toml -o requirements.lock
+	$(BIN)/uv pip compile --quiet --generate-hashes --python-version 3.11 --extra dev pyproject.toml -o requirements-dev.lock
+
+image:  ## build the container image (needs a Docker engine)
+	docker build -t bottleneck-operator:dev .
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

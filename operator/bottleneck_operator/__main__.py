@@ -1,0 +1,3 @@
+from bottleneck_operator.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,115 @@
+"""What the analysis concludes about one job window: plain data, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Bottleneck(StrEnum):
+    """The verdict classes (fixed spelling: they appear in the CRD's enum)."""
+
+    IO = "IO"
+    CPU = "CPU"
+    INTERCONNECT = "Interconnect"
+    GPU = "GPU"
+    MEMORY = "Memory"
+    UNKNOWN = "Unknown"
+
+
+# The classes the classifier predicts; Unknown is an abstention, never a label.
+CLASSES: tuple[Bottleneck, ...] = (
+    Bottleneck.IO,
+    Bottleneck.CPU,
+    Bottleneck.INTERCONNECT,
+    Bottleneck.GPU,
+    Bottleneck.MEMORY,
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One signal that drove the verdict.
+
+    Attributes:
+        signal: the signal name (see ``signals.py``) or a derived quantity's name.
+        observed: the observed value, in ``unit``.
+        reference: the capacity or typical value it is compared with, None when there is none.
+        unit: unit of ``observed`` and ``reference`` ("ratio", "B/s", "cores", ...).
+        message: one sentence a user understands.
+    """
+
+    signal: str
+    observed: float
+    reference: float | None
+    unit: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """One thing to try, tied to the evidence that justifies it."""
+
+    action: str
+    signal: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """How much faster the job could run if the bottleneck were removed (speed-up factors >= 1)."""
+
+    low: float
+    high: float
+    basis: str
+
+
+@dataclass(frozen=True)
+class CapacityNeed:
+    """What the limiting resource would have to deliver to keep the GPUs busy, next to what it gives."""
+
+    resource: str
+    needed: float
+    observed: float
+    unit: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PodVerdict:
+    pod: str
+    node: str | None
+    bottleneck: Bottleneck
+    confidence: float
+    gpu_active: float | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The full conclusion for one job window.
+
+    Attributes:
+        bottleneck: the primary class (Unknown when the model abstains or data is too thin).
+        confidence: the calibrated probability of the primary class (0 for Unknown without data).
+        probabilities: class name -> calibrated probability, over ``CLASSES``.
+        secondary: a close runner-up class, or None.
+        reason: why the verdict is Unknown, or None.
+        gpu_active: mean GPU activity over the window (best available signal), 0..1, or None.
+        evidence, recommendations, headroom, capacity: see the classes above.
+        pods: per-pod breakdown.
+        model_version: version of the model that produced it.
+    """
+
+    bottleneck: Bottleneck
+    confidence: float
+    probabilities: dict[str, float]
+    secondary: Bottleneck | None = None
+    reason: str | None = None
+    gpu_active: float | None = None
+    evidence: tuple[Evidence, ...] = ()
+    recommendations: tuple[Recommendation, ...] = ()
+    headroom: Headroom | None = None
+    capacity: tuple[CapacityNeed, ...] = ()
+    pods: tuple[PodVerdict, ...] = ()
+    model_version: str = ""
+    notes: tuple[str, ...] = field(default=())

@@ -1,0 +1,14 @@
+"""`bottleneck-operator demo`."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("demo", help="(not yet implemented)")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    raise NotImplementedError("demo")

@@ -1,0 +1,109 @@
+"""Every setting of the operator, the analyzer and the collector, documented where it is declared.
+
+Precedence: command-line flag, else environment variable ``BOTTLENECK_<FIELD>`` (upper case), else
+the default here. Lists and mappings are given as JSON in the environment, e.g.
+``BOTTLENECK_NAMESPACES='["ml","research"]'`` or ``BOTTLENECK_PROMETHEUS_HEADERS='{"X-Scope-OrgID":"team-a"}'``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BOTTLENECK_", extra="ignore", validate_default=True)
+
+    # --- Prometheus connection
+    prometheus_url: str = Field(
+        "http://prometheus-operated.monitoring.svc:9090",
+        description="Base URL of any PromQL-compatible API (Prometheus, Thanos Query, Mimir, VictoriaMetrics).",
+    )
+    prometheus_timeout: float = Field(30.0, gt=0, description="Seconds before one HTTP query is abandoned.")
+    prometheus_retries: int = Field(
+        2, ge=0, le=10, description="Extra attempts for a failed query (connection errors, 5xx, timeouts)."
+    )
+    prometheus_retry_backoff: float = Field(
+        0.5, ge=0, description="Seconds before the first retry; doubles with each further attempt."
+    )
+    prometheus_bearer_token_file: Path | None = Field(
+        None, description="File holding a bearer token, re-read on every pass (rotated tokens keep working)."
+    )
+    prometheus_username: str | None = Field(None, description="Basic-auth user name.")
+    prometheus_password: SecretStr | None = Field(None, description="Basic-auth password.")
+    prometheus_ca_file: Path | None = Field(None, description="CA bundle that signs the Prometheus certificate.")
+    prometheus_insecure_skip_verify: bool = Field(
+        False, description="Skip TLS certificate verification (testing only)."
+    )
+    prometheus_headers: dict[str, str] = Field(
+        default_factory=dict,
+        description='Extra HTTP headers on every query, e.g. {"X-Scope-OrgID": "team-a"} for Mimir/Thanos.',
+    )
+
+    # --- label mapping (installations differ)
+    node_exporter_node_label: str = Field(
+        "",
+        description=(
+            "Label on node-exporter series that carries the Kubernetes node name. Empty: join "
+            "node_uname_info{nodename} on 'instance' (works with kube-prometheus-stack's defaults)."
+        ),
+    )
+    dcgm_hostname_label: str = Field(
+        "Hostname", description="dcgm-exporter's host label: 'Hostname', or 'hostname' in newer releases."
+    )
+    dcgm_pod_label: str = Field("pod", description="dcgm-exporter label carrying the pod (pod mapping on).")
+    dcgm_namespace_label: str = Field("namespace", description="dcgm-exporter label carrying the namespace.")
+    dcgm_container_label: str = Field("container", description="dcgm-exporter label carrying the container.")
+
+    # --- analysis
+    interval: float = Field(60.0, ge=5, description="Seconds between analysis passes over running Jobs.")
+    window: float = Field(900.0, ge=60, description="Sliding window, seconds, analysed for a running Job.")
+    step: float = Field(30.0, ge=1, description="Query resolution, seconds (>= the scrape interval is best).")
+    min_window: float = Field(120.0, ge=0, description="A window shorter than this is reported as Unknown.")
+    min_coverage: float = Field(
+        0.5, ge=0, le=1, description="Below this share of GPU samples in the window the verdict is Unknown."
+    )
+    abstain_threshold: float = Field(
+        0.5, ge=0, le=1, description="Below this top-class probability the verdict is Unknown."
+    )
+    secondary_margin: float = Field(
+        0.25, ge=0, le=1, description="A runner-up within this probability of the top class is named secondary."
+    )
+    model_path: Path | None = Field(None, description="A skops model file; default: the shipped model.")
+
+    # --- operator
+    namespaces: list[str] = Field(default_factory=list, description="Namespaces to watch; empty: the whole cluster.")
+    report_retention: float = Field(
+        30 * 86400.0, ge=0, description="Seconds a finished Job's report is kept; 0 keeps reports forever."
+    )
+    timeline_length: int = Field(48, ge=1, le=1000, description="Per-window verdicts kept in a report.")
+    metrics_port: int = Field(8080, ge=0, le=65535, description="Port of the operator's /metrics; 0: off.")
+    liveness_endpoint: str = Field("http://0.0.0.0:8081/healthz", description="kopf's liveness endpoint; empty: off.")
+
+    # --- admission webhook and the injected collector
+    webhook_enabled: bool = Field(True, description="Serve the mutating webhook that injects the collector.")
+    webhook_port: int = Field(9443, ge=1, le=65535, description="HTTPS port of the admission webhook.")
+    webhook_cert_dir: Path | None = Field(
+        None, description="Directory with tls.crt and tls.key; empty: kopf makes a self-signed pair (dev)."
+    )
+    sidecar_image: str = Field(
+        "ghcr.io/bottleneck-dev/bottleneck-operator:0.1.0", description="Image of the injected collector."
+    )
+    sidecar_port: int = Field(9105, ge=1, le=65535, description="Port the collector serves /metrics on.")
+    sidecar_period: float = Field(5.0, gt=0, description="Seconds between the collector's readings.")
+    sidecar_cpu_request: str = Field("10m", description="CPU request of the injected collector.")
+    sidecar_cpu_limit: str = Field("50m", description="CPU limit of the injected collector.")
+    sidecar_memory_request: str = Field("32Mi", description="Memory request of the injected collector.")
+    sidecar_memory_limit: str = Field("64Mi", description="Memory limit of the injected collector.")
+
+    def effective(self) -> dict[str, Any]:
+        """The settings as a dict with secrets masked: logged once at start."""
+        data = self.model_dump(mode="json")
+        if self.prometheus_password is not None:
+            data["prometheus_password"] = "***"  # noqa: S105 - a mask, not a password
+        if data.get("prometheus_headers"):
+            data["prometheus_headers"] = {k: "***" for k in data["prometheus_headers"]}
+        return data
