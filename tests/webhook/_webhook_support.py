@@ -1,0 +1,90 @@
+"""AdmissionReview requests as kube-apiserver sends them, and their patches decoded."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from typing import Any
+
+import jsonpatch
+
+
+def make_job(
+    annotations: dict[str, str] | None = None,
+    *,
+    name: str = "train-resnet",
+    namespace: str = "ml",
+    pod_spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A Job as the API server sends it in an admission request (defaults not yet applied)."""
+    job: dict[str, Any] = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "spec": pod_spec
+                or {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "trainer",
+                            "image": "pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime",
+                            "command": ["python", "train.py"],
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                        }
+                    ],
+                }
+            },
+        },
+    }
+    if annotations is not None:
+        job["metadata"]["annotations"] = annotations
+    return job
+
+
+def admission_review(
+    obj: Any,
+    *,
+    resource: tuple[str, str, str] = ("batch", "v1", "jobs"),
+    kind: str = "Job",
+    operation: str = "CREATE",
+    namespace: str = "ml",
+) -> dict[str, Any]:
+    """An admission.k8s.io/v1 AdmissionReview request as kube-apiserver sends it."""
+    group, version, plural = resource
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": group, "version": version, "kind": kind},
+            "resource": {"group": group, "version": version, "resource": plural},
+            "requestKind": {"group": group, "version": version, "kind": kind},
+            "requestResource": {"group": group, "version": version, "resource": plural},
+            "namespace": namespace,
+            "operation": operation,
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": obj,
+            "oldObject": None,
+            "dryRun": False,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        },
+    }
+
+
+def patch_of(review_response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The decoded JSON patch of a response ([] when there is none)."""
+    response = review_response["response"]
+    if "patch" not in response:
+        return []
+    assert response["patchType"] == "JSONPatch"
+    ops: list[dict[str, Any]] = json.loads(base64.b64decode(response["patch"]))
+    return ops
+
+
+def apply(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = jsonpatch.apply_patch(obj, ops)
+    return result

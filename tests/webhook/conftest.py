@@ -1,0 +1,83 @@
+"""The admission endpoint served by kopf's own HTTPS server, and AdmissionReview helpers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import ssl
+import subprocess
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from _webhook_support import admission_review
+
+from bottleneck_operator.settings import Settings
+from bottleneck_operator.webhook.server import serve_admission
+
+
+@pytest.fixture(scope="session")
+def tls_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1, made with the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "tls.crt", d / "tls.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+@dataclass
+class Endpoint:
+    url: str
+    ssl: ssl.SSLContext
+    session: aiohttp.ClientSession
+
+    async def post_raw(self, data: bytes) -> tuple[int, Any]:
+        async with self.session.post(
+            self.url, data=data, ssl=self.ssl, headers={"Content-Type": "application/json"}
+        ) as resp:
+            text = await resp.text()
+            try:
+                return resp.status, json.loads(text)
+            except json.JSONDecodeError:
+                return resp.status, text
+
+    async def review(self, obj: Any, **request: Any) -> dict[str, Any]:
+        status, body = await self.post_raw(json.dumps(admission_review(obj, **request)).encode())
+        assert status == 200, body
+        assert isinstance(body, dict)
+        return body
+
+
+@pytest.fixture
+async def endpoint(tls_pair: tuple[Path, Path]) -> AsyncIterator[Endpoint]:
+    cert, key = tls_pair
+    async with serve_admission(Settings(), certfile=cert, keyfile=key) as url:
+        ctx = ssl.create_default_context(cafile=str(cert))
+        async with aiohttp.ClientSession() as session:
+            yield Endpoint(url=url, ssl=ctx, session=session)
