@@ -45,9 +45,11 @@ train: $(STAMP)  ## retrain the shipped model from its seed
 evaluate: $(STAMP) system-deps  ## evaluate the shipped model through a real Prometheus
 	$(BIN)/bottleneck-operator evaluate
 
-chart-sync:  ## copy the CRD into the chart (a test fails when they drift)
-	mkdir -p charts/bottleneck-operator/crds
+chart-sync:  ## copy the CRD and the dashboard into the chart (tests fail when they drift)
+	mkdir -p charts/bottleneck-operator/crds charts/bottleneck-operator/files
 	cp crds/bottleneckreports.bottleneck.dev.yaml charts/bottleneck-operator/crds/
+	cp dashboards/bottleneck-overview.json charts/bottleneck-operator/files/
+	$(BIN)/python scripts/gen-chart-docs.py
 
 lock:  ## re-resolve the locked dependencies
 	$(BIN)/pip install --quiet uv

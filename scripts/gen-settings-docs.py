@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Write docs/settings.md from the Settings class, so the table never drifts from the code.
+
+Usage: python scripts/gen-settings-docs.py [--check]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from bottleneck_operator.settings import Settings
+
+TARGET = Path(__file__).resolve().parent.parent / "docs" / "settings.md"
+
+
+def render() -> str:
+    lines = [
+        "# Settings",
+        "",
+        "Generated from `operator/bottleneck_operator/settings.py` by `scripts/gen-settings-docs.py`; do not edit.",
+        "",
+        "Each setting is read from a command-line flag where the command has one, else from the environment",
+        "variable shown, else the default. Lists and mappings are JSON in the environment.",
+        "",
+        "| environment variable | default | description |",
+        "| --- | --- | --- |",
+    ]
+    for name, field in Settings.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        shown = "(none)" if default is None else f"`{json.dumps(default, default=str)}`"
+        lines.append(f"| `BOTTLENECK_{name.upper()}` | {shown} | {field.description or ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if not TARGET.exists() or TARGET.read_text() != text:
+            print(f"{TARGET} is stale: run python scripts/gen-settings-docs.py", file=sys.stderr)
+            return 1
+        return 0
+    TARGET.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

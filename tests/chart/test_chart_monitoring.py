@@ -1,0 +1,186 @@
+"""The dcgm-exporter counters file, the Grafana dashboard and the metric names they rely on."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bottleneck_operator.analysis.signals import SIGNALS
+
+from ._helpers import CHART, ROOT, Manifest, find, one
+
+COUNTERS = CHART / "files" / "dcgm-counters.csv"
+DASHBOARD = ROOT / "dashboards" / "bottleneck-overview.json"
+
+# DESIGN.md's dcgm-exporter contract: every field the analysis reads, and its Prometheus type.
+DESIGN_FIELDS = {
+    "DCGM_FI_DEV_GPU_UTIL": "gauge",
+    "DCGM_FI_DEV_MEM_COPY_UTIL": "gauge",
+    "DCGM_FI_DEV_FB_USED": "gauge",
+    "DCGM_FI_DEV_FB_FREE": "gauge",
+    "DCGM_FI_DEV_POWER_USAGE": "gauge",
+    "DCGM_FI_DEV_SM_CLOCK": "gauge",
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "counter",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": "gauge",
+    "DCGM_FI_PROF_SM_ACTIVE": "gauge",
+    "DCGM_FI_PROF_SM_OCCUPANCY": "gauge",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "gauge",
+    "DCGM_FI_PROF_DRAM_ACTIVE": "gauge",
+    "DCGM_FI_PROF_PCIE_TX_BYTES": "gauge",
+    "DCGM_FI_PROF_PCIE_RX_BYTES": "gauge",
+    "DCGM_FI_PROF_NVLINK_TX_BYTES": "gauge",
+    "DCGM_FI_PROF_NVLINK_RX_BYTES": "gauge",
+}
+
+# The collector's fixed metric names (the sidecar contract), with their exposition suffixes.
+SIDECAR_METRICS = {
+    "bottleneck_sidecar_cpu_usage_seconds_total",
+    "bottleneck_sidecar_cpu_periods_total",
+    "bottleneck_sidecar_cpu_throttled_periods_total",
+    "bottleneck_sidecar_cpu_throttled_seconds_total",
+    "bottleneck_sidecar_pressure_waiting_seconds_total",
+    "bottleneck_sidecar_pressure_stalled_seconds_total",
+    "bottleneck_sidecar_io_read_bytes_total",
+    "bottleneck_sidecar_io_write_bytes_total",
+    "bottleneck_sidecar_io_reads_total",
+    "bottleneck_sidecar_memory_current_bytes",
+    "bottleneck_sidecar_memory_max_bytes",
+    "bottleneck_sidecar_memory_major_faults_total",
+    "bottleneck_sidecar_memory_oom_kills_total",
+    "bottleneck_sidecar_processes",
+    "bottleneck_sidecar_info",
+}
+
+# Operator metrics the dashboard reads that the operator does not export yet (asked for; the panel
+# shows "No data" until then).
+PENDING_OPERATOR_METRICS = {"bottleneck_operator_wasted_gpu_seconds_total"}
+
+
+def parse_counters(text: str) -> dict[str, str]:
+    """dcgm-exporter's counters format: `FIELD, type, help`, '#' comments; help may hold no comma."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split(",")]
+        assert len(parts) == 3, f"not 'field, type, help': {line!r}"
+        name, kind, help_text = parts
+        assert re.fullmatch(r"DCGM_FI_[A-Z0-9_]+", name), name
+        assert kind in {"gauge", "counter"}, line
+        assert help_text, line
+        assert name not in fields, f"{name} twice"
+        fields[name] = kind
+    return fields
+
+
+def test_counters_turn_on_every_field_the_analysis_uses() -> None:
+    fields = parse_counters(COUNTERS.read_text())
+    for name, kind in DESIGN_FIELDS.items():
+        assert fields.get(name) == kind, (name, fields.get(name))
+    # and whatever the signal catalogue reads, with counters where it takes a rate
+    for spec in SIGNALS.values():
+        for name in re.findall(r"DCGM_FI_[A-Z0-9_]+", spec.description):
+            assert name in fields, (spec.name, name)
+            if spec.description.startswith("rate of"):
+                assert fields[name] == "counter", name
+
+
+def test_counter_parser_catches_mistakes() -> None:
+    with pytest.raises(AssertionError):
+        parse_counters("DCGM_FI_DEV_GPU_UTIL, gauge, utilisation, in percent\n")
+    with pytest.raises(AssertionError):
+        parse_counters("DCGM_FI_DEV_GPU_UTIL, histogram, utilisation\n")
+
+
+def test_counters_config_map(rendered: dict[str, list[Manifest]]) -> None:
+    config = one(rendered["full"], "ConfigMap", "bottleneck-dcgm-counters")
+    assert config["metadata"]["namespace"] == "gpu-monitoring"
+    text = COUNTERS.read_text().rstrip("\n")
+    # one key for dcgm-exporter's chart (-f), one for the GPU Operator
+    assert config["data"] == {"custom-counters.csv": text, "dcgm-metrics.csv": text}
+
+
+def test_dashboard_config_map(rendered: dict[str, list[Manifest]]) -> None:
+    config = next(c for c in find(rendered["full"], "ConfigMap") if c["metadata"]["name"].endswith("-dashboard"))
+    assert config["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert config["metadata"]["annotations"] == {"grafana_folder": "GPU"}
+    assert config["metadata"]["namespace"] == "monitoring"
+    assert json.loads(config["data"]["bottleneck-overview.json"]) == json.loads(DASHBOARD.read_text())
+
+
+def _dashboard() -> dict[str, Any]:
+    return json.loads(DASHBOARD.read_text())  # type: ignore[no-any-return]
+
+
+def _exprs(dashboard: dict[str, Any]) -> list[str]:
+    return [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+
+
+def test_dashboard_has_the_views_it_promises() -> None:
+    dashboard = _dashboard()
+    assert dashboard["uid"] == "bottleneck-overview"
+    titles = {p["title"] for p in dashboard["panels"]}
+    for wanted in (
+        "Jobs by bottleneck (now)",
+        "Jobs by bottleneck over time",
+        "Verdicts written by class",
+        "GPU activity vs input pipeline",
+        "GPU activity vs interconnect",
+        "Wasted GPU-hours by bottleneck",
+    ):
+        assert wanted in titles
+    variables = {v["name"] for v in dashboard["templating"]["list"]}
+    assert variables == {"datasource", "namespace", "job"}
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    for panel in dashboard["panels"]:
+        if panel["type"] != "row":
+            assert panel["datasource"]["uid"] == "${datasource}"
+
+
+def _metric_names(expr: str) -> set[str]:
+    return set(re.findall(r"\b((?:DCGM_FI|bottleneck_operator|bottleneck_sidecar)_[A-Za-z0-9_]+)", expr))
+
+
+def test_dashboard_reads_metrics_that_exist() -> None:
+    declared = set(
+        re.findall(
+            r'"(bottleneck_operator_[a-z_]+)"', (ROOT / "operator/bottleneck_operator/handlers/metrics.py").read_text()
+        )
+    )
+    exposed = declared | {f"{n}{s}" for n in declared for s in ("_bucket", "_sum", "_count")}
+    counters = parse_counters(COUNTERS.read_text())
+    seen: set[str] = set()
+    for expr in _exprs(_dashboard()):
+        for name in _metric_names(expr):
+            seen.add(name)
+            if name.startswith("DCGM_FI"):
+                assert name in counters, name
+            elif name.startswith("bottleneck_sidecar"):
+                assert name in SIDECAR_METRICS, name
+            else:
+                assert name in exposed or name in PENDING_OPERATOR_METRICS, name
+    assert {"bottleneck_operator_verdicts_total", "bottleneck_operator_reports"} <= seen
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed: run `make test`")
+def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
+    # promtool parses every expression as a recording rule; Grafana's variables become plain values.
+    substitutions = {"$__rate_interval": "5m", "$__range": "6h", "$namespace": "ml", "$job": "train"}
+    rules = []
+    for i, expr in enumerate(_exprs(_dashboard())):
+        for var, value in substitutions.items():
+            expr = expr.replace(var, value)
+        assert "$" not in expr, expr
+        rules.append({"record": f"dashboard:expr_{i}", "expr": expr})
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
+    result = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

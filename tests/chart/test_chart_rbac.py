@@ -1,0 +1,118 @@
+"""RBAC: least privilege, no wildcards, cluster-wide or per watched namespace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ._helpers import NAMESPACE, SCENARIOS, WATCHED, Manifest, find, one, operator_container, render_docs
+
+Grant = tuple[str, str, str]  # (apiGroup, resource, verb)
+
+# What the operator does in a watched namespace: read Jobs and Pods, own its reports and their
+# status, post Events (kopf posts core/v1 Events; events.k8s.io for newer clients).
+NAMESPACED_GRANTS: set[Grant] = {
+    *{("batch", "jobs", v) for v in ("get", "list", "watch")},
+    *{("", "pods", v) for v in ("get", "list", "watch")},
+    *{
+        ("bottleneck.dev", "bottleneckreports", v)
+        for v in ("get", "list", "watch", "create", "update", "patch", "delete")
+    },
+    *{("bottleneck.dev", "bottleneckreports/status", v) for v in ("get", "update", "patch")},
+    *{(g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")},
+}
+# What kopf needs at cluster scope: the CRD scan, and the namespaces when it serves the whole cluster.
+CRD_SCAN: set[Grant] = {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")}
+NAMESPACE_WATCH: set[Grant] = {("", "namespaces", v) for v in ("list", "watch")}
+
+
+def grants(role: Manifest) -> set[Grant]:
+    out: set[Grant] = set()
+    for rule in role["rules"]:
+        assert not rule.get("resourceNames"), "no rule is limited by name: they should not exist at all"
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                for verb in rule["verbs"]:
+                    out.add((group, resource, verb))
+    return out
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_no_wildcards(rendered: dict[str, list[Manifest]], scenario: str) -> None:
+    roles = find(rendered[scenario], "ClusterRole") + find(rendered[scenario], "Role")
+    assert roles
+    for role in roles:
+        for rule in role["rules"]:
+            for key in ("apiGroups", "resources", "verbs"):
+                assert all("*" not in item for item in rule[key]), (role["metadata"]["name"], rule)
+            assert "nonResourceURLs" not in rule
+
+
+def test_cluster_wide_grants_exactly_what_is_needed(rendered: dict[str, list[Manifest]]) -> None:
+    docs = rendered["default"]
+    assert grants(one(docs, "ClusterRole")) == NAMESPACED_GRANTS | CRD_SCAN | NAMESPACE_WATCH
+    assert not find(docs, "Role")
+    assert not find(docs, "RoleBinding")
+
+
+def test_no_write_access_to_jobs_pods_or_secrets(rendered: dict[str, list[Manifest]]) -> None:
+    for scenario, docs in rendered.items():
+        for role in find(docs, "ClusterRole") + find(docs, "Role"):
+            for _group, resource, verb in grants(role):
+                if resource in {"jobs", "pods"}:
+                    assert verb in {"get", "list", "watch"}, (scenario, resource, verb)
+                assert resource not in {"secrets", "configmaps", "mutatingwebhookconfigurations"}, scenario
+
+
+def test_namespaced_install_grants_per_namespace(rendered: dict[str, list[Manifest]]) -> None:
+    docs = rendered["namespaced"]
+    # nothing cluster-wide but the read-only CRD scan
+    assert grants(one(docs, "ClusterRole")) == CRD_SCAN
+    roles = find(docs, "Role")
+    assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(WATCHED)
+    for role in roles:
+        assert grants(role) == NAMESPACED_GRANTS
+    bindings = find(docs, "RoleBinding")
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == sorted(WATCHED)
+    account = one(docs, "ServiceAccount")["metadata"]["name"]
+    for binding in bindings:
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": roles[0]["metadata"]["name"],
+        }
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_bindings_name_the_operator_account(rendered: dict[str, list[Manifest]], scenario: str) -> None:
+    docs = rendered[scenario]
+    account = one(docs, "ServiceAccount")["metadata"]["name"]
+    deployment = one(docs, "Deployment")
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == account
+    binding = one(docs, "ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == one(docs, "ClusterRole")["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
+
+
+def test_peering_adds_only_kopf_peering_access(rendered: dict[str, list[Manifest]], chart: Any) -> None:
+    with_peering = grants(one(rendered["full"], "ClusterRole"))
+    extra = with_peering - grants(one(rendered["default"], "ClusterRole"))
+    assert extra == {
+        ("kopf.dev", r, v) for r in ("kopfpeerings", "clusterkopfpeerings") for v in ("get", "list", "watch", "patch")
+    }
+    args = operator_container(rendered["full"])["args"]
+    assert args[:3] == ["run", "--peering", "bottleneck-operator"]
+    assert operator_container(rendered["default"])["args"] == ["run"]
+    namespaced = render_docs(chart, {**SCENARIOS["namespaced"], "kopfPeering": {"enabled": True}})
+    for role in find(namespaced, "Role"):
+        assert ("kopf.dev", "kopfpeerings", "patch") in grants(role)
+    assert not any(r == "clusterkopfpeerings" for _, r, _ in grants(one(namespaced, "ClusterRole")))
+
+
+def test_rbac_can_be_left_to_the_cluster_admin(chart: Any) -> None:
+    docs = render_docs(chart, {"rbac": {"create": False}, "serviceAccount": {"create": False, "name": "ops"}})
+    for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount"):
+        assert not find(docs, kind)
+    assert one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "ops"
