@@ -1,0 +1,200 @@
+"""What surrounds a job on a real cluster: exporter configuration, neighbours, memory, phases, noise.
+
+None of this changes which stage bounds the job (the neighbours' contention is already in the drawn
+storage and CPU rates); it changes what the telemetry shows and how cleanly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bottleneck_operator.simulation import catalog as cat
+
+FIELDSETS = ("dev", "shipped", "full")
+SCRAPE_INTERVALS = (15.0, 30.0, 60.0)
+# PROF fields a part may lack: T4 emits GR_ENGINE_ACTIVE but multiplexes or lacks the rest; L4/A10
+# lack some groups depending on the driver.
+PARTIAL_PROF = ("sm_active", "sm_occupancy", "tensor_active", "dram_active")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Conditions around the job.
+
+    Attributes:
+        dcgm_fieldset: "dev" (DEV fields only), "shipped" (+ GR_ENGINE/tensor/DRAM/PCIe), "full"
+            (+ SM activity/occupancy and NVLink PROF bytes).
+        prof_missing: PROF signals this GPU part does not deliver despite the field set.
+        scrape_interval: seconds between scrapes of every exporter.
+        sidecar: the collector sidecar runs in the job's pods.
+        node_psi: node-exporter has pressure metrics (kernel >= 4.20).
+        ksm: kube-state-metrics is installed.
+        neighbour_pods: pods of other, non-profiled jobs on each of the job's nodes.
+        neighbour_cpu / neighbour_disk_bps / neighbour_net_bps / neighbour_io_wait: their load per node
+            (cores, bytes/s, bytes/s, share of time their tasks wait on I/O).
+        mem_limit_bytes: the trainer container's memory limit, None when unlimited.
+        mem_ws_frac: working set as a share of the limit (or of node memory when unlimited).
+        node_mem_used_frac: node memory in use by everything else.
+        swap_bytes: node swap size (0: none; Kubernetes supports swap from 1.28 as beta).
+        swap_used_frac: share of swap in use at the start.
+        startup_s: seconds of start-up (loading, compiling, warming caches) with little GPU work.
+        eval_every_s / eval_len_s: periodic evaluation passes (0: none).
+        ckpt_every_s / ckpt_len_s: periodic checkpoint writes that pause training (0: none).
+        noise: per-sample log-normal spread of stage times (burstiness).
+        drift: amplitude of slow log-scale drifts of stage times.
+        gap_prob: chance that an exporter misses a stretch of scrapes during the job.
+        fb_frac: framebuffer share the job holds (PyTorch's caching allocator keeps what it has used).
+        counter_reset: one exporter restarts mid-job (its counters start again from zero).
+    """
+
+    dcgm_fieldset: str
+    prof_missing: tuple[str, ...]
+    scrape_interval: float
+    sidecar: bool
+    node_psi: bool
+    ksm: bool
+    neighbour_pods: int
+    neighbour_cpu: float
+    neighbour_disk_bps: float
+    neighbour_net_bps: float
+    neighbour_io_wait: float
+    mem_limit_bytes: float | None
+    mem_ws_frac: float
+    node_mem_used_frac: float
+    swap_bytes: float
+    swap_used_frac: float
+    startup_s: float
+    eval_every_s: float
+    eval_len_s: float
+    ckpt_every_s: float
+    ckpt_len_s: float
+    noise: float
+    drift: float
+    gap_prob: float
+    fb_frac: float
+    counter_reset: bool
+
+
+def sample_environment(
+    rng: np.random.Generator,
+    *,
+    gpu: str,
+    mechanism: str,
+    label: object,
+    storage_network: bool,
+    n_nodes: int,
+    node_cpus: int,
+    node_mem: float,
+    scrape_interval: float | None,
+    dcgm_fieldset: str | None,
+    comm_share: float,
+    kernel_share: float,
+) -> tuple[Environment, tuple[str, ...]]:
+    """Draw the environment of one job and the tags that mark its hard cases.
+
+    Args:
+        rng: the generator.
+        gpu: GPU kind key.
+        mechanism: the mechanism that makes the target class the bound ("mem-host", "ic-comm", ...).
+        label: the realised label (unused beyond tagging).
+        storage_network: the data is read over the network.
+        n_nodes: nodes the job spans.
+        node_cpus / node_mem: node size.
+        scrape_interval / dcgm_fieldset: forced values, or None to draw.
+        comm_share: all-reduce time as a share of the step's bound.
+        kernel_share: GPU kernel (math or DRAM) time as a share of the step's bound.
+
+    Returns:
+        (environment, tags).
+    """
+    kind = cat.GPU_KINDS[gpu]
+    tags: list[str] = []
+    fieldset = dcgm_fieldset or str(rng.choice(FIELDSETS, p=[0.25, 0.45, 0.30]))
+    missing: tuple[str, ...] = ()
+    if kind.prof_partial and rng.random() < 0.5:
+        drop = rng.random(len(PARTIAL_PROF)) < 0.6
+        missing = tuple(n for n, d in zip(PARTIAL_PROF, drop, strict=True) if d)
+    if fieldset == "dev":
+        tags.append("no_prof")
+    si = scrape_interval or float(rng.choice(SCRAPE_INTERVALS, p=[0.5, 0.35, 0.15]))
+    sidecar = bool(rng.random() < 0.5)
+    if sidecar:
+        tags.append("sidecar")
+    if storage_network:
+        tags.append("network_storage")
+    if n_nodes > 1:
+        tags.append("multi_node")
+    # Multi-node all-reduce that dominates: NCCL kernels keep GPU_UTIL high while the SMs mostly wait.
+    if n_nodes > 1 and comm_share > 0.99 and kernel_share < 0.4:
+        tags.append("nccl_busy")
+
+    # Neighbours: a third of jobs share nodes with busy pods of other jobs.
+    noisy = bool(rng.random() < 0.33)
+    n_pods = int(rng.integers(1, 5)) if noisy or rng.random() < 0.4 else 0
+    load = float(rng.uniform(0.2, 0.7)) if noisy else float(rng.uniform(0.0, 0.08))
+    if noisy:
+        tags.append("noisy_neighbour")
+    nb_cpu = load * node_cpus if n_pods else 0.0
+    nb_disk = float(rng.uniform(0.2e9, 2.5e9)) * (noisy and rng.random() < 0.6) if n_pods else 0.0
+    nb_net = float(rng.uniform(0.1e9, 3e9)) * (noisy and rng.random() < 0.6) if n_pods else 0.0
+    nb_iow = float(rng.uniform(0.1, 0.6)) if nb_disk > 0 else 0.0
+
+    # Memory: host pressure only where the mechanism is host memory (with swap often), else headroom.
+    mem_limit: float | None = None
+    swap = 0.0
+    swap_used = 0.0
+    if mechanism == "mem-host":
+        mem_limit = float(rng.uniform(0.05, 0.4)) * node_mem if rng.random() < 0.6 else None
+        ws = float(rng.uniform(0.96, 0.995))
+        node_used = float(rng.uniform(0.9, 0.98)) if mem_limit is None else float(rng.uniform(0.3, 0.8))
+        if rng.random() < 0.6:
+            swap = float(rng.choice([8, 16, 32, 64])) * cat.GIB
+            swap_used = float(rng.uniform(0.2, 0.8))
+            tags.append("swap")
+    else:
+        if rng.random() < 0.5:
+            mem_limit = float(rng.uniform(0.05, 0.4)) * node_mem
+        ws = float(rng.uniform(0.2, 0.85))
+        node_used = float(rng.uniform(0.1, 0.7))
+        if rng.random() < 0.15:
+            swap = float(rng.choice([8, 16, 32])) * cat.GIB
+            swap_used = float(rng.uniform(0.0, 0.1))
+    fb = float(rng.uniform(0.95, 0.995)) if mechanism == "mem-fb" else float(rng.uniform(0.2, 0.97))
+    if mechanism == "mem-fb":
+        tags.append("fb_full")
+    if mechanism == "mem-dram":
+        tags.append("dram_bound")
+
+    evals = rng.random() < 0.5
+    ckpts = rng.random() < 0.6
+    env = Environment(
+        dcgm_fieldset=fieldset,
+        prof_missing=missing,
+        scrape_interval=si,
+        sidecar=sidecar,
+        node_psi=bool(rng.random() < 0.85),
+        ksm=bool(rng.random() < 0.9),
+        neighbour_pods=n_pods,
+        neighbour_cpu=nb_cpu,
+        neighbour_disk_bps=nb_disk,
+        neighbour_net_bps=nb_net,
+        neighbour_io_wait=nb_iow,
+        mem_limit_bytes=mem_limit,
+        mem_ws_frac=ws,
+        node_mem_used_frac=node_used,
+        swap_bytes=swap,
+        swap_used_frac=swap_used,
+        startup_s=float(rng.uniform(30, 240)),
+        eval_every_s=float(rng.uniform(300, 1200)) if evals else 0.0,
+        eval_len_s=float(rng.uniform(20, 90)) if evals else 0.0,
+        ckpt_every_s=float(rng.uniform(300, 1800)) if ckpts else 0.0,
+        ckpt_len_s=float(rng.uniform(5, 45)) if ckpts else 0.0,
+        noise=float(rng.uniform(0.04, 0.15)),
+        drift=float(rng.uniform(0.02, 0.12)),
+        gap_prob=float(rng.uniform(0.0, 0.3)),
+        fb_frac=fb,
+        counter_reset=bool(rng.random() < 0.03),
+    )
+    return env, tuple(tags)

@@ -1,0 +1,210 @@
+"""Host side of the state: the pods' cgroups (CPU, quota, memory, I/O, pressure) and their nodes.
+
+Facts used (TELEMETRY.md): a CFS-throttled container leaves node CPUs partly idle; reads from NFS or an
+object-store FUSE mount show as network receive bytes and iowait, never as block reads (node_disk_*,
+cAdvisor fs_reads, cgroup io.stat); memory pressure with swap shows as memory pressure stalls, up to
+tens of thousands of major faults a second and high system CPU from the kernel's swap work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bottleneck_operator.simulation import catalog as cat
+from bottleneck_operator.simulation.scenario import Scenario
+from bottleneck_operator.simulation.state import CFS_PERIODS_PER_S, CPU_MODES, F, JobState, cumulative, rounded
+
+# Kernel CPU per major fault: the page-in path plus direct reclaim charged to the faulting task, and
+# kswapd's scanning on the node; under thrashing this adds whole cores of system time.
+FAULT_CPU_S = 50e-6
+RECLAIM_CPU_S = 100e-6
+
+
+def _node_sum(v: F, pod_node: tuple[int, ...], n_nodes: int) -> F:
+    out = np.zeros((n_nodes, v.shape[-1]))
+    np.add.at(out, np.asarray(pod_node), v)
+    return out
+
+
+def _jit(rng: np.random.Generator, v: F, sigma: float) -> F:
+    return np.asarray(v * np.exp(rng.normal(0.0, sigma, size=np.shape(v))))
+
+
+def host_state(
+    sc: Scenario,
+    st: JobState,
+    rng: np.random.Generator,
+    *,
+    x: dict[str, F],
+    step: F,
+    sps: F,
+    a: F,
+    evaluation: F,
+    ckpt: F,
+    rel: F,
+    dt: F,
+    N: int,
+) -> None:
+    """Fill ``st.pod``, ``st.node`` and ``st.neighbours`` from the step model's per-sample quantities.
+
+    Args:
+        sc: the scenario.
+        st: the state to fill (GPU part already there).
+        rng: the job's generator.
+        x: per-pod, per-sample stage times (seconds per step).
+        step: per-pod, per-sample step time.
+        sps: samples/s per GPU while training.
+        a: share of each interval spent in the training loop.
+        evaluation / ckpt: share of each interval in evaluation / checkpointing.
+        rel: seconds since the job started.
+        dt: interval lengths.
+        N: number of nodes.
+    """
+    env = sc.env
+    storage = cat.STORAGE_KINDS[sc.storage]
+    P, n = step.shape
+    gpp = sc.gpus_per_pod
+    pn = st.pod_node
+
+    # --- CPU of the trainer container
+    decode = a * np.minimum(x["cpu"], step) / step * sc.loader_cores
+    main = gpp * rng.uniform(0.5, 1.0) * (0.3 + 0.7 * a)  # Python main loop, kernel launches
+    startup = (1 - a) * (1 - ckpt) * rng.uniform(1.0, 2.5) * (rel < env.startup_s * 1.5)
+    faults_ps = sps * gpp * sc.faults_per_sample + rng.uniform(0.0, 2.0, (P, n))
+    demand = _jit(rng, decode + main + startup + ckpt * 1.0, 0.04) + faults_ps * FAULT_CPU_S
+    limit = sc.cpu_limit
+    if limit is not None:
+        usage = np.minimum(demand, limit * rng.uniform(0.95, 0.99, (P, n)))
+        r = demand / limit
+        thr = np.where(r > 0.9, 0.55 + 0.4 * np.clip((r - 0.9) / 0.2, 0, 1), 0.25 * np.clip(r, 0, 1) ** 4)
+        thr = np.clip(thr + rng.normal(0, 0.03, (P, n)) + rng.uniform(0, 0.06, (P, n)), 0.0, 1.0)
+        st.pod["cfs_periods_c"] = cumulative(np.full((P, n), CFS_PERIODS_PER_S), dt)
+        st.pod["cfs_throttled_c"] = cumulative(thr * CFS_PERIODS_PER_S, dt)
+        st.pod["cfs_throttled_s_c"] = cumulative(np.maximum(demand - usage, 0.0) * 0.8 + thr * 0.05, dt)
+    else:
+        usage = demand
+        thr = np.zeros((P, n))
+    sidecar_cpu = rng.uniform(0.002, 0.01, (P, n))
+    st.pod["cpu_c"] = cumulative(usage, dt)
+    st.pod["cpu_sc_c"] = cumulative(sidecar_cpu, dt)
+
+    # --- memory of the trainer container
+    node_mem = sc.node_mem_bytes
+    cap_mem = env.mem_limit_bytes or node_mem / sc.pods_per_node * 0.35
+    ramp = np.clip(rel / max(env.startup_s, 1.0), 0.3, 1.0)
+    ws = cap_mem * env.mem_ws_frac * ramp * np.exp(rng.normal(0, 0.005, (P, n)))
+    if env.mem_limit_bytes:
+        ws = np.minimum(ws, env.mem_limit_bytes * 0.998)
+    st.pod["ws"] = ws
+    st.pod["mem_limit"] = np.full((P, n), env.mem_limit_bytes or 0.0)
+    st.pod["mem_current"] = np.minimum(ws * rng.uniform(1.05, 1.4), env.mem_limit_bytes or np.inf)
+    st.pod["majfault_c"] = cumulative(faults_ps, dt)
+    st.pod["oom_c"] = np.zeros((P, n))
+
+    # --- storage reads (local block devices only reach fs_reads / io.stat)
+    # Start-up reads the model/checkpoint (weights + optimizer state, ~2x the gradient bytes) once.
+    load = (rel < env.startup_s) * (1 - a) * sc.grad_bytes * 2 / max(env.startup_s, 1.0) / sc.n_pods
+    read_bps = sps * gpp * sc.bytes_per_sample + load
+    req = rng.uniform(64e3, 512e3)
+    local = 0.0 if storage.network else 1.0
+    block_bps = read_bps * local + rng.uniform(0, 2e4, (P, n))
+    st.pod["fs_read_c"] = cumulative(block_bps, dt)
+    st.pod["fs_reads_c"] = cumulative(block_bps / req, dt)
+
+    # --- pressure and process states of the pod's cgroup
+    io_share = np.clip(a * np.minimum(x["io"], step) / step, 0, 1) * (x["io"] / (x["io"] + x["cpu"]))
+    io_some = np.clip(1.2 * io_share * storage.iowait_factor + rng.normal(0, 0.02, (P, n)), 0, 1)
+    cpu_some = np.clip(thr * 0.85 + 0.35 * decode / max(sc.loader_cores, 1e-9) * (limit is None), 0, 1)
+    mem_some = np.clip(a * np.minimum(x["host_mem"], step) / step * 0.9 + rng.uniform(0, 0.01, (P, n)), 0, 1)
+    pod_psi = {"cpu_some": cpu_some, "cpu_full": cpu_some * 0.1, "io_some": io_some,
+               "io_full": io_some * rng.uniform(0.2, 0.6), "mem_some": mem_some, "mem_full": mem_some * 0.5}  # fmt: skip
+    for k, v in pod_psi.items():
+        st.pod[f"psi_{k}_c"] = cumulative(np.clip(v, 0, 1), dt)
+    workers = max(1.0, round(sc.loader_cores))
+    st.pod["procs_running"] = rounded(np.maximum(_jit(rng, usage, 0.15), 0.0))
+    st.pod["procs_iowait"] = rounded(np.maximum(workers * io_share * (1 + rng.normal(0, 0.2, (P, n))), 0.0))
+    st.pod["procs_sleeping"] = rounded(rng.uniform(20, 120) + rng.normal(0, 2, (P, n)))
+
+    # --- nodes: the job's pods on each, plus neighbours and the system
+    ncpu = float(sc.node_cpus)
+    nb_k = max(env.neighbour_pods, 0)
+    nb_cpu = env.neighbour_cpu * np.exp(rng.normal(0, 0.15, (N, n)))
+    if nb_k:
+        split = rng.dirichlet(np.ones(nb_k), size=N)[:, :, None]
+        st.neighbours["cpu_c"] = cumulative(nb_cpu[:, None, :] * split, dt)
+        st.neighbours["ws"] = np.broadcast_to(rng.uniform(1, 32, (N, nb_k, 1)) * cat.GIB, (N, nb_k, n)).copy()
+    job_cpu = _node_sum(usage + sidecar_cpu, pn, N)
+    node_faults = _node_sum(faults_ps, pn, N) + rng.uniform(0, 20, (N, n))
+    mem_stall = _node_sum(mem_some, pn, N)
+    reclaim = node_faults * RECLAIM_CPU_S * (mem_stall > 0.05)
+    n_nodes_job = sc.n_nodes
+    inter = 2 * (n_nodes_job - 1) / n_nodes_job * sc.grad_bytes if n_nodes_job > 1 else 0.0
+    comm_node = np.zeros((N, n))
+    if inter:
+        per_pod = (a * (1 - evaluation) * inter / step) / sc.pods_per_node
+        comm_node = _node_sum(per_pod, pn, N)
+    net_storage = _node_sum(read_bps * (1 - local), pn, N)
+    ckpt_bytes_ps = _node_sum(ckpt * sc.grad_bytes * 3 / max(env.ckpt_len_s, 1.0) * (1 - local), pn, N)
+    rx = net_storage + comm_node + env.neighbour_net_bps * np.exp(rng.normal(0, 0.2, (N, n))) + 2e5
+    tx = comm_node + ckpt_bytes_ps + env.neighbour_net_bps * 0.2 + 1e5
+    st.node["net_rx_c"] = cumulative(_jit(rng, rx, 0.03), dt, rng.uniform(1e12, 1e14, (N, 1)))
+    st.node["net_tx_c"] = cumulative(_jit(rng, tx, 0.03), dt, rng.uniform(1e12, 1e14, (N, 1)))
+
+    job_user = job_cpu * 0.85
+    job_sys = job_cpu * 0.15 + reclaim
+    softirq = rx / 1e9 * 0.25
+    nb_user = nb_cpu * 0.85
+    system = job_sys + nb_cpu * 0.15 + 0.3 + 0.01 * ncpu
+    busy_cores = np.minimum(job_user + nb_user + system + softirq, ncpu * 0.995)
+    scale = busy_cores / np.maximum(job_user + nb_user + system + softirq, 1e-9)
+    idle_cores = ncpu - busy_cores
+    blocked = _node_sum(io_share * workers * storage.iowait_factor, pn, N) + env.neighbour_io_wait * 3
+    iowait = np.minimum(idle_cores * 0.9, blocked * rng.uniform(0.5, 1.0))
+    cores = {
+        "user": (job_user + nb_user) * scale, "nice": np.full((N, n), 0.001 * ncpu), "system": system * scale,
+        "iowait": iowait, "irq": np.full((N, n), 0.0005 * ncpu), "softirq": softirq * scale,
+        "steal": np.zeros((N, n)),
+    }  # fmt: skip
+    cores["idle"] = np.maximum(ncpu - sum(cores.values()), 0.0)
+    frac = np.stack([cores[m] / ncpu for m in CPU_MODES], axis=1)  # (N, modes, n)
+    uptime = rng.uniform(2, 60, (N, 1, 1)) * 86400 * ncpu
+    st.node["cpu_c"] = cumulative(frac * ncpu, dt, uptime * np.array([0.1, 0, 0.02, 0.86, 0.01, 0, 0.01, 0])[:, None])
+
+    # Block devices: the root disk (OS, logs; neighbours without their own volume) and, for local
+    # storage, the data disk the job reads; each row of the arrays below is one device.
+    nb_disk = env.neighbour_disk_bps * np.exp(rng.normal(0, 0.1, (N, n)))
+    root_bps = rng.uniform(2e4, 2e5, (N, n)) + nb_disk * (1 - local)
+    root_busy = rng.uniform(0.003, 0.03, (N, n)) + nb_disk * (1 - local) / 3e9  # root: an NVMe Gen3
+    dev_bps = [root_bps]
+    dev_busy = [root_busy]
+    if local:
+        job_disk = _node_sum(block_bps, pn, N)
+        dev_bps.append(job_disk + nb_disk)
+        # The device is busy for the share of time its (possibly small, random) reads are in flight:
+        # reading at the rate the access pattern allows keeps it ~100 % busy.
+        dev_busy.append(_node_sum(read_bps, pn, N) / sc.storage_bw_bps + nb_disk / sc.storage_cap_bps)
+    bps = np.stack(dev_bps, axis=1)  # (N, D, n)
+    st.node["disk_read_c"] = cumulative(bps, dt, rng.uniform(1e11, 1e13, (N, len(dev_bps), 1)))
+    st.node["disk_reads_c"] = cumulative(bps / req, dt, rng.uniform(1e6, 1e8, (N, len(dev_bps), 1)))
+    busy = np.clip(_jit(rng, np.stack(dev_busy, axis=1), 0.05), 0, 1)
+    st.node["disk_io_time_c"] = cumulative(busy, dt, rng.uniform(1e4, 1e6, (N, len(dev_bps), 1)))
+
+    job_ws = _node_sum(ws, pn, N)
+    avail = node_mem * (1 - env.node_mem_used_frac) - job_ws * (env.mem_limit_bytes is not None or 0.2)
+    st.node["mem_total"] = np.full((N, n), node_mem)
+    st.node["mem_avail"] = np.clip(_jit(rng, avail, 0.01), node_mem * 0.004, node_mem)
+    st.node["swap_total"] = np.full((N, n), env.swap_bytes)
+    growth = 0.15 * rel / max(rel[-1], 1.0) * (mem_stall > 0.05)
+    st.node["swap_free"] = env.swap_bytes * np.clip(1 - env.swap_used_frac - growth, 0.0, 1.0)
+    st.node["majfault_c"] = cumulative(node_faults, dt, rng.uniform(1e4, 1e7, (N, 1)))
+
+    busy_frac = busy_cores / ncpu
+    node_psi = {
+        "cpu_some": np.clip((busy_frac - 0.7) / 0.3, 0, 1) * 0.8 + 0.01,
+        "io_some": 1 - (1 - np.clip(_node_sum(io_some, pn, N), 0, 1)) * (1 - env.neighbour_io_wait),
+        "mem_some": np.clip(mem_stall, 0, 1),
+    }
+    node_psi["io_full"] = node_psi["io_some"] * rng.uniform(0.2, 0.5)
+    node_psi["mem_full"] = node_psi["mem_some"] * 0.5
+    for k, v in node_psi.items():
+        st.node[f"psi_{k}_c"] = cumulative(np.clip(_jit(rng, v, 0.05), 0, 1), dt, rng.uniform(1e3, 1e6, (N, 1)))

@@ -1,0 +1,263 @@
+"""Simulated jobs: names, pods and nodes around a scenario, and the seeded generator of many."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
+from bottleneck_operator.analysis.window import JobWindow
+from bottleneck_operator.errors import UsageError
+from bottleneck_operator.simulation import catalog as cat
+from bottleneck_operator.simulation.environment import FIELDSETS
+from bottleneck_operator.simulation.physics import simulate
+from bottleneck_operator.simulation.scenario import Scenario, draw_scenario
+from bottleneck_operator.simulation.state import JobState
+
+_WORDS = ("train", "finetune", "pretrain", "sweep", "exp", "run", "ablation", "baseline")
+_PREFIX = {"vision-cnn": "resnet", "vision-vit": "vit", "llm": "llm", "av": "asr", "recsys": "dlrm"}
+
+
+@dataclass(frozen=True)
+class SimNode:
+    """A node hosting some of the job's pods."""
+
+    name: str
+    ip: str
+    cpus: int
+    mem_bytes: float
+    gpus: int
+
+    @property
+    def instance(self) -> str:
+        """node-exporter's ``instance`` label (ip:9100)."""
+        return f"{self.ip}:9100"
+
+
+@dataclass(frozen=True)
+class SimPod:
+    """One pod of a simulated job."""
+
+    pod: str
+    node: str
+    gpu_count: int
+    gpu_model: str
+    uid: str = ""
+    ip: str = ""
+    first_gpu: int = 0  # index of its first GPU on the node
+
+
+@dataclass
+class SimulatedJob:
+    """One simulated training Job with its ground truth.
+
+    Attributes:
+        namespace / name / uid: the Job's identity.
+        label: the class that bounds the job (ground truth); ambiguous: a near-tie (margin < 0.15).
+        margin: (slowest - runner-up) / slowest of the per-class step times.
+        start / end: first and last second of its pods' telemetry; completed: the Job finished at ``end``.
+        pods: its pods; nodes: their nodes; neighbours: non-profiled pods per node (name, namespace).
+        params: the scenario (``params.tags``, ``params.dcgm_fieldset``, ``params.scrape_interval``, ...).
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    label: Bottleneck
+    ambiguous: bool
+    margin: float
+    start: float
+    end: float
+    completed: bool
+    pods: tuple[SimPod, ...]
+    params: Scenario
+    nodes: tuple[SimNode, ...] = ()
+    neighbours: tuple[tuple[tuple[str, str, str], ...], ...] = ()  # per node: (namespace, pod, job)
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return self.params.tags
+
+    @cached_property
+    def state(self) -> JobState:
+        """The per-scrape physical state (computed once, on first use)."""
+        node_index = {nd.name: i for i, nd in enumerate(self.nodes)}
+        return simulate(self.params, self.start, self.end, tuple(node_index[p.node] for p in self.pods))
+
+    def to_window(self, step: float = 30.0, start: float | None = None, end: float | None = None) -> JobWindow:
+        """The job's signals as the data layer would return them (see ``render_window``).
+
+        Args:
+            step: seconds between window timestamps.
+            start / end: window bounds (default: the job's own).
+
+        Returns:
+            The window.
+        """
+        from bottleneck_operator.simulation.render_window import render_window
+
+        return render_window(self, step=step, start=start, end=end)
+
+    def ground_truth(self) -> dict[str, Any]:
+        """JSON-friendly ground truth of the job."""
+        return {
+            "namespace": self.namespace,
+            "job": self.name,
+            "uid": self.uid,
+            "label": self.label.value,
+            "ambiguous": self.ambiguous,
+            "margin": round(self.margin, 4),
+            "start": self.start,
+            "end": self.end,
+            "completed": self.completed,
+            "pods": [
+                {"pod": p.pod, "node": p.node, "gpu_count": p.gpu_count, "gpu_model": p.gpu_model} for p in self.pods
+            ],
+            "tags": list(self.tags),
+            "params": self.params.as_dict(),
+        }
+
+
+def _ip(rng: np.random.Generator, prefix: str) -> str:
+    a, b = (int(v) for v in rng.integers(1, 255, size=2))
+    return f"{prefix}.{a}.{b}"
+
+
+def _suffix(rng: np.random.Generator, k: int = 5) -> str:
+    letters = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' random-name alphabet
+    return "".join(letters[int(i)] for i in rng.integers(len(letters), size=k))
+
+
+def _build_job(rng: np.random.Generator, sc: Scenario, namespace: str, start: float, duration: float) -> SimulatedJob:
+    name = f"{_PREFIX.get(sc.workload, 'job')}-{_WORDS[int(rng.integers(len(_WORDS)))]}-{_suffix(rng, 6)}"
+    kind = cat.GPU_KINDS[sc.gpu]
+    n_nodes = math.ceil(sc.n_pods / sc.pods_per_node)
+    nodes = tuple(
+        SimNode(
+            name=f"gpu-{sc.gpu.lower()}-{_suffix(rng, 8)}",
+            ip=_ip(rng, "10.0"),
+            cpus=sc.node_cpus,
+            mem_bytes=sc.node_mem_bytes,
+            gpus=sc.gpus_per_node,
+        )
+        for _ in range(n_nodes)
+    )
+    pods = []
+    for i in range(sc.n_pods):
+        node = nodes[i // sc.pods_per_node]
+        slot = i % sc.pods_per_node
+        pods.append(
+            SimPod(
+                pod=f"{name}-{i}-{_suffix(rng)}" if sc.n_pods > 1 else f"{name}-{_suffix(rng)}",
+                node=node.name,
+                gpu_count=sc.gpus_per_pod,
+                gpu_model=kind.model_name,
+                uid=str(uuid.UUID(bytes=rng.bytes(16), version=4)),
+                ip=_ip(rng, "10.244"),
+                first_gpu=slot * sc.gpus_per_pod,
+            )
+        )
+    neighbours = tuple(
+        tuple(
+            (ns, f"{job}-{_suffix(rng)}", job)
+            for ns, job in [
+                ("team-" + _suffix(rng, 3), f"batch-{_suffix(rng, 6)}") for _ in range(sc.env.neighbour_pods)
+            ]
+        )
+        for _ in nodes
+    )
+    offset = float(rng.uniform(0.0, min(60.0, 0.05 * duration)))
+    return SimulatedJob(
+        namespace=namespace,
+        name=name,
+        uid=str(uuid.UUID(bytes=rng.bytes(16), version=4)),
+        label=Bottleneck(sc.label),
+        ambiguous=sc.margin < 0.15,
+        margin=sc.margin,
+        start=round(start + offset, 3),
+        end=float(start + duration),
+        completed=bool(rng.random() < 0.7),
+        pods=tuple(pods),
+        params=sc,
+        nodes=nodes,
+        neighbours=neighbours,
+    )
+
+
+def generate_jobs(
+    seed: int,
+    n: int,
+    *,
+    start: float,
+    duration: float = 900.0,
+    classes: Sequence[Bottleneck] | None = None,
+    holdout: bool = False,
+    include_ambiguous: bool = False,
+    scrape_interval: float | None = None,
+    dcgm_fieldset: str | None = None,
+    namespace: str = "ml",
+) -> list[SimulatedJob]:
+    """Generate ``n`` simulated jobs, deterministic for ``seed``.
+
+    Args:
+        seed: the seed; the same arguments give the same jobs.
+        n: number of jobs.
+        start: unix time the jobs start (each with a small random delay).
+        duration: seconds from ``start`` to the jobs' end.
+        classes: target classes, cycled in shuffled rounds (roughly balanced); None: every class.
+        holdout: draw only hardware combinations (and seeds) reserved for evaluation.
+        include_ambiguous: about one job in five is a near-tie (margin < 0.15) labelled by its slowest stage.
+        scrape_interval: force the scrape interval (15/30/60 s are drawn otherwise).
+        dcgm_fieldset: force "dev", "shipped" or "full".
+        namespace: the jobs' namespace.
+
+    Returns:
+        The jobs, with unique names and pod names.
+
+    Raises:
+        UsageError: on invalid arguments.
+    """
+    if n < 0:
+        raise UsageError("the number of jobs must be >= 0")
+    si_max = scrape_interval or 60.0
+    if duration < 2 * si_max:
+        raise UsageError(f"duration must be at least two scrape intervals ({2 * si_max:g} s)")
+    if scrape_interval is not None and scrape_interval <= 0:
+        raise UsageError("scrape interval must be > 0")
+    if dcgm_fieldset is not None and dcgm_fieldset not in FIELDSETS:
+        raise UsageError(f"dcgm field set must be one of {', '.join(FIELDSETS)}, not {dcgm_fieldset!r}")
+    pool = [Bottleneck(c) for c in (classes or CLASSES)]
+    if not pool or Bottleneck.UNKNOWN in pool:
+        raise UsageError(f"classes must be among {', '.join(c.value for c in CLASSES)}")
+    root = np.random.default_rng([seed, int(holdout), 0xB07])
+    jobs: list[SimulatedJob] = []
+    order: list[Bottleneck] = []
+    names: set[str] = set()
+    while len(jobs) < n:
+        if not order:
+            order = [pool[int(i)] for i in root.permutation(len(pool))]
+        target = order.pop(0)
+        ambiguous = include_ambiguous and bool(root.random() < 0.2)
+        job_seed = int(root.integers(2**62))
+        rng = np.random.default_rng(job_seed)
+        sc = draw_scenario(
+            rng,
+            target,
+            ambiguous=ambiguous,
+            holdout=holdout,
+            seed=job_seed,
+            scrape_interval=scrape_interval,
+            dcgm_fieldset=dcgm_fieldset,
+        )
+        job = _build_job(rng, sc, namespace, start, duration)
+        if job.name in names:
+            continue
+        names.add(job.name)
+        jobs.append(job)
+    return jobs

@@ -1,0 +1,191 @@
+"""From a scenario to the physical state of its pods, GPUs and nodes at every scrape.
+
+The one source of truth both outputs are rendered from (OpenMetrics/live exporters and ``to_window``).
+Stage times drift slowly and jitter per sample; start-up, evaluation passes and checkpoints change
+what the job does; the step time of each sample follows from the overlapped stages
+(:func:`~bottleneck_operator.simulation.stages.step_time`), and every metric follows from the step
+time: samples/s, bytes/s, busy shares. Gauges hold the value at each scrape; counters are cumulative
+sums of the per-interval rates, so ``rate()`` over them gives back the simulated rates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bottleneck_operator.analysis.verdict import Bottleneck
+from bottleneck_operator.simulation import catalog as cat
+from bottleneck_operator.simulation.hostside import host_state
+from bottleneck_operator.simulation.scenario import Scenario
+from bottleneck_operator.simulation.state import EXPORTERS, B, F, JobState, cumulative, rounded
+
+# Class order of ``JobState.pod["bound_class"]``.
+BOUND_CLASSES = (Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT, Bottleneck.GPU, Bottleneck.MEMORY)
+
+
+def _slow(rng: np.random.Generator, shape: tuple[int, ...], t: F, amp: float) -> F:
+    """Smooth drift: two sinusoids of random period (5-40 min) and phase, in log scale."""
+    out = np.zeros((*shape, t.size))
+    for _ in range(2):
+        period = rng.uniform(300, 2400, size=(*shape, 1))
+        phase = rng.uniform(0, 2 * np.pi, size=(*shape, 1))
+        out += amp * np.sin(2 * np.pi * t / period + phase)
+    return out
+
+
+def _phase_masks(sc: Scenario, rel: F) -> tuple[F, F, F]:
+    """Share of each interval spent training (vs start-up/checkpoint), in evaluation, in checkpointing."""
+    env = sc.env
+    active = np.clip((rel - env.startup_s) / max(env.startup_s * 0.3, 1.0), 0.0, 1.0)
+    ckpt = np.zeros_like(rel)
+    if env.ckpt_every_s:
+        pos = np.mod(rel - env.startup_s, env.ckpt_every_s)
+        ckpt = ((pos < env.ckpt_len_s) & (rel > env.startup_s + env.ckpt_every_s * 0.5)).astype(float)
+    evaluation = np.zeros_like(rel)
+    if env.eval_every_s:
+        pos = np.mod(rel - env.startup_s, env.eval_every_s)
+        evaluation = ((pos > env.eval_every_s - env.eval_len_s) & (rel > env.startup_s)).astype(float)
+    return active * (1 - ckpt), evaluation, ckpt
+
+
+def _gaps(rng: np.random.Generator, n: int, prob: float, si: float, rows: int = 0) -> B:
+    shape = (rows, n) if rows else (n,)
+    up = np.ones(shape, dtype=bool)
+    for r in range(max(rows, 1)):
+        if rng.random() < prob and n > 8:
+            length = max(1, int(rng.uniform(120, 480) / si))
+            at = int(rng.integers(1, max(2, n - length)))
+            if rows:
+                up[r, at : at + length] = False
+            else:
+                up[at : at + length] = False
+    return up
+
+
+def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) -> JobState:
+    """Compute the job's state at every scrape between ``start`` and ``end``.
+
+    Args:
+        sc: the scenario.
+        start / end: the job's first and last second (unix).
+        pod_node: for each pod, the index of its node among the job's nodes.
+
+    Returns:
+        The state, deterministic for ``sc.seed``.
+    """
+    rng = np.random.default_rng([sc.seed, 7])
+    env = sc.env
+    si = env.scrape_interval
+    t0 = np.ceil(start / si) * si
+    t = np.arange(t0, end + 1e-9, si, dtype=float)
+    n = t.size
+    rel = t - start
+    P, G, N = sc.n_pods, sc.gpus_per_pod, max(pod_node) + 1
+    offsets = {e: round(float(rng.uniform(0.0, min(si, 15.0) * 0.8)), 3) for e in EXPORTERS}
+    up = {e: _gaps(rng, n, env.gap_prob if e != "ksm" else env.gap_prob * 0.2, si) for e in EXPORTERS}
+    up["node"] = _gaps(rng, n, env.gap_prob, si, rows=N)
+    st = JobState(t=t, offsets=offsets, up=up, pod_node=pod_node)
+
+    active, evaluation, ckpt = _phase_masks(sc, rel)
+    tm = sc.times
+    base = {
+        "io": tm.io, "cpu": tm.cpu, "host_mem": tm.host_mem, "h2d": tm.h2d,
+        "comm": tm.comm, "flops": tm.flops, "dram": tm.dram, "fb_stall": tm.fb_stall,
+    }  # fmt: skip
+    # Per pod and sample: slow drifts, jitter, and I/O bursts (cache misses, metadata storms).
+    x: dict[str, F] = {}
+    for k, v in base.items():
+        f = _slow(rng, (P,), t, env.drift) + rng.normal(0.0, env.noise, size=(P, n))
+        x[k] = v * np.exp(f)
+    x["io"] = x["io"] * np.where(rng.random((P, n)) < 0.03, rng.uniform(1.3, 2.5, (P, n)), 1.0)
+    # Evaluation: forward only (about a third of the math), no all-reduce, lighter augmentation.
+    x["flops"] = x["flops"] * (1 - 0.65 * evaluation)
+    x["dram"] = x["dram"] * (1 - 0.6 * evaluation)
+    x["comm"] = x["comm"] * (1 - evaluation)
+    x["cpu"] = x["cpu"] * (1 - 0.35 * evaluation)
+    bounds = np.stack(
+        [
+            x["io"],
+            x["cpu"],
+            np.maximum(x["h2d"], x["comm"]),
+            x["flops"],
+            np.maximum.reduce([x["host_mem"], x["dram"], x["fb_stall"]]),
+        ]
+    )
+    ordered = np.sort(bounds, axis=0)
+    step = ordered[-1] + sc.overlap_slack * ordered[-2]  # (P, n) seconds per step, as stages.step_time
+    # Synchronous data parallelism: every rank waits in the all-reduce for the slowest one, with NCCL
+    # kernels spinning meanwhile (they count as GPU busy).
+    wait = np.zeros_like(step)
+    if P > 1:
+        sync = step.max(axis=0, keepdims=True)
+        wait = (sync - step) / sync
+        step = np.repeat(sync, P, axis=0)
+    st.pod["step_s"] = step
+    # Which class bounds each sample (order of BOUND_CLASSES): the label should win most of the time.
+    st.pod["bound_class"] = np.argmax(bounds, axis=0).astype(np.float64)
+    sps = active * sc.batch / step  # samples/s per GPU while training
+    a = active
+
+    kernel = np.maximum(x["flops"], x["dram"])
+    u = np.clip(a * kernel / step, 0, 1)  # share of time compute kernels run
+    c = np.clip(a * (np.minimum(x["comm"], step) / step + wait), 0, 1)  # NCCL kernels running
+    spec = cat.GPU_KINDS[sc.gpu].spec
+    kind = cat.GPU_KINDS[sc.gpu]
+
+    def per_gpu(v: F, sigma: float, lo: float = 0.0, hi: float = np.inf) -> F:
+        g = v[:, None, :] * np.exp(rng.normal(0.0, sigma, size=(P, G, n)))
+        return np.clip(g, lo, hi)
+
+    # Start-up: a few kernels (warm-up, cuDNN autotuning) while the model and data load.
+    warmup = (1 - a) * (rel < env.startup_s) * rng.uniform(0.0, 0.08)
+    busy = np.clip(u + c * (1 - u) + warmup, 0, 1)
+    st.gpu["gpu_util"] = rounded(per_gpu(busy, 0.04, 0.0, 1.0) * 100.0)
+    st.gpu["gr_engine_active"] = per_gpu(busy * rng.uniform(0.93, 0.99), 0.04, 0.0, 1.0)
+    # NCCL keeps a handful of SMs spinning; warps waiting on memory still count as SM-active.
+    sm = u * sc.sm_eff + c * rng.uniform(0.04, 0.12)
+    st.gpu["sm_active"] = per_gpu(sm, 0.05, 0.0, 1.0)
+    dram_bound = x["dram"] > x["flops"]
+    occ = np.where(dram_bound, rng.uniform(0.45, 0.75), rng.uniform(0.2, 0.45))
+    st.gpu["sm_occupancy"] = per_gpu(sm * occ, 0.06, 0.0, 1.0)
+    st.gpu["tensor_active"] = per_gpu(u * sc.tensor_eff * x["flops"] / kernel, 0.06, 0.0, 1.0)
+    # DRAM activity: ~0.8 is the practical peak of HBM/GDDR (DCGM profiling documentation).
+    dram = u * np.minimum(0.8 * x["dram"] / kernel, 0.92)
+    st.gpu["dram_active"] = per_gpu(dram, 0.05, 0.0, 0.95)
+    st.gpu["mem_copy_util"] = rounded(np.minimum(st.gpu["dram_active"] * rng.uniform(0.9, 1.2) * 100, 100.0))
+    # PCIe: H2D batches (+ P2P all-reduce without NVLink), D2H a little (losses, metrics).
+    gpn = sc.gpus_per_pod * sc.pods_per_node
+    intra = 2 * (gpn - 1) / gpn * sc.grad_bytes if gpn > 1 else 0.0
+    comm_rate = a * (1 - evaluation) * intra / step
+    h2d_rate = sps * sc.h2d_bytes + 2e5
+    p2p = comm_rate if not spec.nvlink_bps else 0.0 * comm_rate
+    cap = spec.pcie_bps * 0.97
+    st.gpu["pcie_rx"] = per_gpu(np.minimum(h2d_rate + p2p, cap), 0.05)
+    st.gpu["pcie_tx"] = per_gpu(np.minimum(h2d_rate * rng.uniform(0.01, 0.04) + p2p + 1e5, cap), 0.08)
+    nvl = comm_rate if spec.nvlink_bps else np.zeros_like(comm_rate)
+    st.gpu["nvlink_tx"] = per_gpu(nvl, 0.03)
+    st.gpu["nvlink_rx"] = per_gpu(nvl, 0.03)
+    dt = np.diff(t, prepend=t[0] - si)
+    st.gpu["nvlink_total"] = cumulative(
+        st.gpu["nvlink_tx"] + st.gpu["nvlink_rx"], dt, rng.uniform(1e9, 1e12, (P, G, 1))
+    )
+    fb_total_mib = spec.memory_gb * 1e9 / cat.MIB
+    ramp = np.clip(rel / max(env.startup_s * 0.6, 1.0), 0.05, 1.0)
+    fb_used = per_gpu(np.broadcast_to(env.fb_frac * ramp, (P, n)).copy(), 0.004, 0.0, 0.998) * fb_total_mib
+    st.gpu["fb_used"] = rounded(fb_used)
+    st.gpu["fb_free"] = rounded(np.maximum(fb_total_mib * 0.995 - fb_used, 0.0))
+    power_share = 0.15 * busy + 0.55 * sm * (0.5 + 0.5 * sc.tensor_eff) + 0.3 * dram
+    power = kind.idle_w + (kind.tdp_w - kind.idle_w) * np.clip(power_share, 0, 1)
+    st.gpu["power"] = per_gpu(power, 0.03, kind.idle_w * 0.9, kind.tdp_w)
+    capped = st.gpu["power"] > 0.97 * kind.tdp_w
+    clock = np.where(busy[:, None, :] > 0.05, kind.boost_mhz, kind.boost_mhz * 0.35)
+    st.gpu["sm_clock"] = rounded(np.where(capped, clock * rng.uniform(0.82, 0.95), clock) / 15) * 15
+
+    host_state(sc, st, rng, x=x, step=step, sps=sps, a=a, evaluation=evaluation, ckpt=ckpt, rel=rel, dt=dt, N=N)
+    if env.counter_reset and n > 10:
+        # node-exporter restarts on the first node: its counters start again from zero (rate() copes).
+        r = int(rng.integers(n // 3, 2 * n // 3))
+        for key, counter in st.node.items():
+            if key.endswith("_c"):
+                counter[0, ..., r:] -= counter[0, ..., r - 1 : r]
+        st.up["node"][0, r - 1] = False
+    return st
