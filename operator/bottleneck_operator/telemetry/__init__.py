@@ -1,0 +1,31 @@
+"""Prometheus access: the query catalog, batching, label escaping and the data layer's own errors.
+
+Public entry points: :class:`~.client.PrometheusClient`, :func:`~.windows.fetch_windows`,
+:class:`~.windows.WindowRequest`, :func:`~.windows.job_lifetime`, and :mod:`.errors`.
+"""
+
+from bottleneck_operator.telemetry.client import PrometheusClient
+from bottleneck_operator.telemetry.errors import (
+    InvalidName,
+    InvalidWindow,
+    NoData,
+    PrometheusUnavailable,
+    QueryFailed,
+    QueryTimeout,
+    TelemetryError,
+)
+from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows, job_lifetime
+
+__all__ = [
+    "InvalidName",
+    "InvalidWindow",
+    "NoData",
+    "PrometheusClient",
+    "PrometheusUnavailable",
+    "QueryFailed",
+    "QueryTimeout",
+    "TelemetryError",
+    "WindowRequest",
+    "fetch_windows",
+    "job_lifetime",
+]

@@ -1,0 +1,169 @@
+"""Assembly: the pass's answers cut into one JobWindow per Job, with its data quality."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+import numpy as np
+
+from bottleneck_operator.analysis.signals import SIGNALS, Family
+from bottleneck_operator.analysis.window import DataQuality, FloatArray, JobWindow, PodWindow
+from bottleneck_operator.telemetry import alignment as al
+from bottleneck_operator.telemetry import catalog as cat
+from bottleneck_operator.telemetry import selectors as sq
+from bottleneck_operator.telemetry.store import MODE_PREFIX, Pod, PodKey, Store, WindowRequest
+
+# Preference when one scrape interval must describe the window: the GPU series matter most.
+_INTERVAL_PREFERENCE = (sq.Group.DCGM, sq.Group.CADVISOR, sq.Group.SIDECAR, sq.Group.NODE, sq.Group.KSM)
+
+
+def assemble(req: WindowRequest, bounds: tuple[int, int], step: float, store: Store) -> JobWindow:
+    lo, hi = bounds
+    key = (req.namespace, req.job)
+    ts = al.timestamps(lo, hi, step)
+    notes: list[str] = []
+    if hi < lo:
+        notes.append(f"window shorter than one step ({step:g}s): no sample times")
+
+    members = {pod: info for pod, info in store.pods.get(key, {}).items() if al.present(info.presence, lo, hi)}
+    if key in store.prefix_jobs:
+        # No kube_pod_info at all: take pods from the signal series by the "<job>-" name prefix.
+        for ns, pod in store.pod_signals:
+            if ns == req.namespace and pod.startswith(req.job + "-") and pod not in members:
+                members[pod] = Pod(by_prefix=True)
+        if members:
+            notes.append(
+                "no kube_pod_info for the Job: pods found by the '<job>-' name prefix in the exporters' series"
+            )
+    if any(info.by_prefix for info in members.values()) and key not in store.prefix_jobs:
+        notes.append("pods found by the '<job>-' name prefix: kube_pod_info has no owner labels for them")
+
+    job_pods = {(req.namespace, p) for p in members}
+    pods = tuple(
+        _pod_window(req.namespace, pod, members[pod], job_pods, lo, hi, store, notes) for pod in sorted(members)
+    )
+    if not pods:
+        notes.append("no pods of this Job in the window")
+    families = frozenset(SIGNALS[name].family for p in pods for name in p.signals)
+    if Family.DCGM_DEV in families and Family.DCGM_PROF not in families:
+        notes.append("no DCGM profiling (PROF) fields: GPU analysis from DEV fields only")
+    if Family.DCGM_PROF in families and Family.DCGM_PROF_SM not in families:
+        notes.append("no SM activity/occupancy (dcgm-exporter's shipped counters files leave them out)")
+    notes.extend(store.failures)
+    return JobWindow(
+        namespace=req.namespace,
+        job=req.job,
+        start=req.start,
+        end=req.end,
+        step=step,
+        timestamps=ts,
+        pods=pods,
+        quality=DataQuality(
+            families=families,
+            coverage=_coverage(pods, len(ts)),
+            scrape_interval=_scrape_interval(store, pods, req.namespace),
+            notes=tuple(dict.fromkeys(notes)),
+        ),
+    )
+
+
+def _pod_window(
+    ns: str,
+    pod: str,
+    info: Pod,
+    job_pods: set[PodKey],
+    lo: int,
+    hi: int,
+    store: Store,
+    notes: list[str],
+) -> PodWindow:
+    signals: dict[str, FloatArray] = {}
+    for name, chunks in store.pod_signals.get((ns, pod), {}).items():
+        if name in cat.ENTRIES and al.present(chunks, lo, hi):
+            signals[name] = al.scatter(chunks, lo, hi)
+    co_located = 0
+    if not info.node and (ns, pod) in store.hints:
+        info = Pod(node=store.hints[(ns, pod)], presence=info.presence, by_prefix=info.by_prefix)
+        notes.append("node taken from the collector's or dcgm-exporter's labels (no kube_pod_info node)")
+    if info.node:
+        node_signals = store.node_signals.get(info.node, {})
+        for name, chunks in node_signals.items():
+            if name in SIGNALS and al.present(chunks, lo, hi):
+                signals[name] = al.scatter(chunks, lo, hi)
+        signals.update(_cpu_shares(node_signals, lo, hi))
+        if not any(SIGNALS[n].family in (Family.NODE, Family.NODE_PSI) for n in signals):
+            notes.append(
+                f"no node-exporter series for node {info.node} (node_uname_info join or node_exporter_node_label)"
+            )
+        co_located = sum(
+            1
+            for other, chunks in store.on_node.get(info.node, {}).items()
+            if other not in job_pods and al.present(chunks, lo, hi)
+        )
+    gpu_count, model = _gpus(store.gpus.get((ns, pod), {}), lo, hi)
+    if gpu_count == 0 and info.node and al.present(store.unmapped.get(info.node, []), lo, hi):
+        notes.append(f"GPUs on node {info.node} carry no pod label: is dcgm-exporter's Kubernetes pod mapping on?")
+    return PodWindow(
+        pod=pod, node=info.node, gpu_model=model, gpu_count=gpu_count, signals=signals, co_located_pods=co_located
+    )
+
+
+def _cpu_shares(node_signals: dict[str, list[al.Chunk]], lo: int, hi: int) -> dict[str, FloatArray]:
+    """node_cpu_{busy,iowait,system}_frac from the per-mode CPU rates: shares of all modes' time."""
+    modes = {
+        name.removeprefix(MODE_PREFIX): al.scatter(chunks, lo, hi)
+        for name, chunks in node_signals.items()
+        if name.startswith(MODE_PREFIX) and al.present(chunks, lo, hi)
+    }
+    if not modes:
+        return {}
+    stacked = np.vstack(list(modes.values()))
+    total = np.where(np.isfinite(stacked).any(axis=0), np.nansum(stacked, axis=0), np.nan)
+    total = np.where(total > 0, total, np.nan)
+    zero = np.zeros_like(total)
+
+    def share(*names: str) -> FloatArray:
+        part = sum((np.nan_to_num(modes[n]) for n in names if n in modes), zero)
+        return np.asarray(part / total, dtype=np.float64)
+
+    return {
+        "node_cpu_busy_frac": 1.0 - share("idle", "iowait"),
+        "node_cpu_iowait_frac": share("iowait"),
+        "node_cpu_system_frac": share("system"),
+    }
+
+
+def _gpus(by_model: dict[str, list[al.Chunk]], lo: int, hi: int) -> tuple[int, str | None]:
+    best_model, best, total = None, 0, np.zeros(max(0, hi - lo + 1))
+    for model, chunks in by_model.items():
+        counts = np.nan_to_num(al.scatter(chunks, lo, hi))
+        total = total + counts
+        peak = int(counts.max()) if counts.size else 0
+        if peak > best:
+            best_model, best = model or None, peak
+    return (int(total.max()) if total.size else 0), best_model
+
+
+def _coverage(pods: Sequence[PodWindow], n: int) -> float:
+    if n == 0 or not pods:
+        return 0.0
+    gpu_pods = [p for p in pods if p.gpu_count > 0] or list(pods)
+    shares = []
+    for p in gpu_pods:
+        core = p.signals.get("gpu_util")
+        if core is None:
+            core = p.signals.get("gr_engine_active")
+        shares.append(float(np.isfinite(core).sum()) / n if core is not None else 0.0)
+    return float(np.mean(shares))
+
+
+def _scrape_interval(store: Store, pods: Sequence[PodWindow], ns: str) -> float | None:
+    """The Job's own sample spacing: its pods' estimates of the most relevant exporter."""
+    for group in _INTERVAL_PREFERENCE:
+        found = store.intervals.get(group, {})
+        keys: list[object] = [p.node for p in pods] if group is sq.Group.NODE else [(ns, p.pod) for p in pods]
+        values = [found[k] for k in keys if k in found]
+        if values:
+            return round(statistics.median(values), 3)
+    return None

@@ -1,0 +1,270 @@
+"""The query catalog: one named PromQL expression per signal of :mod:`analysis.signals`.
+
+Every expression selects *all* pods (or nodes) of a pass at once, through an escaped regex
+alternation, and aggregates ``by`` the labels that identify a pod (``namespace``, ``pod``) or a node;
+the caller splits the answer per Job in Python. Each expression is one request per pass; pods whose
+exporters are scraped at different intervals fall into buckets, and a request joins its buckets'
+expressions with ``or``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from bottleneck_operator.analysis.signals import SIGNALS, Family
+from bottleneck_operator.telemetry.names import quote
+from bottleneck_operator.telemetry.selectors import (
+    COLLECTOR_CONTAINER,
+    INTERNAL_CPU_MODES,
+    INTERNAL_GPUS,
+    INTERNAL_ON_NODE,
+    INTERNAL_UNMAPPED,
+    SYSTEM_OWNER_KINDS,
+    VIRTUAL_NICS,
+    Group,
+    QueryContext,
+    sel,
+)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One named query.
+
+    Attributes:
+        name: the signal (analysis/signals.py) or an internal name starting with "_".
+        group: the request it travels in.
+        build: the expression for a context.
+    """
+
+    name: str
+    group: Group
+    build: Callable[[QueryContext], str]
+
+    @property
+    def family(self) -> Family | None:
+        spec = SIGNALS.get(self.name)
+        return spec.family if spec else None
+
+
+# --- the catalog ----------------------------------------------------------------------------
+
+
+def _dcgm_avg(metric: str, scale: float = 1.0) -> Callable[[QueryContext], str]:
+    def build(c: QueryContext) -> str:
+        expr = f"avg by ({c.dcgm_by}) ({c.last(Group.DCGM, c.dcgmsel(metric))})"
+        return f"{expr} / {scale:g}" if scale != 1.0 else expr
+
+    return build
+
+
+def _fb_used_frac(c: QueryContext) -> str:
+    used = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_FB_USED"))
+    free = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_FB_FREE"))
+    return f"max by ({c.dcgm_by}) ({used} / ({used} + {free}))"
+
+
+def _nvlink_total(c: QueryContext) -> str:
+    counter = c.dcgmsel("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")
+    return f"avg by ({c.dcgm_by}) (rate({counter}[{c.rate_range(Group.DCGM)}]))"
+
+
+def _gpus(c: QueryContext) -> str:
+    # FB_USED exists on every GPU, MIG instances included (GPU_UTIL does not under MIG).
+    per_gpu = f"group by ({c.dcgm_by}, modelName, gpu, UUID, GPU_I_ID) ({c.last(Group.DCGM, c.dcgmsel('DCGM_FI_DEV_FB_USED'))})"
+    return f"count by ({c.dcgm_by}, modelName) ({per_gpu})"
+
+
+def _unmapped_gpus(c: QueryContext) -> str:
+    host = c.dcgm_hostname_label
+    series = sel("DCGM_FI_DEV_FB_USED", f"{host}=~{quote(c.nodes)}", f'{c.dcgm_pod_label}=""')
+    return f"count by ({host}) ({c.last(Group.DCGM, series)})"
+
+
+def _cad_rate(metric: str) -> Callable[[QueryContext], str]:
+    def build(c: QueryContext) -> str:
+        return f"sum by (namespace, pod) (rate({c.containersel(metric)}[{c.rate_range(Group.CADVISOR)}]))"
+
+    return build
+
+
+def _cad_sum(metric: str) -> Callable[[QueryContext], str]:
+    def build(c: QueryContext) -> str:
+        return f"sum by (namespace, pod) ({c.last(Group.CADVISOR, c.containersel(metric))})"
+
+    return build
+
+
+def _mem_limit(c: QueryContext) -> str:
+    # cAdvisor reports 0 for "no limit": one unlimited container makes the pod unlimited (NaN).
+    limits = c.last(Group.CADVISOR, c.containersel("container_spec_memory_limit_bytes"))
+    return f"sum by (namespace, pod) ({limits}) unless on (namespace, pod) ({limits} == 0)"
+
+
+def _throttled(c: QueryContext) -> str:
+    r = c.rate_range(Group.CADVISOR)
+    throttled = c.containersel("container_cpu_cfs_throttled_periods_total")
+    periods = c.containersel("container_cpu_cfs_periods_total")
+    return f"sum by (namespace, pod) (rate({throttled}[{r}])) / sum by (namespace, pod) (rate({periods}[{r}]))"
+
+
+def _cpu_limit(c: QueryContext) -> str:
+    sel = c.podsel("kube_pod_container_resource_limits", 'resource="cpu"', f"container!={quote(COLLECTOR_CONTAINER)}")
+    return f"sum by (namespace, pod) ({c.last(Group.KSM, sel)})"
+
+
+def _on_node(c: QueryContext) -> str:
+    series = sel("kube_pod_info", f"node=~{quote(c.nodes)}", f"created_by_kind!~{quote(SYSTEM_OWNER_KINDS)}")
+    return f"max by (namespace, pod, node) ({c.last(Group.KSM, series)})"
+
+
+def _node_cpu_modes(c: QueryContext) -> str:
+    # One query for every mode: node_cpu_seconds_total is the largest node-exporter family
+    # (CPUs x modes), so it is read once and the shares are computed in Python (see assembly).
+    u = c.node_unit
+    return c.to_node(f"sum by ({u}, mode) ({c.node_rate('node_cpu_seconds_total')})", "sum", keep="mode")
+
+
+def _node_cpus(c: QueryContext) -> str:
+    idle = c.node_last("node_cpu_seconds_total", 'mode="idle"')
+    return c.to_node(f"count by ({c.node_unit}) ({idle})", "sum")
+
+
+def _node_agg(agg: str, metric: str, *extra: str) -> Callable[[QueryContext], str]:
+    def build(c: QueryContext) -> str:
+        return c.to_node(f"{agg} by ({c.node_unit}) ({c.node_rate(metric, *extra)})", agg)
+
+    return build
+
+
+def _node_gauge(c: QueryContext, metric: str) -> str:
+    return f"max by ({c.node_unit}) ({c.node_last(metric)})"
+
+
+def _node_mem_avail(c: QueryContext) -> str:
+    ratio = f"{_node_gauge(c, 'node_memory_MemAvailable_bytes')} / {_node_gauge(c, 'node_memory_MemTotal_bytes')}"
+    return c.to_node(ratio, "max")
+
+
+def _node_swap(c: QueryContext) -> str:
+    free, total = _node_gauge(c, "node_memory_SwapFree_bytes"), _node_gauge(c, "node_memory_SwapTotal_bytes")
+    # No swap (total 0) is "0 used", not 0/0.
+    return c.to_node(f"(1 - {free} / ({total} > 0)) or ({total} * 0)", "max")
+
+
+def _sc_rate(metric: str, *extra: str) -> Callable[[QueryContext], str]:
+    def build(c: QueryContext) -> str:
+        return f"max by (namespace, pod) (rate({c.podsel(metric, *extra)}[{c.rate_range(Group.SIDECAR)}]))"
+
+    return build
+
+
+def _sc_throttled(c: QueryContext) -> str:
+    return f"{_sc_rate('bottleneck_sidecar_cpu_throttled_periods_total')(c)} / {_sc_rate('bottleneck_sidecar_cpu_periods_total')(c)}"
+
+
+def _sc_gauge(metric: str, *extra: str) -> Callable[[QueryContext], str]:
+    def build(c: QueryContext) -> str:
+        return f"max by (namespace, pod) ({c.last(Group.SIDECAR, c.podsel(metric, *extra))})"
+
+    return build
+
+
+def _psi(resource: str, kind: str) -> Callable[[QueryContext], str]:
+    metric = f"bottleneck_sidecar_pressure_{kind}_seconds_total"
+    return _sc_rate(metric, f"resource={quote(resource)}")
+
+
+G = Group
+CATALOG: tuple[Entry, ...] = (
+    # dcgm-exporter: mean over the pod's GPUs (fb_used_frac: the fullest GPU)
+    Entry("gpu_util", G.DCGM, _dcgm_avg("DCGM_FI_DEV_GPU_UTIL", 100.0)),
+    Entry("mem_copy_util", G.DCGM, _dcgm_avg("DCGM_FI_DEV_MEM_COPY_UTIL", 100.0)),
+    Entry("fb_used_frac", G.DCGM, _fb_used_frac),
+    Entry("power_w", G.DCGM, _dcgm_avg("DCGM_FI_DEV_POWER_USAGE")),
+    Entry("sm_clock_mhz", G.DCGM, _dcgm_avg("DCGM_FI_DEV_SM_CLOCK")),
+    Entry("nvlink_total_bps", G.DCGM, _nvlink_total),
+    Entry("gr_engine_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
+    Entry("tensor_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),
+    Entry("dram_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_DRAM_ACTIVE")),
+    Entry("pcie_tx_bps", G.DCGM, _dcgm_avg("DCGM_FI_PROF_PCIE_TX_BYTES")),
+    Entry("pcie_rx_bps", G.DCGM, _dcgm_avg("DCGM_FI_PROF_PCIE_RX_BYTES")),
+    Entry("sm_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_SM_ACTIVE")),
+    Entry("sm_occupancy", G.DCGM, _dcgm_avg("DCGM_FI_PROF_SM_OCCUPANCY")),
+    Entry("nvlink_tx_bps", G.DCGM, _dcgm_avg("DCGM_FI_PROF_NVLINK_TX_BYTES")),
+    Entry("nvlink_rx_bps", G.DCGM, _dcgm_avg("DCGM_FI_PROF_NVLINK_RX_BYTES")),
+    Entry(INTERNAL_GPUS, G.DCGM, _gpus),
+    Entry(INTERNAL_UNMAPPED, G.DCGM, _unmapped_gpus),
+    # kubelet/cAdvisor: the workload containers of the pod
+    Entry("cpu_cores", G.CADVISOR, _cad_rate("container_cpu_usage_seconds_total")),
+    Entry("mem_working_set_bytes", G.CADVISOR, _cad_sum("container_memory_working_set_bytes")),
+    Entry("mem_limit_bytes", G.CADVISOR, _mem_limit),
+    Entry("fs_read_bps", G.CADVISOR, _cad_rate("container_fs_reads_bytes_total")),
+    Entry("cpu_throttled_frac", G.CADVISOR, _throttled),
+    # kube-state-metrics
+    Entry("cpu_limit_cores", G.KSM, _cpu_limit),
+    Entry(INTERNAL_ON_NODE, G.KSM, _on_node),
+    # node-exporter on the pods' nodes
+    Entry("node_cpus", G.NODE, _node_cpus),
+    Entry(INTERNAL_CPU_MODES, G.NODE, _node_cpu_modes),  # node_cpu_{busy,iowait,system}_frac
+    Entry("node_disk_read_bps", G.NODE, _node_agg("sum", "node_disk_read_bytes_total")),
+    Entry("node_disk_reads_ps", G.NODE, _node_agg("sum", "node_disk_reads_completed_total")),
+    Entry("node_disk_busy_frac", G.NODE, _node_agg("max", "node_disk_io_time_seconds_total")),
+    Entry("node_mem_avail_frac", G.NODE, _node_mem_avail),
+    Entry("node_swap_used_frac", G.NODE, _node_swap),
+    Entry("node_majfault_ps", G.NODE, _node_agg("max", "node_vmstat_pgmajfault")),
+    Entry(
+        "node_net_rx_bps",
+        G.NODE,
+        _node_agg("sum", "node_network_receive_bytes_total", f"device!~{quote(VIRTUAL_NICS)}"),
+    ),
+    Entry(
+        "node_net_tx_bps",
+        G.NODE,
+        _node_agg("sum", "node_network_transmit_bytes_total", f"device!~{quote(VIRTUAL_NICS)}"),
+    ),
+    Entry("node_psi_cpu_some", G.NODE, _node_agg("max", "node_pressure_cpu_waiting_seconds_total")),
+    Entry("node_psi_io_some", G.NODE, _node_agg("max", "node_pressure_io_waiting_seconds_total")),
+    Entry("node_psi_io_full", G.NODE, _node_agg("max", "node_pressure_io_stalled_seconds_total")),
+    Entry("node_psi_mem_some", G.NODE, _node_agg("max", "node_pressure_memory_waiting_seconds_total")),
+    Entry("node_psi_mem_full", G.NODE, _node_agg("max", "node_pressure_memory_stalled_seconds_total")),
+    # the collector sidecar (its pod's own cgroup)
+    Entry("sc_cpu_cores", G.SIDECAR, _sc_rate("bottleneck_sidecar_cpu_usage_seconds_total")),
+    Entry("sc_throttled_frac", G.SIDECAR, _sc_throttled),
+    Entry("sc_psi_cpu_some", G.SIDECAR, _psi("cpu", "waiting")),
+    Entry("sc_psi_io_some", G.SIDECAR, _psi("io", "waiting")),
+    Entry("sc_psi_io_full", G.SIDECAR, _psi("io", "stalled")),
+    Entry("sc_psi_mem_some", G.SIDECAR, _psi("memory", "waiting")),
+    Entry("sc_psi_mem_full", G.SIDECAR, _psi("memory", "stalled")),
+    Entry("sc_io_read_bps", G.SIDECAR, _sc_rate("bottleneck_sidecar_io_read_bytes_total")),
+    Entry("sc_majfault_ps", G.SIDECAR, _sc_rate("bottleneck_sidecar_memory_major_faults_total")),
+    Entry("sc_procs_running", G.SIDECAR, _sc_gauge("bottleneck_sidecar_processes", 'state="running"')),
+    Entry("sc_procs_iowait", G.SIDECAR, _sc_gauge("bottleneck_sidecar_processes", 'state="iowait"')),
+)
+
+ENTRIES: dict[str, Entry] = {e.name: e for e in CATALOG}
+
+
+def entries_of(group: Group) -> tuple[Entry, ...]:
+    """The catalog entries that travel in one group's request."""
+    return tuple(e for e in CATALOG if e.group is group)
+
+
+def tag(expr: str, label: str, value: str) -> str:
+    """``expr`` with a constant label added (``label_replace`` on the always-empty label "")."""
+    return f'label_replace({expr}, {quote(label)}, {quote(value)}, "", "")'
+
+
+def entry_query(entry: Entry, contexts: Iterable[QueryContext]) -> str:
+    """The request of one entry: its expression for each scrape-interval bucket, joined by ``or``.
+
+    Args:
+        entry: the catalog entry.
+        contexts: one context per bucket (selectors and ranges of its pods/nodes); buckets select
+            disjoint pods, so ``or`` only concatenates.
+
+    Returns:
+        One PromQL expression.
+    """
+    return " or ".join(entry.build(ctx) for ctx in contexts)

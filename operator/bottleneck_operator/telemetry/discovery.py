@@ -1,0 +1,159 @@
+"""The queries that prepare a pass: the Jobs' pods, their scrape intervals, where they ran.
+
+These run before the catalog's signal queries: kube_pod_info gives pods and nodes, one instant
+query estimates each pod's scrape interval per exporter (it sets rate() ranges and gauge windows)
+and, for pods kube-state-metrics does not place, reads the node from the collector's or
+dcgm-exporter's labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bottleneck_operator.telemetry.catalog import tag
+from bottleneck_operator.telemetry.names import quote, regex_alternation
+from bottleneck_operator.telemetry.selectors import GROUP_LABEL, Group, QueryContext, duration, sel
+
+
+def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float) -> str:
+    """The pods of the pass's Jobs with their nodes (kube-state-metrics' kube_pod_info).
+
+    Args:
+        namespaces: regex alternation of namespaces.
+        jobs: regex alternation of Job names (``created_by_name``).
+        prefixes: regex alternation of ``<job>-.+`` patterns for pods whose owner labels are missing.
+        presence: seconds a kube_pod_info sample counts as "the pod exists".
+
+    Returns:
+        PromQL keeping namespace, pod, node, created_by_kind and created_by_name.
+    """
+    by = "namespace, pod, node, created_by_kind, created_by_name"
+    owned = sel(
+        "kube_pod_info", f"namespace=~{quote(namespaces)}", 'created_by_kind="Job"', f"created_by_name=~{quote(jobs)}"
+    )
+    # kube-state-metrics writes "<none>" for an ownerless pod; relabelling may drop the label (= "").
+    orphan = sel(
+        "kube_pod_info", f"namespace=~{quote(namespaces)}", f"pod=~{quote(prefixes)}", 'created_by_name=~"|<none>"'
+    )
+    w = duration(presence)
+    return f"max by ({by}) (last_over_time({owned}[{w}])) or max by ({by}) (last_over_time({orphan}[{w}]))"
+
+
+def lifetime_query(namespace: str, job: str) -> str:
+    """Sample timestamps of one Job's kube_pod_info series (owner labels, else the name prefix)."""
+    owned = sel(
+        "kube_pod_info", f"namespace={quote(namespace)}", 'created_by_kind="Job"', f"created_by_name={quote(job)}"
+    )
+    orphan = sel(
+        "kube_pod_info",
+        f"namespace={quote(namespace)}",
+        f"pod=~{quote(regex_alternation([job], suffix='-.+'))}",
+        'created_by_name=~"|<none>"',
+    )
+    return f"timestamp({owned}) or timestamp({orphan})"
+
+
+def _interval_probe(group: Group, c: QueryContext) -> tuple[str, str]:
+    """(selector, by-labels) of the series whose spacing gives a group's scrape interval."""
+    if group is Group.DCGM:
+        return c.dcgmsel("DCGM_FI_DEV_FB_USED"), c.dcgm_by
+    if group is Group.CADVISOR:
+        return c.containersel("container_cpu_usage_seconds_total"), "namespace, pod"
+    if group is Group.KSM:
+        return c.podsel("kube_pod_info"), "namespace, pod"
+    if group is Group.SIDECAR:
+        return c.podsel("bottleneck_sidecar_info"), "namespace, pod"
+    if c.node_label:
+        return sel("node_memory_MemTotal_bytes", f"{c.node_label}=~{quote(c.nodes)}"), c.node_label
+    return sel("node_uname_info", f"nodename=~{quote(c.nodes)}"), "nodename"
+
+
+def interval_query(groups: Iterable[Group], ctx: QueryContext, start: float, end: float, step: float) -> str:
+    """Seconds between samples per pod (per node for node-exporter), as an instant query at ``end``.
+
+    For each series and sub-window: (time of its last sample - time of the last sample before it)
+    / samples in it, which is exact without gaps; for a series born inside the sub-window,
+    length / (samples - 1). The window is cut into up to three sub-windows and the smallest estimate
+    kept, so an exporter outage inside one of them does not inflate the interval; the median over
+    a pod's series is its estimate. Instant selectors only: no subquery, cheap for thousands of pods.
+
+    Args:
+        groups: the groups to estimate.
+        ctx: selectors of the pass.
+        start: window start (unix seconds).
+        end: window end, the evaluation time.
+        step: subquery resolution.
+
+    Returns:
+        PromQL whose series carry ``bn_group`` and the group's pod (or node) labels.
+    """
+    span = max(end - start, step)
+    k = max(1, min(3, int(span // (8 * step))))
+    spacing = round(span / k, 3)
+    # Sub-windows at most 10 minutes long, ending every `spacing` seconds back from `end`.
+    sub = min(spacing, 600.0)
+    w_open = duration(sub - 0.001)  # (lo, end]: a sample exactly at lo is the one "before"
+    parts = []
+    for g in groups:
+        probe, by = _interval_probe(g, ctx)
+        pieces = []
+        for i in range(k):
+            off = f" offset {duration(i * spacing)}" if i else ""
+            lo = end - i * spacing - sub
+            # Exact: from the last sample before the sub-window to its last sample, `count` intervals.
+            last = f"(timestamp({probe}{off}) >= {lo:.3f})"
+            before = f"timestamp({probe} offset {duration(i * spacing + sub)})"
+            count = f"count_over_time({probe}[{w_open}]{off})"
+            exact = f"({last} - {before}) / ({count} > 0)"
+            # A series born inside the sub-window: length / (samples - 1), at or above the interval.
+            upper = f"{sub:.3f} / (({count} - 1) > 0)"
+            pieces.append(tag(f"quantile by ({by}) (0.5, ({exact}) or ({upper}))", "bn_sub", str(i)))
+        parts.append(tag(f"min by ({by}) ({' or '.join(pieces)})", GROUP_LABEL, g.value))
+    return " or ".join(parts)
+
+
+NODE_HINT = "_node_hint"  # bn_group value of the pod -> node fallbacks
+INSTANCES = "_instances"  # bn_group value of the node -> node-exporter instance map
+
+
+def instances_query(ctx: QueryContext, start: float, end: float) -> str:
+    """node-exporter instances of the pass's nodes (join mode), as an instant query at ``end``.
+
+    Filtering node-exporter series by these instances keeps a large cluster's other nodes (their
+    CPUs x modes series above all) out of every node query.
+
+    Args:
+        ctx: selectors of the pass (its ``nodes``).
+        start: window start.
+        end: window end, the evaluation time.
+
+    Returns:
+        PromQL tagged ``bn_group="_instances"`` carrying instance and nodename.
+    """
+    w = duration(max(end - start, 1.0))
+    uname = sel("node_uname_info", f"nodename=~{quote(ctx.nodes)}")
+    return tag(f"max by (instance, nodename) (last_over_time({uname}[{w}]))", GROUP_LABEL, INSTANCES)
+
+
+def node_hint_query(ctx: QueryContext, start: float, end: float) -> str:
+    """Where each pod ran according to the collector's ``node`` label and dcgm-exporter's host label.
+
+    Only used for pods that kube_pod_info does not place on a node (kube-state-metrics missing).
+    An instant query at ``end`` over the whole window; the answer carries namespace, pod and node.
+
+    Args:
+        ctx: selectors of the pass.
+        start: window start.
+        end: window end, the evaluation time.
+
+    Returns:
+        PromQL tagged ``bn_group="_node_hint"`` and ``bn_source`` ("sidecar" or "dcgm").
+    """
+    w = duration(max(end - start, 1.0))
+    sidecar = f"max by (namespace, pod, node) (last_over_time({ctx.podsel('bottleneck_sidecar_info')}[{w}]))"
+    by = f"{ctx.dcgm_by}, {ctx.dcgm_hostname_label}"
+    dcgm = f"max by ({by}) (last_over_time({ctx.dcgmsel('DCGM_FI_DEV_FB_USED')}[{w}]))"
+    return " or ".join(
+        tag(tag(expr, "bn_source", source), GROUP_LABEL, NODE_HINT)
+        for source, expr in (("sidecar", sidecar), ("dcgm", dcgm))
+    )

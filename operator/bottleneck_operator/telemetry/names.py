@@ -1,0 +1,129 @@
+"""Kubernetes name validation and PromQL escaping.
+
+Every value that enters a PromQL label matcher goes through :func:`quote` (for ``=``/``!=``) or
+:func:`regex_alternation` / :func:`escape_regex` (for ``=~``/``!~``), whatever its origin: user
+input is validated first, but pod and node names read back from Prometheus are escaped too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+from bottleneck_operator.telemetry.errors import InvalidName
+
+# DNS-1123 (Kubernetes apimachinery validation): a label is <= 63 chars of [a-z0-9-], alphanumeric at
+# both ends; a subdomain is dot-separated labels, <= 253 chars.
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+# Characters RE2 (Prometheus's regex engine) treats specially; a backslash before punctuation is
+# always a literal in RE2, so escaping exactly these keeps the pattern a plain literal.
+_RE2_META = frozenset("\\.+*?()|[]{}^$")
+
+# Label names as the Prometheus data model allows them (used for the configurable label settings).
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+def validate_k8s_name(kind: str, value: str) -> str:
+    """Check that a value can be a Kubernetes object name before it is used in a query.
+
+    Namespaces must be DNS-1123 labels (<= 63 chars); Jobs and pods DNS-1123 subdomains
+    (<= 253 chars; Jobs are further limited by Kubernetes, which this does not need to enforce).
+
+    Args:
+        kind: what the value names ("namespace", "job", "pod", ...), used in the message and to
+            pick the rule.
+        value: the name.
+
+    Returns:
+        The value, unchanged.
+
+    Raises:
+        InvalidName: the value is not a valid name of that kind.
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidName(f"invalid {kind} name {value!r}: must be a non-empty string")
+    if kind == "namespace":
+        ok = len(value) <= 63 and _DNS1123_LABEL.fullmatch(value) is not None
+        rule = "a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)"
+    else:
+        ok = len(value) <= 253 and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
+        rule = "a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253 characters)"
+    if not ok:
+        raise InvalidName(f"invalid {kind} name {value!r}: must be {rule}")
+    return value
+
+
+def validate_label_name(setting: str, value: str) -> str:
+    """Check a configured Prometheus label name (e.g. ``dcgm_hostname_label``).
+
+    Args:
+        setting: the setting's name, for the message.
+        value: the label name.
+
+    Returns:
+        The value, unchanged.
+
+    Raises:
+        InvalidName: not a valid Prometheus label name.
+    """
+    if _LABEL_NAME.fullmatch(value) is None:
+        raise InvalidName(f"setting {setting}={value!r} is not a valid Prometheus label name")
+    return value
+
+
+def quote(value: str) -> str:
+    """A PromQL double-quoted string literal whose content is exactly ``value``.
+
+    PromQL strings use Go's escapes; JSON's (``\\"``, ``\\\\``, ``\\n``, ``\\uXXXX`` for control
+    characters) are a subset of them, and non-ASCII characters may stay literal.
+
+    Args:
+        value: any string.
+
+    Returns:
+        The literal, quotes included, e.g. ``"a\\"b"``.
+    """
+    return json.dumps(value, ensure_ascii=False)
+
+
+def escape_regex(value: str) -> str:
+    """Escape RE2 metacharacters so that ``value`` matches only itself inside ``=~``.
+
+    The result still has to be put in a string literal with :func:`quote`.
+
+    Args:
+        value: any string.
+
+    Returns:
+        The regex source.
+    """
+    return "".join("\\" + ch if ch in _RE2_META else ch for ch in value)
+
+
+def regex_alternation(values: Iterable[str], *, suffix: str = "") -> str:
+    """One regex matching exactly the given literals (each followed by ``suffix``, a regex).
+
+    Prometheus anchors label regexes at both ends. Sorted and deduplicated so that the same set
+    always gives the same query; a plain alternation of escaped literals lets Prometheus use its
+    set-matching fast path.
+
+    Args:
+        values: the literals.
+        suffix: regex text appended to every alternative, e.g. ``"-.+"`` for a name prefix.
+
+    Returns:
+        The regex source (empty set: a pattern that matches nothing).
+    """
+    unique = sorted(set(values))
+    if not unique:
+        # An empty character class never matches; "" or "$^" would match series lacking the label.
+        return "[^\\x00-\\x{10FFFF}]"
+    return "|".join(escape_regex(v) + suffix for v in unique)
+
+
+def matcher(label: str, op: str, value: str) -> str:
+    """One label matcher with a safely quoted value, e.g. ``pod=~"a|b"``."""
+    return f"{label}{op}{quote(value)}"

@@ -1,0 +1,187 @@
+"""Selectors and ranges shared by every query: the pass's context, label layout, durations.
+
+Counter rates use a range of ``max(step + scrape interval, 4 x scrape interval)`` (the rule
+Grafana's ``$__rate_interval`` follows), with the scrape interval estimated from the data: at least
+four samples per range survive a missed scrape and counter resets, and nothing is lost between two
+evaluation steps. Gauges are read with ``last_over_time(x[1.1 x max(step, scrape interval)])``
+rather than a bare selector, so a gap in the data stays a gap instead of being bridged by the
+server's lookback delta (5 minutes by default, and different on Thanos/Mimir).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from bottleneck_operator.telemetry.names import quote
+
+GROUP_LABEL = "bn_group"  # tag of the scrape-interval estimates
+COLLECTOR_CONTAINER = "bottleneck-collector"  # the injected sidecar: its own CPU must not count as the job's
+DEFAULT_SCRAPE_INTERVAL = 30.0  # kube-prometheus-stack's default ServiceMonitor interval
+# Host-side virtual interfaces carry the same bytes as the physical NIC (pod veths, CNI bridges and
+# tunnels): counting them would double the node's traffic.
+VIRTUAL_NICS = "lo|veth.*|cali.*|cilium.*|lxc.*|flannel.*|cni.*|docker.*|br-.*|virbr.*|tunl.*|vxlan.*|genev.*|kube-ipvs.*|weave.*|azv.*|eni.*|gke.*"
+# Per-node system pods (exporters, CNI, kube-proxy) are everywhere: they are not "neighbours".
+SYSTEM_OWNER_KINDS = "DaemonSet|Node"
+INTERNAL_GPUS = "_gpus"  # GPUs per pod and their modelName
+INTERNAL_UNMAPPED = "_unmapped_gpus"  # GPU series on the job's nodes without a pod label
+INTERNAL_ON_NODE = "_pod_on_node"  # every non-system pod on the job's nodes
+INTERNAL_CPU_MODES = "_node_cpu_modes"  # node CPU seconds per mode: the node_cpu_*_frac signals
+
+
+class Group(StrEnum):
+    """One request per group and pass; a group is one exporter (its label layout and interval)."""
+
+    DCGM = "dcgm"
+    CADVISOR = "cadvisor"
+    KSM = "ksm"
+    NODE = "node"
+    SIDECAR = "sidecar"
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """What the expressions of one pass are built from (all values already escaped regexes).
+
+    Attributes:
+        namespaces: regex alternation of the pass's namespaces.
+        pods: regex alternation of the pods (names found in kube_pod_info, or ``<job>-.+`` prefixes).
+        nodes: regex alternation of the pods' nodes.
+        node_label: label on node-exporter series naming the node; "" joins node_uname_info on instance.
+        dcgm_namespace_label / dcgm_pod_label / dcgm_hostname_label: dcgm-exporter's label names.
+        rate_ranges: seconds of the rate() range per group.
+        gauge_windows: seconds a gauge sample stays valid, per group.
+        instances: regex alternation of the nodes' node-exporter instances ("" = unknown).
+    """
+
+    namespaces: str
+    pods: str
+    nodes: str
+    node_label: str = ""
+    dcgm_namespace_label: str = "namespace"
+    dcgm_pod_label: str = "pod"
+    dcgm_hostname_label: str = "Hostname"
+    rate_ranges: Mapping[Group, float] | None = None
+    gauge_windows: Mapping[Group, float] | None = None
+    instances: str = ""
+
+    def rate_range(self, group: Group) -> str:
+        seconds = (self.rate_ranges or {}).get(group, 4 * DEFAULT_SCRAPE_INTERVAL)
+        return duration(seconds)
+
+    def last(self, group: Group, selector: str) -> str:
+        """The latest sample of a gauge selector, if recent enough (``last_over_time``)."""
+        seconds = (self.gauge_windows or {}).get(group, 1.1 * DEFAULT_SCRAPE_INTERVAL)
+        return f"last_over_time({selector}[{duration(seconds)}])"
+
+    @property
+    def node_key(self) -> str:
+        """The label that names the node in node-level answers."""
+        return self.node_label or "nodename"
+
+    # --- selectors
+
+    def podsel(self, metric: str, *extra: str) -> str:
+        """``metric{namespace=~..., pod=~..., extra...}`` (cAdvisor, kube-state-metrics, sidecar)."""
+        return sel(metric, f"namespace=~{quote(self.namespaces)}", f"pod=~{quote(self.pods)}", *extra)
+
+    def containersel(self, metric: str, *extra: str) -> str:
+        """A cAdvisor selector over the pods' workload containers only.
+
+        The pod-level cgroup (``container=""``), the pause container (``POD``) and the collector
+        sidecar are excluded, so summing over containers gives the training workload alone.
+        """
+        return self.podsel(
+            metric, 'container!=""', 'container!="POD"', f"container!={quote(COLLECTOR_CONTAINER)}", *extra
+        )
+
+    def dcgmsel(self, metric: str) -> str:
+        return sel(
+            metric,
+            f"{self.dcgm_namespace_label}=~{quote(self.namespaces)}",
+            f"{self.dcgm_pod_label}=~{quote(self.pods)}",
+        )
+
+    @property
+    def dcgm_by(self) -> str:
+        return f"{self.dcgm_namespace_label}, {self.dcgm_pod_label}"
+
+    def node_filter(self, *extra: str) -> list[str]:
+        """Matchers restricting node-exporter series to the pass's nodes, plus ``extra``.
+
+        With ``node_label`` set, that label filters directly; otherwise the instances that
+        node_uname_info maps to the nodes (when known) keep the rest of the cluster out.
+        """
+        if self.node_label:
+            return [f"{self.node_label}=~{quote(self.nodes)}", *extra]
+        if self.instances:
+            return [f"instance=~{quote(self.instances)}", *extra]
+        return list(extra)
+
+    @property
+    def node_unit(self) -> str:
+        """The label node-exporter expressions aggregate by before the node name is attached."""
+        return self.node_label or "instance"
+
+    def to_node(self, expr: str, agg: str, keep: str = "") -> str:
+        """Name the node of an expression aggregated ``by (node_unit)``.
+
+        In join mode node_uname_info's ``nodename`` is attached on ``instance`` after the
+        per-instance aggregation, so the join touches one series per node, not one per CPU or
+        device; ``agg`` then merges the instances of a node (normally one). ``keep`` names further
+        labels the expression is aggregated by (e.g. ``mode``).
+        """
+        if self.node_label:
+            return expr
+        uname = sel("node_uname_info", f"nodename=~{quote(self.nodes)}")
+        # max by() collapses duplicate uname series (e.g. during a kernel-version label change)
+        # so the join stays many-to-one.
+        joined = f"({expr}) * on (instance) group_left (nodename) max by (instance, nodename) ({uname})"
+        return f"{agg} by (nodename{', ' + keep if keep else ''}) ({joined})"
+
+    def node_rate(self, metric: str, *extra: str) -> str:
+        """rate() of node-exporter counters of the pass's nodes (not aggregated)."""
+        return f"rate({sel(metric, *self.node_filter(*extra))}[{self.rate_range(Group.NODE)}])"
+
+    def node_last(self, metric: str, *extra: str) -> str:
+        """Latest samples of node-exporter gauges of the pass's nodes (not aggregated)."""
+        return self.last(Group.NODE, sel(metric, *self.node_filter(*extra)))
+
+
+def sel(metric: str, *matchers: str) -> str:
+    return metric + "{" + ",".join(m for m in matchers if m) + "}"
+
+
+def duration(seconds: float) -> str:
+    """A PromQL duration in whole milliseconds (e.g. ``60000ms``)."""
+    return f"{max(1, math.ceil(seconds * 1000))}ms"
+
+
+def rate_range(step: float, scrape_interval: float | None) -> float:
+    """Seconds of the rate() range for a step and an estimated scrape interval.
+
+    Args:
+        step: the query step.
+        scrape_interval: estimated seconds between samples, None when unknown.
+
+    Returns:
+        ``max(step + si, 4 * si)``; unknown intervals count as 30 s.
+    """
+    si = scrape_interval if scrape_interval and scrape_interval > 0 else DEFAULT_SCRAPE_INTERVAL
+    return max(step + si, 4 * si)
+
+
+def gauge_window(step: float, scrape_interval: float | None) -> float:
+    """Seconds a gauge sample stays valid: one step or one scrape interval, plus 10 % for jitter.
+
+    Args:
+        step: the query step.
+        scrape_interval: estimated seconds between samples, None when unknown (30 s assumed).
+
+    Returns:
+        ``1.1 * max(step, si)``.
+    """
+    si = scrape_interval if scrape_interval and scrape_interval > 0 else DEFAULT_SCRAPE_INTERVAL
+    return 1.1 * max(step, si)

@@ -1,0 +1,311 @@
+"""Batched fetching of Job windows: a fixed number of queries per pass, however many Jobs.
+
+One pass over N Jobs (per time segment, normally one):
+
+1. ``kube_pod_info`` of all Jobs at once (owner labels, else the ``<job>-`` name prefix): pods, nodes;
+2. one instant query: each pod's scrape interval per exporter (it sets rate() ranges and gauge
+   windows), the nodes' node-exporter instances, and where pods unknown to kube_pod_info ran;
+3. one range query per catalog entry (see :mod:`.catalog`), each selecting every pod or node of
+   the pass through one escaped regex alternation, run a few at a time.
+
+The answers are split per Job and pod in Python (:mod:`.store`, :mod:`.assembly`) and cut onto the
+Job's own grid of timestamps (:mod:`.alignment`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from bottleneck_operator.analysis.window import JobWindow
+from bottleneck_operator.settings import Settings
+from bottleneck_operator.telemetry import alignment as al
+from bottleneck_operator.telemetry import catalog as cat
+from bottleneck_operator.telemetry import discovery as disc
+from bottleneck_operator.telemetry import selectors as sq
+from bottleneck_operator.telemetry.assembly import assemble
+from bottleneck_operator.telemetry.client import PrometheusClient
+from bottleneck_operator.telemetry.errors import InvalidWindow, PrometheusUnavailable, QueryFailed
+from bottleneck_operator.telemetry.names import (
+    escape_regex,
+    regex_alternation,
+    validate_k8s_name,
+    validate_label_name,
+)
+from bottleneck_operator.telemetry.store import (
+    JobKey,
+    PodKey,
+    Store,
+    WindowRequest,
+    discover,
+    labels_of,
+    pod_of,
+    store_group,
+    store_hint,
+    to_float,
+    values_of,
+)
+
+__all__ = ["WindowRequest", "fetch_windows", "job_lifetime"]
+
+log = logging.getLogger(__name__)
+_GROUP_ORDER = (sq.Group.DCGM, sq.Group.CADVISOR, sq.Group.KSM, sq.Group.NODE, sq.Group.SIDECAR)
+# Requests in flight at once: Prometheus evaluates each query on one core, so a few in parallel
+# use a multi-core server without swamping a small one.
+_CONCURRENCY = 4
+
+
+def _validate(requests: Sequence[WindowRequest], settings: Settings) -> None:
+    for r in requests:
+        validate_k8s_name("namespace", r.namespace)
+        validate_k8s_name("job", r.job)
+        if not (math.isfinite(r.start) and math.isfinite(r.end)):
+            raise InvalidWindow(f"window of {r.namespace}/{r.job} is not finite: {r.start}..{r.end}")
+        if r.end < r.start:
+            raise InvalidWindow(f"window of {r.namespace}/{r.job} ends before it starts: {r.start} > {r.end}")
+    if settings.node_exporter_node_label:
+        validate_label_name("node_exporter_node_label", settings.node_exporter_node_label)
+    for name in ("dcgm_hostname_label", "dcgm_pod_label", "dcgm_namespace_label", "dcgm_container_label"):
+        validate_label_name(name, getattr(settings, name))
+
+
+def fetch_windows(
+    client: PrometheusClient, requests: Sequence[WindowRequest], settings: Settings
+) -> dict[JobKey, JobWindow]:
+    """Fetch the windows of many Jobs with a number of queries that does not depend on their number.
+
+    Args:
+        client: the Prometheus client.
+        requests: the Jobs and windows; names are validated before any query is built.
+        settings: step and label-mapping settings.
+
+    Returns:
+        (namespace, job) -> JobWindow. A Job without pods or data gets a window with no pods.
+
+    Raises:
+        InvalidName: a namespace/Job name or a configured label name is invalid.
+        InvalidWindow: a window is not finite or ends before it starts.
+        PrometheusUnavailable: Prometheus is unreachable, too slow or failing.
+        QueryFailed: the pod discovery query was rejected or answered with garbage.
+    """
+    _validate(requests, settings)
+    step = settings.step
+    bounds = {r: al.grid_bounds(r.start, r.end, step) for r in requests}
+    store = Store()
+    for seg in al.segments(bounds.values()):
+        active = [
+            r for r in requests if bounds[r][0] <= seg[1] and bounds[r][1] >= seg[0] and bounds[r][1] >= bounds[r][0]
+        ]
+        if active:
+            _fetch_segment(client, settings, seg, active, store)
+    return {(r.namespace, r.job): assemble(r, bounds[r], step, store) for r in requests}
+
+
+# --- one segment ----------------------------------------------------------------------------
+
+
+def _fetch_segment(
+    client: PrometheusClient, settings: Settings, seg: tuple[int, int], active: list[WindowRequest], store: Store
+) -> None:
+    step = settings.step
+    t0, t1 = seg[0] * step, seg[1] * step
+    jobs = {(r.namespace, r.job) for r in active}
+    namespaces = regex_alternation(ns for ns, _ in jobs)
+    names = regex_alternation(j for _, j in jobs)
+    prefixes = regex_alternation((j for _, j in jobs), suffix="-.+")
+
+    # 1. pods and nodes (kube-state-metrics' interval is not known yet: a generous presence window)
+    presence = sq.gauge_window(step, 2 * sq.DEFAULT_SCRAPE_INTERVAL)
+    found = discover(
+        client.query_range(disc.pods_query(namespaces, names, prefixes, presence), t0, t1, step), jobs, step, store
+    )
+    missing = sorted(jobs - found)
+    store.prefix_jobs.update(missing)
+    pod_keys = {(ns, p) for ns, job in jobs for p in store.pods.get((ns, job), {})}
+    prefix_alts = [escape_regex(j) + "-.+" for _, j in missing]
+    ksm_nodes = {p.node for key in jobs for p in store.pods.get(key, {}).values() if p.node}
+    base = sq.QueryContext(
+        namespaces=namespaces,
+        pods=_alternation(sorted(p for _, p in pod_keys), prefix_alts),
+        nodes=regex_alternation(ksm_nodes),
+        node_label=settings.node_exporter_node_label,
+        dcgm_namespace_label=settings.dcgm_namespace_label,
+        dcgm_pod_label=settings.dcgm_pod_label,
+        dcgm_hostname_label=settings.dcgm_hostname_label,
+    )
+    estimate_groups = [g for g in _GROUP_ORDER if g is not sq.Group.NODE or ksm_nodes]
+
+    # 2. scrape intervals, per pod (per node for node-exporter), which set each bucket's ranges;
+    #    and where pods ran by the collector's/dcgm-exporter's labels, for pods kube_pod_info misses
+    estimates: dict[sq.Group, dict[object, float]] = defaultdict(dict)
+    phase2 = disc.interval_query(estimate_groups, base, t0, t1, step) + " or " + disc.node_hint_query(base, t0, t1)
+    if ksm_nodes and not settings.node_exporter_node_label:
+        phase2 += " or " + disc.instances_query(base, t0, t1)
+    instances: dict[str, set[str]] = defaultdict(set)
+    for row in client.query(phase2, t1):
+        labels = labels_of(row)
+        value = to_float(row.get("value", [0, "NaN"])[1])  # type: ignore[index]
+        name = labels.get(sq.GROUP_LABEL, "")
+        if name == disc.NODE_HINT:
+            store_hint(labels, settings, store)
+            continue
+        if name == disc.INSTANCES:
+            instances[labels.get("nodename", "")].add(labels.get("instance", ""))
+            continue
+        if name not in {g.value for g in sq.Group} or not (math.isfinite(value) and value > 0):
+            continue
+        group = sq.Group(name)
+        key = _unit_key(group, labels, settings, base)
+        estimates[group][key] = value
+        store.intervals[group][key] = value
+
+    unplaced = [k for k in pod_keys if not pod_of(store, jobs, k).node] + [
+        k for k in store.hints if k[0] in {ns for ns, _ in jobs} and k not in pod_keys
+    ]
+    nodes = ksm_nodes | {store.hints[k] for k in unplaced if k in store.hints}
+    # Filter node-exporter series by instance only when every node's instance is known.
+    known = all(instances.get(n) for n in nodes)
+    base = dataclasses.replace(
+        base,
+        nodes=regex_alternation(nodes),
+        instances=regex_alternation(i for n in nodes for i in instances[n]) if known and nodes else "",
+    )
+    groups = [g for g in _GROUP_ORDER if g is not sq.Group.NODE or nodes]
+
+    # 3. one request per catalog entry (its scrape-interval buckets joined inside it), run
+    #    concurrently. Separate requests rather than one big "or" per exporter: Prometheus merges
+    #    each "or" operand into everything before it, which grows with the square of the operands.
+    node_keyed = (sq.INTERNAL_UNMAPPED, sq.INTERNAL_ON_NODE)
+    tasks: list[tuple[sq.Group, cat.Entry, str]] = []
+    for group in groups:
+        contexts = _bucket_contexts(group, base, estimates[group], pod_keys, nodes, prefix_alts, step)
+        for entry in cat.entries_of(group):
+            if entry.name in node_keyed and not nodes:
+                continue
+            # node-keyed entries select by node, not by pod: the first bucket's query covers them
+            chosen = contexts[:1] if entry.name in node_keyed else contexts
+            # One entry per request: answers need no tag (label_replace would relabel every sample).
+            tasks.append((group, entry, cat.entry_query(entry, chosen)))
+
+    abort = threading.Event()  # set on the first unreachable/timeout error: the rest is skipped
+
+    def run(task: tuple[sq.Group, cat.Entry, str]) -> list[dict[str, object]] | QueryFailed | None:
+        if abort.is_set():
+            return None
+        try:
+            return client.query_range(task[2], t0, t1, step)
+        except QueryFailed as exc:  # one failing query leaves the other signals usable
+            return exc
+        except PrometheusUnavailable:
+            abort.set()
+            raise
+
+    with ThreadPoolExecutor(max_workers=_CONCURRENCY) as pool:
+        answers = list(pool.map(run, tasks))
+    for (group, entry, _), answer in zip(tasks, answers, strict=True):
+        if answer is None:
+            continue
+        if isinstance(answer, QueryFailed):
+            log.warning("the %s query failed: %s", entry.name, answer)
+            store.failures.append(f"{entry.name} unavailable: {answer}")
+            continue
+        store_group(group, entry.name, answer, settings, base, step, store)
+
+
+def _alternation(literals: Sequence[str], patterns: Sequence[str] = ()) -> str:
+    """Escaped literals plus ready-made regex patterns, as one alternation (never empty)."""
+    alts = [escape_regex(v) for v in literals] + list(patterns)
+    return "|".join(alts) if alts else regex_alternation([])
+
+
+def _unit_key(group: sq.Group, labels: dict[str, str], settings: Settings, ctx: sq.QueryContext) -> object:
+    if group is sq.Group.NODE:
+        return labels.get(ctx.node_key, "")
+    if group is sq.Group.DCGM:
+        return (labels.get(settings.dcgm_namespace_label, ""), labels.get(settings.dcgm_pod_label, ""))
+    return (labels.get("namespace", ""), labels.get("pod", ""))
+
+
+def _bucket_contexts(
+    group: sq.Group,
+    base: sq.QueryContext,
+    estimates: dict[object, float],
+    pod_keys: set[PodKey],
+    nodes: set[str],
+    prefix_alts: list[str],
+    step: float,
+) -> list[sq.QueryContext]:
+    """One context per scrape interval (rounded to the second) among the group's pods or nodes.
+
+    A cluster scrapes each exporter at one interval, so this is normally a single bucket; pods
+    without an estimate (and name-prefix patterns) go to a last, default bucket.
+    """
+    units: set[object] = set(nodes) if group is sq.Group.NODE else set(pod_keys) | set(estimates)
+    buckets: dict[float | None, list[object]] = defaultdict(list)
+    for unit in units:
+        si = estimates.get(unit)
+        buckets[max(1.0, round(si)) if si else None].append(unit)
+    if prefix_alts and group is not sq.Group.NODE:
+        buckets.setdefault(None, [])
+    out = []
+    for si in sorted(buckets, key=lambda b: (b is None, b or 0.0)):
+        members = buckets[si]
+        ranges = {group: sq.rate_range(step, si)}
+        windows = {group: sq.gauge_window(step, si)}
+        if group is sq.Group.NODE:
+            ctx = dataclasses.replace(base, nodes=regex_alternation(str(m) for m in members))
+        else:
+            names = sorted({str(m[1]) for m in members if isinstance(m, tuple)})
+            ctx = dataclasses.replace(base, pods=_alternation(names, prefix_alts if si is None else ()))
+        out.append(dataclasses.replace(ctx, rate_ranges=ranges, gauge_windows=windows))
+    return out or [base]
+
+
+# --- lifetime -------------------------------------------------------------------------------
+
+
+def job_lifetime(
+    client: PrometheusClient,
+    namespace: str,
+    job: str,
+    *,
+    lookback: float = 7 * 86400,
+    now: float | None = None,
+) -> tuple[float, float] | None:
+    """First and last time kube_pod_info shows the Job's pods (owner labels, else the name prefix).
+
+    Args:
+        client: the Prometheus client.
+        namespace: the Job's namespace.
+        job: the Job's name.
+        lookback: how far back to search, seconds.
+        now: the search's end (default: the current time).
+
+    Returns:
+        (first, last) sample times, or None when Prometheus never saw the Job's pods.
+
+    Raises:
+        InvalidName: invalid namespace or Job name.
+        PrometheusUnavailable / QueryFailed: as for any query.
+    """
+    validate_k8s_name("namespace", namespace)
+    validate_k8s_name("job", job)
+    end = time.time() if now is None else now
+    if lookback <= 0 or not math.isfinite(lookback) or not math.isfinite(end):
+        raise InvalidWindow(f"invalid lookback {lookback} or time {end}")
+    step = max(1.0, math.ceil(lookback / (al.MAX_POINTS - 1)))
+    first, last = math.inf, -math.inf
+    for row in client.query_range(disc.lifetime_query(namespace, job), end - lookback, end, step):
+        times = al.parse_values(values_of(row), step).val
+        times = times[np.isfinite(times)]
+        if times.size:
+            first, last = min(first, float(times.min())), max(last, float(times.max()))
+    return (first, last) if math.isfinite(first) else None
