@@ -1,0 +1,342 @@
+"""An in-process Kubernetes API for the demo, the tests and the benchmark: kmock's emulator.
+
+kmock's :class:`KubernetesEmulator` stores objects and serves list/watch/get/create/patch/delete.
+What a real API server adds on create (a uid, creationTimestamp, resourceVersion, a name from
+``generateName``, which kopf uses for Events) is stamped here, as kmock's documentation invites
+("inherit and implement for your cases"). It runs on its own thread and event loop so that
+synchronous code (the demo's driver, pytest, a ``KopfRunner``) can talk to it over HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import secrets
+import threading
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from bottleneck_operator.errors import BottleneckError
+
+try:
+    import kmock
+except ImportError as exc:  # pragma: no cover - kmock ships with the dev dependencies
+    raise BottleneckError("the Kubernetes emulator needs `kmock`: run `make demo`, which installs it") from exc
+
+JOBS = "batch/v1/jobs"
+EVENTS = "v1/events"
+PODS = "v1/pods"
+REPORTS = "bottleneck.dev/v1alpha1/bottleneckreports"
+NAMESPACES = "v1/namespaces"
+CRDS = "apiextensions.k8s.io/v1/customresourcedefinitions"
+
+# kopf waits for namespaces and CRDs to be served (even cluster-wide), so they are declared too.
+_RESOURCES: dict[str, dict[str, Any]] = {
+    NAMESPACES: {"kind": "Namespace", "singular": "namespace", "namespaced": False, "shortnames": {"ns"}},
+    CRDS: {"kind": "CustomResourceDefinition", "singular": "customresourcedefinition", "namespaced": False},
+    JOBS: {"kind": "Job", "singular": "job", "namespaced": True, "subresources": {"status"}},
+    EVENTS: {"kind": "Event", "singular": "event", "namespaced": True, "shortnames": {"ev"}},
+    PODS: {"kind": "Pod", "singular": "pod", "namespaced": True, "subresources": {"status"}},
+    REPORTS: {
+        "kind": "BottleneckReport",
+        "singular": "bottleneckreport",
+        "namespaced": True,
+        "shortnames": {"bnr"},
+        "subresources": {"status"},
+    },
+}
+_KEPT_REQUESTS = 4
+_VERBS = {"list", "watch", "get", "create", "patch", "update", "delete"}
+
+
+def _now() -> str:
+    return datetime.now(tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
+    """kmock's emulator plus the metadata an API server stamps on writes."""
+
+    _versions = itertools.count(1)
+
+    def _forget_old_requests(self) -> None:
+        # kmock keeps every request for test assertions and matches each new one against that
+        # history, so a request costs O(requests so far): 1,000 Jobs would slow it to a crawl.
+        # Nothing here asserts on old requests, so only a short tail is kept.
+        for holder in (self, *self._payloads):
+            kept: list[Any] = getattr(holder, "_requests", [])
+            if len(kept) > 2 * _KEPT_REQUESTS:
+                del kept[:-_KEPT_REQUESTS]
+
+    async def __call__(self, raw_request: web.BaseRequest) -> web.StreamResponse:
+        # kmock 0.8 cannot parse the cluster-scoped path /api/v1/namespaces, which kopf lists and
+        # watches when it runs for given namespaces: serve it here, from the objects' namespaces.
+        if raw_request.path.rstrip("/") == "/api/v1/namespaces" and raw_request.method == "GET":
+            return await self._serve_namespaces(raw_request)
+        response: web.StreamResponse = await super().__call__(raw_request)
+        return response
+
+    def _namespace_objects(self) -> list[dict[str, Any]]:
+        names = {"default", *(ns for _, ns, _ in self.objects if ns)}
+        return [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n, "resourceVersion": "1"}}
+            for n in sorted(names)
+        ]
+
+    async def _serve_namespaces(self, raw_request: web.BaseRequest) -> web.StreamResponse:
+        items = self._namespace_objects()
+        if raw_request.query.get("watch") != "true":
+            return web.json_response(
+                {"apiVersion": "v1", "kind": "NamespaceList", "metadata": {"resourceVersion": "1"}, "items": items}
+            )
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(raw_request)
+        for item in items:
+            await response.write(json.dumps({"type": "ADDED", "object": item}).encode() + b"\n")
+        # Namespaces do not change in these runs: hold the stream until the client goes away.
+        while raw_request.transport is not None and not raw_request.transport.is_closing():
+            await asyncio.sleep(1.0)
+        return response
+
+    async def _handle(self, request: Any) -> Any:
+        self._forget_old_requests()
+        data = request.data
+        if request.resource is not None and isinstance(data, dict):
+            if request.action == kmock.action.CREATE:
+                meta = data.setdefault("metadata", {})
+                if not meta.get("name") and meta.get("generateName"):
+                    meta["name"] = f"{meta['generateName']}{secrets.token_hex(4)}"
+                if request.namespace:
+                    meta.setdefault("namespace", request.namespace)
+                meta.setdefault("uid", str(uuid.uuid4()))
+                meta.setdefault("creationTimestamp", _now())
+                meta["resourceVersion"] = str(next(self._versions))
+                meta.setdefault("generation", 1)
+            elif request.action == kmock.action.UPDATE:
+                data.setdefault("metadata", {})["resourceVersion"] = str(next(self._versions))
+        response = await super()._handle(request)
+        if request.action == kmock.action.UPDATE and request.name:
+            # kmock keeps every version of an object; reports patched on every pass need only the last.
+            try:
+                history = self.objects[request.resource, request.namespace, request.name].history
+                if len(history) > 4:
+                    del history[:-2]
+            except (KeyError, TypeError, ValueError):
+                pass
+        return response
+
+
+def kubeconfig_text(server: str) -> str:
+    """A kubeconfig pointing at ``server`` (plain HTTP, a dummy token)."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "emulator", "cluster": {"server": server}}],
+            "users": [{"name": "emulator", "user": {"token": "emulator"}}],
+            "contexts": [{"name": "emulator", "context": {"cluster": "emulator", "user": "emulator"}}],
+            "current-context": "emulator",
+        },
+        indent=2,
+    )
+
+
+class ClusterError(BottleneckError):
+    """A request to the emulated API failed."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class LocalCluster:
+    """The emulator on 127.0.0.1:<free port>, on a background thread, with a small sync client.
+
+    Use as a context manager; ``url`` is the API server's address, ``write_kubeconfig(path)``
+    writes a kubeconfig for kopf / the ``kubernetes`` client.
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="kube-emulator", daemon=True)
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self.url = ""
+        self.emulator: ClusterEmulator | None = None
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._serve())
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+            self._ready.set()
+        finally:
+            self._loop.close()
+
+    async def _serve(self) -> None:
+        self._stop = asyncio.Event()
+        emulator = ClusterEmulator()
+        for key, info in _RESOURCES.items():
+            emulator.resources[key] = kmock.ResourceInfo(verbs=_VERBS, **info)
+        async with emulator, kmock.Server(emulator) as server:
+            self.emulator = emulator
+            self.url = str(server.url).rstrip("/")
+            self._ready.set()
+            await self._stop.wait()
+
+    def start(self) -> LocalCluster:
+        """Start the emulator; returns when it listens."""
+        self._thread.start()
+        self._ready.wait(timeout=30)
+        if self._error is not None or not self.url:
+            raise ClusterError(f"the Kubernetes emulator did not start: {self._error}")
+        return self
+
+    def stop(self) -> None:
+        """Stop the emulator and its thread (idempotent)."""
+        if self._stop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        """Write a kubeconfig for this emulator; returns the path."""
+        path.write_text(kubeconfig_text(self.url))
+        return path
+
+    # --- a small synchronous client (the driver side: demo, tests, benchmark)
+
+    @staticmethod
+    def path(resource: str, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+        """The API path of a resource ("batch/v1/jobs"), optionally of one object and a subresource."""
+        group_version, plural = resource.rsplit("/", 1)
+        base = f"/api/{group_version}" if group_version == "v1" else f"/apis/{group_version}"
+        if namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{plural}"
+        if name:
+            base += f"/{name}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
+        """One HTTP request to the emulator; JSON in and out."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)  # noqa: S310 - loopback
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 - loopback
+                text = resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            raise ClusterError(f"{method} {path}: HTTP {exc.code}", status=exc.code) from exc
+        except OSError as exc:
+            raise ClusterError(f"{method} {path}: {exc}") from exc
+        return json.loads(text) if text else {}
+
+    def create(self, resource: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create an object (POST); returns it as stored."""
+        result: dict[str, Any] = self.request("POST", self.path(resource, namespace), dict(body))
+        return result
+
+    def patch(self, resource: str, namespace: str, name: str, patch: Mapping[str, Any], sub: str | None = None) -> Any:
+        """Merge-patch an object (or its status with ``sub="status"``)."""
+        return self.request(
+            "PATCH", self.path(resource, namespace, name, sub), dict(patch), "application/merge-patch+json"
+        )
+
+    def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """One object, or None."""
+        try:
+            result: dict[str, Any] = self.request("GET", self.path(resource, namespace, name))
+        except ClusterError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return result
+
+    def list(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """All objects of a resource (in one namespace or all)."""
+        result = self.request("GET", self.path(resource, namespace))
+        return list(result.get("items") or [])
+
+    def delete(self, resource: str, namespace: str, name: str) -> None:
+        """Delete an object (no error when it is already gone)."""
+        try:
+            self.request("DELETE", self.path(resource, namespace, name))
+        except ClusterError as exc:
+            if exc.status != 404:
+                raise
+
+
+def job_body(
+    namespace: str,
+    name: str,
+    *,
+    start: float | None,
+    end: float | None = None,
+    failed: bool = False,
+    profile: str | None = "true",
+    uid: str | None = None,
+) -> dict[str, Any]:
+    """A batch/v1 Job as the Job controller would show it (started, maybe finished).
+
+    Args:
+        namespace, name: the Job's identity.
+        start: ``status.startTime`` (unix seconds), None for a Job that has not started.
+        end: when it finished; None while it runs.
+        failed: it ended Failed rather than Complete.
+        profile: the ``bottleneck.dev/profile`` annotation's value (None: no annotation).
+        uid: a fixed uid (default: the API stamps one).
+    """
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if profile is not None:
+        meta["annotations"] = {"bottleneck.dev/profile": profile}
+    if uid:
+        meta["uid"] = uid
+    body: dict[str, Any] = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {"template": {"spec": {"containers": [{"name": "train", "image": "trainer"}]}}},
+        "status": job_status(start=start, end=end, failed=failed),
+    }
+    return body
+
+
+def job_status(*, start: float | None, end: float | None = None, failed: bool = False) -> dict[str, Any]:
+    """The ``.status`` of a Job that started at ``start`` and, if ``end`` is given, has ended."""
+
+    def ts(t: float) -> str:
+        return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    status: dict[str, Any] = {}
+    if start is not None:
+        status["startTime"] = ts(start)
+        status["active"] = 1
+    if end is not None:
+        status["active"] = 0
+        kind = "Failed" if failed else "Complete"
+        status["conditions"] = [{"type": kind, "status": "True", "lastTransitionTime": ts(end)}]
+        if failed:
+            status["failed"] = 1
+        else:
+            status["succeeded"] = 1
+            status["completionTime"] = ts(end)
+    return status

@@ -1,0 +1,83 @@
+"""Reports printed as ``kubectl get bnr -A`` shows them, plus one evidence/recommendation line each."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+COLUMNS = ("NAMESPACE", "NAME", "JOB", "BOTTLENECK", "CONFIDENCE", "GPU", "PHASE", "AGE")
+
+
+def _age(created: str | None, now: float) -> str:
+    """kubectl's short age: 45s, 3m12s, 2h5m, 4d."""
+    if not created:
+        return "<unknown>"
+    try:
+        seconds = max(0, int(now - datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()))
+    except ValueError:
+        return "<unknown>"
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 600:
+        return f"{seconds // 60}m{seconds % 60}s"
+    if seconds < 3 * 3600:
+        return f"{seconds // 60}m"
+    if seconds < 48 * 3600:
+        return f"{seconds // 3600}h{(seconds % 3600) // 60}m"
+    return f"{seconds // 86400}d"
+
+
+def _num(value: Any) -> str:
+    return "" if value is None else f"{float(value):g}"
+
+
+def rows(reports: Sequence[dict[str, Any]], now: float | None = None) -> list[tuple[str, ...]]:
+    """One row per report, in kubectl's column order, sorted by namespace and name."""
+    at = time.time() if now is None else now
+    out: list[tuple[str, ...]] = []
+    for r in sorted(reports, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"])):
+        meta, status = r.get("metadata") or {}, r.get("status") or {}
+        out.append(
+            (
+                meta.get("namespace", ""),
+                meta.get("name", ""),
+                ((r.get("spec") or {}).get("jobRef") or {}).get("name", ""),
+                status.get("bottleneck") or "",
+                _num(status.get("confidence")),
+                _num(status.get("gpuActive")),
+                status.get("phase") or "",
+                _age(meta.get("creationTimestamp"), at),
+            )
+        )
+    return out
+
+
+def format_table(reports: Sequence[dict[str, Any]], now: float | None = None) -> str:
+    """The reports as ``kubectl get bnr -A`` would print them (left-aligned, 3-space gaps)."""
+    table = [COLUMNS, *rows(reports, now)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
+    return "\n".join("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)
+
+
+def format_details(reports: Sequence[dict[str, Any]]) -> str:
+    """One line per report: its strongest evidence and first recommendation (or why it is Unknown)."""
+    lines = []
+    for r in sorted(reports, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"])):
+        status = r.get("status") or {}
+        name = f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}"
+        evidence = status.get("evidence") or []
+        recs = status.get("recommendations") or []
+        parts = []
+        if evidence:
+            parts.append(f"evidence: {evidence[0].get('message', '')}")
+        if recs:
+            parts.append(f"try: {recs[0].get('action', '')}")
+        headroom = status.get("headroom")
+        if headroom:
+            parts.append(f"headroom x{headroom.get('low', 1):.1f}-{headroom.get('high', 1):.1f}")
+        if not parts:
+            parts.append(status.get("reason") or "no verdict yet")
+        lines.append(f"  {name}: " + "; ".join(parts))
+    return "\n".join(lines)

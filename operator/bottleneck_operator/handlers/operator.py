@@ -1,0 +1,137 @@
+"""The kopf handlers, registered into a given registry: startup, cleanup, and the Job watcher.
+
+Settings are applied in the startup handler and the clients kept in ``memo`` (kopf's per-operator
+memo: every per-object memo is a shallow copy of it, so ``memo.state`` is shared). Handlers stay
+thin: the work lives in :mod:`.jobs` (reports), :mod:`.passes` (analysis) and :mod:`.retention`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import kopf
+
+from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.handlers.jobs import PROFILE_ANNOTATION, ensure_report, observe
+from bottleneck_operator.handlers.passes import run_loop
+from bottleneck_operator.handlers.reports_api import ReportsApi, ReportsApiError
+from bottleneck_operator.handlers.state import AnalyzerLike, Clock, OperatorState
+from bottleneck_operator.handlers.state import logger as log
+from bottleneck_operator.settings import Settings
+
+LoginFn = Callable[[], Any]
+Logger = logging.Logger | logging.LoggerAdapter[Any]
+
+
+def kube_login(kopf_settings: kopf.OperatorSettings, logger: Logger) -> LoginFn:
+    """Credentials as kopf finds them: the client library's (in-cluster, else kubeconfig), else kopf's own."""
+
+    def login() -> Any:
+        try:
+            info = kopf.login_via_client(logger=logger, settings=kopf_settings)
+        except kopf.LoginError:
+            info = None
+        return (
+            info
+            or kopf.login_with_service_account(settings=kopf_settings)
+            or kopf.login_with_kubeconfig(settings=kopf_settings)
+        )
+
+    return login
+
+
+def _default_analyzer(settings: Settings) -> Callable[[], AnalyzerLike]:
+    def build() -> AnalyzerLike:
+        from bottleneck_operator.pipeline import Analyzer
+
+        return Analyzer(settings)
+
+    return build
+
+
+def register_handlers(
+    registry: kopf.OperatorRegistry,
+    settings: Settings,
+    *,
+    analyzer_factory: Callable[[], AnalyzerLike] | None = None,
+    clock: Clock = time.time,
+    configure_kopf: Callable[[kopf.OperatorSettings], None] | None = None,
+    login: LoginFn | None = None,
+) -> None:
+    """Register the operator's handlers.
+
+    Args:
+        registry: kopf's registry to add them to (the default one for ``run``; a fresh one in tests).
+        settings: the operator's settings.
+        analyzer_factory: builds the analyzer (default: ``pipeline.Analyzer(settings)``), called once
+            in a thread at startup (loading the model never blocks the event loop; a bad model file
+            stops the operator at once with the reason).
+        clock: "now" for analysis windows and report times (tests replay recorded days).
+        configure_kopf: applied to kopf's settings at startup (``run`` passes the admission
+            webhook's server configuration; the webhook's handlers are registered by its own module).
+        login: Kubernetes credentials for the reports client (default: as kopf finds them).
+    """
+    factory = analyzer_factory or _default_analyzer(settings)
+    operator_settings = settings  # the handlers' own ``settings`` kwarg is kopf's
+
+    @kopf.on.startup(registry=registry)
+    async def configure(settings: kopf.OperatorSettings, memo: Any, logger: Logger, **_: Any) -> None:
+        kopf_settings = settings
+        kopf_settings.posting.reporting_component = "bottleneck-operator"
+        kopf_settings.posting.level = logging.INFO
+        kopf_settings.watching.server_timeout = 300
+        kopf_settings.networking.request_timeout = 60
+        if configure_kopf is not None:
+            configure_kopf(kopf_settings)
+        log.info("bottleneck-operator settings: %s", json.dumps(operator_settings.effective(), sort_keys=True))
+        api = ReportsApi(login or kube_login(kopf_settings, logger), timeout=30.0)
+        state = OperatorState(settings=operator_settings, api=api, analyzer_factory=factory, clock=clock)
+        try:
+            state.analyzer = await asyncio.to_thread(factory)
+        except BottleneckError as exc:
+            await api.close()
+            raise kopf.PermanentError(f"cannot start the analysis: {exc}") from exc
+        await state.metrics.serve(operator_settings.metrics_port)
+        state.loop_task = asyncio.create_task(run_loop(state), name="bottleneck analysis loop")
+        memo.state = state
+
+    @kopf.on.login(registry=registry)
+    def credentials(settings: kopf.OperatorSettings, logger: Logger, **_: Any) -> Any:
+        # A registry of our own carries no default login handler: kopf and the reports client
+        # find their credentials the same way.
+        return (login or kube_login(settings, logger))()
+
+    @kopf.on.cleanup(registry=registry)
+    async def shutdown(memo: Any, logger: Logger, **_: Any) -> None:
+        state: OperatorState | None = getattr(memo, "state", None)
+        if state is None:
+            return
+        if state.loop_task is not None:
+            state.loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await state.loop_task
+        await state.metrics.stop()
+        await state.api.close()
+        logger.info("bottleneck-operator stopped")
+
+    @kopf.on.event("batch", "v1", "jobs", annotations={PROFILE_ANNOTATION: kopf.PRESENT}, registry=registry)
+    async def profiled_job(event: kopf.RawEvent, body: kopf.Body, memo: Any, **_: Any) -> None:
+        state: OperatorState = memo.state
+        state.capture_posting()
+        job = observe(state, body, event_type=event.get("type"))
+        if job is None:
+            return
+        try:
+            await ensure_report(state, job)
+        except ReportsApiError as exc:  # the pass loop retries reports that are not in place
+            state.metrics.errors.labels("kubernetes").inc()
+            log.warning("%s/%s: cannot create the report yet: %s", job.namespace, job.name, exc)
+            state.request_pass()
+            return
+        state.request_pass()  # a first verdict (or the final one) without waiting for the schedule

@@ -1,0 +1,87 @@
+"""Report retention: delete finished Jobs' reports older than ``report_retention``.
+
+Age counts from the end of the Job (the final window's end), so a long Job's report is kept as long
+as a short one's. Reports of Jobs that vanished while the operator was down, never finalised, are
+closed here too (phase Failed, Ready=False/JobDeleted) so they do not look alive forever.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from typing import Any
+
+from bottleneck_operator.handlers.jobs import parse_time
+from bottleneck_operator.handlers.state import OperatorState, logger
+from bottleneck_operator.handlers.status import FINAL_PHASES, READY, set_condition
+from bottleneck_operator.settings import Settings
+
+
+def sweep_period(settings: Settings) -> float:
+    """Seconds between sweeps: often enough for the retention, never more than every pass."""
+    retention = settings.report_retention or 3600.0
+    return max(settings.interval, min(600.0, retention / 4))
+
+
+def finished_at(status: dict[str, Any]) -> float | None:
+    """When the report's Job ended, as far as the report tells (window end, else last analysis)."""
+    return parse_time((status.get("window") or {}).get("end")) or parse_time(status.get("lastAnalysisTime"))
+
+
+async def _list(state: OperatorState) -> list[dict[str, Any]]:
+    patterns = state.settings.namespaces
+    if not patterns or any(ch in p for p in patterns for ch in "*?[!"):
+        items = await state.api.list(None)
+        if patterns:
+            items = [i for i in items if _matches((i.get("metadata") or {}).get("namespace") or "", patterns)]
+        return items
+    items = []
+    for ns in patterns:
+        items += await state.api.list(ns)
+    return items
+
+
+def _matches(namespace: str, patterns: list[str]) -> bool:
+    included = [p for p in patterns if not p.startswith("!")]
+    excluded = [p[1:] for p in patterns if p.startswith("!")]
+    ok = not included or any(fnmatch.fnmatchcase(namespace, p) for p in included)
+    return ok and not any(fnmatch.fnmatchcase(namespace, p) for p in excluded)
+
+
+async def sweep(state: OperatorState) -> int:
+    """Delete expired reports and close orphaned ones.
+
+    Returns:
+        The number of reports deleted.
+    """
+    settings, now = state.settings, state.clock()
+    retention = settings.report_retention
+    # Orphans can only be told apart once the watch has listed every Job at least once.
+    settled = time.monotonic() - state.started > 2 * settings.interval
+    deleted = 0
+    for item in await _list(state):
+        meta = item.get("metadata") or {}
+        ns, name = meta.get("namespace") or "", meta.get("name") or ""
+        status = dict(item.get("status") or {})
+        tracked = state.jobs.get((ns, name))
+        if status.get("phase") in FINAL_PHASES:
+            ended = finished_at(status)
+            if retention and ended is not None and ended < now - retention:
+                if tracked is not None and not tracked.finished:
+                    continue  # a new Job of the same name owns it now
+                if await state.api.delete(ns, name):
+                    deleted += 1
+                    logger.info("%s/%s: report deleted after the retention period", ns, name)
+                state.jobs.pop((ns, name), None)
+        elif tracked is None and settled:
+            conditions = set_condition(
+                status.get("conditions"),
+                READY,
+                "False",
+                "JobDeleted",
+                "the Job is gone (or no longer profiled) and the report was never finalised",
+                now,
+            )
+            await state.api.patch_status(ns, name, {"phase": "Failed", "conditions": conditions})
+            logger.info("%s/%s: Job gone, report closed", ns, name)
+    return deleted

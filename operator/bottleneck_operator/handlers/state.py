@@ -1,0 +1,128 @@
+"""The operator's runtime state, kept in kopf's ``memo``: tracked Jobs, clients, metrics.
+
+Everything durable lives in the reports themselves (phase, verdict, timeline, conditions); this
+state is a cache rebuilt from the watch stream and the reports after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import kopf
+
+from bottleneck_operator.handlers.metrics import OperatorMetrics
+from bottleneck_operator.handlers.reports_api import ReportsApi
+from bottleneck_operator.handlers.status import FINAL_PHASES
+from bottleneck_operator.settings import Settings
+
+if TYPE_CHECKING:
+    from bottleneck_operator.pipeline import JobRequest, JobResult
+    from bottleneck_operator.reports import Phase
+
+logger = logging.getLogger("bottleneck_operator.operator")
+
+Clock = Callable[[], float]
+
+
+class AnalyzerLike(Protocol):
+    """What the operator needs of ``pipeline.Analyzer`` (one batched analysis of many Jobs)."""
+
+    def analyze_jobs(self, requests: Sequence[JobRequest], *, phase: Phase = "Running") -> list[JobResult]: ...
+
+    @property
+    def queries_issued(self) -> int: ...
+
+
+@dataclass
+class TrackedJob:
+    """One profiled Job as last seen on the watch stream, with its report's last written status.
+
+    Attributes:
+        namespace, name, uid: the Job's identity.
+        start: ``status.startTime`` (unix seconds) or None while it has not started.
+        end: when it finished (``completionTime``, else the Complete/Failed condition's time).
+        phase: "Pending", "Running", "Completed" or "Failed" (the Job's, as the report shows it).
+        status: the report's ``.status`` as last read or written (None: report not ensured yet).
+        report_ready: the report exists (created or found).
+        deleted: the Job was deleted; its report is finalised as it stands.
+    """
+
+    namespace: str
+    name: str
+    uid: str | None
+    start: float | None = None
+    end: float | None = None
+    phase: str = "Pending"
+    status: dict[str, Any] | None = None
+    report_ready: bool = False
+    deleted: bool = False
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False, compare=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in FINAL_PHASES
+
+    def body(self) -> dict[str, Any]:
+        """A minimal Job body: enough for kopf to build the Event's involvedObject."""
+        meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if self.uid:
+            meta["uid"] = self.uid
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta}
+
+
+@dataclass
+class OperatorState:
+    """Shared by the handlers (through ``memo``) and the pass loop."""
+
+    settings: Settings
+    api: ReportsApi
+    analyzer_factory: Callable[[], AnalyzerLike]
+    clock: Clock = time.time
+    metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
+    jobs: dict[tuple[str, str], TrackedJob] = field(default_factory=dict)
+    warned: dict[str, str] = field(default_factory=dict)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    started: float = field(default_factory=time.monotonic)
+    analyzer: AnalyzerLike | None = None
+    loop_task: asyncio.Task[None] | None = None
+    _posting: contextvars.Context | None = None
+
+    def capture_posting(self) -> None:
+        """Remember a handler's context: kopf's event poster is reachable from there only.
+
+        ``kopf.event()`` finds its queue through context variables that kopf sets for the
+        per-object handler tasks; the pass loop is not one of them, so it posts through a copy
+        of a handler's context (the queue is operator-wide, so any handler's copy will do).
+        """
+        if self._posting is None:
+            self._posting = contextvars.copy_context()
+
+    def post_event(self, job: TrackedJob, type_: str, reason: str, message: str) -> None:
+        """A Kubernetes Event on the Job, through kopf's poster (logged too)."""
+        log = logger.warning if type_ == "Warning" else logger.info
+        log("%s/%s: %s: %s", job.namespace, job.name, reason, message)
+        if self._posting is None:
+            return
+        try:
+            body = kopf.Body(cast(kopf.RawBody, job.body()))
+            self._posting.run(kopf.event, body, type=type_, reason=reason, message=message)
+        except LookupError:  # no poster in that context (should not happen): the log line stands
+            logger.debug("no event poster available for %s/%s", job.namespace, job.name)
+
+    def running_jobs(self) -> list[TrackedJob]:
+        """Jobs being analysed on every pass: started, not finished, report in place."""
+        return [j for j in self.jobs.values() if j.report_ready and j.start is not None and not j.finished]
+
+    def request_pass(self) -> None:
+        """Wake the loop early (a Job ended, a report is missing)."""
+        self.wake.set()

@@ -1,0 +1,76 @@
+"""The reports client: idempotent create, the status subresource, and its own error tree."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
+from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.handlers.reports_api import (
+    ApiUnavailable,
+    ReportConflict,
+    ReportsApi,
+    ReportsApiError,
+    report_body,
+)
+
+
+class _Info:
+    """Credentials as kopf's ConnectionInfo carries them (only what the client reads)."""
+
+    def __init__(self, server: str) -> None:
+        self.server, self.token, self.scheme = server, "t", None
+        self.insecure, self.ca_path, self.ca_data = None, None, None
+        self.certificate_path = self.certificate_data = self.private_key_path = self.private_key_data = None
+        self.username = self.password = None
+
+
+def _run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_create_conflict_patch_list_delete(cluster: LocalCluster) -> None:
+    async def scenario() -> None:
+        api = ReportsApi(lambda: _Info(cluster.url))
+        try:
+            await api.create("ml", report_body("ml", "train", "u1"))
+            with pytest.raises(ReportConflict) as err:
+                await api.create("ml", report_body("ml", "train", "u1"))
+            assert isinstance(err.value, BottleneckError) and err.value.status == 409
+            await api.patch_status("ml", "train", {"phase": "Running", "bottleneck": "IO"})
+            got = await api.get("ml", "train")
+            assert got is not None and got["status"]["bottleneck"] == "IO"
+            assert "ownerReferences" not in got["metadata"]
+            assert [r["metadata"]["name"] for r in await api.list(None)] == ["train"]
+            assert await api.delete("ml", "train") is True
+            assert await api.delete("ml", "train") is False
+            assert await api.get("ml", "train") is None
+        finally:
+            await api.close()
+
+    _run(scenario())
+    assert cluster.list(REPORTS) == []
+
+
+def test_no_library_error_leaks() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed when the block ends: connections are refused
+
+    async def scenario() -> None:
+        api = ReportsApi(lambda: _Info(f"http://127.0.0.1:{port}"))
+        try:
+            with pytest.raises(ApiUnavailable) as err:
+                await api.get("ml", "x")
+        finally:
+            await api.close()
+        assert isinstance(err.value, ReportsApiError)
+        assert not isinstance(err.value, aiohttp.ClientError)
+        assert isinstance(err.value.__cause__, aiohttp.ClientError)
+
+    _run(scenario())
