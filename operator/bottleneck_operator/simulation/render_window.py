@@ -1,12 +1,14 @@
 """A simulated job's signals (analysis/signals.py) computed straight from its state, as PromQL would.
 
-At each window timestamp ``T`` (``start``, ``start + step``, ... up to ``end``):
+At each window timestamp ``T`` (``start``, ``start + step``, ... up to ``end``), with the sampling
+rules of :mod:`bottleneck_operator.analysis.sampling` (the ones the data layer's queries use, with
+the scrape interval rounded to the second as the data layer's estimate is):
 
-- a gauge is its latest successful sample in ``(T - max(step, scrape interval), T]`` (what
-  ``last_over_time(x[w])`` returns), NaN when there is none;
-- a counter's rate is ``(last - first) / (t_last - t_first)`` over its samples in
-  ``(T - max(step, 2 x scrape interval), T]`` with counter resets undone (``rate(x[w])`` without the
-  edge extrapolation), NaN with fewer than two samples;
+- a gauge is its latest successful sample within ``gauge_window(step, si)`` (``last_over_time``),
+  NaN when there is none;
+- a counter's rate is Prometheus's ``rate(x[rate_range(step, si)])``: resets undone, extrapolated
+  towards the range's edges, NaN with fewer than two samples; ratios of counters (CPU throttling,
+  node CPU mode shares) are ratios of such rates, as in the queries;
 - GPU signals are the mean over the pod's GPUs (``fb_used_frac``: the max), cAdvisor signals the sum
   over the pod's containers except the collector (and the pod-level ``container=""`` series),
   ``cpu_limit_cores`` the trainer's limit, node signals those of the pod's node (network without
@@ -19,6 +21,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from bottleneck_operator.analysis.sampling import (
+    DEFAULT_SCRAPE_INTERVAL,
+    Sampler,
+    gauge_window,
+    rate_range,
+)
 from bottleneck_operator.analysis.signals import Family
 from bottleneck_operator.analysis.window import DataQuality, JobWindow, PodWindow
 from bottleneck_operator.simulation.exporters import dcgm_fields
@@ -43,36 +51,20 @@ class _Sampler:
     """Gauge lookups and counter rates of one exporter's samples at the window timestamps."""
 
     def __init__(self, times: F, up: B, ts: F, step: float, si: float) -> None:
-        self.tu = times[up]
         self.up = up
-        self.ts = ts
-        last = np.searchsorted(self.tu, ts + 1e-9, side="right") - 1
-        self.g_ok = (last >= 0) & (self.tu[np.maximum(last, 0)] > ts - max(step, si) + 1e-9)
-        self.g_idx = np.maximum(last, 0)
-        first = np.searchsorted(self.tu, ts - max(step, 2 * si) + 1e-9, side="right")
-        self.r_ok = (last - first) >= 1
-        self.r_first = np.minimum(first, max(len(self.tu) - 1, 0))
-        self.r_last = self.g_idx
-        dt = self.tu[self.r_last] - self.tu[self.r_first]
-        self.dt = np.where(self.r_ok, dt, 1.0)
+        self.s = Sampler(times[up], ts, range_seconds=rate_range(step, si), window=gauge_window(step, si))
 
     def gauge(self, values: F) -> F:
-        v = values[..., self.up]
-        if v.shape[-1] == 0:
-            return np.full((*values.shape[:-1], self.ts.size), np.nan)
-        return np.where(self.g_ok, v[..., self.g_idx], np.nan)
+        return self.s.last(values[..., self.up])
 
     def rate(self, counter: F) -> F:
-        v = counter[..., self.up]
-        if v.shape[-1] == 0:
-            return np.full((*counter.shape[:-1], self.ts.size), np.nan)
-        # Undo resets as Prometheus does: a drop means the counter restarted from zero.
-        drops = np.diff(v, axis=-1) < 0
-        if drops.any():
-            prev = np.concatenate([np.zeros_like(v[..., :1]), np.where(drops, v[..., :-1], 0.0)], axis=-1)
-            v = v + np.cumsum(prev, axis=-1)
-        r = (v[..., self.r_last] - v[..., self.r_first]) / self.dt
-        return np.where(self.r_ok, r, np.nan)
+        return self.s.rate(counter[..., self.up])
+
+
+def _ratio(num: F, den: F) -> F:
+    """``num / den`` as PromQL divides (0/0 is NaN, x/0 infinite), without numpy's warnings."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(num / den, dtype=np.float64)
 
 
 def render_window(
@@ -98,8 +90,13 @@ def render_window(
     si = sc.scrape_interval
     if ws > job.end + si or we < job.start:
         return JobWindow(job.namespace, job.name, ws, we, step, ts, (), DataQuality(scrape_interval=si))
-    smp = {e: _Sampler(st.times(e), st.up[e], ts, step, si) for e in ("dcgm", "cadvisor", "ksm", "sidecar")}
-    nsmp = [_Sampler(st.times("node"), st.up["node"][j], ts, step, si) for j in range(len(job.nodes))]
+    # The data layer buckets pods by their estimated interval rounded to the second.
+    qsi = max(1.0, float(round(si)))
+    smp = {e: _Sampler(st.times(e), st.up[e], ts, step, qsi) for e in ("dcgm", "cadvisor", "ksm", "sidecar")}
+    # The data layer learns the nodes' intervals only for nodes kube-state-metrics places; without
+    # it the nodes are found later (from pod labels) and their queries use the default interval.
+    nsi = qsi if sc.env.ksm else DEFAULT_SCRAPE_INTERVAL
+    nsmp = [_Sampler(st.times("node"), st.up["node"][j], ts, step, nsi) for j in range(len(job.nodes))]
     fields = {key for key, _ in dcgm_fields(sc.env.dcgm_fieldset, sc.env.prof_missing).values()}
     node_sig = [_node_signals(job, j, nsmp[j]) for j in range(len(job.nodes))]
     pods = []
@@ -110,7 +107,7 @@ def render_window(
             name, scale = _GPU_SIGNAL[key]
             sig[name] = d.gauge(st.gpu[key][p]).mean(axis=0) * scale
         used, free = d.gauge(st.gpu["fb_used"][p]), d.gauge(st.gpu["fb_free"][p])
-        sig["fb_used_frac"] = (used / (used + free)).max(axis=0)
+        sig["fb_used_frac"] = _ratio(used, used + free).max(axis=0)
         sig["nvlink_total_bps"] = d.rate(st.gpu["nvlink_total"][p]).mean(axis=0)
         c = smp["cadvisor"]
         sig["cpu_cores"] = c.rate(st.pod["cpu_c"][p])
@@ -119,7 +116,7 @@ def render_window(
         sig["mem_limit_bytes"] = np.where(limit > 0, limit, np.nan)
         sig["fs_read_bps"] = c.rate(st.pod["fs_read_c"][p])
         if sc.cpu_limit is not None:
-            sig["cpu_throttled_frac"] = c.rate(st.pod["cfs_throttled_c"][p]) / c.rate(st.pod["cfs_periods_c"][p])
+            sig["cpu_throttled_frac"] = _ratio(c.rate(st.pod["cfs_throttled_c"][p]), c.rate(st.pod["cfs_periods_c"][p]))
             if sc.env.ksm:
                 sig["cpu_limit_cores"] = smp["ksm"].gauge(np.full(st.t.size, sc.cpu_limit))
         j = st.pod_node[p]
@@ -144,6 +141,7 @@ def _node_signals(job: SimulatedJob, j: int, s: _Sampler) -> dict[str, F]:
     sc = job.params
     modes = s.rate(st.node["cpu_c"][j])  # (modes, T)
     total = modes.sum(axis=0)
+    total = np.where(total > 0, total, np.nan)  # as the data layer: no CPU time at all is no share
     share = {m: modes[i] / total for i, m in enumerate(CPU_MODES)}
     out = {
         "node_cpus": s.gauge(np.full(st.t.size, float(job.nodes[j].cpus))),
@@ -177,7 +175,7 @@ def _sidecar_signals(job: SimulatedJob, p: int, s: _Sampler) -> dict[str, F]:
     }
     out["sc_cpu_cores"] = s.rate(st.pod["cpu_c"][p] + st.pod["cpu_sc_c"][p])
     if job.params.cpu_limit is not None:
-        out["sc_throttled_frac"] = s.rate(st.pod["cfs_throttled_c"][p]) / s.rate(st.pod["cfs_periods_c"][p])
+        out["sc_throttled_frac"] = _ratio(s.rate(st.pod["cfs_throttled_c"][p]), s.rate(st.pod["cfs_periods_c"][p]))
     out["sc_io_read_bps"] = s.rate(st.pod["fs_read_c"][p])
     out["sc_majfault_ps"] = s.rate(st.pod["majfault_c"][p])
     out["sc_procs_running"] = s.gauge(st.pod["procs_running"][p])

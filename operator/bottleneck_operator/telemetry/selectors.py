@@ -10,16 +10,20 @@ server's lookback delta (5 minutes by default, and different on Thanos/Mimir).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+# The sampling rules belong to the window contract (analysis/sampling.py); re-exported here for
+# the data layer's modules.
+from bottleneck_operator.analysis.sampling import DEFAULT_SCRAPE_INTERVAL as DEFAULT_SCRAPE_INTERVAL
+from bottleneck_operator.analysis.sampling import gauge_window as gauge_window
+from bottleneck_operator.analysis.sampling import range_milliseconds
+from bottleneck_operator.analysis.sampling import rate_range as rate_range
 from bottleneck_operator.telemetry.names import quote
 
 GROUP_LABEL = "bn_group"  # tag of the scrape-interval estimates
 COLLECTOR_CONTAINER = "bottleneck-collector"  # the injected sidecar: its own CPU must not count as the job's
-DEFAULT_SCRAPE_INTERVAL = 30.0  # kube-prometheus-stack's default ServiceMonitor interval
 # Host-side virtual interfaces carry the same bytes as the physical NIC (pod veths, CNI bridges and
 # tunnels): counting them would double the node's traffic.
 VIRTUAL_NICS = "lo|veth.*|cali.*|cilium.*|lxc.*|flannel.*|cni.*|docker.*|br-.*|virbr.*|tunl.*|vxlan.*|genev.*|kube-ipvs.*|weave.*|azv.*|eni.*|gke.*"
@@ -155,33 +159,5 @@ def sel(metric: str, *matchers: str) -> str:
 
 
 def duration(seconds: float) -> str:
-    """A PromQL duration in whole milliseconds (e.g. ``60000ms``)."""
-    return f"{max(1, math.ceil(seconds * 1000))}ms"
-
-
-def rate_range(step: float, scrape_interval: float | None) -> float:
-    """Seconds of the rate() range for a step and an estimated scrape interval.
-
-    Args:
-        step: the query step.
-        scrape_interval: estimated seconds between samples, None when unknown.
-
-    Returns:
-        ``max(step + si, 4 * si)``; unknown intervals count as 30 s.
-    """
-    si = scrape_interval if scrape_interval and scrape_interval > 0 else DEFAULT_SCRAPE_INTERVAL
-    return max(step + si, 4 * si)
-
-
-def gauge_window(step: float, scrape_interval: float | None) -> float:
-    """Seconds a gauge sample stays valid: one step or one scrape interval, plus 10 % for jitter.
-
-    Args:
-        step: the query step.
-        scrape_interval: estimated seconds between samples, None when unknown (30 s assumed).
-
-    Returns:
-        ``1.1 * max(step, si)``.
-    """
-    si = scrape_interval if scrape_interval and scrape_interval > 0 else DEFAULT_SCRAPE_INTERVAL
-    return 1.1 * max(step, si)
+    """A PromQL duration in whole milliseconds (e.g. ``60000ms``), rounded up."""
+    return f"{range_milliseconds(seconds)}ms"
