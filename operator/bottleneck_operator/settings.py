@@ -98,6 +98,22 @@ class Settings(BaseSettings):
     sidecar_cpu_limit: str = Field("50m", description="CPU limit of the injected collector.")
     sidecar_memory_request: str = Field("32Mi", description="Memory request of the injected collector.")
     sidecar_memory_limit: str = Field("64Mi", description="Memory limit of the injected collector.")
+    sidecar_mount_host_cgroup: bool = Field(
+        True,
+        description=(
+            "Mount the node's /sys/fs/cgroup read-only into the collector so it reads the pod's own cgroup "
+            "(pressure, throttling, IO, memory). A hostPath volume: namespaces enforcing the 'baseline' or "
+            "'restricted' Pod Security Standard reject it, so turn it off there (or annotate the Job "
+            'bottleneck.dev/sidecar-host-cgroup: "false").'
+        ),
+    )
+    sidecar_share_process_namespace: bool = Field(
+        True,
+        description=(
+            "Set shareProcessNamespace on profiled pods (unless the Job says otherwise) so the collector sees "
+            "the trainer's process states (R, D)."
+        ),
+    )
 
     def effective(self) -> dict[str, Any]:
         """The settings as a dict with secrets masked: logged once at start."""

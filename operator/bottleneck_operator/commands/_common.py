@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bottleneck_operator.errors import UsageError
-from bottleneck_operator.settings import Settings
+
+if TYPE_CHECKING:
+    # Imported when used: pydantic costs ~12 MB, and the `sidecar` command (which parses the same
+    # CLI, so imports this module) must stay small inside every profiled pod.
+    from bottleneck_operator.settings import Settings
 
 
 def add_prometheus_flags(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +32,8 @@ def add_prometheus_flags(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace, **extra: Any) -> Settings:
     """Settings from flags that were given, else the environment, else defaults."""
+    from bottleneck_operator.settings import Settings
+
     overrides: dict[str, Any] = {}
     for name in (
         "prometheus_url",
