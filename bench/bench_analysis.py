@@ -1,0 +1,62 @@
+"""Analysis benchmark: the held-out evaluation through a real Prometheus, and the throughput figure.
+
+Prints the evaluation (confusion matrix, per-class figures, macro-F1, abstention, ECE, the rule
+baseline side by side and the breakdowns) and the number of job windows per second that feature
+extraction plus prediction handle on one core.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+EVAL_JOBS = int(os.environ.get("BENCH_ANALYSIS_JOBS", "60"))
+THROUGHPUT_WINDOWS = 2000
+
+
+def throughput() -> None:
+    """Windows/s of features + prediction (one core), and of full verdicts with evidence."""
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    from bottleneck_operator.analysis.classify import analyze_windows
+    from bottleneck_operator.analysis.features import extract_features
+    from bottleneck_operator.analysis.model import load_model
+    from bottleneck_operator.commands.train import simulated_windows
+
+    model = load_model()
+    _, windows = simulated_windows(4242, 200, holdout=True)
+    batch = (windows * (THROUGHPUT_WINDOWS // max(1, len(windows)) + 1))[:THROUGHPUT_WINDOWS]
+    pods = sum(len(w.pods) for w in batch) / len(batch)
+    with threadpool_limits(limits=1):
+        rates = []
+        for _ in range(5):
+            t = time.perf_counter()
+            for k in range(0, len(batch), 500):
+                model.predict_proba(extract_features(batch[k : k + 500]))
+            rates.append(len(batch) / (time.perf_counter() - t))
+        t = time.perf_counter()
+        analyze_windows(batch[:500], model)
+        full = 500 / (time.perf_counter() - t)
+    print(
+        f"throughput (one core, {len(batch)} windows, {pods:.1f} pods/window, "
+        f"{len(batch[0].timestamps)} samples): features+prediction median {statistics.median(rates):,.0f} "
+        f"windows/s (min {min(rates):,.0f}); full verdicts with evidence {full:,.0f} windows/s"
+    )
+
+
+def main() -> None:
+    from bottleneck_operator.commands.evaluate import DEFAULT_SEED, format_report, run_evaluation
+
+    def say(msg: str) -> None:
+        print(f"  {msg}", file=sys.stderr, flush=True)
+
+    report = run_evaluation(EVAL_JOBS, DEFAULT_SEED, log=say)
+    print(format_report(report))
+    print()
+    throughput()
+
+
+if __name__ == "__main__":
+    main()

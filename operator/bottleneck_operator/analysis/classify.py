@@ -1,0 +1,200 @@
+"""From job windows to verdicts: features, calibrated prediction, abstention, evidence, headroom.
+
+Abstention comes first from the data (no pods, a window shorter than ``min_window``, GPU sample
+coverage below ``min_coverage``) and then from the model (top probability below
+``abstain_threshold``); the verdict's ``reason`` says which. A runner-up within ``secondary_margin``
+of the top class is named as secondary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from bottleneck_operator.analysis.evidence import build_evidence, build_recommendations
+from bottleneck_operator.analysis.features import extract_features, single_pod_windows
+from bottleneck_operator.analysis.headroom import capacity_needs, estimate_headroom
+from bottleneck_operator.analysis.summary import JobSummary, summarize
+from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck, PodVerdict, Verdict
+from bottleneck_operator.analysis.window import FloatArray, JobWindow, PodWindow
+
+
+class Classifier(Protocol):
+    """What the analysis needs of a model (``analysis.model.BottleneckModel`` provides it)."""
+
+    version: str
+    classes: tuple[Bottleneck, ...]
+
+    def predict_proba(self, x: FloatArray) -> FloatArray: ...
+
+
+def _data_reason(window: JobWindow, *, min_coverage: float, min_window: float) -> str | None:
+    if not window.pods:
+        return "no pods of the job were found in the window"
+    if window.duration < min_window:
+        return f"window too short: {window.duration:.0f} s < min_window {min_window:.0f} s"
+    if window.quality.coverage < min_coverage:
+        return (
+            f"too little GPU data: coverage {100 * window.quality.coverage:.0f} % < "
+            f"min_coverage {100 * min_coverage:.0f} %"
+        )
+    return None
+
+
+def _probabilities(model: Classifier, row: FloatArray) -> dict[str, float]:
+    out = {c.value: 0.0 for c in CLASSES}
+    for c, p in zip(model.classes, row, strict=True):
+        out[c.value] = float(p)
+    return out
+
+
+def _decide(
+    probs: dict[str, float], *, abstain_threshold: float, secondary_margin: float
+) -> tuple[Bottleneck, float, Bottleneck | None, str | None]:
+    ranked = sorted(probs.items(), key=lambda kv: -kv[1])
+    (top, p1), (second, p2) = ranked[0], ranked[1]
+    secondary = Bottleneck(second) if p1 - p2 <= secondary_margin and p2 > 0 else None
+    if p1 < abstain_threshold:
+        reason = f"model not confident: top class {top} at {p1:.2f} < abstain_threshold {abstain_threshold:.2f}"
+        return Bottleneck.UNKNOWN, p1, Bottleneck(top), reason
+    return Bottleneck(top), p1, secondary, None
+
+
+def analyze_windows(
+    windows: Sequence[JobWindow],
+    model: Classifier,
+    *,
+    abstain_threshold: float = 0.5,
+    min_coverage: float = 0.5,
+    min_window: float = 120.0,
+    secondary_margin: float = 0.25,
+    with_details: bool = True,
+) -> list[Verdict]:
+    """Verdicts for many windows with one batched prediction.
+
+    Args:
+        windows: job windows.
+        model: the classifier.
+        abstain_threshold: below this top probability the verdict is Unknown.
+        min_coverage: below this GPU sample coverage the verdict is Unknown.
+        min_window: windows shorter than this (seconds) are Unknown.
+        secondary_margin: a runner-up within this probability is named secondary.
+        with_details: build evidence, recommendations, headroom, capacity and per-pod verdicts
+            (False gives the bare classification, for bulk evaluation and throughput).
+
+    Returns:
+        One verdict per window, in order.
+    """
+    batch: list[JobWindow] = list(windows)
+    pod_slices: list[tuple[int, int]] = []
+    if with_details:
+        for w in windows:
+            extra = single_pod_windows(w) if len(w.pods) > 1 else []
+            pod_slices.append((len(batch), len(batch) + len(extra)))
+            batch.extend(extra)
+    x = extract_features(batch)
+    proba = model.predict_proba(x) if len(batch) else np.empty((0, len(model.classes)))
+    verdicts: list[Verdict] = []
+    for i, w in enumerate(windows):
+        probs = _probabilities(model, proba[i])
+        reason = _data_reason(w, min_coverage=min_coverage, min_window=min_window)
+        summary = summarize(w) if with_details or reason is None else None
+        gpu_active = summary.gpu_active if summary else None
+        if reason is not None:
+            verdicts.append(
+                Verdict(
+                    bottleneck=Bottleneck.UNKNOWN,
+                    confidence=0.0,
+                    probabilities=probs if w.pods else {c.value: 0.0 for c in CLASSES},
+                    reason=reason,
+                    gpu_active=gpu_active,
+                    model_version=model.version,
+                )
+            )
+            continue
+        cls, conf, secondary, why = _decide(
+            probs, abstain_threshold=abstain_threshold, secondary_margin=secondary_margin
+        )
+        if not with_details:
+            verdicts.append(Verdict(cls, conf, probs, secondary, why, gpu_active, model_version=model.version))
+            continue
+        assert summary is not None
+        lo, hi = pod_slices[i]
+        pods = _pod_verdicts(w, model, proba[lo:hi] if hi > lo else proba[i : i + 1], cls, conf, summary)
+        # Evidence for Unknown speaks for the most likely class, so a user sees what the model leaned to.
+        basis = cls if cls is not Bottleneck.UNKNOWN else (secondary or Bottleneck.UNKNOWN)
+        evidence = build_evidence(basis, x[i], summary) if basis is not Bottleneck.UNKNOWN else ()
+        verdicts.append(
+            Verdict(
+                bottleneck=cls,
+                confidence=conf,
+                probabilities=probs,
+                secondary=secondary if cls is not Bottleneck.UNKNOWN else None,
+                reason=why,
+                gpu_active=gpu_active,
+                evidence=evidence,
+                recommendations=build_recommendations(cls, evidence, summary) if cls is not Bottleneck.UNKNOWN else (),
+                headroom=estimate_headroom(cls, x[i], summary),
+                capacity=capacity_needs(cls, x[i], summary),
+                pods=pods,
+                model_version=model.version,
+            )
+        )
+    return verdicts
+
+
+def _pod_verdicts(
+    window: JobWindow, model: Classifier, proba: FloatArray, cls: Bottleneck, conf: float, summary: JobSummary
+) -> tuple[PodVerdict, ...]:
+    if len(window.pods) == 1:
+        p = window.pods[0]
+        return (PodVerdict(p.pod, p.node, cls, conf, summary.gpu_active),)
+    out = []
+    for pod, row in zip(window.pods, proba, strict=True):
+        k = int(np.argmax(row))
+        out.append(PodVerdict(pod.pod, pod.node, model.classes[k], float(row[k]), summarize_pod_activity(pod)))
+    return tuple(out)
+
+
+def summarize_pod_activity(pod: PodWindow) -> float | None:
+    """Mean of the pod's best GPU activity signal."""
+    signals = pod.signals
+    for name in ("sm_active", "gr_engine_active", "gpu_util"):
+        v = signals.get(name)
+        if v is not None and np.any(~np.isnan(v)):
+            return float(np.nanmean(v))
+    return None
+
+
+def analyze_window(
+    window: JobWindow,
+    model: Classifier,
+    *,
+    abstain_threshold: float = 0.5,
+    min_coverage: float = 0.5,
+    min_window: float = 120.0,
+    secondary_margin: float = 0.25,
+) -> Verdict:
+    """The verdict for one window (see :func:`analyze_windows`).
+
+    Args:
+        window: the job window.
+        model: the classifier.
+        abstain_threshold: below this top probability the verdict is Unknown.
+        min_coverage: below this GPU sample coverage the verdict is Unknown.
+        min_window: windows shorter than this (seconds) are Unknown.
+        secondary_margin: a runner-up within this probability is named secondary.
+
+    Returns:
+        The verdict.
+    """
+    return analyze_windows(
+        [window],
+        model,
+        abstain_threshold=abstain_threshold,
+        min_coverage=min_coverage,
+        min_window=min_window,
+        secondary_margin=secondary_margin,
+    )[0]

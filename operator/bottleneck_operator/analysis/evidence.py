@@ -1,0 +1,553 @@
+"""Evidence for a verdict and the recommendations it justifies.
+
+Each class has a list of candidate signals that characterise it (DESIGN.md's typical signatures),
+each with a reference — a capacity or a typical value — and a strength that says how far the
+observation is towards the reference. The strongest 3-5 present candidates become the evidence;
+recommendations are chosen by the signals that appear in it, so each one names what justifies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bottleneck_operator.analysis.features import value
+from bottleneck_operator.analysis.summary import JobSummary, human_bytes, pct
+from bottleneck_operator.analysis.verdict import Bottleneck, Evidence, Recommendation
+from bottleneck_operator.analysis.window import FloatArray
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One signal that can support a class.
+
+    Attributes:
+        feature: the feature name read from the feature row.
+        signal: the name shown in the report.
+        unit: unit of observed and reference.
+        reference: the capacity or typical value compared with.
+        low: the value at which the signal starts to count (strength 0).
+        high_is_bad: False when a low value is the evidence (e.g. GPU activity for stall classes).
+        message: sentence template with {v} (observed, formatted) and {r} (reference).
+    """
+
+    feature: str
+    signal: str
+    unit: str
+    reference: float
+    low: float
+    message: str
+    high_is_bad: bool = True
+
+    def strength(self, v: float) -> float:
+        span = self.reference - self.low
+        s = (v - self.low) / span if span else 0.0
+        return max(0.0, min(1.5, s))
+
+
+_IDLE = Candidate(
+    "act.mean",
+    "gpu_active",
+    "ratio",
+    0.8,
+    0.8,
+    "GPUs were active {v} of the time; effective use needs about {r} (so they waited on something else).",
+)
+
+CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
+    Bottleneck.IO: (
+        Candidate(
+            "node_cpu_iowait_frac.mean",
+            "node_cpu_iowait_frac",
+            "ratio",
+            0.3,
+            0.03,
+            "CPUs sat in iowait {v} of the time (typical under {r} is a healthy input pipeline's ceiling).",
+        ),
+        Candidate(
+            "node_psi_io_some.mean",
+            "node_psi_io_some",
+            "ratio",
+            0.5,
+            0.05,
+            "Tasks on the node were stalled on IO {v} of the time (IO pressure); {r} counts as severe.",
+        ),
+        Candidate(
+            "sc_psi_io_some.mean",
+            "sc_psi_io_some",
+            "ratio",
+            0.5,
+            0.05,
+            "The pod's own processes were stalled on IO {v} of the time (cgroup IO pressure).",
+        ),
+        Candidate(
+            "sc_iowait_procs_share.mean",
+            "sc_procs_iowait",
+            "ratio",
+            0.5,
+            0.05,
+            "{v} of the trainer's busy processes were blocked in disk/network reads (state D).",
+        ),
+        Candidate(
+            "node_disk_busy_frac.mean",
+            "node_disk_busy_frac",
+            "ratio",
+            0.9,
+            0.3,
+            "The busiest local disk was busy {v} of the time; near {r} it is saturated.",
+        ),
+        Candidate(
+            "read_rel_peak.p50",
+            "read_rate_vs_peak",
+            "ratio",
+            0.9,
+            0.5,
+            "Reads sat at {v} of their own peak for most of the window: a flat ceiling, typical of a saturated source.",
+        ),
+        Candidate(
+            "net_rx_share.mean",
+            "node_net_rx_share",
+            "ratio",
+            0.9,
+            0.5,
+            "{v} of the bytes read arrived over the network: the dataset lives on remote storage.",
+        ),
+    ),
+    Bottleneck.CPU: (
+        Candidate("cpu_limit_frac.mean", "cpu_cores_vs_limit", "ratio", 1.0, 0.7, "The job used {v} of its CPU limit."),
+        Candidate(
+            "cpu_throttled_frac.mean",
+            "cpu_throttled_frac",
+            "ratio",
+            0.5,
+            0.05,
+            "The container was CPU-throttled (CFS) in {v} of scheduling periods; {r} is heavy throttling.",
+        ),
+        Candidate(
+            "sc_throttled_frac.mean",
+            "sc_throttled_frac",
+            "ratio",
+            0.5,
+            0.05,
+            "The pod's cgroup was throttled in {v} of periods.",
+        ),
+        Candidate(
+            "sc_psi_cpu_some.mean",
+            "sc_psi_cpu_some",
+            "ratio",
+            0.5,
+            0.05,
+            "The pod's processes waited for a CPU {v} of the time (cgroup CPU pressure).",
+        ),
+        Candidate(
+            "node_psi_cpu_some.mean",
+            "node_psi_cpu_some",
+            "ratio",
+            0.5,
+            0.05,
+            "Runnable tasks on the node waited for a CPU {v} of the time (CPU pressure).",
+        ),
+        Candidate(
+            "node_cpu_busy_frac.mean", "node_cpu_busy_frac", "ratio", 0.95, 0.6, "The node's CPUs were {v} busy."
+        ),
+    ),
+    Bottleneck.INTERCONNECT: (
+        Candidate(
+            "pcie_rx_frac.p90",
+            "pcie_rx_bps",
+            "ratio",
+            0.8,
+            0.3,
+            "Host-to-GPU PCIe traffic reached {v} of the link's capacity (p90); near {r} it saturates.",
+        ),
+        Candidate(
+            "pcie_tx_frac.p90",
+            "pcie_tx_bps",
+            "ratio",
+            0.8,
+            0.3,
+            "GPU-to-host PCIe traffic reached {v} of the link's capacity (p90).",
+        ),
+        Candidate(
+            "nvlink_frac.p90",
+            "nvlink_bps",
+            "ratio",
+            0.7,
+            0.25,
+            "NVLink traffic reached {v} of the GPUs' NVLink bandwidth (p90).",
+        ),
+        Candidate(
+            "util_gap.mean",
+            "gpu_util_minus_sm_active",
+            "ratio",
+            0.5,
+            0.15,
+            "GPU_UTIL exceeded SM/graphics activity by {v}: kernels such as NCCL collectives kept the GPU 'busy' without computing.",
+        ),
+        Candidate(
+            "net_symmetry.mean",
+            "node_net_rx_tx_symmetry",
+            "ratio",
+            0.9,
+            0.5,
+            "Network receive and transmit were balanced ({v}), the pattern of gradient all-reduce rather than data loading.",
+        ),
+        Candidate(
+            "log_net_per_gpu.mean",
+            "node_net_bytes_per_gpu",
+            "log10 B/s",
+            9.0,
+            7.5,
+            "The nodes' network moved {v} per GPU.",
+        ),
+    ),
+    Bottleneck.GPU: (
+        Candidate(
+            "act.mean",
+            "gpu_active",
+            "ratio",
+            0.9,
+            0.6,
+            "GPUs were active {v} of the time: compute is the busiest stage.",
+        ),
+        Candidate("tensor_active.mean", "tensor_active", "ratio", 0.5, 0.1, "Tensor pipes were active {v} of cycles."),
+        Candidate("sm_occupancy.mean", "sm_occupancy", "ratio", 0.5, 0.2, "SM occupancy averaged {v}."),
+        Candidate(
+            "fb_used_frac.mean", "fb_used_frac", "ratio", 0.9, 0.3, "GPU memory was {v} used, with room to spare."
+        ),
+    ),
+    Bottleneck.MEMORY: (
+        Candidate(
+            "dram_active.mean",
+            "dram_active",
+            "ratio",
+            0.8,
+            0.45,
+            "GPU memory bandwidth was in use {v} of cycles; about {r} is the practical peak.",
+        ),
+        Candidate(
+            "dram_minus_tensor.mean",
+            "dram_active_minus_tensor_active",
+            "ratio",
+            0.6,
+            0.2,
+            "DRAM activity exceeded tensor-pipe activity by {v}: kernels wait on memory, not on math.",
+        ),
+        Candidate(
+            "fb_used_frac.p90",
+            "fb_used_frac",
+            "ratio",
+            0.95,
+            0.85,
+            "GPU memory was {v} full (p90); at {r} allocations thrash or batches must shrink.",
+        ),
+        Candidate(
+            "node_psi_mem_some.mean",
+            "node_psi_mem_some",
+            "ratio",
+            0.3,
+            0.02,
+            "Tasks on the node stalled on memory {v} of the time (reclaim/swap).",
+        ),
+        Candidate(
+            "sc_psi_mem_some.mean",
+            "sc_psi_mem_some",
+            "ratio",
+            0.3,
+            0.02,
+            "The pod's processes stalled on memory {v} of the time.",
+        ),
+        Candidate(
+            "log_majfault.mean",
+            "node_majfault_ps",
+            "log10 1/s",
+            4.0,
+            2.0,
+            "Major page faults ran at {v} per second (pages read back from disk or swap).",
+        ),
+        Candidate(
+            "mem_limit_frac.mean",
+            "mem_working_set_vs_limit",
+            "ratio",
+            0.95,
+            0.8,
+            "The working set was {v} of the memory limit.",
+        ),
+        Candidate(
+            "node_swap_used_frac.mean", "node_swap_used_frac", "ratio", 0.5, 0.05, "{v} of the node's swap was in use."
+        ),
+    ),
+}
+
+_STALL = (Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT)
+
+
+def _fmt(c: Candidate, v: float) -> str:
+    return f"{v:.2g}" if c.unit.startswith("log10") else pct(v) if c.unit == "ratio" else f"{v:.3g}"
+
+
+def build_evidence(cls: Bottleneck, x: FloatArray, summary: JobSummary, *, limit: int = 5) -> tuple[Evidence, ...]:
+    """The 3-5 strongest present signals for ``cls``.
+
+    Args:
+        cls: the verdict class.
+        x: the job's feature row.
+        summary: whole-job totals (for rates in sentences).
+        limit: most items returned.
+
+    Returns:
+        Evidence items, strongest first (GPU idleness first for stall classes).
+    """
+    scored: list[tuple[float, Evidence]] = []
+    for c in CANDIDATES.get(cls, ()):
+        v = value(x, c.feature)
+        if v is None:
+            continue
+        scored.append((c.strength(v), _evidence(c, v)))
+    scored.sort(key=lambda t: -t[0])
+    items: list[Evidence] = []
+    if cls in _STALL or cls is Bottleneck.MEMORY:
+        idle = _idle_evidence(summary)
+        if idle:
+            items.append(idle)
+    rate = _rate_evidence(cls, summary)
+    # The strong candidates first; weaker ones only to reach three items, so the report always shows
+    # what was looked at.
+    ranked = [e for s, e in scored if s > 0.15] + [e for s, e in scored if s <= 0.15]
+    n_strong = sum(1 for s, _ in scored if s > 0.15)
+    for k, e in enumerate(ranked):
+        if len(items) + (1 if rate else 0) >= limit or (k >= n_strong and len(items) + (1 if rate else 0) >= 3):
+            break
+        items.append(e)
+    if rate:
+        items.insert(min(len(items), 2), rate)
+    return tuple(items[:limit])
+
+
+def _evidence(c: Candidate, v: float) -> Evidence:
+    """An evidence item; log-scale features are reported back in their physical unit."""
+    if c.unit.startswith("log10 "):
+        unit = c.unit.removeprefix("log10 ")
+        observed, reference = 10**v, 10**c.reference
+        shown = human_bytes(observed) if unit == "B/s" else f"{observed:,.0f}"
+        return Evidence(c.signal, observed, reference, unit, c.message.format(v=shown, r=_fmt(c, c.reference)))
+    return Evidence(c.signal, v, c.reference, c.unit, c.message.format(v=_fmt(c, v), r=_fmt(c, c.reference)))
+
+
+def _idle_evidence(summary: JobSummary) -> Evidence | None:
+    if summary.gpu_active is None:
+        return None
+    src = summary.activity_signal or "gpu_active"
+    a = summary.gpu_active
+    if a >= _IDLE.reference:
+        msg = f"GPUs were active {pct(a)} of the time."
+    else:
+        msg = _IDLE.message.format(v=pct(a), r=pct(_IDLE.reference))
+    return Evidence(src, a, _IDLE.reference, "ratio", msg)
+
+
+def _rate_evidence(cls: Bottleneck, s: JobSummary) -> Evidence | None:
+    if cls is Bottleneck.IO:
+        net, read = s.net_rx_bps or 0.0, s.read_bps or 0.0
+        if net > 2 * read and net > 0:
+            return Evidence(
+                "node_net_rx_bps",
+                net,
+                None,
+                "B/s",
+                f"The job's nodes received {human_bytes(net)} over the network while local disks read {human_bytes(read)}.",
+            )
+        if s.read_bps is not None:
+            return Evidence("read_bps", read, None, "B/s", f"The job read {human_bytes(read)} from storage.")
+    if cls is Bottleneck.CPU and s.cpu_cores is not None:
+        ref = s.cpu_limit_cores
+        tail = f" of a {ref:.3g}-core limit" if ref else ""
+        return Evidence(
+            "cpu_cores", s.cpu_cores, ref, "cores", f"The job used {s.cpu_cores:.3g} cores{tail} for {s.gpus} GPUs."
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Advice:
+    action: str
+    detail: str
+    signals: frozenset[str]  # shown when one of these signals is in the evidence; empty: always
+    when: Callable[[JobSummary], bool] = lambda s: True
+
+
+def _a(action: str, detail: str, *signals: str, when: Callable[[JobSummary], bool] | None = None) -> Advice:
+    return Advice(action, detail, frozenset(signals), when or (lambda s: True))
+
+
+ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
+    Bottleneck.IO: (
+        _a(
+            "Cache the dataset on local NVMe or in the page cache",
+            "Remote or throttled storage cannot feed the GPUs; a local copy removes the network and the quota from the path.",
+            "node_net_rx_share",
+            "node_net_rx_bps",
+            "node_cpu_iowait_frac",
+            "node_psi_io_some",
+            "sc_psi_io_some",
+        ),
+        _a(
+            "Read with more parallelism and prefetch",
+            "Raise DataLoader num_workers/prefetch_factor or tf.data parallel reads so several requests are in flight while the GPU computes.",
+            "node_cpu_iowait_frac",
+            "sc_procs_iowait",
+            "node_psi_io_some",
+            "sc_psi_io_some",
+            "read_rate_vs_peak",
+        ),
+        _a(
+            "Store the data as large sharded sequential files",
+            "Formats such as WebDataset tars, TFRecord or Parquet shards turn many small random reads into few large sequential ones.",
+            "node_disk_busy_frac",
+            "read_bps",
+            "read_rate_vs_peak",
+            "node_psi_io_some",
+        ),
+    ),
+    Bottleneck.CPU: (
+        _a(
+            "Raise the CPU limit",
+            "The container is throttled by its CFS quota while the node may have idle cores.",
+            "cpu_throttled_frac",
+            "sc_throttled_frac",
+            "cpu_cores_vs_limit",
+        ),
+        _a(
+            "Use more DataLoader workers",
+            "Decoding and augmentation run on too few processes; add workers up to the cores the pod may use.",
+            "cpu_cores",
+            "sc_psi_cpu_some",
+            "node_psi_cpu_some",
+            "cpu_cores_vs_limit",
+        ),
+        _a(
+            "Move decoding and augmentation to the GPU",
+            "NVIDIA DALI or torchvision.io GPU decoding takes JPEG decoding and augmentation off the host CPUs.",
+            "cpu_cores",
+            "node_cpu_busy_frac",
+            "cpu_cores_vs_limit",
+        ),
+        _a(
+            "Cache decoded or pre-augmented samples",
+            "Decode once, store tensors (or lower-resolution copies), and keep only cheap random augmentations online.",
+        ),
+    ),
+    Bottleneck.INTERCONNECT: (
+        _a(
+            "Use a larger per-GPU batch or gradient accumulation",
+            "Fewer synchronisations per sample amortise each all-reduce over more compute.",
+            "gpu_util_minus_sm_active",
+            "node_net_rx_tx_symmetry",
+            "node_net_bytes_per_gpu",
+            "nvlink_bps",
+        ),
+        _a(
+            "Overlap communication with computation",
+            "DDP bucket sizing, FSDP prefetching or asynchronous collectives let gradients move while the backward pass continues.",
+            "gpu_util_minus_sm_active",
+            "nvlink_bps",
+            "node_net_bytes_per_gpu",
+        ),
+        _a(
+            "Place the job's GPUs on one node or one NVLink domain",
+            "Topology-aware scheduling keeps collectives on NVLink instead of the node's network.",
+            "node_net_rx_tx_symmetry",
+            "node_net_bytes_per_gpu",
+            "gpu_util_minus_sm_active",
+        ),
+        _a(
+            "Use pinned memory and non-blocking host-to-device copies",
+            "pin_memory=True with .to(device, non_blocking=True), or moving preprocessing onto the GPU, relieves a saturated PCIe link.",
+            "pcie_rx_bps",
+            "pcie_tx_bps",
+        ),
+    ),
+    Bottleneck.GPU: (
+        _a(
+            "Train in mixed precision (BF16/FP16) or enable TF32",
+            "Tensor cores run several times faster than FP32 math; low tensor-pipe activity means they are underused.",
+            "tensor_active",
+            "gpu_active",
+        ),
+        _a(
+            "Compile the model",
+            "torch.compile (or XLA) fuses kernels and cuts launch overhead.",
+            "gpu_active",
+            "sm_occupancy",
+        ),
+        _a(
+            "Make the model cheaper",
+            "Quantisation, pruning or distillation reduce the compute per sample.",
+            "gpu_active",
+        ),
+        _a(
+            "Use more or faster GPUs",
+            "The job is compute-bound: it scales with GPU throughput, and its input pipeline has room to spare.",
+            "gpu_active",
+        ),
+    ),
+    Bottleneck.MEMORY: (
+        _a(
+            "Raise the memory limit",
+            "Reclaim, swap or major faults stall the pod; more memory lets the working set stay resident.",
+            "node_psi_mem_some",
+            "sc_psi_mem_some",
+            "node_majfault_ps",
+            "node_swap_used_frac",
+            "mem_working_set_vs_limit",
+        ),
+        _a(
+            "Use a smaller batch or activation checkpointing",
+            "Both shrink GPU memory use when the framebuffer is nearly full.",
+            "fb_used_frac",
+        ),
+        _a(
+            "Train in mixed precision",
+            "Half-width activations and weights halve the bytes each kernel moves.",
+            "dram_active",
+            "dram_active_minus_tensor_active",
+            "fb_used_frac",
+        ),
+        _a(
+            "Fuse bandwidth-bound kernels",
+            "torch.compile, fused optimisers and fused attention (FlashAttention) read each tensor once instead of many times.",
+            "dram_active",
+            "dram_active_minus_tensor_active",
+        ),
+    ),
+}
+
+
+def build_recommendations(
+    cls: Bottleneck, evidence: tuple[Evidence, ...], summary: JobSummary
+) -> tuple[Recommendation, ...]:
+    """Recommendations for ``cls``, each tied to an evidence signal that justifies it.
+
+    Args:
+        cls: the verdict class.
+        evidence: the verdict's evidence.
+        summary: whole-job totals.
+
+    Returns:
+        Up to four recommendations; general ones (no matching signal) come last.
+    """
+    shown = [e.signal for e in evidence]
+    tied: list[Recommendation] = []
+    general: list[Recommendation] = []
+    for advice in ADVICE.get(cls, ()):
+        if not advice.when(summary):
+            continue
+        match = next((s for s in shown if s in advice.signals), None)
+        if match:
+            tied.append(Recommendation(advice.action, match, advice.detail))
+        elif not advice.signals:
+            general.append(Recommendation(advice.action, shown[0] if shown else "", advice.detail))
+    if not tied and not general and ADVICE.get(cls):
+        first = ADVICE[cls][0]
+        general.append(Recommendation(first.action, shown[0] if shown else "", first.detail))
+    return tuple((tied + general)[:4])

@@ -1,0 +1,235 @@
+"""The classifier: a gradient-boosted tree ensemble with temperature-scaled probabilities, kept with skops.
+
+The file holds a plain dict (estimator, temperature, feature names, version, metadata) written by
+``skops.io.dump``; loading passes an explicit list of trusted types, so a file that carries anything
+else (a function, an arbitrary class) is refused instead of run. Pickle is never used.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bottleneck_operator.analysis.features import FEATURE_NAMES, feature_schema_hash
+from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
+from bottleneck_operator.analysis.window import FloatArray
+from bottleneck_operator.errors import ModelError
+
+MODEL_DIR = Path(__file__).resolve().parent.parent / "model"
+MODEL_FILE = "bottleneck-model.skops"
+METADATA_FILE = "bottleneck-model.json"
+
+# The scikit-learn types a fitted HistGradientBoostingClassifier is made of, beyond the numpy and
+# builtin types skops trusts by default (checked with skops.io.get_untrusted_types on a trained model).
+# Anything else in a model file is refused before loading.
+TRUSTED_TYPES: tuple[str, ...] = (
+    "sklearn._loss.link.Interval",
+    "sklearn._loss.link.MultinomialLogit",
+    "sklearn._loss.loss.HalfMultinomialLoss",
+    "sklearn.ensemble._hist_gradient_boosting.binning._BinMapper",
+    "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingClassifier",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+    "sklearn.preprocessing._label.LabelEncoder",
+)
+
+
+class BottleneckModel:
+    """A fitted classifier over :data:`FEATURE_NAMES` with calibrated probabilities.
+
+    Attributes:
+        version: model version, e.g. "0.1.0-s7-3f2a9c01".
+        classes: the predicted classes, in the column order of :meth:`predict_proba`.
+        temperature: divisor of the raw multiclass scores fitted on held-out data (calibration).
+        metadata: training facts (seed, jobs, metrics) carried in the file.
+    """
+
+    def __init__(
+        self,
+        estimator: Any,
+        *,
+        temperature: float,
+        version: str,
+        feature_names: Sequence[str] = FEATURE_NAMES,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        if tuple(feature_names) != FEATURE_NAMES:
+            raise ModelError(
+                f"model feature schema does not match the code's ({len(feature_names)} vs "
+                f"{len(FEATURE_NAMES)} features): retrain with `bottleneck-operator train`"
+            )
+        labels = [str(c) for c in getattr(estimator, "classes_", [])]
+        try:
+            self.classes: tuple[Bottleneck, ...] = tuple(Bottleneck(c) for c in labels)
+        except ValueError as exc:
+            raise ModelError(f"model predicts unknown classes {labels}") from exc
+        if not self.classes or Bottleneck.UNKNOWN in self.classes:
+            raise ModelError(f"model predicts unexpected classes {labels}")
+        self.estimator = estimator
+        self.temperature = float(temperature)
+        self.version = version
+        self.metadata: dict[str, Any] = dict(metadata or {})
+
+    def raw_scores(self, x: FloatArray) -> FloatArray:
+        """Uncalibrated multiclass scores (log-odds), shape (rows, classes)."""
+        scores = np.asarray(self.estimator.decision_function(x), dtype=np.float64)
+        return scores.reshape(len(x), -1)
+
+    def predict_proba(self, x: FloatArray) -> FloatArray:
+        """Calibrated class probabilities, columns in :attr:`classes` order.
+
+        Args:
+            x: feature rows, shape (rows, len(FEATURE_NAMES)); NaN where a feature is missing.
+
+        Returns:
+            Array of shape (rows, len(classes)) whose rows sum to 1.
+        """
+        if len(x) == 0:
+            return np.empty((0, len(self.classes)))
+        return softmax(self.raw_scores(x) / self.temperature)
+
+
+def softmax(z: FloatArray) -> FloatArray:
+    """Row-wise softmax, numerically stable."""
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return np.asarray(e / e.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+def fit_temperature(scores: FloatArray, y: Sequence[int] | FloatArray) -> float:
+    """The temperature minimising the negative log-likelihood of held-out labels.
+
+    Args:
+        scores: raw multiclass scores on held-out rows.
+        y: the true column index of each row.
+
+    Returns:
+        Temperature in [0.05, 20] (1 = the estimator's own probabilities).
+    """
+    labels = np.asarray(y, dtype=np.intp)
+
+    def nll(log_t: float) -> float:
+        p = softmax(scores / np.exp(log_t))
+        return float(-np.mean(np.log(np.clip(p[np.arange(len(labels)), labels], 1e-12, 1.0))))
+
+    # Golden-section search on log T: the NLL is unimodal in T for a fixed score matrix.
+    lo, hi = np.log(0.05), np.log(20.0)
+    ratio = (np.sqrt(5.0) - 1) / 2
+    a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    fa, fb = nll(a), nll(b)
+    for _ in range(60):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - ratio * (hi - lo)
+            fa = nll(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + ratio * (hi - lo)
+            fb = nll(b)
+    return float(np.exp((lo + hi) / 2))
+
+
+def save_model(model: BottleneckModel, directory: Path) -> tuple[Path, Path]:
+    """Write the skops file and the metadata JSON into ``directory``.
+
+    Args:
+        model: a fitted model.
+        directory: destination folder (created when missing).
+
+    Returns:
+        (model file, metadata file).
+    """
+    import skops.io as sio
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / MODEL_FILE
+    payload = {
+        "estimator": model.estimator,
+        "temperature": model.temperature,
+        "version": model.version,
+        "feature_names": list(FEATURE_NAMES),
+        "feature_schema": feature_schema_hash(),
+        "classes": [c.value for c in model.classes],
+    }
+    sio.dump(payload, path, compression=zipfile.ZIP_DEFLATED)
+    meta_path = directory / METADATA_FILE
+    meta = {
+        "version": model.version,
+        "feature_schema": feature_schema_hash(),
+        "feature_names": list(FEATURE_NAMES),
+        "classes": [c.value for c in model.classes],
+        "temperature": model.temperature,
+        **model.metadata,
+    }
+    meta_path.write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n")
+    return path, meta_path
+
+
+def load_model(path: Path | None = None) -> BottleneckModel:
+    """Load a model file with an explicit trusted-types list.
+
+    Args:
+        path: a ``.skops`` file; default the shipped model in ``bottleneck_operator/model/``.
+
+    Returns:
+        The model.
+
+    Raises:
+        ModelError: the file is missing, unreadable, carries untrusted types or another feature schema.
+    """
+    import skops.io as sio
+
+    path = path or MODEL_DIR / MODEL_FILE
+    if not path.is_file():
+        raise ModelError(f"model file not found: {path} (run `bottleneck-operator train`)")
+    try:
+        untrusted = [t for t in sio.get_untrusted_types(file=path) if t not in TRUSTED_TYPES]
+    except Exception as exc:  # skops raises several types on a damaged archive
+        raise ModelError(f"cannot read model file {path}: {exc}") from exc
+    if untrusted:
+        raise ModelError(f"model file {path} carries untrusted types: {', '.join(sorted(untrusted))}")
+    try:
+        payload = sio.load(path, trusted=list(TRUSTED_TYPES))
+    except Exception as exc:
+        raise ModelError(f"cannot load model file {path}: {exc}") from exc
+    if not isinstance(payload, dict) or "estimator" not in payload:
+        raise ModelError(f"model file {path} does not hold a bottleneck model")
+    if payload.get("feature_schema") != feature_schema_hash():
+        raise ModelError(
+            f"model file {path} was trained on feature schema {payload.get('feature_schema')}, "
+            f"the code has {feature_schema_hash()}: retrain with `bottleneck-operator train`"
+        )
+    meta_path = path.with_name(METADATA_FILE)
+    metadata: dict[str, Any] = {}
+    if meta_path.is_file():
+        try:
+            metadata = dict(json.loads(meta_path.read_text()))
+        except (OSError, ValueError):
+            metadata = {}
+    return BottleneckModel(
+        payload["estimator"],
+        temperature=float(payload.get("temperature", 1.0)),
+        version=str(payload.get("version", "unknown")),
+        feature_names=tuple(payload.get("feature_names", ())),
+        metadata=metadata,
+    )
+
+
+def class_index(classes: Sequence[Bottleneck]) -> dict[Bottleneck, int]:
+    """Column of each class in a probability matrix."""
+    return {c: i for i, c in enumerate(classes)}
+
+
+__all__ = [
+    "CLASSES",
+    "TRUSTED_TYPES",
+    "BottleneckModel",
+    "fit_temperature",
+    "load_model",
+    "save_model",
+    "softmax",
+]

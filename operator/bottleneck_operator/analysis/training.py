@@ -1,0 +1,239 @@
+"""Training data augmentation and model fitting (pure: windows and arrays in, a model out).
+
+Real clusters lack whole exporter families (no sidecar, no PSI on old kernels, no CPU limit so no
+CFS counters, dcgm-exporter's shipped counters files without SM activity or NVLink bytes) and lose
+samples, and Prometheus's rate() smooths counter-derived signals over its range. :func:`degrade`
+reproduces that on simulated windows so that the classifier learns to decide
+from whatever is left, instead of relying on one signal the next cluster will not have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features, feature_schema_hash
+from bottleneck_operator.analysis.model import BottleneckModel, fit_temperature
+from bottleneck_operator.analysis.signals import Family, signals_of
+from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
+from bottleneck_operator.analysis.window import FloatArray, JobWindow, PodWindow
+
+# Probability that a family is missing from a degraded window, roughly how often clusters lack it.
+DROP_PROBABILITY: dict[Family, float] = {
+    Family.SIDECAR: 0.45,
+    Family.NODE_PSI: 0.25,
+    Family.CADVISOR_CFS: 0.25,
+    Family.KSM: 0.2,
+    Family.DCGM_PROF_NVLINK: 0.5,
+    Family.DCGM_PROF_SM: 0.4,
+    Family.DCGM_PROF: 0.2,
+    Family.NODE: 0.1,
+    Family.CADVISOR: 0.08,
+}
+_FAMILY_SIGNALS = {f: frozenset(signals_of(f)) for f in Family}
+
+# Signals the data layer computes with rate() over counters: Prometheus averages them over the rate
+# range (max(step + scrape, 4 x scrape), so 2-8 steps), which smooths bursts and ramps up at a
+# series' start. Gauges (DCGM fields, memory, limits) are instantaneous samples.
+RATE_SIGNALS: frozenset[str] = frozenset(
+    {
+        "nvlink_total_bps",
+        "cpu_cores",
+        "fs_read_bps",
+        "cpu_throttled_frac",
+        "node_cpu_busy_frac",
+        "node_cpu_iowait_frac",
+        "node_cpu_system_frac",
+        "node_disk_read_bps",
+        "node_disk_reads_ps",
+        "node_disk_busy_frac",
+        "node_majfault_ps",
+        "node_net_rx_bps",
+        "node_net_tx_bps",
+        *signals_of(Family.NODE_PSI),
+        "sc_psi_cpu_some",
+        "sc_psi_io_some",
+        "sc_psi_io_full",
+        "sc_psi_mem_some",
+        "sc_psi_mem_full",
+        "sc_cpu_cores",
+        "sc_throttled_frac",
+        "sc_io_read_bps",
+        "sc_majfault_ps",
+    }
+)
+
+
+def trailing_mean(values: FloatArray, width: int, *, ramp: bool) -> FloatArray:
+    """NaN-aware trailing moving average over ``width`` samples, as rate() over a range gives.
+
+    Args:
+        values: one series.
+        width: samples in the average (1 returns a copy).
+        ramp: treat the time before the series as zeros (the ramp-up at a counter's first samples).
+
+    Returns:
+        The smoothed series, same length.
+    """
+    if width <= 1 or len(values) == 0:
+        return values.copy()
+    pad = np.zeros(width - 1) if ramp else np.full(width - 1, np.nan)
+    v = np.concatenate([pad, values])
+    valid = ~np.isnan(v)
+    csum = np.concatenate([[0.0], np.cumsum(np.where(valid, v, 0.0))])
+    cnt = np.concatenate([[0.0], np.cumsum(valid)])
+    total = csum[width:] - csum[:-width]
+    n = cnt[width:] - cnt[:-width]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = total / n
+    out[np.isnan(values)] = np.nan
+    return np.asarray(out, dtype=np.float64)
+
+
+def degrade(window: JobWindow, rng: np.random.Generator) -> JobWindow:
+    """A copy of ``window`` with random families removed, rates smoothed, samples lost and the window cropped.
+
+    Args:
+        window: a complete window.
+        rng: the random source (the caller's seed makes it reproducible).
+
+    Returns:
+        A new window; the input is not modified.
+    """
+    # DEV fields are never dropped: they are the floor every NVIDIA GPU provides.
+    dropped: set[str] = set()
+    for family, p in DROP_PROBABILITY.items():
+        if rng.random() < p:
+            dropped |= _FAMILY_SIGNALS[family]
+    loss = rng.uniform(0.0, 0.15) if rng.random() < 0.5 else 0.0
+    width = int(rng.choice([1, 2, 3, 4, 6, 8])) if rng.random() < 0.8 else 1
+    ramp = bool(rng.random() < 0.5)
+    t = len(window.timestamps)
+    keep_from = 0
+    if t > 8 and rng.random() < 0.3:  # a shorter window, as a running job's first passes see
+        keep_from = int(rng.integers(0, t // 2))
+    pods = []
+    for pod in window.pods:
+        signals = {}
+        for name, values in pod.signals.items():
+            if name in dropped:
+                continue
+            v = np.array(values, dtype=np.float64)
+            if width > 1 and name in RATE_SIGNALS:
+                v = trailing_mean(v, width, ramp=ramp)
+            v = v[keep_from:]
+            if loss > 0:
+                v[rng.random(len(v)) < loss] = np.nan
+            signals[name] = v
+        pods.append(replace(pod, signals=signals))
+    return replace(
+        window,
+        start=float(window.timestamps[keep_from]) if t else window.start,
+        timestamps=window.timestamps[keep_from:],
+        pods=tuple(pods),
+    )
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """Feature rows with labels and a group id per source job (augmented copies share it)."""
+
+    x: FloatArray
+    y: np.ndarray[Any, np.dtype[np.intp]]
+    groups: np.ndarray[Any, np.dtype[np.intp]]
+
+
+def build_training_set(
+    windows: Sequence[JobWindow], labels: Sequence[Bottleneck], *, copies: int, seed: int
+) -> TrainingSet:
+    """Features of every window plus ``copies`` degraded variants of each.
+
+    Args:
+        windows: complete windows of labelled (unambiguous) jobs.
+        labels: the class of each window (never Unknown).
+        copies: degraded variants per window, in addition to the window itself.
+        seed: seed of the degradation.
+
+    Returns:
+        The training set.
+    """
+    rng = np.random.default_rng(seed)
+    all_windows: list[JobWindow] = []
+    y: list[int] = []
+    groups: list[int] = []
+    index = {c: i for i, c in enumerate(CLASSES)}
+    for g, (w, label) in enumerate(zip(windows, labels, strict=True)):
+        for k in range(copies + 1):
+            all_windows.append(w if k == 0 else degrade(w, rng))
+            y.append(index[label])
+            groups.append(g)
+    return TrainingSet(
+        x=extract_features(all_windows), y=np.asarray(y, dtype=np.intp), groups=np.asarray(groups, dtype=np.intp)
+    )
+
+
+def fit_model(
+    data: TrainingSet,
+    *,
+    seed: int,
+    version: str,
+    calibration_share: float = 0.2,
+    max_iter: int = 150,
+    learning_rate: float = 0.12,
+    metadata: dict[str, Any] | None = None,
+) -> BottleneckModel:
+    """Fit the gradient-boosted classifier and its temperature on a held-out share of the jobs.
+
+    Args:
+        data: the training set (groups keep a job's augmented copies on one side of the split).
+        seed: random seed of the split and of the estimator.
+        version: the model version to record.
+        calibration_share: share of jobs held out to fit the temperature.
+        max_iter: boosting iterations (fewer for quick test models; fewer also predict faster).
+        learning_rate: shrinkage of each iteration.
+        metadata: extra facts for the model card.
+
+    Returns:
+        The fitted model.
+    """
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(seed)
+    unique = np.unique(data.groups)
+    held = set(rng.choice(unique, size=max(1, int(len(unique) * calibration_share)), replace=False).tolist())
+    calib = np.array([g in held for g in data.groups])
+    estimator = HistGradientBoostingClassifier(
+        max_iter=max_iter,
+        learning_rate=learning_rate,
+        max_leaf_nodes=15,
+        min_samples_leaf=20,
+        l2_regularization=1.0,
+        max_features=0.5,
+        early_stopping=False,
+        random_state=seed,
+    )
+    names = np.array([c.value for c in CLASSES])
+    estimator.fit(data.x[~calib], names[data.y[~calib]])
+    model = BottleneckModel(estimator, temperature=1.0, version=version, metadata=metadata)
+    col = {c.value: i for i, c in enumerate(model.classes)}
+    y_cal = np.array([col[names[i]] for i in data.y[calib]])
+    model.temperature = fit_temperature(model.raw_scores(data.x[calib]), y_cal) if len(y_cal) else 1.0
+    model.metadata.update(
+        {
+            "seed": seed,
+            "training_rows": int((~calib).sum()),
+            "calibration_rows": int(calib.sum()),
+            "feature_count": len(FEATURE_NAMES),
+            "feature_schema": feature_schema_hash(),
+        }
+    )
+    return model
+
+
+def degrade_pod(pod: PodWindow, drop: Sequence[Family]) -> PodWindow:
+    """A pod without the signals of the given families (used by tests and the evaluation)."""
+    dropped = frozenset().union(*(_FAMILY_SIGNALS[f] for f in drop)) if drop else frozenset()
+    return replace(pod, signals={k: v for k, v in pod.signals.items() if k not in dropped})

@@ -1,0 +1,85 @@
+"""Verdict rules: abstention reasons, secondary class, gpu_active, per-pod breakdown."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from bottleneck_operator.analysis.classify import analyze_window, analyze_windows
+from bottleneck_operator.analysis.signals import Family
+from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
+from bottleneck_operator.analysis.window import DataQuality, JobWindow
+
+from .conftest import FixedModel
+from .synth import make_window
+
+B = Bottleneck
+
+
+def test_confident_verdict_has_no_reason() -> None:
+    v = analyze_window(make_window(B.IO), FixedModel({B.IO: 0.9, B.CPU: 0.1}))
+    assert v.bottleneck is B.IO and v.reason is None and v.secondary is None
+    assert abs(v.confidence - 0.9) < 1e-9
+    assert set(v.probabilities) == {c.value for c in CLASSES}
+
+
+def test_abstains_below_threshold_with_reason() -> None:
+    model = FixedModel({B.IO: 0.45, B.CPU: 0.35, B.GPU: 0.2})
+    v = analyze_window(make_window(B.IO), model, abstain_threshold=0.5)
+    assert v.bottleneck is B.UNKNOWN
+    assert v.reason and "abstain_threshold" in v.reason
+    assert analyze_window(make_window(B.IO), model, abstain_threshold=0.4).bottleneck is B.IO
+
+
+def test_abstains_on_low_coverage_and_short_window() -> None:
+    model = FixedModel({B.GPU: 0.99})
+    thin = make_window(B.GPU, coverage=0.3)
+    v = analyze_window(thin, model, min_coverage=0.5)
+    assert v.bottleneck is B.UNKNOWN and v.reason and "coverage" in v.reason
+    short = make_window(B.GPU, samples=3, step=30.0)
+    v = analyze_window(short, model, min_window=120.0)
+    assert v.bottleneck is B.UNKNOWN and v.reason and "min_window" in v.reason
+    assert analyze_window(short, model, min_window=60.0).bottleneck is B.GPU
+
+
+def test_no_pods_is_unknown() -> None:
+    empty = JobWindow("ml", "gone", 0.0, 900.0, 30.0, np.empty(0), (), DataQuality())
+    v = analyze_window(empty, FixedModel({B.GPU: 0.99}))
+    assert v.bottleneck is B.UNKNOWN and v.reason and "no pods" in v.reason
+    assert v.confidence == 0.0
+
+
+def test_secondary_within_margin() -> None:
+    v = analyze_window(make_window(B.CPU), FixedModel({B.CPU: 0.55, B.IO: 0.40, B.GPU: 0.05}), secondary_margin=0.25)
+    assert v.bottleneck is B.CPU and v.secondary is B.IO
+    v = analyze_window(make_window(B.CPU), FixedModel({B.CPU: 0.75, B.IO: 0.2, B.GPU: 0.05}), secondary_margin=0.25)
+    assert v.secondary is None
+
+
+def test_gpu_active_uses_best_signal() -> None:
+    model = FixedModel({B.CPU: 0.9})
+    full = analyze_window(make_window(B.CPU, noise=0.0), model)
+    assert full.gpu_active is not None and abs(full.gpu_active - 0.33) < 1e-6  # sm_active
+    no_sm = analyze_window(make_window(B.CPU, noise=0.0, drop=[Family.DCGM_PROF_SM]), model)
+    assert no_sm.gpu_active is not None and abs(no_sm.gpu_active - 0.35) < 1e-6  # gr_engine_active
+    dev = analyze_window(make_window(B.CPU, noise=0.0, drop=[Family.DCGM_PROF_SM, Family.DCGM_PROF]), model)
+    assert dev.gpu_active is not None and abs(dev.gpu_active - 0.4) < 1e-6  # gpu_util
+
+
+def test_pod_breakdown_for_multi_pod_jobs(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    w = make_window(B.GPU, pods=3, noise=0.02)
+    io = make_window(B.IO, noise=0.02)
+    w = replace(w, pods=(w.pods[0], w.pods[1], replace(io.pods[0], pod="job-gpu-2")))
+    v = analyze_window(w, tiny_model)
+    assert [p.pod for p in v.pods] == ["job-gpu-0", "job-gpu-1", "job-gpu-2"]
+    assert v.pods[0].bottleneck is B.GPU
+    assert v.pods[2].bottleneck is B.IO
+    assert v.pods[2].gpu_active is not None and v.pods[2].gpu_active < 0.5
+
+
+def test_tiny_model_recognises_textbook_windows(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    windows = [make_window(c, seed=100 + i, noise=0.1) for i, c in enumerate(CLASSES)]
+    verdicts = analyze_windows(windows, tiny_model, abstain_threshold=0.0)
+    assert [v.bottleneck for v in verdicts] == list(CLASSES)
+    assert all(v.model_version == "test-tiny" for v in verdicts)

@@ -1,0 +1,109 @@
+"""Feature extraction: schema, missing families, capacity normalisation, pod aggregation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from bottleneck_operator.analysis.features import (
+    FEATURE_INDEX,
+    FEATURE_NAMES,
+    N_FEATURES,
+    extract_features,
+    feature_schema_hash,
+    value,
+)
+from bottleneck_operator.analysis.signals import Family
+from bottleneck_operator.analysis.verdict import Bottleneck
+from bottleneck_operator.analysis.window import JobWindow
+
+from .synth import GB, make_window
+
+
+def test_schema_is_stable_and_unique() -> None:
+    assert len(set(FEATURE_NAMES)) == N_FEATURES
+    assert len(feature_schema_hash()) == 16
+    assert FEATURE_INDEX["act.mean"] == 0
+
+
+def test_one_row_per_window_and_empty_window_is_nan() -> None:
+    empty = JobWindow("ml", "none", 0.0, 600.0, 30.0, np.empty(0), ())
+    x = extract_features([make_window(Bottleneck.GPU), empty, make_window(Bottleneck.IO, pods=3)])
+    assert x.shape == (3, N_FEATURES)
+    assert np.isnan(x[1]).all()
+    assert not np.isnan(x[0]).all() and not np.isnan(x[2]).all()
+
+
+def test_missing_families_give_nan_not_errors() -> None:
+    full = extract_features([make_window(Bottleneck.CPU)])[0]
+    dev_only = extract_features(
+        [
+            make_window(
+                Bottleneck.CPU, drop=[Family.DCGM_PROF, Family.DCGM_PROF_SM, Family.DCGM_PROF_NVLINK, Family.SIDECAR]
+            )
+        ]
+    )[0]
+    assert value(full, "sm_active.mean") is not None
+    assert value(dev_only, "sm_active.mean") is None
+    assert value(dev_only, "tensor_active.mean") is None
+    assert value(dev_only, "sc_psi_cpu_some.mean") is None
+    # the best-activity series falls back to GPU_UTIL when no PROF field exists
+    assert value(dev_only, "act.mean") is not None
+    assert abs(value(dev_only, "act.mean") - 0.4) < 0.05  # type: ignore[operator]
+    assert abs(value(full, "act.mean") - 0.33) < 0.05  # type: ignore[operator]
+
+
+def test_pcie_is_a_fraction_of_the_gpus_link() -> None:
+    w = make_window(Bottleneck.INTERCONNECT, noise=0.0)
+    x = extract_features([w])[0]
+    # 3 GB/s host-to-device on an A100 (PCIe Gen4 x16, 31.5 GB/s per direction)
+    assert abs(value(x, "pcie_rx_frac.mean") - 3 * GB / 31.5e9) < 1e-6  # type: ignore[operator]
+    slower = make_window(Bottleneck.INTERCONNECT, noise=0.0, gpu_model="Tesla V100-SXM2-32GB")
+    xv = extract_features([slower])[0]
+    assert value(xv, "pcie_rx_frac.mean") > value(x, "pcie_rx_frac.mean")  # type: ignore[operator]
+
+
+def test_util_gap_and_quantiles() -> None:
+    x = extract_features([make_window(Bottleneck.INTERCONNECT, noise=0.0)])[0]
+    assert abs(value(x, "util_gap.mean") - (0.97 - 0.35)) < 1e-9  # type: ignore[operator]
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    ramp = np.linspace(0.0, 1.0, 30)
+    w.pods[0].signals["sm_active"][:] = ramp  # type: ignore[index]
+    x = extract_features([w])[0]
+    assert value(x, "sm_active.p10") < value(x, "sm_active.p50") < value(x, "sm_active.p90")  # type: ignore[operator]
+    assert abs(value(x, "act_low_share") - np.mean(ramp < 0.3)) < 1e-9  # type: ignore[operator]
+
+
+def test_samples_lost_are_ignored() -> None:
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    w.pods[0].signals["gpu_util"][::2] = np.nan  # type: ignore[index]
+    x = extract_features([w])[0]
+    assert abs(value(x, "gpu_util.mean") - 0.99) < 1e-9  # type: ignore[operator]
+
+
+def test_pod_spread_shows_a_straggler() -> None:
+    w = make_window(Bottleneck.GPU, pods=3, noise=0.0)
+    w.pods[2].signals["sm_active"][:] = 0.2  # type: ignore[index]
+    x = extract_features([w])[0]
+    assert abs(value(x, "act.mean.podmax") - 0.92) < 1e-9  # type: ignore[operator]
+    assert abs(value(x, "act.mean.podmin") - 0.2) < 1e-9  # type: ignore[operator]
+    assert abs(value(x, "act_pod_spread") - 0.72) < 1e-9  # type: ignore[operator]
+    assert value(x, "n_pods") == 3
+
+
+def test_batch_equals_one_by_one() -> None:
+    ws = [make_window(c, seed=i, pods=1 + i % 3) for i, c in enumerate(Bottleneck) if c is not Bottleneck.UNKNOWN]
+    batch = extract_features(ws)
+    single = np.vstack([extract_features([w]) for w in ws])
+    np.testing.assert_allclose(batch, single, equal_nan=True)
+
+
+def test_ragged_series_are_copied_as_far_as_they_go() -> None:
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    signals = dict(w.pods[0].signals)
+    signals["gpu_util"] = signals["gpu_util"][:10]  # a series shorter than its window
+    ragged = replace(w, pods=(replace(w.pods[0], signals=signals),))
+    x = extract_features([ragged, make_window(Bottleneck.IO, noise=0.0)])
+    assert abs(value(x[0], "gpu_util.mean") - 0.99) < 1e-9  # type: ignore[operator]
+    assert abs(value(x[1], "node_psi_io_some.mean") - 0.6) < 1e-9  # type: ignore[operator]

@@ -1,0 +1,55 @@
+"""Training: degradation of windows, and a small model on simulated jobs that generalises to held-out ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bottleneck_operator.analysis.classify import analyze_windows
+from bottleneck_operator.analysis.metrics import figures
+from bottleneck_operator.analysis.signals import SIGNALS
+from bottleneck_operator.analysis.training import build_training_set, degrade, fit_model, trailing_mean
+from bottleneck_operator.analysis.verdict import Bottleneck
+
+from .synth import make_window
+
+
+def test_degrade_drops_whole_families_and_keeps_the_input() -> None:
+    w = make_window(Bottleneck.IO)
+    rng = np.random.default_rng(0)
+    seen_missing: set[str] = set()
+    for _ in range(40):
+        d = degrade(w, rng)
+        present = set(d.pods[0].signals)
+        missing = set(SIGNALS) - present
+        seen_missing |= {SIGNALS[n].family.value for n in missing}
+        # a family is dropped whole or kept whole
+        for n in missing:
+            fam = SIGNALS[n].family
+            assert not any(SIGNALS[p].family is fam for p in present)
+        assert "gpu_util" in present  # DEV fields are the floor
+        assert len(d.timestamps) == len(d.pods[0].signals["gpu_util"])
+    assert {"sidecar", "node_psi", "dcgm_prof_sm"} <= seen_missing
+    assert len(w.pods[0].signals) == len(SIGNALS)
+
+
+def test_trailing_mean_is_a_rate_window() -> None:
+    v = np.array([0.0, 0.0, 4.0, 4.0, np.nan, 4.0])
+    out = trailing_mean(v, 2, ramp=False)
+    np.testing.assert_allclose(out, [0.0, 0.0, 2.0, 4.0, np.nan, 4.0])
+    ramped = trailing_mean(np.array([4.0, 4.0, 4.0]), 2, ramp=True)
+    np.testing.assert_allclose(ramped, [2.0, 4.0, 4.0])
+
+
+def test_small_model_on_simulated_jobs_beats_chance_on_held_out_jobs() -> None:
+    simulation = pytest.importorskip("bottleneck_operator.simulation")
+    start = 1_767_225_600.0
+    train = [j for j in simulation.generate_jobs(11, 100, start=start) if not j.ambiguous]
+    test = [j for j in simulation.generate_jobs(12, 40, start=start, holdout=True) if not j.ambiguous]
+    data = build_training_set([j.to_window() for j in train], [j.label for j in train], copies=1, seed=11)
+    model = fit_model(data, seed=11, version="test-sim", max_iter=40)
+    verdicts = analyze_windows([j.to_window() for j in test], model, abstain_threshold=0.0, with_details=False)
+    fig = figures([j.label.value for j in test], [v.bottleneck.value for v in verdicts])
+    # chance is 0.2 for five balanced classes
+    assert fig.accuracy > 0.6, fig.as_dict()
+    assert fig.macro_f1 > 0.55
