@@ -201,7 +201,7 @@ def run_demo(options: DemoOptions, *, out: Callable[[str], None] = print) -> lis
     out("$ kubectl get bnr -A")
     out(format_table(reports))
     out("")
-    out(format_details(reports))
+    out(format_details(reports, truth={f"{j.namespace}/{j.name}": j.label.value for j in jobs}))
     return reports
 
 

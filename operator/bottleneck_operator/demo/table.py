@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -61,23 +61,48 @@ def format_table(reports: Sequence[dict[str, Any]], now: float | None = None) ->
     return "\n".join("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)
 
 
-def format_details(reports: Sequence[dict[str, Any]]) -> str:
-    """One line per report: its strongest evidence and first recommendation (or why it is Unknown)."""
+def _evidence_line(status: dict[str, Any]) -> str | None:
+    """The evidence item most specific to the verdict: the first one past the GPU-activity summary when present."""
+    evidence = status.get("evidence") or []
+    if not evidence:
+        return None
+    specific = [e for e in evidence if not str(e.get("signal", "")).startswith(("gpu_active", "gpu_util"))]
+    return str((specific or evidence)[0].get("message", "")).rstrip(".")
+
+
+def format_details(reports: Sequence[dict[str, Any]], truth: Mapping[str, str] | None = None) -> str:
+    """One line per report: its telling evidence, first recommendation, headroom (or why it is Unknown).
+
+    Args:
+        reports: BottleneckReport objects.
+        truth: "namespace/name" -> the bottleneck the simulator built into that Job; when given, each line
+            says whether the verdict matches and a last line counts the matches.
+
+    Returns:
+        The lines joined with newlines.
+    """
     lines = []
+    matched = 0
     for r in sorted(reports, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"])):
         status = r.get("status") or {}
         name = f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}"
-        evidence = status.get("evidence") or []
         recs = status.get("recommendations") or []
         parts = []
+        if truth is not None and name in truth:
+            ok = status.get("bottleneck") == truth[name]
+            matched += ok
+            parts.append(f"simulated {truth[name]}: {'match' if ok else 'MISS'}")
+        evidence = _evidence_line(status)
         if evidence:
-            parts.append(f"evidence: {evidence[0].get('message', '')}")
+            parts.append(f"evidence: {evidence}")
         if recs:
-            parts.append(f"try: {recs[0].get('action', '')}")
+            parts.append(f"try: {str(recs[0].get('action', '')).rstrip('.')}")
         headroom = status.get("headroom")
         if headroom:
             parts.append(f"headroom x{headroom.get('low', 1):.1f}-{headroom.get('high', 1):.1f}")
-        if not parts:
+        if not status.get("bottleneck") or status.get("bottleneck") == "Unknown":
             parts.append(status.get("reason") or "no verdict yet")
         lines.append(f"  {name}: " + "; ".join(parts))
+    if truth is not None:
+        lines.append(f"\n{matched} of {len(lines)} verdicts match the bottleneck the simulator built in.")
     return "\n".join(lines)
