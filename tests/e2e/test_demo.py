@@ -23,7 +23,8 @@ def test_demo_end_to_end() -> None:
     lines = proc.stdout.splitlines()
     header = lines.index(next(line for line in lines if line.startswith("NAMESPACE")))
     assert lines[header].split() == ["NAMESPACE", "NAME", "JOB", "BOTTLENECK", "CONFIDENCE", "GPU", "PHASE", "AGE"]
-    rows = [line.split() for line in lines[header + 1 :] if line and not line.startswith(" ")]
+    table_end = lines.index("", header)
+    rows = [line.split() for line in lines[header + 1 : table_end]]
     assert len(rows) == 10
     phases = {r[6] if len(r) == 8 else r[-2] for r in rows}
     assert "Completed" in phases and "Running" in phases
@@ -31,4 +32,5 @@ def test_demo_end_to_end() -> None:
     assert classes - {"Unknown"}, proc.stdout
     details = [line for line in lines[header + 1 :] if line.startswith("  ")]
     assert len(details) == 10
+    assert any(line.endswith("verdicts match the bottleneck the simulator built in.") for line in lines)
     assert "Traceback" not in proc.stderr

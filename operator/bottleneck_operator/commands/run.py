@@ -7,11 +7,15 @@ import importlib
 import importlib.util
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bottleneck_operator.commands._common import add_prometheus_flags, settings_from_args
 from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.settings import Settings
+
+if TYPE_CHECKING:
+    # Not at run time: every command's module is imported to build the CLI, and the collector
+    # (`sidecar`) must stay small inside profiled pods.
+    from bottleneck_operator.settings import Settings
 
 log = logging.getLogger("bottleneck_operator.run")
 
