@@ -12,7 +12,8 @@ import statistics
 import sys
 import time
 
-EVAL_JOBS = int(os.environ.get("BENCH_ANALYSIS_JOBS", "60"))
+# Unset: the evaluation's default size (rounds of a fresh local Prometheus each, ~4-5 minutes in all).
+EVAL_JOBS = os.environ.get("BENCH_ANALYSIS_JOBS")
 THROUGHPUT_WINDOWS = 2000
 
 
@@ -47,12 +48,19 @@ def throughput() -> None:
 
 
 def main() -> None:
-    from bottleneck_operator.commands.evaluate import DEFAULT_SEED, format_report, run_evaluation
+    from bottleneck_operator.commands.evaluate import (
+        DEFAULT_JOBS,
+        DEFAULT_ROUND,
+        DEFAULT_SEED,
+        format_report,
+        run_evaluation,
+    )
 
     def say(msg: str) -> None:
         print(f"  {msg}", file=sys.stderr, flush=True)
 
-    report = run_evaluation(EVAL_JOBS, DEFAULT_SEED, log=say)
+    jobs = int(EVAL_JOBS) if EVAL_JOBS else DEFAULT_JOBS
+    report = run_evaluation(jobs, DEFAULT_SEED, round_size=DEFAULT_ROUND, log=say)
     print(format_report(report))
     print()
     throughput()

@@ -107,3 +107,48 @@ def test_ragged_series_are_copied_as_far_as_they_go() -> None:
     x = extract_features([ragged, make_window(Bottleneck.IO, noise=0.0)])
     assert abs(value(x[0], "gpu_util.mean") - 0.99) < 1e-9  # type: ignore[operator]
     assert abs(value(x[1], "node_psi_io_some.mean") - 0.6) < 1e-9  # type: ignore[operator]
+
+
+def test_mixed_lengths_and_unknown_signals_leave_no_stale_values() -> None:
+    # Windows of several lengths in one batch, a pod with a signal outside the catalogue and a pod
+    # without some families: every value missing from a pod must come out NaN, never a leftover.
+    short = make_window(Bottleneck.CPU, samples=12, noise=0.0)
+    long = make_window(Bottleneck.IO, samples=30, noise=0.0)
+    odd_signals = {**long.pods[0].signals, "not_a_signal": np.ones(30)}
+    odd = replace(long, pods=(replace(long.pods[0], signals=odd_signals),))
+    sparse = make_window(Bottleneck.GPU, samples=20, noise=0.0, drop=[Family.NODE_PSI, Family.SIDECAR])
+    batch = [short, long, odd, sparse]
+    x = extract_features(batch)
+    single = np.vstack([extract_features([w]) for w in batch])
+    # atol: the variance of a constant series is a difference of near-equal sums (~1e-8 of rounding)
+    np.testing.assert_allclose(x, single, atol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(x[1], x[2], atol=1e-6, equal_nan=True)  # the unknown signal is ignored
+    assert value(x[3], "node_psi_io_some.mean") is None
+    assert value(x[3], "sc_psi_io_some.mean") is None
+
+
+def test_iowait_is_measured_against_the_cpu_time_left_idle() -> None:
+    w = make_window(Bottleneck.IO, noise=0.0)
+    n = len(w.timestamps)
+    signals = {**w.pods[0].signals, "node_cpu_busy_frac": np.full(n, 0.9), "node_cpu_iowait_frac": np.full(n, 0.06)}
+    busy_node = replace(w, pods=(replace(w.pods[0], signals=signals),))
+    signals = {**signals, "node_cpu_busy_frac": np.full(n, 0.2)}
+    idle_node = replace(w, pods=(replace(w.pods[0], signals=signals),))
+    x = extract_features([busy_node, idle_node])
+    # 6 % iowait is most of a 90 %-busy node's idle time, and little of a 20 %-busy node's
+    assert abs(value(x[0], "iowait_of_idle.mean") - 0.6) < 1e-9  # type: ignore[operator]
+    assert abs(value(x[1], "iowait_of_idle.mean") - 0.075) < 1e-9  # type: ignore[operator]
+
+
+def test_strided_and_integer_series_are_read_by_value() -> None:
+    w = make_window(Bottleneck.CPU, noise=0.0)
+    n = len(w.timestamps)
+    signals = dict(w.pods[0].signals)
+    signals["gpu_util"] = np.repeat(signals["gpu_util"], 2)[::2]  # a strided view, not a contiguous buffer
+    signals["node_cpus"] = np.full(n, 64, dtype=np.int64)  # an integer gauge
+    odd = replace(w, pods=(replace(w.pods[0], signals=signals),))
+    as_float = {**signals, "gpu_util": signals["gpu_util"].copy(), "node_cpus": np.full(n, 64.0)}
+    plain = replace(w, pods=(replace(w.pods[0], signals=as_float),))
+    x = extract_features([odd, plain])
+    np.testing.assert_allclose(x[0], x[1], atol=1e-9, equal_nan=True)
+    assert value(x[0], "cpu_node_frac.mean") is not None

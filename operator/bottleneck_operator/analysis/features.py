@@ -20,14 +20,15 @@ thousands of job windows per second on one core.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.hardware import spec_for
 from bottleneck_operator.analysis.signals import SIGNAL_NAMES
-from bottleneck_operator.analysis.window import FloatArray, JobWindow, PodWindow
+from bottleneck_operator.analysis.window import FloatArray, JobWindow
 
 # --- derived per-pod series (name -> meaning). Order is the feature schema: append only.
 SERIES: tuple[str, ...] = (
@@ -82,6 +83,10 @@ SERIES: tuple[str, ...] = (
     "pcie_rel_peak",  # host-to-device bytes / the window's own peak: a saturated link runs flat at its ceiling
     "pcie_per_act",  # host-to-device link share per unit of GPU activity: bytes the GPUs wait for
     "power_rel_peak",  # power / the window's own peak: dips mark stalls even without PROF fields
+    # iowait over the node's CPU time not spent busy: waiting on storage while cores are free to run
+    # (remote storage through FUSE/NFS sits in iowait while the CPU is not saturated; a CPU-bound node
+    # has no idle time left to wait in)
+    "iowait_of_idle",
 )
 STATS: tuple[str, ...] = ("mean", "p10", "p50", "p90", "cv")
 QUANTILES: tuple[float, ...] = (0.1, 0.5, 0.9)
@@ -239,6 +244,7 @@ def _derived(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: FloatA
     cols["pcie_rel_peak"] = _rel_peak(g("pcie_rx_bps"))
     cols["pcie_per_act"] = _div(cols["pcie_rx_frac"], np.maximum(act, 0.05))
     cols["power_rel_peak"] = _rel_peak(g("power_w"))
+    cols["iowait_of_idle"] = np.clip(_div(g("node_cpu_iowait_frac"), np.maximum(1.0 - busy, 0.02)), 0.0, 1.0)
     for name, values in cols.items():
         d[:, _S[name], :] = values
     return d
@@ -246,20 +252,24 @@ def _derived(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: FloatA
 
 def _stats(d: FloatArray) -> FloatArray:
     """Per pod and series: mean, p10, p50, p90, cv over time; shape (pods, series, len(STATS))."""
+    p, s, t = d.shape
     ordered = np.sort(d, axis=2)  # NaN sorts last, so the valid samples are the first n
-    valid = ~np.isnan(ordered)
-    n = valid.sum(axis=2)
-    filled = np.where(valid, ordered, 0.0)
+    n = t - np.count_nonzero(np.isnan(ordered), axis=2)
+    # NaN -> 0 in place: the quantiles below read only the first n (valid) samples of each row
+    filled = np.nan_to_num(ordered, copy=False, nan=0.0, posinf=np.inf, neginf=-np.inf)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = filled.sum(axis=2) / n
-        var = np.maximum((filled * filled).sum(axis=2) / n - mean * mean, 0.0)
+        # einsum sums the squares without a temporary (pods x series x time) array
+        var = np.maximum(np.einsum("ijk,ijk->ij", filled, filled) / n - mean * mean, 0.0)
         cv = np.minimum(np.sqrt(var) / np.maximum(np.abs(mean), 1e-3), 10.0)
-    out = np.empty((*d.shape[:2], len(STATS)))
+    out = np.empty((p, s, len(STATS)))
     out[..., 0] = mean
-    last = np.maximum(n - 1, 0)
+    # Quantiles by nearest rank among the valid samples: one flat gather per quantile.
+    last = np.maximum(n - 1, 0).ravel()
+    flat = filled.reshape(p * s, t)
+    rows = np.arange(p * s)
     for k, q in enumerate(QUANTILES):
-        idx = np.rint(q * last).astype(np.intp)
-        out[..., 1 + k] = np.take_along_axis(ordered, idx[..., None], axis=2)[..., 0]
+        out[..., 1 + k] = flat[rows, np.rint(q * last).astype(np.intp)].reshape(p, s)
     out[..., 4] = cv
     out[n == 0] = np.nan
     return out
@@ -280,54 +290,6 @@ def _corr(a: FloatArray, b: FloatArray) -> FloatArray:
         r = cov / (sa * sb)
     r[(n < 4) | (sa < 1e-9) | (sb < 1e-9)] = np.nan
     return np.asarray(r, dtype=np.float64)
-
-
-def _gather(
-    pods: Sequence[PodWindow], lengths: Sequence[int], t: int
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    n_sig = len(SIGNAL_NAMES)
-    raw = np.full((len(pods), n_sig, t), np.nan)
-    scalars = np.empty((len(pods), 3))
-    specs: dict[str | None, tuple[float, float]] = {}
-    layouts: dict[tuple[str, ...], npt.NDArray[np.intp] | None] = {}
-    # Series grouped by their window's length, each group copied by one C-level assignment.
-    groups: dict[int, tuple[list[npt.NDArray[np.intp]], list[FloatArray]]] = {}
-    for i, pod in enumerate(pods):
-        sig = pod.signals
-        keys = tuple(sig)
-        if keys in layouts:
-            layout = layouts[keys]
-        else:  # pods of one batch mostly share a layout: map it to rows once
-            known = all(k in _RAW for k in keys)
-            layout = layouts[keys] = np.array([_RAW[k] for k in keys], dtype=np.intp) if known else None
-        if layout is not None:
-            rows, arrays = groups.setdefault(min(lengths[i], t), ([], []))
-            rows.append(layout + i * n_sig)
-            arrays.extend(sig.values())
-        else:
-            _copy_pod(raw[i], sig, t)
-        caps = specs.get(pod.gpu_model)
-        if caps is None:
-            spec = spec_for(pod.gpu_model)
-            caps = specs[pod.gpu_model] = (spec.pcie_bps, spec.nvlink_bps)
-        scalars[i] = (pod.gpu_count, *caps)
-    flat = raw.reshape(len(pods) * n_sig, t)
-    for m, (rows, arrays) in groups.items():
-        block = np.concatenate(arrays) if arrays else np.empty(0)
-        if len(block) != m * len(arrays):  # a series of another length than its window: pod by pod
-            for i, pod in enumerate(pods):
-                _copy_pod(raw[i], pod.signals, t)
-            break
-        flat[np.concatenate(rows), :m] = block.reshape(len(arrays), m)
-    return raw, scalars[:, 0:1], scalars[:, 1:2], scalars[:, 2:3]
-
-
-def _copy_pod(row: FloatArray, signals: Mapping[str, FloatArray], t: int) -> None:
-    for name, values in signals.items():
-        j = _RAW.get(name)
-        if j is not None:
-            k = min(t, len(values))
-            row[j, :k] = values[:k]
 
 
 def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, list[int]]:
@@ -351,7 +313,7 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
         return np.empty((0, len(SERIES), len(STATS))), np.empty((0, len(CORRELATIONS) + 1)), offsets
     lengths = [len(w.timestamps) for w in windows for _ in w.pods]
     t = max(1, max(lengths))
-    raw, gpus, pcie, nvlink = _gather(pods, lengths, t)
+    raw, gpus, pcie, nvlink = gather(pods, lengths, t)
     d = _derived(raw, gpus, pcie, nvlink)
     stats = _stats(d)
     act = d[:, _S["act"], :]
@@ -397,18 +359,27 @@ def features_from_pods(
     base = n_stat + n_spread
     x[rows, base : base + n_corr + 1] = _segment_mean(extra, starts)
     spread = np.fmax.reduceat(stats[:, _S["act"], 0], starts) - np.fmin.reduceat(stats[:, _S["act"], 0], starts)
-    meta = np.empty((len(rows), len(EXTRA) - 2))
-    for k, i in enumerate(rows):
-        pods = windows[i].pods
-        gpus = sum(p.gpu_count for p in pods)
-        meta[k] = (
-            len(pods),
-            max(len({p.node for p in pods if p.node}), 1),
-            gpus / len(pods),
-            np.log2(max(gpus, 1)),
-            sum(p.co_located_pods for p in pods) / len(pods),
-            float(any(spec_for(p.gpu_model).nvlink_bps > 0 for p in pods)),
+    # Per-pod facts summed per window with reduceat, not a Python loop per window.
+    pods = [p for i in rows for p in windows[i].pods]
+    has_nvlink: dict[str | None, float] = {}
+    for p in pods:
+        if p.gpu_model not in has_nvlink:
+            has_nvlink[p.gpu_model] = float(spec_for(p.gpu_model).nvlink_bps > 0)
+    per_pod = np.array([(p.gpu_count, p.co_located_pods, has_nvlink[p.gpu_model]) for p in pods], dtype=np.float64)
+    local = np.concatenate([[0], np.cumsum([len(windows[i].pods) for i in rows])[:-1]]).astype(np.intp)
+    n_pods = np.add.reduceat(np.ones(len(pods)), local)
+    gpus = np.add.reduceat(per_pod[:, 0], local)
+    nodes = [max(len({p.node for p in windows[i].pods if p.node}), 1) for i in rows]
+    meta = np.column_stack(
+        (
+            n_pods,
+            nodes,
+            gpus / n_pods,
+            np.log2(np.maximum(gpus, 1.0)),
+            np.add.reduceat(per_pod[:, 1], local) / n_pods,
+            np.maximum.reduceat(per_pod[:, 2], local),
         )
+    )
     x[rows, base + n_corr + 1] = np.where(meta[:, 0] > 1, spread, 0.0)
     x[rows, base + n_corr + 2 :] = meta
     return x

@@ -118,7 +118,10 @@ def degrade(window: JobWindow, rng: np.random.Generator) -> JobWindow:
     pods = []
     for pod in window.pods:
         signals = {}
-        for name, values in pod.signals.items():
+        # Sorted: the random draws must not depend on the order a producer filled the dict in
+        # (a set-ordered producer changes it from one interpreter run to the next).
+        for name in sorted(pod.signals):
+            values = pod.signals[name]
             if name in dropped:
                 continue
             v = np.array(values, dtype=np.float64)
@@ -181,8 +184,8 @@ def fit_model(
     seed: int,
     version: str,
     calibration_share: float = 0.2,
-    max_iter: int = 150,
-    learning_rate: float = 0.12,
+    max_iter: int = 100,
+    learning_rate: float = 0.15,
     metadata: dict[str, Any] | None = None,
 ) -> BottleneckModel:
     """Fit the gradient-boosted classifier and its temperature on a held-out share of the jobs.
