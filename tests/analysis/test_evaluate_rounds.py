@@ -53,3 +53,51 @@ def test_score_aggregates_rounds_and_lists_the_errors() -> None:
     assert [e["job"] for e in report["errors"]] == ["b", "d"]
     text = format_report(report)
     assert "misclassified jobs (2)" in text and "b: IO -> CPU" in text and "too little GPU data" in text
+
+
+def test_sidecar_ablation_strips_only_the_collector_signals_and_scores_both() -> None:
+    from bottleneck_operator.analysis.signals import Family, signals_of
+    from bottleneck_operator.commands.evaluate import _without_sidecar, format_report, sidecar_gain
+    from bottleneck_operator.settings import Settings
+
+    seen: list[Any] = []
+
+    class Recorder:
+        """Stands in for the model to see exactly which windows the ablation classifies."""
+
+        version = "m"
+        classes = (Bottleneck.CPU, Bottleneck.GPU, Bottleneck.IO, Bottleneck.INTERCONNECT, Bottleneck.MEMORY)
+
+        def predict_proba(self, x: Any) -> Any:
+            import numpy as np
+
+            seen.append(x)
+            p = np.zeros((len(x), 5))
+            p[:, 2] = 1.0  # always IO
+            return p
+
+    with_sc = SimpleNamespace(verdict=Verdict(Bottleneck.CPU, 0.9, {}), window=make_window(Bottleneck.IO))
+    no_sc = SimpleNamespace(
+        verdict=Verdict(Bottleneck.CPU, 0.9, {}), window=make_window(Bottleneck.IO, drop=[Family.SIDECAR])
+    )
+    assert Family.SIDECAR in with_sc.window.quality.families
+    without = _without_sidecar([with_sc, no_sc], Recorder(), Settings())
+    assert without == ["IO", None]  # only the window that had sidecar signals is re-classified
+    assert len(seen) == 1 and len(seen[0]) == 1
+    jobs = [_job("a", Bottleneck.IO, ("network_storage",)), _job("b", Bottleneck.CPU, ())]
+    gain = sidecar_gain(jobs, [with_sc, no_sc], without)
+    assert gain["all with sidecar"] == {"n": 1, "with": 0.0, "without": 1.0}
+    assert gain["tag=network_storage"]["n"] == 1
+    assert set(gain) == {"all with sidecar", "tag=network_storage"}
+    report = score(jobs, [with_sc, no_sc], model_version="m", seed=1, queries=1, rounds=1)
+    report["sidecar_gain"] = gain
+    assert "what the collector sidecar adds" in format_report(report)
+    # the stripped copy reached the model with every collector feature missing; the original keeps them
+    import numpy as np
+
+    from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features
+
+    sc_cols = [i for i, n in enumerate(FEATURE_NAMES) if n.startswith("sc_")]
+    assert sc_cols and np.isnan(seen[0][0, sc_cols]).all()
+    assert not np.isnan(extract_features([with_sc.window])[0, sc_cols]).all()
+    assert any(k in signals_of(Family.SIDECAR) for p in with_sc.window.pods for k in p.signals)

@@ -30,6 +30,8 @@ ROUND_SEED_STRIDE = 7_919  # round k draws seed + k x stride: far from training'
 EVAL_START = 1767225600.0 + 3 * 86400  # fixed, after the test fixtures' data
 BATCH = 25  # jobs per fetch: bounds the size of one query on a small machine
 HARD_TAGS = ("noisy_neighbour", "cpu_throttled", "no_prof", "multi_node", "nccl_busy", "network_storage")
+# The cases the collector exists for: a neighbour's load, throttling seen from inside, I/O the local disk never sees.
+SIDECAR_TAGS = ("noisy_neighbour", "cpu_throttled", "network_storage")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -160,6 +162,7 @@ def run_evaluation(
     t0 = time.perf_counter()
     jobs: list[Any] = []
     results: list[Any] = []
+    without_sidecar: list[str | None] = []
     queries = 0
     rounds = round_seeds(n_jobs, seed, round_size)
     with tempfile.TemporaryDirectory(prefix="bottleneck-eval-") as tmp:
@@ -179,13 +182,87 @@ def run_evaluation(
                 for b in range(0, len(requests), BATCH):
                     results.extend(analyzer.analyze_jobs(requests[b : b + BATCH], phase="Completed"))
                 queries += analyzer.queries_issued
+            without_sidecar.extend(_without_sidecar(results[len(without_sidecar) :], model, settings))
             shutil.rmtree(base, ignore_errors=True)
             jobs.extend(batch)
             say(
                 f"round {k + 1}/{len(rounds)} (seed {round_seed}): {len(batch)} jobs, {size:.0f} MB of OpenMetrics, "
                 f"{len(results)} analysed after {time.perf_counter() - t0:.0f} s"
             )
-    return score(jobs, results, model_version=model.version, seed=seed, queries=queries, rounds=len(rounds))
+    report = score(jobs, results, model_version=model.version, seed=seed, queries=queries, rounds=len(rounds))
+    report["sidecar_gain"] = sidecar_gain(jobs, results, without_sidecar)
+    return report
+
+
+def _without_sidecar(results: Sequence[Any], model: Any, settings: Any) -> list[str | None]:
+    """The verdicts of the same Prometheus windows with the collector's signals taken out.
+
+    This is the same job seen from a cluster without the sidecar, so comparing the two isolates what
+    the collector's per-pod signals add. None for windows that had no sidecar signals to take out.
+    """
+    import dataclasses
+
+    from bottleneck_operator.analysis.classify import analyze_windows
+    from bottleneck_operator.analysis.signals import Family, signals_of
+
+    dropped = set(signals_of(Family.SIDECAR))
+    stripped, where = [], []
+    for i, r in enumerate(results):
+        w = r.window
+        if w is None or Family.SIDECAR not in w.quality.families:
+            continue
+        pods = tuple(
+            dataclasses.replace(p, signals={k: v for k, v in p.signals.items() if k not in dropped}) for p in w.pods
+        )
+        quality = dataclasses.replace(w.quality, families=w.quality.families - {Family.SIDECAR})
+        stripped.append(dataclasses.replace(w, pods=pods, quality=quality))
+        where.append(i)
+    verdicts = analyze_windows(
+        stripped,
+        model,
+        abstain_threshold=settings.abstain_threshold,
+        min_coverage=settings.min_coverage,
+        min_window=settings.min_window,
+        secondary_margin=settings.secondary_margin,
+        with_details=False,
+    )
+    out: list[str | None] = [None] * len(results)
+    for i, v in zip(where, verdicts, strict=True):
+        out[i] = v.bottleneck.value
+    return out
+
+
+def sidecar_gain(jobs: Sequence[Any], results: Sequence[Any], without: Sequence[str | None]) -> dict[str, Any]:
+    """Accuracy on the jobs whose windows had sidecar signals, with and without those signals, by hard case.
+
+    Args:
+        jobs: the simulated jobs, in the order of ``results``.
+        results: the pipeline's results (with the sidecar signals the cluster had).
+        without: the verdict of each window with the sidecar signals taken out (None: it had none).
+
+    Returns:
+        group -> {"n", "with", "without"} accuracies (abstentions count as misses).
+    """
+    groups: dict[str, list[int]] = {"all with sidecar": []}
+    for i, j in enumerate(jobs):
+        if without[i] is None:
+            continue
+        groups["all with sidecar"].append(i)
+        for tag in SIDECAR_TAGS:
+            if tag in _tags(j):
+                groups.setdefault(f"tag={tag}", []).append(i)
+
+    def acc(idx: Sequence[int], pred: Callable[[int], str | None]) -> float:
+        return sum(pred(i) == jobs[i].label.value for i in idx) / len(idx) if idx else 0.0
+
+    return {
+        name: {
+            "n": len(idx),
+            "with": round(acc(idx, lambda i: results[i].verdict.bottleneck.value), 4),
+            "without": round(acc(idx, lambda i: without[i]), 4),
+        }
+        for name, idx in groups.items()
+    }
 
 
 def score(
@@ -313,6 +390,17 @@ def format_report(report: dict[str, Any]) -> str:
     for key, groups in report["breakdowns"].items():
         for name, d in groups.items():
             lines.append(row(f"{key}={name}", d))
+    gain = report.get("sidecar_gain") or {}
+    if gain:
+        lines += [
+            "",
+            "== what the collector sidecar adds (same windows, its signals taken out; accuracy)",
+            f"{'group':<34}{'n':>5}{'with':>10}{'without':>10}{'gain':>8}",
+        ]
+        for name, d in gain.items():
+            lines.append(
+                f"{name:<34}{d['n']:>5}{d['with']:>10.3f}{d['without']:>10.3f}{d['with'] - d['without']:>+8.3f}"
+            )
     errors = report.get("errors", [])
     lines += ["", f"== model: misclassified jobs ({len(errors)})"]
     for e in errors:
