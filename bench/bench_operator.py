@@ -120,6 +120,8 @@ def main() -> None:
 
 
 def _measure(cluster, reports_resource: str, proc: subprocess.Popen, started: float, log_path: Path) -> None:  # type: ignore[no-untyped-def, type-arg]
+    from bottleneck_operator.handlers.passes import PASS_BATCH
+
     deadline = started + 150
     all_verdicts = None
     while time.perf_counter() < deadline:
@@ -154,7 +156,7 @@ def _measure(cluster, reports_resource: str, proc: subprocess.Popen, started: fl
         if batches:
             print(
                 f"  of which fetch + classification (pipeline.Analyzer): {sum(batches):.2f} s in {len(batches)} "
-                f"batches of up to 200 Jobs (median {sorted(batches)[len(batches) // 2]:.2f} s each)"
+                f"batches of up to {PASS_BATCH} Jobs (median {sorted(batches)[len(batches) // 2]:.2f} s each)"
             )
     else:
         print("no full pass over every Job was logged in time")

@@ -222,6 +222,14 @@ def _cpu_seconds(prom: LocalPrometheus) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM), MB (Linux /proc)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def main() -> None:
     workdir, origin = _tsdb()
     print(f"data: lean generator (the simulator is too rich for 1,000 jobs x 1 h): {origin}")
@@ -231,6 +239,7 @@ def main() -> None:
         end = float(T0 + DATA_SECONDS)
         requests = [WindowRequest(ns, job, end - WINDOW, end) for ns, job, _, _ in (_job(i) for i in range(JOBS))]
         counts = {}
+        rss0 = _peak_rss_mb()
         for n in (10, 100, 1000):
             client = PrometheusClient(settings)
             windows = fetch_windows(client, requests[:n], settings)
@@ -255,6 +264,7 @@ def main() -> None:
             f"  CPU per pass: Prometheus {statistics.median(prom_cpu):.1f}s, this process {statistics.median(own_cpu):.1f}s "
             f"(load average during the runs: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
         )
+        print(f"  peak RSS of this process: {_peak_rss_mb():.0f} MB ({_peak_rss_mb() - rss0:+.0f} MB over the passes)")
     finally:
         prom.stop()
 

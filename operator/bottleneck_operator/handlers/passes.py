@@ -31,9 +31,14 @@ from bottleneck_operator.reports import Phase
 # A short pause after being woken, so Jobs ending together are finalised in one batch.
 _BATCH_DELAY = 0.2
 # Jobs per batched fetch. One fetch's query count does not depend on its number of Jobs, but its
-# memory does (every pod's aligned signals at once): 1,000 Jobs in one fetch peak at several hundred
-# MB, in batches of 200 the operator stays near its idle footprint for ~20% more wall time.
-PASS_BATCH = 200
+# memory does (every pod's signals, then the classifier's features): a fetch plus classification
+# adds roughly 0.2 MB per Job at its peak, so 1,000 Jobs at once would double the operator's idle
+# footprint. Each batch's cost is proportional to its Jobs (every query is narrowed to the batch's
+# pods and nodes), so small batches cost little time, and batch k's reports are written while
+# batch k+1 is analysed.
+PASS_BATCH = 250
+# Report PATCHes in flight at once.
+_WRITE_CONCURRENCY = 16
 
 
 async def run_loop(state: OperatorState) -> None:
@@ -227,7 +232,15 @@ async def _analyse_batch(
 
 
 async def _write_all(state: OperatorState, updates: Sequence[tuple[TrackedJob, dict[str, Any]]], phase: str) -> None:
-    await asyncio.gather(*(_write(state, job, new, phase) for job, new in updates))
+    # A bounded number of PATCHes in flight: a batch's hundreds of requests at once would hold
+    # their bodies and connections together while the next batch is being analysed.
+    limit = asyncio.Semaphore(_WRITE_CONCURRENCY)
+
+    async def one(job: TrackedJob, new: dict[str, Any]) -> None:
+        async with limit:
+            await _write(state, job, new, phase)
+
+    await asyncio.gather(*(one(job, new) for job, new in updates))
 
 
 async def _write(state: OperatorState, job: TrackedJob, new: dict[str, Any], phase: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -129,6 +129,33 @@ def _ip(rng: np.random.Generator, prefix: str) -> str:
     return f"{prefix}.{a}.{b}"
 
 
+def _free_ip(ip: str, used: set[str]) -> str:
+    """``ip``, or the next address of its /16 (hosts .1-.254) that no earlier job of the set took."""
+    prefix, a, b = ip.rsplit(".", 2)
+    k = (int(a) - 1) * 254 + (int(b) - 1)
+    for _ in range(254 * 254):
+        ip = f"{prefix}.{k // 254 + 1}.{k % 254 + 1}"
+        if ip not in used:
+            break
+        k = (k + 1) % (254 * 254)
+    used.add(ip)
+    return ip
+
+
+def _unique_ips(job: SimulatedJob, used: set[str]) -> SimulatedJob:
+    """The job with node and pod IPs no earlier job of the set uses.
+
+    Random draws from a /16 collide once a set has about a thousand nodes (the birthday bound);
+    two nodes sharing an ``instance`` would make node-exporter's join on node_uname_info ambiguous.
+    Only the colliding addresses move (no random draw), so a set without collisions is unchanged.
+    """
+    nodes = tuple(replace(nd, ip=_free_ip(nd.ip, used)) for nd in job.nodes)
+    pods = tuple(replace(p, ip=_free_ip(p.ip, used)) for p in job.pods)
+    if nodes == job.nodes and pods == job.pods:
+        return job
+    return replace(job, nodes=nodes, pods=pods)
+
+
 def _suffix(rng: np.random.Generator, k: int = 5) -> str:
     letters = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' random-name alphabet
     return "".join(letters[int(i)] for i in rng.integers(len(letters), size=k))
@@ -239,6 +266,7 @@ def generate_jobs(
     jobs: list[SimulatedJob] = []
     order: list[Bottleneck] = []
     names: set[str] = set()
+    ips: set[str] = set()
     while len(jobs) < n:
         if not order:
             order = [pool[int(i)] for i in root.permutation(len(pool))]
@@ -259,5 +287,5 @@ def generate_jobs(
         if job.name in names:
             continue
         names.add(job.name)
-        jobs.append(job)
+        jobs.append(_unique_ips(job, ips))
     return jobs

@@ -22,7 +22,7 @@ MAX_POINTS = 10_000
 _EPS = 1e-6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Chunk:
     """Samples of one series on the grid: indices and values (NaN allowed)."""
 
@@ -114,6 +114,12 @@ def scatter(chunks: Iterable[Chunk], lo: int, hi: int) -> FloatArray:
     """
     out = np.full(max(0, hi - lo + 1), np.nan, dtype=np.float64)
     for c in chunks:
+        if _dense(c):
+            # One slice per chunk on the grid (signal answers are dense rows; see matrix.py).
+            a, b = max(lo, int(c.idx[0])), min(hi, int(c.idx[-1]))
+            if a <= b:
+                out[a - lo : b - lo + 1] = c.val[a - int(c.idx[0]) : b - int(c.idx[0]) + 1]
+            continue
         keep = (c.idx >= lo) & (c.idx <= hi)
         out[c.idx[keep] - lo] = c.val[keep]
     return out
@@ -122,7 +128,18 @@ def scatter(chunks: Iterable[Chunk], lo: int, hi: int) -> FloatArray:
 def present(chunks: Iterable[Chunk], lo: int, hi: int) -> bool:
     """True when any chunk has a finite value on lo..hi."""
     for c in chunks:
+        if _dense(c):
+            a, b = max(lo, int(c.idx[0])), min(hi, int(c.idx[-1]))
+            if a <= b and np.isfinite(c.val[a - int(c.idx[0]) : b - int(c.idx[0]) + 1]).any():
+                return True
+            continue
         keep = (c.idx >= lo) & (c.idx <= hi)
         if np.isfinite(c.val[keep]).any():
             return True
     return False
+
+
+def _dense(c: Chunk) -> bool:
+    """True when a chunk's indices are one consecutive run (so it can be sliced, not masked)."""
+    n = len(c.idx)
+    return n > 0 and int(c.idx[-1]) - int(c.idx[0]) == n - 1

@@ -36,11 +36,13 @@ class Entry:
         name: the signal (analysis/signals.py) or an internal name starting with "_".
         group: the request it travels in.
         build: the expression for a context.
+        merge: how a node's instances combine ("sum" or "max"), for node-exporter entries.
     """
 
     name: str
     group: Group
     build: Callable[[QueryContext], str]
+    merge: str = "max"
 
     @property
     def family(self) -> Family | None:
@@ -119,21 +121,26 @@ def _on_node(c: QueryContext) -> str:
     return f"max by (namespace, pod, node) ({c.last(Group.KSM, series)})"
 
 
+# node-exporter expressions are aggregated by ``node_unit``: the node label when one is configured,
+# else ``instance``, which the pass maps to nodes in Python through node_uname_info (see nodes.py).
+# Joining in PromQL instead (``* on (instance) group_left (nodename)``) costs Prometheus more than
+# the rest of the expression on a large cluster: a new label set per series and step.
+
+
 def _node_cpu_modes(c: QueryContext) -> str:
     # One query for every mode: node_cpu_seconds_total is the largest node-exporter family
     # (CPUs x modes), so it is read once and the shares are computed in Python (see assembly).
-    u = c.node_unit
-    return c.to_node(f"sum by ({u}, mode) ({c.node_rate('node_cpu_seconds_total')})", "sum", keep="mode")
+    return f"sum by ({c.node_unit}, mode) ({c.node_rate('node_cpu_seconds_total')})"
 
 
 def _node_cpus(c: QueryContext) -> str:
     idle = c.node_last("node_cpu_seconds_total", 'mode="idle"')
-    return c.to_node(f"count by ({c.node_unit}) ({idle})", "sum")
+    return f"count by ({c.node_unit}) ({idle})"
 
 
 def _node_agg(agg: str, metric: str, *extra: str) -> Callable[[QueryContext], str]:
     def build(c: QueryContext) -> str:
-        return c.to_node(f"{agg} by ({c.node_unit}) ({c.node_rate(metric, *extra)})", agg)
+        return f"{agg} by ({c.node_unit}) ({c.node_rate(metric, *extra)})"
 
     return build
 
@@ -143,14 +150,18 @@ def _node_gauge(c: QueryContext, metric: str) -> str:
 
 
 def _node_mem_avail(c: QueryContext) -> str:
-    ratio = f"{_node_gauge(c, 'node_memory_MemAvailable_bytes')} / {_node_gauge(c, 'node_memory_MemTotal_bytes')}"
-    return c.to_node(ratio, "max")
+    return f"{_node_gauge(c, 'node_memory_MemAvailable_bytes')} / {_node_gauge(c, 'node_memory_MemTotal_bytes')}"
 
 
 def _node_swap(c: QueryContext) -> str:
     free, total = _node_gauge(c, "node_memory_SwapFree_bytes"), _node_gauge(c, "node_memory_SwapTotal_bytes")
     # No swap (total 0) is "0 used", not 0/0.
-    return c.to_node(f"(1 - {free} / ({total} > 0)) or ({total} * 0)", "max")
+    return f"(1 - {free} / ({total} > 0)) or ({total} * 0)"
+
+
+def _node_uname(c: QueryContext) -> str:
+    # Which instance is which node at each step: the same selector (and lookback) as a PromQL join.
+    return f"max by (instance, nodename) ({sel('node_uname_info', f'nodename=~{quote(c.nodes)}')})"
 
 
 def _sc_rate(metric: str, *extra: str) -> Callable[[QueryContext], str]:
@@ -175,6 +186,8 @@ def _psi(resource: str, kind: str) -> Callable[[QueryContext], str]:
     metric = f"bottleneck_sidecar_pressure_{kind}_seconds_total"
     return _sc_rate(metric, f"resource={quote(resource)}")
 
+
+INTERNAL_UNAME = "_node_uname"  # which node-exporter instance is which node, per step
 
 G = Group
 CATALOG: tuple[Entry, ...] = (
@@ -206,10 +219,11 @@ CATALOG: tuple[Entry, ...] = (
     Entry("cpu_limit_cores", G.KSM, _cpu_limit),
     Entry(INTERNAL_ON_NODE, G.KSM, _on_node),
     # node-exporter on the pods' nodes
-    Entry("node_cpus", G.NODE, _node_cpus),
-    Entry(INTERNAL_CPU_MODES, G.NODE, _node_cpu_modes),  # node_cpu_{busy,iowait,system}_frac
-    Entry("node_disk_read_bps", G.NODE, _node_agg("sum", "node_disk_read_bytes_total")),
-    Entry("node_disk_reads_ps", G.NODE, _node_agg("sum", "node_disk_reads_completed_total")),
+    Entry(INTERNAL_UNAME, G.NODE, _node_uname),  # join mode only: instance -> node
+    Entry("node_cpus", G.NODE, _node_cpus, "sum"),
+    Entry(INTERNAL_CPU_MODES, G.NODE, _node_cpu_modes, "sum"),  # node_cpu_{busy,iowait,system}_frac
+    Entry("node_disk_read_bps", G.NODE, _node_agg("sum", "node_disk_read_bytes_total"), "sum"),
+    Entry("node_disk_reads_ps", G.NODE, _node_agg("sum", "node_disk_reads_completed_total"), "sum"),
     Entry("node_disk_busy_frac", G.NODE, _node_agg("max", "node_disk_io_time_seconds_total")),
     Entry("node_mem_avail_frac", G.NODE, _node_mem_avail),
     Entry("node_swap_used_frac", G.NODE, _node_swap),
@@ -218,11 +232,13 @@ CATALOG: tuple[Entry, ...] = (
         "node_net_rx_bps",
         G.NODE,
         _node_agg("sum", "node_network_receive_bytes_total", f"device!~{quote(VIRTUAL_NICS)}"),
+        "sum",
     ),
     Entry(
         "node_net_tx_bps",
         G.NODE,
         _node_agg("sum", "node_network_transmit_bytes_total", f"device!~{quote(VIRTUAL_NICS)}"),
+        "sum",
     ),
     Entry("node_psi_cpu_some", G.NODE, _node_agg("max", "node_pressure_cpu_waiting_seconds_total")),
     Entry("node_psi_io_some", G.NODE, _node_agg("max", "node_pressure_io_waiting_seconds_total")),
@@ -244,6 +260,7 @@ CATALOG: tuple[Entry, ...] = (
 )
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in CATALOG}
+MERGE: dict[str, str] = {e.name: e.merge for e in CATALOG if e.group is Group.NODE}
 
 
 def entries_of(group: Group) -> tuple[Entry, ...]:

@@ -113,26 +113,43 @@ def interval_query(groups: Iterable[Group], ctx: QueryContext, start: float, end
 
 
 NODE_HINT = "_node_hint"  # bn_group value of the pod -> node fallbacks
+LOOKBACK_DELTA = 300.0  # Prometheus's default --query.lookback-delta (Thanos and Mimir use the same)
 INSTANCES = "_instances"  # bn_group value of the node -> node-exporter instance map
 
 
-def instances_query(ctx: QueryContext, start: float, end: float) -> str:
+def instances_query(ctx: QueryContext, start: float, end: float, unplaced: QueryContext | None = None) -> str:
     """node-exporter instances of the pass's nodes (join mode), as an instant query at ``end``.
 
     Filtering node-exporter series by these instances keeps a large cluster's other nodes (their
-    CPUs x modes series above all) out of every node query.
+    CPUs x modes series above all) out of every node query. The window reaches one lookback delta
+    (Prometheus's default, 5 minutes) before ``start``, as far back as the node queries' own
+    ``node_uname_info`` join sees at the first step.
 
     Args:
-        ctx: selectors of the pass (its ``nodes``).
+        ctx: selectors of the pass (its ``nodes``, from kube_pod_info).
         start: window start.
         end: window end, the evaluation time.
+        unplaced: selectors of the pods kube_pod_info does not place (their ``pods``), or None.
+            Their nodes are only known from the collector's ``node`` and dcgm-exporter's host
+            labels, which this same query reads to find those nodes' instances as well.
 
     Returns:
         PromQL tagged ``bn_group="_instances"`` carrying instance and nodename.
     """
-    w = duration(max(end - start, 1.0))
+    w = duration(max(end - start, 1.0) + LOOKBACK_DELTA)
     uname = sel("node_uname_info", f"nodename=~{quote(ctx.nodes)}")
-    return tag(f"max by (instance, nodename) (last_over_time({uname}[{w}]))", GROUP_LABEL, INSTANCES)
+    parts = [f"max by (instance, nodename) (last_over_time({uname}[{w}]))"]
+    if unplaced is not None:
+        host = unplaced.dcgm_hostname_label
+        sidecar = f"max by (node) (last_over_time({unplaced.podsel('bottleneck_sidecar_info')}[{w}]))"
+        dcgm = f"max by ({host}) (last_over_time({unplaced.dcgmsel('DCGM_FI_DEV_FB_USED')}[{w}]))"
+        hosts = (
+            f'label_replace({sidecar}, "nodename", "$1", "node", "(.+)") or '
+            f'label_replace({dcgm}, "nodename", "$1", {quote(host)}, "(.+)")'
+        )
+        # Every node's uname series is read here (one value per node): cheap next to a range query.
+        parts.append(f"max by (instance, nodename) (last_over_time(node_uname_info[{w}]) and on (nodename) ({hosts}))")
+    return tag(" or ".join(parts), GROUP_LABEL, INSTANCES)
 
 
 def node_hint_query(ctx: QueryContext, start: float, end: float) -> str:

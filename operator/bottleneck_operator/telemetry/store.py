@@ -11,9 +11,13 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import alignment as al
+from bottleneck_operator.telemetry import catalog as cat
 from bottleneck_operator.telemetry import selectors as sq
+from bottleneck_operator.telemetry.matrix import Matrix
 
 PodKey = tuple[str, str]  # (namespace, pod)
 JobKey = tuple[str, str]  # (namespace, job)
@@ -68,6 +72,13 @@ class Store:
     failures: list[str] = field(default_factory=list)
     prefix_jobs: set[JobKey] = field(default_factory=set)  # Jobs whose pods came from signal series alone
     hints: dict[PodKey, str] = field(default_factory=dict)  # pod -> node from the collector/dcgm labels
+    # node-exporter series by instance and node_uname_info's (instance, node, presence) rows, until
+    # nodes.attach_instances files them under their nodes (join mode: no node label configured)
+    instance_signals: dict[str, dict[str, list[al.Chunk]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    uname: list[tuple[str, str, al.Chunk]] = field(default_factory=list)
+    grids: dict[tuple[int, int], al.IntArray] = field(default_factory=dict)
 
 
 def store_hint(labels: dict[str, str], settings: Settings, store: Store) -> None:
@@ -80,13 +91,6 @@ def store_hint(labels: dict[str, str], settings: Settings, store: Store) -> None
         node = labels.get("node", "")
         if node:
             store.hints[(labels.get("namespace", ""), labels.get("pod", ""))] = node
-
-
-def pod_of(store: Store, jobs: set[JobKey], key: PodKey) -> Pod:
-    for ns, job in jobs:
-        if ns == key[0] and key[1] in store.pods.get((ns, job), {}):
-            return store.pods[(ns, job)][key[1]]
-    return Pod()
 
 
 def discover(result: list[dict[str, object]], jobs: set[JobKey], step: float, store: Store) -> set[JobKey]:
@@ -119,20 +123,30 @@ def discover(result: list[dict[str, object]], jobs: set[JobKey], step: float, st
 def store_group(
     group: sq.Group,
     entry: str,
-    result: list[dict[str, object]],
+    answer: Matrix,
     settings: Settings,
     ctx: sq.QueryContext,
-    step: float,
     store: Store,
 ) -> None:
-    for row in result:
-        labels = labels_of(row)
+    """File one signal query's answer: each series becomes a chunk (a view of its matrix row)."""
+    # One index array per grid, shared by every answer on it (chunks of a segment line up by identity).
+    idx = store.grids.get((answer.first, answer.columns))
+    if idx is None:
+        idx = store.grids.setdefault(
+            (answer.first, answer.columns), np.arange(answer.first, answer.first + answer.columns, dtype=np.int64)
+        )
+    for i, labels in enumerate(answer.labels):
         name = entry
-        chunk = al.parse_values(values_of(row), step)
+        chunk = al.Chunk(idx, answer.row(i))
         if group is sq.Group.NODE:
             if name == sq.INTERNAL_CPU_MODES:
                 name = MODE_PREFIX + labels.get("mode", "")
-            store.node_signals[labels.get(ctx.node_key, "")][name].append(chunk)
+            if ctx.node_label:
+                store.node_signals[labels.get(ctx.node_label, "")][name].append(chunk)
+            elif name == cat.INTERNAL_UNAME:
+                store.uname.append((labels.get("instance", ""), labels.get("nodename", ""), chunk))
+            else:
+                store.instance_signals[labels.get("instance", "")][name].append(chunk)
         elif name == sq.INTERNAL_ON_NODE:
             store.on_node[labels.get("node", "")][(labels.get("namespace", ""), labels.get("pod", ""))].append(chunk)
         elif name == sq.INTERNAL_UNMAPPED:

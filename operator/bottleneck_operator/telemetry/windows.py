@@ -6,10 +6,13 @@ One pass over N Jobs (per time segment, normally one):
 2. one instant query: each pod's scrape interval per exporter (it sets rate() ranges and gauge
    windows), the nodes' node-exporter instances, and where pods unknown to kube_pod_info ran;
 3. one range query per catalog entry (see :mod:`.catalog`), each selecting every pod or node of
-   the pass through one escaped regex alternation, run a few at a time.
+   the pass through one escaped regex alternation (node-exporter's series by the nodes' instances),
+   run a few at a time; each answer is decoded straight into a float matrix (:mod:`.matrix`) and
+   filed as soon as it arrives.
 
-The answers are split per Job and pod in Python (:mod:`.store`, :mod:`.assembly`) and cut onto the
-Job's own grid of timestamps (:mod:`.alignment`).
+The answers are split per Job and pod in Python (:mod:`.store`, :mod:`.assembly`), node-exporter's
+instances attached to their nodes (:mod:`.nodes`), and cut onto the Job's own grid of timestamps
+(:mod:`.alignment`).
 """
 
 from __future__ import annotations
@@ -34,12 +37,14 @@ from bottleneck_operator.telemetry import selectors as sq
 from bottleneck_operator.telemetry.assembly import assemble
 from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.errors import InvalidWindow, PrometheusUnavailable, QueryFailed
+from bottleneck_operator.telemetry.matrix import Matrix
 from bottleneck_operator.telemetry.names import (
     escape_regex,
     regex_alternation,
     validate_k8s_name,
     validate_label_name,
 )
+from bottleneck_operator.telemetry.nodes import attach_instances
 from bottleneck_operator.telemetry.store import (
     JobKey,
     PodKey,
@@ -47,7 +52,6 @@ from bottleneck_operator.telemetry.store import (
     WindowRequest,
     discover,
     labels_of,
-    pod_of,
     store_group,
     store_hint,
     to_float,
@@ -129,7 +133,11 @@ def _fetch_segment(
     )
     missing = sorted(jobs - found)
     store.prefix_jobs.update(missing)
-    pod_keys = {(ns, p) for ns, job in jobs for p in store.pods.get((ns, job), {})}
+    placed = {(ns, p): info for ns, job in jobs for p, info in store.pods.get((ns, job), {}).items()}
+    pod_keys = set(placed)
+    # Pods kube_pod_info does not place on a node, and Jobs it does not know at all (name prefixes):
+    # their nodes come from the collector's and dcgm-exporter's labels (the hints below).
+    unplaced_pods = sorted(p for (_, p), info in placed.items() if not info.node)
     prefix_alts = [escape_regex(j) + "-.+" for _, j in missing]
     ksm_nodes = {p.node for key in jobs for p in store.pods.get(key, {}).values() if p.node}
     base = sq.QueryContext(
@@ -147,8 +155,13 @@ def _fetch_segment(
     #    and where pods ran by the collector's/dcgm-exporter's labels, for pods kube_pod_info misses
     estimates: dict[sq.Group, dict[object, float]] = defaultdict(dict)
     phase2 = disc.interval_query(estimate_groups, base, t0, t1, step) + " or " + disc.node_hint_query(base, t0, t1)
-    if ksm_nodes and not settings.node_exporter_node_label:
-        phase2 += " or " + disc.instances_query(base, t0, t1)
+    if not settings.node_exporter_node_label and (ksm_nodes or unplaced_pods or prefix_alts):
+        unplaced = (
+            dataclasses.replace(base, pods=_alternation(unplaced_pods, prefix_alts))
+            if unplaced_pods or prefix_alts
+            else None
+        )
+        phase2 += " or " + disc.instances_query(base, t0, t1, unplaced)
     instances: dict[str, set[str]] = defaultdict(set)
     for row in client.query(phase2, t1):
         labels = labels_of(row)
@@ -167,16 +180,18 @@ def _fetch_segment(
         estimates[group][key] = value
         store.intervals[group][key] = value
 
-    unplaced = [k for k in pod_keys if not pod_of(store, jobs, k).node] + [
-        k for k in store.hints if k[0] in {ns for ns, _ in jobs} and k not in pod_keys
-    ]
-    nodes = ksm_nodes | {store.hints[k] for k in unplaced if k in store.hints}
-    # Filter node-exporter series by instance only when every node's instance is known.
-    known = all(instances.get(n) for n in nodes)
+    namespaces_of_pass = {ns for ns, _ in jobs}
+    hinted = [k for k in store.hints if k[0] in namespaces_of_pass and (k not in placed or not placed[k].node)]
+    nodes = ksm_nodes | {store.hints[k] for k in hinted}
+    # In join mode a node-exporter series counts only through node_uname_info, so the instances
+    # that node_uname_info names for the pass's nodes are all a node query can use: filtering by
+    # them changes no answer and keeps the cluster's other nodes out of every node query.
+    # (A node with no node_uname_info in the window has no node signals either way.)
+    join_mode = not settings.node_exporter_node_label
     base = dataclasses.replace(
         base,
         nodes=regex_alternation(nodes),
-        instances=regex_alternation(i for n in nodes for i in instances[n]) if known and nodes else "",
+        instances=regex_alternation(i for n in nodes for i in instances.get(n, ())) if join_mode and nodes else "",
     )
     groups = [g for g in _GROUP_ORDER if g is not sq.Group.NODE or nodes]
 
@@ -186,9 +201,13 @@ def _fetch_segment(
     node_keyed = (sq.INTERNAL_UNMAPPED, sq.INTERNAL_ON_NODE)
     tasks: list[tuple[sq.Group, cat.Entry, str]] = []
     for group in groups:
-        contexts = _bucket_contexts(group, base, estimates[group], pod_keys, nodes, prefix_alts, step)
+        contexts = _bucket_contexts(group, base, estimates[group], pod_keys, nodes, prefix_alts, step, instances)
         for entry in cat.entries_of(group):
             if entry.name in node_keyed and not nodes:
+                continue
+            if entry.name == cat.INTERNAL_UNAME:
+                if not settings.node_exporter_node_label:
+                    tasks.append((group, entry, entry.build(base)))
                 continue
             # node-keyed entries select by node, not by pod: the first bucket's query covers them
             chosen = contexts[:1] if entry.name in node_keyed else contexts
@@ -197,27 +216,28 @@ def _fetch_segment(
 
     abort = threading.Event()  # set on the first unreachable/timeout error: the rest is skipped
 
-    def run(task: tuple[sq.Group, cat.Entry, str]) -> list[dict[str, object]] | QueryFailed | None:
+    def run(task: tuple[sq.Group, cat.Entry, str]) -> Matrix | QueryFailed | None:
         if abort.is_set():
             return None
         try:
-            return client.query_range(task[2], t0, t1, step)
+            return client.query_range_matrix(task[2], t0, t1, step)
         except QueryFailed as exc:  # one failing query leaves the other signals usable
             return exc
         except PrometheusUnavailable:
             abort.set()
             raise
 
+    # Answers are filed as they arrive (in task order), so only the few in flight are held whole.
     with ThreadPoolExecutor(max_workers=_CONCURRENCY) as pool:
-        answers = list(pool.map(run, tasks))
-    for (group, entry, _), answer in zip(tasks, answers, strict=True):
-        if answer is None:
-            continue
-        if isinstance(answer, QueryFailed):
-            log.warning("the %s query failed: %s", entry.name, answer)
-            store.failures.append(f"{entry.name} unavailable: {answer}")
-            continue
-        store_group(group, entry.name, answer, settings, base, step, store)
+        for (group, entry, _), answer in zip(tasks, pool.map(run, tasks), strict=True):
+            if answer is None:
+                continue
+            if isinstance(answer, QueryFailed):
+                log.warning("the %s query failed: %s", entry.name, answer)
+                store.failures.append(f"{entry.name} unavailable: {answer}")
+                continue
+            store_group(group, entry.name, answer, settings, base, store)
+    attach_instances(store)
 
 
 def _alternation(literals: Sequence[str], patterns: Sequence[str] = ()) -> str:
@@ -242,6 +262,7 @@ def _bucket_contexts(
     nodes: set[str],
     prefix_alts: list[str],
     step: float,
+    instances: dict[str, set[str]],
 ) -> list[sq.QueryContext]:
     """One context per scrape interval (rounded to the second) among the group's pods or nodes.
 
@@ -262,6 +283,11 @@ def _bucket_contexts(
         windows = {group: sq.gauge_window(step, si)}
         if group is sq.Group.NODE:
             ctx = dataclasses.replace(base, nodes=regex_alternation(str(m) for m in members))
+            if base.instances:
+                # Series are selected (and answered) by instance: each bucket takes its own nodes'.
+                ctx = dataclasses.replace(
+                    ctx, instances=regex_alternation(i for m in members for i in instances.get(str(m), ()))
+                )
         else:
             names = sorted({str(m[1]) for m in members if isinstance(m, tuple)})
             ctx = dataclasses.replace(base, pods=_alternation(names, prefix_alts if si is None else ()))

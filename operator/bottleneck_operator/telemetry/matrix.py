@@ -1,0 +1,129 @@
+"""Range answers decoded straight onto the step grid, without holding Prometheus's JSON as Python objects.
+
+A pass over a thousand Jobs reads millions of samples. Decoded the usual way, every sample
+becomes a ``[timestamp, "value"]`` list of Python objects (about 150 bytes each), and all of a
+pass's answers at once weigh hundreds of MB. Here each series is taken apart the moment the JSON
+decoder has built it (an ``object_hook``), its samples are converted to numpy in batches, and the
+answer ends as one dense float64 matrix: 8 bytes per grid point.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+
+from bottleneck_operator.analysis.window import FloatArray
+
+Float2D = np.ndarray[tuple[int, int], np.dtype[np.float64]]
+
+_FLUSH = 1 << 13  # samples converted to numpy at a time: bounds the Python objects alive at once
+_SERIES = object()  # what a decoded series is replaced by in the JSON tree
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A range answer on the query's step grid.
+
+    Attributes:
+        labels: each series' labels, in answer order.
+        first: grid index (``time / step``) of column 0.
+        values: (series, columns) samples; NaN where a series has no sample.
+    """
+
+    labels: list[dict[str, str]]
+    first: int
+    values: Float2D
+
+    @property
+    def columns(self) -> int:
+        return int(self.values.shape[1])
+
+    def row(self, i: int) -> FloatArray:
+        """Series ``i`` on the grid (a view)."""
+        return cast(FloatArray, self.values[i])
+
+
+class _Decoder:
+    """Collects the series of one answer while ``json.loads`` builds it."""
+
+    def __init__(self, first: int, columns: int, step: float) -> None:
+        self.first, self.columns, self.step = first, columns, step
+        self.labels: list[dict[str, str]] = []
+        self._rows: list[int] = []
+        self._times: list[Any] = []
+        self._values: list[Any] = []
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def hook(self, obj: dict[str, Any]) -> Any:
+        values = obj.get("values")
+        metric = obj.get("metric")
+        if not (isinstance(values, list) and isinstance(metric, dict)):
+            return obj
+        row = len(self.labels)
+        self.labels.append({str(k): str(v) for k, v in metric.items()})
+        if values:
+            times, samples = zip(*values, strict=True)
+            self._times.extend(times)
+            self._values.extend(samples)
+            self._rows.extend([row] * len(times))
+            if len(self._times) >= _FLUSH:
+                self._flush()
+        return _SERIES
+
+    def _flush(self) -> None:
+        if not self._times:
+            return
+        n = len(self._times)
+        times = np.fromiter(self._times, dtype=np.float64, count=n)
+        # float() reads Prometheus's "NaN", "+Inf" and "-Inf" as well as numbers.
+        values = np.fromiter(map(float, self._values), dtype=np.float64, count=n)
+        rows = np.fromiter(self._rows, dtype=np.int64, count=n)
+        self._parts.append((rows, np.rint(times / self.step).astype(np.int64) - self.first, values))
+        self._rows, self._times, self._values = [], [], []
+
+    def matrix(self) -> Matrix:
+        self._flush()
+        out = np.full((len(self.labels), self.columns), np.nan, dtype=np.float64)
+        for rows, cols, values in self._parts:
+            keep = (cols >= 0) & (cols < self.columns)
+            out[rows[keep], cols[keep]] = values[keep]
+        self._parts = []
+        return Matrix(labels=self.labels, first=self.first, values=out)
+
+
+def grid(start: float, end: float, step: float) -> tuple[int, int]:
+    """(grid index of ``start``, number of evaluation steps) of a range query."""
+    first = round(start / step)
+    return first, max(0, round(end / step) - first + 1)
+
+
+def decode_matrix(body: bytes | str, start: float, end: float, step: float) -> Matrix:
+    """Decode a ``/api/v1/query_range`` response body.
+
+    Args:
+        body: the HTTP body.
+        start / end / step: the query's range (they define the grid).
+
+    Returns:
+        The answer as a matrix.
+
+    Raises:
+        ValueError, TypeError, KeyError: the body is not a successful Prometheus matrix answer
+            (malformed JSON included: ``json.JSONDecodeError`` is a ValueError).
+    """
+    first, columns = grid(start, end, step)
+    if not math.isfinite(step) or step <= 0:
+        raise ValueError(f"invalid step {step}")
+    decoder = _Decoder(first, columns, step)
+    doc = json.loads(body, object_hook=decoder.hook)
+    if not isinstance(doc, dict) or doc.get("status") != "success":
+        raise ValueError("not a successful Prometheus answer")
+    data = doc["data"]
+    result = data["result"] if isinstance(data, dict) else None
+    if not isinstance(result, list) or any(item is not _SERIES for item in result):
+        raise ValueError("the answer has no matrix result")
+    return decoder.matrix()
