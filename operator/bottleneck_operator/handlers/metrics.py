@@ -42,6 +42,13 @@ class OperatorMetrics:
             ["bottleneck"],
             registry=self.registry,
         )
+        self.wasted_gpu_seconds = Counter(
+            "bottleneck_operator_wasted_gpu_seconds_total",
+            "GPU-seconds of running profiled Jobs spent idle, (1 - GPU activity) x GPUs x time between passes, "
+            "by the Job's verdict: what each bottleneck costs the cluster.",
+            ["bottleneck"],
+            registry=self.registry,
+        )
         self.errors = Counter(
             "bottleneck_operator_errors_total",
             "Errors by where they happened (prometheus, kubernetes, analysis).",
@@ -53,6 +60,7 @@ class OperatorMetrics:
         )
         for cls in Bottleneck:
             self.verdicts.labels(cls.value)
+            self.wasted_gpu_seconds.labels(cls.value)
         for kind in ("prometheus", "kubernetes", "analysis"):
             self.errors.labels(kind)
         self._runner: web.AppRunner | None = None

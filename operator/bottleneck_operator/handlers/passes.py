@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.handlers import retention
 from bottleneck_operator.handlers.jobs import ensure_report
+from bottleneck_operator.handlers.metrics import OperatorMetrics
 from bottleneck_operator.handlers.reports_api import ReportNotFound, ReportsApiError
 from bottleneck_operator.handlers.state import AnalyzerLike, OperatorState, TrackedJob, logger
 from bottleneck_operator.handlers.status import (
@@ -182,6 +183,8 @@ async def _analyse(
             counted: Counter[str] = Counter(new.get("bottleneck") or "Unknown" for _, new in updates)
             for label, n in counted.items():
                 state.metrics.verdicts.labels(label).inc(n)
+            if phase == "Running":
+                count_idle_gpu_time(state.metrics, [new for _, new in updates], state.settings.interval)
             verdicts += counted
             if writing is not None:
                 await writing
@@ -193,6 +196,21 @@ async def _analyse(
             writing.cancel()
         raise
     return verdicts
+
+
+def count_idle_gpu_time(metrics: OperatorMetrics, statuses: Sequence[Mapping[str, Any]], seconds: float) -> None:
+    """Charge each running Job's idle GPU time over one interval to its current verdict.
+
+    The dashboard's "wasted GPU-hours by bottleneck" reads this counter: (1 - mean GPU activity) x
+    GPUs x the time one pass stands for. Jobs without a GPU activity figure are not charged.
+    """
+    for status in statuses:
+        active = status.get("gpuActive")
+        gpus = (status.get("dataQuality") or {}).get("gpus")
+        if active is None or not gpus:
+            continue
+        idle = max(0.0, 1.0 - float(active)) * float(gpus) * seconds
+        metrics.wasted_gpu_seconds.labels(status.get("bottleneck") or "Unknown").inc(idle)
 
 
 class _Unavailable(Exception):
