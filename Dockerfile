@@ -46,6 +46,7 @@ LABEL org.opencontainers.image.title="bottleneck-operator" \
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
+    MALLOC_ARENA_MAX=2 \
     HOME=/tmp
 
 COPY --from=build /opt/venv /opt/venv

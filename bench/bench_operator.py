@@ -99,7 +99,9 @@ def main() -> None:
                     cluster.create(JOBS, j.namespace, job_body(j.namespace, j.name, start=j.start))
                 kubeconfig = cluster.write_kubeconfig(workdir / "kubeconfig")
                 metrics_port = free_port()
-                env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+                # MALLOC_ARENA_MAX as the image sets it: glibc's per-thread arenas otherwise keep the
+                # analysis thread's freed memory (measured here: 314 MB peak without, 287 MB with).
+                env = {**os.environ, "KUBECONFIG": str(kubeconfig), "MALLOC_ARENA_MAX": "2"}
                 log_path = workdir / "operator.log"
                 cmd = [
                     sys.executable, "-m", "bottleneck_operator", "run", "--prometheus-url", prom.url,
