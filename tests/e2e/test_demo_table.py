@@ -22,7 +22,7 @@ def test_details_compare_verdicts_with_the_simulated_truth() -> None:
             "a",
             "IO",
             evidence=[
-                {"signal": "gpu_active", "message": "GPUs were active 30 % of the time."},
+                {"signal": "sm_active", "message": "GPUs were active 30 % of the time."},
                 {"signal": "node_psi_io_some", "message": "Tasks waited on I/O 62 % of the time."},
             ],
             recommendations=[{"action": "Cache the dataset on local NVMe."}],

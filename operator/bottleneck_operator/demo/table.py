@@ -61,12 +61,16 @@ def format_table(reports: Sequence[dict[str, Any]], now: float | None = None) ->
     return "\n".join("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)
 
 
+# The signals the "GPUs were active x % of the time" summary is drawn from (the best one available).
+_ACTIVITY_SIGNALS = frozenset({"gpu_active", "sm_active", "gr_engine_active", "gpu_util"})
+
+
 def _evidence_line(status: dict[str, Any]) -> str | None:
     """The evidence item most specific to the verdict: the first one past the GPU-activity summary when present."""
     evidence = status.get("evidence") or []
     if not evidence:
         return None
-    specific = [e for e in evidence if not str(e.get("signal", "")).startswith(("gpu_active", "gpu_util"))]
+    specific = [e for e in evidence if e.get("signal") not in _ACTIVITY_SIGNALS]
     return str((specific or evidence)[0].get("message", "")).rstrip(".")
 
 
