@@ -73,6 +73,27 @@ class Analyzer:
     def model_version(self) -> str:
         return self.model.version
 
+    def classify(self, windows: Sequence[JobWindow], *, with_details: bool = True) -> list[Verdict]:
+        """Verdicts for windows already fetched, under this analyzer's model and thresholds.
+
+        Args:
+            windows: the job windows.
+            with_details: also build evidence, recommendations and headroom.
+
+        Returns:
+            One verdict per window, in order.
+        """
+        s = self.settings
+        return analyze_windows(
+            windows,
+            self.model,
+            abstain_threshold=s.abstain_threshold,
+            min_coverage=s.min_coverage,
+            min_window=s.min_window,
+            secondary_margin=s.secondary_margin,
+            with_details=with_details,
+        )
+
     def analyze_jobs(self, requests: Sequence[JobRequest], *, phase: Phase = "Running") -> list[JobResult]:
         """One verdict per request, from one batched fetch.
 
@@ -94,15 +115,7 @@ class Analyzer:
         found = [windows.get((r.namespace, r.job)) for r in requests]
         present = [(r, w) for r, w in zip(requests, found, strict=True)]
         filled = [w if w is not None else _empty_window(r) for r, w in present]
-        s = self.settings
-        verdicts = analyze_windows(
-            filled,
-            self.model,
-            abstain_threshold=s.abstain_threshold,
-            min_coverage=s.min_coverage,
-            min_window=s.min_window,
-            secondary_margin=s.secondary_margin,
-        )
+        verdicts = self.classify(filled)
         results = [
             JobResult(request=r, window=w, verdict=v, status=status_from_verdict(v, fw, phase=phase))
             for (r, w), fw, v in zip(present, filled, verdicts, strict=True)

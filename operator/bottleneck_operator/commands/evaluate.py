@@ -182,7 +182,7 @@ def run_evaluation(
                 for b in range(0, len(requests), BATCH):
                     results.extend(analyzer.analyze_jobs(requests[b : b + BATCH], phase="Completed"))
                 queries += analyzer.queries_issued
-            without_sidecar.extend(_without_sidecar(results[len(without_sidecar) :], model, settings))
+            without_sidecar.extend(_without_sidecar(results[len(without_sidecar) :], analyzer))
             shutil.rmtree(base, ignore_errors=True)
             jobs.extend(batch)
             say(
@@ -194,7 +194,7 @@ def run_evaluation(
     return report
 
 
-def _without_sidecar(results: Sequence[Any], model: Any, settings: Any) -> list[str | None]:
+def _without_sidecar(results: Sequence[Any], analyzer: Any) -> list[str | None]:
     """The verdicts of the same Prometheus windows with the collector's signals taken out.
 
     This is the same job seen from a cluster without the sidecar, so comparing the two isolates what
@@ -202,7 +202,6 @@ def _without_sidecar(results: Sequence[Any], model: Any, settings: Any) -> list[
     """
     import dataclasses
 
-    from bottleneck_operator.analysis.classify import analyze_windows
     from bottleneck_operator.analysis.signals import Family, signals_of
 
     dropped = set(signals_of(Family.SIDECAR))
@@ -217,15 +216,7 @@ def _without_sidecar(results: Sequence[Any], model: Any, settings: Any) -> list[
         quality = dataclasses.replace(w.quality, families=w.quality.families - {Family.SIDECAR})
         stripped.append(dataclasses.replace(w, pods=pods, quality=quality))
         where.append(i)
-    verdicts = analyze_windows(
-        stripped,
-        model,
-        abstain_threshold=settings.abstain_threshold,
-        min_coverage=settings.min_coverage,
-        min_window=settings.min_window,
-        secondary_margin=settings.secondary_margin,
-        with_details=False,
-    )
+    verdicts = analyzer.classify(stripped, with_details=False)
     out: list[str | None] = [None] * len(results)
     for i, v in zip(where, verdicts, strict=True):
         out[i] = v.bottleneck.value
