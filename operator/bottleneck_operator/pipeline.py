@@ -20,9 +20,11 @@ from bottleneck_operator.analysis.window import JobWindow
 from bottleneck_operator.reports import Phase, ReportStatus, status_from_verdict
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry.client import PrometheusClient
+from bottleneck_operator.telemetry.intervals import IntervalCache
 from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows
 
 JobRequest = WindowRequest
+CLASSIFY_CHUNK = 64  # windows classified at once
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,8 @@ class Analyzer:
         self.settings = settings
         self.model = model if model is not None else load_model(settings.model_path)
         self.client = client if client is not None else PrometheusClient(settings)
+        # Scrape intervals do not change between passes: each pod is estimated once, then reused.
+        self.intervals = IntervalCache()
 
     @property
     def queries_issued(self) -> int:
@@ -84,15 +88,20 @@ class Analyzer:
             One verdict per window, in order.
         """
         s = self.settings
-        return analyze_windows(
-            windows,
-            self.model,
-            abstain_threshold=s.abstain_threshold,
-            min_coverage=s.min_coverage,
-            min_window=s.min_window,
-            secondary_margin=s.secondary_margin,
-            with_details=with_details,
-        )
+        verdicts: list[Verdict] = []
+        # In chunks: the feature arrays of a chunk (every pod's signals, twice over for the per-pod
+        # verdicts) are its peak memory, and a chunk is already large enough to vectorise well.
+        for i in range(0, len(windows), CLASSIFY_CHUNK):
+            verdicts += analyze_windows(
+                windows[i : i + CLASSIFY_CHUNK],
+                self.model,
+                abstain_threshold=s.abstain_threshold,
+                min_coverage=s.min_coverage,
+                min_window=s.min_window,
+                secondary_margin=s.secondary_margin,
+                with_details=with_details,
+            )
+        return verdicts
 
     def analyze_jobs(self, requests: Sequence[JobRequest], *, phase: Phase = "Running") -> list[JobResult]:
         """One verdict per request, from one batched fetch.
@@ -111,7 +120,7 @@ class Analyzer:
             return []
         started = time.perf_counter()
         queries_before = self.queries_issued
-        windows = fetch_windows(self.client, list(requests), self.settings)
+        windows = fetch_windows(self.client, list(requests), self.settings, intervals=self.intervals)
         found = [windows.get((r.namespace, r.job)) for r in requests]
         present = [(r, w) for r, w in zip(requests, found, strict=True)]
         filled = [w if w is not None else _empty_window(r) for r, w in present]

@@ -133,6 +133,19 @@ def test_headers_auth_and_rotating_token(bad_server: Any, tmp_path: Path) -> Non
     assert bad_server.headers("ok")["Authorization"] == "Bearer second"
 
 
+@pytest.mark.parametrize("compression", [False, True])
+def test_answers_are_compressed_only_when_asked(bad_server: Any, compression: bool) -> None:
+    client = _client(bad_server.url("ok"), prometheus_compression=compression)
+    expected = "gzip" if compression else "identity"
+    for call in (
+        lambda: client.query("up", T0),
+        lambda: client.query_range("up" + " or up" * 1000, T0, T0 + 60, 30),
+        lambda: client.query_range_matrix("up", T0, T0 + 60, 30),
+    ):
+        call()
+        assert bad_server.headers("ok")["Accept-Encoding"] == expected
+
+
 def test_basic_auth(bad_server: Any) -> None:
     client = _client(bad_server.url("ok"), prometheus_username="alice", prometheus_password="pw")
     client.query("up", T0)

@@ -191,3 +191,45 @@ def test_sampling_rules_match_prometheus_on_edge_cases(start_prometheus: Any) ->
             theirs = _on_grid(answer.get(name, []), at)
             np.testing.assert_array_equal(ours, theirs, err_msg=f"{name} {seconds}")
     assert compared > 1000
+
+
+class _RecordingClient(PrometheusClient):
+    """A real client that remembers the instant queries it sent (answers untouched)."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.instant: list[str] = []
+
+    def query(self, promql: str, at: float) -> Any:
+        self.instant.append(promql)
+        return super().query(promql, at)
+
+
+def test_kept_scrape_intervals_change_no_window(sim_dataset: Any) -> None:
+    """A second pass reusing the first one's interval estimates probes less and reads the same windows."""
+    from bottleneck_operator.telemetry.intervals import IntervalCache
+
+    settings = Settings(prometheus_url=sim_dataset.prom.url, step=STEP)
+    client = _RecordingClient(settings)
+    reqs = [
+        WindowRequest(j.namespace, j.name, math.ceil(j.start / STEP) * STEP, math.floor(j.end / STEP) * STEP)
+        for j in sim_dataset.jobs
+    ]
+    cache = IntervalCache()
+    first = fetch_windows(client, reqs, settings, intervals=cache)
+    assert len(cache) > 0
+    # Pods kube-state-metrics places on a node (their Jobs ran long enough) are probed once only.
+    placed = [p.pod for j in sim_dataset.jobs if j.params.env.ksm for p in first[(j.namespace, j.name)].pods]
+    assert placed
+    assert all(any(pod in q for q in client.instant) for pod in placed)
+    client.instant.clear()
+    second = fetch_windows(client, reqs, settings, intervals=cache)
+    assert not [pod for pod in placed if any(pod in q for q in client.instant)]
+    for key, a in first.items():
+        b = second[key]
+        assert [p.pod for p in a.pods] == [p.pod for p in b.pods]
+        assert a.quality.scrape_interval == b.quality.scrape_interval, key
+        for pa, pb in zip(a.pods, b.pods, strict=True):
+            assert set(pa.signals) == set(pb.signals), key
+            for name, values in pa.signals.items():
+                np.testing.assert_array_equal(values, pb.signals[name], err_msg=f"{key} {name}")

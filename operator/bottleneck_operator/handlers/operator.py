@@ -19,7 +19,7 @@ import kopf
 
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.handlers.jobs import PROFILE_ANNOTATION, ensure_report, observe
-from bottleneck_operator.handlers.passes import run_loop
+from bottleneck_operator.handlers.passes import freeze_long_lived, run_loop
 from bottleneck_operator.handlers.reports_api import ReportsApi, ReportsApiError
 from bottleneck_operator.handlers.state import AnalyzerLike, Clock, OperatorState
 from bottleneck_operator.handlers.state import logger as log
@@ -87,6 +87,11 @@ def register_handlers(
         kopf_settings.posting.level = logging.INFO
         kopf_settings.watching.server_timeout = 300
         kopf_settings.networking.request_timeout = 60
+        # At start-up every Job in the cluster arrives at once, each with a worker of its own: a
+        # bounded number at a time (workers of quiet objects such as Jobs exit soon) keeps the
+        # operator's memory from spiking with the cluster's size.
+        kopf_settings.queueing.worker_limit = 100
+        kopf_settings.queueing.idle_timeout = 0.5
         if configure_kopf is not None:
             configure_kopf(kopf_settings)
         log.info("bottleneck-operator settings: %s", json.dumps(operator_settings.effective(), sort_keys=True))
@@ -97,6 +102,7 @@ def register_handlers(
         except BottleneckError as exc:
             await api.close()
             raise kopf.PermanentError(f"cannot start the analysis: {exc}") from exc
+        freeze_long_lived()
         await state.metrics.serve(operator_settings.metrics_port)
         state.loop_task = asyncio.create_task(run_loop(state), name="bottleneck analysis loop")
         memo.state = state

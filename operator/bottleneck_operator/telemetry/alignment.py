@@ -8,7 +8,7 @@ queries (and several segments of one long window) line up by index alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,6 +122,64 @@ def scatter(chunks: Iterable[Chunk], lo: int, hi: int) -> FloatArray:
             continue
         keep = (c.idx >= lo) & (c.idx <= hi)
         out[c.idx[keep] - lo] = c.val[keep]
+    return out
+
+
+def take(chunks: Sequence[Chunk], lo: int, hi: int) -> FloatArray | None:
+    """Like :func:`scatter`, but None when the result has no finite value.
+
+    The usual case, one dense chunk covering lo..hi (a signal answer on the segment's grid), is a
+    slice copy: assembling a pass calls this for every signal of every pod.
+    """
+    if len(chunks) == 1 and hi >= lo:
+        c = chunks[0]
+        if _dense(c):
+            first, last = int(c.idx[0]), int(c.idx[-1])
+            if first <= lo and last >= hi:
+                part = c.val[lo - first : hi - first + 1]
+                return part.copy() if np.isfinite(part).any() else None
+    out = scatter(chunks, lo, hi)
+    return out if np.isfinite(out).any() else None
+
+
+def take_many(
+    named: Iterable[tuple[str, Sequence[Chunk]]], lo: int, hi: int, grids: Mapping[int, int]
+) -> dict[str, FloatArray]:
+    """:func:`take` for many series at once: name -> values on lo..hi, series without a finite value left out.
+
+    Args:
+        named: (name, chunks) pairs.
+        lo: first index.
+        hi: last index.
+        grids: ``id()`` of index arrays known to be consecutive runs -> their first index (a pass's
+            segment grids, which every signal answer shares). A series that is one chunk on such a
+            grid, covering lo..hi, is one row of a single copy made for all of them, instead of a
+            copy and a check each: assembling a pass does this for every pod.
+
+    Returns:
+        The values of each name (rows of one array where they could be taken together).
+    """
+    out: dict[str, FloatArray] = {}
+    names: list[str] = []
+    rows: list[FloatArray] = []
+    width = hi - lo + 1
+    for name, chunks in named:
+        if len(chunks) == 1 and width > 0:
+            c = chunks[0]
+            first = grids.get(id(c.idx))
+            if first is not None and first <= lo and first + len(c.idx) > hi:
+                names.append(name)
+                rows.append(c.val[lo - first : hi - first + 1])
+                continue
+        values = take(chunks, lo, hi)
+        if values is not None:
+            out[name] = values
+    if rows:
+        block = np.array(rows, dtype=np.float64)
+        kept = np.isfinite(block).any(axis=1).astype(bool).tolist()
+        for name, row, keep in zip(names, block, kept, strict=True):
+            if keep:
+                out[name] = row
     return out
 
 

@@ -40,8 +40,9 @@ def assemble(req: WindowRequest, bounds: tuple[int, int], step: float, store: St
         notes.append("pods found by the '<job>-' name prefix: kube_pod_info has no owner labels for them")
 
     job_pods = {(req.namespace, p) for p in members}
+    grids = {id(g): int(g[0]) for g in store.grids.values() if len(g)}
     pods = tuple(
-        _pod_window(req.namespace, pod, members[pod], job_pods, lo, hi, store, notes) for pod in sorted(members)
+        _pod_window(req.namespace, pod, members[pod], job_pods, lo, hi, store, grids, notes) for pod in sorted(members)
     )
     if not pods:
         notes.append("no pods of this Job in the window")
@@ -76,22 +77,19 @@ def _pod_window(
     lo: int,
     hi: int,
     store: Store,
+    grids: dict[int, int],
     notes: list[str],
 ) -> PodWindow:
-    signals: dict[str, FloatArray] = {}
-    for name, chunks in store.pod_signals.get((ns, pod), {}).items():
-        if name in cat.ENTRIES and al.present(chunks, lo, hi):
-            signals[name] = al.scatter(chunks, lo, hi)
+    own = store.pod_signals.get((ns, pod), {})
+    signals = al.take_many(((n, c) for n, c in own.items() if n in cat.ENTRIES), lo, hi, grids)
     co_located = 0
     if not info.node and (ns, pod) in store.hints:
         info = Pod(node=store.hints[(ns, pod)], presence=info.presence, by_prefix=info.by_prefix)
         notes.append("node taken from the collector's or dcgm-exporter's labels (no kube_pod_info node)")
     if info.node:
         node_signals = store.node_signals.get(info.node, {})
-        for name, chunks in node_signals.items():
-            if name in SIGNALS and al.present(chunks, lo, hi):
-                signals[name] = al.scatter(chunks, lo, hi)
-        signals.update(_cpu_shares(node_signals, lo, hi))
+        signals.update(al.take_many(((n, c) for n, c in node_signals.items() if n in SIGNALS), lo, hi, grids))
+        signals.update(_cpu_shares(node_signals, lo, hi, grids))
         if not any(SIGNALS[n].family in (Family.NODE, Family.NODE_PSI) for n in signals):
             notes.append(
                 f"no node-exporter series for node {info.node} (node_uname_info join or node_exporter_node_label)"
@@ -109,13 +107,12 @@ def _pod_window(
     )
 
 
-def _cpu_shares(node_signals: dict[str, list[al.Chunk]], lo: int, hi: int) -> dict[str, FloatArray]:
+def _cpu_shares(
+    node_signals: dict[str, list[al.Chunk]], lo: int, hi: int, grids: dict[int, int]
+) -> dict[str, FloatArray]:
     """node_cpu_{busy,iowait,system}_frac from the per-mode CPU rates: shares of all modes' time."""
-    modes = {
-        name.removeprefix(MODE_PREFIX): al.scatter(chunks, lo, hi)
-        for name, chunks in node_signals.items()
-        if name.startswith(MODE_PREFIX) and al.present(chunks, lo, hi)
-    }
+    per_mode = ((n.removeprefix(MODE_PREFIX), c) for n, c in node_signals.items() if n.startswith(MODE_PREFIX))
+    modes = al.take_many(per_mode, lo, hi, grids)
     if not modes:
         return {}
     stacked = np.vstack(list(modes.values()))

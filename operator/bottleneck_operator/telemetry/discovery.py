@@ -68,6 +68,18 @@ def _interval_probe(group: Group, c: QueryContext) -> tuple[str, str]:
     return sel("node_uname_info", f"nodename=~{quote(c.nodes)}"), "nodename"
 
 
+def probe_windows(start: float, end: float, step: float) -> tuple[int, float, float]:
+    """How :func:`interval_query` cuts a window: (sub-windows, their spacing, their length), seconds.
+
+    Sub-windows are at most 10 minutes long and end every ``spacing`` seconds back from ``end``; the
+    first one is ``(end - length, end]``.
+    """
+    span = max(end - start, step)
+    k = max(1, min(3, int(span // (8 * step))))
+    spacing = round(span / k, 3)
+    return k, spacing, min(spacing, 600.0)
+
+
 def interval_query(groups: Iterable[Group], ctx: QueryContext, start: float, end: float, step: float) -> str:
     """Seconds between samples per pod (per node for node-exporter), as an instant query at ``end``.
 
@@ -87,11 +99,7 @@ def interval_query(groups: Iterable[Group], ctx: QueryContext, start: float, end
     Returns:
         PromQL whose series carry ``bn_group`` and the group's pod (or node) labels.
     """
-    span = max(end - start, step)
-    k = max(1, min(3, int(span // (8 * step))))
-    spacing = round(span / k, 3)
-    # Sub-windows at most 10 minutes long, ending every `spacing` seconds back from `end`.
-    sub = min(spacing, 600.0)
+    k, spacing, sub = probe_windows(start, end, step)
     w_open = duration(sub - 0.001)  # (lo, end]: a sample exactly at lo is the one "before"
     parts = []
     for g in groups:

@@ -64,7 +64,7 @@ class _Decoder:
         if not (isinstance(values, list) and isinstance(metric, dict)):
             return obj
         row = len(self.labels)
-        self.labels.append({str(k): str(v) for k, v in metric.items()})
+        self.labels.append(metric)  # the API's label names and values are JSON strings
         if values:
             times, samples = zip(*values, strict=True)
             self._times.extend(times)

@@ -34,6 +34,7 @@ def attach_instances(store: Store) -> None:
         if not signals or not len(presence.idx):
             continue
         paired = np.isfinite(presence.val)
+        always = bool(paired.all())  # the usual case: the instance is the node's for the whole segment
         lo, hi = int(presence.idx[0]), int(presence.idx[-1])
         for name, chunks in signals.items():
             for chunk in chunks:
@@ -41,7 +42,7 @@ def attach_instances(store: Store) -> None:
                 # they are; scatter() lines up anything else.
                 same = chunk.idx is presence.idx or np.array_equal(chunk.idx, presence.idx)
                 values = chunk.val if same else al.scatter([chunk], lo, hi)
-                parts[(node, name)].append(np.where(paired, values, np.nan))
+                parts[(node, name)].append(values if always else np.where(paired, values, np.nan))
                 grids[(node, name)] = presence
     for (node, name), rows in parts.items():
         how = "sum" if name.startswith(MODE_PREFIX) else cat.MERGE.get(name, "max")

@@ -4,7 +4,8 @@ One pass over N Jobs (per time segment, normally one):
 
 1. ``kube_pod_info`` of all Jobs at once (owner labels, else the ``<job>-`` name prefix): pods, nodes;
 2. one instant query: each pod's scrape interval per exporter (it sets rate() ranges and gauge
-   windows), the nodes' node-exporter instances, and where pods unknown to kube_pod_info ran;
+   windows; estimates kept from earlier passes are reused, see :mod:`.intervals`), the nodes'
+   node-exporter instances, and where pods kube_pod_info does not place ran;
 3. one range query per catalog entry (see :mod:`.catalog`), each selecting every pod or node of
    the pass through one escaped regex alternation (node-exporter's series by the nodes' instances),
    run a few at a time; each answer is decoded straight into a float matrix (:mod:`.matrix`) and
@@ -37,6 +38,7 @@ from bottleneck_operator.telemetry import selectors as sq
 from bottleneck_operator.telemetry.assembly import assemble
 from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.errors import InvalidWindow, PrometheusUnavailable, QueryFailed
+from bottleneck_operator.telemetry.intervals import IntervalCache
 from bottleneck_operator.telemetry.matrix import Matrix
 from bottleneck_operator.telemetry.names import (
     escape_regex,
@@ -47,6 +49,7 @@ from bottleneck_operator.telemetry.names import (
 from bottleneck_operator.telemetry.nodes import attach_instances
 from bottleneck_operator.telemetry.store import (
     JobKey,
+    Pod,
     PodKey,
     Store,
     WindowRequest,
@@ -82,7 +85,11 @@ def _validate(requests: Sequence[WindowRequest], settings: Settings) -> None:
 
 
 def fetch_windows(
-    client: PrometheusClient, requests: Sequence[WindowRequest], settings: Settings
+    client: PrometheusClient,
+    requests: Sequence[WindowRequest],
+    settings: Settings,
+    *,
+    intervals: IntervalCache | None = None,
 ) -> dict[JobKey, JobWindow]:
     """Fetch the windows of many Jobs with a number of queries that does not depend on their number.
 
@@ -90,6 +97,8 @@ def fetch_windows(
         client: the Prometheus client.
         requests: the Jobs and windows; names are validated before any query is built.
         settings: step and label-mapping settings.
+        intervals: scrape-interval estimates kept between calls (the operator's passes): pods and
+            nodes found there are not probed again. None: every call estimates afresh.
 
     Returns:
         (namespace, job) -> JobWindow. A Job without pods or data gets a window with no pods.
@@ -109,7 +118,7 @@ def fetch_windows(
             r for r in requests if bounds[r][0] <= seg[1] and bounds[r][1] >= seg[0] and bounds[r][1] >= bounds[r][0]
         ]
         if active:
-            _fetch_segment(client, settings, seg, active, store)
+            _fetch_segment(client, settings, seg, active, store, intervals)
     return {(r.namespace, r.job): assemble(r, bounds[r], step, store) for r in requests}
 
 
@@ -117,7 +126,12 @@ def fetch_windows(
 
 
 def _fetch_segment(
-    client: PrometheusClient, settings: Settings, seg: tuple[int, int], active: list[WindowRequest], store: Store
+    client: PrometheusClient,
+    settings: Settings,
+    seg: tuple[int, int],
+    active: list[WindowRequest],
+    store: Store,
+    cache: IntervalCache | None,
 ) -> None:
     step = settings.step
     t0, t1 = seg[0] * step, seg[1] * step
@@ -154,16 +168,21 @@ def _fetch_segment(
     # 2. scrape intervals, per pod (per node for node-exporter), which set each bucket's ranges;
     #    and where pods ran by the collector's/dcgm-exporter's labels, for pods kube_pod_info misses
     estimates: dict[sq.Group, dict[object, float]] = defaultdict(dict)
-    phase2 = disc.interval_query(estimate_groups, base, t0, t1, step) + " or " + disc.node_hint_query(base, t0, t1)
-    if not settings.node_exporter_node_label and (ksm_nodes or unplaced_pods or prefix_alts):
-        unplaced = (
-            dataclasses.replace(base, pods=_alternation(unplaced_pods, prefix_alts))
-            if unplaced_pods or prefix_alts
-            else None
-        )
-        phase2 += " or " + disc.instances_query(base, t0, t1, unplaced)
+    probes = _unknown_intervals(cache, estimate_groups, base, pod_keys, ksm_nodes, prefix_alts, estimates, store)
+    unplaced = (
+        dataclasses.replace(base, pods=_alternation(unplaced_pods, prefix_alts))
+        if unplaced_pods or prefix_alts
+        else None
+    )
+    parts = [disc.interval_query([group], ctx, t0, t1, step) for group, ctx, _ in probes]
+    if unplaced is not None:
+        # Hints only matter for pods kube_pod_info does not place: reading dcgm-exporter's series
+        # over the whole window for every pod would cost Prometheus more than any signal query.
+        parts.append(disc.node_hint_query(unplaced, t0, t1))
+    if not settings.node_exporter_node_label and (ksm_nodes or unplaced is not None):
+        parts.append(disc.instances_query(base, t0, t1, unplaced))
     instances: dict[str, set[str]] = defaultdict(set)
-    for row in client.query(phase2, t1):
+    for row in client.query(" or ".join(parts), t1) if parts else []:
         labels = labels_of(row)
         value = to_float(row.get("value", [0, "NaN"])[1])  # type: ignore[index]
         name = labels.get(sq.GROUP_LABEL, "")
@@ -179,6 +198,8 @@ def _fetch_segment(
         key = _unit_key(group, labels, settings, base)
         estimates[group][key] = value
         store.intervals[group][key] = value
+    if cache is not None:
+        _keep_intervals(cache, probes, placed, estimates, t1 - disc.probe_windows(t0, t1, step)[2], step)
 
     namespaces_of_pass = {ns for ns, _ in jobs}
     hinted = [k for k in store.hints if k[0] in namespaces_of_pass and (k not in placed or not placed[k].node)]
@@ -240,6 +261,86 @@ def _fetch_segment(
     attach_instances(store)
 
 
+_Probe = tuple[sq.Group, sq.QueryContext, list[object]]
+
+
+def _unknown_intervals(
+    cache: IntervalCache | None,
+    groups: Sequence[sq.Group],
+    base: sq.QueryContext,
+    pod_keys: set[PodKey],
+    nodes: set[str],
+    prefix_alts: list[str],
+    estimates: dict[sq.Group, dict[object, float]],
+    store: Store,
+) -> list[_Probe]:
+    """Take kept estimates from the cache; return what still has to be probed, per group.
+
+    Each probe is (group, its selectors narrowed to the units without a kept estimate, those units).
+    Pods known only by a name prefix are always probed (they have no name to keep an estimate under).
+    """
+    probes: list[_Probe] = []
+    for group in groups:
+        units: list[object] = list(sorted(nodes) if group is sq.Group.NODE else sorted(pod_keys))
+        unknown: list[object] = []
+        for unit in units:
+            kept = cache.get(group, unit) if cache is not None else None
+            if kept is None:
+                unknown.append(unit)
+            elif kept > 0:
+                estimates[group][unit] = kept
+                store.intervals[group][unit] = kept
+        if group is sq.Group.NODE:
+            if unknown:
+                probes.append((group, dataclasses.replace(base, nodes=regex_alternation(map(str, unknown))), unknown))
+            continue
+        names = sorted({str(u[1]) for u in unknown if isinstance(u, tuple)})
+        if names:
+            probes.append((group, dataclasses.replace(base, pods=_alternation(names)), unknown))
+        if prefix_alts:  # apart from the names, as in _bucket_contexts
+            probes.append((group, dataclasses.replace(base, pods=_alternation([], prefix_alts)), []))
+    return probes
+
+
+def _keep_intervals(
+    cache: IntervalCache,
+    probes: Sequence[_Probe],
+    placed: dict[PodKey, Pod],
+    estimates: dict[sq.Group, dict[object, float]],
+    probe_start: float,
+    step: float,
+) -> None:
+    """Keep the estimates that saw whole intervals (see :mod:`.intervals`).
+
+    The first probe sub-window starts at ``probe_start``; an estimate is exact when the unit's series
+    had a sample before it, which holds when kube_pod_info shows the pod (for a node: one of its
+    pods) two of the unit's own intervals earlier. Units without kube_pod_info are not kept.
+    """
+    on_node: dict[object, list[Pod]] = defaultdict(list)
+    for info in placed.values():
+        if info.node:
+            on_node[info.node].append(info)
+    for group, _, units in probes:
+        found = estimates[group]
+        if group is sq.Group.NODE:
+            for node in units:
+                seconds = found.get(node, 0.0)
+                if any(_existed(info, probe_start, seconds, step) for info in on_node.get(node, ())):
+                    cache.put(group, node, seconds)
+            continue
+        for unit in units:
+            info = placed.get(unit)  # type: ignore[call-overload]
+            seconds = found.get(unit, 0.0)
+            if info is not None and _existed(info, probe_start, seconds, step):
+                cache.put(group, unit, seconds)
+
+
+def _existed(info: Pod, probe_start: float, seconds: float, step: float) -> bool:
+    before = probe_start - 2 * (seconds if seconds > 0 else sq.DEFAULT_SCRAPE_INTERVAL)
+    i = math.floor(before / step)
+    return al.present(info.presence, i, i)
+
+
 def _alternation(literals: Sequence[str], patterns: Sequence[str] = ()) -> str:
     """Escaped literals plus ready-made regex patterns, as one alternation (never empty)."""
     alts = [escape_regex(v) for v in literals] + list(patterns)
@@ -288,10 +389,17 @@ def _bucket_contexts(
                 ctx = dataclasses.replace(
                     ctx, instances=regex_alternation(i for m in members for i in instances.get(str(m), ()))
                 )
-        else:
-            names = sorted({str(m[1]) for m in members if isinstance(m, tuple)})
-            ctx = dataclasses.replace(base, pods=_alternation(names, prefix_alts if si is None else ()))
-        out.append(dataclasses.replace(ctx, rate_ranges=ranges, gauge_windows=windows))
+            out.append(dataclasses.replace(ctx, rate_ranges=ranges, gauge_windows=windows))
+            continue
+        names = sorted({str(m[1]) for m in members if isinstance(m, tuple)})
+        if names or not (si is None and prefix_alts):
+            ctx = dataclasses.replace(base, pods=_alternation(names))
+            out.append(dataclasses.replace(ctx, rate_ranges=ranges, gauge_windows=windows))
+        if si is None and prefix_alts:
+            # Name prefixes in a selector of their own: Prometheus matches a pure list of names as a
+            # set, but a regex mixing names and prefixes against every pod name it knows.
+            ctx = dataclasses.replace(base, pods=_alternation([], prefix_alts))
+            out.append(dataclasses.replace(ctx, rate_ranges=ranges, gauge_windows=windows))
     return out or [base]
 
 
