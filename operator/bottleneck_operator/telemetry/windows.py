@@ -294,12 +294,25 @@ def _unknown_intervals(
             if unknown:
                 probes.append((group, dataclasses.replace(base, nodes=regex_alternation(map(str, unknown))), unknown))
             continue
-        names = sorted({str(u[1]) for u in unknown if isinstance(u, tuple)})
-        if names:
-            probes.append((group, dataclasses.replace(base, pods=_alternation(names)), unknown))
-        if prefix_alts:  # apart from the names, as in _bucket_contexts
-            probes.append((group, dataclasses.replace(base, pods=_alternation([], prefix_alts)), []))
+        by_name, by_prefix = _pod_selections(
+            base, sorted({str(u[1]) for u in unknown if isinstance(u, tuple)}), prefix_alts
+        )
+        probes += [(group, by_name, unknown)] if by_name else []
+        probes += [(group, by_prefix, [])] if by_prefix else []
     return probes
+
+
+def _pod_selections(
+    base: sq.QueryContext, names: Sequence[str], prefixes: Sequence[str]
+) -> tuple[sq.QueryContext | None, sq.QueryContext | None]:
+    """Contexts selecting pods by name and by ``<job>-`` prefix (None where there is nothing to select).
+
+    Each kind gets a selector of its own: Prometheus matches a pure list of names as a set, but runs
+    a regex mixing names and prefixes against every pod name it knows.
+    """
+    by_name = dataclasses.replace(base, pods=_alternation(names)) if names else None
+    by_prefix = dataclasses.replace(base, pods=_alternation([], prefixes)) if prefixes else None
+    return by_name, by_prefix
 
 
 def _keep_intervals(
@@ -392,14 +405,9 @@ def _bucket_contexts(
             out.append(dataclasses.replace(ctx, rate_ranges=ranges, gauge_windows=windows))
             continue
         names = sorted({str(m[1]) for m in members if isinstance(m, tuple)})
-        if names or not (si is None and prefix_alts):
-            ctx = dataclasses.replace(base, pods=_alternation(names))
-            out.append(dataclasses.replace(ctx, rate_ranges=ranges, gauge_windows=windows))
-        if si is None and prefix_alts:
-            # Name prefixes in a selector of their own: Prometheus matches a pure list of names as a
-            # set, but a regex mixing names and prefixes against every pod name it knows.
-            ctx = dataclasses.replace(base, pods=_alternation([], prefix_alts))
-            out.append(dataclasses.replace(ctx, rate_ranges=ranges, gauge_windows=windows))
+        for selection in _pod_selections(base, names, prefix_alts if si is None else ()):
+            if selection is not None:
+                out.append(dataclasses.replace(selection, rate_ranges=ranges, gauge_windows=windows))
     return out or [base]
 
 
