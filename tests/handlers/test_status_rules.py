@@ -107,3 +107,20 @@ def test_job_phases() -> None:
     assert job_phase(job_status(start=T, end=T + 60)) == ("Completed", T, T + 60)
     assert job_phase(job_status(start=T, end=T + 60, failed=True)) == ("Failed", T, T + 60)
     assert job_phase({"startTime": rfc3339(T), "completionTime": rfc3339(T + 5)}) == ("Completed", T, T + 5)
+
+
+def test_tracked_status_is_kept_compact_and_handed_out_as_copies() -> None:
+    from bottleneck_operator.handlers.state import TrackedJob
+
+    job = TrackedJob(namespace="ml", name="train", uid="u1")
+    assert job.status is None
+    status = {"bottleneck": "IO", "confidence": 0.91, "timeline": [{"start": "a", "end": "b", "confidence": 0.5}]}
+    job.status = status
+    assert job.status == status
+    copy = job.status
+    assert copy is not None
+    copy["bottleneck"] = "GPU"  # a caller's copy, not the cache
+    assert job.status == status
+    assert isinstance(job._status, bytes) and len(job._status) < 120
+    job.status = None
+    assert job.status is None
