@@ -231,7 +231,7 @@ class PrometheusClient:
         def attempt() -> Result:
             if use_library and via_library is not None:
                 return cast(Result, self._checked(endpoint, via_library))
-            return cast(Result, self._checked(endpoint, lambda: self._post(endpoint, params, headers)))
+            return cast(Result, self._checked(endpoint, lambda: self._result(endpoint, params, headers)))
 
         return self._with_retries(endpoint, attempt)
 
@@ -250,17 +250,9 @@ class PrometheusClient:
             raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
         return response.content
 
-    def _post(self, endpoint: str, params: dict[str, str], headers: dict[str, str]) -> Any:
-        response = self._session.post(
-            f"{self.base_url}/api/v1/{endpoint}",
-            data=params,
-            headers=headers,
-            auth=self._prom.auth,
-            timeout=self.settings.prometheus_timeout,
-        )
-        if response.status_code != 200:
-            raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
-        body = response.json()
+    def _result(self, endpoint: str, params: dict[str, str], headers: dict[str, str]) -> Any:
+        """One request through :meth:`_send`; returns the answer's ``data.result``."""
+        body = json.loads(self._send(endpoint, params, headers))
         if not isinstance(body, dict) or body.get("status") != "success":
             raise ValueError("not a successful Prometheus answer")
         return body["data"]["result"]
@@ -283,7 +275,7 @@ class PrometheusClient:
             raise _Retryable(
                 _chain(PrometheusUnavailable(f"cannot connect to Prometheus at {where}: {_short(exc)}"), exc)
             ) from exc
-        except requests.exceptions.JSONDecodeError as exc:
+        except json.JSONDecodeError as exc:  # requests' own JSONDecodeError is one too
             raise QueryFailed(f"Prometheus at {where} answered with malformed JSON: {exc}") from exc
         except PrometheusApiClientException as exc:
             status, detail = _parse_status(str(exc))
