@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -55,12 +54,16 @@ def test_default_window_is_the_jobs_lifetime_and_table_output(
     sim_dataset: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = _clear_jobs(sim_dataset)[0]
-    lookback = str(time.time() - sim_dataset.start + 86400)  # the fixture's data sits at a fixed past date
-    code, out, err = _run(
-        capsys,
-        "--prometheus-url", sim_dataset.prom.url, "--namespace", job.namespace, "--job", job.name,
-        "--lookback", lookback,
-    )  # fmt: skip
+    # The search runs back from the explicit --end (never the calendar) over a look-back of 400 days,
+    # far coarser than the 15-minute Job: it is found all the same, from its first sample.
+    search_end = rfc3339(job.end)
+    common = ["--prometheus-url", sim_dataset.prom.url, "--namespace", job.namespace, "--job", job.name]
+    code, out, err = _run(capsys, *common, "--end", search_end, "--lookback", str(400 * 86400), "--output", "json")
+    assert code == 0, err
+    window = json.loads(out)["window"]
+    # the window starts on the analysis grid (30 s) at the Job's first sample
+    assert window["seconds"] == pytest.approx(job.end - job.start, abs=30)
+    code, out, err = _run(capsys, *common, "--end", search_end, "--lookback", str(400 * 86400))
     assert code == 0, err
     assert f"Job {job.namespace}/{job.name}" in out
     assert "bottleneck" in out and "Evidence" in out and "Recommendations" in out

@@ -86,8 +86,8 @@ def _no_data_status(namespace: str, job: str, start: float, end: float, reason: 
 def main(args: argparse.Namespace) -> int:
     from bottleneck_operator.pipeline import Analyzer, JobRequest
     from bottleneck_operator.telemetry.client import PrometheusClient
+    from bottleneck_operator.telemetry.lifetime import job_lifetime
     from bottleneck_operator.telemetry.names import validate_k8s_name
-    from bottleneck_operator.telemetry.windows import job_lifetime
 
     settings = settings_from_args(args, step=args.step)
     namespace = validate_k8s_name("namespace", args.namespace)
@@ -105,13 +105,6 @@ def main(args: argparse.Namespace) -> int:
         # With only --end given, the Job's lifetime is searched back from it.
         search_end = end if end is not None else now
         lifetime = job_lifetime(client, namespace, job, lookback=args.lookback, now=search_end)
-        if lifetime is not None and args.lookback > 2 * 86400:
-            # A long lookback is searched at a coarse resolution: look again around what was found.
-            pad = args.lookback / 200
-            span = lifetime[1] - lifetime[0] + 2 * pad
-            lifetime = (
-                job_lifetime(client, namespace, job, lookback=span, now=min(search_end, lifetime[1] + pad)) or lifetime
-            )
         if lifetime is None:
             days = args.lookback / 86400
             reason = f"no pods of Job {namespace}/{job} found in Prometheus (kube_pod_info, last {days:.3g} days)"

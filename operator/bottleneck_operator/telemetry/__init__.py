@@ -1,7 +1,7 @@
 """Prometheus access: the query catalog, batching, label escaping and the data layer's own errors.
 
 Public entry points: :class:`~.client.PrometheusClient`, :func:`~.windows.fetch_windows`,
-:class:`~.windows.WindowRequest`, :func:`~.windows.job_lifetime`, and :mod:`.errors`.
+:class:`~.windows.WindowRequest`, :func:`~.lifetime.job_lifetime`, and :mod:`.errors`.
 """
 
 from bottleneck_operator.telemetry.client import PrometheusClient
@@ -14,7 +14,8 @@ from bottleneck_operator.telemetry.errors import (
     QueryTimeout,
     TelemetryError,
 )
-from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows, job_lifetime
+from bottleneck_operator.telemetry.lifetime import job_lifetime
+from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows
 
 __all__ = [
     "InvalidName",

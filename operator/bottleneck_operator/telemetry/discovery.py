@@ -39,8 +39,11 @@ def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float) -> st
     return f"max by ({by}) (last_over_time({owned}[{w}])) or max by ({by}) (last_over_time({orphan}[{w}]))"
 
 
-def lifetime_query(namespace: str, job: str) -> str:
-    """Sample timestamps of one Job's kube_pod_info series (owner labels, else the name prefix)."""
+def lifetime_selectors(namespace: str, job: str) -> tuple[str, str]:
+    """The two selectors of one Job's kube_pod_info series: by owner labels, and by name prefix.
+
+    kube-state-metrics writes "<none>" for an ownerless pod; relabelling may drop the label (= "").
+    """
     owned = sel(
         "kube_pod_info", f"namespace={quote(namespace)}", 'created_by_kind="Job"', f"created_by_name={quote(job)}"
     )
@@ -50,7 +53,7 @@ def lifetime_query(namespace: str, job: str) -> str:
         f"pod=~{quote(regex_alternation([job], suffix='-.+'))}",
         'created_by_name=~"|<none>"',
     )
-    return f"timestamp({owned}) or timestamp({orphan})"
+    return owned, orphan
 
 
 def _interval_probe(group: Group, c: QueryContext) -> tuple[str, str]:

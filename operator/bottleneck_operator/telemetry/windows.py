@@ -22,12 +22,9 @@ import dataclasses
 import logging
 import math
 import threading
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-
-import numpy as np
 
 from bottleneck_operator.analysis.window import JobWindow
 from bottleneck_operator.settings import Settings
@@ -58,10 +55,9 @@ from bottleneck_operator.telemetry.store import (
     store_group,
     store_hint,
     to_float,
-    values_of,
 )
 
-__all__ = ["WindowRequest", "fetch_windows", "job_lifetime"]
+__all__ = ["WindowRequest", "fetch_windows"]
 
 log = logging.getLogger(__name__)
 _GROUP_ORDER = (sq.Group.DCGM, sq.Group.CADVISOR, sq.Group.KSM, sq.Group.NODE, sq.Group.SIDECAR)
@@ -409,45 +405,3 @@ def _bucket_contexts(
             if selection is not None:
                 out.append(dataclasses.replace(selection, rate_ranges=ranges, gauge_windows=windows))
     return out or [base]
-
-
-# --- lifetime -------------------------------------------------------------------------------
-
-
-def job_lifetime(
-    client: PrometheusClient,
-    namespace: str,
-    job: str,
-    *,
-    lookback: float = 7 * 86400,
-    now: float | None = None,
-) -> tuple[float, float] | None:
-    """First and last time kube_pod_info shows the Job's pods (owner labels, else the name prefix).
-
-    Args:
-        client: the Prometheus client.
-        namespace: the Job's namespace.
-        job: the Job's name.
-        lookback: how far back to search, seconds.
-        now: the search's end (default: the current time).
-
-    Returns:
-        (first, last) sample times, or None when Prometheus never saw the Job's pods.
-
-    Raises:
-        InvalidName: invalid namespace or Job name.
-        PrometheusUnavailable / QueryFailed: as for any query.
-    """
-    validate_k8s_name("namespace", namespace)
-    validate_k8s_name("job", job)
-    end = time.time() if now is None else now
-    if lookback <= 0 or not math.isfinite(lookback) or not math.isfinite(end):
-        raise InvalidWindow(f"invalid lookback {lookback} or time {end}")
-    step = max(1.0, math.ceil(lookback / (al.MAX_POINTS - 1)))
-    first, last = math.inf, -math.inf
-    for row in client.query_range(disc.lifetime_query(namespace, job), end - lookback, end, step):
-        times = al.parse_values(values_of(row), step).val
-        times = times[np.isfinite(times)]
-        if times.size:
-            first, last = min(first, float(times.min())), max(last, float(times.max()))
-    return (first, last) if math.isfinite(first) else None
