@@ -76,7 +76,7 @@ def _vm_hwm_mb(pid: int) -> float:
 
 
 def main() -> None:
-    from bottleneck_operator.analysis.verdict import CLASSES
+    from bottleneck_operator.contract.verdict import CLASSES
     from bottleneck_operator.demo.cluster import JOBS, REPORTS, LocalCluster, job_body
     from bottleneck_operator.simulation import generate_jobs
     from bottleneck_operator.simulation.localprom import LocalPrometheus, free_port

@@ -100,7 +100,7 @@ def sim_jobs() -> list[Any]:
     simulation = pytest.importorskip("bottleneck_operator.simulation")
     if not hasattr(simulation, "generate_jobs"):
         pytest.skip("the simulator (simulation.generate_jobs) is not available yet")
-    from bottleneck_operator.analysis.verdict import CLASSES
+    from bottleneck_operator.contract.verdict import CLASSES
 
     jobs: list[Any] = simulation.generate_jobs(
         SIM_SEED, 2 * len(CLASSES), start=SIM_START, duration=SIM_DURATION, classes=list(CLASSES)

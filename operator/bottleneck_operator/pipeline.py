@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from bottleneck_operator.analysis.classify import analyze_windows
 from bottleneck_operator.analysis.model import BottleneckModel, load_model
-from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck, Verdict
-from bottleneck_operator.analysis.window import JobWindow
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Verdict
+from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.reports import Phase, ReportStatus, status_from_verdict
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry.client import PrometheusClient
@@ -114,7 +114,7 @@ class Analyzer:
             Results in request order; a job without data gets an Unknown verdict with a reason.
 
         Raises:
-            PrometheusUnavailable, QueryFailed: Prometheus is down or refuses the queries.
+            PrometheusUnavailable, QueryRejected: Prometheus is down or refuses the queries.
         """
         if not requests:
             return []

@@ -12,8 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from bottleneck_operator.analysis.verdict import Verdict
-from bottleneck_operator.analysis.window import JobWindow
+from bottleneck_operator.contract.verdict import Verdict
+from bottleneck_operator.contract.window import JobWindow
 
 Phase = Literal["Pending", "Running", "Completed", "Failed"]
 ClassName = Literal["IO", "CPU", "Interconnect", "GPU", "Memory", "Unknown"]
@@ -135,7 +135,7 @@ def _round(x: float | None, digits: int = 4) -> float | None:
 
 def status_from_verdict(verdict: Verdict, window: JobWindow, *, phase: Phase = "Running") -> ReportStatus:
     """The report status for one analysed window (conditions and timeline are the operator's)."""
-    from bottleneck_operator.analysis.signals import Family
+    from bottleneck_operator.contract.signals import Family
 
     quality = window.quality
     return ReportStatus(

@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bottleneck_operator.contract.names import COLLECTOR_PERIOD, COLLECTOR_PORT
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BOTTLENECK_", extra="ignore", validate_default=True)
@@ -99,8 +101,8 @@ class Settings(BaseSettings):
     sidecar_image: str = Field(
         "ghcr.io/bottleneck-dev/bottleneck-operator:0.1.0", description="Image of the injected collector."
     )
-    sidecar_port: int = Field(9105, ge=1, le=65535, description="Port the collector serves /metrics on.")
-    sidecar_period: float = Field(5.0, gt=0, description="Seconds between the collector's readings.")
+    sidecar_port: int = Field(COLLECTOR_PORT, ge=1, le=65535, description="Port the collector serves /metrics on.")
+    sidecar_period: float = Field(COLLECTOR_PERIOD, gt=0, description="Seconds between the collector's readings.")
     sidecar_cpu_request: str = Field("10m", description="CPU request of the injected collector.")
     sidecar_cpu_limit: str = Field("50m", description="CPU limit of the injected collector.")
     sidecar_memory_request: str = Field("32Mi", description="Memory request of the injected collector.")

@@ -7,8 +7,8 @@ import pytest
 
 from bottleneck_operator.analysis.model import BottleneckModel
 from bottleneck_operator.analysis.training import build_training_set, fit_model
-from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
-from bottleneck_operator.analysis.window import FloatArray
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.window import FloatArray
 
 from .synth import make_window
 

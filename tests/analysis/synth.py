@@ -10,9 +10,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from bottleneck_operator.analysis.signals import SIGNAL_NAMES, Family, signals_of
-from bottleneck_operator.analysis.verdict import Bottleneck
-from bottleneck_operator.analysis.window import DataQuality, JobWindow, PodWindow
+from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
+from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow
 
 A100 = "NVIDIA A100-SXM4-80GB"
 GB = 1e9

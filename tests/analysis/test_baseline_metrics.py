@@ -6,8 +6,8 @@ import pytest
 
 from bottleneck_operator.analysis.baseline import rule_verdict
 from bottleneck_operator.analysis.metrics import expected_calibration_error, figures, format_confusion
-from bottleneck_operator.analysis.signals import Family
-from bottleneck_operator.analysis.verdict import Bottleneck
+from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.verdict import Bottleneck
 
 from .synth import make_window
 

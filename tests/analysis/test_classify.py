@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 
 from bottleneck_operator.analysis.classify import analyze_window, analyze_windows
-from bottleneck_operator.analysis.signals import Family
-from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
-from bottleneck_operator.analysis.window import DataQuality, JobWindow
+from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.window import DataQuality, JobWindow
 
 from .conftest import FixedModel
 from .synth import make_window

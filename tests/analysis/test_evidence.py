@@ -6,8 +6,8 @@ import pytest
 
 from bottleneck_operator.analysis.classify import analyze_window
 from bottleneck_operator.analysis.headroom import stall_range
-from bottleneck_operator.analysis.signals import Family
-from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 
 from .conftest import FixedModel
 from .synth import make_window

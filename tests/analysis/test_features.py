@@ -14,9 +14,9 @@ from bottleneck_operator.analysis.features import (
     feature_schema_hash,
     value,
 )
-from bottleneck_operator.analysis.signals import Family
-from bottleneck_operator.analysis.verdict import Bottleneck
-from bottleneck_operator.analysis.window import JobWindow
+from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.window import JobWindow
 
 from .synth import GB, make_window
 

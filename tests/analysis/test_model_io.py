@@ -21,7 +21,7 @@ from bottleneck_operator.analysis.model import (
     save_model,
     softmax,
 )
-from bottleneck_operator.analysis.verdict import CLASSES
+from bottleneck_operator.contract.verdict import CLASSES
 from bottleneck_operator.errors import ModelError
 
 from .synth import make_window

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.sampling import (
+from bottleneck_operator.contract.sampling import (
     DEFAULT_SCRAPE_INTERVAL,
     Sampler,
     counter_rate,

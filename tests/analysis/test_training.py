@@ -9,9 +9,9 @@ import pytest
 
 from bottleneck_operator.analysis.classify import analyze_windows
 from bottleneck_operator.analysis.metrics import figures
-from bottleneck_operator.analysis.signals import SIGNALS
 from bottleneck_operator.analysis.training import build_training_set, degrade, fit_model, trailing_mean
-from bottleneck_operator.analysis.verdict import Bottleneck
+from bottleneck_operator.contract.signals import SIGNALS
+from bottleneck_operator.contract.verdict import Bottleneck
 
 from .synth import make_window
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bottleneck_operator.analysis.signals import SIGNALS
+from bottleneck_operator.contract.signals import SIGNALS
 
 from ._helpers import CHART, ROOT, Manifest, find, one
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
-from bottleneck_operator.analysis.signals import Family
-from bottleneck_operator.analysis.verdict import (
+from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.verdict import (
     Bottleneck,
     CapacityNeed,
     Evidence,
@@ -21,7 +21,7 @@ from bottleneck_operator.analysis.verdict import (
     Recommendation,
     Verdict,
 )
-from bottleneck_operator.analysis.window import DataQuality, JobWindow, PodWindow
+from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow
 from bottleneck_operator.handlers.status import analysed_status, pending_status, unavailable_status
 from bottleneck_operator.reports import ClassName, Phase, ReportStatus, status_from_verdict
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from bottleneck_operator.demo.cluster import job_status
-from bottleneck_operator.handlers.jobs import annotation_verdict, job_phase
+from bottleneck_operator.handlers.jobs import job_phase
 from bottleneck_operator.handlers.status import (
     FINAL_PENDING,
     analysed_status,
@@ -83,22 +81,6 @@ def test_no_data_is_unknown_with_metrics_unavailable() -> None:
 def test_merge_patch_clears_stale_fields() -> None:
     patch = merge_patch({"phase": "Running", "reason": "old", "secondary": "CPU"}, {"phase": "Running"})
     assert patch == {"phase": "Running", "reason": None, "secondary": None}
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("true", "profile"),
-        (" True ", "profile"),
-        ("false", "ignore"),
-        (None, "ignore"),
-        ("", "ignore"),
-        ("yes please", "invalid"),
-        ("1", "invalid"),
-    ],
-)
-def test_annotation_values(value: str | None, expected: str) -> None:
-    assert annotation_verdict(value) == expected
 
 
 def test_job_phases() -> None:

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.errors import UsageError
 from bottleneck_operator.simulation import SimulatedJob, generate_jobs, in_holdout
 from bottleneck_operator.simulation.stages import AMBIGUOUS_MARGIN, label_of

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bottleneck_operator.analysis.signals import SIGNALS, Family, signals_of
-from bottleneck_operator.analysis.verdict import Bottleneck
+from bottleneck_operator.contract.signals import SIGNALS, Family, signals_of
+from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.simulation import SimulatedJob, generate_jobs
 
 START = 1_700_000_000.0

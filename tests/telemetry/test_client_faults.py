@@ -18,9 +18,8 @@ from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import (
     PrometheusClient,
     PrometheusUnavailable,
-    QueryFailed,
+    QueryRejected,
     QueryTimeout,
-    TelemetryError,
     WindowRequest,
     fetch_windows,
     job_lifetime,
@@ -48,7 +47,7 @@ def _calls(client: PrometheusClient) -> dict[str, Callable[[], object]]:
     }
 
 
-def _assert_ours(exc: BaseException, expected: type[TelemetryError]) -> None:
+def _assert_ours(exc: BaseException, expected: type[BottleneckError]) -> None:
     assert isinstance(exc, expected), repr(exc)
     assert isinstance(exc, BottleneckError)
     assert not type(exc).__module__.startswith(("requests", "prometheus_api_client", "urllib3"))
@@ -62,18 +61,18 @@ def _assert_ours(exc: BaseException, expected: type[TelemetryError]) -> None:
         ("slow", QueryTimeout),
         ("error500", PrometheusUnavailable),
         ("error503", PrometheusUnavailable),
-        ("error400", QueryFailed),
-        ("badjson", QueryFailed),
-        ("notprom", QueryFailed),
-        ("html", QueryFailed),
-        ("nowhere", QueryFailed),  # 404: not a Prometheus API at this path
+        ("error400", QueryRejected),
+        ("badjson", QueryRejected),
+        ("notprom", QueryRejected),
+        ("html", QueryRejected),
+        ("nowhere", QueryRejected),  # 404: not a Prometheus API at this path
     ],
 )
-def test_every_public_function_raises_our_error(bad_server: Any, mode: str, expected: type[TelemetryError]) -> None:
+def test_every_public_function_raises_our_error(bad_server: Any, mode: str, expected: type[BottleneckError]) -> None:
     url = bad_server.refused_url if mode == "refused" else bad_server.url(mode)
     client = _client(url)
     for name, call in _calls(client).items():
-        with pytest.raises(TelemetryError) as info:
+        with pytest.raises(BottleneckError) as info:
             call()
         _assert_ours(info.value, expected)
         assert info.value.__cause__ is not None, f"{name}: the library's exception must be the cause"
@@ -97,7 +96,7 @@ def test_5xx_is_retried_with_a_bound(bad_server: Any) -> None:
 
 def test_4xx_is_not_retried_and_carries_prometheus_error(bad_server: Any) -> None:
     before = bad_server.hits("error400")
-    with pytest.raises(QueryFailed, match="bad_data: parse error"):
+    with pytest.raises(QueryRejected, match="bad_data: parse error"):
         _client(bad_server.url("error400"), prometheus_retries=3).query("up", T0)
     assert bad_server.hits("error400") - before == 1
 

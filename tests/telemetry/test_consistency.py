@@ -2,10 +2,10 @@
 
 The simulator writes every exporter's series as OpenMetrics (promtool-backfilled into Prometheus)
 and also computes each job's signals directly (``SimulatedJob.to_window``). Agreement proves that
-the catalog's PromQL computes the signals as analysis/signals.py defines them: the right metrics,
+the catalog's PromQL computes the signals as contract/signals.py defines them: the right metrics,
 labels, joins, unit conversions and aggregations over GPUs, containers, devices and nodes.
 
-Both sides follow the sampling rules of analysis/sampling.py (the simulator computes Prometheus's
+Both sides follow the sampling rules of contract/sampling.py (the simulator computes Prometheus's
 rate() and last_over_time() itself, over the ranges the data layer asks for), so every signal must
 agree sample for sample, from the window's first timestamp on: gauges exactly, counter rates and
 their ratios to floating-point rounding (1e-9 relative), with the same gaps. The one known exception
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.sampling import counter_rate, gauge_window, last_sample
+from bottleneck_operator.contract.sampling import counter_rate, gauge_window, last_sample
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient, WindowRequest, fetch_windows
 from bottleneck_operator.telemetry import selectors as cat

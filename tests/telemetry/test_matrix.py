@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.telemetry import PrometheusClient, QueryFailed
+from bottleneck_operator.telemetry import PrometheusClient, QueryRejected
 from bottleneck_operator.telemetry.matrix import decode_matrix
 
 T0 = 1767225600.0
@@ -73,6 +73,6 @@ def test_garbage_is_rejected(body: bytes) -> None:
 @pytest.mark.parametrize("mode", ["badjson", "notprom", "html", "error400"])
 def test_client_maps_garbage_to_query_failed(bad_server: Any, mode: str) -> None:
     client = PrometheusClient(Settings(prometheus_url=bad_server.url(mode), prometheus_retries=0))
-    with pytest.raises(QueryFailed) as info:
+    with pytest.raises(QueryRejected) as info:
         client.query_range_matrix("up", T0, END, 30.0)
     assert info.value.__cause__ is not None

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from bottleneck_operator.errors import EXIT_USAGE, UsageError
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.errors import InvalidName, QueryFailed
+from bottleneck_operator.telemetry.errors import InvalidName, QueryRejected
 from bottleneck_operator.telemetry.names import (
     escape_regex,
     quote,
@@ -123,5 +123,5 @@ def test_empty_alternation_matches_nothing(client: PrometheusClient) -> None:
 @pytest.mark.prometheus
 def test_unescaped_input_would_break_the_query(client: PrometheusClient) -> None:
     # Proves the round-trip tests can fail: a raw quote in a matcher is a parse error.
-    with pytest.raises(QueryFailed, match="parse"):
+    with pytest.raises(QueryRejected, match="parse"):
         client.query('kube_pod_info{pod="a"b"}', time.time())

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.signals import Family
+from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.simulation.localprom import hostname
 from bottleneck_operator.telemetry import PrometheusClient, WindowRequest, fetch_windows

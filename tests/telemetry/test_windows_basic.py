@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.signals import SIGNALS, Family
+from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import (
     InvalidName,

@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bottleneck_operator.analysis.hardware import spec_for
-from bottleneck_operator.analysis.verdict import Bottleneck
-from bottleneck_operator.analysis.window import FloatArray, JobWindow
+from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 GPU_LOW = 0.10
 CPU_HIGH = 0.90

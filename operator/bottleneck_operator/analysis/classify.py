@@ -17,8 +17,8 @@ from bottleneck_operator.analysis.evidence import build_evidence, build_recommen
 from bottleneck_operator.analysis.features import extract_features, single_pod_windows
 from bottleneck_operator.analysis.headroom import capacity_needs, estimate_headroom
 from bottleneck_operator.analysis.summary import JobSummary, summarize
-from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck, PodVerdict, Verdict
-from bottleneck_operator.analysis.window import FloatArray, JobWindow, PodWindow
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, PodVerdict, Verdict
+from bottleneck_operator.contract.window import FloatArray, JobWindow, PodWindow
 
 
 class Classifier(Protocol):

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.analysis.summary import JobSummary, human_bytes, pct
-from bottleneck_operator.analysis.verdict import Bottleneck, Evidence, Recommendation
-from bottleneck_operator.analysis.window import FloatArray
+from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation
+from bottleneck_operator.contract.window import FloatArray
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ import numpy.typing as npt
 
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.hardware import spec_for
-from bottleneck_operator.analysis.signals import SIGNAL_NAMES
-from bottleneck_operator.analysis.window import FloatArray, JobWindow
+from bottleneck_operator.contract.signals import SIGNAL_NAMES
+from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 # --- derived per-pod series (name -> meaning). Order is the feature schema: append only.
 SERIES: tuple[str, ...] = (

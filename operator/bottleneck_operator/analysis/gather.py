@@ -14,8 +14,8 @@ import numpy as np
 import numpy.typing as npt
 
 from bottleneck_operator.analysis.hardware import spec_for
-from bottleneck_operator.analysis.signals import SIGNAL_NAMES
-from bottleneck_operator.analysis.window import FloatArray, PodWindow
+from bottleneck_operator.contract.signals import SIGNAL_NAMES
+from bottleneck_operator.contract.window import FloatArray, PodWindow
 
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.analysis.summary import JobSummary, human_bytes, pct
-from bottleneck_operator.analysis.verdict import Bottleneck, CapacityNeed, Headroom
-from bottleneck_operator.analysis.window import FloatArray
+from bottleneck_operator.contract.verdict import Bottleneck, CapacityNeed, Headroom
+from bottleneck_operator.contract.window import FloatArray
 
 MAX_SPEEDUP = 10.0
 # Tensor-pipe activity a well-tuned mixed-precision job reaches in practice (1.0 = a tensor

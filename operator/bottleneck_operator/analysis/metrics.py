@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 
 LABELS: tuple[str, ...] = tuple(c.value for c in CLASSES)
 PREDICTED: tuple[str, ...] = (*LABELS, Bottleneck.UNKNOWN.value)

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from bottleneck_operator.analysis.features import FEATURE_NAMES, feature_schema_hash
-from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
-from bottleneck_operator.analysis.window import FloatArray
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.window import FloatArray
 from bottleneck_operator.errors import ModelError
 
 MODEL_DIR = Path(__file__).resolve().parent.parent / "model"

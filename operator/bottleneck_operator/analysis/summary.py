@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bottleneck_operator.analysis.hardware import spec_for
-from bottleneck_operator.analysis.window import JobWindow, PodWindow
+from bottleneck_operator.contract.window import JobWindow, PodWindow
 
 
 def _mean(pod: PodWindow, name: str) -> float | None:

@@ -17,9 +17,9 @@ import numpy as np
 
 from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features, feature_schema_hash
 from bottleneck_operator.analysis.model import BottleneckModel, fit_temperature
-from bottleneck_operator.analysis.signals import Family, signals_of
-from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
-from bottleneck_operator.analysis.window import FloatArray, JobWindow, PodWindow
+from bottleneck_operator.contract.signals import Family, signals_of
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.window import FloatArray, JobWindow, PodWindow
 
 # Probability that a family is missing from a degraded window, roughly how often clusters lack it.
 DROP_PROBABILITY: dict[Family, float] = {

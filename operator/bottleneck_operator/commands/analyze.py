@@ -74,8 +74,8 @@ def parse_time(text: str, flag: str) -> float:
 def _no_data_status(namespace: str, job: str, start: float, end: float, reason: str) -> dict[str, Any]:
     import numpy as np
 
-    from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck, Verdict
-    from bottleneck_operator.analysis.window import JobWindow
+    from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Verdict
+    from bottleneck_operator.contract.window import JobWindow
     from bottleneck_operator.reports import status_from_verdict
 
     window = JobWindow(namespace, job, start, end, 0.0, np.empty(0), ())

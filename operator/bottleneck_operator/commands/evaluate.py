@@ -202,7 +202,7 @@ def _without_sidecar(results: Sequence[Any], analyzer: Any) -> list[str | None]:
     """
     import dataclasses
 
-    from bottleneck_operator.analysis.signals import Family, signals_of
+    from bottleneck_operator.contract.signals import Family, signals_of
 
     dropped = set(signals_of(Family.SIDECAR))
     stripped, where = [], []

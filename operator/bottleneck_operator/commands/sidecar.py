@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from bottleneck_operator.contract.names import COLLECTOR_PERIOD, COLLECTOR_PORT
 from bottleneck_operator.errors import UsageError
 
 
@@ -48,8 +49,10 @@ def main(args: argparse.Namespace) -> int:
 
     # Settings (pydantic) is not loaded here on purpose: it would add ~12 MB to a process that must
     # stay small in every profiled pod. The two variables are read the same way Settings reads them.
-    port = args.port if args.port is not None else _env_number("BOTTLENECK_SIDECAR_PORT", 9105, int)
-    period = args.period if args.period is not None else _env_number("BOTTLENECK_SIDECAR_PERIOD", 5.0, float)
+    port = args.port if args.port is not None else _env_number("BOTTLENECK_SIDECAR_PORT", COLLECTOR_PORT, int)
+    period = (
+        args.period if args.period is not None else _env_number("BOTTLENECK_SIDECAR_PERIOD", COLLECTOR_PERIOD, float)
+    )
     if not 1 <= port <= 65535:
         raise UsageError(f"--port must be within 1..65535, got {port}")
     if not period > 0:

@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _classes(text: str | None) -> list[object] | None:
-    from bottleneck_operator.analysis.verdict import CLASSES
+    from bottleneck_operator.contract.verdict import CLASSES
 
     if not text:
         return None

@@ -88,7 +88,7 @@ class _HistoryOnly(io.TextIOBase):
 
 
 def _jobs(options: DemoOptions, now: float) -> tuple[list[Any], list[Any]]:
-    from bottleneck_operator.analysis.verdict import CLASSES
+    from bottleneck_operator.contract.verdict import CLASSES
     from bottleneck_operator.simulation import generate_jobs
 
     ago = 17 * 60.0

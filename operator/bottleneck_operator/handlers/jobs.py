@@ -10,25 +10,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from bottleneck_operator.contract.annotations import Choice, parse_switch
+from bottleneck_operator.contract.names import PROFILE_ANNOTATION
 from bottleneck_operator.handlers.reports_api import ReportConflict, report_body
 from bottleneck_operator.handlers.state import OperatorState, TrackedJob
 from bottleneck_operator.handlers.status import merge_patch, needs_final, pending_status
-
-PROFILE_ANNOTATION = "bottleneck.dev/profile"
-_TRUE = "true"
-_OFF = frozenset({"false", ""})
-
-
-def annotation_verdict(value: str | None) -> str:
-    """How to treat an annotation value: "profile", "ignore" (absent or "false") or "invalid"."""
-    if value is None:
-        return "ignore"
-    v = value.strip().lower()
-    if v == _TRUE:
-        return "profile"
-    if v in _OFF:
-        return "ignore"
-    return "invalid"
 
 
 def parse_time(value: Any) -> float | None:
@@ -128,11 +114,11 @@ def observe(state: OperatorState, body: Mapping[str, Any], *, event_type: str | 
                 del state.jobs[key]
         return None
 
-    verdict = annotation_verdict(value)
-    if verdict != "profile":
+    choice = parse_switch(value)
+    if choice is not Choice.ON:
         if tracked is not None and not tracked.finished:
             del state.jobs[key]  # opted out while running: stop analysing, keep the report
-        if verdict == "invalid" and uid and state.warned.get(uid) != value:
+        if choice is Choice.INVALID and uid and state.warned.get(uid) != value:
             state.warned[uid] = value or ""
             probe = TrackedJob(namespace=namespace, name=name, uid=uid)
             state.post_event(

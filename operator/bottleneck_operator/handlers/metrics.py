@@ -10,7 +10,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from bottleneck_operator.analysis.verdict import Bottleneck
+from bottleneck_operator.contract.verdict import Bottleneck
 
 
 class OperatorMetrics:

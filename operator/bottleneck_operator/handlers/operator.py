@@ -17,8 +17,9 @@ from typing import Any
 
 import kopf
 
+from bottleneck_operator.contract.names import PROFILE_ANNOTATION
 from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.handlers.jobs import PROFILE_ANNOTATION, ensure_report, observe
+from bottleneck_operator.handlers.jobs import ensure_report, observe
 from bottleneck_operator.handlers.passes import freeze_long_lived, run_loop
 from bottleneck_operator.handlers.reports_api import ReportsApi, ReportsApiError
 from bottleneck_operator.handlers.state import AnalyzerLike, Clock, OperatorState

@@ -16,7 +16,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
 from bottleneck_operator.handlers import retention
 from bottleneck_operator.handlers.jobs import ensure_report
 from bottleneck_operator.handlers.metrics import OperatorMetrics
@@ -263,15 +263,19 @@ async def _analyse_batch(
 ) -> list[tuple[TrackedJob, dict[str, Any]]]:
     """Analyse one batch; returns the new status of each Job (not written yet)."""
     from bottleneck_operator.pipeline import JobRequest
-    from bottleneck_operator.telemetry.errors import TelemetryError
 
     now = state.clock()
     requests = [JobRequest(j.namespace, j.name, *_window(state, j, phase, now)) for j in jobs]
     try:
         results = await asyncio.to_thread(_analyse_then_trim, analyzer, requests, phase)
-    except TelemetryError as exc:
+    except Unavailable as exc:
         state.metrics.errors.labels("prometheus").inc()
         raise _Unavailable(str(exc)) from exc
+    except Rejected as exc:
+        # Prometheus refused this batch's queries: the other batches may still be answered.
+        state.metrics.errors.labels("prometheus").inc()
+        logger.error("Prometheus rejected the queries of %d job(s): %s", len(jobs), exc)
+        return []
     except BottleneckError as exc:
         state.metrics.errors.labels("analysis").inc()
         logger.error("analysis failed for %d job(s): %s", len(jobs), exc)

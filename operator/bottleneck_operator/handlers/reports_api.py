@@ -20,16 +20,19 @@ from urllib.parse import quote
 
 import aiohttp
 
+from bottleneck_operator.contract import names
+from bottleneck_operator.contract.names import (
+    API_GROUP,
+    GROUP_VERSION,
+    JOB_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    REPORT_KIND,
+    REPORT_PLURAL,
+)
 from bottleneck_operator.errors import BottleneckError
 
-GROUP = "bottleneck.dev"
-VERSION = "v1alpha1"
-PLURAL = "bottleneckreports"
-KIND = "BottleneckReport"
-API_VERSION = f"{GROUP}/{VERSION}"
-MANAGED_BY = "bottleneck-operator"
-JOB_LABEL = "bottleneck.dev/job"
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+GROUP, VERSION, PLURAL, KIND, API_VERSION = API_GROUP, names.API_VERSION, REPORT_PLURAL, REPORT_KIND, GROUP_VERSION
 
 
 class ReportsApiError(BottleneckError):

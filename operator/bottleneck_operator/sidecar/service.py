@@ -17,6 +17,7 @@ from types import FrameType
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 from prometheus_client.process_collector import ProcessCollector
 
+from bottleneck_operator.contract.names import COLLECTOR_PERIOD, COLLECTOR_PORT
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.sidecar.collector import Identity, Reader, SnapshotCollector
 from bottleneck_operator.sidecar.gpu import Nvml
@@ -28,9 +29,9 @@ log = logging.getLogger(__name__)
 class CollectorOptions:
     """How the collector runs (the ``sidecar`` command's flags)."""
 
-    port: int = 9105
+    port: int = COLLECTOR_PORT
     address: str = "0.0.0.0"
-    period: float = 5.0
+    period: float = COLLECTOR_PERIOD
     cgroup_root: Path = Path("/sys/fs/cgroup")
     proc_root: Path = Path("/proc")
     cgroup_path: Path | None = None

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from bottleneck_operator.analysis.verdict import CLASSES, Bottleneck
-from bottleneck_operator.analysis.window import JobWindow
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.errors import UsageError
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.environment import FIELDSETS

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bottleneck_operator.analysis.verdict import Bottleneck
+from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.hostside import host_state
 from bottleneck_operator.simulation.scenario import Scenario

@@ -1,7 +1,7 @@
-"""A simulated job's signals (analysis/signals.py) computed straight from its state, as PromQL would.
+"""A simulated job's signals (contract/signals.py) computed straight from its state, as PromQL would.
 
 At each window timestamp ``T`` (``start``, ``start + step``, ... up to ``end``), with the sampling
-rules of :mod:`bottleneck_operator.analysis.sampling` (the ones the data layer's queries use, with
+rules of :mod:`bottleneck_operator.contract.sampling` (the ones the data layer's queries use, with
 the scrape interval rounded to the second as the data layer's estimate is):
 
 - a gauge is its latest successful sample within ``gauge_window(step, si)`` (``last_over_time``),
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bottleneck_operator.analysis.sampling import (
+from bottleneck_operator.contract.sampling import (
     DEFAULT_SCRAPE_INTERVAL,
     Sampler,
     gauge_window,
     rate_range,
 )
-from bottleneck_operator.analysis.signals import Family
-from bottleneck_operator.analysis.window import DataQuality, JobWindow, PodWindow
+from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow
 from bottleneck_operator.simulation.exporters import dcgm_fields
 from bottleneck_operator.simulation.state import CPU_MODES, B, F
 
@@ -184,7 +184,7 @@ def _sidecar_signals(job: SimulatedJob, p: int, s: _Sampler) -> dict[str, F]:
 
 
 def _quality(job: SimulatedJob, pods: list[PodWindow], si: float) -> DataQuality:
-    from bottleneck_operator.analysis.signals import SIGNALS
+    from bottleneck_operator.contract.signals import SIGNALS
 
     families: set[Family] = set()
     coverage = []

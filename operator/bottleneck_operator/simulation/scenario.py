@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from bottleneck_operator.analysis.verdict import Bottleneck
+from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.environment import Environment, sample_environment
 from bottleneck_operator.simulation.stages import AMBIGUOUS_MARGIN, StageTimes, label_of

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bottleneck_operator.analysis.verdict import Bottleneck
+from bottleneck_operator.contract.verdict import Bottleneck
 
 # Below this margin the label is close to a coin flip: such jobs are kept apart as "ambiguous".
 AMBIGUOUS_MARGIN = 0.15

@@ -10,9 +10,8 @@ from bottleneck_operator.telemetry.errors import (
     InvalidWindow,
     NoData,
     PrometheusUnavailable,
-    QueryFailed,
+    QueryRejected,
     QueryTimeout,
-    TelemetryError,
 )
 from bottleneck_operator.telemetry.lifetime import job_lifetime
 from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows
@@ -23,9 +22,8 @@ __all__ = [
     "NoData",
     "PrometheusClient",
     "PrometheusUnavailable",
-    "QueryFailed",
+    "QueryRejected",
     "QueryTimeout",
-    "TelemetryError",
     "WindowRequest",
     "fetch_windows",
     "job_lifetime",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bottleneck_operator.analysis.window import FloatArray
+from bottleneck_operator.contract.window import FloatArray
 
 IntArray = np.ndarray[tuple[int], np.dtype[np.int64]]
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bottleneck_operator.analysis.signals import SIGNALS, Family
-from bottleneck_operator.analysis.window import DataQuality, FloatArray, JobWindow, PodWindow
+from bottleneck_operator.contract.signals import SIGNALS, Family
+from bottleneck_operator.contract.window import DataQuality, FloatArray, JobWindow, PodWindow
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
 from bottleneck_operator.telemetry import selectors as sq

@@ -1,4 +1,4 @@
-"""The query catalog: one named PromQL expression per signal of :mod:`analysis.signals`.
+"""The query catalog: one named PromQL expression per signal of :mod:`contract.signals`.
 
 Every expression selects *all* pods (or nodes) of a pass at once, through an escaped regex
 alternation, and aggregates ``by`` the labels that identify a pod (``namespace``, ``pod``) or a node;
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from bottleneck_operator.analysis.signals import SIGNALS, Family
+from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.telemetry.names import quote
 from bottleneck_operator.telemetry.selectors import (
     COLLECTOR_CONTAINER,
@@ -33,7 +33,7 @@ class Entry:
     """One named query.
 
     Attributes:
-        name: the signal (analysis/signals.py) or an internal name starting with "_".
+        name: the signal (contract/signals.py) or an internal name starting with "_".
         group: the request it travels in.
         build: the expression for a context.
         merge: how a node's instances combine ("sum" or "max"), for node-exporter entries.

@@ -28,13 +28,13 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from prometheus_api_client.prometheus_connect import PrometheusConnect
 from urllib3.util.retry import Retry
 
+from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry.errors import (
     InvalidWindow,
     PrometheusUnavailable,
-    QueryFailed,
+    QueryRejected,
     QueryTimeout,
-    TelemetryError,
 )
 from bottleneck_operator.telemetry.matrix import Matrix, decode_matrix
 
@@ -52,7 +52,7 @@ Result = list[dict[str, Any]]
 class _Retryable(Exception):
     """Internal: a failure worth another attempt; carries the error to raise if none is left."""
 
-    def __init__(self, error: TelemetryError) -> None:
+    def __init__(self, error: BottleneckError) -> None:
         super().__init__(str(error))
         self.error = error
 
@@ -119,7 +119,7 @@ class PrometheusClient:
 
         Raises:
             PrometheusUnavailable: unreachable, timed out or 5xx after the configured retries.
-            QueryFailed: rejected (4xx) or an answer that is not Prometheus JSON.
+            QueryRejected: rejected (4xx) or an answer that is not Prometheus JSON.
         """
         params = {"query": promql, "time": _fmt_time(at)}
         return self._run("query", params, lambda: self._prom.custom_query(promql, params={"time": params["time"]}))
@@ -138,7 +138,7 @@ class PrometheusClient:
 
         Raises:
             PrometheusUnavailable: unreachable, timed out or 5xx after the configured retries.
-            QueryFailed: rejected (4xx) or an answer that is not Prometheus JSON.
+            QueryRejected: rejected (4xx) or an answer that is not Prometheus JSON.
         """
         params = {"query": promql, "start": _fmt_time(start), "end": _fmt_time(end), "step": _fmt_time(step)}
 
@@ -171,7 +171,7 @@ class PrometheusClient:
 
         Raises:
             PrometheusUnavailable: unreachable, timed out or 5xx after the configured retries.
-            QueryFailed: rejected (4xx) or an answer that is not a Prometheus matrix.
+            QueryRejected: rejected (4xx) or an answer that is not a Prometheus matrix.
         """
         params = {"query": promql, "start": _fmt_time(start), "end": _fmt_time(end), "step": _fmt_time(step)}
         with self._lock:
@@ -195,7 +195,7 @@ class PrometheusClient:
 
         Raises:
             PrometheusUnavailable: it does not (the message says why).
-            QueryFailed: it answers, but not like a PromQL API.
+            QueryRejected: it answers, but not like a PromQL API.
         """
         self.query("vector(1)", time.time())
 
@@ -276,22 +276,22 @@ class PrometheusClient:
                 _chain(PrometheusUnavailable(f"cannot connect to Prometheus at {where}: {_short(exc)}"), exc)
             ) from exc
         except json.JSONDecodeError as exc:  # requests' own JSONDecodeError is one too
-            raise QueryFailed(f"Prometheus at {where} answered with malformed JSON: {exc}") from exc
+            raise QueryRejected(f"Prometheus at {where} answered with malformed JSON: {exc}") from exc
         except PrometheusApiClientException as exc:
             status, detail = _parse_status(str(exc))
-            error: TelemetryError
+            error: BottleneckError
             if status in _RETRY_STATUS:
                 error = PrometheusUnavailable(f"Prometheus at {where} answered HTTP {status}: {detail}")
                 raise _Retryable(_chain(error, exc)) from exc
             if status in (401, 403):
-                raise QueryFailed(f"Prometheus at {where} refused the credentials (HTTP {status}): {detail}") from exc
-            raise QueryFailed(f"Prometheus at {where} rejected the query (HTTP {status}): {detail}") from exc
+                raise QueryRejected(f"Prometheus at {where} refused the credentials (HTTP {status}): {detail}") from exc
+            raise QueryRejected(f"Prometheus at {where} rejected the query (HTTP {status}): {detail}") from exc
         except requests.exceptions.RequestException as exc:
             raise PrometheusUnavailable(f"request to Prometheus at {where} failed: {_short(exc)}") from exc
         except (KeyError, TypeError, ValueError) as exc:
-            raise QueryFailed(f"the answer of {where} is not a Prometheus API response ({exc!r})") from exc
+            raise QueryRejected(f"the answer of {where} is not a Prometheus API response ({exc!r})") from exc
         if not isinstance(result, expected):
-            raise QueryFailed(f"the answer of {where} has no result list")
+            raise QueryRejected(f"the answer of {where} has no result list")
         return result
 
     def _with_retries(self, endpoint: str, attempt: Callable[[], _T]) -> _T:
@@ -309,7 +309,7 @@ class PrometheusClient:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _chain(error: TelemetryError, cause: BaseException) -> TelemetryError:
+def _chain(error: BottleneckError, cause: BaseException) -> BottleneckError:
     error.__cause__ = cause
     return error
 

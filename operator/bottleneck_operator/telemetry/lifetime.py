@@ -62,7 +62,7 @@ def job_lifetime(
     Raises:
         InvalidName: invalid namespace or Job name.
         InvalidWindow: a look-back or time that is not a positive finite number.
-        PrometheusUnavailable / QueryFailed: as for any query.
+        PrometheusUnavailable / QueryRejected: as for any query.
     """
     validate_k8s_name("namespace", namespace)
     validate_k8s_name("job", job)

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from bottleneck_operator.analysis.window import FloatArray
+from bottleneck_operator.contract.window import FloatArray
 
 Float2D = np.ndarray[tuple[int, int], np.dtype[np.float64]]
 

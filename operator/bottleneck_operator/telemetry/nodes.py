@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from bottleneck_operator.analysis.window import FloatArray
+from bottleneck_operator.contract.window import FloatArray
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
 from bottleneck_operator.telemetry.store import MODE_PREFIX, Store

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-# The sampling rules belong to the window contract (analysis/sampling.py); re-exported here for
+# The sampling rules belong to the window contract (contract/sampling.py); re-exported here for
 # the data layer's modules.
-from bottleneck_operator.analysis.sampling import DEFAULT_SCRAPE_INTERVAL as DEFAULT_SCRAPE_INTERVAL
-from bottleneck_operator.analysis.sampling import gauge_window as gauge_window
-from bottleneck_operator.analysis.sampling import range_milliseconds
-from bottleneck_operator.analysis.sampling import rate_range as rate_range
+from bottleneck_operator.contract.sampling import DEFAULT_SCRAPE_INTERVAL as DEFAULT_SCRAPE_INTERVAL
+from bottleneck_operator.contract.sampling import gauge_window as gauge_window
+from bottleneck_operator.contract.sampling import range_milliseconds
+from bottleneck_operator.contract.sampling import rate_range as rate_range
 from bottleneck_operator.telemetry.names import quote
 
 GROUP_LABEL = "bn_group"  # tag of the scrape-interval estimates

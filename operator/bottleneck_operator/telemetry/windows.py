@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from bottleneck_operator.analysis.window import JobWindow
+from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
@@ -34,7 +34,7 @@ from bottleneck_operator.telemetry import discovery as disc
 from bottleneck_operator.telemetry import selectors as sq
 from bottleneck_operator.telemetry.assembly import assemble
 from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.errors import InvalidWindow, PrometheusUnavailable, QueryFailed
+from bottleneck_operator.telemetry.errors import InvalidWindow, PrometheusUnavailable, QueryRejected
 from bottleneck_operator.telemetry.intervals import IntervalCache
 from bottleneck_operator.telemetry.matrix import Matrix
 from bottleneck_operator.telemetry.names import (
@@ -103,7 +103,7 @@ def fetch_windows(
         InvalidName: a namespace/Job name or a configured label name is invalid.
         InvalidWindow: a window is not finite or ends before it starts.
         PrometheusUnavailable: Prometheus is unreachable, too slow or failing.
-        QueryFailed: the pod discovery query was rejected or answered with garbage.
+        QueryRejected: the pod discovery query was rejected or answered with garbage.
     """
     _validate(requests, settings)
     step = settings.step
@@ -233,12 +233,12 @@ def _fetch_segment(
 
     abort = threading.Event()  # set on the first unreachable/timeout error: the rest is skipped
 
-    def run(task: tuple[sq.Group, cat.Entry, str]) -> Matrix | QueryFailed | None:
+    def run(task: tuple[sq.Group, cat.Entry, str]) -> Matrix | QueryRejected | None:
         if abort.is_set():
             return None
         try:
             return client.query_range_matrix(task[2], t0, t1, step)
-        except QueryFailed as exc:  # one failing query leaves the other signals usable
+        except QueryRejected as exc:  # one failing query leaves the other signals usable
             return exc
         except PrometheusUnavailable:
             abort.set()
@@ -249,7 +249,7 @@ def _fetch_segment(
         for (group, entry, _), answer in zip(tasks, pool.map(run, tasks), strict=True):
             if answer is None:
                 continue
-            if isinstance(answer, QueryFailed):
+            if isinstance(answer, QueryRejected):
                 log.warning("the %s query failed: %s", entry.name, answer)
                 store.failures.append(f"{entry.name} unavailable: {answer}")
                 continue

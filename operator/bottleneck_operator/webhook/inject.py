@@ -14,13 +14,13 @@ from typing import Any
 
 import jsonpatch
 
-from bottleneck_operator import PROFILE_ANNOTATION, SIDECAR_ANNOTATION, __version__
+from bottleneck_operator import __version__
+from bottleneck_operator.contract.annotations import wants_collector, wants_host_cgroup
+from bottleneck_operator.contract.names import COLLECTOR_CONTAINER as CONTAINER_NAME
+from bottleneck_operator.contract.names import COLLECTOR_LABEL
+from bottleneck_operator.contract.names import COLLECTOR_PORT_NAME as PORT_NAME
 from bottleneck_operator.settings import Settings
 
-CONTAINER_NAME = "bottleneck-collector"
-PORT_NAME = "bn-metrics"
-HOST_CGROUP_ANNOTATION = "bottleneck.dev/sidecar-host-cgroup"
-COLLECTOR_LABEL = "bottleneck.dev/collector"
 CGROUP_VOLUME = "bottleneck-host-cgroup"
 CGROUP_MOUNT = "/host/sys/fs/cgroup"
 NONROOT_UID = 65532  # the conventional "nonroot" user of distroless images
@@ -40,10 +40,7 @@ def wants_injection(job: Mapping[str, Any]) -> bool:
     if str(job.get("apiVersion", "batch/v1")) != "batch/v1":
         return False
     meta = job.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-    if not isinstance(annotations, Mapping):
-        return False
-    return annotations.get(PROFILE_ANNOTATION) == "true" and annotations.get(SIDECAR_ANNOTATION) != "false"
+    return isinstance(meta, Mapping) and wants_collector(meta)
 
 
 def collector_container(settings: Settings, *, host_cgroup: bool, processes: bool) -> dict[str, Any]:
@@ -133,8 +130,7 @@ def inject(job: Mapping[str, Any], settings: Settings) -> dict[str, Any] | None:
     if _uses_port(everyone, settings.sidecar_port):
         return None
 
-    annotations = job["metadata"]["annotations"]
-    host_cgroup = settings.sidecar_mount_host_cgroup and annotations.get(HOST_CGROUP_ANNOTATION) != "false"
+    host_cgroup = settings.sidecar_mount_host_cgroup and wants_host_cgroup(job["metadata"])
     if host_cgroup and any(isinstance(v, Mapping) and v.get("name") == CGROUP_VOLUME for v in volumes):
         host_cgroup = False  # a volume of that name already exists: do not guess, read without it
     host_pid = pod.get("hostPID") is True

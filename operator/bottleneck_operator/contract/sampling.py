@@ -1,6 +1,6 @@
 """How signals are sampled from exporter series: part of the window contract.
 
-A :class:`~bottleneck_operator.analysis.window.JobWindow` holds, at each step timestamp ``T``:
+A :class:`~bottleneck_operator.contract.window.JobWindow` holds, at each step timestamp ``T``:
 
 - for a counter, PromQL's ``rate(counter[R])`` with ``R = rate_range(step, si)``;
 - for a gauge, ``last_over_time(gauge[W])`` with ``W = gauge_window(step, si)``,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.analysis.signals import Family
+from bottleneck_operator.contract.signals import Family
 
 FloatArray = npt.NDArray[np.float64]
 

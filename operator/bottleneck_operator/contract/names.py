@@ -1,0 +1,30 @@
+"""Fixed names of the project's API (see docs/design.md): one definition each."""
+
+from __future__ import annotations
+
+from typing import Final
+
+API_GROUP: Final = "bottleneck.dev"
+API_VERSION: Final = "v1alpha1"
+GROUP_VERSION: Final = f"{API_GROUP}/{API_VERSION}"
+REPORT_KIND: Final = "BottleneckReport"
+REPORT_PLURAL: Final = "bottleneckreports"
+REPORT_SHORT_NAME: Final = "bnr"
+
+# Annotations a user sets on the Job's metadata.
+PROFILE_ANNOTATION: Final = f"{API_GROUP}/profile"
+SIDECAR_ANNOTATION: Final = f"{API_GROUP}/sidecar"
+HOST_CGROUP_ANNOTATION: Final = f"{API_GROUP}/sidecar-host-cgroup"
+
+# Labels the operator writes.
+JOB_LABEL: Final = f"{API_GROUP}/job"
+COLLECTOR_LABEL: Final = f"{API_GROUP}/collector"
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY: Final = "bottleneck-operator"
+
+# The injected collector.
+COLLECTOR_CONTAINER: Final = "bottleneck-collector"
+COLLECTOR_PORT_NAME: Final = "bn-metrics"
+COLLECTOR_PORT: Final = 9105
+COLLECTOR_PERIOD: Final = 5.0
+COLLECTOR_METRIC_PREFIX: Final = "bottleneck_sidecar_"
