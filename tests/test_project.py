@@ -68,3 +68,17 @@ def test_invalid_setting_in_environment_is_a_usage_error_without_traceback(
     assert code == 2
     assert "prometheus_timeout" in err
     assert "Traceback" not in err
+
+
+def test_settings_groups_cover_every_setting_once() -> None:
+    import dataclasses
+
+    from bottleneck_operator.settings import Settings
+
+    settings = Settings(namespaces=["ml"], step=15.0)
+    groups = [settings.prometheus, settings.labels, settings.analysis, settings.injection, settings.operator]
+    names = [f.name for g in groups for f in dataclasses.fields(g)]  # type: ignore[arg-type]
+    assert sorted(names) == sorted(Settings.model_fields) and len(names) == len(set(names))
+    assert settings.analysis.step == 15.0 and settings.operator.namespaces == ("ml",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.analysis.step = 1.0  # type: ignore[misc]

@@ -3,17 +3,97 @@
 Precedence: command-line flag, else environment variable ``BOTTLENECK_<FIELD>`` (upper case), else
 the default here. Lists and mappings are given as JSON in the environment, e.g.
 ``BOTTLENECK_NAMESPACES='["ml","research"]'`` or ``BOTTLENECK_PROMETHEUS_HEADERS='{"X-Scope-OrgID":"team-a"}'``.
+
+:class:`Settings` is the one place they are loaded and validated (flat, so every environment
+variable and chart value keeps its name). Consumers take only their concern's group, a frozen
+view built from it: :attr:`Settings.prometheus` (connection), :attr:`Settings.labels` (label
+mapping), :attr:`Settings.analysis`, :attr:`Settings.injection` (webhook and collector) and
+:attr:`Settings.operator`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bottleneck_operator.contract.names import COLLECTOR_PERIOD, COLLECTOR_PORT
+
+_G = TypeVar("_G")
+
+
+@dataclass(frozen=True)
+class PrometheusSettings:
+    """How to reach the PromQL API (see the ``prometheus_*`` fields of :class:`Settings`)."""
+
+    prometheus_url: str
+    prometheus_timeout: float
+    prometheus_retries: int
+    prometheus_retry_backoff: float
+    prometheus_bearer_token_file: Path | None
+    prometheus_username: str | None
+    prometheus_password: SecretStr | None
+    prometheus_ca_file: Path | None
+    prometheus_insecure_skip_verify: bool
+    prometheus_headers: dict[str, str]
+    prometheus_compression: bool
+
+
+@dataclass(frozen=True)
+class LabelSettings:
+    """Which labels carry what, where installations differ (see :class:`Settings`)."""
+
+    node_exporter_node_label: str
+    dcgm_hostname_label: str
+    dcgm_pod_label: str
+    dcgm_namespace_label: str
+    dcgm_container_label: str
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """Windows, resolution and the classifier's thresholds (see :class:`Settings`)."""
+
+    interval: float
+    window: float
+    step: float
+    min_window: float
+    min_coverage: float
+    abstain_threshold: float
+    secondary_margin: float
+    model_path: Path | None
+
+
+@dataclass(frozen=True)
+class InjectionSettings:
+    """The admission webhook and the collector it injects (see :class:`Settings`)."""
+
+    webhook_enabled: bool
+    webhook_port: int
+    webhook_cert_dir: Path | None
+    sidecar_image: str
+    sidecar_port: int
+    sidecar_period: float
+    sidecar_cpu_request: str
+    sidecar_cpu_limit: str
+    sidecar_memory_request: str
+    sidecar_memory_limit: str
+    sidecar_mount_host_cgroup: bool
+    sidecar_share_process_namespace: bool
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    """What the operator watches, keeps and serves (see :class:`Settings`)."""
+
+    namespaces: tuple[str, ...]
+    report_retention: float
+    timeline_length: int
+    metrics_port: int
+    liveness_endpoint: str
 
 
 class Settings(BaseSettings):
@@ -123,6 +203,35 @@ class Settings(BaseSettings):
             "the trainer's process states (R, D)."
         ),
     )
+
+    def _group(self, kind: type[_G]) -> _G:
+        values = {f.name: getattr(self, f.name) for f in fields(kind)}  # type: ignore[arg-type]
+        return kind(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+    @property
+    def prometheus(self) -> PrometheusSettings:
+        """The connection settings alone."""
+        return self._group(PrometheusSettings)
+
+    @property
+    def labels(self) -> LabelSettings:
+        """The label-mapping settings alone."""
+        return self._group(LabelSettings)
+
+    @property
+    def analysis(self) -> AnalysisSettings:
+        """The analysis settings alone."""
+        return self._group(AnalysisSettings)
+
+    @property
+    def injection(self) -> InjectionSettings:
+        """The webhook and collector settings alone."""
+        return self._group(InjectionSettings)
+
+    @property
+    def operator(self) -> OperatorSettings:
+        """The operator's own settings alone."""
+        return self._group(OperatorSettings)
 
     def effective(self) -> dict[str, Any]:
         """The settings as a dict with secrets masked: logged once at start."""
