@@ -1,0 +1,190 @@
+"""A gradient-boosted tree ensemble as plain arrays, evaluated with numpy: inference without scikit-learn.
+
+Training uses scikit-learn's HistGradientBoostingClassifier; :func:`export_ensemble` copies its
+fitted trees into flat arrays, which :meth:`TreeEnsemble.decision_function` evaluates for every row
+and every tree at once. The arrays are saved with ``numpy.savez`` and read with
+``allow_pickle=False``: a model file is data only, it cannot run code when loaded, and loading it
+imports neither scikit-learn nor SciPy (most of the operator's start-up time and memory otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from bottleneck_operator.contract.window import FloatArray
+
+__all__ = ["TreeEnsemble", "export_ensemble"]
+
+IntArray = npt.NDArray[np.int32]
+BoolArray = npt.NDArray[np.bool_]
+_FIELDS = (
+    "feature", "threshold", "left", "right", "missing_left", "value", "roots", "tree_column", "tree_depth", "baseline",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TreeEnsemble:
+    """Every tree of a boosted ensemble in flat node arrays.
+
+    A leaf's ``left`` and ``right`` point to itself, so a walk of ``depth`` steps from each root ends
+    on the leaf whatever the tree's own depth. Trees are stored deepest first, so each step of the
+    walk takes only the leading trees that are still deeper than it.
+
+    Attributes:
+        feature: feature column tested at each node.
+        threshold: a row goes left when its value is ``<= threshold``.
+        left, right: absolute indices of the children.
+        missing_left: where a missing (NaN) value goes.
+        value: each node's contribution (leaves only are read).
+        roots: index of each tree's root.
+        tree_column: the output column (class) each tree adds to.
+        tree_depth: each tree's deepest leaf, non-increasing.
+        baseline: the constant score of each column before any tree.
+    """
+
+    feature: IntArray
+    threshold: FloatArray
+    left: IntArray
+    right: IntArray
+    missing_left: BoolArray
+    value: FloatArray
+    roots: IntArray
+    tree_column: IntArray
+    tree_depth: IntArray
+    baseline: FloatArray
+
+    @property
+    def columns(self) -> int:
+        return int(self.baseline.shape[0])
+
+    def decision_function(self, x: FloatArray) -> FloatArray:
+        """Raw scores, shape (rows, columns): the same numbers scikit-learn's ``decision_function`` gives.
+
+        Args:
+            x: feature rows, NaN where a feature is missing.
+
+        Returns:
+            baseline + the sum of every tree's leaf value, per column.
+        """
+        x = np.asarray(x, dtype=np.float64)
+        rows, width = x.shape
+        flat = x.ravel()
+        row_start = (np.arange(rows, dtype=np.intp) * width)[:, None]
+        # children[2·n] is the right child of node n, children[2·n + 1] the left one
+        children = np.stack([self.right, self.left], axis=1).ravel().astype(np.intp)
+        feature = self.feature.astype(np.intp)
+        node = np.broadcast_to(self.roots.astype(np.intp), (rows, self.roots.size)).copy()
+        deeper = -self.tree_depth
+        for step in range(int(self.tree_depth[0]) if self.tree_depth.size else 0):
+            live = int(np.searchsorted(deeper, -(step + 1), side="right"))  # trees deeper than `step`
+            at = node[:, :live]
+            seen = flat.take(row_start + feature.take(at))
+            go_left = (seen <= self.threshold.take(at)) | (np.isnan(seen) & self.missing_left.take(at))
+            node[:, :live] = children.take(2 * at + go_left)
+        one_hot = (self.tree_column[:, None] == np.arange(self.columns)[None, :]).astype(np.float64)
+        return np.asarray(self.value.take(node) @ one_hot + self.baseline, dtype=np.float64)
+
+    def save(self, path: Path) -> None:
+        """Write the arrays to an ``.npz`` file (no pickled objects)."""
+        arrays: dict[str, Any] = {name: getattr(self, name) for name in _FIELDS}
+        np.savez_compressed(path, **arrays)
+
+    @classmethod
+    def load(cls, path: Path) -> TreeEnsemble:
+        """Read an ensemble written by :meth:`save`; refuses any pickled content.
+
+        Raises:
+            ValueError / KeyError / OSError: the file is not such an ensemble.
+        """
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: np.array(data[name]) for name in _FIELDS}
+        ensemble = cls(
+            feature=arrays["feature"].astype(np.int32),
+            threshold=arrays["threshold"].astype(np.float64),
+            left=arrays["left"].astype(np.int32),
+            right=arrays["right"].astype(np.int32),
+            missing_left=arrays["missing_left"].astype(np.bool_),
+            value=arrays["value"].astype(np.float64),
+            roots=arrays["roots"].astype(np.int32),
+            tree_column=arrays["tree_column"].astype(np.int32),
+            tree_depth=arrays["tree_depth"].astype(np.int32),
+            baseline=arrays["baseline"].astype(np.float64),
+        )
+        ensemble.check()
+        return ensemble
+
+    def check(self) -> None:
+        """Refuse arrays that would index out of bounds (a damaged or hand-made file)."""
+        n = self.feature.size
+        same = {a.size for a in (self.threshold, self.left, self.right, self.missing_left, self.value)}
+        if same != {n} or not self.roots.size == self.tree_column.size == self.tree_depth.size:
+            raise ValueError("tree arrays of different lengths")
+        if self.tree_depth.size and (np.any(np.diff(self.tree_depth) > 0) or self.tree_depth.min() < 0):
+            raise ValueError("trees are not ordered deepest first")
+        for name, idx, bound in (
+            ("left", self.left, n),
+            ("right", self.right, n),
+            ("roots", self.roots, n),
+            ("tree_column", self.tree_column, self.columns),
+        ):
+            if idx.size and (idx.min() < 0 or idx.max() >= bound):
+                raise ValueError(f"tree array {name} points outside the ensemble")
+        if self.feature.size and self.feature.min() < 0:
+            raise ValueError("negative feature index")
+
+
+def export_ensemble(estimator: Any) -> TreeEnsemble:
+    """Copy a fitted HistGradientBoostingClassifier's trees into a :class:`TreeEnsemble`.
+
+    Args:
+        estimator: the fitted scikit-learn estimator (numeric features only).
+
+    Returns:
+        The ensemble; its ``decision_function`` equals the estimator's.
+
+    Raises:
+        ValueError: the estimator uses categorical splits, which this evaluator does not follow.
+    """
+    parts: dict[str, list[Any]] = {name: [] for name in ("feature", "threshold", "left", "right", "missing", "value")}
+    roots: list[int] = []
+    columns: list[int] = []
+    depths: list[int] = []
+    offset = 0
+    for iteration in estimator._predictors:
+        for column, predictor in enumerate(iteration):
+            nodes = predictor.nodes
+            if nodes["is_categorical"].any():
+                raise ValueError("categorical splits are not supported")
+            own = np.arange(nodes.shape[0], dtype=np.int64) + offset
+            leaf = nodes["is_leaf"].astype(bool)
+            parts["feature"].append(np.where(leaf, 0, nodes["feature_idx"]))
+            parts["threshold"].append(nodes["num_threshold"])
+            parts["left"].append(np.where(leaf, own, nodes["left"] + offset))
+            parts["right"].append(np.where(leaf, own, nodes["right"] + offset))
+            parts["missing"].append(nodes["missing_go_to_left"].astype(bool))
+            parts["value"].append(nodes["value"])
+            roots.append(offset)
+            columns.append(column)
+            depths.append(int(nodes["depth"].max()))
+            offset += nodes.shape[0]
+    baseline = np.asarray(estimator._baseline_prediction, dtype=np.float64).reshape(-1)
+    order = np.argsort(-np.asarray(depths), kind="stable")
+    ensemble = TreeEnsemble(
+        feature=np.concatenate(parts["feature"]).astype(np.int32),
+        threshold=np.concatenate(parts["threshold"]).astype(np.float64),
+        left=np.concatenate(parts["left"]).astype(np.int32),
+        right=np.concatenate(parts["right"]).astype(np.int32),
+        missing_left=np.concatenate(parts["missing"]).astype(np.bool_),
+        value=np.concatenate(parts["value"]).astype(np.float64),
+        roots=np.asarray(roots, dtype=np.int32)[order],
+        tree_column=np.asarray(columns, dtype=np.int32)[order],
+        tree_depth=np.asarray(depths, dtype=np.int32)[order],
+        baseline=baseline,
+    )
+    ensemble.check()
+    return ensemble

@@ -1,0 +1,72 @@
+"""The numpy tree evaluator gives scikit-learn's scores exactly, and its file is data only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bottleneck_operator.analysis.model import BottleneckModel
+from bottleneck_operator.analysis.trees import TreeEnsemble, export_ensemble
+
+
+@pytest.fixture(scope="module")
+def ensemble(tiny_model: BottleneckModel) -> TreeEnsemble:
+    return export_ensemble(tiny_model.estimator)
+
+
+def _rows(width: int, seed: int, rows: int = 300, missing: float = 0.2) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, width)) * rng.choice([0.1, 1.0, 100.0], size=width)
+    x[rng.random(x.shape) < missing] = np.nan
+    return x
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31), missing=st.sampled_from([0.0, 0.3, 1.0]))
+def test_scores_equal_scikit_learns(
+    tiny_model: BottleneckModel, ensemble: TreeEnsemble, seed: int, missing: float
+) -> None:
+    x = _rows(tiny_model.estimator.n_features_in_, seed, missing=missing)
+    np.testing.assert_allclose(ensemble.decision_function(x), tiny_model.estimator.decision_function(x), atol=1e-9)
+
+
+def test_thresholds_themselves_go_left(tiny_model: BottleneckModel, ensemble: TreeEnsemble) -> None:
+    # Rows made of the split thresholds: the "<=" edge is where a port of the trees goes wrong.
+    width = tiny_model.estimator.n_features_in_
+    x = np.full((64, width), np.nan)
+    internal = np.flatnonzero(ensemble.left != np.arange(ensemble.left.size))
+    rng = np.random.default_rng(1)
+    for row in x:
+        for node in rng.choice(internal, size=min(40, internal.size), replace=False):
+            row[ensemble.feature[node]] = ensemble.threshold[node]
+    np.testing.assert_allclose(ensemble.decision_function(x), tiny_model.estimator.decision_function(x), atol=1e-9)
+
+
+def test_round_trip_and_no_pickle(ensemble: TreeEnsemble, tmp_path: Path) -> None:
+    path = tmp_path / "m.npz"
+    ensemble.save(path)
+    loaded = TreeEnsemble.load(path)
+    x = _rows(int(ensemble.feature.max()) + 1, 5)
+    np.testing.assert_array_equal(loaded.decision_function(x), ensemble.decision_function(x))
+    # An object array needs pickle to load: such a file is refused, never run.
+    arrays = {name: np.load(path)[name] for name in np.load(path).files}
+    np.savez(path, **{**arrays, "roots": np.array([object()], dtype=object)})
+    with pytest.raises(ValueError, match="pickle"):
+        TreeEnsemble.load(path)
+
+
+def test_out_of_range_indices_are_refused(ensemble: TreeEnsemble, tmp_path: Path) -> None:
+    path = tmp_path / "m.npz"
+    arrays = {name: getattr(ensemble, name) for name in ("feature", "threshold", "missing_left", "value")}
+    bad_left = ensemble.left.copy()
+    bad_left[0] = ensemble.left.size + 5
+    np.savez(
+        path, left=bad_left, right=ensemble.right, roots=ensemble.roots, tree_column=ensemble.tree_column,
+        tree_depth=ensemble.tree_depth, baseline=ensemble.baseline, **arrays,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="outside"):
+        TreeEnsemble.load(path)
