@@ -1,7 +1,8 @@
 """Faults where Prometheus should be: refused, slow, 5xx, 4xx, malformed or foreign answers.
 
-Every public function must raise one of the data layer's own errors (never a requests or
-prometheus_api_client type), with the library's exception chained as the cause, and must not hang.
+Every public function must raise one of the data layer's own errors (never a requests or urllib3
+type), with the library's exception chained as the cause and the answer's HTTP status as the
+error's ``status`` (None when there was no answer), and must not hang.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _calls(client: PrometheusClient) -> dict[str, Callable[[], object]]:
         "query_range_post": lambda: client.query_range(long_query, T0, T0 + 60, 30),
         "query_range_fractional": lambda: client.query_range("up", T0 + 0.5, T0 + 60.5, 30),
         "check": client.check,
-        "fetch_windows": lambda: fetch_windows(client, req, client.settings),
+        "fetch_windows": lambda: fetch_windows(client, req, Settings().labels, step=30.0),
         "job_lifetime": lambda: job_lifetime(client, "ml", "resnet-io", now=T0 + 600, lookback=3600),
     }
 
@@ -55,20 +56,22 @@ def _assert_ours(exc: BaseException, expected: type[BottleneckError]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "expected"),
+    ("mode", "expected", "status"),
     [
-        ("refused", PrometheusUnavailable),
-        ("slow", QueryTimeout),
-        ("error500", PrometheusUnavailable),
-        ("error503", PrometheusUnavailable),
-        ("error400", QueryRejected),
-        ("badjson", QueryRejected),
-        ("notprom", QueryRejected),
-        ("html", QueryRejected),
-        ("nowhere", QueryRejected),  # 404: not a Prometheus API at this path
+        ("refused", PrometheusUnavailable, None),
+        ("slow", QueryTimeout, None),
+        ("error500", PrometheusUnavailable, 500),
+        ("error503", PrometheusUnavailable, 503),
+        ("error400", QueryRejected, 400),
+        ("badjson", QueryRejected, 200),  # an answer, but not usable
+        ("notprom", QueryRejected, 200),
+        ("html", QueryRejected, 200),
+        ("nowhere", QueryRejected, 404),  # 404: not a Prometheus API at this path
     ],
 )
-def test_every_public_function_raises_our_error(bad_server: Any, mode: str, expected: type[BottleneckError]) -> None:
+def test_every_public_function_raises_our_error(
+    bad_server: Any, mode: str, expected: type[BottleneckError], status: int | None
+) -> None:
     url = bad_server.refused_url if mode == "refused" else bad_server.url(mode)
     client = _client(url)
     for name, call in _calls(client).items():
@@ -77,6 +80,38 @@ def test_every_public_function_raises_our_error(bad_server: Any, mode: str, expe
         _assert_ours(info.value, expected)
         assert info.value.__cause__ is not None, f"{name}: the library's exception must be the cause"
         assert "/api/v1/" in str(info.value) or "Prometheus" in str(info.value), name
+        assert info.value.status == status, name
+
+
+@pytest.mark.parametrize(
+    ("code", "expected", "attempts"),
+    [
+        (401, QueryRejected, 1),
+        (403, QueryRejected, 1),
+        (422, QueryRejected, 1),
+        (429, PrometheusUnavailable, 3),
+        (501, PrometheusUnavailable, 3),
+        (502, PrometheusUnavailable, 3),
+    ],
+)
+def test_status_decides_the_error_and_the_retries(
+    status_server: Any, code: int, expected: type[BottleneckError], attempts: int
+) -> None:
+    client = _client(status_server.url(code), prometheus_retries=2)
+    for call in _calls(client).values():
+        before = status_server.hits(code)
+        with pytest.raises(BottleneckError) as info:
+            call()
+        _assert_ours(info.value, expected)
+        assert info.value.status == code
+        assert isinstance(info.value.__cause__, requests.exceptions.HTTPError)
+        assert f"status {code}" in str(info.value)  # Prometheus's own error text is quoted
+        assert status_server.hits(code) - before == attempts
+
+
+def test_credentials_refused_say_so(status_server: Any) -> None:
+    with pytest.raises(QueryRejected, match=r"refused the credentials \(HTTP 401\)"):
+        _client(status_server.url(401)).query("up", T0)
 
 
 def test_library_exception_is_the_cause(bad_server: Any) -> None:
@@ -88,16 +123,18 @@ def test_library_exception_is_the_cause(bad_server: Any) -> None:
 def test_5xx_is_retried_with_a_bound(bad_server: Any) -> None:
     before = bad_server.hits("error503")
     client = _client(bad_server.url("error503"), prometheus_retries=2)
-    with pytest.raises(PrometheusUnavailable, match="HTTP 503"):
+    with pytest.raises(PrometheusUnavailable, match="HTTP 503") as info:
         client.query("up", T0)
+    assert info.value.status == 503
     assert bad_server.hits("error503") - before == 3  # one attempt + two retries
     assert client.queries_issued == 1  # retries are not separate queries
 
 
 def test_4xx_is_not_retried_and_carries_prometheus_error(bad_server: Any) -> None:
     before = bad_server.hits("error400")
-    with pytest.raises(QueryRejected, match="bad_data: parse error"):
+    with pytest.raises(QueryRejected, match="bad_data: parse error") as info:
         _client(bad_server.url("error400"), prometheus_retries=3).query("up", T0)
+    assert info.value.status == 400
     assert bad_server.hits("error400") - before == 1
 
 
@@ -177,7 +214,8 @@ def test_failure_in_the_middle_of_a_pass_stops_it(bad_server: Any) -> None:
     # exhausted query instead of retrying all ~50 of them.
     before = bad_server.hits("midpass")
     client = _client(bad_server.url("midpass"), prometheus_retries=1)
-    with pytest.raises(PrometheusUnavailable, match="503"):
-        fetch_windows(client, [WindowRequest("ml", "resnet-io", T0, T0 + 600)], client.settings)
+    with pytest.raises(PrometheusUnavailable, match="503") as info:
+        fetch_windows(client, [WindowRequest("ml", "resnet-io", T0, T0 + 600)], Settings())
+    assert info.value.status == 503
     sent = bad_server.hits("midpass") - before
     assert sent < 2 + 2 * 8, sent  # discovery + instant + at most a few in-flight queries, with one retry each

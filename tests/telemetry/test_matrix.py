@@ -10,6 +10,7 @@ import pytest
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient, QueryRejected
+from bottleneck_operator.telemetry.grid import Grid
 from bottleneck_operator.telemetry.matrix import decode_matrix
 
 T0 = 1767225600.0
@@ -37,7 +38,9 @@ def test_matrix_equals_the_json_answer(basic_prometheus: Any, expr: str) -> None
     for row, series in enumerate(plain):
         expected = np.full(matrix.columns, np.nan)
         for t, v in series["values"]:
-            expected[round(float(t) / step) - matrix.first] = float(v)
+            # The k-th evaluation is column k. (Not round(t / step) - first: on a grid half a step
+            # off the multiples of the step, that rounds half to even and skips every other column.)
+            expected[round((float(t) - start) / step)] = float(v)
         np.testing.assert_array_equal(matrix.row(row), expected)
 
 
@@ -47,7 +50,7 @@ def test_matrix_keeps_special_values() -> None:
         b'{"metric":{"a":"1"},"values":[[60,"NaN"],[90,"+Inf"],[150,"-Inf"]]},'
         b'{"metric":{},"values":[[120,"2.5e3"]]}]}}'
     )
-    m = decode_matrix(body, 60.0, 150.0, 30.0)
+    m = decode_matrix(body, Grid.query(60.0, 150.0, 30.0))
     assert m.labels == [{"a": "1"}, {}]
     assert math.isnan(m.values[0, 0]) and m.values[0, 1] == math.inf and m.values[0, 3] == -math.inf
     assert math.isnan(m.values[0, 2])  # no sample at 120
@@ -67,7 +70,7 @@ def test_matrix_keeps_special_values() -> None:
 )
 def test_garbage_is_rejected(body: bytes) -> None:
     with pytest.raises((ValueError, TypeError, KeyError)):
-        decode_matrix(body, 60.0, 120.0, 30.0)
+        decode_matrix(body, Grid.query(60.0, 120.0, 30.0))
 
 
 @pytest.mark.parametrize("mode", ["badjson", "notprom", "html", "error400"])

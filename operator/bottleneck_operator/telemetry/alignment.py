@@ -1,25 +1,19 @@
-"""The time grid shared by every query of a pass, and cutting answers onto it.
+"""Cutting answers onto a window: series as chunks of the global grid, sliced by index.
 
-All timestamps are multiples of the step (``i * step`` for an integer grid index ``i``), so a Job's
-timestamps do not depend on which other Jobs share its pass, and the answers of several range
-queries (and several segments of one long window) line up by index alone.
+Every answer of a pass is on the global grid of multiples of the step (:mod:`.grid`), so a chunk is
+a series' values with their global indices, and a window's values are the indices ``lo..hi`` of its
+own grid: no time is converted here.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from bottleneck_operator.contract.window import FloatArray
-
-IntArray = np.ndarray[tuple[int], np.dtype[np.int64]]
-
-# Prometheus refuses a range query of more than 11,000 points per series; stay below it.
-MAX_POINTS = 10_000
-_EPS = 1e-6
+from bottleneck_operator.telemetry.grid import IntArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,77 +22,6 @@ class Chunk:
 
     idx: IntArray
     val: FloatArray
-
-
-def grid_bounds(start: float, end: float, step: float) -> tuple[int, int]:
-    """First and last grid index inside ``[start, end]`` (last < first when none is).
-
-    Args:
-        start: window start, unix seconds.
-        end: window end, unix seconds.
-        step: grid step, seconds.
-
-    Returns:
-        (lo, hi) indices, inclusive.
-    """
-    return math.ceil(start / step - _EPS), math.floor(end / step + _EPS)
-
-
-def timestamps(lo: int, hi: int, step: float) -> FloatArray:
-    """The grid's times from index lo to hi inclusive."""
-    return np.arange(lo, hi + 1, dtype=np.float64) * step
-
-
-def segments(intervals: Iterable[tuple[int, int]], max_points: int = MAX_POINTS) -> list[tuple[int, int]]:
-    """Cover index intervals with as few query ranges as possible, none longer than max_points.
-
-    Windows of a pass usually overlap (every running Job is analysed over the last N minutes), so
-    this is normally a single range; far-apart or very long windows become several.
-
-    Args:
-        intervals: (lo, hi) inclusive index ranges; empty ones (hi < lo) are ignored.
-        max_points: the longest range allowed.
-
-    Returns:
-        Sorted, disjoint (lo, hi) ranges covering every interval.
-    """
-    out: list[tuple[int, int]] = []
-    cur: tuple[int, int] | None = None
-    for lo, hi in sorted(i for i in intervals if i[1] >= i[0]):
-        if cur is not None and lo <= cur[1]:
-            lo = cur[1] + 1
-            if hi < lo:
-                continue
-        if cur is not None and max(cur[1], hi) - cur[0] + 1 <= max_points:
-            cur = (cur[0], max(cur[1], hi))
-            continue
-        if cur is not None:
-            out.append(cur)
-        cur = (lo, hi)
-        while cur[1] - cur[0] + 1 > max_points:
-            out.append((cur[0], cur[0] + max_points - 1))
-            cur = (cur[0] + max_points, cur[1])
-    if cur is not None:
-        out.append(cur)
-    return out
-
-
-def parse_values(values: Sequence[Sequence[object]], step: float) -> Chunk:
-    """Turn a range answer's ``values`` (``[[t, "v"], ...]``) into grid indices and floats.
-
-    Args:
-        values: Prometheus's pairs; the value strings include "NaN" and "+Inf".
-        step: the grid step.
-
-    Returns:
-        The chunk.
-    """
-    if not values:
-        return Chunk(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64))
-    ts = np.fromiter((float(v[0]) for v in values), dtype=np.float64, count=len(values))  # type: ignore[arg-type]
-    val = np.array([v[1] for v in values], dtype=np.float64)
-    idx = np.rint(ts / step).astype(np.int64)
-    return Chunk(idx, val)
 
 
 def scatter(chunks: Iterable[Chunk], lo: int, hi: int) -> FloatArray:

@@ -12,33 +12,31 @@ from bottleneck_operator.contract.window import DataQuality, FloatArray, JobWind
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
 from bottleneck_operator.telemetry import selectors as sq
+from bottleneck_operator.telemetry.grid import Grid
 from bottleneck_operator.telemetry.store import MODE_PREFIX, Pod, PodKey, Store, WindowRequest
 
 # Preference when one scrape interval must describe the window: the GPU series matter most.
 _INTERVAL_PREFERENCE = (sq.Group.DCGM, sq.Group.CADVISOR, sq.Group.SIDECAR, sq.Group.NODE, sq.Group.KSM)
 
 
-def assemble(req: WindowRequest, bounds: tuple[int, int], step: float, store: Store) -> JobWindow:
-    lo, hi = bounds
-    key = (req.namespace, req.job)
-    ts = al.timestamps(lo, hi, step)
+def assemble(req: WindowRequest, grid: Grid, store: Store) -> JobWindow:
+    """One Job's window: its pods' series cut onto the window's own grid, and the data quality.
+
+    Args:
+        req: the Job and window asked for.
+        grid: the window's instants (``Grid.within(req.start, req.end, step)``).
+        store: everything the pass read.
+
+    Returns:
+        The window; a Job without pods or data gets one with no pods and a note.
+    """
+    lo, hi, step = grid.first, grid.last, grid.step
+    ts = grid.timestamps()
     notes: list[str] = []
-    if hi < lo:
+    if grid.size == 0:
         notes.append(f"window shorter than one step ({step:g}s): no sample times")
 
-    members = {pod: info for pod, info in store.pods.get(key, {}).items() if al.present(info.presence, lo, hi)}
-    if key in store.prefix_jobs:
-        # No kube_pod_info at all: take pods from the signal series by the "<job>-" name prefix.
-        for ns, pod in store.pod_signals:
-            if ns == req.namespace and pod.startswith(req.job + "-") and pod not in members:
-                members[pod] = Pod(by_prefix=True)
-        if members:
-            notes.append(
-                "no kube_pod_info for the Job: pods found by the '<job>-' name prefix in the exporters' series"
-            )
-    if any(info.by_prefix for info in members.values()) and key not in store.prefix_jobs:
-        notes.append("pods found by the '<job>-' name prefix: kube_pod_info has no owner labels for them")
-
+    members = _members(req, lo, hi, store, notes)
     job_pods = {(req.namespace, p) for p in members}
     grids = {id(g): int(g[0]) for g in store.grids.values() if len(g)}
     pods = tuple(
@@ -67,6 +65,24 @@ def assemble(req: WindowRequest, bounds: tuple[int, int], step: float, store: St
             notes=tuple(dict.fromkeys(notes)),
         ),
     )
+
+
+def _members(req: WindowRequest, lo: int, hi: int, store: Store, notes: list[str]) -> dict[str, Pod]:
+    """The Job's pods present on indices lo..hi, by name (a note says when names gave them away)."""
+    key = (req.namespace, req.job)
+    members = {pod: info for pod, info in store.pods.get(key, {}).items() if al.present(info.presence, lo, hi)}
+    if key in store.prefix_jobs:
+        # No kube_pod_info at all: take pods from the signal series by the "<job>-" name prefix.
+        for ns, pod in store.pod_signals:
+            if ns == req.namespace and pod.startswith(req.job + "-") and pod not in members:
+                members[pod] = Pod(by_prefix=True)
+        if members:
+            notes.append(
+                "no kube_pod_info for the Job: pods found by the '<job>-' name prefix in the exporters' series"
+            )
+    if any(info.by_prefix for info in members.values()) and key not in store.prefix_jobs:
+        notes.append("pods found by the '<job>-' name prefix: kube_pod_info has no owner labels for them")
+    return members
 
 
 def _pod_window(

@@ -2,9 +2,9 @@
 
 Every expression selects *all* pods (or nodes) of a pass at once, through an escaped regex
 alternation, and aggregates ``by`` the labels that identify a pod (``namespace``, ``pod``) or a node;
-the caller splits the answer per Job in Python. Each expression is one request per pass; pods whose
-exporters are scraped at different intervals fall into buckets, and a request joins its buckets'
-expressions with ``or``.
+the caller splits the answer per Job in Python. Each entry is one request per pass; pods whose
+exporters are scraped at different intervals fall into buckets, and an entry's request joins its
+buckets' expressions with ``or``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Entry:
 
     Attributes:
         name: the signal (contract/signals.py) or an internal name starting with "_".
-        group: the request it travels in.
+        group: the exporter it reads (its label layout and scrape intervals).
         build: the expression for a context.
         merge: how a node's instances combine ("sum" or "max"), for node-exporter entries.
     """
@@ -264,7 +264,7 @@ MERGE: dict[str, str] = {e.name: e.merge for e in CATALOG if e.group is Group.NO
 
 
 def entries_of(group: Group) -> tuple[Entry, ...]:
-    """The catalog entries that travel in one group's request."""
+    """The catalog entries that read one exporter."""
     return tuple(e for e in CATALOG if e.group is group)
 
 

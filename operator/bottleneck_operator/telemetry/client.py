@@ -1,41 +1,36 @@
 """The one HTTP client to a PromQL API: auth, TLS, headers, timeouts, retries, own errors.
 
-Built on prometheus-api-client's :class:`PrometheusConnect` over a :class:`requests.Session` that
-this module configures (CA bundle or no verification, basic auth, extra headers such as
-``X-Scope-OrgID``). Only the standard HTTP API (``/api/v1/query``, ``/api/v1/query_range``,
+Every query (instant, range, range decoded to a matrix, the readiness check) takes the same path: one
+:class:`requests.Session` configured here (CA bundle or no verification, basic auth), a GET, or a
+form-encoded POST when the parameters are long (a batched selector over a thousand Jobs easily
+exceeds what proxies accept in a URL; Prometheus accepts a form POST on both query endpoints), and
+this module's own retry loop. Only the standard HTTP API (``/api/v1/query``, ``/api/v1/query_range``;
 ``/-/ready`` is not assumed) is used, so Thanos Query, Mimir, VictoriaMetrics and friends work too.
 
-Long queries (a batched selector over a thousand Jobs easily exceeds what proxies accept in a URL)
-are sent as a form-encoded POST, which Prometheus accepts on both query endpoints; the library's own
-POST mode would still put the parameters in the URL, so those requests go through the same session
-directly.
+The transport makes a single attempt per call (urllib3's ``Retry`` is left at zero): retries are a
+loop here because they must count whole queries (``queries_issued`` does not grow with retries),
+double a configured delay from the first retry on, retry a POST like a GET (a query has no side
+effect), keep a read timeout a :class:`QueryTimeout`, and keep the last answer's status and
+Prometheus's own error text for the error that is finally raised.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import requests
-from prometheus_api_client.exceptions import PrometheusApiClientException
-from prometheus_api_client.prometheus_connect import PrometheusConnect
-from urllib3.util.retry import Retry
+from requests.adapters import HTTPAdapter
 
 from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.settings import Settings
-from bottleneck_operator.telemetry.errors import (
-    InvalidWindow,
-    PrometheusUnavailable,
-    QueryRejected,
-    QueryTimeout,
-)
+from bottleneck_operator.settings import PrometheusSettings, Settings
+from bottleneck_operator.telemetry.errors import PrometheusUnavailable, QueryRejected, QueryTimeout
+from bottleneck_operator.telemetry.grid import Grid, time_param
 from bottleneck_operator.telemetry.matrix import Matrix, decode_matrix
 
 log = logging.getLogger(__name__)
@@ -43,7 +38,7 @@ log = logging.getLogger(__name__)
 # Above this many bytes of encoded parameters a query is POSTed: 4 KiB stays well under the
 # URL limits of common proxies and ingress controllers (often 8 KiB for the whole request line).
 GET_LIMIT = 4096
-_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_OK = 200
 _T = TypeVar("_T")
 
 Result = list[dict[str, Any]]
@@ -66,44 +61,45 @@ def _redact(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def _session(config: PrometheusSettings) -> requests.Session:
+    """A session with the TLS and basic-auth settings; the transport makes one attempt per call."""
+    session = requests.Session()
+    adapter = HTTPAdapter(max_retries=0)  # zero: the client's own loop retries (see the module docstring)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    if config.prometheus_insecure_skip_verify:
+        session.verify = False
+    elif config.prometheus_ca_file is not None:
+        session.verify = str(config.prometheus_ca_file)
+    if config.prometheus_username is not None:
+        password = config.prometheus_password.get_secret_value() if config.prometheus_password else ""
+        session.auth = (config.prometheus_username, password)
+    return session
+
+
 class PrometheusClient:
-    """Queries one PromQL endpoint with the connection settings of :class:`Settings`.
+    """Queries one PromQL endpoint with the connection settings (:class:`PrometheusSettings`).
 
     Attributes:
+        settings: the connection settings in use.
+        display_url: the base URL without credentials, for messages.
         queries_issued: HTTP queries sent so far (retries not counted): the batching contract is
             that one pass over N Jobs issues a number of queries that does not depend on N.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings | PrometheusSettings) -> None:
         """Configure the session; no request is made here.
 
         Args:
-            settings: connection settings (``prometheus_*``).
+            settings: the connection settings, or all settings (only ``.prometheus`` is read).
         """
-        self.settings = settings
-        self.base_url = settings.prometheus_url.rstrip("/")
+        config = settings.prometheus if isinstance(settings, Settings) else settings
+        self.settings = config
+        self.base_url = config.prometheus_url.rstrip("/")
         self.display_url = _redact(self.base_url)
         self.queries_issued = 0
         self._lock = threading.Lock()
-        session = requests.Session()
-        if settings.prometheus_insecure_skip_verify:
-            session.verify = False
-        elif settings.prometheus_ca_file is not None:
-            session.verify = str(settings.prometheus_ca_file)
-        auth: tuple[str, str] | None = None
-        if settings.prometheus_username is not None:
-            password = settings.prometheus_password.get_secret_value() if settings.prometheus_password else ""
-            auth = (settings.prometheus_username, password)
-        self._session = session
-        # Retries are ours (bounded, with backoff, on our error types): the adapter makes one attempt.
-        self._prom = PrometheusConnect(
-            url=self.base_url,
-            headers={},  # set per query: the token file is re-read each time
-            retry=Retry(total=0, read=False, raise_on_status=False),  # read=False: a read timeout stays a Timeout
-            auth=auth,  # type: ignore[arg-type]  # annotated as a tuple, None means no auth
-            session=session,
-            timeout=settings.prometheus_timeout,  # type: ignore[arg-type]  # annotated int, a float works
-        )
+        self._session = _session(config)
 
     # --- public API
 
@@ -118,77 +114,59 @@ class PrometheusClient:
             Prometheus's ``data.result`` list (for a vector: dicts with ``metric`` and ``value``).
 
         Raises:
-            PrometheusUnavailable: unreachable, timed out or 5xx after the configured retries.
+            PrometheusUnavailable: unreachable, timed out or 5xx/429 after the configured retries.
             QueryRejected: rejected (4xx) or an answer that is not Prometheus JSON.
+            InvalidWindow: ``at`` is not finite.
         """
-        params = {"query": promql, "time": _fmt_time(at)}
-        return self._run("query", params, lambda: self._prom.custom_query(promql, params={"time": params["time"]}))
+        return self._call("query", {"query": promql, "time": time_param(at)}, _result)
 
     def query_range(self, promql: str, start: float, end: float, step: float) -> Result:
-        """A range query.
+        """A range query, answered as Prometheus's JSON.
 
         Args:
             promql: the expression.
             start: first evaluation time, unix seconds.
-            end: last evaluation time, unix seconds.
+            end: no evaluation after this, unix seconds.
             step: seconds between evaluations.
 
         Returns:
             Prometheus's ``data.result`` list (dicts with ``metric`` and ``values``).
 
         Raises:
-            PrometheusUnavailable: unreachable, timed out or 5xx after the configured retries.
+            PrometheusUnavailable: unreachable, timed out or 5xx/429 after the configured retries.
             QueryRejected: rejected (4xx) or an answer that is not Prometheus JSON.
+            InvalidWindow: a time that is not finite, a step under a millisecond, or end before start.
         """
-        params = {"query": promql, "start": _fmt_time(start), "end": _fmt_time(end), "step": _fmt_time(step)}
+        grid = Grid.query(start, end, step)
+        return self._call("query_range", {"query": promql, **grid.params()}, _result)
 
-        def via_library() -> Any:
-            return self._prom.custom_query_range(
-                promql,
-                start_time=datetime.fromtimestamp(start, UTC),
-                end_time=datetime.fromtimestamp(end, UTC),
-                step=params["step"],
-            )
+    def query_matrix(self, promql: str, grid: Grid) -> Matrix:
+        """A range query over ``grid``, decoded straight onto it (see :mod:`.matrix`).
 
-        # The library rounds start/end to whole seconds: use it only when that changes nothing.
-        integral = float(start).is_integer() and float(end).is_integer()
-        return self._run("query_range", params, via_library if integral else None)
-
-    def query_range_matrix(self, promql: str, start: float, end: float, step: float) -> Matrix:
-        """A range query whose answer is decoded straight onto its step grid (see :mod:`.matrix`).
-
-        The pass's signal queries use this: their answers are large, and a dense float matrix
-        costs a small fraction of the memory and time of Prometheus's JSON as Python objects.
+        The pass's queries use this: their answers are large, and a dense float matrix costs a small
+        fraction of the memory and time of Prometheus's JSON as Python objects.
 
         Args:
             promql: the expression.
-            start: first evaluation time, unix seconds.
-            end: last evaluation time, unix seconds.
-            step: seconds between evaluations.
+            grid: the evaluation instants; column ``k`` of the answer is instant ``k``.
 
         Returns:
             The answer's series labels and values (NaN where a series has no sample).
 
         Raises:
-            PrometheusUnavailable: unreachable, timed out or 5xx after the configured retries.
+            PrometheusUnavailable: unreachable, timed out or 5xx/429 after the configured retries.
             QueryRejected: rejected (4xx) or an answer that is not a Prometheus matrix.
         """
-        params = {"query": promql, "start": _fmt_time(start), "end": _fmt_time(end), "step": _fmt_time(step)}
-        with self._lock:
-            self.queries_issued += 1
-        headers = self._headers()
+        return self._call("query_range", {"query": promql, **grid.params()}, lambda body: decode_matrix(body, grid))
 
-        def attempt() -> Matrix:
-            return cast(
-                Matrix,
-                self._checked(
-                    "query_range",
-                    lambda: decode_matrix(self._send("query_range", params, headers), start, end, step),
-                    Matrix,
-                ),
-            )
+    def query_range_matrix(self, promql: str, start: float, end: float, step: float) -> Matrix:
+        """:meth:`query_matrix` over the range query's own grid (``Grid.query(start, end, step)``).
 
-        return self._with_retries("query_range", attempt)
+        Raises:
+            PrometheusUnavailable / QueryRejected: as :meth:`query_matrix`.
+            InvalidWindow: as :meth:`query_range`.
+        """
+        return self.query_matrix(promql, Grid.query(start, end, step))
 
     def check(self) -> None:
         """Prove that the endpoint answers PromQL (an instant ``vector(1)``).
@@ -203,11 +181,75 @@ class PrometheusClient:
         """Release the HTTP connections."""
         self._session.close()
 
-    # --- internals
+    # --- the one request path
+
+    def _call(self, endpoint: str, params: dict[str, str], decode: Callable[[bytes], _T]) -> _T:
+        """Send one query (with retries) and decode its 200 answer; every failure becomes ours."""
+        with self._lock:
+            self.queries_issued += 1
+        # Encoded once for all attempts: a pass's selectors are long, and quoting them is pure-Python
+        # work. The token file is read once per query, so a rotated token is picked up.
+        body = self._fetch(endpoint, urlencode(params), self._headers())
+        try:
+            return decode(body)
+        except (KeyError, TypeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+            kind = "malformed JSON" if isinstance(exc, json.JSONDecodeError) else "not a Prometheus API response"
+            raise QueryRejected(
+                f"the answer of {self._where(endpoint)} is {kind} ({_short(repr(exc))})", status=_OK
+            ) from exc
+
+    def _fetch(self, endpoint: str, encoded: str, headers: dict[str, str]) -> bytes:
+        """The 200 body of one query, after at most ``prometheus_retries`` retries with doubling delays."""
+        retries = self.settings.prometheus_retries
+        delay = self.settings.prometheus_retry_backoff
+        for attempt in range(retries):
+            try:
+                return self._attempt(endpoint, encoded, headers)
+            except _Retryable as exc:
+                log.warning("%s (attempt %d of %d), retrying in %.2fs", exc.error, attempt + 1, retries + 1, delay)
+                time.sleep(delay)
+                delay *= 2
+        try:
+            return self._attempt(endpoint, encoded, headers)
+        except _Retryable as exc:
+            raise exc.error from exc.error.__cause__
+
+    def _attempt(self, endpoint: str, encoded: str, headers: dict[str, str]) -> bytes:
+        """One HTTP request: the 200 body, or our error (retryable ones wrapped in _Retryable)."""
+        url = f"{self.base_url}/api/v1/{endpoint}"
+        timeout = self.settings.prometheus_timeout
+        try:
+            if len(encoded) <= GET_LIMIT:
+                response = self._session.get(f"{url}?{encoded}", headers=headers, timeout=timeout)
+            else:
+                form = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
+                response = self._session.post(url, data=encoded, headers=form, timeout=timeout)
+            response.raise_for_status()
+        except requests.exceptions.HTTPError as exc:
+            raise _status_error(self._where(endpoint), exc) from exc
+        except requests.exceptions.Timeout as exc:
+            timed_out = QueryTimeout(f"Prometheus at {self._where(endpoint)} did not answer within {timeout:g}s")
+            raise _Retryable(_chain(timed_out, exc)) from exc
+        except requests.exceptions.SSLError as exc:
+            raise PrometheusUnavailable(f"TLS error talking to Prometheus at {self._where(endpoint)}: {exc}") from exc
+        except requests.exceptions.ConnectionError as exc:
+            error = PrometheusUnavailable(f"cannot connect to Prometheus at {self._where(endpoint)}: {_short(exc)}")
+            raise _Retryable(_chain(error, exc)) from exc
+        except requests.exceptions.RequestException as exc:
+            raise PrometheusUnavailable(
+                f"request to Prometheus at {self._where(endpoint)} failed: {_short(exc)}"
+            ) from exc
+        if response.status_code != _OK:
+            # A 2xx/3xx other than 200 is no query answer either (raise_for_status only covers 4xx/5xx).
+            raise QueryRejected(
+                f"Prometheus at {self._where(endpoint)} answered HTTP {response.status_code}",
+                status=response.status_code,
+            )
+        return response.content
 
     def _headers(self) -> dict[str, str]:
-        # Uncompressed by default: compressing tens of MB per pass is a good part of Prometheus's
-        # CPU, and the operator usually runs next to it (prometheus_compression turns it on).
+        # Uncompressed by default: compressing a pass's answers costs Prometheus CPU, and the operator
+        # usually runs next to it (prometheus_compression turns it on for a remote endpoint).
         encoding = "gzip" if self.settings.prometheus_compression else "identity"
         headers = {"Accept": "application/json", "Accept-Encoding": encoding, **self.settings.prometheus_headers}
         token_file = self.settings.prometheus_bearer_token_file
@@ -220,93 +262,43 @@ class PrometheusClient:
             headers["Authorization"] = f"Bearer {token}"
         return headers
 
-    def _run(self, endpoint: str, params: dict[str, str], via_library: Callable[[], Any] | None) -> Result:
-        with self._lock:
-            self.queries_issued += 1
-        headers = self._headers()
-        self._prom.headers = headers
-        encoded_size = len(urlencode(params))
-        use_library = via_library is not None and encoded_size <= GET_LIMIT
+    def _where(self, endpoint: str) -> str:
+        return f"{self.display_url}/api/v1/{endpoint}"
 
-        def attempt() -> Result:
-            if use_library and via_library is not None:
-                return cast(Result, self._checked(endpoint, via_library))
-            return cast(Result, self._checked(endpoint, lambda: self._result(endpoint, params, headers)))
 
-        return self._with_retries(endpoint, attempt)
+def _status_error(where: str, exc: requests.exceptions.HTTPError) -> BottleneckError | _Retryable:
+    """The error for a 4xx/5xx answer, its status as a field; 429 and 5xx wrapped to be retried."""
+    response = cast(requests.Response, exc.response)
+    status = response.status_code
+    detail = _error_detail(response.content)
+    if status == 429 or status >= 500:
+        error = PrometheusUnavailable(f"Prometheus at {where} answered HTTP {status}: {detail}", status=status)
+        return _Retryable(_chain(error, exc))
+    if status in (401, 403):
+        return QueryRejected(f"Prometheus at {where} refused the credentials (HTTP {status}): {detail}", status=status)
+    return QueryRejected(f"Prometheus at {where} rejected the query (HTTP {status}): {detail}", status=status)
 
-    def _send(self, endpoint: str, params: dict[str, str], headers: dict[str, str]) -> bytes:
-        """One request (GET, or a form POST when the parameters are long); returns the 200 body."""
-        url = f"{self.base_url}/api/v1/{endpoint}"
-        timeout = self.settings.prometheus_timeout
-        # Encoded once: a pass's selectors run to tens of KB, and quoting them is pure-Python work.
-        encoded = urlencode(params)
-        if len(encoded) <= GET_LIMIT:
-            response = self._session.get(f"{url}?{encoded}", headers=headers, auth=self._prom.auth, timeout=timeout)
-        else:
-            form = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
-            response = self._session.post(url, data=encoded, headers=form, auth=self._prom.auth, timeout=timeout)
-        if response.status_code != 200:
-            raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
-        return response.content
 
-    def _result(self, endpoint: str, params: dict[str, str], headers: dict[str, str]) -> Any:
-        """One request through :meth:`_send`; returns the answer's ``data.result``."""
-        body = json.loads(self._send(endpoint, params, headers))
-        if not isinstance(body, dict) or body.get("status") != "success":
-            raise ValueError("not a successful Prometheus answer")
-        return body["data"]["result"]
+def _error_detail(body: bytes) -> str:
+    """Prometheus's own ``errorType: error`` from an error answer's body, else the body's start."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and "error" in doc:
+        return _short(f"{doc.get('errorType', 'error')}: {doc['error']}")
+    return _short(body.decode("utf-8", errors="replace"))
 
-    def _checked(self, endpoint: str, call: Callable[[], Any], expected: type = list) -> Any:
-        """One attempt; every library failure becomes ours, retryable ones wrapped in _Retryable."""
-        where = f"{self.display_url}/api/v1/{endpoint}"
-        try:
-            result = call()
-        except requests.exceptions.Timeout as exc:
-            raise _Retryable(
-                _chain(
-                    QueryTimeout(f"Prometheus at {where} did not answer within {self.settings.prometheus_timeout:g}s"),
-                    exc,
-                )
-            ) from exc
-        except requests.exceptions.SSLError as exc:
-            raise PrometheusUnavailable(f"TLS error talking to Prometheus at {where}: {exc}") from exc
-        except requests.exceptions.ConnectionError as exc:
-            raise _Retryable(
-                _chain(PrometheusUnavailable(f"cannot connect to Prometheus at {where}: {_short(exc)}"), exc)
-            ) from exc
-        except json.JSONDecodeError as exc:  # requests' own JSONDecodeError is one too
-            raise QueryRejected(f"Prometheus at {where} answered with malformed JSON: {exc}") from exc
-        except PrometheusApiClientException as exc:
-            status, detail = _parse_status(str(exc))
-            error: BottleneckError
-            if status in _RETRY_STATUS:
-                error = PrometheusUnavailable(f"Prometheus at {where} answered HTTP {status}: {detail}")
-                raise _Retryable(_chain(error, exc)) from exc
-            if status in (401, 403):
-                raise QueryRejected(f"Prometheus at {where} refused the credentials (HTTP {status}): {detail}") from exc
-            raise QueryRejected(f"Prometheus at {where} rejected the query (HTTP {status}): {detail}") from exc
-        except requests.exceptions.RequestException as exc:
-            raise PrometheusUnavailable(f"request to Prometheus at {where} failed: {_short(exc)}") from exc
-        except (KeyError, TypeError, ValueError) as exc:
-            raise QueryRejected(f"the answer of {where} is not a Prometheus API response ({exc!r})") from exc
-        if not isinstance(result, expected):
-            raise QueryRejected(f"the answer of {where} has no result list")
-        return result
 
-    def _with_retries(self, endpoint: str, attempt: Callable[[], _T]) -> _T:
-        retries = self.settings.prometheus_retries
-        delay = self.settings.prometheus_retry_backoff
-        for n in range(retries + 1):
-            try:
-                return attempt()
-            except _Retryable as exc:
-                if n == retries:
-                    raise exc.error from exc.error.__cause__
-                log.warning("%s (attempt %d of %d), retrying in %.2fs", exc.error, n + 1, retries + 1, delay)
-                time.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")  # pragma: no cover
+def _result(body: bytes) -> Result:
+    """``data.result`` of a successful answer (ValueError/KeyError/TypeError when there is none)."""
+    doc = json.loads(body)
+    if not isinstance(doc, dict) or doc.get("status") != "success":
+        raise ValueError("not a successful Prometheus answer")
+    result = doc["data"]["result"]
+    if not isinstance(result, list):
+        raise TypeError("the answer has no result list")
+    return result
 
 
 def _chain(error: BottleneckError, cause: BaseException) -> BottleneckError:
@@ -317,29 +309,3 @@ def _chain(error: BottleneckError, cause: BaseException) -> BottleneckError:
 def _short(exc: BaseException | str) -> str:
     text = str(exc)
     return text if len(text) <= 300 else text[:300] + "..."
-
-
-def _parse_status(message: str) -> tuple[int, str]:
-    """(status, Prometheus's error text) from the library's 'HTTP Status Code N (b'...')' message."""
-    status = 0
-    head, _, rest = message.partition("(")
-    digits = "".join(ch for ch in head if ch.isdigit())
-    if digits:
-        status = int(digits)
-    detail = rest.rstrip(")")
-    # The body is a bytes repr; pull Prometheus's own "error" field out of it when it is JSON.
-    if detail.startswith(("b'", 'b"')):
-        detail = detail[2:-1]
-    try:
-        body = json.loads(detail.encode().decode("unicode_escape"))
-        if isinstance(body, dict) and "error" in body:
-            detail = f"{body.get('errorType', 'error')}: {body['error']}"
-    except (ValueError, UnicodeDecodeError):
-        pass
-    return status, _short(detail)
-
-
-def _fmt_time(value: float) -> str:
-    if not math.isfinite(value):
-        raise InvalidWindow(f"not a finite time: {value}")
-    return f"{value:.3f}".rstrip("0").rstrip(".")

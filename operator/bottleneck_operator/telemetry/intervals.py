@@ -2,7 +2,7 @@
 
 Each pass needs every pod's (and node's) scrape interval per exporter: it sets the rate() ranges
 and gauge windows of the signal queries. Estimating it reads each exporter's densest series (one
-per GPU for dcgm-exporter) several times over, about a sixth of Prometheus's work in a pass. An
+per GPU for dcgm-exporter) several times over, a good part of Prometheus's work in a pass. An
 exporter's interval is configuration and does not change from one minute to the next, so the
 operator, which analyses the same pods every interval, estimates a pod once and reuses the figure
 for :data:`DEFAULT_TTL` seconds.

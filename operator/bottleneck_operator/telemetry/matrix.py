@@ -1,22 +1,23 @@
 """Range answers decoded straight onto the step grid, without holding Prometheus's JSON as Python objects.
 
 A pass over a thousand Jobs reads millions of samples. Decoded the usual way, every sample
-becomes a ``[timestamp, "value"]`` list of Python objects (about 150 bytes each), and all of a
-pass's answers at once weigh hundreds of MB. Here each series is taken apart the moment the JSON
-decoder has built it (an ``object_hook``), its samples are converted to numpy in batches, and the
-answer ends as one dense float64 matrix: 8 bytes per grid point.
+becomes a ``[timestamp, "value"]`` list of Python objects, many times the size of the float it
+carries, and all of a pass's answers are alive at once. Here each series is taken apart the moment
+the JSON decoder has built it (an ``object_hook``), its samples are converted to numpy in batches,
+and the answer ends as one dense float64 matrix on the query's :class:`~.grid.Grid`: 8 bytes per
+grid point.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
 from bottleneck_operator.contract.window import FloatArray
+from bottleneck_operator.telemetry.grid import Grid
 
 Float2D = np.ndarray[tuple[int, int], np.dtype[np.float64]]
 
@@ -26,17 +27,22 @@ _SERIES = object()  # what a decoded series is replaced by in the JSON tree
 
 @dataclass(frozen=True)
 class Matrix:
-    """A range answer on the query's step grid.
+    """A range answer on the query's grid.
 
     Attributes:
         labels: each series' labels, in answer order.
-        first: grid index (``time / step``) of column 0.
+        grid: the query's evaluation instants; column ``k`` is instant ``k``.
         values: (series, columns) samples; NaN where a series has no sample.
     """
 
     labels: list[dict[str, str]]
-    first: int
+    grid: Grid
     values: Float2D
+
+    @property
+    def first(self) -> int:
+        """Global grid index (``time / step``) of column 0."""
+        return self.grid.first
 
     @property
     def columns(self) -> int:
@@ -50,8 +56,8 @@ class Matrix:
 class _Decoder:
     """Collects the series of one answer while ``json.loads`` builds it."""
 
-    def __init__(self, first: int, columns: int, step: float) -> None:
-        self.first, self.columns, self.step = first, columns, step
+    def __init__(self, grid: Grid) -> None:
+        self.grid = grid
         self.labels: list[dict[str, str]] = []
         self._rows: list[int] = []
         self._times: list[Any] = []
@@ -82,31 +88,26 @@ class _Decoder:
         # float() reads Prometheus's "NaN", "+Inf" and "-Inf" as well as numbers.
         values = np.fromiter(map(float, self._values), dtype=np.float64, count=n)
         rows = np.fromiter(self._rows, dtype=np.int64, count=n)
-        self._parts.append((rows, np.rint(times / self.step).astype(np.int64) - self.first, values))
+        self._parts.append((rows, self.grid.columns(times), values))
         self._rows, self._times, self._values = [], [], []
 
     def matrix(self) -> Matrix:
         self._flush()
-        out = np.full((len(self.labels), self.columns), np.nan, dtype=np.float64)
+        size = self.grid.size
+        out = np.full((len(self.labels), size), np.nan, dtype=np.float64)
         for rows, cols, values in self._parts:
-            keep = (cols >= 0) & (cols < self.columns)
+            keep = (cols >= 0) & (cols < size)
             out[rows[keep], cols[keep]] = values[keep]
         self._parts = []
-        return Matrix(labels=self.labels, first=self.first, values=out)
+        return Matrix(labels=self.labels, grid=self.grid, values=out)
 
 
-def grid(start: float, end: float, step: float) -> tuple[int, int]:
-    """(grid index of ``start``, number of evaluation steps) of a range query."""
-    first = round(start / step)
-    return first, max(0, round(end / step) - first + 1)
-
-
-def decode_matrix(body: bytes | str, start: float, end: float, step: float) -> Matrix:
+def decode_matrix(body: bytes | str, grid: Grid) -> Matrix:
     """Decode a ``/api/v1/query_range`` response body.
 
     Args:
         body: the HTTP body.
-        start / end / step: the query's range (they define the grid).
+        grid: the query's evaluation instants (see :class:`~.grid.Grid`): the matrix's columns.
 
     Returns:
         The answer as a matrix.
@@ -115,10 +116,7 @@ def decode_matrix(body: bytes | str, start: float, end: float, step: float) -> M
         ValueError, TypeError, KeyError: the body is not a successful Prometheus matrix answer
             (malformed JSON included: ``json.JSONDecodeError`` is a ValueError).
     """
-    first, columns = grid(start, end, step)
-    if not math.isfinite(step) or step <= 0:
-        raise ValueError(f"invalid step {step}")
-    decoder = _Decoder(first, columns, step)
+    decoder = _Decoder(grid)
     doc = json.loads(body, object_hook=decoder.hook)
     if not isinstance(doc, dict) or doc.get("status") != "success":
         raise ValueError("not a successful Prometheus answer")

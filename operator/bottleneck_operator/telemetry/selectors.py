@@ -20,6 +20,7 @@ from bottleneck_operator.contract.sampling import DEFAULT_SCRAPE_INTERVAL as DEF
 from bottleneck_operator.contract.sampling import gauge_window as gauge_window
 from bottleneck_operator.contract.sampling import range_milliseconds
 from bottleneck_operator.contract.sampling import rate_range as rate_range
+from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry.names import quote
 
 GROUP_LABEL = "bn_group"  # tag of the scrape-interval estimates
@@ -36,7 +37,7 @@ INTERNAL_CPU_MODES = "_node_cpu_modes"  # node CPU seconds per mode: the node_cp
 
 
 class Group(StrEnum):
-    """One request per group and pass; a group is one exporter (its label layout and interval)."""
+    """One exporter: its label layout, and a scrape interval estimated per pod (per node) and group."""
 
     DCGM = "dcgm"
     CADVISOR = "cadvisor"
@@ -53,8 +54,7 @@ class QueryContext:
         namespaces: regex alternation of the pass's namespaces.
         pods: regex alternation of the pods (names found in kube_pod_info, or ``<job>-.+`` prefixes).
         nodes: regex alternation of the pods' nodes.
-        node_label: label on node-exporter series naming the node; "" joins node_uname_info on instance.
-        dcgm_namespace_label / dcgm_pod_label / dcgm_hostname_label: dcgm-exporter's label names.
+        labels: the label-mapping settings (already validated as label names).
         rate_ranges: seconds of the rate() range per group.
         gauge_windows: seconds a gauge sample stays valid, per group.
         instances: regex alternation of the nodes' node-exporter instances ("" = unknown).
@@ -63,13 +63,27 @@ class QueryContext:
     namespaces: str
     pods: str
     nodes: str
-    node_label: str = ""
-    dcgm_namespace_label: str = "namespace"
-    dcgm_pod_label: str = "pod"
-    dcgm_hostname_label: str = "Hostname"
+    labels: LabelSettings
     rate_ranges: Mapping[Group, float] | None = None
     gauge_windows: Mapping[Group, float] | None = None
     instances: str = ""
+
+    @property
+    def node_label(self) -> str:
+        """Label on node-exporter series naming the node; "" joins node_uname_info on instance."""
+        return self.labels.node_exporter_node_label
+
+    @property
+    def dcgm_namespace_label(self) -> str:
+        return self.labels.dcgm_namespace_label
+
+    @property
+    def dcgm_pod_label(self) -> str:
+        return self.labels.dcgm_pod_label
+
+    @property
+    def dcgm_hostname_label(self) -> str:
+        return self.labels.dcgm_hostname_label
 
     def rate_range(self, group: Group) -> str:
         seconds = (self.rate_ranges or {}).get(group, 4 * DEFAULT_SCRAPE_INTERVAL)

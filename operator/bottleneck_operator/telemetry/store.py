@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
 from bottleneck_operator.telemetry import selectors as sq
+from bottleneck_operator.telemetry.grid import Grid, IntArray
 from bottleneck_operator.telemetry.matrix import Matrix
 
 PodKey = tuple[str, str]  # (namespace, pod)
@@ -78,13 +80,24 @@ class Store:
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
     uname: list[tuple[str, str, al.Chunk]] = field(default_factory=list)
-    grids: dict[tuple[int, int], al.IntArray] = field(default_factory=dict)
+    grids: dict[Grid, IntArray] = field(default_factory=dict)
+
+    def indices(self, grid: Grid) -> IntArray:
+        """The global indices of a segment's grid: one array per grid, shared by every answer on it.
+
+        Chunks of one segment then line up by identity (see :func:`.alignment.take_many`).
+        """
+        idx = self.grids.get(grid)
+        if idx is None:
+            idx = self.grids.setdefault(grid, np.arange(grid.first, grid.first + grid.size, dtype=np.int64))
+        return idx
 
 
-def store_hint(labels: dict[str, str], settings: Settings, store: Store) -> None:
+def store_hint(labels: dict[str, str], mapping: LabelSettings, store: Store) -> None:
+    """File where a pod ran by the collector's ``node`` label or dcgm-exporter's host label."""
     if labels.get("bn_source") == "dcgm":
-        key = (labels.get(settings.dcgm_namespace_label, ""), labels.get(settings.dcgm_pod_label, ""))
-        node = labels.get(settings.dcgm_hostname_label, "")
+        key = (labels.get(mapping.dcgm_namespace_label, ""), labels.get(mapping.dcgm_pod_label, ""))
+        node = labels.get(mapping.dcgm_hostname_label, "")
         if node and key not in store.hints:  # the collector's own node label wins
             store.hints[key] = node
     else:
@@ -93,14 +106,23 @@ def store_hint(labels: dict[str, str], settings: Settings, store: Store) -> None
             store.hints[(labels.get("namespace", ""), labels.get("pod", ""))] = node
 
 
-def discover(result: list[dict[str, object]], jobs: set[JobKey], step: float, store: Store) -> set[JobKey]:
-    """Assign kube_pod_info series to the requested Jobs; returns the Jobs that got pods."""
+def discover(answer: Matrix, jobs: AbstractSet[JobKey], store: Store) -> set[JobKey]:
+    """Assign kube_pod_info series to the requested Jobs; returns the Jobs that got pods.
+
+    Args:
+        answer: the pods query of one segment (see :func:`.discovery.pods_query`).
+        jobs: the segment's Jobs.
+        store: where pods, their nodes and presence go.
+
+    Returns:
+        The Jobs that got at least one pod.
+    """
     by_ns: dict[str, list[str]] = defaultdict(list)
     for ns, job in jobs:
         by_ns[ns].append(job)
     found: set[JobKey] = set()
-    for row in result:
-        labels = labels_of(row)
+    idx = store.indices(answer.grid)
+    for i, labels in enumerate(answer.labels):
         ns, pod = labels.get("namespace", ""), labels.get("pod", "")
         owner_kind, owner = labels.get("created_by_kind", ""), labels.get("created_by_name", "")
         by_prefix = not (owner_kind == "Job" and (ns, owner) in jobs)
@@ -115,7 +137,7 @@ def discover(result: list[dict[str, object]], jobs: set[JobKey], step: float, st
         node = labels.get("node") or None
         if node:
             info.node = node
-        info.presence.append(al.parse_values(values_of(row), step))
+        info.presence.append(al.Chunk(idx, answer.row(i)))
         found.add((ns, owner))
     return found
 
@@ -124,17 +146,20 @@ def store_group(
     group: sq.Group,
     entry: str,
     answer: Matrix,
-    settings: Settings,
     ctx: sq.QueryContext,
     store: Store,
 ) -> None:
-    """File one signal query's answer: each series becomes a chunk (a view of its matrix row)."""
-    # One index array per grid, shared by every answer on it (chunks of a segment line up by identity).
-    idx = store.grids.get((answer.first, answer.columns))
-    if idx is None:
-        idx = store.grids.setdefault(
-            (answer.first, answer.columns), np.arange(answer.first, answer.first + answer.columns, dtype=np.int64)
-        )
+    """File one signal query's answer: each series becomes a chunk (a view of its matrix row).
+
+    Args:
+        group: the entry's exporter.
+        entry: the catalog entry's name.
+        answer: its answer on the segment's grid.
+        ctx: the selectors it was built from (for the label mapping).
+        store: where the chunks go.
+    """
+    idx = store.indices(answer.grid)
+    mapping = ctx.labels
     for i, labels in enumerate(answer.labels):
         name = entry
         chunk = al.Chunk(idx, answer.row(i))
@@ -150,9 +175,9 @@ def store_group(
         elif name == sq.INTERNAL_ON_NODE:
             store.on_node[labels.get("node", "")][(labels.get("namespace", ""), labels.get("pod", ""))].append(chunk)
         elif name == sq.INTERNAL_UNMAPPED:
-            store.unmapped[labels.get(settings.dcgm_hostname_label, "")].append(chunk)
+            store.unmapped[labels.get(mapping.dcgm_hostname_label, "")].append(chunk)
         elif group is sq.Group.DCGM:
-            key = (labels.get(settings.dcgm_namespace_label, ""), labels.get(settings.dcgm_pod_label, ""))
+            key = (labels.get(mapping.dcgm_namespace_label, ""), labels.get(mapping.dcgm_pod_label, ""))
             if name == sq.INTERNAL_GPUS:
                 store.gpus[key][labels.get("modelName", "")].append(chunk)
             else:
@@ -164,11 +189,6 @@ def store_group(
 def labels_of(row: dict[str, object]) -> dict[str, str]:
     metric = row.get("metric")
     return {str(k): str(v) for k, v in metric.items()} if isinstance(metric, dict) else {}
-
-
-def values_of(row: dict[str, object]) -> list[list[object]]:
-    values = row.get("values")
-    return values if isinstance(values, list) else []
 
 
 def to_float(text: object) -> float:
