@@ -8,7 +8,7 @@ import numpy as np
 
 from bottleneck_operator.analysis.classify import analyze_window, analyze_windows
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck
 from bottleneck_operator.contract.window import DataQuality, JobWindow
 
 from .conftest import FixedModel
@@ -19,7 +19,7 @@ B = Bottleneck
 
 def test_confident_verdict_has_no_reason() -> None:
     v = analyze_window(make_window(B.IO), FixedModel({B.IO: 0.9, B.CPU: 0.1}))
-    assert v.bottleneck is B.IO and v.reason is None and v.secondary is None
+    assert v.bottleneck is B.IO and v.reason is None and v.secondary is None and v.abstention is None
     assert abs(v.confidence - 0.9) < 1e-9
     assert set(v.probabilities) == {c.value for c in CLASSES}
 
@@ -29,6 +29,7 @@ def test_abstains_below_threshold_with_reason() -> None:
     v = analyze_window(make_window(B.IO), model, abstain_threshold=0.5)
     assert v.bottleneck is B.UNKNOWN
     assert v.reason and "abstain_threshold" in v.reason
+    assert v.abstention is Abstention.LOW_CONFIDENCE and not v.abstention.is_data_problem
     assert analyze_window(make_window(B.IO), model, abstain_threshold=0.4).bottleneck is B.IO
 
 
@@ -37,9 +38,11 @@ def test_abstains_on_low_coverage_and_short_window() -> None:
     thin = make_window(B.GPU, coverage=0.3)
     v = analyze_window(thin, model, min_coverage=0.5)
     assert v.bottleneck is B.UNKNOWN and v.reason and "coverage" in v.reason
+    assert v.abstention is Abstention.LOW_COVERAGE and v.abstention.is_data_problem
     short = make_window(B.GPU, samples=3, step=30.0)
     v = analyze_window(short, model, min_window=120.0)
     assert v.bottleneck is B.UNKNOWN and v.reason and "min_window" in v.reason
+    assert v.abstention is Abstention.SHORT_WINDOW
     assert analyze_window(short, model, min_window=60.0).bottleneck is B.GPU
 
 
@@ -47,6 +50,7 @@ def test_no_pods_is_unknown() -> None:
     empty = JobWindow("ml", "gone", 0.0, 900.0, 30.0, np.empty(0), (), DataQuality())
     v = analyze_window(empty, FixedModel({B.GPU: 0.99}))
     assert v.bottleneck is B.UNKNOWN and v.reason and "no pods" in v.reason
+    assert v.abstention is Abstention.NO_PODS
     assert v.confidence == 0.0
 
 

@@ -17,7 +17,7 @@ from bottleneck_operator.analysis.evidence import build_evidence, build_recommen
 from bottleneck_operator.analysis.features import extract_features, single_pod_windows
 from bottleneck_operator.analysis.headroom import capacity_needs, estimate_headroom
 from bottleneck_operator.analysis.summary import JobSummary, summarize
-from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, PodVerdict, Verdict
+from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck, PodVerdict, Verdict
 from bottleneck_operator.contract.window import FloatArray, JobWindow, PodWindow
 
 
@@ -30,13 +30,13 @@ class Classifier(Protocol):
     def predict_proba(self, x: FloatArray) -> FloatArray: ...
 
 
-def _data_reason(window: JobWindow, *, min_coverage: float, min_window: float) -> str | None:
+def _data_reason(window: JobWindow, *, min_coverage: float, min_window: float) -> tuple[Abstention, str] | None:
     if not window.pods:
-        return "no pods of the job were found in the window"
+        return Abstention.NO_PODS, "no pods of the job were found in the window"
     if window.duration < min_window:
-        return f"window too short: {window.duration:.0f} s < min_window {min_window:.0f} s"
+        return Abstention.SHORT_WINDOW, f"window too short: {window.duration:.0f} s < min_window {min_window:.0f} s"
     if window.quality.coverage < min_coverage:
-        return (
+        return Abstention.LOW_COVERAGE, (
             f"too little GPU data: coverage {100 * window.quality.coverage:.0f} % < "
             f"min_coverage {100 * min_coverage:.0f} %"
         )
@@ -99,26 +99,32 @@ def analyze_windows(
     verdicts: list[Verdict] = []
     for i, w in enumerate(windows):
         probs = _probabilities(model, proba[i])
-        reason = _data_reason(w, min_coverage=min_coverage, min_window=min_window)
-        summary = summarize(w) if with_details or reason is None else None
+        problem = _data_reason(w, min_coverage=min_coverage, min_window=min_window)
+        summary = summarize(w) if with_details or problem is None else None
         gpu_active = summary.gpu_active if summary else None
-        if reason is not None:
+        if problem is not None:
             verdicts.append(
                 Verdict(
                     bottleneck=Bottleneck.UNKNOWN,
                     confidence=0.0,
                     probabilities=probs if w.pods else {c.value: 0.0 for c in CLASSES},
-                    reason=reason,
+                    reason=problem[1],
                     gpu_active=gpu_active,
                     model_version=model.version,
+                    abstention=problem[0],
                 )
             )
             continue
         cls, conf, secondary, why = _decide(
             probs, abstain_threshold=abstain_threshold, secondary_margin=secondary_margin
         )
+        abstention = Abstention.LOW_CONFIDENCE if why is not None else None
         if not with_details:
-            verdicts.append(Verdict(cls, conf, probs, secondary, why, gpu_active, model_version=model.version))
+            verdicts.append(
+                Verdict(
+                    cls, conf, probs, secondary, why, gpu_active, model_version=model.version, abstention=abstention
+                )
+            )
             continue
         assert summary is not None
         lo, hi = pod_slices[i]
@@ -140,6 +146,7 @@ def analyze_windows(
                 capacity=capacity_needs(cls, x[i], summary),
                 pods=pods,
                 model_version=model.version,
+                abstention=abstention,
             )
         )
     return verdicts

@@ -119,7 +119,7 @@ def main(args: argparse.Namespace) -> int:
     data_problem = (
         result.window is None
         or not result.window.pods
-        or (result.verdict.reason is not None and not result.verdict.reason.startswith("model not confident"))
+        or (result.verdict.abstention is not None and result.verdict.abstention.is_data_problem)
     )
     if data_problem:
         print(dumps(result.status.dump()))

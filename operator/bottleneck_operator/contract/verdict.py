@@ -17,6 +17,20 @@ class Bottleneck(StrEnum):
     UNKNOWN = "Unknown"
 
 
+class Abstention(StrEnum):
+    """Why a verdict is Unknown: callers branch on this, never on the text of ``reason``."""
+
+    NO_PODS = "NoPods"
+    SHORT_WINDOW = "ShortWindow"
+    LOW_COVERAGE = "LowCoverage"
+    LOW_CONFIDENCE = "LowConfidence"
+
+    @property
+    def is_data_problem(self) -> bool:
+        """True when the telemetry, not the model, stopped the analysis."""
+        return self is not Abstention.LOW_CONFIDENCE
+
+
 # The classes the classifier predicts; Unknown is an abstention, never a label.
 CLASSES: tuple[Bottleneck, ...] = (
     Bottleneck.IO,
@@ -93,11 +107,12 @@ class Verdict:
         confidence: the calibrated probability of the primary class (0 for Unknown without data).
         probabilities: class name -> calibrated probability, over ``CLASSES``.
         secondary: a close runner-up class, or None.
-        reason: why the verdict is Unknown, or None.
+        reason: why the verdict is Unknown, in words, or None.
         gpu_active: mean GPU activity over the window (best available signal), 0..1, or None.
         evidence, recommendations, headroom, capacity: see the classes above.
         pods: per-pod breakdown.
         model_version: version of the model that produced it.
+        abstention: why the verdict is Unknown, as a value to branch on, or None.
     """
 
     bottleneck: Bottleneck
@@ -113,3 +128,4 @@ class Verdict:
     pods: tuple[PodVerdict, ...] = ()
     model_version: str = ""
     notes: tuple[str, ...] = field(default=())
+    abstention: Abstention | None = None
