@@ -1,9 +1,11 @@
-"""Model persistence with skops: round trip, refusal of untrusted content, schema check, shipped model."""
+"""Model persistence: the runtime npz and the skops training file, refusal of untrusted content, schema check."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ from bottleneck_operator.analysis.model import (
     METADATA_FILE,
     MODEL_DIR,
     MODEL_FILE,
+    TRAINING_FILE,
     BottleneckModel,
     fit_temperature,
     load_model,
@@ -36,17 +39,39 @@ def test_round_trip_gives_the_same_probabilities(tiny_model: BottleneckModel, tm
     meta = json.loads(meta_path.read_text())
     assert meta["feature_names"] == list(FEATURE_NAMES)
     assert meta["feature_schema"] == feature_schema_hash()
+    assert loaded.estimator is None  # the runtime file carries trees, not a scikit-learn object
+    trained = load_model(tmp_path / TRAINING_FILE)
+    np.testing.assert_allclose(trained.predict_proba(x), tiny_model.predict_proba(x))
+    np.testing.assert_allclose(trained.raw_scores(x), tiny_model.estimator.decision_function(x), atol=1e-9)
+
+
+def test_runtime_file_with_pickled_content_is_refused_unrun(tmp_path: Path) -> None:
+    path = tmp_path / MODEL_FILE
+    np.savez(path, header=np.array([os.system], dtype=object))
+    with pytest.raises(ModelError, match="cannot read"):
+        load_model(path)
+
+
+def test_runtime_file_of_another_schema_is_refused(tiny_model: BottleneckModel, tmp_path: Path) -> None:
+    path, _ = save_model(tiny_model, tmp_path)
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {name: np.array(data[name]) for name in data.files}
+    header = json.loads(str(arrays["header"][()]))
+    arrays["header"] = np.array(json.dumps({**header, "feature_schema": "0000000000000000"}))
+    np.savez(path, **arrays)
+    with pytest.raises(ModelError, match="feature schema"):
+        load_model(path)
 
 
 def test_refuses_untrusted_types(tmp_path: Path) -> None:
-    path = tmp_path / MODEL_FILE
+    path = tmp_path / TRAINING_FILE
     sio.dump({"estimator": os.system, "feature_schema": feature_schema_hash()}, path)
     with pytest.raises(ModelError, match="untrusted"):
         load_model(path)
 
 
 def test_refuses_another_feature_schema(tiny_model: BottleneckModel, tmp_path: Path) -> None:
-    path = tmp_path / MODEL_FILE
+    path = tmp_path / TRAINING_FILE
     sio.dump({"estimator": tiny_model.estimator, "feature_schema": "0000000000000000"}, path)
     with pytest.raises(ModelError, match="feature schema"):
         load_model(path)
@@ -54,11 +79,12 @@ def test_refuses_another_feature_schema(tiny_model: BottleneckModel, tmp_path: P
 
 def test_missing_or_damaged_file(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="not found"):
-        load_model(tmp_path / "nope.skops")
-    bad = tmp_path / "bad.skops"
-    bad.write_bytes(b"not a zip")
-    with pytest.raises(ModelError):
-        load_model(bad)
+        load_model(tmp_path / "nope.npz")
+    for name in ("bad.skops", "bad.npz"):
+        bad = tmp_path / name
+        bad.write_bytes(b"not a zip")
+        with pytest.raises(ModelError, match="cannot read"):
+            load_model(bad)
 
 
 def test_temperature_fit_recovers_a_known_temperature() -> None:
@@ -83,3 +109,24 @@ def test_shipped_model_matches_the_feature_schema() -> None:
     assert (MODEL_DIR / "MODEL_CARD.md").read_text().count(model.version) >= 1
     proba = model.predict_proba(extract_features([make_window(CLASSES[0])]))
     assert proba.shape == (1, len(CLASSES)) and abs(proba.sum() - 1) < 1e-9
+
+
+def test_shipped_runtime_model_gives_the_training_files_scores() -> None:
+    runtime, trained = load_model(), load_model(MODEL_DIR / TRAINING_FILE)
+    assert runtime.version == trained.version and runtime.classes == trained.classes
+    rng = np.random.default_rng(3)
+    x = extract_features([make_window(c, seed=s) for c in CLASSES for s in range(3)])
+    noisy = x * rng.uniform(0.5, 2.0, size=x.shape)
+    noisy[rng.random(x.shape) < 0.2] = np.nan
+    for rows in (x, noisy):
+        np.testing.assert_allclose(runtime.raw_scores(rows), trained.estimator.decision_function(rows), atol=1e-9)
+    assert runtime.temperature == trained.temperature
+
+
+def test_loading_the_runtime_model_imports_no_scikit_learn() -> None:
+    code = (
+        "import sys; from bottleneck_operator.analysis.model import load_model; load_model(); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'scipy', 'skops'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,8 +1,10 @@
-"""The classifier: a gradient-boosted tree ensemble with temperature-scaled probabilities, kept with skops.
+"""The classifier: a gradient-boosted tree ensemble with temperature-scaled probabilities.
 
-The file holds a plain dict (estimator, temperature, feature names, version, metadata) written by
-``skops.io.dump``; loading passes an explicit list of trusted types, so a file that carries anything
-else (a function, an arbitrary class) is refused instead of run. Pickle is never used.
+Two files come out of training. ``bottleneck-model.npz`` is what the operator runs: the trees as
+plain arrays (:mod:`analysis.trees`) plus a JSON header, read with ``allow_pickle=False``, so loading
+it can run no code and imports neither scikit-learn nor SciPy. ``bottleneck-model.skops`` is the
+training artefact (the fitted scikit-learn estimator, for inspection and re-export); it is loaded
+only when asked for by path, with an explicit list of trusted types. Pickle is never used.
 """
 
 from __future__ import annotations
@@ -16,17 +18,20 @@ from typing import Any
 import numpy as np
 
 from bottleneck_operator.analysis.features import FEATURE_NAMES, feature_schema_hash
+from bottleneck_operator.analysis.trees import TreeEnsemble, export_ensemble
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import FloatArray
 from bottleneck_operator.errors import ModelError
 
 MODEL_DIR = Path(__file__).resolve().parent.parent / "model"
-MODEL_FILE = "bottleneck-model.skops"
+MODEL_FILE = "bottleneck-model.npz"
+TRAINING_FILE = "bottleneck-model.skops"
 METADATA_FILE = "bottleneck-model.json"
+_HEADER = "header"  # the npz entry holding the JSON header (a 0-d unicode array, no pickle)
 
 # The scikit-learn types a fitted HistGradientBoostingClassifier is made of, beyond the numpy and
 # builtin types skops trusts by default (checked with skops.io.get_untrusted_types on a trained model).
-# Anything else in a model file is refused before loading.
+# Anything else in a training file is refused before loading.
 TRUSTED_TYPES: tuple[str, ...] = (
     "sklearn._loss.link.Interval",
     "sklearn._loss.link.MultinomialLogit",
@@ -50,34 +55,43 @@ class BottleneckModel:
 
     def __init__(
         self,
-        estimator: Any,
+        estimator: Any | None = None,
         *,
         temperature: float,
         version: str,
         feature_names: Sequence[str] = FEATURE_NAMES,
         metadata: Mapping[str, Any] | None = None,
+        ensemble: TreeEnsemble | None = None,
+        classes: Sequence[str] | None = None,
     ) -> None:
         if tuple(feature_names) != FEATURE_NAMES:
             raise ModelError(
                 f"model feature schema does not match the code's ({len(feature_names)} vs "
                 f"{len(FEATURE_NAMES)} features): retrain with `bottleneck-operator train`"
             )
-        labels = [str(c) for c in getattr(estimator, "classes_", [])]
+        labels = [str(c) for c in (classes if classes is not None else getattr(estimator, "classes_", []))]
         try:
             self.classes: tuple[Bottleneck, ...] = tuple(Bottleneck(c) for c in labels)
         except ValueError as exc:
             raise ModelError(f"model predicts unknown classes {labels}") from exc
         if not self.classes or Bottleneck.UNKNOWN in self.classes:
             raise ModelError(f"model predicts unexpected classes {labels}")
+        if ensemble is None:
+            if estimator is None:
+                raise ModelError("a model needs its trees: an estimator or an ensemble")
+            ensemble = export_ensemble(estimator)
+        if ensemble.columns != len(self.classes):
+            raise ModelError(f"model has {ensemble.columns} score columns for {len(self.classes)} classes")
+        # The estimator is kept only where training made it; inference reads the ensemble alone.
         self.estimator = estimator
+        self.ensemble = ensemble
         self.temperature = float(temperature)
         self.version = version
         self.metadata: dict[str, Any] = dict(metadata or {})
 
     def raw_scores(self, x: FloatArray) -> FloatArray:
         """Uncalibrated multiclass scores (log-odds), shape (rows, classes)."""
-        scores = np.asarray(self.estimator.decision_function(x), dtype=np.float64)
-        return scores.reshape(len(x), -1)
+        return self.ensemble.decision_function(np.asarray(x, dtype=np.float64).reshape(len(x), -1))
 
     def predict_proba(self, x: FloatArray) -> FloatArray:
         """Calibrated class probabilities, columns in :attr:`classes` order.
@@ -133,59 +147,93 @@ def fit_temperature(scores: FloatArray, y: Sequence[int] | FloatArray) -> float:
     return float(np.exp((lo + hi) / 2))
 
 
+def _header(model: BottleneckModel) -> dict[str, Any]:
+    return {
+        "version": model.version,
+        "feature_schema": feature_schema_hash(),
+        "feature_names": list(FEATURE_NAMES),
+        "classes": [c.value for c in model.classes],
+        "temperature": model.temperature,
+    }
+
+
 def save_model(model: BottleneckModel, directory: Path) -> tuple[Path, Path]:
-    """Write the skops file and the metadata JSON into ``directory``.
+    """Write the runtime model, the training artefact (when there is an estimator) and the metadata.
 
     Args:
         model: a fitted model.
         directory: destination folder (created when missing).
 
     Returns:
-        (model file, metadata file).
+        (runtime model file, metadata file).
     """
-    import skops.io as sio
-
     directory.mkdir(parents=True, exist_ok=True)
+    header = _header(model)
     path = directory / MODEL_FILE
-    payload = {
-        "estimator": model.estimator,
-        "temperature": model.temperature,
-        "version": model.version,
-        "feature_names": list(FEATURE_NAMES),
-        "feature_schema": feature_schema_hash(),
-        "classes": [c.value for c in model.classes],
-    }
-    sio.dump(payload, path, compression=zipfile.ZIP_DEFLATED)
+    arrays: dict[str, Any] = {_HEADER: np.array(json.dumps(header)), **model.ensemble.arrays()}
+    np.savez_compressed(path, **arrays)
+    if model.estimator is not None:
+        import skops.io as sio
+
+        sio.dump({"estimator": model.estimator, **header}, directory / TRAINING_FILE, compression=zipfile.ZIP_DEFLATED)
     meta_path = directory / METADATA_FILE
-    meta = {
-        "version": model.version,
-        "feature_schema": feature_schema_hash(),
-        "feature_names": list(FEATURE_NAMES),
-        "classes": [c.value for c in model.classes],
-        "temperature": model.temperature,
-        **model.metadata,
-    }
-    meta_path.write_text(json.dumps(meta, indent=2, sort_keys=False) + "\n")
+    meta_path.write_text(json.dumps({**header, **model.metadata}, indent=2, sort_keys=False) + "\n")
     return path, meta_path
 
 
 def load_model(path: Path | None = None) -> BottleneckModel:
-    """Load a model file with an explicit trusted-types list.
+    """Load a model: the runtime ``.npz`` (default: the shipped one) or a ``.skops`` training file.
 
     Args:
-        path: a ``.skops`` file; default the shipped model in ``bottleneck_operator/model/``.
+        path: a model file; default the shipped ``bottleneck_operator/model/bottleneck-model.npz``.
 
     Returns:
         The model.
 
     Raises:
-        ModelError: the file is missing, unreadable, carries untrusted types or another feature schema.
+        ModelError: the file is missing, unreadable, carries untrusted content or another feature schema.
     """
-    import skops.io as sio
-
     path = path or MODEL_DIR / MODEL_FILE
     if not path.is_file():
         raise ModelError(f"model file not found: {path} (run `bottleneck-operator train`)")
+    estimator: Any = None
+    ensemble: TreeEnsemble | None = None
+    if path.suffix == ".skops":
+        header, estimator = _read_training_file(path)
+    else:
+        header, ensemble = _read_runtime_file(path)
+    if header.get("feature_schema") != feature_schema_hash():
+        raise ModelError(
+            f"model file {path} was trained on feature schema {header.get('feature_schema')}, "
+            f"the code has {feature_schema_hash()}: retrain with `bottleneck-operator train`"
+        )
+    return BottleneckModel(
+        estimator,
+        temperature=float(header.get("temperature", 1.0)),
+        version=str(header.get("version", "unknown")),
+        feature_names=tuple(header.get("feature_names", ())),
+        metadata=_read_metadata(path.with_name(METADATA_FILE)),
+        ensemble=ensemble,
+        classes=header.get("classes"),
+    )
+
+
+def _read_runtime_file(path: Path) -> tuple[dict[str, Any], TreeEnsemble]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            header = json.loads(str(data[_HEADER][()]))
+            ensemble = TreeEnsemble.from_arrays({name: np.array(data[name]) for name in data.files if name != _HEADER})
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        # numpy refuses object arrays with ValueError: a pickled payload lands here, unrun.
+        raise ModelError(f"cannot read model file {path}: {exc}") from exc
+    if not isinstance(header, dict):
+        raise ModelError(f"model file {path} does not hold a bottleneck model")
+    return header, ensemble
+
+
+def _read_training_file(path: Path) -> tuple[dict[str, Any], Any]:
+    import skops.io as sio
+
     try:
         untrusted = [t for t in sio.get_untrusted_types(file=path) if t not in TRUSTED_TYPES]
     except Exception as exc:  # skops raises several types on a damaged archive
@@ -198,25 +246,18 @@ def load_model(path: Path | None = None) -> BottleneckModel:
         raise ModelError(f"cannot load model file {path}: {exc}") from exc
     if not isinstance(payload, dict) or "estimator" not in payload:
         raise ModelError(f"model file {path} does not hold a bottleneck model")
-    if payload.get("feature_schema") != feature_schema_hash():
-        raise ModelError(
-            f"model file {path} was trained on feature schema {payload.get('feature_schema')}, "
-            f"the code has {feature_schema_hash()}: retrain with `bottleneck-operator train`"
-        )
-    meta_path = path.with_name(METADATA_FILE)
-    metadata: dict[str, Any] = {}
-    if meta_path.is_file():
-        try:
-            metadata = dict(json.loads(meta_path.read_text()))
-        except (OSError, ValueError):
-            metadata = {}
-    return BottleneckModel(
-        payload["estimator"],
-        temperature=float(payload.get("temperature", 1.0)),
-        version=str(payload.get("version", "unknown")),
-        feature_names=tuple(payload.get("feature_names", ())),
-        metadata=metadata,
-    )
+    header = {k: v for k, v in payload.items() if k != "estimator"}
+    header.setdefault("classes", [str(c) for c in getattr(payload["estimator"], "classes_", [])])
+    return header, payload["estimator"]
+
+
+def _read_metadata(meta_path: Path) -> dict[str, Any]:
+    if not meta_path.is_file():
+        return {}
+    try:
+        return dict(json.loads(meta_path.read_text()))
+    except (OSError, ValueError):
+        return {}
 
 
 def class_index(classes: Sequence[Bottleneck]) -> dict[Bottleneck, int]:
@@ -226,6 +267,8 @@ def class_index(classes: Sequence[Bottleneck]) -> dict[Bottleneck, int]:
 
 __all__ = [
     "CLASSES",
+    "MODEL_FILE",
+    "TRAINING_FILE",
     "TRUSTED_TYPES",
     "BottleneckModel",
     "fit_temperature",

@@ -9,6 +9,7 @@ imports neither scikit-learn nor SciPy (most of the operator's start-up time and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,10 +90,35 @@ class TreeEnsemble:
         one_hot = (self.tree_column[:, None] == np.arange(self.columns)[None, :]).astype(np.float64)
         return np.asarray(self.value.take(node) @ one_hot + self.baseline, dtype=np.float64)
 
+    def arrays(self) -> dict[str, Any]:
+        """The ensemble as named plain arrays (what :meth:`save` writes)."""
+        return {name: getattr(self, name) for name in _FIELDS}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, Any]) -> TreeEnsemble:
+        """Build and check an ensemble from named arrays (the inverse of :meth:`arrays`).
+
+        Raises:
+            KeyError: an array is missing; ValueError: the arrays do not form an ensemble.
+        """
+        ensemble = cls(
+            feature=np.asarray(arrays["feature"]).astype(np.int32),
+            threshold=np.asarray(arrays["threshold"]).astype(np.float64),
+            left=np.asarray(arrays["left"]).astype(np.int32),
+            right=np.asarray(arrays["right"]).astype(np.int32),
+            missing_left=np.asarray(arrays["missing_left"]).astype(np.bool_),
+            value=np.asarray(arrays["value"]).astype(np.float64),
+            roots=np.asarray(arrays["roots"]).astype(np.int32),
+            tree_column=np.asarray(arrays["tree_column"]).astype(np.int32),
+            tree_depth=np.asarray(arrays["tree_depth"]).astype(np.int32),
+            baseline=np.asarray(arrays["baseline"]).astype(np.float64),
+        )
+        ensemble.check()
+        return ensemble
+
     def save(self, path: Path) -> None:
         """Write the arrays to an ``.npz`` file (no pickled objects)."""
-        arrays: dict[str, Any] = {name: getattr(self, name) for name in _FIELDS}
-        np.savez_compressed(path, **arrays)
+        np.savez_compressed(path, **self.arrays())
 
     @classmethod
     def load(cls, path: Path) -> TreeEnsemble:
@@ -102,21 +128,7 @@ class TreeEnsemble:
             ValueError / KeyError / OSError: the file is not such an ensemble.
         """
         with np.load(path, allow_pickle=False) as data:
-            arrays = {name: np.array(data[name]) for name in _FIELDS}
-        ensemble = cls(
-            feature=arrays["feature"].astype(np.int32),
-            threshold=arrays["threshold"].astype(np.float64),
-            left=arrays["left"].astype(np.int32),
-            right=arrays["right"].astype(np.int32),
-            missing_left=arrays["missing_left"].astype(np.bool_),
-            value=arrays["value"].astype(np.float64),
-            roots=arrays["roots"].astype(np.int32),
-            tree_column=arrays["tree_column"].astype(np.int32),
-            tree_depth=arrays["tree_depth"].astype(np.int32),
-            baseline=arrays["baseline"].astype(np.float64),
-        )
-        ensemble.check()
-        return ensemble
+            return cls.from_arrays({name: np.array(data[name]) for name in _FIELDS})
 
     def check(self) -> None:
         """Refuse arrays that would index out of bounds (a damaged or hand-made file)."""

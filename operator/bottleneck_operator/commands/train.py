@@ -112,7 +112,7 @@ def train(
 def write_card(model: Any, path: Path) -> None:
     """The model card: what the model is, how it was trained, how it scores."""
     from bottleneck_operator.analysis.features import FEATURE_NAMES, feature_schema_hash
-    from bottleneck_operator.analysis.model import MODEL_FILE
+    from bottleneck_operator.analysis.model import MODEL_FILE, TRAINING_FILE
 
     m = model.metadata
     est = model.estimator
@@ -126,7 +126,7 @@ def write_card(model: Any, path: Path) -> None:
 
 | | |
 | --- | --- |
-| file | `{MODEL_FILE}` (skops; loaded with an explicit trusted-types list) |
+| file | `{MODEL_FILE}` (trees as plain arrays, read without pickle; `{TRAINING_FILE}` is the training artefact, loaded with an explicit trusted-types list) |
 | version | `{model.version}` |
 | estimator | scikit-learn HistGradientBoostingClassifier ({est.max_iter} iterations, {est.max_leaf_nodes} leaves, learning rate {est.learning_rate}), temperature-scaled probabilities (T = {model.temperature:.3f}) |
 | classes | {", ".join(c.value for c in model.classes)} (Unknown is an abstention, never predicted) |
