@@ -161,7 +161,9 @@ class Settings(BaseSettings):
     secondary_margin: float = Field(
         0.25, ge=0, le=1, description="A runner-up within this probability of the top class is named secondary."
     )
-    model_path: Path | None = Field(None, description="A model file (.npz runtime model, or a .skops training file); default: the shipped model.")
+    model_path: Path | None = Field(
+        None, description="A model file (.npz runtime model, or a .skops training file); default: the shipped model."
+    )
 
     # --- operator
     namespaces: list[str] = Field(default_factory=list, description="Namespaces to watch; empty: the whole cluster.")
