@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from bottleneck_operator.analysis.envelope import Envelope
 from bottleneck_operator.analysis.features import FEATURE_NAMES, feature_schema_hash
 from bottleneck_operator.analysis.trees import TreeEnsemble, export_ensemble
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
@@ -28,6 +29,7 @@ MODEL_FILE = "bottleneck-model.npz"
 TRAINING_FILE = "bottleneck-model.skops"
 METADATA_FILE = "bottleneck-model.json"
 _HEADER = "header"  # the npz entry holding the JSON header (a 0-d unicode array, no pickle)
+_LOW, _HIGH = "envelope_low", "envelope_high"
 
 # The scikit-learn types a fitted HistGradientBoostingClassifier is made of, beyond the numpy and
 # builtin types skops trusts by default (checked with skops.io.get_untrusted_types on a trained model).
@@ -51,6 +53,7 @@ class BottleneckModel:
         classes: the predicted classes, in the column order of :meth:`predict_proba`.
         temperature: divisor of the raw multiclass scores fitted on held-out data (calibration).
         metadata: training facts (seed, jobs, metrics) carried in the file.
+        envelope: per-feature range of the training data, or None.
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class BottleneckModel:
         metadata: Mapping[str, Any] | None = None,
         ensemble: TreeEnsemble | None = None,
         classes: Sequence[str] | None = None,
+        envelope: Envelope | None = None,
     ) -> None:
         if tuple(feature_names) != FEATURE_NAMES:
             raise ModelError(
@@ -88,6 +92,10 @@ class BottleneckModel:
         self.temperature = float(temperature)
         self.version = version
         self.metadata: dict[str, Any] = dict(metadata or {})
+        if envelope is not None and envelope.low.shape != (len(FEATURE_NAMES),):
+            raise ModelError("model envelope does not match the feature schema")
+        # None for models trained before envelopes were kept: then nothing counts as unfamiliar.
+        self.envelope = envelope
 
     def raw_scores(self, x: FloatArray) -> FloatArray:
         """Uncalibrated multiclass scores (log-odds), shape (rows, classes)."""
@@ -171,6 +179,8 @@ def save_model(model: BottleneckModel, directory: Path) -> tuple[Path, Path]:
     header = _header(model)
     path = directory / MODEL_FILE
     arrays: dict[str, Any] = {_HEADER: np.array(json.dumps(header)), **model.ensemble.arrays()}
+    if model.envelope is not None:
+        arrays[_LOW], arrays[_HIGH] = model.envelope.low, model.envelope.high
     np.savez_compressed(path, **arrays)
     if model.estimator is not None:
         import skops.io as sio
@@ -198,10 +208,11 @@ def load_model(path: Path | None = None) -> BottleneckModel:
         raise ModelError(f"model file not found: {path} (run `bottleneck-operator train`)")
     estimator: Any = None
     ensemble: TreeEnsemble | None = None
+    envelope: Envelope | None = None
     if path.suffix == ".skops":
         header, estimator = _read_training_file(path)
     else:
-        header, ensemble = _read_runtime_file(path)
+        header, ensemble, envelope = _read_runtime_file(path)
     if header.get("feature_schema") != feature_schema_hash():
         raise ModelError(
             f"model file {path} was trained on feature schema {header.get('feature_schema')}, "
@@ -215,20 +226,26 @@ def load_model(path: Path | None = None) -> BottleneckModel:
         metadata=_read_metadata(path.with_name(METADATA_FILE)),
         ensemble=ensemble,
         classes=header.get("classes"),
+        envelope=envelope,
     )
 
 
-def _read_runtime_file(path: Path) -> tuple[dict[str, Any], TreeEnsemble]:
+def _read_runtime_file(path: Path) -> tuple[dict[str, Any], TreeEnsemble, Envelope | None]:
     try:
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(str(data[_HEADER][()]))
             ensemble = TreeEnsemble.from_arrays({name: np.array(data[name]) for name in data.files if name != _HEADER})
+            envelope = (
+                Envelope(np.array(data[_LOW], dtype=np.float64), np.array(data[_HIGH], dtype=np.float64))
+                if _LOW in data.files and _HIGH in data.files
+                else None
+            )
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
         # numpy refuses object arrays with ValueError: a pickled payload lands here, unrun.
         raise ModelError(f"cannot read model file {path}: {exc}") from exc
     if not isinstance(header, dict):
         raise ModelError(f"model file {path} does not hold a bottleneck model")
-    return header, ensemble
+    return header, ensemble, envelope
 
 
 def _read_training_file(path: Path) -> tuple[dict[str, Any], Any]:

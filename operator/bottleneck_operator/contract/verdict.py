@@ -24,11 +24,12 @@ class Abstention(StrEnum):
     SHORT_WINDOW = "ShortWindow"
     LOW_COVERAGE = "LowCoverage"
     LOW_CONFIDENCE = "LowConfidence"
+    OUT_OF_DISTRIBUTION = "OutOfDistribution"
 
     @property
     def is_data_problem(self) -> bool:
         """True when the telemetry, not the model, stopped the analysis."""
-        return self is not Abstention.LOW_CONFIDENCE
+        return self not in (Abstention.LOW_CONFIDENCE, Abstention.OUT_OF_DISTRIBUTION)
 
 
 # The classes the classifier predicts; Unknown is an abstention, never a label.

@@ -1,0 +1,77 @@
+"""What the model was trained on, per feature, so a window from elsewhere is named as such.
+
+Boosted trees extrapolate flat: a feature far outside anything seen in training falls into the
+outermost leaf and the model answers as confidently as ever. The envelope keeps, per feature, the
+range that held nearly all training rows, widened by a margin; a window with several features
+outside it gets an "outside what the model knows" abstention instead of a confident guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bottleneck_operator.contract.window import FloatArray
+
+__all__ = ["Envelope", "fit_envelope"]
+
+# Quantiles that bound the training range (robust to the augmentation's rare extremes) and the
+# margin added on each side, as a fraction of that range.
+LOW_QUANTILE, HIGH_QUANTILE, MARGIN = 0.001, 0.999, 0.25
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """Per-feature bounds of the training data (NaN bounds: the feature was never present).
+
+    Attributes:
+        low, high: lower and upper bound of each feature column.
+    """
+
+    low: FloatArray
+    high: FloatArray
+
+    def outside(self, x: FloatArray) -> np.ndarray:
+        """Boolean matrix: where a present feature value lies outside the bounds."""
+        x = np.asarray(x, dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            below = x < self.low
+            above = x > self.high
+        return np.asarray((below | above) & np.isfinite(x), dtype=np.bool_)
+
+    def describe(self, row: FloatArray, names: Sequence[str], *, limit: int = 3) -> list[str]:
+        """The features of one row outside the envelope, furthest first, in words."""
+        row = np.asarray(row, dtype=np.float64)
+        out = np.flatnonzero(self.outside(row[None, :])[0])
+        width = np.where(self.high > self.low, self.high - self.low, 1.0)
+        distance = np.maximum(self.low - row, row - self.high) / width
+        ranked = out[np.argsort(-distance[out], kind="stable")][:limit]
+        return [
+            f"{names[i]} = {row[i]:.3g} (trained on {self.low[i]:.3g} to {self.high[i]:.3g})" for i in ranked.tolist()
+        ]
+
+
+def fit_envelope(x: FloatArray) -> Envelope:
+    """The envelope of a training matrix.
+
+    Args:
+        x: training rows, NaN where a feature is missing.
+
+    Returns:
+        Bounds per column; a column never present gets NaN bounds, so it never counts as outside.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    present = np.isfinite(x).any(axis=0)
+    low = np.full(x.shape[1], np.nan)
+    high = np.full(x.shape[1], np.nan)
+    if present.any():
+        cols = x[:, present]
+        q_lo = np.nanquantile(cols, LOW_QUANTILE, axis=0)
+        q_hi = np.nanquantile(cols, HIGH_QUANTILE, axis=0)
+        # A constant column gets a margin of its own scale, so a nearby value is not "outside".
+        span = np.maximum(q_hi - q_lo, 0.05 * np.maximum(np.abs(q_lo), np.abs(q_hi)))
+        low[present] = q_lo - MARGIN * span
+        high[present] = q_hi + MARGIN * span
+    return Envelope(low=low, high=high)

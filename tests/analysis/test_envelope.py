@@ -1,0 +1,60 @@
+"""The training envelope: familiar rows stay inside, rows from elsewhere are named, files keep it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bottleneck_operator.analysis.envelope import fit_envelope
+from bottleneck_operator.analysis.features import FEATURE_NAMES
+from bottleneck_operator.analysis.model import BottleneckModel, load_model, save_model
+
+
+def _training(rows: int = 5000, width: int = 6, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(10.0, 2.0, size=(rows, width))
+    x[:, 3] = 0.0  # a flag that training never saw set
+    x[rng.random(x.shape) < 0.1] = np.nan
+    return x
+
+
+def test_rows_like_the_training_data_are_inside() -> None:
+    envelope = fit_envelope(_training())
+    fresh = _training(seed=1)
+    outside = envelope.outside(fresh).sum(axis=1)
+    assert (outside >= 2).mean() < 0.001  # two features out at once: essentially never in distribution
+
+
+def test_far_values_and_unseen_flags_are_outside_and_named_furthest_first() -> None:
+    envelope = fit_envelope(_training())
+    row = np.array([10.0, 60.0, 10.0, 1.0, 10.0, 25.0])
+    assert envelope.outside(row[None, :])[0].tolist() == [False, True, False, True, False, True]
+    words = envelope.describe(row, ["a", "b", "c", "flag", "e", "f"], limit=2)
+    assert len(words) == 2 and words[0].startswith("b = 60") and words[1].startswith("flag = 1")
+
+
+def test_missing_values_and_never_present_features_never_count() -> None:
+    x = _training()
+    x[:, 5] = np.nan
+    envelope = fit_envelope(x)
+    row = np.array([np.nan, 10.0, 10.0, 0.0, 10.0, 1e9])
+    assert not envelope.outside(row[None, :]).any()
+
+
+def test_model_file_keeps_the_envelope(tiny_model: BottleneckModel, tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    envelope = fit_envelope(rng.normal(size=(500, len(FEATURE_NAMES))))
+    model = BottleneckModel(
+        tiny_model.estimator,
+        temperature=tiny_model.temperature,
+        version="with-envelope",
+        envelope=envelope,
+    )
+    path, _ = save_model(model, tmp_path)
+    loaded = load_model(path)
+    assert loaded.envelope is not None
+    np.testing.assert_array_equal(loaded.envelope.low, envelope.low)
+    np.testing.assert_array_equal(loaded.envelope.high, envelope.high)
+    save_model(tiny_model, tmp_path)  # a model without one loads without one
+    assert load_model(path).envelope is None
