@@ -9,7 +9,7 @@ import helm_python as helm
 import pytest
 import yaml
 
-from ._helpers import CHART, NAMESPACE, RELEASE
+from ._helpers import CHART, NAMESPACE, RELEASE, render
 
 BAD_VALUES: dict[str, dict[str, Any]] = {
     "unknown top-level key": {"replicaCount": 2},
@@ -61,7 +61,7 @@ def test_bad_values_fail_the_render(chart: Any, values: dict[str, Any]) -> None:
 @pytest.mark.parametrize("values", GOOD_VALUES.values(), ids=list(GOOD_VALUES))
 def test_good_values_pass(chart: Any, values: dict[str, Any]) -> None:
     chart.validate_schema(chart.merge_values(values))
-    assert chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    assert render(chart, values)
 
 
 def test_lint_reports_bad_values() -> None:
