@@ -2,9 +2,10 @@
 
 Scenarios:
 - ``default``: the chart's values as shipped.
-- ``full``: every optional feature on (monitors, dashboard, counters, peering, Prometheus secrets).
+- ``full``: every optional feature on (monitors, alerts, NetworkPolicy, dashboard, counters, peering, Prometheus
+  secrets).
 - ``namespaced``: a namespaced install watching two namespaces.
-- ``cert-manager``: the webhook certificate from cert-manager instead of the install-time one.
+- ``cert-manager``: the webhook certificate from cert-manager instead of the install-time one (and its alerts).
 """
 
 from __future__ import annotations
@@ -60,9 +61,14 @@ FULL_VALUES: dict[str, Any] = {
     "extraVolumes": [{"name": "models", "configMap": {"name": "models"}}],
     "extraVolumeMounts": [{"name": "models", "mountPath": "/models", "readOnly": True}],
     "webhook": {"objectSelector": {"matchLabels": {"team": "ml"}}},
+    "networkPolicy": {"enabled": True, "apiServer": {"peers": [{"ipBlock": {"cidr": "10.0.0.1/32"}}]}},
+    "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}, "alertLabels": {"team": "ml"}},
 }
 NAMESPACED_VALUES: dict[str, Any] = {"watchNamespaces": WATCHED}
-CERT_MANAGER_VALUES: dict[str, Any] = {"webhook": {"certManager": {"enabled": True}}}
+CERT_MANAGER_VALUES: dict[str, Any] = {
+    "webhook": {"certManager": {"enabled": True}},
+    "prometheusRule": {"enabled": True},
+}
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "default": {},

@@ -37,6 +37,8 @@ EXPECTED_KINDS = {
         "MutatingWebhookConfiguration",
         "ServiceMonitor",
         "PodMonitor",
+        "PrometheusRule",
+        "NetworkPolicy",
     },
     "namespaced": {
         "ServiceAccount",
@@ -62,6 +64,7 @@ EXPECTED_KINDS = {
         "Certificate",
         "Issuer",
         "PodMonitor",
+        "PrometheusRule",
     },
 }
 

@@ -204,7 +204,11 @@ the expiry recorded on the chart's Secret otherwise; none for a certificate the 
     summary: bottleneck-operator's webhook certificate expires soon
     description: >-
       The webhook certificate expires within {{ $r.certificateExpiryDays }} days; after that the API server
-      admits Jobs without the collector. Renew it (cert-manager), or delete the Secret
-      {{ include "bottleneck-operator.webhookSecretName" . }} and run `helm upgrade` to make a new pair.
+      admits Jobs without the collector.
+      {{- if .Values.webhook.certManager.enabled }} cert-manager has not renewed it: see `kubectl describe certificate
+      -n {{ .Release.Namespace }} {{ include "bottleneck-operator.webhookCertificateName" . }}`.
+      {{- else }} Delete the Secret {{ include "bottleneck-operator.webhookSecretName" . }} and run `helm upgrade` to
+      make a new pair.
+      {{- end }}
 {{- end }}
 {{- end }}
