@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import helm_python as helm
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -16,6 +17,7 @@ from ._helpers import (
     one,
     operator_container,
     render_docs,
+    render_notes,
 )
 
 NOT_AFTER = "bottleneck.dev/certificate-not-after"
@@ -48,6 +50,11 @@ def test_turning_the_pod_monitor_off_installs_without_the_crds(chart: Any) -> No
     docs = render_docs(chart, NO_POD_MONITOR, api_versions=[])
     assert not find(docs, "PodMonitor")
     assert one(docs, "MutatingWebhookConfiguration")
+
+
+def test_notes_say_who_scrapes_the_collectors_when_the_chart_does_not(chart: Any) -> None:
+    assert "bottleneck.dev/collector=true" in render_notes(chart, NO_POD_MONITOR)
+    assert "bottleneck.dev/collector=true" not in render_notes(chart, {})
 
 
 def test_no_pod_monitor_without_injection(chart: Any) -> None:
@@ -97,7 +104,9 @@ def test_network_policy_follows_ports_and_features(chart: Any) -> None:
         "webhook": {"enabled": False, "port": 8443},
         "metrics": {"enabled": False},
     }
-    policy = one(render_docs(chart, values), "NetworkPolicy")["spec"]
+    document = one(render_docs(chart, values), "NetworkPolicy")
+    kubernetes_validate.validate(document, "1.29.0", strict=True)
+    policy = document["spec"]
     # nothing served: every ingress is refused
     assert not policy.get("ingress")
     assert ("TCP", 10902) in _ports(policy["egress"]) and ("TCP", 9090) not in _ports(policy["egress"])

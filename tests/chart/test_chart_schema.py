@@ -37,6 +37,13 @@ BAD_VALUES: dict[str, dict[str, Any]] = {
     "bad scrape interval": {"metrics": {"serviceMonitor": {"interval": "often"}}},
     "issuer kind": {"webhook": {"certManager": {"issuerRef": {"kind": "Vault", "name": "x"}}}},
     "label name for PromQL": {"labelMapping": {"dcgmPodLabel": "pod-name"}},
+    "network policy port out of range": {"networkPolicy": {"prometheus": {"ports": [70000]}}},
+    "network policy without API server ports": {"networkPolicy": {"apiServer": {"ports": []}}},
+    "alert duration not a duration": {"prometheusRule": {"downFor": "soon"}},
+    "certificate expiry zero days": {"prometheusRule": {"certificateExpiryDays": 0}},
+    "supplied CA not base64": {"webhook": {"existingCertificate": {"caBundle": "-----BEGIN"}}},
+    "aggregated roles as text": {"rbac": {"aggregateClusterRoles": "yes"}},
+    "readiness period zero": {"health": {"readinessProbe": {"periodSeconds": 0}}},
 }
 
 GOOD_VALUES: dict[str, dict[str, Any]] = {
@@ -49,6 +56,11 @@ GOOD_VALUES: dict[str, dict[str, Any]] = {
     },
     "newer dcgm label": {"labelMapping": {"dcgmHostnameLabel": "hostname"}},
     "timeout 10": {"webhook": {"timeoutSeconds": 10}},
+    "Thanos port in the network policy": {"networkPolicy": {"enabled": True, "prometheus": {"ports": [10902]}}},
+    "alerts with routing labels": {
+        "prometheusRule": {"enabled": True, "alertLabels": {"team": "ml"}, "downFor": "10m"}
+    },
+    "no PodMonitor": {"sidecar": {"podMonitor": {"enabled": False}}},
 }
 
 
