@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help demo test lint typecheck unit bench train evaluate lock image chart-sync system-deps clean
+.PHONY: help demo test lint typecheck unit bench train evaluate lock image chart-sync chart-package chart-push system-deps clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -50,6 +50,24 @@ chart-sync:  ## copy the CRD and the dashboard into the chart (tests fail when t
 	cp crds/bottleneckreports.bottleneck.dev.yaml charts/bottleneck-operator/crds/
 	cp dashboards/bottleneck-overview.json charts/bottleneck-operator/files/
 	$(BIN)/python scripts/gen-chart-docs.py
+
+CHART_DIR := charts/bottleneck-operator
+CHART_DIST := dist
+
+chart-package: $(STAMP)  ## package the chart (Helm's own packager) as dist/bottleneck-operator-<version>.tgz
+	mkdir -p $(CHART_DIST)
+	$(BIN)/python -c 'import sys, helm_python as helm; print(helm.package(sys.argv[1], destination=sys.argv[2]))' \
+		$(CHART_DIR) $(CHART_DIST)
+
+# The registry credentials are Helm's own (`helm registry login HOST` beforehand, or a CI's docker login).
+chart-push: chart-package  ## push the packaged chart as an OCI artefact: make chart-push REGISTRY=oci://HOST/PATH
+	@case "$(REGISTRY)" in oci://?*) ;; *) echo "set REGISTRY=oci://HOST/PATH, e.g. REGISTRY=oci://ghcr.io/bottleneck-dev/charts" >&2; exit 2;; esac
+	$(BIN)/python -c 'import sys, yaml, helm_python as helm; \
+		version = yaml.safe_load(open(sys.argv[1] + "/Chart.yaml"))["version"]; \
+		archive = sys.argv[2] + "/bottleneck-operator-" + version + ".tgz"; \
+		client = helm.RegistryClient(); \
+		print(helm.push(archive, sys.argv[3], client=client))' \
+		$(CHART_DIR) $(CHART_DIST) "$(REGISTRY)"
 
 lock:  ## re-resolve the locked dependencies
 	$(BIN)/pip install --quiet uv

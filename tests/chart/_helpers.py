@@ -2,13 +2,15 @@
 
 Scenarios:
 - ``default``: the chart's values as shipped.
-- ``full``: every optional feature on (monitors, dashboard, counters, peering, Prometheus secrets).
+- ``full``: every optional feature on (monitors, alerts, NetworkPolicy, dashboard, counters, peering, Prometheus
+  secrets).
 - ``namespaced``: a namespaced install watching two namespaces.
-- ``cert-manager``: the webhook certificate from cert-manager instead of the install-time one.
+- ``cert-manager``: the webhook certificate from cert-manager instead of the install-time one (and its alerts).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,19 @@ WATCHED = ["ml-team-a", "ml-team-b"]
 
 # Kinds whose schemas come with their own CRDs (prometheus-operator, cert-manager): kubernetes-validate
 # has none, so the tests check their shape by hand.
-CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "Certificate", "Issuer"}
+CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule", "Certificate", "Issuer"}
+
+# What a cluster with the Prometheus Operator's CRDs tells Helm (`.Capabilities.APIVersions`): the group
+# version and each kind, as Helm lists them from the API server's discovery or `--api-versions`.
+PROMETHEUS_OPERATOR_APIS = [
+    "monitoring.coreos.com/v1",
+    "monitoring.coreos.com/v1/PodMonitor",
+    "monitoring.coreos.com/v1/ServiceMonitor",
+    "monitoring.coreos.com/v1/PrometheusRule",
+]
+# helm lint takes no API versions: lint renders as a cluster without them, where the PodMonitor (on by
+# default with the webhook) must be turned off explicitly.
+NO_POD_MONITOR: dict[str, Any] = {"sidecar": {"podMonitor": {"enabled": False}}}
 
 FULL_VALUES: dict[str, Any] = {
     "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}}},
@@ -47,9 +61,14 @@ FULL_VALUES: dict[str, Any] = {
     "extraVolumes": [{"name": "models", "configMap": {"name": "models"}}],
     "extraVolumeMounts": [{"name": "models", "mountPath": "/models", "readOnly": True}],
     "webhook": {"objectSelector": {"matchLabels": {"team": "ml"}}},
+    "networkPolicy": {"enabled": True, "apiServer": {"peers": [{"ipBlock": {"cidr": "10.0.0.1/32"}}]}},
+    "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}, "alertLabels": {"team": "ml"}},
 }
 NAMESPACED_VALUES: dict[str, Any] = {"watchNamespaces": WATCHED}
-CERT_MANAGER_VALUES: dict[str, Any] = {"webhook": {"certManager": {"enabled": True}}}
+CERT_MANAGER_VALUES: dict[str, Any] = {
+    "webhook": {"certManager": {"enabled": True}},
+    "prometheusRule": {"enabled": True},
+}
 
 SCENARIOS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -62,18 +81,60 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 Manifest = dict[str, Any]
 
 
-def render_docs(chart: Any, values: dict[str, Any] | None = None, *, namespace: str = NAMESPACE) -> list[Manifest]:
+def render(
+    chart: Any,
+    values: dict[str, Any] | None = None,
+    *,
+    namespace: str = NAMESPACE,
+    name: str = RELEASE,
+    api_versions: list[str] | None = None,
+) -> dict[str, str]:
+    """`helm template --api-versions ...`: the chart rendered offline for a cluster serving ``api_versions``.
+
+    helm-python-sdk's ``Chart.render`` passes no API versions, though its native renderer takes them
+    (`api_versions`, as `helm template --api-versions` does); this calls it with them.
+
+    Args:
+        chart: the loaded chart.
+        values: values over the chart's defaults.
+        namespace: the release namespace.
+        name: the release name.
+        api_versions: what the cluster serves beyond the built-in kinds; ``None``: the Prometheus Operator's kinds.
+
+    Returns:
+        Template path to rendered text.
+    """
+    from helm_python import _native
+
+    options = {
+        "name": name,
+        "namespace": namespace,
+        "is_install": True,
+        "api_versions": PROMETHEUS_OPERATOR_APIS if api_versions is None else api_versions,
+    }
+    out = _native.call_string("helm_render", chart._raw(), json.dumps(values or {}), json.dumps(options))
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def render_docs(
+    chart: Any,
+    values: dict[str, Any] | None = None,
+    *,
+    namespace: str = NAMESPACE,
+    api_versions: list[str] | None = None,
+) -> list[Manifest]:
     """Render the chart as `helm install` would (offline) and parse every manifest.
 
     Args:
         chart: the loaded chart.
         values: values over the chart's defaults.
         namespace: the release namespace.
+        api_versions: as in :func:`render`.
 
     Returns:
         The rendered objects, NOTES.txt left out.
     """
-    rendered = chart.render(values or {}, name=RELEASE, namespace=namespace, is_install=True)
+    rendered = render(chart, values, namespace=namespace, api_versions=api_versions)
     docs: list[Manifest] = []
     for path, text in sorted(rendered.items()):
         if path.endswith("NOTES.txt"):
@@ -83,7 +144,7 @@ def render_docs(chart: Any, values: dict[str, Any] | None = None, *, namespace: 
 
 
 def render_notes(chart: Any, values: dict[str, Any] | None = None) -> str:
-    rendered: dict[str, str] = chart.render(values or {}, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    rendered = render(chart, values)
     return next(text for path, text in rendered.items() if path.endswith("NOTES.txt"))
 
 

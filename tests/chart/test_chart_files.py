@@ -6,6 +6,8 @@ import importlib.util
 import re
 import subprocess
 import sys
+import tarfile
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -117,3 +119,24 @@ def test_install_doc_wires_dcgm_exporter_to_the_counters_config_map() -> None:
     spec = stack["prometheus"]["prometheusSpec"]
     assert spec["podMonitorSelectorNilUsesHelmValues"] is False
     assert spec["serviceMonitorSelectorNilUsesHelmValues"] is False
+
+
+def test_packaged_chart_is_the_chart(chart: Any, tmp_path: Path) -> None:
+    # what `make chart-package` builds and `make chart-push` publishes: Helm's own packager
+    import helm_python as helm
+
+    from ._helpers import render_docs
+
+    archive = Path(helm.package(CHART, destination=tmp_path))
+    meta = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert archive.name == f"bottleneck-operator-{meta['version']}.tgz"
+    with helm.Chart.load_archive(archive.read_bytes()) as packaged:
+        assert packaged.version == meta["version"]
+        assert {f["name"] for f in packaged.files} >= {"files/dcgm-counters.csv", "files/bottleneck-overview.json"}
+        assert packaged.schema == chart.schema
+        assert [c["filename"] for c in packaged.crds] == [c["filename"] for c in chart.crds]
+        assert sorted(d["kind"] for d in render_docs(packaged)) == sorted(d["kind"] for d in render_docs(chart))
+    with tarfile.open(archive) as tar:
+        # nothing of the repository beyond the chart: no tests, no caches
+        assert all(name.startswith("bottleneck-operator/") for name in tar.getnames())
+        assert not any("__pycache__" in name or name.endswith(".pyc") for name in tar.getnames())

@@ -17,6 +17,8 @@ from bottleneck_operator.contract.signals import SIGNALS
 from ._helpers import CHART, ROOT, Manifest, find, one
 
 COUNTERS = CHART / "files" / "dcgm-counters.csv"
+# dcgm-exporter's own shipped counters files, vendored unchanged (see data/dcgm-exporter/README.md).
+UPSTREAM_COUNTERS = Path(__file__).parent / "data" / "dcgm-exporter"
 DASHBOARD = ROOT / "dashboards" / "bottleneck-overview.json"
 
 # DESIGN.md's dcgm-exporter contract: every field the analysis reads, and its Prometheus type.
@@ -73,7 +75,8 @@ def parse_counters(text: str) -> dict[str, str]:
         assert len(parts) == 3, f"not 'field, type, help': {line!r}"
         name, kind, help_text = parts
         assert re.fullmatch(r"DCGM_FI_[A-Z0-9_]+", name), name
-        assert kind in {"gauge", "counter"}, line
+        # label: static information dcgm-exporter attaches as a label to every metric (driver version)
+        assert kind in {"gauge", "counter", "label"}, line
         assert help_text, line
         assert name not in fields, f"{name} twice"
         fields[name] = kind
@@ -92,6 +95,32 @@ def test_counters_turn_on_every_field_the_analysis_uses() -> None:
                 assert fields[name] == "counter", name
 
 
+@pytest.mark.parametrize("shipped", ["default-counters.csv", "dcp-metrics-included.csv"])
+def test_counters_are_a_superset_of_dcgm_exporters_shipped_files(shipped: str) -> None:
+    # Pointing another release's dcgm-exporter at our file must not take away a series that its
+    # dashboards or alerts read: every field it ships, with the same type.
+    ours = parse_counters(COUNTERS.read_text())
+    theirs = parse_counters((UPSTREAM_COUNTERS / shipped).read_text())
+    assert len(theirs) >= 20, "the vendored file did not parse"
+    missing = {name: kind for name, kind in theirs.items() if ours.get(name) != kind}
+    assert not missing, f"fields of dcgm-exporter's {shipped} missing or of another type: {missing}"
+
+
+def test_counters_keep_the_health_and_media_fields() -> None:
+    # the fields an earlier version of our file dropped, named so a trimmed copy fails here too
+    fields = parse_counters(COUNTERS.read_text())
+    for name in (
+        "DCGM_FI_DEV_ENC_UTIL",
+        "DCGM_FI_DEV_DEC_UTIL",
+        "DCGM_FI_DEV_FB_RESERVED",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "DCGM_FI_DRIVER_VERSION",
+    ):
+        assert name in fields, name
+    assert fields["DCGM_FI_DRIVER_VERSION"] == "label"
+
+
 def test_counter_parser_catches_mistakes() -> None:
     with pytest.raises(AssertionError):
         parse_counters("DCGM_FI_DEV_GPU_UTIL, gauge, utilisation, in percent\n")
@@ -102,6 +131,8 @@ def test_counter_parser_catches_mistakes() -> None:
 def test_counters_config_map(rendered: dict[str, list[Manifest]]) -> None:
     config = one(rendered["full"], "ConfigMap", "bottleneck-dcgm-counters")
     assert config["metadata"]["namespace"] == "gpu-monitoring"
+    # another release's dcgm-exporter mounts it: uninstalling this chart must not pull it from under it
+    assert config["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
     text = COUNTERS.read_text().rstrip("\n")
     # one key for dcgm-exporter's chart (-f), one for the GPU Operator
     assert config["data"] == {"custom-counters.csv": text, "dcgm-metrics.csv": text}

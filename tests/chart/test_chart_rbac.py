@@ -10,6 +10,9 @@ from ._helpers import NAMESPACE, SCENARIOS, WATCHED, Manifest, find, one, operat
 
 Grant = tuple[str, str, str]  # (apiGroup, resource, verb)
 
+OPERATOR_ROLE = "bn-bottleneck-operator"
+AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
+
 # What the operator does in a watched namespace: read Jobs and Pods, own its reports and their
 # status, post Events (kopf posts core/v1 Events; events.k8s.io for newer clients).
 NAMESPACED_GRANTS: set[Grant] = {
@@ -51,7 +54,7 @@ def test_no_wildcards(rendered: dict[str, list[Manifest]], scenario: str) -> Non
 
 def test_cluster_wide_grants_exactly_what_is_needed(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["default"]
-    assert grants(one(docs, "ClusterRole")) == NAMESPACED_GRANTS | CRD_SCAN | NAMESPACE_WATCH
+    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == NAMESPACED_GRANTS | CRD_SCAN | NAMESPACE_WATCH
     assert not find(docs, "Role")
     assert not find(docs, "RoleBinding")
 
@@ -68,7 +71,7 @@ def test_no_write_access_to_jobs_pods_or_secrets(rendered: dict[str, list[Manife
 def test_namespaced_install_grants_per_namespace(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["namespaced"]
     # nothing cluster-wide but the read-only CRD scan
-    assert grants(one(docs, "ClusterRole")) == CRD_SCAN
+    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == CRD_SCAN
     roles = find(docs, "Role")
     assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(WATCHED)
     for role in roles:
@@ -92,13 +95,13 @@ def test_bindings_name_the_operator_account(rendered: dict[str, list[Manifest]],
     deployment = one(docs, "Deployment")
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == account
     binding = one(docs, "ClusterRoleBinding")
-    assert binding["roleRef"]["name"] == one(docs, "ClusterRole")["metadata"]["name"]
+    assert binding["roleRef"]["name"] == one(docs, "ClusterRole", OPERATOR_ROLE)["metadata"]["name"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}]
 
 
 def test_peering_adds_only_kopf_peering_access(rendered: dict[str, list[Manifest]], chart: Any) -> None:
-    with_peering = grants(one(rendered["full"], "ClusterRole"))
-    extra = with_peering - grants(one(rendered["default"], "ClusterRole"))
+    with_peering = grants(one(rendered["full"], "ClusterRole", OPERATOR_ROLE))
+    extra = with_peering - grants(one(rendered["default"], "ClusterRole", OPERATOR_ROLE))
     assert extra == {
         ("kopf.dev", r, v) for r in ("kopfpeerings", "clusterkopfpeerings") for v in ("get", "list", "watch", "patch")
     }
@@ -108,7 +111,7 @@ def test_peering_adds_only_kopf_peering_access(rendered: dict[str, list[Manifest
     namespaced = render_docs(chart, {**SCENARIOS["namespaced"], "kopfPeering": {"enabled": True}})
     for role in find(namespaced, "Role"):
         assert ("kopf.dev", "kopfpeerings", "patch") in grants(role)
-    assert not any(r == "clusterkopfpeerings" for _, r, _ in grants(one(namespaced, "ClusterRole")))
+    assert not any(r == "clusterkopfpeerings" for _, r, _ in grants(one(namespaced, "ClusterRole", OPERATOR_ROLE)))
 
 
 def test_rbac_can_be_left_to_the_cluster_admin(chart: Any) -> None:
@@ -116,3 +119,33 @@ def test_rbac_can_be_left_to_the_cluster_admin(chart: Any) -> None:
     for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount"):
         assert not find(docs, kind)
     assert one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "ops"
+
+
+def _aggregated(docs: list[Manifest]) -> dict[str, set[Grant]]:
+    """What each of Kubernetes' default user-facing roles gains from the chart's aggregated ClusterRoles."""
+    gained: dict[str, set[Grant]] = {"view": set(), "edit": set(), "admin": set()}
+    for role in find(docs, "ClusterRole"):
+        for label, value in role["metadata"]["labels"].items():
+            if label.startswith(AGGREGATE) and value == "true":
+                gained[label.removeprefix(AGGREGATE)] |= grants(role)
+    return gained
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_users_read_reports_through_the_default_roles(rendered: dict[str, list[Manifest]], scenario: str) -> None:
+    gained = _aggregated(rendered[scenario])
+    read = {("bottleneck.dev", "bottleneckreports", v) for v in ("get", "list", "watch")}
+    clear = {("bottleneck.dev", "bottleneckreports", v) for v in ("delete", "deletecollection")}
+    assert gained == {"view": read, "edit": read | clear, "admin": read | clear}
+    # nobody but the operator writes a report or its status
+    operator = one(rendered[scenario], "ClusterRole", OPERATOR_ROLE)
+    assert not any(label.startswith(AGGREGATE) for label in operator["metadata"]["labels"])
+    # aggregated roles are granted through the users' own bindings, never by this chart
+    for binding in find(rendered[scenario], "ClusterRoleBinding") + find(rendered[scenario], "RoleBinding"):
+        assert binding["roleRef"]["name"].startswith(OPERATOR_ROLE) and "reports" not in binding["roleRef"]["name"]
+
+
+def test_aggregated_roles_can_be_turned_off(chart: Any) -> None:
+    docs = render_docs(chart, {"rbac": {"aggregateClusterRoles": False}})
+    assert [r["metadata"]["name"] for r in find(docs, "ClusterRole")] == [OPERATOR_ROLE]
+    assert _aggregated(docs) == {"view": set(), "edit": set(), "admin": set()}

@@ -9,7 +9,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from ._helpers import CHART, CUSTOM_KINDS, NAMESPACE, RELEASE, SCENARIOS, WATCHED, Manifest, find, one
+from ._helpers import CHART, CUSTOM_KINDS, NAMESPACE, RELEASE, SCENARIOS, WATCHED, Manifest, find, one, render
 
 # The oldest Kubernetes the chart supports (native sidecars) and the newest kubernetes-validate knows.
 KUBE_VERSIONS = ("1.29.0", kubernetes_validate.utils.latest_version() + ".0")
@@ -24,6 +24,7 @@ EXPECTED_KINDS = {
         "Service",
         "Secret",
         "MutatingWebhookConfiguration",
+        "PodMonitor",
     },
     "full": {
         "ServiceAccount",
@@ -36,6 +37,8 @@ EXPECTED_KINDS = {
         "MutatingWebhookConfiguration",
         "ServiceMonitor",
         "PodMonitor",
+        "PrometheusRule",
+        "NetworkPolicy",
     },
     "namespaced": {
         "ServiceAccount",
@@ -48,6 +51,7 @@ EXPECTED_KINDS = {
         "Service",
         "Secret",
         "MutatingWebhookConfiguration",
+        "PodMonitor",
     },
     "cert-manager": {
         "ServiceAccount",
@@ -59,6 +63,8 @@ EXPECTED_KINDS = {
         "MutatingWebhookConfiguration",
         "Certificate",
         "Issuer",
+        "PodMonitor",
+        "PrometheusRule",
     },
 }
 
@@ -119,7 +125,7 @@ def test_objects_are_labelled_and_namespaced(rendered: dict[str, list[Manifest]]
 )
 def test_names_fit_a_long_release_name(chart: Any, long_release: str) -> None:
     values = {**SCENARIOS["full"], **SCENARIOS["cert-manager"]}
-    rendered = chart.render(values, name=long_release, namespace=NAMESPACE, is_install=True)
+    rendered = render(chart, values, name=long_release)
     for path, text in rendered.items():
         if path.endswith("NOTES.txt"):
             continue
@@ -170,7 +176,7 @@ def _render(chart: Any, values: dict[str, Any]) -> list[Manifest]:
 
 def test_optional_features_are_off_by_default(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["default"]
-    for kind in ("ServiceMonitor", "PodMonitor", "Certificate", "Issuer", "Role", "RoleBinding"):
+    for kind in ("ServiceMonitor", "PrometheusRule", "NetworkPolicy", "Certificate", "Issuer", "Role", "RoleBinding"):
         assert not find(docs, kind)
     config_maps = {c["metadata"]["name"] for c in find(docs, "ConfigMap")}
     assert config_maps == {"bn-bottleneck-operator"}

@@ -9,7 +9,7 @@ import helm_python as helm
 import pytest
 import yaml
 
-from ._helpers import CHART, NAMESPACE, RELEASE
+from ._helpers import CHART, NAMESPACE, RELEASE, render
 
 BAD_VALUES: dict[str, dict[str, Any]] = {
     "unknown top-level key": {"replicaCount": 2},
@@ -37,6 +37,13 @@ BAD_VALUES: dict[str, dict[str, Any]] = {
     "bad scrape interval": {"metrics": {"serviceMonitor": {"interval": "often"}}},
     "issuer kind": {"webhook": {"certManager": {"issuerRef": {"kind": "Vault", "name": "x"}}}},
     "label name for PromQL": {"labelMapping": {"dcgmPodLabel": "pod-name"}},
+    "network policy port out of range": {"networkPolicy": {"prometheus": {"ports": [70000]}}},
+    "network policy without API server ports": {"networkPolicy": {"apiServer": {"ports": []}}},
+    "alert duration not a duration": {"prometheusRule": {"downFor": "soon"}},
+    "certificate expiry zero days": {"prometheusRule": {"certificateExpiryDays": 0}},
+    "supplied CA not base64": {"webhook": {"existingCertificate": {"caBundle": "-----BEGIN"}}},
+    "aggregated roles as text": {"rbac": {"aggregateClusterRoles": "yes"}},
+    "readiness period zero": {"health": {"readinessProbe": {"periodSeconds": 0}}},
 }
 
 GOOD_VALUES: dict[str, dict[str, Any]] = {
@@ -49,6 +56,11 @@ GOOD_VALUES: dict[str, dict[str, Any]] = {
     },
     "newer dcgm label": {"labelMapping": {"dcgmHostnameLabel": "hostname"}},
     "timeout 10": {"webhook": {"timeoutSeconds": 10}},
+    "Thanos port in the network policy": {"networkPolicy": {"enabled": True, "prometheus": {"ports": [10902]}}},
+    "alerts with routing labels": {
+        "prometheusRule": {"enabled": True, "alertLabels": {"team": "ml"}, "downFor": "10m"}
+    },
+    "no PodMonitor": {"sidecar": {"podMonitor": {"enabled": False}}},
 }
 
 
@@ -61,7 +73,7 @@ def test_bad_values_fail_the_render(chart: Any, values: dict[str, Any]) -> None:
 @pytest.mark.parametrize("values", GOOD_VALUES.values(), ids=list(GOOD_VALUES))
 def test_good_values_pass(chart: Any, values: dict[str, Any]) -> None:
     chart.validate_schema(chart.merge_values(values))
-    assert chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    assert render(chart, values)
 
 
 def test_lint_reports_bad_values() -> None:

@@ -13,6 +13,7 @@ import yaml
 
 from ._helpers import (
     NAMESPACE,
+    NO_POD_MONITOR,
     SCENARIOS,
     WATCHED,
     Manifest,
@@ -227,7 +228,8 @@ def test_upgrade_reuses_the_certificate_in_the_cluster(
         with helm.Config(kubeconfig_content=emulated.kubeconfig_text(kube.url), namespace=NAMESPACE) as config:
 
             def upgrade() -> list[Manifest]:
-                out = config.render(chart, {}, name="bn", namespace=NAMESPACE, is_upgrade=True, revision=2)
+                # the emulator serves no monitoring.coreos.com: the PodMonitor is turned off explicitly
+                out = config.render(chart, NO_POD_MONITOR, name="bn", namespace=NAMESPACE, is_upgrade=True, revision=2)
                 return [
                     d
                     for path, text in out.items()

@@ -69,6 +69,50 @@ app.kubernetes.io/part-of: bottleneck-operator
 {{- printf "%s-webhook-tls" (include "bottleneck-operator.fullname" .) }}
 {{- end }}
 
+{{/*
+The Secret the operator reads its webhook certificate from: the user's own one, or the chart's
+(made at install, or written by cert-manager).
+*/}}
+{{- define "bottleneck-operator.webhookTlsSecret" -}}
+{{- if and .Values.webhook.existingCertificate.secretName (not .Values.webhook.certManager.enabled) }}
+{{- .Values.webhook.existingCertificate.secretName }}
+{{- else }}
+{{- include "bottleneck-operator.webhookSecretName" . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The chart's own webhook Secret when it is in the cluster and complete, as `lookup` finds it; empty
+when rendering offline or on a first install. Both the Secret and the expiry alert read it, so they
+agree on whether the certificate is reused.
+*/}}
+{{- define "bottleneck-operator.webhookExistingSecret" -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "bottleneck-operator.webhookSecretName" .) }}
+{{- if and $existing $existing.data (index $existing.data "tls.crt") (index $existing.data "tls.key") (index $existing.data "ca.crt") }}
+{{- toJson $existing }}
+{{- end }}
+{{- end }}
+
+{{/*
+When the chart's self-signed certificate expires (RFC 3339), recorded as an annotation on its
+Secret since Helm cannot read a certificate's dates: the reused Secret's annotation, or
+now + the validity for a pair made in this render (genCA's own arithmetic). Empty for a reused
+Secret made before the annotation existed.
+*/}}
+{{- define "bottleneck-operator.webhookNotAfterKey" -}}
+bottleneck.dev/certificate-not-after
+{{- end }}
+
+{{- define "bottleneck-operator.webhookNotAfter" -}}
+{{- $existing := include "bottleneck-operator.webhookExistingSecret" . }}
+{{- if $existing }}
+{{- $annotations := (($existing | fromJson).metadata).annotations | default dict }}
+{{- index $annotations (include "bottleneck-operator.webhookNotAfterKey" .) | default "" }}
+{{- else }}
+{{- now | dateModify (printf "+%dh" (mul (int .Values.webhook.selfSignedValidityDays) 24)) | date "2006-01-02T15:04:05Z" }}
+{{- end }}
+{{- end }}
+
 {{- define "bottleneck-operator.webhookCertificateName" -}}
 {{- printf "%s-webhook" (include "bottleneck-operator.fullname" .) }}
 {{- end }}
@@ -131,4 +175,40 @@ print 2592000 as "2.592e+06": whole numbers are printed as integers.
 */}}
 {{- define "bottleneck-operator.num" -}}
 {{- if eq (float64 .) (floor .) }}{{ int64 . }}{{ else }}{{ . }}{{ end }}
+{{- end }}
+
+{{/*
+The webhook certificate's expiry alert: cert-manager's own metric when it issues the certificate,
+the expiry recorded on the chart's Secret otherwise; none for a certificate the user supplies.
+*/}}
+{{- define "bottleneck-operator.certificateExpiryRule" -}}
+{{- $r := .Values.prometheusRule }}
+{{- $within := mul (int $r.certificateExpiryDays) 86400 }}
+{{- $expr := "" }}
+{{- if .Values.webhook.certManager.enabled }}
+{{- $expr = printf "certmanager_certificate_expiration_timestamp_seconds{name=%s, namespace=%s} - time() < %d" (include "bottleneck-operator.webhookCertificateName" . | quote) (.Release.Namespace | quote) $within }}
+{{- else if not .Values.webhook.existingCertificate.secretName }}
+{{- with include "bottleneck-operator.webhookNotAfter" . }}
+{{- $expr = printf "vector(%s) - time() < %d" (toDate "2006-01-02T15:04:05Z" . | unixEpoch) $within }}
+{{- end }}
+{{- end }}
+{{- if $expr }}
+- alert: BottleneckWebhookCertificateExpiring
+  expr: {{ $expr }}
+  labels:
+    severity: warning
+    {{- with $r.alertLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  annotations:
+    summary: bottleneck-operator's webhook certificate expires soon
+    description: >-
+      The webhook certificate expires within {{ $r.certificateExpiryDays }} days; after that the API server
+      admits Jobs without the collector.
+      {{- if .Values.webhook.certManager.enabled }} cert-manager has not renewed it: see `kubectl describe certificate
+      -n {{ .Release.Namespace }} {{ include "bottleneck-operator.webhookCertificateName" . }}`.
+      {{- else }} Delete the Secret {{ include "bottleneck-operator.webhookSecretName" . }} and run `helm upgrade` to
+      make a new pair.
+      {{- end }}
+{{- end }}
 {{- end }}
