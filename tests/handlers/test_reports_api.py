@@ -11,7 +11,7 @@ import pytest
 
 from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
 from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.handlers.reports_api import (
+from bottleneck_operator.controller.reports_api import (
     ApiUnavailable,
     ReportConflict,
     ReportsApi,

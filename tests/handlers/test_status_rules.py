@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bottleneck_operator.demo.cluster import job_status
-from bottleneck_operator.handlers.jobs import job_phase
-from bottleneck_operator.handlers.status import (
+from bottleneck_operator.controller.jobs import job_phase
+from bottleneck_operator.controller.status import (
     FINAL_PENDING,
     analysed_status,
     append_timeline,
@@ -92,7 +92,7 @@ def test_job_phases() -> None:
 
 
 def test_tracked_status_is_kept_compact_and_handed_out_as_copies() -> None:
-    from bottleneck_operator.handlers.state import TrackedJob
+    from bottleneck_operator.controller.state import TrackedJob
 
     job = TrackedJob(namespace="ml", name="train", uid="u1")
     assert job.status is None
