@@ -81,10 +81,10 @@ def register_handlers(
     factory = analyzer_factory or _default_analyzer(settings)
     _register_startup(registry, settings, factory, clock, configure_kopf, login)
     _register_login(registry, login)
-    kopf.on.cleanup(registry=registry)(_shutdown)
-    kopf.on.event("batch", "v1", "jobs", annotations={PROFILE_ANNOTATION: kopf.PRESENT}, registry=registry)(
-        _profiled_job
-    )
+    kopf.on.cleanup(id="shutdown", registry=registry)(_shutdown)
+    kopf.on.event(
+        "batch", "v1", "jobs", id="profiled_job", annotations={PROFILE_ANNOTATION: kopf.PRESENT}, registry=registry
+    )(_profiled_job)
 
 
 def _tune(kopf_settings: kopf.OperatorSettings) -> None:
