@@ -14,19 +14,23 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 import kopf
 
 from bottleneck_operator.contract.names import PROFILE_ANNOTATION
 from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.kube import refuse_exec_plugins
 from bottleneck_operator.controller.jobs import ensure_report, observe
 from bottleneck_operator.controller.passes import freeze_long_lived, run_loop
 from bottleneck_operator.controller.reports_api import ReportsApi, ReportsApiError
 from bottleneck_operator.controller.state import AnalyzerLike, Clock, EventPoster, OperatorState
+from bottleneck_operator.controller.state import logger as log
 from bottleneck_operator.settings import Settings
 
 LoginFn = Callable[[], Any]
+SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 Logger = logging.Logger | logging.LoggerAdapter[Any]
 
 
@@ -34,6 +38,8 @@ def kube_login(kopf_settings: kopf.OperatorSettings, logger: Logger) -> LoginFn:
     """Credentials as kopf finds them: the client library's (in-cluster, else kubeconfig), else kopf's own."""
 
     def login() -> Any:
+        if not SERVICE_ACCOUNT_TOKEN.exists():
+            refuse_exec_plugins()  # outside a cluster: a kubeconfig whose exec plugin would be skipped
         try:
             info = kopf.login_via_client(logger=logger, settings=kopf_settings)
         except kopf.LoginError:
@@ -113,7 +119,9 @@ def _register_startup(
         _tune(settings)
         if configure_kopf is not None:
             configure_kopf(settings)
-        logger.info("bottleneck-operator settings: %s", json.dumps(operator_settings.effective(), sort_keys=True))
+        # The operator's own logger, not kopf's: `run` keeps kopf's loggers at WARNING, and this line
+        # is the record of what the operator runs with.
+        log.info("bottleneck-operator settings: %s", json.dumps(operator_settings.effective(), sort_keys=True))
         api = ReportsApi(login or kube_login(settings, logger), timeout=30.0)
         state = OperatorState(settings=operator_settings, api=api, analyzer_factory=factory, clock=clock)
         try:
@@ -135,7 +143,7 @@ def _register_login(registry: kopf.OperatorRegistry, login: LoginFn | None) -> N
         return (login or kube_login(settings, logger))()
 
 
-async def _shutdown(memo: Any, logger: Logger, **_: Any) -> None:
+async def _shutdown(memo: Any, **_: Any) -> None:
     state: OperatorState | None = getattr(memo, "state", None)
     if state is None:
         return
@@ -145,7 +153,7 @@ async def _shutdown(memo: Any, logger: Logger, **_: Any) -> None:
             await state.loop_task
     await state.metrics.stop()
     await state.api.close()
-    logger.info("bottleneck-operator stopped")
+    log.info("bottleneck-operator stopped")
 
 
 def kopf_poster() -> EventPoster:
