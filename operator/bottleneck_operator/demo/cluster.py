@@ -29,8 +29,10 @@ from bottleneck_operator.errors import BottleneckError
 
 try:
     import kmock
-except ImportError as exc:  # pragma: no cover - kmock ships with the dev dependencies
-    raise BottleneckError("the Kubernetes emulator needs `kmock`: run `make demo`, which installs it") from exc
+except ImportError as exc:  # kmock is an optional extra: the production image goes without it
+    raise BottleneckError(
+        "the demo's Kubernetes API emulator needs kmock: pip install 'bottleneck-operator[demo]' (or run `make demo`)"
+    ) from exc
 
 JOBS = "batch/v1/jobs"
 EVENTS = "v1/events"
