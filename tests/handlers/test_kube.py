@@ -25,7 +25,11 @@ REPORTS = Resource("bottleneck.dev", "v1alpha1", "BottleneckReport", "bottleneck
 
 def _annotations(obj: Any) -> list[str]:
     out: list[str] = []
-    members = [obj] if not inspect.isclass(obj) else [m for n, m in inspect.getmembers(obj) if callable(m) and not n.startswith("_")]
+    members = (
+        [obj]
+        if not inspect.isclass(obj)
+        else [m for n, m in inspect.getmembers(obj) if callable(m) and not n.startswith("_")]
+    )
     for member in members:
         try:
             hints = typing.get_type_hints(member)
@@ -123,5 +127,7 @@ def test_exec_plugin_kubeconfig_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(CredentialsError, match="exec plugin"):
         kube.refuse_exec_plugins(path)
-    path.write_text(path.read_text().replace("{exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}}", "{token: t}"))
+    path.write_text(
+        path.read_text().replace("{exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}}", "{token: t}")
+    )
     kube.refuse_exec_plugins(path)  # a token is fine

@@ -117,7 +117,9 @@ def test_restart_resumes_without_duplicates(cluster: LocalCluster, ended_while_d
         if not ended_while_down:
             # The restarted operator adopts the report and analyses again first, then sees the Job end.
             before = reports(cluster)["long"]["status"]["lastAnalysisTime"]
-            wait_for("a pass after the restart", lambda: reports(cluster)["long"]["status"]["lastAnalysisTime"] != before)
+            wait_for(
+                "a pass after the restart", lambda: reports(cluster)["long"]["status"]["lastAnalysisTime"] != before
+            )
             cluster.patch(JOBS, "ml", "long", ended, sub="status")
         wait_for("finalised after restart", lambda: reports(cluster)["long"]["status"].get("phase") == "Completed")
     assert len(cluster.list(REPORTS)) == 1

@@ -9,8 +9,6 @@ from typing import Any
 import httpx2
 import pytest
 
-from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
-from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.controller.reports_api import (
     ApiUnavailable,
     ReportConflict,
@@ -18,6 +16,8 @@ from bottleneck_operator.controller.reports_api import (
     ReportsApiError,
     report_body,
 )
+from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
+from bottleneck_operator.errors import BottleneckError
 
 
 class _Info:

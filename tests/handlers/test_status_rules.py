@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from bottleneck_operator.demo.cluster import job_status
 from bottleneck_operator.controller.jobs import job_phase
 from bottleneck_operator.controller.status import (
     FINAL_PENDING,
@@ -14,6 +13,7 @@ from bottleneck_operator.controller.status import (
     set_condition,
     unavailable_status,
 )
+from bottleneck_operator.demo.cluster import job_status
 from bottleneck_operator.reports import AnalysisWindow, DataQualityStatus, ReportStatus, rfc3339
 
 T = 1_767_225_600.0

@@ -16,7 +16,6 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
 from bottleneck_operator.controller import retention
 from bottleneck_operator.controller.jobs import ensure_report
 from bottleneck_operator.controller.metrics import OperatorMetrics
@@ -29,6 +28,7 @@ from bottleneck_operator.controller.status import (
     same_status,
     unavailable_status,
 )
+from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
 from bottleneck_operator.reports import Phase
 
 if TYPE_CHECKING:

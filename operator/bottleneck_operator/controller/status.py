@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bottleneck_operator.contract.verdict import Abstention
 from bottleneck_operator.reports import ReportStatus, rfc3339
 
 READY = "Ready"
@@ -129,12 +130,18 @@ def analysed_status(
         message = f"final verdict over the whole run: {what}" if final else f"verdict for the last window: {what}"
         conditions = set_condition(conditions, READY, "True", "Finalised" if final else "Analysed", message, now)
     else:
-        why = status.get("reason") or "the model abstained"
-        conditions = set_condition(conditions, READY, "False", "InsufficientData", why, now)
+        conditions = set_condition(conditions, READY, "False", *_abstained(result), now)
     status["timeline"] = timeline or []
     status["conditions"] = conditions
     status["lastAnalysisTime"] = rfc3339(now)
     return status
+
+
+def _abstained(result: ReportStatus) -> tuple[str, str]:
+    """The Ready condition's reason and message for an Unknown verdict, from its abstention."""
+    if result.abstention is Abstention.LOW_CONFIDENCE:
+        return "LowConfidence", result.reason or "the model is not confident enough in any class"
+    return "InsufficientData", result.reason or "not enough telemetry for a verdict"
 
 
 def unavailable_status(

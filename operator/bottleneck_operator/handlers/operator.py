@@ -20,13 +20,13 @@ from typing import Any, cast
 import kopf
 
 from bottleneck_operator.contract.names import PROFILE_ANNOTATION
-from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.kube import refuse_exec_plugins
 from bottleneck_operator.controller.jobs import ensure_report, observe
 from bottleneck_operator.controller.passes import freeze_long_lived, run_loop
 from bottleneck_operator.controller.reports_api import ReportsApi, ReportsApiError
 from bottleneck_operator.controller.state import AnalyzerLike, Clock, EventPoster, OperatorState
 from bottleneck_operator.controller.state import logger as log
+from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.kube import refuse_exec_plugins
 from bottleneck_operator.settings import Settings
 
 LoginFn = Callable[[], Any]
