@@ -6,7 +6,7 @@ one shape for both, so a verdict checked from the command line reads like the re
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -15,6 +15,8 @@ from bottleneck_operator.contract.verdict import Abstention
 
 Phase = Literal["Pending", "Running", "Completed", "Failed"]
 ClassName = Literal["IO", "CPU", "Interconnect", "GPU", "Memory", "Unknown"]
+# RFC 3339 times, as Kubernetes writes them (the CRD declares the format).
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 
 
 class _Model(BaseModel):
@@ -31,7 +33,9 @@ class JobRef(_Model):
 
 
 class ReportSpec(_Model):
-    job_ref: JobRef
+    job_ref: JobRef = Field(
+        description="The analysed Job (by name and uid; reports outlive their Job, so no ownerReference)."
+    )
 
 
 class EvidenceItem(_Model):
@@ -49,7 +53,7 @@ class RecommendationItem(_Model):
 
 
 class HeadroomRange(_Model):
-    low: float = Field(description="Lower estimate of the speed-up factor (1.0 = no gain).")
+    low: float
     high: float
     basis: str
 
@@ -71,8 +75,8 @@ class PodBreakdown(_Model):
 
 
 class AnalysisWindow(_Model):
-    start: str
-    end: str
+    start: Timestamp
+    end: Timestamp
     seconds: float
 
 
@@ -87,8 +91,8 @@ class DataQualityStatus(_Model):
 
 
 class TimelineEntry(_Model):
-    start: str
-    end: str
+    start: Timestamp
+    end: Timestamp
     bottleneck: ClassName
     confidence: float
 
@@ -98,26 +102,35 @@ class Condition(_Model):
     status: Literal["True", "False", "Unknown"]
     reason: str
     message: str = ""
-    last_transition_time: str
+    last_transition_time: Timestamp
 
 
 class ReportStatus(_Model):
-    phase: Phase = "Pending"
-    bottleneck: ClassName | None = None
-    secondary: ClassName | None = None
-    confidence: float | None = None
-    probabilities: dict[str, float] | None = None
+    phase: Phase = Field("Pending", description="The Job's phase as the report follows it.")
+    bottleneck: ClassName | None = Field(
+        None, description="The primary class (Unknown when data is too thin or the model abstains)."
+    )
+    secondary: ClassName | None = Field(None, description="A close runner-up class, when there is one.")
+    confidence: float | None = Field(None, description="Calibrated probability of the primary class.")
+    probabilities: dict[str, float] | None = Field(None, description="Class name -> calibrated probability.")
     gpu_active: float | None = Field(None, description="Mean GPU activity 0..1 over the window.")
-    reason: str | None = None
-    abstention: Abstention | None = Field(None, description="Why the verdict is Unknown, when it is.")
+    reason: str | None = Field(None, description="Why the verdict is Unknown.")
+    abstention: Abstention | None = Field(
+        None,
+        description="Why the verdict is Unknown, when it is (LowConfidence is the model's doubt; the others are missing data).",
+    )
     evidence: list[EvidenceItem] | None = None
     recommendations: list[RecommendationItem] | None = None
-    headroom: HeadroomRange | None = None
+    headroom: HeadroomRange | None = Field(
+        None, description="How much faster the Job could run without the bottleneck (speed-up factors)."
+    )
     capacity: list[CapacityItem] | None = None
-    window: AnalysisWindow | None = None
-    pods: list[PodBreakdown] | None = None
+    window: AnalysisWindow | None = Field(None, description="The analysed time window.")
+    pods: list[PodBreakdown] | None = Field(None, description="Per-pod breakdown.")
     data_quality: DataQualityStatus | None = None
     model_version: str | None = None
-    timeline: list[TimelineEntry] | None = None
-    conditions: list[Condition] | None = None
-    last_analysis_time: str | None = None
+    timeline: list[TimelineEntry] | None = Field(
+        None, description="Per-window verdicts while the Job ran, oldest first (bounded)."
+    )
+    conditions: list[Condition] | None = Field(None, description="Standard conditions (Ready, MetricsAvailable).")
+    last_analysis_time: Timestamp | None = None
