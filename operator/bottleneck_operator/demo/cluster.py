@@ -182,7 +182,7 @@ class LocalCluster:
     """The emulator on 127.0.0.1:<free port>, on a background thread, with a small sync client.
 
     Use as a context manager; ``url`` is the API server's address, ``write_kubeconfig(path)``
-    writes a kubeconfig for kopf / the ``kubernetes`` client.
+    writes a kubeconfig for kopf and the operator's client.
     """
 
     def __init__(self) -> None:
