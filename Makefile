@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help demo test lint typecheck unit bench train evaluate lock image chart-sync chart-package chart-push system-deps clean
+.PHONY: help demo test lint typecheck unit bench train evaluate lock image crd chart-sync chart-package chart-push system-deps clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -44,6 +44,10 @@ train: $(STAMP)  ## retrain the shipped model from its seed
 
 evaluate: $(STAMP) system-deps  ## evaluate the shipped model through a real Prometheus
 	$(BIN)/bottleneck-operator evaluate
+
+crd: $(STAMP)  ## regenerate the CRD from the report models, then copy it into the chart
+	$(BIN)/python scripts/gen-crd.py
+	$(MAKE) chart-sync
 
 chart-sync:  ## copy the CRD and the dashboard into the chart (tests fail when they drift)
 	mkdir -p charts/bottleneck-operator/crds charts/bottleneck-operator/files

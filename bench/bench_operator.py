@@ -122,7 +122,7 @@ def main() -> None:
 
 
 def _measure(cluster, reports_resource: str, proc: subprocess.Popen, started: float, log_path: Path) -> None:  # type: ignore[no-untyped-def, type-arg]
-    from bottleneck_operator.handlers.passes import PASS_BATCH
+    from bottleneck_operator.controller.passes import PASS_BATCH
 
     deadline = started + 150
     all_verdicts = None

@@ -183,7 +183,8 @@ def _metric_names(expr: str) -> set[str]:
 def test_dashboard_reads_metrics_that_exist() -> None:
     declared = set(
         re.findall(
-            r'"(bottleneck_operator_[a-z_]+)"', (ROOT / "operator/bottleneck_operator/handlers/metrics.py").read_text()
+            r'"(bottleneck_operator_[a-z_]+)"',
+            (ROOT / "operator/bottleneck_operator/controller/metrics.py").read_text(),
         )
     )
     exposed = declared | {f"{n}{s}" for n in declared for s in ("_bucket", "_sum", "_count")}

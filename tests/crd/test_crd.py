@@ -22,7 +22,7 @@ from bottleneck_operator.contract.verdict import (
     Verdict,
 )
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow
-from bottleneck_operator.handlers.status import analysed_status, pending_status, unavailable_status
+from bottleneck_operator.controller.status import analysed_status, pending_status, unavailable_status
 from bottleneck_operator.reports import ClassName, Phase, ReportStatus, status_from_verdict
 
 CRD_PATH = Path(__file__).parents[2] / "crds" / "bottleneckreports.bottleneck.dev.yaml"

@@ -32,5 +32,7 @@ def test_demo_end_to_end() -> None:
     assert classes - {"Unknown"}, proc.stdout
     details = [line for line in lines[header + 1 :] if line.startswith("  ")]
     assert len(details) == 10
-    assert any(line.endswith("verdicts match the bottleneck the simulator built in.") for line in lines)
+    (summary,) = [line for line in lines if line.endswith("verdicts match the bottleneck the simulator built in.")]
+    matched, _, total = summary.split()[:3]
+    assert int(total) == 10 and int(matched) >= 8, proc.stdout
     assert "Traceback" not in proc.stderr

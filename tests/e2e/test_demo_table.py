@@ -22,11 +22,23 @@ def test_details_compare_verdicts_with_the_simulated_truth() -> None:
             "a",
             "IO",
             evidence=[
-                {"signal": "sm_active", "message": "GPUs were active 30 % of the time."},
-                {"signal": "node_psi_io_some", "message": "Tasks waited on I/O 62 % of the time."},
+                {
+                    "signal": "sm_active",
+                    "observed": 0.3,
+                    "unit": "ratio",
+                    "message": "GPUs were active 30 % of the time.",
+                },
+                {
+                    "signal": "node_psi_io_some",
+                    "observed": 0.62,
+                    "unit": "ratio",
+                    "message": "Tasks waited on I/O 62 % of the time.",
+                },
             ],
-            recommendations=[{"action": "Cache the dataset on local NVMe."}],
-            headroom={"low": 2.0, "high": 3.0},
+            recommendations=[
+                {"action": "Cache the dataset on local NVMe.", "signal": "node_psi_io_some", "detail": "x"}
+            ],
+            headroom={"low": 2.0, "high": 3.0, "basis": "GPU idle share"},
         ),
         _report("ml", "b", "CPU"),
         _report("ml", "c", "Unknown", reason="only 20 % of the window has GPU samples"),

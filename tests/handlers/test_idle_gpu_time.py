@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bottleneck_operator.handlers.metrics import OperatorMetrics
-from bottleneck_operator.handlers.passes import count_idle_gpu_time
+from bottleneck_operator.controller.metrics import OperatorMetrics
+from bottleneck_operator.controller.passes import count_idle_gpu_time
 
 
 def _wasted(metrics: OperatorMetrics) -> dict[str, float]:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from bottleneck_operator.handlers import passes
-from bottleneck_operator.handlers.state import OperatorState, TrackedJob
+from bottleneck_operator.controller import passes
+from bottleneck_operator.controller.state import OperatorState, TrackedJob
 from bottleneck_operator.reports import AnalysisWindow, ReportStatus, rfc3339
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry.errors import PrometheusUnavailable

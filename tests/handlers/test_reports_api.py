@@ -6,18 +6,18 @@ import asyncio
 import socket
 from typing import Any
 
-import aiohttp
+import httpx2
 import pytest
 
-from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
-from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.handlers.reports_api import (
+from bottleneck_operator.controller.reports_api import (
     ApiUnavailable,
     ReportConflict,
     ReportsApi,
     ReportsApiError,
     report_body,
 )
+from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
+from bottleneck_operator.errors import BottleneckError
 
 
 class _Info:
@@ -70,7 +70,7 @@ def test_no_library_error_leaks() -> None:
         finally:
             await api.close()
         assert isinstance(err.value, ReportsApiError)
-        assert not isinstance(err.value, aiohttp.ClientError)
-        assert isinstance(err.value.__cause__, aiohttp.ClientError)
+        assert not isinstance(err.value, httpx2.HTTPError)
+        assert isinstance(err.value.__cause__, httpx2.HTTPError)
 
     _run(scenario())

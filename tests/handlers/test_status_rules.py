@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from bottleneck_operator.demo.cluster import job_status
-from bottleneck_operator.handlers.jobs import job_phase
-from bottleneck_operator.handlers.status import (
+from bottleneck_operator.controller.jobs import job_phase
+from bottleneck_operator.controller.status import (
     FINAL_PENDING,
     analysed_status,
     append_timeline,
@@ -14,6 +13,7 @@ from bottleneck_operator.handlers.status import (
     set_condition,
     unavailable_status,
 )
+from bottleneck_operator.demo.cluster import job_status
 from bottleneck_operator.reports import AnalysisWindow, DataQualityStatus, ReportStatus, rfc3339
 
 T = 1_767_225_600.0
@@ -92,7 +92,7 @@ def test_job_phases() -> None:
 
 
 def test_tracked_status_is_kept_compact_and_handed_out_as_copies() -> None:
-    from bottleneck_operator.handlers.state import TrackedJob
+    from bottleneck_operator.controller.state import TrackedJob
 
     job = TrackedJob(namespace="ml", name="train", uid="u1")
     assert job.status is None

@@ -23,12 +23,11 @@ import pytest
 from _webhook_support import admission_review, apply, make_job
 from kopf.testing import KopfRunner
 
+from bottleneck_operator.demo import cluster as cluster_mod
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.simulation.localprom import free_port
 from bottleneck_operator.webhook import handlers
 from bottleneck_operator.webhook.server import configure_admission
-
-cluster_mod = pytest.importorskip("bottleneck_operator.demo.cluster")
 
 
 @pytest.fixture

@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bottleneck_operator.commands._common import add_prometheus_flags, dumps, settings_from_args
 from bottleneck_operator.errors import EXIT_NO_DATA, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from bottleneck_operator.reports import ReportStatus
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,7 +130,7 @@ def main(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(dumps(result.status.dump()))
     else:
-        print(render_table(namespace, job, result.status.dump()))
+        print(render_table(namespace, job, result.status))
     return EXIT_OK
 
 
@@ -135,67 +138,75 @@ def _fmt_time(iso: str | None) -> str:
     return iso or "?"
 
 
-def render_table(namespace: str, job: str, status: dict[str, Any]) -> str:
+def render_table(namespace: str, job: str, status: ReportStatus) -> str:
     """A readable summary of a report status.
 
     Args:
         namespace: the Job's namespace.
         job: the Job's name.
-        status: ``ReportStatus.dump()``.
+        status: the report status.
 
     Returns:
         Multi-line text.
     """
-    lines: list[str] = []
-    conf = status.get("confidence")
-    active = status.get("gpuActive")
-    window = status.get("window", {})
-    lines.append(f"Job {namespace}/{job}")
-    lines.append(
-        f"  window      {_fmt_time(window.get('start'))} .. {_fmt_time(window.get('end'))} ({window.get('seconds', 0):.0f} s)"
+    return "\n".join([*_verdict_lines(namespace, job, status), *_detail_lines(status), *_pod_lines(status)])
+
+
+def _verdict_lines(namespace: str, job: str, status: ReportStatus) -> list[str]:
+    window = status.window
+    span = (
+        f"{_fmt_time(window.start)} .. {_fmt_time(window.end)} ({window.seconds:.0f} s)" if window else "? .. ? (0 s)"
     )
-    verdict = status.get("bottleneck", "Unknown")
-    secondary = f" (secondary: {status['secondary']})" if status.get("secondary") else ""
-    lines.append(f"  bottleneck  {verdict}{secondary}")
-    if conf is not None:
-        lines.append(f"  confidence  {100 * conf:.0f} %")
-    if active is not None:
-        lines.append(f"  GPU active  {100 * active:.0f} %")
-    if status.get("reason"):
-        lines.append(f"  reason      {status['reason']}")
-    probs = status.get("probabilities") or {}
+    secondary = f" (secondary: {status.secondary})" if status.secondary else ""
+    lines = [
+        f"Job {namespace}/{job}",
+        f"  window      {span}",
+        f"  bottleneck  {status.bottleneck or 'Unknown'}{secondary}",
+    ]
+    if status.confidence is not None:
+        lines.append(f"  confidence  {100 * status.confidence:.0f} %")
+    if status.gpu_active is not None:
+        lines.append(f"  GPU active  {100 * status.gpu_active:.0f} %")
+    if status.reason:
+        lines.append(f"  reason      {status.reason}")
+    probs = status.probabilities or {}
     if probs:
-        lines.append(
-            "  probabilities  " + "  ".join(f"{k} {v:.2f}" for k, v in sorted(probs.items(), key=lambda kv: -kv[1]))
-        )
-    if status.get("evidence"):
+        ranked = sorted(probs.items(), key=lambda kv: -kv[1])
+        lines.append("  probabilities  " + "  ".join(f"{k} {v:.2f}" for k, v in ranked))
+    return lines
+
+
+def _detail_lines(status: ReportStatus) -> list[str]:
+    lines: list[str] = []
+    if status.evidence:
         lines.append("Evidence")
-        lines.extend(f"  - {e['message']}" for e in status["evidence"])
-    if status.get("recommendations"):
+        lines.extend(f"  - {e.message}" for e in status.evidence)
+    if status.recommendations:
         lines.append("Recommendations")
-        lines.extend(f"  - {r['action']} [{r['signal']}]: {r['detail']}" for r in status["recommendations"])
-    head = status.get("headroom")
+        lines.extend(f"  - {r.action} [{r.signal}]: {r.detail}" for r in status.recommendations)
+    head = status.headroom
     if head:
-        lines.append(f"Headroom  {head['low']:.2f}x .. {head['high']:.2f}x  ({head['basis']})")
-    for c in status.get("capacity") or []:
-        lines.append(f"Capacity  {c['message']}")
-    dq = status.get("dataQuality") or {}
+        lines.append(f"Headroom  {head.low:.2f}x .. {head.high:.2f}x  ({head.basis})")
+    lines.extend(f"Capacity  {c.message}" for c in status.capacity or [])
+    dq = status.data_quality
     if dq:
         lines.append(
-            f"Data      {dq.get('pods', 0)} pods, {dq.get('gpus', 0)} GPUs, coverage {100 * dq.get('coverage', 0):.0f} %, "
-            f"families: {', '.join(dq.get('families', [])) or 'none'}"
+            f"Data      {dq.pods} pods, {dq.gpus} GPUs, coverage {100 * dq.coverage:.0f} %, "
+            f"families: {', '.join(dq.families) or 'none'}"
         )
-        if dq.get("missingFamilies"):
-            lines.append(f"          missing: {', '.join(dq['missingFamilies'])}")
-    pods = status.get("pods") or []
+        if dq.missing_families:
+            lines.append(f"          missing: {', '.join(dq.missing_families)}")
+    return lines
+
+
+def _pod_lines(status: ReportStatus) -> list[str]:
+    pods = status.pods or []
+    lines: list[str] = []
     if len(pods) > 1:
         lines.append("Pods")
         for p in pods:
-            act = p.get("gpuActive")
-            act_s = f"{100 * act:.0f} %" if act is not None else "n/a"
-            lines.append(
-                f"  {p['pod']:<40} {p.get('node') or '-':<20} {p['bottleneck']:<13} {100 * p['confidence']:.0f} %  GPU {act_s}"
-            )
-    if status.get("modelVersion"):
-        lines.append(f"Model     {status['modelVersion']}")
-    return "\n".join(lines)
+            act = f"{100 * p.gpu_active:.0f} %" if p.gpu_active is not None else "n/a"
+            lines.append(f"  {p.pod:<40} {p.node or '-':<20} {p.bottleneck:<13} {100 * p.confidence:.0f} %  GPU {act}")
+    if status.model_version:
+        lines.append(f"Model     {status.model_version}")
+    return lines

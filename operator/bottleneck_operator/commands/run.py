@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=main)
 
 
-def _load_webhook(settings: Settings) -> Callable[[Any], None] | None:
+def _load_webhook(registry: Any, settings: Settings) -> Callable[[Any], None] | None:
     """Register the admission webhook's handler, if that part is installed; returns its kopf setup."""
     if settings.webhook_cert_dir is None and importlib.util.find_spec("certbuilder") is None:
         # kopf can only self-sign with `certbuilder`; the chart always mounts a certificate.
@@ -65,8 +65,9 @@ def _load_webhook(settings: Settings) -> Callable[[Any], None] | None:
         )
         return None
     try:
-        importlib.import_module("bottleneck_operator.webhook.handlers")  # registers "inject-sidecar"
+        handlers = importlib.import_module("bottleneck_operator.webhook.handlers")
         server = importlib.import_module("bottleneck_operator.webhook.server")
+        handlers.register(registry, settings)
     except ImportError as exc:
         log.warning("admission webhook not available (%s): running without it", exc)
         return None
@@ -79,9 +80,6 @@ def _load_webhook(settings: Settings) -> Callable[[Any], None] | None:
 
 def main(args: argparse.Namespace) -> int:
     import kopf
-
-    # kopf raises this (not exported at its top level) when a startup handler fails for good.
-    from kopf._core.engines.activities import ActivityError
 
     from bottleneck_operator.handlers import register_handlers
 
@@ -102,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
         logging.getLogger("kopf").setLevel(logging.WARNING)
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     registry = kopf.get_default_registry()
-    configure = _load_webhook(settings) if settings.webhook_enabled else None
+    configure = _load_webhook(registry, settings) if settings.webhook_enabled else None
     register_handlers(registry, settings, configure_kopf=configure)
     try:
         kopf.run(
@@ -113,7 +111,12 @@ def main(args: argparse.Namespace) -> int:
             namespaces=settings.namespaces,
             liveness_endpoint=settings.liveness_endpoint or None,
         )
-    except ActivityError as exc:  # a startup handler failed: say why, in one line
-        reasons = [str(o.exception) for o in exc.outcomes.values() if o.exception is not None]
+    except Exception as exc:
+        # kopf raises its ActivityError (not exported at its top level) when a startup handler fails
+        # for good: it carries the handlers' outcomes. Say why in one line; re-raise anything else.
+        outcomes = getattr(exc, "outcomes", None)
+        if not isinstance(outcomes, dict):
+            raise
+        reasons = [str(o.exception) for o in outcomes.values() if getattr(o, "exception", None) is not None]
         raise BottleneckError("; ".join(reasons) or str(exc)) from exc
     return 0

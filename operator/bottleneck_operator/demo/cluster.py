@@ -10,27 +10,31 @@ synchronous code (the demo's driver, pytest, a ``KopfRunner``) can talk to it ov
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import secrets
 import threading
-import urllib.error
-import urllib.request
 import uuid
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 
 from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.kube import Credentials, KubeClient, KubeError, NotFound, Resource
+
+T = TypeVar("T")
 
 try:
     import kmock
-except ImportError as exc:  # pragma: no cover - kmock ships with the dev dependencies
-    raise BottleneckError("the Kubernetes emulator needs `kmock`: run `make demo`, which installs it") from exc
+except ImportError as exc:  # kmock is an optional extra: the production image goes without it
+    raise BottleneckError(
+        "the demo's Kubernetes API emulator needs kmock: pip install 'bottleneck-operator[demo]' (or run `make demo`)"
+    ) from exc
 
 JOBS = "batch/v1/jobs"
 EVENTS = "v1/events"
@@ -170,19 +174,15 @@ def kubeconfig_text(server: str) -> str:
     )
 
 
-class ClusterError(BottleneckError):
-    """A request to the emulated API failed."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+class ClusterError(KubeError):
+    """The emulator could not be started or reached."""
 
 
 class LocalCluster:
     """The emulator on 127.0.0.1:<free port>, on a background thread, with a small sync client.
 
     Use as a context manager; ``url`` is the API server's address, ``write_kubeconfig(path)``
-    writes a kubeconfig for kopf / the ``kubernetes`` client.
+    writes a kubeconfig for kopf and the operator's client.
     """
 
     def __init__(self) -> None:
@@ -193,6 +193,7 @@ class LocalCluster:
         self._error: BaseException | None = None
         self.url = ""
         self.emulator: ClusterEmulator | None = None
+        self._client: KubeClient | None = None
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -214,6 +215,8 @@ class LocalCluster:
             self.url = str(server.url).rstrip("/")
             self._ready.set()
             await self._stop.wait()
+            if self._client is not None:
+                await self._client.close()
 
     def start(self) -> LocalCluster:
         """Start the emulator; returns when it listens."""
@@ -240,70 +243,55 @@ class LocalCluster:
         path.write_text(kubeconfig_text(self.url))
         return path
 
-    # --- a small synchronous client (the driver side: demo, tests, benchmark)
+    # --- a small synchronous client (the driver side: demo, tests, benchmark): the operator's own
+    # async Kubernetes client, run on the emulator's loop.
 
-    @staticmethod
-    def path(resource: str, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
-        """The API path of a resource ("batch/v1/jobs"), optionally of one object and a subresource."""
-        group_version, plural = resource.rsplit("/", 1)
-        base = f"/api/{group_version}" if group_version == "v1" else f"/apis/{group_version}"
-        if namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{plural}"
-        if name:
-            base += f"/{name}"
-        if sub:
-            base += f"/{sub}"
-        return base
+    def _kube(self) -> KubeClient:
+        if self._client is None:
+            url = self.url
+            self._client = KubeClient(lambda: Credentials(server=url, token="emulator"))  # noqa: S106 - any token
+        return self._client
 
-    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
-        """One HTTP request to the emulator; JSON in and out."""
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)  # noqa: S310 - loopback
-        if data is not None:
-            req.add_header("Content-Type", content_type)
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 - loopback
-                text = resp.read().decode()
-        except urllib.error.HTTPError as exc:
-            raise ClusterError(f"{method} {path}: HTTP {exc.code}", status=exc.code) from exc
-        except OSError as exc:
-            raise ClusterError(f"{method} {path}: {exc}") from exc
-        return json.loads(text) if text else {}
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if not self._thread.is_alive():
+            coro.close()
+            raise ClusterError("the Kubernetes emulator is not running")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=60)
 
     def create(self, resource: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """Create an object (POST); returns it as stored."""
-        result: dict[str, Any] = self.request("POST", self.path(resource, namespace), dict(body))
-        return result
+        """Create an object; returns it as stored."""
+        return self._call(self._kube().create(_resource(resource), namespace, body))
 
     def patch(self, resource: str, namespace: str, name: str, patch: Mapping[str, Any], sub: str | None = None) -> Any:
         """Merge-patch an object (or its status with ``sub="status"``)."""
-        return self.request(
-            "PATCH", self.path(resource, namespace, name, sub), dict(patch), "application/merge-patch+json"
-        )
+        kube = self._kube()
+        return self._call(kube.merge_patch(_resource(resource), namespace, name, patch, status=sub == "status"))
 
     def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
         """One object, or None."""
         try:
-            result: dict[str, Any] = self.request("GET", self.path(resource, namespace, name))
-        except ClusterError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return result
+            return self._call(self._kube().get(_resource(resource), namespace, name))
+        except NotFound:
+            return None
 
     def list(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """All objects of a resource (in one namespace or all)."""
-        result = self.request("GET", self.path(resource, namespace))
-        return list(result.get("items") or [])
+        return self._call(self._kube().list(_resource(resource), namespace))
 
     def delete(self, resource: str, namespace: str, name: str) -> None:
         """Delete an object (no error when it is already gone)."""
-        try:
-            self.request("DELETE", self.path(resource, namespace, name))
-        except ClusterError as exc:
-            if exc.status != 404:
-                raise
+        with contextlib.suppress(NotFound):
+            self._call(self._kube().delete(_resource(resource), namespace, name))
+
+
+def _resource(name: str) -> Resource:
+    """A namespaced resource of the emulator ("batch/v1/jobs") for the client."""
+    group_version, plural = name.rsplit("/", 1)
+    group, _, version = group_version.rpartition("/")
+    info = _RESOURCES[name]
+    if not info["namespaced"]:
+        raise ClusterError(f"{name}: only namespaced resources are read and written here")
+    return Resource(group, version, str(info["kind"]), plural)
 
 
 def job_body(

@@ -135,7 +135,6 @@ def run_demo(options: DemoOptions, *, out: Callable[[str], None] = print) -> lis
     """
     from bottleneck_operator.simulation import write_openmetrics
     from bottleneck_operator.simulation.live import LiveExporters
-    from bottleneck_operator.simulation.localprom import LocalPrometheus
 
     tmp = None
     workdir = options.workdir
@@ -156,12 +155,39 @@ def run_demo(options: DemoOptions, *, out: Callable[[str], None] = print) -> lis
         sink.flush()
     exporters_loop = BackgroundLoop("live-exporters")
     exporters = LiveExporters(jobs)
+    try:
+        urls = exporters_loop.run(exporters.start())
+        out(f"serving {len(urls)} live exporter endpoints; backfilling history into a local Prometheus")
+        reports = _run_cluster(options, workdir, history, urls, jobs, ending, out)
+    finally:
+        exporters_loop.run(exporters.stop())
+        exporters_loop.close()
+        if tmp is not None:
+            tmp.cleanup()
+    out("")
+    out("$ kubectl get bnr -A")
+    out(format_table(reports))
+    out("")
+    out(format_details(reports, truth={f"{j.namespace}/{j.name}": j.label.value for j in jobs}))
+    return reports
+
+
+def _run_cluster(
+    options: DemoOptions,
+    workdir: Path,
+    history: Path,
+    urls: dict[str, str],
+    jobs: Sequence[Any],
+    ending: Sequence[Any],
+    out: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    """Prometheus, the API emulator and the operator around the live exporters; the final reports."""
+    from bottleneck_operator.simulation.localprom import LocalPrometheus
+
     operator: OperatorThread | None = None
     prom: LocalPrometheus | None = None
     cluster = LocalCluster()
     try:
-        urls = exporters_loop.run(exporters.start())
-        out(f"serving {len(urls)} live exporter endpoints; backfilling history into a local Prometheus")
         prom = LocalPrometheus.from_openmetrics(
             history,
             workdir=workdir / "prometheus",
@@ -186,23 +212,13 @@ def run_demo(options: DemoOptions, *, out: Callable[[str], None] = print) -> lis
         out(f"operator running (analysis every {options.interval:g} s); watching for {options.duration:g} s")
         _drive(cluster, ending, options.duration, out)
         _await_final(cluster, ending, timeout=max(30.0, 3 * options.interval))
-        reports = cluster.list(REPORTS)
+        return cluster.list(REPORTS)
     finally:
         if operator is not None:
             operator.stop()
         cluster.stop()
         if prom is not None:
             prom.stop()
-        exporters_loop.run(exporters.stop())
-        exporters_loop.close()
-        if tmp is not None:
-            tmp.cleanup()
-    out("")
-    out("$ kubectl get bnr -A")
-    out(format_table(reports))
-    out("")
-    out(format_details(reports, truth={f"{j.namespace}/{j.name}": j.label.value for j in jobs}))
-    return reports
 
 
 def _drive(cluster: LocalCluster, ending: Sequence[Any], duration: float, out: Callable[[str], None]) -> None:

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from bottleneck_operator.reports import ReportStatus
+
 COLUMNS = ("NAMESPACE", "NAME", "JOB", "BOTTLENECK", "CONFIDENCE", "GPU", "PHASE", "AGE")
 
 
@@ -38,16 +40,16 @@ def rows(reports: Sequence[dict[str, Any]], now: float | None = None) -> list[tu
     at = time.time() if now is None else now
     out: list[tuple[str, ...]] = []
     for r in sorted(reports, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"])):
-        meta, status = r.get("metadata") or {}, r.get("status") or {}
+        meta, status = r.get("metadata") or {}, _status(r)
         out.append(
             (
                 meta.get("namespace", ""),
                 meta.get("name", ""),
                 ((r.get("spec") or {}).get("jobRef") or {}).get("name", ""),
-                status.get("bottleneck") or "",
-                _num(status.get("confidence")),
-                _num(status.get("gpuActive")),
-                status.get("phase") or "",
+                status.bottleneck or "",
+                _num(status.confidence),
+                _num(status.gpu_active),
+                status.phase if r.get("status") else "",
                 _age(meta.get("creationTimestamp"), at),
             )
         )
@@ -65,13 +67,18 @@ def format_table(reports: Sequence[dict[str, Any]], now: float | None = None) ->
 _ACTIVITY_SIGNALS = frozenset({"gpu_active", "sm_active", "gr_engine_active", "gpu_util"})
 
 
-def _evidence_line(status: dict[str, Any]) -> str | None:
+def _evidence_line(status: ReportStatus) -> str | None:
     """The evidence item most specific to the verdict: the first one past the GPU-activity summary when present."""
-    evidence = status.get("evidence") or []
+    evidence = status.evidence or []
     if not evidence:
         return None
-    specific = [e for e in evidence if e.get("signal") not in _ACTIVITY_SIGNALS]
-    return str((specific or evidence)[0].get("message", "")).rstrip(".")
+    specific = [e for e in evidence if e.signal not in _ACTIVITY_SIGNALS]
+    return (specific or evidence)[0].message.rstrip(".")
+
+
+def _status(report: Mapping[str, Any]) -> ReportStatus:
+    """A report's status as the typed model (the API's camelCase read through the aliases)."""
+    return ReportStatus.model_validate(report.get("status") or {})
 
 
 def format_details(reports: Sequence[dict[str, Any]], truth: Mapping[str, str] | None = None) -> str:
@@ -88,24 +95,22 @@ def format_details(reports: Sequence[dict[str, Any]], truth: Mapping[str, str] |
     lines = []
     matched = 0
     for r in sorted(reports, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"])):
-        status = r.get("status") or {}
+        status = _status(r)
         name = f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}"
-        recs = status.get("recommendations") or []
         parts = []
         if truth is not None and name in truth:
-            ok = status.get("bottleneck") == truth[name]
+            ok = status.bottleneck == truth[name]
             matched += ok
             parts.append(f"simulated {truth[name]}: {'match' if ok else 'MISS'}")
         evidence = _evidence_line(status)
         if evidence:
             parts.append(f"evidence: {evidence}")
-        if recs:
-            parts.append(f"try: {str(recs[0].get('action', '')).rstrip('.')}")
-        headroom = status.get("headroom")
-        if headroom:
-            parts.append(f"headroom x{headroom.get('low', 1):.1f}-{headroom.get('high', 1):.1f}")
-        if not status.get("bottleneck") or status.get("bottleneck") == "Unknown":
-            parts.append(status.get("reason") or "no verdict yet")
+        if status.recommendations:
+            parts.append(f"try: {status.recommendations[0].action.rstrip('.')}")
+        if status.headroom:
+            parts.append(f"headroom x{status.headroom.low:.1f}-{status.headroom.high:.1f}")
+        if not status.bottleneck or status.bottleneck == "Unknown":
+            parts.append(status.reason or "no verdict yet")
         lines.append(f"  {name}: " + "; ".join(parts))
     if truth is not None:
         lines.append(f"\n{matched} of {len(lines)} verdicts match the bottleneck the simulator built in.")

@@ -8,8 +8,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from bottleneck_operator.controller.state import AnalyzerLike
 from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.handlers.state import AnalyzerLike
 from bottleneck_operator.settings import Settings
 
 T = TypeVar("T")

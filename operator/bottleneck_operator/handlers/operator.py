@@ -2,31 +2,35 @@
 
 Settings are applied in the startup handler and the clients kept in ``memo`` (kopf's per-operator
 memo: every per-object memo is a shallow copy of it, so ``memo.state`` is shared). Handlers stay
-thin: the work lives in :mod:`.jobs` (reports), :mod:`.passes` (analysis) and :mod:`.retention`.
+thin: the work lives in :mod:`bottleneck_operator.controller` (reports, passes, retention).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import kopf
 
 from bottleneck_operator.contract.names import PROFILE_ANNOTATION
+from bottleneck_operator.controller.jobs import ensure_report, observe
+from bottleneck_operator.controller.passes import freeze_long_lived, run_loop
+from bottleneck_operator.controller.reports_api import ReportsApi, ReportsApiError
+from bottleneck_operator.controller.state import AnalyzerLike, Clock, EventPoster, OperatorState
+from bottleneck_operator.controller.state import logger as log
 from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.handlers.jobs import ensure_report, observe
-from bottleneck_operator.handlers.passes import freeze_long_lived, run_loop
-from bottleneck_operator.handlers.reports_api import ReportsApi, ReportsApiError
-from bottleneck_operator.handlers.state import AnalyzerLike, Clock, OperatorState
-from bottleneck_operator.handlers.state import logger as log
+from bottleneck_operator.kube import refuse_exec_plugins
 from bottleneck_operator.settings import Settings
 
 LoginFn = Callable[[], Any]
+SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 Logger = logging.Logger | logging.LoggerAdapter[Any]
 
 
@@ -34,6 +38,8 @@ def kube_login(kopf_settings: kopf.OperatorSettings, logger: Logger) -> LoginFn:
     """Credentials as kopf finds them: the client library's (in-cluster, else kubeconfig), else kopf's own."""
 
     def login() -> Any:
+        if not SERVICE_ACCOUNT_TOKEN.exists():
+            refuse_exec_plugins()  # outside a cluster: a kubeconfig whose exec plugin would be skipped
         try:
             info = kopf.login_via_client(logger=logger, settings=kopf_settings)
         except kopf.LoginError:
@@ -79,24 +85,44 @@ def register_handlers(
         login: Kubernetes credentials for the reports client (default: as kopf finds them).
     """
     factory = analyzer_factory or _default_analyzer(settings)
-    operator_settings = settings  # the handlers' own ``settings`` kwarg is kopf's
+    _register_startup(registry, settings, factory, clock, configure_kopf, login)
+    _register_login(registry, login)
+    kopf.on.cleanup(id="shutdown", registry=registry)(_shutdown)
+    kopf.on.event(
+        "batch", "v1", "jobs", id="profiled_job", annotations={PROFILE_ANNOTATION: kopf.PRESENT}, registry=registry
+    )(_profiled_job)
 
+
+def _tune(kopf_settings: kopf.OperatorSettings) -> None:
+    kopf_settings.posting.reporting_component = "bottleneck-operator"
+    kopf_settings.posting.level = logging.INFO
+    kopf_settings.watching.server_timeout = 300
+    kopf_settings.networking.request_timeout = 60
+    # At start-up every Job in the cluster arrives at once, each with a worker of its own: a
+    # bounded number at a time (workers of quiet objects such as Jobs exit soon) keeps the
+    # operator's memory from spiking with the cluster's size.
+    kopf_settings.queueing.worker_limit = 100
+    kopf_settings.queueing.idle_timeout = 0.5
+
+
+def _register_startup(
+    registry: kopf.OperatorRegistry,
+    operator_settings: Settings,
+    factory: Callable[[], AnalyzerLike],
+    clock: Clock,
+    configure_kopf: Callable[[kopf.OperatorSettings], None] | None,
+    login: LoginFn | None,
+) -> None:
+    # The handler's own ``settings`` kwarg is kopf's, hence ``operator_settings`` for ours.
     @kopf.on.startup(registry=registry)
     async def configure(settings: kopf.OperatorSettings, memo: Any, logger: Logger, **_: Any) -> None:
-        kopf_settings = settings
-        kopf_settings.posting.reporting_component = "bottleneck-operator"
-        kopf_settings.posting.level = logging.INFO
-        kopf_settings.watching.server_timeout = 300
-        kopf_settings.networking.request_timeout = 60
-        # At start-up every Job in the cluster arrives at once, each with a worker of its own: a
-        # bounded number at a time (workers of quiet objects such as Jobs exit soon) keeps the
-        # operator's memory from spiking with the cluster's size.
-        kopf_settings.queueing.worker_limit = 100
-        kopf_settings.queueing.idle_timeout = 0.5
+        _tune(settings)
         if configure_kopf is not None:
-            configure_kopf(kopf_settings)
+            configure_kopf(settings)
+        # The operator's own logger, not kopf's: `run` keeps kopf's loggers at WARNING, and this line
+        # is the record of what the operator runs with.
         log.info("bottleneck-operator settings: %s", json.dumps(operator_settings.effective(), sort_keys=True))
-        api = ReportsApi(login or kube_login(kopf_settings, logger), timeout=30.0)
+        api = ReportsApi(login or kube_login(settings, logger), timeout=30.0)
         state = OperatorState(settings=operator_settings, api=api, analyzer_factory=factory, clock=clock)
         try:
             state.analyzer = await asyncio.to_thread(factory)
@@ -108,37 +134,58 @@ def register_handlers(
         state.loop_task = asyncio.create_task(run_loop(state), name="bottleneck analysis loop")
         memo.state = state
 
+
+def _register_login(registry: kopf.OperatorRegistry, login: LoginFn | None) -> None:
     @kopf.on.login(registry=registry)
     def credentials(settings: kopf.OperatorSettings, logger: Logger, **_: Any) -> Any:
         # A registry of our own carries no default login handler: kopf and the reports client
         # find their credentials the same way.
         return (login or kube_login(settings, logger))()
 
-    @kopf.on.cleanup(registry=registry)
-    async def shutdown(memo: Any, logger: Logger, **_: Any) -> None:
-        state: OperatorState | None = getattr(memo, "state", None)
-        if state is None:
-            return
-        if state.loop_task is not None:
-            state.loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await state.loop_task
-        await state.metrics.stop()
-        await state.api.close()
-        logger.info("bottleneck-operator stopped")
 
-    @kopf.on.event("batch", "v1", "jobs", annotations={PROFILE_ANNOTATION: kopf.PRESENT}, registry=registry)
-    async def profiled_job(event: kopf.RawEvent, body: kopf.Body, memo: Any, **_: Any) -> None:
-        state: OperatorState = memo.state
-        state.capture_posting()
-        job = observe(state, body, event_type=event.get("type"))
-        if job is None:
-            return
+async def _shutdown(memo: Any, **_: Any) -> None:
+    state: OperatorState | None = getattr(memo, "state", None)
+    if state is None:
+        return
+    if state.loop_task is not None:
+        state.loop_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await state.loop_task
+    await state.metrics.stop()
+    await state.api.close()
+    log.info("bottleneck-operator stopped")
+
+
+def kopf_poster() -> EventPoster:
+    """Post Events through kopf's poster from anywhere, via a copy of the current handler's context.
+
+    ``kopf.event()`` finds its queue through context variables that kopf sets for the per-object
+    handler tasks; the pass loop is not one of them, so it posts through a copy of a handler's
+    context (the queue is operator-wide, so any handler's copy will do).
+    """
+    context = contextvars.copy_context()
+
+    def post(body: dict[str, Any], type_: str, reason: str, message: str) -> None:
         try:
-            await ensure_report(state, job)
-        except ReportsApiError as exc:  # the pass loop retries reports that are not in place
-            state.metrics.errors.labels("kubernetes").inc()
-            log.warning("%s/%s: cannot create the report yet: %s", job.namespace, job.name, exc)
-            state.request_pass()
-            return
-        state.request_pass()  # a first verdict (or the final one) without waiting for the schedule
+            context.run(kopf.event, kopf.Body(cast(kopf.RawBody, body)), type=type_, reason=reason, message=message)
+        except LookupError:  # no poster in that context (should not happen): the log line stands
+            logging.getLogger(__name__).debug("no event poster available for %s", body.get("metadata"))
+
+    return post
+
+
+async def _profiled_job(event: kopf.RawEvent, body: kopf.Body, memo: Any, logger: Logger, **_: Any) -> None:
+    state: OperatorState = memo.state
+    if state.poster is None:
+        state.poster = kopf_poster()
+    job = observe(state, body, event_type=event.get("type"))
+    if job is None:
+        return
+    try:
+        await ensure_report(state, job)
+    except ReportsApiError as exc:  # the pass loop retries reports that are not in place
+        state.metrics.errors.labels("kubernetes").inc()
+        logger.warning("cannot create the report yet: %s", exc)
+        state.request_pass()
+        return
+    state.request_pass()  # a first verdict (or the final one) without waiting for the schedule

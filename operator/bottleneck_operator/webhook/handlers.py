@@ -1,7 +1,7 @@
 """The kopf admission handler that injects the collector: ``/inject-sidecar`` on the webhook server.
 
-Importing this module registers the handler in kopf's default registry (``bottleneck-operator run``
-does). The handler never rejects a Job: kopf answers ``allowed: false`` when a handler raises, so
+:func:`register` adds the handler to a kopf registry (``bottleneck-operator run`` calls it with
+kopf's default one); importing the module registers nothing. The handler never rejects a Job: kopf answers ``allowed: false`` when a handler raises, so
 every failure is logged and the Job passes unchanged. The MutatingWebhookConfiguration (the chart's)
 adds ``failurePolicy: Ignore`` and a 5 s timeout on top, so an unreachable webhook cannot block
 training either.
@@ -79,8 +79,10 @@ def inject_sidecar(
     )
 
 
-def register(registry: kopf.OperatorRegistry | None = None) -> None:
-    """Register :func:`inject_sidecar` in ``registry`` (kopf's default one when None)."""
+def register(registry: kopf.OperatorRegistry, settings: Settings | None = None) -> None:
+    """Register :func:`inject_sidecar` in ``registry``, injecting with ``settings`` when given."""
+    if settings is not None:
+        configure(settings)
     kopf.on.mutate(
         "batch",
         "v1",
@@ -91,6 +93,3 @@ def register(registry: kopf.OperatorRegistry | None = None) -> None:
         side_effects=False,
         registry=registry,
     )(inject_sidecar)
-
-
-register()

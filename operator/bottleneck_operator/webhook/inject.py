@@ -110,25 +110,15 @@ def inject(job: Mapping[str, Any], settings: Settings) -> dict[str, Any] | None:
     Returns:
         The mutated copy, or None.
     """
-    if not wants_injection(job):
+    pod = _pod_spec(job)
+    if pod is None:
         return None
-    spec = job.get("spec")
-    template = spec.get("template") if isinstance(spec, Mapping) else None
-    pod = template.get("spec") if isinstance(template, Mapping) else None
-    if not isinstance(pod, Mapping):
-        return None
-    containers = pod.get("containers")
-    init_containers = pod.get("initContainers", [])
-    volumes = pod.get("volumes", [])
-    if not isinstance(containers, list) or not isinstance(init_containers, list) or not isinstance(volumes, list):
-        return None
-    everyone = [c for c in (*containers, *init_containers) if isinstance(c, Mapping)]
-    if len(everyone) != len(containers) + len(init_containers):
-        return None
-    if any(c.get("name") == CONTAINER_NAME for c in everyone):
+    everyone = _all_containers(pod)
+    if everyone is None or any(c.get("name") == CONTAINER_NAME for c in everyone):
         return None
     if _uses_port(everyone, settings.sidecar_port):
         return None
+    volumes = pod.get("volumes", [])
 
     host_cgroup = settings.sidecar_mount_host_cgroup and wants_host_cgroup(job["metadata"])
     if host_cgroup and any(isinstance(v, Mapping) and v.get("name") == CGROUP_VOLUME for v in volumes):
@@ -163,6 +153,28 @@ def inject(job: Mapping[str, Any], settings: Settings) -> dict[str, Any] | None:
     if isinstance(tann, dict):
         tann[f"{COLLECTOR_LABEL}-version"] = __version__
     return mutated
+
+
+def _pod_spec(job: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The opted-in Job's pod spec, None when the object is not one or its template is malformed."""
+    if not wants_injection(job):
+        return None
+    spec = job.get("spec")
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    pod = template.get("spec") if isinstance(template, Mapping) else None
+    return pod if isinstance(pod, Mapping) else None
+
+
+def _all_containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """Containers and init containers, None when any list (volumes too) or entry is malformed."""
+    containers = pod.get("containers")
+    init_containers = pod.get("initContainers", [])
+    if not isinstance(containers, list) or not isinstance(init_containers, list):
+        return None
+    if not isinstance(pod.get("volumes", []), list):
+        return None
+    everyone = [c for c in (*containers, *init_containers) if isinstance(c, Mapping)]
+    return everyone if len(everyone) == len(containers) + len(init_containers) else None
 
 
 def plan_injection(job: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:

@@ -5,20 +5,22 @@
   ``Settings.webhook_cert_dir`` (``tls.crt``/``tls.key``, re-read by kopf when they are renewed).
   The chart owns the MutatingWebhookConfiguration, so kopf is told not to manage one.
 - :func:`serve_admission` serves only the admission endpoint, without connecting to an API
-  server: kopf's server and its admission request handling, with the resource registered by hand
-  instead of discovered. Tests and benchmarks POST AdmissionReviews to it; it is the same request
-  path ``run`` serves once kopf has discovered ``batch/v1 jobs``.
+  server: kopf's HTTPS server and the same handler function ``run`` registers, answered through
+  kopf's public patch object (kopf's own request dispatch needs a discovered cluster). Tests and
+  benchmarks POST AdmissionReviews to it.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
-import functools
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kopf
+from aiohttp import web
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook import handlers
@@ -68,7 +70,7 @@ async def serve_admission(
     keyfile: str | Path | None = None,
     insecure: bool = False,
 ) -> AsyncIterator[str]:
-    """Serve the ``inject-sidecar`` admission endpoint alone, through kopf's request handling.
+    """Serve the ``inject-sidecar`` admission endpoint alone, on kopf's HTTPS server.
 
     Args:
         settings: injection settings.
@@ -81,25 +83,11 @@ async def serve_admission(
     Yields:
         The endpoint URL, e.g. ``https://127.0.0.1:9443/inject-sidecar``.
     """
-    # kopf internals: the same objects kopf's reactor wires together in ``spawn_tasks``.
-    from kopf._cogs.structs import ephemera, references
-    from kopf._core.engines import admission, indexing
-    from kopf._core.reactor import inventory
-
     handlers.configure(settings)
-    registry = kopf.OperatorRegistry()
-    handlers.register(registry)
-    insights = references.Insights()
-    insights.webhook_resources.add(references.Resource(**JOBS))  # type: ignore[arg-type]
-    webhookfn: Any = functools.partial(
-        admission.serve_admission_request,
-        settings=kopf.OperatorSettings(),
-        registry=registry,
-        insights=insights,
-        memories=inventory.ResourceMemories(),
-        memobase=ephemera.AnyMemo(ephemera.Memo()),
-        indices=indexing.OperatorIndexers().indices,
-    )
+
+    async def webhookfn(request: Any, *, webhook: str | None = None, **_: Any) -> dict[str, Any]:
+        return review(request)
+
     server = kopf.WebhookServer(
         addr=addr,
         port=port,
@@ -107,10 +95,40 @@ async def serve_admission(
         pkeyfile=None if keyfile is None else str(keyfile),
         insecure=insecure,
     )
-    configs = server(webhookfn).__aiter__()
+    configs = server(webhookfn).__aiter__()  # type: ignore[arg-type]
     try:
         client_config = await configs.__anext__()
         base = client_config.get("url") or ""
         yield f"{base.rstrip('/')}/{handlers.HANDLER_ID}"
     finally:
         await configs.aclose()  # type: ignore[attr-defined]
+
+
+def review(request: Any) -> dict[str, Any]:
+    """The AdmissionReview response to one request, from :func:`handlers.inject_sidecar`.
+
+    Built the way kopf builds it: the handler transforms a :class:`kopf.Patch`, whose JSON patch
+    against the submitted object is returned base64-encoded. The handler never raises, so the Job
+    is always allowed.
+    """
+    payload = request.get("request") or {}
+    resource = payload.get("resource") or {}
+    if (resource.get("group"), resource.get("version"), resource.get("resource")) != ("batch", "v1", "jobs"):
+        # As kopf answers for a resource without handlers; failurePolicy: Ignore admits it unchanged.
+        raise web.HTTPNotFound(reason="no admission handler for this resource")
+    raw = payload.get("object") or payload.get("oldObject")
+    if raw is None or payload.get("userInfo") is None:
+        raise web.HTTPBadRequest(reason="the admission request lacks its object or user info")
+    body = kopf.Body(cast(kopf.RawBody, raw))
+    patch = kopf.Patch(body=body)
+    handlers.inject_sidecar(body=body, patch=patch, operation=payload.get("operation"))
+    response: dict[str, Any] = {"uid": payload.get("uid", ""), "allowed": True}
+    ops = patch.as_json_patch()
+    if ops:
+        response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode("ascii")
+        response["patchType"] = "JSONPatch"
+    return {
+        "apiVersion": request.get("apiVersion", "admission.k8s.io/v1"),
+        "kind": request.get("kind", "AdmissionReview"),
+        "response": response,
+    }

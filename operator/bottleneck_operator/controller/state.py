@@ -7,7 +7,6 @@ state is a cache rebuilt from the watch stream and the reports after a restart.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import logging
 import time
@@ -15,11 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-import kopf
-
-from bottleneck_operator.handlers.metrics import OperatorMetrics
-from bottleneck_operator.handlers.reports_api import ReportsApi
-from bottleneck_operator.handlers.status import FINAL_PHASES
+from bottleneck_operator.controller.metrics import OperatorMetrics
+from bottleneck_operator.controller.reports_api import ReportsApi
+from bottleneck_operator.controller.status import FINAL_PHASES
 from bottleneck_operator.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,6 +26,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("bottleneck_operator.operator")
 
 Clock = Callable[[], float]
+# (involved object's body, type, reason, message): posts one Kubernetes Event.
+EventPoster = Callable[[dict[str, Any], str, str, str], None]
 
 
 class AnalyzerLike(Protocol):
@@ -107,29 +106,15 @@ class OperatorState:
     started: float = field(default_factory=time.monotonic)
     analyzer: AnalyzerLike | None = None
     loop_task: asyncio.Task[None] | None = None
-    _posting: contextvars.Context | None = None
-
-    def capture_posting(self) -> None:
-        """Remember a handler's context: kopf's event poster is reachable from there only.
-
-        ``kopf.event()`` finds its queue through context variables that kopf sets for the
-        per-object handler tasks; the pass loop is not one of them, so it posts through a copy
-        of a handler's context (the queue is operator-wide, so any handler's copy will do).
-        """
-        if self._posting is None:
-            self._posting = contextvars.copy_context()
+    # Set by the handlers once an event poster is reachable (kopf's lives in handler contexts).
+    poster: EventPoster | None = None
 
     def post_event(self, job: TrackedJob, type_: str, reason: str, message: str) -> None:
-        """A Kubernetes Event on the Job, through kopf's poster (logged too)."""
+        """A Kubernetes Event on the Job, through the handlers' poster (logged too)."""
         log = logger.warning if type_ == "Warning" else logger.info
         log("%s/%s: %s: %s", job.namespace, job.name, reason, message)
-        if self._posting is None:
-            return
-        try:
-            body = kopf.Body(cast(kopf.RawBody, job.body()))
-            self._posting.run(kopf.event, body, type=type_, reason=reason, message=message)
-        except LookupError:  # no poster in that context (should not happen): the log line stands
-            logger.debug("no event poster available for %s/%s", job.namespace, job.name)
+        if self.poster is not None:
+            self.poster(job.body(), type_, reason, message)
 
     def running_jobs(self) -> list[TrackedJob]:
         """Jobs being analysed on every pass: started, not finished, report in place."""

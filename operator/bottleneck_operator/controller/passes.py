@@ -16,19 +16,19 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
-from bottleneck_operator.handlers import retention
-from bottleneck_operator.handlers.jobs import ensure_report
-from bottleneck_operator.handlers.metrics import OperatorMetrics
-from bottleneck_operator.handlers.reports_api import ReportNotFound, ReportsApiError
-from bottleneck_operator.handlers.state import AnalyzerLike, OperatorState, TrackedJob, logger
-from bottleneck_operator.handlers.status import (
+from bottleneck_operator.controller import retention
+from bottleneck_operator.controller.jobs import ensure_report
+from bottleneck_operator.controller.metrics import OperatorMetrics
+from bottleneck_operator.controller.reports_api import ReportNotFound, ReportsApiError
+from bottleneck_operator.controller.state import AnalyzerLike, OperatorState, TrackedJob, logger
+from bottleneck_operator.controller.status import (
     analysed_status,
     merge_patch,
     needs_final,
     same_status,
     unavailable_status,
 )
+from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
 from bottleneck_operator.reports import Phase
 
 if TYPE_CHECKING:

@@ -11,9 +11,9 @@ import fnmatch
 import time
 from typing import Any
 
-from bottleneck_operator.handlers.jobs import parse_time
-from bottleneck_operator.handlers.state import OperatorState, logger
-from bottleneck_operator.handlers.status import FINAL_PHASES, READY, set_condition
+from bottleneck_operator.controller.jobs import parse_time
+from bottleneck_operator.controller.state import OperatorState, logger
+from bottleneck_operator.controller.status import FINAL_PHASES, READY, set_condition
 from bottleneck_operator.settings import Settings
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bottleneck_operator.reports import ReportStatus, rfc3339
+from bottleneck_operator.contract.verdict import Abstention
+from bottleneck_operator.reports import Condition, ReportStatus, TimelineEntry, rfc3339
 
 READY = "Ready"
 METRICS = "MetricsAvailable"
@@ -48,20 +49,19 @@ def set_condition(
             continue
         found = True
         changed = cond.get("status") != status
-        out.append(
-            {
-                "type": type_,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": rfc3339(now) if changed else cond.get("lastTransitionTime", rfc3339(now)),
-            }
-        )
+        since = rfc3339(now) if changed else cond.get("lastTransitionTime", rfc3339(now))
+        out.append(_condition(type_, status, reason, message, since))
     if not found:
-        out.append(
-            {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": rfc3339(now)}
-        )
+        out.append(_condition(type_, status, reason, message, rfc3339(now)))
     return out
+
+
+def _condition(type_: str, status: str, reason: str, message: str, since: str) -> dict[str, Any]:
+    # Built through the model, so a condition the operator writes always has the CRD's shape.
+    model = Condition.model_validate(
+        {"type": type_, "status": status, "reason": reason, "message": message, "last_transition_time": since}
+    )
+    return model.dump()
 
 
 def append_timeline(
@@ -101,40 +101,44 @@ def analysed_status(
         A JSON-ready status dict in the CRD's camelCase.
     """
     prev = dict(previous or {})
-    status = result.model_copy(update={"phase": phase}).dump()
-    bottleneck = status.get("bottleneck") or "Unknown"
-    confidence = float(status.get("confidence") or 0.0)
-    window = status.get("window") or {}
+    typed = result.model_copy(update={"phase": phase})
+    bottleneck = typed.bottleneck or "Unknown"
+    confidence = float(typed.confidence or 0.0)
     timeline = prev.get("timeline")
-    if window:
-        entry = {
-            "start": window["start"],
-            "end": window["end"],
-            "bottleneck": bottleneck,
-            "confidence": round(confidence, 4),
-        }
-        timeline = append_timeline(timeline, entry, timeline_length)
-    quality = status.get("dataQuality") or {}
-    has_data = int(quality.get("pods") or 0) > 0 and float(quality.get("coverage") or 0.0) > 0
-    conditions = prev.get("conditions")
-    if has_data:
-        families = ", ".join(quality.get("families") or []) or "none"
-        conditions = set_condition(conditions, METRICS, "True", "MetricsFound", f"families used: {families}", now)
-    else:
-        why = status.get("reason") or "no telemetry for the Job's pods in the window"
-        conditions = set_condition(conditions, METRICS, "False", "NoData", why, now)
+    if typed.window is not None:
+        entry = TimelineEntry(
+            start=typed.window.start, end=typed.window.end, bottleneck=bottleneck, confidence=round(confidence, 4)
+        )
+        timeline = append_timeline(timeline, entry.dump(), timeline_length)
+    conditions = _metrics_condition(prev.get("conditions"), typed, now)
     final = phase in FINAL_PHASES
     if bottleneck != "Unknown":
         what = f"{bottleneck} ({confidence:.0%})"
         message = f"final verdict over the whole run: {what}" if final else f"verdict for the last window: {what}"
         conditions = set_condition(conditions, READY, "True", "Finalised" if final else "Analysed", message, now)
     else:
-        why = status.get("reason") or "the model abstained"
-        conditions = set_condition(conditions, READY, "False", "InsufficientData", why, now)
+        conditions = set_condition(conditions, READY, "False", *_abstained(typed), now)
+    status = typed.dump()
     status["timeline"] = timeline or []
     status["conditions"] = conditions
     status["lastAnalysisTime"] = rfc3339(now)
     return status
+
+
+def _metrics_condition(conditions: Any, result: ReportStatus, now: float) -> list[dict[str, Any]]:
+    quality = result.data_quality
+    if quality is not None and quality.pods > 0 and quality.coverage > 0:
+        families = ", ".join(quality.families) or "none"
+        return set_condition(conditions, METRICS, "True", "MetricsFound", f"families used: {families}", now)
+    why = result.reason or "no telemetry for the Job's pods in the window"
+    return set_condition(conditions, METRICS, "False", "NoData", why, now)
+
+
+def _abstained(result: ReportStatus) -> tuple[str, str]:
+    """The Ready condition's reason and message for an Unknown verdict, from its abstention."""
+    if result.abstention is Abstention.LOW_CONFIDENCE:
+        return "LowConfidence", result.reason or "the model is not confident enough in any class"
+    return "InsufficientData", result.reason or "not enough telemetry for a verdict"
 
 
 def unavailable_status(

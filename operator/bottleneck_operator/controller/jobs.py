@@ -12,9 +12,9 @@ from typing import Any
 
 from bottleneck_operator.contract.annotations import Choice, parse_switch
 from bottleneck_operator.contract.names import PROFILE_ANNOTATION
-from bottleneck_operator.handlers.reports_api import ReportConflict, report_body
-from bottleneck_operator.handlers.state import OperatorState, TrackedJob
-from bottleneck_operator.handlers.status import merge_patch, needs_final, pending_status
+from bottleneck_operator.controller.reports_api import ReportConflict, report_body
+from bottleneck_operator.controller.state import OperatorState, TrackedJob
+from bottleneck_operator.controller.status import merge_patch, needs_final, pending_status
 
 
 def parse_time(value: Any) -> float | None:

@@ -1,0 +1,114 @@
+"""BottleneckReports through the operator's one Kubernetes client (:mod:`bottleneck_operator.kube`).
+
+kopf talks to the API server for what it watches; the operator's own writes (create a report,
+patch its status, list and delete old ones) go through here, with the credentials kopf found.
+The error names the controller branches on are the client's (re-exported under report names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bottleneck_operator.contract import names
+from bottleneck_operator.contract.names import (
+    API_GROUP,
+    GROUP_VERSION,
+    JOB_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    REPORT_KIND,
+    REPORT_PLURAL,
+)
+from bottleneck_operator.kube import Credentials, KubeClient, Resource
+from bottleneck_operator.kube.errors import ApiUnavailable, Conflict, KubeError, NotFound, Unauthorized
+
+GROUP, VERSION, PLURAL, KIND, API_VERSION = API_GROUP, names.API_VERSION, REPORT_PLURAL, REPORT_KIND, GROUP_VERSION
+REPORTS = Resource(GROUP, VERSION, KIND, PLURAL)
+
+ReportsApiError = KubeError
+ReportNotFound = NotFound
+ReportConflict = Conflict
+ApiUnauthorized = Unauthorized
+__all__ = ["ApiUnauthorized", "ApiUnavailable", "ReportConflict", "ReportNotFound", "ReportsApi", "ReportsApiError"]
+
+LoginFn = Callable[[], Any]  # returns a kopf ConnectionInfo (read by attribute)
+
+
+class ReportsApi:
+    """Create, read, patch, list and delete BottleneckReports.
+
+    Args:
+        login: returns fresh credentials (a ``kopf.ConnectionInfo``); called lazily, and again
+            once after a 401 so rotated tokens keep working.
+        concurrency: at most this many requests in flight (1,000 reports per pass stay polite).
+        timeout: seconds per request.
+    """
+
+    def __init__(self, login: LoginFn, *, concurrency: int = 32, timeout: float = 30.0) -> None:
+        self._kube = KubeClient(lambda: Credentials.from_login(login()), concurrency=concurrency, timeout=timeout)
+
+    @property
+    def requests(self) -> int:
+        """Requests sent so far."""
+        return self._kube.requests
+
+    async def close(self) -> None:
+        """Close the client (idempotent)."""
+        await self._kube.close()
+
+    async def create(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a report; raises :class:`ReportConflict` when it already exists."""
+        return await self._kube.create(REPORTS, namespace, body)
+
+    async def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The report, or None when it does not exist."""
+        try:
+            return await self._kube.get(REPORTS, namespace, name)
+        except NotFound:
+            return None
+
+    async def patch(self, namespace: str, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """JSON merge patch of the report (metadata, spec)."""
+        return await self._kube.merge_patch(REPORTS, namespace, name, patch)
+
+    async def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> dict[str, Any]:
+        """JSON merge patch of ``.status`` through the status subresource.
+
+        A merge patch carries no resourceVersion, so it never conflicts with a concurrent writer:
+        the operator is the only writer of a report's status and always sends whole fields.
+        """
+        return await self._kube.merge_patch(REPORTS, namespace, name, {"status": dict(status)}, status=True)
+
+    async def delete(self, namespace: str, name: str) -> bool:
+        """Delete a report; False when it was already gone."""
+        try:
+            await self._kube.delete(REPORTS, namespace, name)
+        except NotFound:
+            return False
+        return True
+
+    async def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Reports managed by this operator, in one namespace or all of them."""
+        items = await self._kube.list(REPORTS, namespace, labels={MANAGED_BY_LABEL: MANAGED_BY})
+        # Some servers (and emulators) ignore the selector: filter again here.
+        return [i for i in items if ((i.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY]
+
+
+def report_body(namespace: str, job: str, uid: str | None) -> dict[str, Any]:
+    """A new report for a Job: labels per the chart's conventions, no ownerReference.
+
+    Reports must outlive their Job (Jobs with ``ttlSecondsAfterFinished`` vanish), so the Job is
+    referenced by name and uid in the spec, never as an owner. The status is written afterwards
+    through the status subresource (an API server drops ``.status`` sent with a create).
+    """
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": job,
+            "namespace": namespace,
+            "labels": {JOB_LABEL: job[:63], MANAGED_BY_LABEL: MANAGED_BY},
+        },
+        "spec": {"jobRef": {"name": job, **({"uid": uid} if uid else {})}},
+    }

@@ -1,0 +1,32 @@
+"""The operator's one Kubernetes client for its own writes: lightkube's AsyncClient behind a small API.
+
+kopf watches; everything the operator writes itself (reports) goes through :class:`KubeClient`.
+No lightkube or httpx type leaves this package: failures are :mod:`.errors` classes with the
+library's exception chained as ``__cause__``.
+"""
+
+from bottleneck_operator.kube.client import KubeClient, Resource
+from bottleneck_operator.kube.credentials import Credentials, refuse_exec_plugins
+from bottleneck_operator.kube.errors import (
+    ApiRejected,
+    ApiUnavailable,
+    Conflict,
+    CredentialsError,
+    KubeError,
+    NotFound,
+    Unauthorized,
+)
+
+__all__ = [
+    "ApiRejected",
+    "ApiUnavailable",
+    "Conflict",
+    "Credentials",
+    "CredentialsError",
+    "KubeClient",
+    "KubeError",
+    "NotFound",
+    "Resource",
+    "Unauthorized",
+    "refuse_exec_plugins",
+]

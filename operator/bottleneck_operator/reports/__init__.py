@@ -1,0 +1,42 @@
+"""BottleneckReport: the pydantic models (:mod:`.model`) and how a verdict becomes a status (:mod:`.build`).
+
+``ReportStatus`` is what the operator writes to ``.status`` and what ``analyze --output json`` prints:
+one shape for both, snake_case in Python, the CRD's camelCase only when dumped for the API.
+"""
+
+from bottleneck_operator.reports.build import rfc3339, status_from_verdict
+from bottleneck_operator.reports.model import (
+    AnalysisWindow,
+    CapacityItem,
+    ClassName,
+    Condition,
+    DataQualityStatus,
+    EvidenceItem,
+    HeadroomRange,
+    JobRef,
+    Phase,
+    PodBreakdown,
+    RecommendationItem,
+    ReportSpec,
+    ReportStatus,
+    TimelineEntry,
+)
+
+__all__ = [
+    "AnalysisWindow",
+    "CapacityItem",
+    "ClassName",
+    "Condition",
+    "DataQualityStatus",
+    "EvidenceItem",
+    "HeadroomRange",
+    "JobRef",
+    "Phase",
+    "PodBreakdown",
+    "RecommendationItem",
+    "ReportSpec",
+    "ReportStatus",
+    "TimelineEntry",
+    "rfc3339",
+    "status_from_verdict",
+]

@@ -1,0 +1,18 @@
+#!/usr/bin/env python3
+"""Write crds/bottleneckreports.bottleneck.dev.yaml from the report models (`make crd`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "operator"))
+
+from bottleneck_operator.reports.crd import render  # noqa: E402
+
+TARGET = ROOT / "crds" / "bottleneckreports.bottleneck.dev.yaml"
+
+if __name__ == "__main__":
+    TARGET.write_text(render())
+    print(f"wrote {TARGET.relative_to(ROOT)}")
