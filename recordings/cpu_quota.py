@@ -1,7 +1,7 @@
-"""CPU: a JPEG-decoding data loader (two Pillow workers) under a CPU quota of 0.5 cores.
+"""CPU: a JPEG-decoding data loader (two Pillow workers) under a CPU quota of 0.25 cores.
 
 The loader decodes, resizes, flips and blurs 16 photos per batch; the quota (``cpu.max`` on cgroup
-v2, ``cpu.cfs_quota_us`` on a hybrid host) lets it run half a core, so the workers are throttled in
+v2, ``cpu.cfs_quota_us`` on a hybrid host) lets it run a quarter of a core (less than it gets on a busy shared node), so the workers are throttled in
 most CFS periods and the virtual GPU (50 ms per batch) waits for input.
 """
 
@@ -24,8 +24,8 @@ def _launch(ctx: Context) -> None:
 SCENARIO = Scenario(
     name="cpu",
     label="CPU",
-    limited="CPU quota of 0.5 cores on the loader's cgroup (two decode workers)",
-    limits=Limits(cpu_cores=0.5),
+    limited="CPU quota of 0.25 cores on the loader's cgroup (two decode workers)",
+    limits=Limits(cpu_cores=0.25),
     compute_s=0.05,
     h2d_bytes=16 * 3 * 224 * 224 * 4,
     launch=_launch,

@@ -1,15 +1,17 @@
 """Real recordings of real bottlenecks (tests/data/real-*/, made by ``make record``) get their class.
 
 Each recording is OpenMetrics exported from the Prometheus that scraped a real node-exporter and a
-real cgroup while a limited pipeline ran (recordings/README.md). Here every recording is moved in
-time to end shortly before now, one after another with gaps longer than Prometheus's lookback (they
-were all made on the same node, and their node-exporter series must not overlap), backfilled into
-a real Prometheus with promtool, and analysed by the project's pipeline over the recorded Job window.
+real cgroup while a limited pipeline ran (recordings/README.md). Here each recording is moved in
+time to end shortly before now, backfilled with promtool into a real Prometheus of its own (they were
+all made on one node, whose node-exporter instances must not meet in one TSDB), and analysed by the
+project's pipeline over the recorded Job window.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +24,26 @@ from bottleneck_operator.contract.verdict import Verdict
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
 DATA = Path(__file__).resolve().parent.parent / "data"
+SHIFT_UNIT = 3600.0
+PHASE = float(os.environ.get("BOTTLENECK_RECORDING_PHASE", "0"))  # seconds; to probe phase sensitivity by hand
 RECORDINGS = sorted(p.parent.name for p in DATA.glob("real-*/metrics.om"))
-GAP = 900.0  # seconds between shifted recordings: beyond the 5 min lookback
 
 # A recording the current model gets wrong stays as recorded; its assertion is an expected failure
 # with what the model said and why (recordings/README.md, "What the model said").
-KNOWN_WRONG: dict[str, str] = {}
+KNOWN_WRONG: dict[str, str] = {
+    "real-interconnect": (
+        "the model says CPU (0.97): the recording node was saturated by unrelated processes (node CPU busy "
+        "0.99, node CPU pressure 0.79) and node-wide CPU signals outweigh the job's own cgroup (CPU pressure "
+        "0.20, 0.12 cores, no quota); the all-reduce traffic (38 MB/s, symmetric, flat near its own peak) is "
+        "small in absolute terms and no feature carries the link's capacity"
+    ),
+    "real-memory": (
+        "the model says CPU (0.80, Memory 0.20): node CPU pressure 0.91 from unrelated processes and the "
+        "pod's CPU pressure 0.54 (contention, no quota) outweigh 1,065 major faults/s, 843 MB in swap and a "
+        "working set at 0.86 of its limit; the verdict turns to Memory (0.58-0.68) when the samples sit "
+        "10-20 s later against the analysis grid"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -50,21 +66,15 @@ def _shift_lines(text: str, offset: float) -> dict[str, list[str]]:
     return families
 
 
-def _merged_openmetrics(now: float) -> tuple[str, dict[str, Shifted]]:
-    """All recordings as one OpenMetrics text (one block per family), and each one's shifted window."""
-    families: dict[str, list[str]] = {}
-    windows: dict[str, Shifted] = {}
-    end = now - 120.0
-    for name in RECORDINGS:
-        truth = json.loads((DATA / name / "truth.json").read_text())
-        # Whole seconds keep the recorded scrape phase; the grid of the analysis does not care.
-        offset = float(round(end - truth["end"]))
-        for header, lines in _shift_lines((DATA / name / "metrics.om").read_text(), offset).items():
-            families.setdefault(header, []).extend(lines)
-        windows[name] = Shifted(truth, truth["start"] + offset, truth["end"] + offset)
-        end -= truth["end"] - truth["start"] + GAP
+def _shifted_openmetrics(name: str, now: float) -> tuple[str, Shifted]:
+    """One recording as OpenMetrics ending two minutes before ``now``, and its shifted window."""
+    truth = json.loads((DATA / name / "truth.json").read_text())
+    # Whole hours: the samples keep their phase against the analysis grid (and every coarser step),
+    # so a run today reads the same steps as a run tomorrow. The window ends 2 to 62 minutes ago.
+    offset = float(math.floor((now - 120.0 - truth["end"]) / SHIFT_UNIT) * SHIFT_UNIT) + PHASE
+    families = _shift_lines((DATA / name / "metrics.om").read_text(), offset)
     body = [line for header, lines in families.items() for line in (header, *lines)]
-    return "\n".join(body) + "\n# EOF\n", windows
+    return "\n".join(body) + "\n# EOF\n", Shifted(truth, truth["start"] + offset, truth["end"] + offset)
 
 
 @pytest.fixture(scope="module")
@@ -74,15 +84,16 @@ def verdicts(start_prometheus: Any) -> dict[str, tuple[Shifted, Verdict]]:
 
     if not RECORDINGS:
         pytest.fail("no recordings under tests/data/real-*: run `make record` as root")
-    text, windows = _merged_openmetrics(time.time())
-    prom = start_prometheus(text)
-    analyzer = Analyzer(Settings.model_validate({"prometheus_url": prom.url}))
-    requests = [
-        JobRequest(namespace=w.truth["namespace"], job=w.truth["job"], start=w.start, end=w.end)
-        for w in windows.values()
-    ]
-    results = analyzer.analyze_jobs(requests, phase="Completed")
-    return {name: (windows[name], r.verdict) for name, r in zip(windows, results, strict=True)}
+    out: dict[str, tuple[Shifted, Verdict]] = {}
+    for name in RECORDINGS:
+        text, window = _shifted_openmetrics(name, time.time())
+        prom = start_prometheus(text)
+        analyzer = Analyzer(Settings.model_validate({"prometheus_url": prom.url}))
+        t = window.truth
+        request = JobRequest(namespace=t["namespace"], job=t["job"], start=window.start, end=window.end)
+        out[name] = (window, analyzer.analyze_jobs([request], phase="Completed")[0].verdict)
+        prom.stop()
+    return out
 
 
 def test_every_scenario_is_recorded() -> None:
@@ -109,7 +120,7 @@ def test_recordings_measured_their_limit() -> None:
     # The truth files carry the figures that make each class the right one; a re-recording that lost
     # its limit (no throttling, no swap, ...) fails here before it can teach the tests anything.
     figures = {n: json.loads((DATA / n / "truth.json").read_text())["measured"] for n in RECORDINGS}
-    assert figures["real-cpu"]["cfs_throttled_fraction"] > 0.3
+    assert figures["real-cpu"]["cfs_throttled_fraction"] > 0.2
     assert figures["real-io"]["read_mb_per_s"] > 5 and figures["real-io"]["io_pressure_some_fraction"] > 0.3
     assert figures["real-memory"]["major_faults_per_s"] > 100 and figures["real-memory"]["swap_mb_at_end"] > 100
     assert figures["real-interconnect"]["wire_mb_per_s"] > 5
