@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help demo test lint typecheck unit bench train evaluate lock image chart-sync system-deps clean record
+.PHONY: help demo test lint typecheck unit bench train evaluate lock image chart-sync system-deps clean record record-as-root
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -39,8 +39,10 @@ test: lint unit  ## the whole test suite (what CI runs)
 bench: $(STAMP) system-deps  ## benchmarks: print figures
 	$(BIN)/python -m bench
 
-record: $(STAMP) system-deps  ## re-record the real bottlenecks under tests/data/real-* (needs root)
+record-as-root:
 	@if [ "$$(id -u)" != 0 ]; then echo "make record needs root: it makes cgroups, a swapfile, network namespaces and tc qdiscs; run: sudo make record" >&2; exit 1; fi
+
+record: record-as-root $(STAMP) system-deps  ## re-record the real bottlenecks under tests/data/real-* (needs root)
 	$(BIN)/pip install --quiet 'Pillow>=10'
 	PYTHONPATH=$(CURDIR):$(CURDIR)/operator $(BIN)/python -m recordings
 
