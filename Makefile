@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help demo test lint typecheck unit bench train evaluate lock image crd chart-sync chart-package chart-push system-deps clean
+.PHONY: help demo test lint typecheck unit bench train evaluate lock image crd chart-sync chart-package chart-push system-deps clean record record-as-root
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -26,8 +26,8 @@ demo: $(STAMP) system-deps  ## the whole loop on this machine, no cluster needed
 	$(BIN)/bottleneck-operator demo
 
 lint: $(STAMP)  ## ruff, mypy (strict), import-linter
-	$(BIN)/ruff check operator tests bench
-	$(BIN)/ruff format --check operator tests bench
+	$(BIN)/ruff check operator tests bench recordings
+	$(BIN)/ruff format --check operator tests bench recordings
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -38,6 +38,13 @@ test: lint unit  ## the whole test suite (what CI runs)
 
 bench: $(STAMP) system-deps  ## benchmarks: print figures
 	$(BIN)/python -m bench
+
+record-as-root:
+	@if [ "$$(id -u)" != 0 ]; then echo "make record needs root: it makes cgroups, a swapfile, network namespaces and tc qdiscs; run: sudo make record" >&2; exit 1; fi
+
+record: record-as-root $(STAMP) system-deps  ## re-record the real bottlenecks under tests/data/real-* (needs root)
+	$(BIN)/pip install --quiet 'Pillow>=10'
+	PYTHONPATH=$(CURDIR):$(CURDIR)/operator $(BIN)/python -m recordings
 
 train: $(STAMP)  ## retrain the shipped model from its seed
 	$(BIN)/bottleneck-operator train --output operator/bottleneck_operator/model

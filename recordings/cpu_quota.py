@@ -1,0 +1,38 @@
+"""CPU: a JPEG-decoding data loader (two Pillow workers) under a CPU quota of 0.25 cores.
+
+The loader decodes, resizes, flips and blurs 16 photos per batch; the quota (``cpu.max`` on cgroup
+v2, ``cpu.cfs_quota_us`` on a hybrid host) lets it run a quarter of a core (less than it gets on a busy shared node), so the workers are throttled in
+most CFS periods and the virtual GPU (50 ms per batch) waits for input.
+"""
+
+from __future__ import annotations
+
+from recordings.cgroups import Limits
+from recordings.harness import Context, Scenario
+from recordings.workloads import make_jpegs
+
+
+def _setup(ctx: Context) -> None:
+    make_jpegs(ctx.workdir / "images", 96, 512)
+
+
+def _launch(ctx: Context) -> None:
+    ctx.spawn(["jpeg", "--images", str(ctx.workdir / "images"), "--batch", "16", "--workers", "2",
+               "--progress", str(ctx.progress_file(0))])  # fmt: skip
+
+
+SCENARIO = Scenario(
+    name="cpu",
+    label="CPU",
+    limited="CPU quota of 0.25 cores on the loader's cgroup (two decode workers)",
+    limits=Limits(cpu_cores=0.25),
+    compute_s=0.05,
+    h2d_bytes=16 * 3 * 224 * 224 * 4,
+    launch=_launch,
+    setup=_setup,
+)
+
+if __name__ == "__main__":
+    from recordings.__main__ import main
+
+    main(["cpu"])

@@ -1,0 +1,78 @@
+"""Interconnect: two data-parallel ranks exchanging 8 MiB gradients over a 200 Mbit/s veth.
+
+The script makes a network namespace for the peer rank (the "other node") and a veth pair between
+it and the recorded pod's namespace, both ends shaped by ``tc tbf`` to 200 Mbit/s. The host end is
+named ``fab0``: it stands for the node's fabric NIC, which node-exporter reports (and the analysis
+reads) like any physical interface. Each step computes for 50 ms on the virtual GPU, then the ranks
+swap their gradient tensors (numpy arrays over TCP) and average them, as a two-rank all-reduce does.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+from recordings.cgroups import Counters, Limits
+from recordings.harness import Context, Scenario
+
+NETNS = "bnr-recording-peer"
+HOST_IF, PEER_IF = "fab0", "fab1"
+HOST_IP, PEER_IP = "10.254.77.1", "10.254.77.2"
+RATE = "200mbit"
+GRAD_BYTES = 8 << 20
+COMPUTE_S = 0.05
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True)
+
+
+def _setup(ctx: Context) -> None:
+    _teardown(ctx)
+    _ip("netns", "add", NETNS)
+    _ip("link", "add", HOST_IF, "type", "veth", "peer", "name", PEER_IF)
+    _ip("link", "set", PEER_IF, "netns", NETNS)
+    _ip("addr", "add", f"{HOST_IP}/30", "dev", HOST_IF)
+    _ip("link", "set", HOST_IF, "up")
+    _ip("-n", NETNS, "addr", "add", f"{PEER_IP}/30", "dev", PEER_IF)
+    _ip("-n", NETNS, "link", "set", PEER_IF, "up")
+    _ip("-n", NETNS, "link", "set", "lo", "up")
+    tbf = ["root", "tbf", "rate", RATE, "burst", "64kb", "latency", "100ms"]
+    subprocess.run(["tc", "qdisc", "add", "dev", HOST_IF, *tbf], check=True)
+    subprocess.run(["ip", "netns", "exec", NETNS, "tc", "qdisc", "add", "dev", PEER_IF, *tbf], check=True)
+
+
+def _teardown(ctx: Context) -> None:
+    subprocess.run(["ip", "link", "del", HOST_IF], check=False, capture_output=True)
+    subprocess.run(["ip", "netns", "del", NETNS], check=False, capture_output=True)
+
+
+def _launch(ctx: Context) -> None:
+    common = ["--port", "29500", "--grad-bytes", str(GRAD_BYTES), "--compute-s", str(COMPUTE_S)]
+    # The peer rank is the other node: outside the recorded pod's cgroup.
+    ctx.spawn(["allreduce", "--rank", "1", "--host", PEER_IP, *common], prefix=["ip", "netns", "exec", NETNS],
+              join=False)  # fmt: skip
+    ctx.spawn(["allreduce", "--rank", "0", "--host", PEER_IP, *common, "--progress", str(ctx.progress_file(0))])
+
+
+def _figures(ctx: Context, first: Counters, last: Counters, dt: float) -> dict[str, Any]:
+    return {"link_rate": RATE, "gradient_bytes": GRAD_BYTES}
+
+
+SCENARIO = Scenario(
+    name="interconnect",
+    label="Interconnect",
+    limited=f"a {RATE}/s veth (tc tbf) between the recorded rank and its peer's network namespace",
+    limits=Limits(),
+    compute_s=COMPUTE_S,
+    h2d_bytes=0.0,
+    launch=_launch,
+    setup=_setup,
+    teardown=_teardown,
+    extra_figures=_figures,
+)
+
+if __name__ == "__main__":
+    from recordings.__main__ import main
+
+    main(["interconnect"])
