@@ -41,3 +41,29 @@ def test_matplotlib_is_imported_only_when_a_page_is_written() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_many_pods_and_a_long_window_stay_readable_and_small() -> None:
+    import re
+
+    import numpy as np
+
+    from bottleneck_operator.contract.window import JobWindow, PodWindow
+    from bottleneck_operator.html.series import MAX_POD_LINES, MAX_POINTS
+
+    # A day at a 15 s step over 3 * MAX_POD_LINES pods: every pod busy 60 % of the time.
+    start = 1767225600.0
+    ts = start + 15.0 * np.arange(5760)
+    rng = np.random.default_rng(7)
+    pods = tuple(
+        PodWindow(f"train-{i}", f"node-{i}", None, 8, {"gpu_util": rng.uniform(0.5, 0.7, ts.size)})
+        for i in range(3 * MAX_POD_LINES)
+    )
+    window = JobWindow("ml", "big", start, float(ts[-1]), 15.0, ts, pods)
+    page = render_html({"bottleneck": "GPU", "confidence": 0.8}, window=window)
+    points = {m[1]: int(m[2]) for m in re.finditer(r'data-plot="([^"]+)" data-points="(\d+)"', page)}
+    assert 0.9 * MAX_POINTS <= points["gpu-activity"] <= MAX_POINTS  # the Job's mean only, averaged down
+    assert 'data-series="1"' in page and "train-0" not in page
+    # the limiting stage for GPU falls back to gpu_util when there are no profiling fields
+    assert points["limiting-stage"] == points["gpu-activity"]
+    assert len(page) < 1_000_000

@@ -1,6 +1,7 @@
 """Matplotlib figures as inline SVG strings. Matplotlib is imported here only, inside the functions.
 
-Each plot comes back with how many data points it drew, so the page can state it (``data-points``)
+Times are UTC on every plot, so the signals and the verdict timeline (which reaches back past the
+last analysed window) read on the same clock. Each plot comes back with how many data points it drew, so the page can state it (``data-points``)
 and a test can check the SVG against it. Path simplification is off so every point is a vertex.
 """
 
@@ -29,6 +30,7 @@ CLASS_COLOURS = {
     "Unknown": "#7f7f7f",
 }
 WIDTH_IN, HEIGHT_IN = 9.0, 3.0
+DAY = 86400.0
 _SVG_START = re.compile(r"^.*?(?=<svg)", re.S)
 _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
 
@@ -73,7 +75,9 @@ def _style(key: str) -> Iterator[None]:
 
 def _svg(fig: Figure) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    # A fixed layout rather than a tight box: every plot's axes then line up on the page.
+    fig.subplots_adjust(left=0.08, right=0.70, bottom=0.17, top=0.95)
+    fig.savefig(buf, format="svg", metadata={"Date": None})
     text = _METADATA.sub("", _SVG_START.sub("", buf.getvalue(), count=1))
     return text.strip()
 
@@ -88,8 +92,8 @@ def _scale(unit: str, peak: float) -> tuple[float, str]:
     return 1.0, unit
 
 
-def signal_plot(key: str, title: str, plot: SignalPlot) -> Plot:
-    """Lines over minutes from the window start, with dotted horizontal reference levels."""
+def signal_plot(key: str, title: str, plot: SignalPlot, span: tuple[float, float]) -> Plot:
+    """Lines over UTC time, with dotted horizontal reference levels."""
     from matplotlib.figure import Figure
 
     spec = SIGNALS.get(plot.signal)
@@ -102,16 +106,16 @@ def signal_plot(key: str, title: str, plot: SignalPlot) -> Plot:
         for i, ln in enumerate(plot.lines):
             mean = ln.label == "Job mean"
             ax.plot(
-                ln.x,
+                ln.x / DAY,
                 ln.y * factor,
-                label=ln.label,
+                label=_short(ln.label),
                 linewidth=2.2 if mean else 1.2,
                 linestyle="--" if ln.dashed else "-",
                 color="black" if mean else f"C{i % 10}",
             )
         for j, (label, level) in enumerate(plot.references):
             ax.axhline(level * factor, linestyle=":", linewidth=1.5, color=f"C{(j + 3) % 10}", label=label)
-        _axes(ax, f"{plot.signal} ({shown_unit})" if shown_unit else plot.signal)
+        _axes(ax, f"{plot.signal} ({shown_unit})" if shown_unit else plot.signal, span)
         if unit == "ratio":
             ax.set_ylim(bottom=0.0, top=max(100.0, ax.get_ylim()[1]))
         svg = _svg(fig)
@@ -119,8 +123,29 @@ def signal_plot(key: str, title: str, plot: SignalPlot) -> Plot:
     return Plot(key, title, svg, points, len(plot.lines))
 
 
-def _axes(ax: Axes, ylabel: str) -> None:
-    ax.set_xlabel("minutes from the window start")
+def _time_axis(ax: Axes, span: tuple[float, float]) -> None:
+    """UTC dates on x over ``span`` (unix seconds), the same on every plot of the page.
+
+    Matplotlib's date numbers are days since 1970-01-01, its default epoch.
+    """
+    from datetime import UTC
+
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+    locator = AutoDateLocator(tz=UTC)  # type: ignore[no-untyped-call]  # matplotlib leaves these untyped
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=UTC))  # type: ignore[no-untyped-call]
+    ax.set_xlim(span[0] / DAY, span[1] / DAY)
+    ax.set_xlabel("time (UTC)")
+
+
+def _short(label: str, limit: int = 36) -> str:
+    """Legend labels fit the space right of the axes; long pod names keep their distinctive end."""
+    return label if len(label) <= limit else "…" + label[-(limit - 1) :]
+
+
+def _axes(ax: Axes, ylabel: str, span: tuple[float, float]) -> None:
+    _time_axis(ax, span)
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
@@ -128,7 +153,7 @@ def _axes(ax: Axes, ylabel: str) -> None:
 
 @dataclass(frozen=True)
 class Segment:
-    """One window of the verdict timeline, in minutes from the report's window start."""
+    """One window of the verdict timeline (unix seconds)."""
 
     start: float
     end: float
@@ -136,7 +161,7 @@ class Segment:
     confidence: float
 
 
-def timeline_plot(key: str, title: str, segments: Sequence[Segment]) -> Plot:
+def timeline_plot(key: str, title: str, segments: Sequence[Segment], span: tuple[float, float]) -> Plot:
     """One bar per window, coloured by class, its height the verdict's confidence."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
@@ -145,13 +170,13 @@ def timeline_plot(key: str, title: str, segments: Sequence[Segment]) -> Plot:
         fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN * 0.8))
         ax = fig.add_subplot()
         for seg in segments:
-            width = max(seg.end - seg.start, 1e-3)
+            width = max(seg.end - seg.start, 1.0) / DAY
             colour = CLASS_COLOURS.get(seg.bottleneck, CLASS_COLOURS["Unknown"])
-            ax.bar(seg.start, seg.confidence * 100.0, width=width, align="edge", color=colour, edgecolor="white")
+            ax.bar(seg.start / DAY, seg.confidence * 100.0, width=width, align="edge", color=colour, edgecolor="white")
         seen = list(dict.fromkeys(s.bottleneck for s in segments))
         handles = [Patch(color=CLASS_COLOURS.get(c, CLASS_COLOURS["Unknown"]), label=c) for c in seen]
         ax.set_ylim(0.0, 100.0)
-        ax.set_xlabel("minutes from the window start")
+        _time_axis(ax, span)
         ax.set_ylabel("confidence (%)")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)

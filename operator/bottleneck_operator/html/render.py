@@ -125,7 +125,7 @@ def _figure(plot: Plot) -> str:
     )
 
 
-def _segments(status: Mapping[str, Any], origin: float | None) -> list[Segment]:
+def _segments(status: Mapping[str, Any]) -> list[Segment]:
     """The status's timeline, or one segment for the whole window when it has none."""
     entries = _list(status, "timeline")
     if not entries and isinstance(status.get("window"), Mapping):
@@ -136,22 +136,30 @@ def _segments(status: Mapping[str, Any], origin: float | None) -> list[Segment]:
         start, end = _seconds(t.get("start")), _seconds(t.get("end"))
         if start is None or end is None:
             continue
-        base = origin if origin is not None else start
         conf = t.get("confidence")
         out.append(
             Segment(
-                (start - base) / 60.0,
-                (end - base) / 60.0,
-                str(t.get("bottleneck", "Unknown")),
-                float(conf) if isinstance(conf, int | float) else 0.0,
+                start, end, str(t.get("bottleneck", "Unknown")), float(conf) if isinstance(conf, int | float) else 0.0
             )
         )
     return out
 
 
+def _span(window: JobWindow | None, segments: Sequence[Segment]) -> tuple[float, float]:
+    """The time range every plot shows: the signals' window and the whole timeline."""
+    starts = [s.start for s in segments] + ([window.start] if window is not None else [])
+    ends = [s.end for s in segments] + ([window.end] if window is not None else [])
+    if not starts:
+        return (0.0, 1.0)
+    lo, hi = min(starts), max(ends)
+    return (lo, hi) if hi > lo else (lo, lo + 1.0)
+
+
 def _plots(status: Mapping[str, Any], window: JobWindow | None) -> str:
     parts: list[str] = []
     cls = str(status.get("bottleneck", "Unknown"))
+    segments = _segments(status)
+    span = _span(window, segments)
     if window is None:
         parts.append(
             '<p class="muted" id="no-signals">The window\'s signals were not given, so only the verdict '
@@ -160,21 +168,16 @@ def _plots(status: Mapping[str, Any], window: JobWindow | None) -> str:
     else:
         gpu = series.gpu_activity(window)
         if gpu is not None:
-            parts.append(_figure(signal_plot("gpu-activity", f"GPU activity ({gpu.signal})", gpu)))
+            parts.append(_figure(signal_plot("gpu-activity", f"GPU activity ({gpu.signal})", gpu, span)))
         limiting = series.limiting_stage(window, cls, _list(status, "capacity"))
         if limiting is not None:
             title = f"Limiting stage ({cls}): {limiting.signal} against its capacity"
-            parts.append(_figure(signal_plot("limiting-stage", title, limiting)))
+            parts.append(_figure(signal_plot("limiting-stage", title, limiting, span)))
         if gpu is None and limiting is None:
             parts.append('<p class="muted" id="no-signals">The window holds none of the plotted signals.</p>')
-    status_window = status.get("window")
-    origin = _seconds(status_window.get("start")) if isinstance(status_window, Mapping) else None
-    if origin is None and window is not None:
-        origin = window.start
-    segments = _segments(status, origin)
     if segments:
         caption = "Verdict timeline" if _list(status, "timeline") else "Verdict (whole window; no per-window timeline)"
-        parts.append(_figure(timeline_plot("timeline", caption, segments)))
+        parts.append(_figure(timeline_plot("timeline", caption, segments, span)))
     return "<h2>Signals over time</h2>" + "".join(parts)
 
 

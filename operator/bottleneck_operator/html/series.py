@@ -74,7 +74,7 @@ LIMITING: dict[str, tuple[Candidate, ...]] = {
 
 @dataclass(frozen=True)
 class Line:
-    """One plotted line: a label and values aligned on the plot's x (minutes from the window start)."""
+    """One plotted line: a label and values aligned on ``x`` (unix seconds)."""
 
     label: str
     x: FloatArray
@@ -121,12 +121,8 @@ def _has(window: JobWindow, signal: str) -> bool:
     return any(signal in p.signals and np.isfinite(p.signals[signal]).any() for p in window.pods)
 
 
-def _minutes(window: JobWindow) -> FloatArray:
-    return (np.asarray(window.timestamps, dtype=np.float64) - window.start) / 60.0
-
-
 def _pod_lines(window: JobWindow, signal: str, *, mean_only: bool) -> list[Line]:
-    x = _minutes(window)
+    x = np.asarray(window.timestamps, dtype=np.float64)
     rows = [np.asarray(p.signals[signal], dtype=np.float64) for p in window.pods if signal in p.signals]
     if not rows:
         return []
@@ -164,7 +160,7 @@ def limiting_stage(window: JobWindow, bottleneck: str, capacity: Sequence[Mappin
         lines.extend(Line(f"limit ({cand.limit_signal})", ln.x, ln.y, dashed=True) for ln in limit[-1:])
     refs: tuple[tuple[str, float], ...] = ()
     if cand.resource in needs:
-        refs = ((f"needed to keep the GPUs busy ({cand.resource})", float(needs[cand.resource]["needed"])),)
+        refs = ((f"needed to keep the\nGPUs busy ({cand.resource})", float(needs[cand.resource]["needed"])),)
     return SignalPlot(cand.signal, tuple(lines), refs)
 
 
