@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from _chromium import dump_dom, screenshot
+from _chromium import dump_dom, page_hosts, recording_proxy, screenshot
 from _htmlreport import PARTS, Analysed, analysed
 
 from bottleneck_operator.html import render_html, write_html
@@ -66,7 +66,9 @@ def test_page_draws_every_plot_in_chromium(analysed: Analysed, tmp_path: Path) -
         colours = img.convert("RGB").getcolors(maxcolors=1 << 20) or []
     assert len(colours) >= MIN_COLOURS, f"the screenshot looks blank: {len(colours)} colours"
 
-    found = _figures(dump_dom(page))
+    with recording_proxy() as (proxy, hosts):
+        found = _figures(dump_dom(page, proxy=proxy))
+    assert page_hosts(hosts) == [], f"the page asked the network for {page_hosts(hosts)}"
     assert set(found.figures) == SIGNAL_PLOTS | {"timeline"}, found.figures.keys()
     for key in SIGNAL_PLOTS:
         fig = found.figures[key]
@@ -83,7 +85,16 @@ def test_page_draws_every_plot_in_chromium(analysed: Analysed, tmp_path: Path) -
     assert analysed.status["bottleneck"] in page.read_text()
 
 
-def test_page_makes_no_network_request(analysed: Analysed) -> None:
+def test_the_proxy_sees_what_a_page_asks_for(tmp_path: Path) -> None:
+    """The control for the check above: a page that does fetch is caught."""
+    page = tmp_path / "fetches.html"
+    page.write_text('<html><body><img src="http://report-assets.invalid/plot.png"></body></html>')
+    with recording_proxy() as (proxy, hosts):
+        dump_dom(page, proxy=proxy)
+    assert "report-assets.invalid" in page_hosts(hosts)
+
+
+def test_page_names_no_remote_resource(analysed: Analysed) -> None:
     page = render_html(analysed.status, window=analysed.window, name=analysed.name)
     found = _figures(page)
     remote = [u for u in found.urls if not u.startswith("#")]
