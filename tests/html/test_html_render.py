@@ -67,3 +67,19 @@ def test_many_pods_and_a_long_window_stay_readable_and_small() -> None:
     # the limiting stage for GPU falls back to gpu_util when there are no profiling fields
     assert points["limiting-stage"] == points["gpu-activity"]
     assert len(page) < 1_000_000
+
+
+def test_without_matplotlib_the_error_says_what_to_install() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['matplotlib'] = None  # as if the optional extra were not installed\n"
+        "from bottleneck_operator.errors import UsageError\n"
+        "from bottleneck_operator.html import render_html\n"
+        "try:\n"
+        "    render_html({'bottleneck': 'IO'})\n"
+        "except UsageError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "bottleneck-operator[html]" in result.stdout

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bottleneck_operator.contract.signals import SIGNALS
+from bottleneck_operator.errors import UsageError
 from bottleneck_operator.html.series import SignalPlot
 
 if TYPE_CHECKING:
@@ -52,6 +53,20 @@ class Plot:
     svg: str
     points: int
     series: int
+
+
+def require_matplotlib() -> None:
+    """Fail with what to install, since matplotlib is an optional extra of the package.
+
+    Raises:
+        UsageError: matplotlib is not installed.
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(
+            "the HTML report needs matplotlib: pip install 'bottleneck-operator[html]' (or matplotlib)"
+        ) from exc
 
 
 @contextmanager

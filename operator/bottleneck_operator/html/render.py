@@ -15,7 +15,14 @@ from typing import Any
 
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.html import series
-from bottleneck_operator.html.plots import CLASS_COLOURS, Plot, Segment, signal_plot, timeline_plot
+from bottleneck_operator.html.plots import (
+    CLASS_COLOURS,
+    Plot,
+    Segment,
+    require_matplotlib,
+    signal_plot,
+    timeline_plot,
+)
 from bottleneck_operator.html.template import PAGE
 
 
@@ -220,7 +227,11 @@ def render_html(status: Mapping[str, Any], *, window: JobWindow | None = None, n
 
     Returns:
         One self-contained HTML document.
+
+    Raises:
+        UsageError: matplotlib (the optional extra ``html``) is not installed.
     """
+    require_matplotlib()
     title = name or (f"{window.namespace}/{window.job}" if window is not None else "Job")
     body = (
         f"<h1>What limits {_e(title)}</h1>"
