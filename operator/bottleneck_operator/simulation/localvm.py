@@ -182,7 +182,7 @@ class LocalVictoriaMetrics:
 
     def _post(self, path: str, body: str | None) -> None:
         data = body.encode() if body is not None else None
-        request = urllib.request.Request(f"{self.url}{path}", data=data, method="POST" if data else "GET")
+        request = urllib.request.Request(f"{self.url}{path}", data=data, method="POST" if data else "GET")  # noqa: S310 - loopback URL we built
         try:
             with urllib.request.urlopen(request, timeout=120) as resp:  # noqa: S310 - loopback URL we built
                 resp.read()
@@ -197,10 +197,12 @@ class LocalVictoriaMetrics:
         while time.monotonic() < deadline:
             if self._proc is None or self._proc.poll() is not None:
                 return False
-            with contextlib.suppress(urllib.error.URLError, OSError):
-                with urllib.request.urlopen(f"{self.url}/health", timeout=1.0) as resp:  # noqa: S310
-                    if resp.status == 200:
-                        return True
+            with (
+                contextlib.suppress(urllib.error.URLError, OSError),
+                urllib.request.urlopen(f"{self.url}/health", timeout=1.0) as resp,  # noqa: S310 - loopback URL
+            ):
+                if resp.status == 200:
+                    return True
             time.sleep(0.1)
         return False
 
