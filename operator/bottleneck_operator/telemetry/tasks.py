@@ -115,6 +115,18 @@ def run(client: PrometheusClient, tasks: Iterable[Task], scope: Scope, store: St
             store_group(task.group, task.entry.name, answer, scope.base, store)
 
 
+def _own(scope: Scope, estimates: Mapping[object, float]) -> set[object]:
+    """Estimated pods that are the pass's own: not foreign pods a Job's ``<job>-.+`` prefix also matched.
+
+    Every pod of a Job selected by prefix is placed, so an unplaced pod that prefix matches belongs
+    to some other workload; listing it by name would only make the queries longer.
+    """
+    prefixes = scope.base.prefixes
+    if prefixes is None:
+        return set(estimates)
+    return {u for u in estimates if u in scope.placed or not isinstance(u, tuple) or prefixes.job_of(str(u[1])) is None}
+
+
 def _bucket_contexts(
     group: sq.Group, scope: Scope, estimates: Mapping[object, float], instances: Mapping[str, set[str]]
 ) -> list[sq.QueryContext]:
@@ -124,7 +136,7 @@ def _bucket_contexts(
     without an estimate (and name-prefix patterns) go to a last, default bucket.
     """
     base, step = scope.base, scope.grid.step
-    units: set[object] = set(scope.nodes) if group is sq.Group.NODE else set(scope.placed) | set(estimates)
+    units: set[object] = set(scope.nodes) if group is sq.Group.NODE else set(scope.placed) | _own(scope, estimates)
     buckets: dict[float | None, list[object]] = defaultdict(list)
     for unit in units:
         si = estimates.get(unit)
