@@ -5,14 +5,17 @@ file is imported into Debian's VictoriaMetrics at its default query limits (16 K
 included). Every Job must get the same class through both, and the class probabilities must agree
 within ``PROB_TOLERANCE``.
 
-Why the probabilities may differ at all: VictoriaMetrics' ``rate()`` does not extrapolate to the
-range's edges and uses the last sample before the range as its first point, where Prometheus
-extrapolates from the samples inside it (a counter's rate over a 4-scrape range differs by up to
-about a quarter of a scrape interval's worth, i.e. a few per cent); its ``last_over_time`` and
-staleness rules match Prometheus's on samples this regular. The features are means and
-percentiles over a 15-minute window of such rates, so they move by a few per cent at most, and the
-calibrated probabilities by less: 0.1 is several times what that can move, and far below what it
-takes to change a class (the test's Jobs are decided by margins above that).
+Why the probabilities may differ at all, and the two tolerances: VictoriaMetrics' ``rate()`` does
+not extrapolate to the range's edges and takes the last sample *before* the range as its first
+point, where Prometheus extrapolates from the samples inside the range. On regular scrapes the two
+agree to a fraction of one scrape interval over a range of four or more; the features (means and
+percentiles over the window) move by a few per cent at most, and the calibrated probabilities of
+a fully covered Job by under 0.01 (measured: at most 0.001). Across a scrape outage they differ
+more: at the gap's edges VictoriaMetrics' rate reaches back over the gap to the last sample before
+it, where Prometheus has fewer than two samples in range (no value); the rates next to a gap then
+differ by up to a fifth, and the probabilities of a Job with such gaps by up to 0.1 (measured:
+0.0996 on the Job with a third of its window missing). ``GAP_TOLERANCE`` leaves room above that;
+the classes must still be identical.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from bottleneck_operator.simulation.localvm import LocalVictoriaMetrics, to_prom
 
 pytestmark = pytest.mark.prometheus
 
-PROB_TOLERANCE = 0.1
+FULL_TOLERANCE = 0.01  # Jobs whose telemetry covers the whole window
+GAP_TOLERANCE = 0.15  # Jobs with scrape outages
+FULL = 0.99  # coverage from which a window counts as fully covered
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +53,7 @@ def _analyze(url: str, jobs: list[Any]) -> dict[str, Any]:
         results = analyzer.analyze_jobs([JobRequest(j.namespace, j.name, j.start, j.end) for j in jobs])
     finally:
         analyzer.client.close()
-    return {r.request.job: r.verdict for r in results}
+    return {r.request.job: r for r in results}
 
 
 def test_openmetrics_lines_become_prometheus_text_in_milliseconds() -> None:
@@ -77,16 +82,21 @@ def test_same_verdicts_through_victoriametrics(victoria: LocalVictoriaMetrics, s
     through_prom = _analyze(sim_dataset.prom.url, jobs)
     through_vm = _analyze(victoria.url, jobs)
     assert set(through_vm) == {j.name for j in jobs}
-    classes = {name: (v.bottleneck.value, through_vm[name].bottleneck.value) for name, v in through_prom.items()}
+    classes = {
+        name: (r.verdict.bottleneck.value, through_vm[name].verdict.bottleneck.value)
+        for name, r in through_prom.items()
+    }
     assert all(p == v for p, v in classes.values()), f"(Prometheus, VictoriaMetrics) per Job: {classes}"
     # Not all Unknown: the comparison must be about real verdicts.
-    assert sum(v.bottleneck.value != "Unknown" for v in through_prom.values()) >= len(jobs) // 2
-    worst = 0.0
-    for name, verdict in through_prom.items():
-        other = through_vm[name].probabilities
-        for cls, p in verdict.probabilities.items():
-            worst = max(worst, abs(p - other.get(cls, 0.0)))
-    assert worst <= PROB_TOLERANCE, f"largest probability difference {worst:.3f}"
+    assert sum(p != "Unknown" for p, _ in classes.values()) >= len(jobs) // 2
+    covered = [r.window is not None and r.window.quality.coverage >= FULL for r in through_prom.values()]
+    assert any(covered), "no fully covered Job: the tight tolerance would check nothing"
+    for (name, result), full in zip(through_prom.items(), covered, strict=True):
+        assert result.window is not None
+        other = through_vm[name].verdict.probabilities
+        diff = max(abs(p - other.get(cls, 0.0)) for cls, p in result.verdict.probabilities.items())
+        tolerance = FULL_TOLERANCE if full else GAP_TOLERANCE
+        assert diff <= tolerance, f"{name} (coverage {result.window.quality.coverage:.2f}): {diff:.4f}"
 
 
 def test_default_query_limit_holds(victoria: LocalVictoriaMetrics) -> None:
