@@ -12,6 +12,7 @@ import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import discovery as disc
@@ -22,6 +23,7 @@ from bottleneck_operator.telemetry.intervals import IntervalCache
 from bottleneck_operator.telemetry.names import regex_alternation
 from bottleneck_operator.telemetry.scope import Scope, alternation, fit, pack, pod_selections, query_bytes
 from bottleneck_operator.telemetry.store import Pod, PodKey, Store, labels_of, store_hint, to_float
+from bottleneck_operator.telemetry.tasks import CONCURRENCY
 
 Estimates = dict[sq.Group, dict[object, float]]  # group -> pod key or node -> seconds
 Instances = dict[str, set[str]]  # node -> its node-exporter instances
@@ -48,9 +50,12 @@ def probe(
     probes = _unknown_intervals(cache, scope, estimates, store)
     parts = _query_parts(scope, probes)
     instances: Instances = defaultdict(set)
-    for request in pack(parts, scope.base.max_query_bytes):
-        for row in client.query(request, scope.grid.end):
-            _file(row, scope.base, estimates, instances, store)
+    requests = pack(parts, scope.base.max_query_bytes)
+    # Cut to fit the size limit, a large pass's probe is many requests: a few in flight at once.
+    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        for rows in pool.map(lambda q: client.query(q, scope.grid.end), requests):
+            for row in rows:
+                _file(row, scope.base, estimates, instances, store)
     if cache is not None:
         grid = scope.grid
         probe_start = grid.end - disc.probe_windows(grid.start, grid.end, grid.step)[2]
