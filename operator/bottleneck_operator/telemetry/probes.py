@@ -64,7 +64,7 @@ def probe(
 
 
 def _query_parts(scope: Scope, probes: Sequence[_Probe]) -> list[str]:
-    """The operands of the instant query: interval probes, node hints, node-exporter instances."""
+    """The instant query's operands (interval probes, node hints, instances), each cut to fit the size limit."""
     grid = scope.grid
     parts = [
         disc.interval_query([group], part, grid.start, grid.end, grid.step)
