@@ -17,40 +17,13 @@ from bottleneck_operator.errors import UsageError
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.environment import FIELDSETS
 from bottleneck_operator.simulation.physics import simulate
+from bottleneck_operator.simulation.record import SimNode, SimPod
+from bottleneck_operator.simulation.render_window import render_window
 from bottleneck_operator.simulation.scenario import Scenario, draw_scenario
 from bottleneck_operator.simulation.state import JobState
 
 _WORDS = ("train", "finetune", "pretrain", "sweep", "exp", "run", "ablation", "baseline")
 _PREFIX = {"vision-cnn": "resnet", "vision-vit": "vit", "llm": "llm", "av": "asr", "recsys": "dlrm"}
-
-
-@dataclass(frozen=True)
-class SimNode:
-    """A node hosting some of the job's pods."""
-
-    name: str
-    ip: str
-    cpus: int
-    mem_bytes: float
-    gpus: int
-
-    @property
-    def instance(self) -> str:
-        """node-exporter's ``instance`` label (ip:9100)."""
-        return f"{self.ip}:9100"
-
-
-@dataclass(frozen=True)
-class SimPod:
-    """One pod of a simulated job."""
-
-    pod: str
-    node: str
-    gpu_count: int
-    gpu_model: str
-    uid: str = ""
-    ip: str = ""
-    first_gpu: int = 0  # index of its first GPU on the node
 
 
 @dataclass
@@ -100,8 +73,6 @@ class SimulatedJob:
         Returns:
             The window.
         """
-        from bottleneck_operator.simulation.render_window import render_window
-
         return render_window(self, step=step, start=start, end=end)
 
     def ground_truth(self) -> dict[str, Any]:
