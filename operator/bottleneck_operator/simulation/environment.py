@@ -109,19 +109,8 @@ def sample_environment(
     Returns:
         (environment, tags).
     """
-    kind = cat.GPU_KINDS[gpu]
     tags: list[str] = []
-    fieldset = dcgm_fieldset or str(rng.choice(FIELDSETS, p=[0.25, 0.45, 0.30]))
-    missing: tuple[str, ...] = ()
-    if kind.prof_partial and rng.random() < 0.5:
-        drop = rng.random(len(PARTIAL_PROF)) < 0.6
-        missing = tuple(n for n, d in zip(PARTIAL_PROF, drop, strict=True) if d)
-    if fieldset == "dev":
-        tags.append("no_prof")
-    si = scrape_interval or float(rng.choice(SCRAPE_INTERVALS, p=[0.5, 0.35, 0.15]))
-    sidecar = bool(rng.random() < 0.5)
-    if sidecar:
-        tags.append("sidecar")
+    fieldset, missing, si, sidecar = _draw_exporters(rng, cat.GPU_KINDS[gpu], dcgm_fieldset, scrape_interval, tags)
     if storage_network:
         tags.append("network_storage")
     if n_nodes > 1:
@@ -129,44 +118,8 @@ def sample_environment(
     # Multi-node all-reduce that dominates: NCCL kernels keep GPU_UTIL high while the SMs mostly wait.
     if n_nodes > 1 and comm_share > 0.99 and kernel_share < 0.4:
         tags.append("nccl_busy")
-
-    # Neighbours: a third of jobs share nodes with busy pods of other jobs.
-    noisy = bool(rng.random() < 0.33)
-    n_pods = int(rng.integers(1, 5)) if noisy or rng.random() < 0.4 else 0
-    load = float(rng.uniform(0.2, 0.7)) if noisy else float(rng.uniform(0.0, 0.08))
-    if noisy:
-        tags.append("noisy_neighbour")
-    nb_cpu = load * node_cpus if n_pods else 0.0
-    nb_disk = float(rng.uniform(0.2e9, 2.5e9)) * (noisy and rng.random() < 0.6) if n_pods else 0.0
-    nb_net = float(rng.uniform(0.1e9, 3e9)) * (noisy and rng.random() < 0.6) if n_pods else 0.0
-    nb_iow = float(rng.uniform(0.1, 0.6)) if nb_disk > 0 else 0.0
-
-    # Memory: host pressure only where the mechanism is host memory (with swap often), else headroom.
-    mem_limit: float | None = None
-    swap = 0.0
-    swap_used = 0.0
-    if mechanism == "mem-host":
-        mem_limit = float(rng.uniform(0.05, 0.4)) * node_mem if rng.random() < 0.6 else None
-        ws = float(rng.uniform(0.96, 0.995))
-        node_used = float(rng.uniform(0.9, 0.98)) if mem_limit is None else float(rng.uniform(0.3, 0.8))
-        if rng.random() < 0.6:
-            swap = float(rng.choice([8, 16, 32, 64])) * cat.GIB
-            swap_used = float(rng.uniform(0.2, 0.8))
-            tags.append("swap")
-    else:
-        if rng.random() < 0.5:
-            mem_limit = float(rng.uniform(0.05, 0.4)) * node_mem
-        ws = float(rng.uniform(0.2, 0.85))
-        node_used = float(rng.uniform(0.1, 0.7))
-        if rng.random() < 0.15:
-            swap = float(rng.choice([8, 16, 32])) * cat.GIB
-            swap_used = float(rng.uniform(0.0, 0.1))
-    fb = float(rng.uniform(0.95, 0.995)) if mechanism == "mem-fb" else float(rng.uniform(0.2, 0.97))
-    if mechanism == "mem-fb":
-        tags.append("fb_full")
-    if mechanism == "mem-dram":
-        tags.append("dram_bound")
-
+    n_pods, nb_cpu, nb_disk, nb_net, nb_iow = _draw_neighbours(rng, node_cpus, tags)
+    mem_limit, ws, node_used, swap, swap_used, fb = _draw_memory(rng, mechanism, node_mem, tags)
     evals = rng.random() < 0.5
     ckpts = rng.random() < 0.6
     env = Environment(
@@ -198,3 +151,75 @@ def sample_environment(
         counter_reset=bool(rng.random() < 0.03),
     )
     return env, tuple(tags)
+
+
+def _draw_exporters(
+    rng: np.random.Generator,
+    kind: cat.GpuKind,
+    dcgm_fieldset: str | None,
+    scrape_interval: float | None,
+    tags: list[str],
+) -> tuple[str, tuple[str, ...], float, bool]:
+    """(dcgm field set, PROF fields the part lacks, scrape interval, collector injected); tags appended."""
+    fieldset = dcgm_fieldset or str(rng.choice(FIELDSETS, p=[0.25, 0.45, 0.30]))
+    missing: tuple[str, ...] = ()
+    if kind.prof_partial and rng.random() < 0.5:
+        drop = rng.random(len(PARTIAL_PROF)) < 0.6
+        missing = tuple(n for n, d in zip(PARTIAL_PROF, drop, strict=True) if d)
+    if fieldset == "dev":
+        tags.append("no_prof")
+    si = scrape_interval or float(rng.choice(SCRAPE_INTERVALS, p=[0.5, 0.35, 0.15]))
+    sidecar = bool(rng.random() < 0.5)
+    if sidecar:
+        tags.append("sidecar")
+    return fieldset, missing, si, sidecar
+
+
+def _draw_neighbours(
+    rng: np.random.Generator, node_cpus: int, tags: list[str]
+) -> tuple[int, float, float, float, float]:
+    """A third of jobs share nodes with busy pods of other jobs: (pods, cores, disk B/s, net B/s, iowait)."""
+    noisy = bool(rng.random() < 0.33)
+    n_pods = int(rng.integers(1, 5)) if noisy or rng.random() < 0.4 else 0
+    load = float(rng.uniform(0.2, 0.7)) if noisy else float(rng.uniform(0.0, 0.08))
+    if noisy:
+        tags.append("noisy_neighbour")
+    nb_cpu = load * node_cpus if n_pods else 0.0
+    nb_disk = float(rng.uniform(0.2e9, 2.5e9)) * (noisy and rng.random() < 0.6) if n_pods else 0.0
+    nb_net = float(rng.uniform(0.1e9, 3e9)) * (noisy and rng.random() < 0.6) if n_pods else 0.0
+    nb_iow = float(rng.uniform(0.1, 0.6)) if nb_disk > 0 else 0.0
+    return n_pods, nb_cpu, nb_disk, nb_net, nb_iow
+
+
+def _draw_memory(
+    rng: np.random.Generator, mechanism: str, node_mem: float, tags: list[str]
+) -> tuple[float | None, float, float, float, float, float]:
+    """(memory limit, working set share, node used share, swap bytes, swap used share, framebuffer share).
+
+    Host pressure only where the mechanism is host memory (with swap often), else headroom.
+    """
+    mem_limit: float | None = None
+    swap = 0.0
+    swap_used = 0.0
+    if mechanism == "mem-host":
+        mem_limit = float(rng.uniform(0.05, 0.4)) * node_mem if rng.random() < 0.6 else None
+        ws = float(rng.uniform(0.96, 0.995))
+        node_used = float(rng.uniform(0.9, 0.98)) if mem_limit is None else float(rng.uniform(0.3, 0.8))
+        if rng.random() < 0.6:
+            swap = float(rng.choice([8, 16, 32, 64])) * cat.GIB
+            swap_used = float(rng.uniform(0.2, 0.8))
+            tags.append("swap")
+    else:
+        if rng.random() < 0.5:
+            mem_limit = float(rng.uniform(0.05, 0.4)) * node_mem
+        ws = float(rng.uniform(0.2, 0.85))
+        node_used = float(rng.uniform(0.1, 0.7))
+        if rng.random() < 0.15:
+            swap = float(rng.choice([8, 16, 32])) * cat.GIB
+            swap_used = float(rng.uniform(0.0, 0.1))
+    fb = float(rng.uniform(0.95, 0.995)) if mechanism == "mem-fb" else float(rng.uniform(0.2, 0.97))
+    if mechanism == "mem-fb":
+        tags.append("fb_full")
+    if mechanism == "mem-dram":
+        tags.append("dram_bound")
+    return mem_limit, ws, node_used, swap, swap_used, fb
