@@ -7,6 +7,7 @@ storage and CPU rates); it changes what the telemetry shows and how cleanly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -120,15 +121,11 @@ def sample_environment(
         tags.append("nccl_busy")
     n_pods, nb_cpu, nb_disk, nb_net, nb_iow = _draw_neighbours(rng, node_cpus, tags)
     mem_limit, ws, node_used, swap, swap_used, fb = _draw_memory(rng, mechanism, node_mem, tags)
-    evals = rng.random() < 0.5
-    ckpts = rng.random() < 0.6
     env = Environment(
         dcgm_fieldset=fieldset,
         prof_missing=missing,
         scrape_interval=si,
         sidecar=sidecar,
-        node_psi=bool(rng.random() < 0.85),
-        ksm=bool(rng.random() < 0.9),
         neighbour_pods=n_pods,
         neighbour_cpu=nb_cpu,
         neighbour_disk_bps=nb_disk,
@@ -139,16 +136,8 @@ def sample_environment(
         node_mem_used_frac=node_used,
         swap_bytes=swap,
         swap_used_frac=swap_used,
-        startup_s=float(rng.uniform(30, 240)),
-        eval_every_s=float(rng.uniform(300, 1200)) if evals else 0.0,
-        eval_len_s=float(rng.uniform(20, 90)) if evals else 0.0,
-        ckpt_every_s=float(rng.uniform(300, 1800)) if ckpts else 0.0,
-        ckpt_len_s=float(rng.uniform(5, 45)) if ckpts else 0.0,
-        noise=float(rng.uniform(0.04, 0.15)),
-        drift=float(rng.uniform(0.02, 0.12)),
-        gap_prob=float(rng.uniform(0.0, 0.3)),
         fb_frac=fb,
-        counter_reset=bool(rng.random() < 0.03),
+        **_draw_rest(rng),
     )
     return env, tuple(tags)
 
@@ -223,3 +212,22 @@ def _draw_memory(
     if mechanism == "mem-dram":
         tags.append("dram_bound")
     return mem_limit, ws, node_used, swap, swap_used, fb
+
+
+def _draw_rest(rng: np.random.Generator) -> dict[str, Any]:
+    """Exporter presence, the job's phases (start-up, evaluations, checkpoints) and its noise, in draw order."""
+    evals = rng.random() < 0.5
+    ckpts = rng.random() < 0.6
+    return {
+        "node_psi": bool(rng.random() < 0.85),
+        "ksm": bool(rng.random() < 0.9),
+        "startup_s": float(rng.uniform(30, 240)),
+        "eval_every_s": float(rng.uniform(300, 1200)) if evals else 0.0,
+        "eval_len_s": float(rng.uniform(20, 90)) if evals else 0.0,
+        "ckpt_every_s": float(rng.uniform(300, 1800)) if ckpts else 0.0,
+        "ckpt_len_s": float(rng.uniform(5, 45)) if ckpts else 0.0,
+        "noise": float(rng.uniform(0.04, 0.15)),
+        "drift": float(rng.uniform(0.02, 0.12)),
+        "gap_prob": float(rng.uniform(0.0, 0.3)),
+        "counter_reset": bool(rng.random() < 0.03),
+    }
