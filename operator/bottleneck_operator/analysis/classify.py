@@ -13,7 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
-from bottleneck_operator.analysis.evidence import build_evidence, build_recommendations
+from bottleneck_operator.analysis.advice import build_recommendations
+from bottleneck_operator.analysis.evidence import build_evidence
 from bottleneck_operator.analysis.features import extract_features, single_pod_windows
 from bottleneck_operator.analysis.headroom import capacity_needs, estimate_headroom
 from bottleneck_operator.analysis.summary import JobSummary, summarize
