@@ -23,10 +23,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bottleneck_operator.analysis.evaluation import format_report, round_seeds, score, sidecar_gain, strip_sidecar
-
-__all__ = ["format_report", "main", "register", "run_evaluation"]
-
 DEFAULT_SEED = 90_210  # never a training seed: training uses its seed and seed + 1_000_003
 DEFAULT_JOBS = 600
 DEFAULT_ROUND = 60  # jobs per local Prometheus: bounds the disk and memory one round takes
@@ -86,6 +82,7 @@ def run_evaluation(
         A JSON-ready dict: overall figures of the model and the baseline, the breakdowns and the
         model's misclassified jobs.
     """
+    from bottleneck_operator.analysis.evaluation import round_seeds, score, sidecar_gain
     from bottleneck_operator.analysis.model import load_model
     from bottleneck_operator.simulation import generate_jobs
 
@@ -154,6 +151,8 @@ def _without_sidecar(results: Sequence[Any], analyzer: Any) -> list[str | None]:
     This is the same job seen from a cluster without the sidecar, so comparing the two isolates what
     the collector's per-pod signals add. None for windows that had no sidecar signals to take out.
     """
+    from bottleneck_operator.analysis.evaluation import strip_sidecar
+
     stripped, where = [], []
     for i, r in enumerate(results):
         w = strip_sidecar(r.window)
@@ -168,6 +167,7 @@ def _without_sidecar(results: Sequence[Any], analyzer: Any) -> list[str | None]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from bottleneck_operator.analysis.evaluation import format_report
     from bottleneck_operator.errors import UsageError
 
     if args.jobs < 10:
