@@ -56,6 +56,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def tail_log(path: Path) -> str:
+    """The end of a process's log file, to quote in an error."""
     try:
         text = path.read_text(errors="replace")
     except OSError:
@@ -64,6 +65,7 @@ def tail_log(path: Path) -> str:
 
 
 def http_ok(url: str, timeout: float = 1.0) -> bool:
+    """Whether ``url`` answers with a 2xx status within ``timeout`` seconds."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - loopback URL we built
             return 200 <= int(resp.status) < 300
@@ -72,6 +74,7 @@ def http_ok(url: str, timeout: float = 1.0) -> bool:
 
 
 def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
+    """Terminate a process, killing it after ``grace`` seconds; nothing when it is gone already."""
     if proc is None or proc.poll() is not None:
         return
     proc.terminate()
