@@ -2,9 +2,9 @@
 
 Every expression selects *all* pods (or nodes) of a pass at once, through an escaped regex
 alternation, and aggregates ``by`` the labels that identify a pod (``namespace``, ``pod``) or a node;
-the caller splits the answer per Job in Python. Each entry is one request per pass; pods whose
-exporters are scraped at different intervals fall into buckets, and an entry's request joins its
-buckets' expressions with ``or``.
+the caller splits the answer per Job in Python. Each entry is one request per segment of a pass
+(normally one, see :mod:`.windows`); pods whose exporters are scraped at different intervals fall
+into buckets, and an entry's request joins its buckets' expressions with ``or``.
 """
 
 from __future__ import annotations
