@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -31,9 +30,8 @@ from bottleneck_operator.simulation.processes import (
     find_binary,
     free_port,
     hostname,
-    http_ok,
+    launch_on_free_port,
     stop_process,
-    tail_log,
 )
 
 # Callers import the process helpers and the node-exporter from here too.
@@ -220,40 +218,23 @@ class LocalPrometheus:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(_scrape_config(self.scrape_targets, self.scrape_interval))
-        last_error = ""
-        for _attempt in range(3):  # the free port can be taken between probing and binding
-            self.port = free_port()
-            cmd = [
+        self._proc, self.port = launch_on_free_port(
+            "Prometheus",
+            lambda port: [
                 binary,
                 f"--config.file={self.config_path}",
                 f"--storage.tsdb.path={self.data_dir}",
                 f"--storage.tsdb.retention.time={self.retention}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
+                f"--web.listen-address=127.0.0.1:{port}",
                 f"--query.lookback-delta={self.lookback_delta}",
                 "--web.enable-lifecycle",
                 "--log.level=info",
-            ]
-            with self.log_path.open("ab") as log:
-                self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
-            if self._wait_ready():
-                return
-            last_error = tail_log(self.log_path)
-            stop_process(self._proc)
-            self._proc = None
-            if "address already in use" not in last_error:
-                break
-        self.port = None
-        raise LocalPrometheusError(f"Prometheus did not become ready; log {self.log_path}:\n{last_error}")
-
-    def _wait_ready(self) -> bool:
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            if self._proc is None or self._proc.poll() is not None:
-                return False
-            if http_ok(f"{self.url}/-/ready"):
-                return True
-            time.sleep(0.1)
-        return False
+            ],
+            ready_url=lambda port: f"http://127.0.0.1:{port}/-/ready",
+            log_path=self.log_path,
+            cwd=self.workdir,
+            timeout=self.start_timeout,
+        )
 
     def reload_targets(self, scrape_targets: Mapping[str, Sequence[str]], *, timeout: float = 15.0) -> None:
         """Replace the live scrape targets and reload the configuration in place.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -11,10 +10,8 @@ from types import TracebackType
 from bottleneck_operator.simulation.processes import (
     LocalPrometheusError,
     find_binary,
-    free_port,
-    http_ok,
+    launch_on_free_port,
     stop_process,
-    tail_log,
 )
 
 # node-exporter collectors that work without privileges and feed the node signals.
@@ -70,23 +67,19 @@ class NodeExporter:
         """
         binary = find_binary("prometheus-node-exporter")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        for _attempt in range(3):
-            self.port = free_port()
-            cmd = [binary, f"--web.listen-address=127.0.0.1:{self.port}", "--collector.disable-defaults"]
-            cmd += [f"--collector.{c}" for c in self.collectors]
-            with self.log_path.open("ab") as log:
-                self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
-            deadline = time.monotonic() + self.start_timeout
-            while time.monotonic() < deadline and self._proc.poll() is None:
-                if http_ok(self.url, timeout=2.0):
-                    return
-                time.sleep(0.1)
-            stop_process(self._proc)
-            self._proc = None
-            if "address already in use" not in tail_log(self.log_path):
-                break
-        self.port = None
-        raise LocalPrometheusError(f"node-exporter did not start; log {self.log_path}:\n{tail_log(self.log_path)}")
+        self._proc, self.port = launch_on_free_port(
+            "node-exporter",
+            lambda port: [
+                binary,
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--collector.disable-defaults",
+                *(f"--collector.{c}" for c in self.collectors),
+            ],
+            ready_url=lambda port: f"http://127.0.0.1:{port}/metrics",
+            log_path=self.log_path,
+            cwd=self.workdir,
+            timeout=self.start_timeout,
+        )
 
     def stop(self) -> None:
         """Stop it (terminate, wait, kill). Idempotent."""

@@ -1,6 +1,7 @@
 """Local processes for tests, demo and benchmarks: finding binaries, free ports, readiness, stopping.
 
-Shared by :mod:`.localprom` (Prometheus, promtool) and :mod:`.nodeexporter`.
+Shared by :mod:`.localprom` (Prometheus, promtool), :mod:`.localvm` (VictoriaMetrics) and
+:mod:`.nodeexporter`.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from bottleneck_operator.errors import BottleneckError
@@ -88,3 +91,45 @@ def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> N
 def hostname() -> str:
     """This machine's node name, as node-exporter's ``node_uname_info{nodename}`` reports it."""
     return os.uname().nodename
+
+
+def launch_on_free_port(
+    name: str,
+    command: Callable[[int], list[str]],
+    *,
+    ready_url: Callable[[int], str],
+    log_path: Path,
+    cwd: Path,
+    timeout: float,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start a server on a free loopback port and wait until ``ready_url`` answers 2xx.
+
+    Args:
+        name: what to call it in the error.
+        command: the command line for a port.
+        ready_url: the URL that answers once it serves, for a port.
+        log_path: where its output is appended.
+        cwd: its working directory.
+        timeout: seconds to wait for readiness per attempt.
+
+    Returns:
+        (the running process, its port).
+
+    Raises:
+        LocalPrometheusError: it exited or was not ready in time; the log's tail is in the message.
+    """
+    last_error = ""
+    for _attempt in range(3):  # the free port can be taken between probing and binding
+        port = free_port()
+        with log_path.open("ab") as log:
+            proc = subprocess.Popen(command(port), stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            if http_ok(ready_url(port), timeout=2.0):
+                return proc, port
+            time.sleep(0.1)
+        last_error = tail_log(log_path)
+        stop_process(proc)
+        if "address already in use" not in last_error:
+            break
+    raise LocalPrometheusError(f"{name} did not become ready; log {log_path}:\n{last_error}")
