@@ -111,12 +111,14 @@ def _group(
     plans = [_single_pod_plan(rng, t) for t in targets] if pair else [draw_plan(rng, targets[0])]
     sliced = pair and all(p.gpus_per_pod == 1 and p.mig is None for p in plans) and rng.random() < TIME_SLICED_SHARE
     t = np.arange(start - 300.0, start + duration + TICK, TICK)
-    ts = start + np.arange(int(duration // step) + 1) * step
+    ts = np.asarray(start + np.arange(int(duration // step) + 1) * step, dtype=np.float64)
     placed: list[_Placed] = []
     for k, plan in enumerate(plans):
         job_start = start - float(rng.uniform(-30.0, 1500.0))
         ticks = pod_ticks(plan, rng, t, phases(rng, t, job_start))
-        nodes = tuple(0 for _ in range(plan.n_pods)) if pair else tuple(i // plan.pods_per_node for i in range(plan.n_pods))
+        nodes = (
+            tuple(0 for _ in range(plan.n_pods)) if pair else tuple(i // plan.pods_per_node for i in range(plan.n_pods))
+        )
         placed.append(_Placed(plan, f"{plan.mechanism}-{index + k:05d}", ticks, nodes))
     host = plans[0]
     n_nodes = max(max(pl.node_of_pod) for pl in placed) + 1
@@ -132,7 +134,9 @@ def _group(
     for k, pl in enumerate(placed):
         pods = []
         for p in range(pl.plan.n_pods):
-            gpu = shared_gpu or gpu_signals(s, {x: v[p] for x, v in pl.ticks.gpu.items()}, exp, mig=pl.plan.mig is not None)
+            gpu = shared_gpu or gpu_signals(
+                s, {x: v[p] for x, v in pl.ticks.gpu.items()}, exp, mig=pl.plan.mig is not None
+            )
             sig = {**gpu, **pod_signals(s, {x: v[p] for x, v in pl.ticks.pod.items()}, exp,
                                         cpu_limit=pl.plan.cpu_limit, mem_limit=pl.plan.mem_limit_bytes)}  # fmt: skip
             sig.update(node_sig[pl.node_of_pod[p]])
@@ -160,7 +164,9 @@ def _combined_gpu(placed: Sequence[_Placed]) -> dict[str, F]:
     return out
 
 
-def _node_load(rng: np.random.Generator, placed: Sequence[_Placed], j: int, neighbours: int, host: Plan) -> dict[str, F]:
+def _node_load(
+    rng: np.random.Generator, placed: Sequence[_Placed], j: int, neighbours: int, host: Plan
+) -> dict[str, F]:
     n = placed[0].ticks.t.size
     load: dict[str, F] = {k: np.zeros(n) for k in ("cpu", "system", "iowait", "disk_read", "disk_reqs", "majfault",
                                                   "net_rx", "net_tx", "mem", "swap", "mem_stall", "runnable",

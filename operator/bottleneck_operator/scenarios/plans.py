@@ -77,7 +77,9 @@ def _kernels(rng: np.random.Generator, mechanism: str, part: Part) -> Kernels:
         sm = _u(rng, 0.12, 0.4)
         return Kernels(sm, _u(rng, 0.45, 0.8), _u(rng, 0.0, 0.08), _u(rng, 0.05, 0.2), _u(rng, 0.05, 0.2))
     if mechanism == "hbm-bandwidth":
-        return Kernels(_u(rng, 0.75, 0.97), _u(rng, 0.9, 1.0), _u(rng, 0.0, 0.12), _u(rng, 0.6, 0.82), _u(rng, 0.4, 0.8))
+        return Kernels(
+            _u(rng, 0.75, 0.97), _u(rng, 0.9, 1.0), _u(rng, 0.0, 0.12), _u(rng, 0.6, 0.82), _u(rng, 0.4, 0.8)
+        )
     tensor_hi = 0.75 if part.tdp_w > 300 else 0.55
     return Kernels(
         _u(rng, 0.6, 0.95), _u(rng, 0.85, 1.0), _u(rng, 0.15, tensor_hi), _u(rng, 0.15, 0.5), _u(rng, 0.15, 0.6)

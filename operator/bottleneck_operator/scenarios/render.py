@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bottleneck_operator.contract.sampling import rate_range
-from bottleneck_operator.scenarios.ticks import TICK, F
+from bottleneck_operator.scenarios.ticks import F
 
 DCGM_COLLECT = 30.0
 
@@ -82,9 +82,7 @@ class Sampling:
         return out
 
 
-def gpu_signals(
-    s: Sampling, gpu: dict[str, F], exp: Exporters, *, mig: bool
-) -> dict[str, F]:
+def gpu_signals(s: Sampling, gpu: dict[str, F], exp: Exporters, *, mig: bool) -> dict[str, F]:
     """DCGM signals of one pod from its GPUs' tick arrays (already the mean over its GPUs)."""
     out: dict[str, F] = {}
     if not mig:

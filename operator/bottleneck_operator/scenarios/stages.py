@@ -50,7 +50,13 @@ class StageTimes:
 
 
 def _without(st: StageTimes, stage: str) -> StageTimes:
-    return replace(st, **{stage: 0.0})
+    return replace(
+        st,
+        t_comm=0.0 if stage == "t_comm" else st.t_comm,
+        t_cpu=0.0 if stage == "t_cpu" else st.t_cpu,
+        t_io=0.0 if stage == "t_io" else st.t_io,
+        t_mem=0.0 if stage == "t_mem" else st.t_mem,
+    )
 
 
 def gains(st: StageTimes) -> dict[Bottleneck, float]:
