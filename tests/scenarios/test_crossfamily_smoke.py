@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.bench_crossfamily import cross_family, format_direction  # noqa: E402
+from bench.bench_crossfamily import cross_family, format_direction
 
 
 @pytest.mark.slow

@@ -199,6 +199,10 @@ def _finish(
     if label is Bottleneck.CPU and mechanism == "saturated":
         loader = max(loader, free * _u(rng, 0.85, 1.0))
     loader = max(0.5, min(loader, free))
+    if label is Bottleneck.CPU and mechanism == "throttled" and cpu_limit is not None:
+        # the workers want more than the quota: CFS throttles them in most periods
+        workers = max(workers, int(cpu_limit) + 2)
+        loader = cpu_limit
     path = _comm_path(mechanism, part, fabric, n_pods)
     comm_bw = _comm_bandwidth(path, part, fabric, node_gpus)
     mig = None
