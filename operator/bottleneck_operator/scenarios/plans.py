@@ -172,6 +172,21 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, *, tries: int = 200) 
     raise RuntimeError(f"no plan for {label} after {tries} draws")  # pragma: no cover - draws always land
 
 
+def _tags(
+    mechanism: str, storage: Storage, fabric: Fabric, path: str, *, workers: int, node_gpus: int, mig: str | None
+) -> list[str]:
+    tags = [mechanism, storage.kind, fabric.kind, path]
+    if workers == 0:
+        tags.append("num-workers-0")
+    if fabric.kind == "rdma" and fabric.gpudirect:
+        tags.append("gpudirect")
+    if fabric.nics >= node_gpus and fabric.kind == "rdma":
+        tags.append("nic-per-gpu")
+    if mig:
+        tags.append("mig")
+    return tags
+
+
 def _finish(
     rng: np.random.Generator,
     label: Bottleneck,
@@ -208,7 +223,7 @@ def _finish(
     mig = None
     if part.mig and n_pods == 1 and gpp == 1 and label is not Bottleneck.INTERCONNECT and rng.random() < 0.25:
         mig = str(rng.choice(["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"]))
-    ws = node_mem = float(rng.choice([256, 512, 1024, 2048])) * 2**30
+    node_mem = float(rng.choice([256, 512, 1024, 2048])) * 2**30
     ws = _u(rng, 0.05, 0.4) * node_mem / ppn
     mem_limit = ws * _u(rng, 1.3, 3.0) if rng.random() < 0.6 else None
     swap = bool(rng.random() < 0.2)
@@ -216,15 +231,7 @@ def _finish(
         mem_limit = ws * _u(rng, 0.97, 1.0) if rng.random() < 0.5 else None
         swap = mem_limit is None or bool(rng.random() < 0.6)
     h2d_share = _u(rng, 0.02, 0.25)
-    tags = [mechanism, storage.kind, fabric.kind, path]
-    if workers == 0:
-        tags.append("num-workers-0")
-    if fabric.kind == "rdma" and fabric.gpudirect:
-        tags.append("gpudirect")
-    if fabric.nics >= node_gpus and fabric.kind == "rdma":
-        tags.append("nic-per-gpu")
-    if mig:
-        tags.append("mig")
+    tags = _tags(mechanism, storage, fabric, path, workers=workers, node_gpus=node_gpus, mig=mig)
     return Plan(
         label=label, mechanism=mechanism, margin=margin, part=part, fabric=fabric, storage=storage, stages=st,
         kernels=_kernels(rng, mechanism, part), n_pods=n_pods, gpus_per_pod=gpp, pods_per_node=ppn,
