@@ -13,6 +13,7 @@ from bench.bench_crossfamily import cross_family, format_direction
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # trains two small models: minutes when the machine's cores are shared
 def test_cross_family_smoke() -> None:
     directions = cross_family(100, 60, max_iter=15, seed=3)
     assert [(d.train, d.test) for d in directions] == [("A", "B"), ("B", "A"), ("A", "A"), ("B", "B")]
