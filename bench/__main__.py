@@ -12,6 +12,7 @@ import traceback
 from pathlib import Path
 
 ORDER = ["simulator", "telemetry", "analysis", "operator", "sidecar", "webhook"]
+ORDER.append("crossfamily")  # train on one scenario family, evaluate on the other
 
 
 def _available() -> list[str]:
