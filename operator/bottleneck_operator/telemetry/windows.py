@@ -31,6 +31,7 @@ from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.errors import InvalidWindow
 from bottleneck_operator.telemetry.grid import Grid, segments
 from bottleneck_operator.telemetry.intervals import IntervalCache
+from bottleneck_operator.telemetry.layouts import LAYOUTS, with_matchers
 from bottleneck_operator.telemetry.names import escape_regex, regex_alternation, validate_k8s_name, validate_label_name
 from bottleneck_operator.telemetry.nodes import attach_instances
 from bottleneck_operator.telemetry.probes import probe
@@ -72,13 +73,18 @@ def fetch_windows(
     """
     mapping, step = _mapping_and_step(settings, step)
     _validate(requests, mapping)
+    configured = mapping = with_matchers(mapping)
+    mapping, layout = LAYOUTS.resolve(client, mapping, max(r.end for r in requests)) if requests else (mapping, None)
     grids = {r: Grid.within(r.start, r.end, step) for r in requests}
-    store = Store()
+    store = Store(layout=layout.describe() if layout is not None else {})
     for seg in segments(grids.values()):
         active = [r for r in requests if seg.overlaps(grids[r])]
         if active:
             _fetch_segment(client, mapping, seg, active, store, intervals)
-    return {(r.namespace, r.job): assemble(r, grids[r], store) for r in requests}
+    out = {(r.namespace, r.job): assemble(r, grids[r], store) for r in requests}
+    if layout is not None:
+        LAYOUTS.check_pass(client, configured, layout, out.values())
+    return out
 
 
 def _mapping_and_step(settings: Settings | LabelSettings, step: float | None) -> tuple[LabelSettings, float]:
@@ -131,7 +137,8 @@ def _find_pods(
     prefixes = regex_alternation((j for _, j in jobs), suffix="-.+")
     # kube-state-metrics' scrape interval is not known yet: a generous presence window.
     presence = sq.gauge_window(grid.step, 2 * sq.DEFAULT_SCRAPE_INTERVAL)
-    found = discover(client.query_matrix(disc.pods_query(namespaces, names, prefixes, presence), grid), jobs, store)
+    query = disc.pods_query(namespaces, names, prefixes, presence, mapping.selector_matchers)
+    found = discover(client.query_matrix(query, grid), jobs, store)
     missing = sorted(jobs - found)
     store.prefix_jobs.update(missing)
     placed = {(ns, p): info for ns, job in jobs for p, info in store.pods.get((ns, job), {}).items()}
