@@ -101,11 +101,14 @@ def _cadvisor_kps(s: Series) -> Iterator[Series]:
 
 
 def _exporter_pods(job: SimulatedJob) -> Iterator[Series]:
-    """kube-state-metrics' kube_pod_info of the node-exporter pods on the job's nodes."""
-    if not job.params.env.ksm:
-        return
+    """kube-state-metrics' kube_pod_info of the node-exporter pods on the job's nodes.
+
+    The stack always ships kube-state-metrics; a scenario without kube_pod_info for the job's own
+    pods stands for one that does not watch the job's namespace (``--namespaces``), so the
+    monitoring namespace's pods are still there.
+    """
     st = job.state
-    for nd in job.nodes:
+    for j, nd in enumerate(job.nodes):
         labels = {
             "namespace": NODE_EXPORTER_NAMESPACE,
             "pod": f"{NODE_EXPORTER_DS}-{_suffix(nd.name)}",
@@ -119,8 +122,8 @@ def _exporter_pods(job: SimulatedJob) -> Iterator[Series]:
             "priority_class": "system-node-critical",
         }
         scrape = {"instance": "10.0.0.12:8080", "job": "kube-state-metrics"}
-        yield Series("kube_pod_info", "gauge", "Information about pod.", labels, np.ones(st.t.size), "ksm",
-                     st.up["ksm"], scrape)  # fmt: skip
+        yield Series("kube_pod_info", "gauge", "Information about pod.", labels, np.ones(st.t.size), "node",
+                     st.up["node"][j], scrape)  # fmt: skip
 
 
 def kube_prometheus_stack(job: SimulatedJob, series: Iterable[Series]) -> Iterator[Series]:

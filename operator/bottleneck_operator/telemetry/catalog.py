@@ -84,11 +84,11 @@ def _unmapped_gpus(c: QueryContext) -> str:
     return f"count by ({host}) ({c.last(Group.DCGM, series)})"
 
 
-# The kubelet serves the same cAdvisor counters under a second path when kube-prometheus-stack's
-# ``kubelet.serviceMonitor.resource`` is on; ``max without (metrics_path)`` keeps one copy of each
-# container's series before the containers are summed (the pod-level cgroup, container="", is
-# excluded by the selector), so neither is counted twice.
-ONE_PATH = "max without (metrics_path)"
+# The kubelet serves the CPU and working-set series again under /metrics/resource when
+# kube-prometheus-stack's ``kubelet.serviceMonitor.resource`` is on, with fewer labels (no id, image,
+# name). One value per container (and device) before the containers are summed keeps either copy
+# from counting twice; the pod-level cgroup (container="") is excluded by the selector.
+ONE_PATH = "max by (namespace, pod, container, device)"
 
 
 def _cad_rate(metric: str) -> Callable[[QueryContext], str]:
@@ -116,9 +116,12 @@ def _mem_limit(c: QueryContext) -> str:
         "kube_pod_container_resource_limits", 'resource="memory"', f"container!={quote(COLLECTOR_CONTAINER)}"
     )
     sidecar = c.podsel("bottleneck_sidecar_memory_max_bytes")
+    # Those exporters' scrape intervals are not estimated for this entry: a limit read within the
+    # cAdvisor rate range (at least four cAdvisor intervals) is still the pod's limit.
+    r = c.rate_range(Group.CADVISOR)
     return (
-        f"({cadvisor}) or on (namespace, pod) (sum by (namespace, pod) ({c.last(Group.KSM, ksm)}))"
-        f" or on (namespace, pod) (max by (namespace, pod) ({c.last(Group.SIDECAR, sidecar)}))"
+        f"({cadvisor}) or on (namespace, pod) (sum by (namespace, pod) (last_over_time({ksm}[{r}])))"
+        f" or on (namespace, pod) (max by (namespace, pod) (last_over_time({sidecar}[{r}])))"
     )
 
 

@@ -38,7 +38,8 @@ def drop_implausible_nvlink(signals: MutableMapping[str, FloatArray]) -> list[st
         traffic = bool(finite.size) and float(np.median(finite)) > NVLINK_TRAFFIC_BPS
         too_high = np.isfinite(total) & (total > NVLINK_MAX_BPS)
         if too_high.any():
-            signals["nvlink_total_bps"] = np.where(too_high, np.nan, total)
+            # A unit mismatch scales every reading: the low ones are no more right than the high ones.
+            signals["nvlink_total_bps"] = np.full_like(total, np.nan)
             notes.append(
                 "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL above any NVLink's capacity (unit mismatch?): treated as missing"
             )
@@ -49,7 +50,7 @@ def drop_implausible_nvlink(signals: MutableMapping[str, FloatArray]) -> list[st
         finite = values[np.isfinite(values)]
         too_high = np.isfinite(values) & (values > NVLINK_MAX_BPS)
         if too_high.any():
-            signals[name] = np.where(too_high, np.nan, values)
+            signals[name] = np.full_like(values, np.nan)
             notes.append(f"{name} above any NVLink's capacity: treated as missing")
         elif traffic and finite.size and not finite.any():
             del signals[name]
