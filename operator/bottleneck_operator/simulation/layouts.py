@@ -101,29 +101,31 @@ def _cadvisor_kps(s: Series) -> Iterator[Series]:
 
 
 def _exporter_pods(job: SimulatedJob) -> Iterator[Series]:
-    """kube-state-metrics' kube_pod_info of the node-exporter pods on the job's nodes.
+    """kube-state-metrics' kube_pod_info of the node-exporter and dcgm-exporter pods on the job's nodes.
 
     The stack always ships kube-state-metrics; a scenario without kube_pod_info for the job's own
     pods stands for one that does not watch the job's namespace (``--namespaces``), so the
     monitoring namespace's pods are still there.
     """
     st = job.state
+    scrape = {"instance": "10.0.0.12:8080", "job": "kube-state-metrics"}
+    daemonsets = ((NODE_EXPORTER_NAMESPACE, NODE_EXPORTER_DS), (DCGM_NAMESPACE, "nvidia-dcgm-exporter"))
     for j, nd in enumerate(job.nodes):
-        labels = {
-            "namespace": NODE_EXPORTER_NAMESPACE,
-            "pod": f"{NODE_EXPORTER_DS}-{_suffix(nd.name)}",
-            "uid": f"{_suffix(nd.name)}000-0000-4000-8000-000000000000",
-            "node": nd.name,
-            "created_by_kind": "DaemonSet",
-            "created_by_name": NODE_EXPORTER_DS,
-            "host_ip": nd.ip,
-            "pod_ip": nd.ip,
-            "host_network": "true",
-            "priority_class": "system-node-critical",
-        }
-        scrape = {"instance": "10.0.0.12:8080", "job": "kube-state-metrics"}
-        yield Series("kube_pod_info", "gauge", "Information about pod.", labels, np.ones(st.t.size), "node",
-                     st.up["node"][j], scrape)  # fmt: skip
+        for namespace, owner in daemonsets:
+            labels = {
+                "namespace": namespace,
+                "pod": f"{owner}-{_suffix(nd.name)}",
+                "uid": f"{_suffix(owner + nd.name)}000-0000-4000-8000-000000000000",
+                "node": nd.name,
+                "created_by_kind": "DaemonSet",
+                "created_by_name": owner,
+                "host_ip": nd.ip,
+                "pod_ip": nd.ip,
+                "host_network": "true",
+                "priority_class": "system-node-critical",
+            }
+            yield Series("kube_pod_info", "gauge", "Information about pod.", labels, np.ones(st.t.size), "node",
+                         st.up["node"][j], scrape)  # fmt: skip
 
 
 def kube_prometheus_stack(job: SimulatedJob, series: Iterable[Series]) -> Iterator[Series]:

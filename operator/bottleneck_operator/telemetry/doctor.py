@@ -114,7 +114,7 @@ def _interval(found: dict[str, float], name: str) -> str:
 
 
 def _dcgm(found: dict[str, float], layout: Layout) -> Finding:
-    if "dcgm_fb" not in found:
+    if "dcgm_fb" not in found or layout.dcgm == "unmapped":
         if layout.dcgm == "unmapped":
             return Finding(
                 "dcgm-exporter", "missing", True, "GPU series without pod labels",

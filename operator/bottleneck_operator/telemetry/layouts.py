@@ -99,17 +99,34 @@ def detection_query(configured: LabelSettings, window: float = DETECT_WINDOW) ->
     """One instant query whose series say which layouts hold data (tagged ``bn_probe``)."""
     w = duration(window)
     placed = sel("kube_pod_info", 'node!=""')
-    nodes = f"group by (node) (last_over_time({placed}[{w}]))"
+    # Node names as Kubernetes knows them: kube_pod_info's, else the collector's and dcgm-exporter's.
+    named = [f"group by (node) (last_over_time({placed}[{w}]))"]
+    collectors = sel("bottleneck_sidecar_info", 'node!=""')
+    named.append(f"group by (node) (last_over_time({collectors}[{w}]))")
+    for h in HOST_LABELS:
+        gpus = sel("DCGM_FI_DEV_FB_USED", h + '!=""')
+        hosts = f"group by ({h}) (last_over_time({gpus}[{w}]))"
+        named.append(f'label_replace({hosts}, "node", "$1", {quote(h)}, "(.+)")')
+    nodes = f"group by (node) ({' or '.join(named)})"
     pods = f'label_replace({nodes}, "nodename", "$1", "node", "(.+)")'
     uname = f"group by (nodename) (last_over_time({sel('node_uname_info')}[{w}]))"
     exporters = sel("node_uname_info", 'pod!=""')
     exporter_pods = f"max by (namespace, pod) (last_over_time({exporters}[{w}]))"
     on_node = f"max by (namespace, pod, node) (last_over_time({placed}[{w}]))"
     fb = "DCGM_FI_DEV_FB_USED"
+    ds = sel("kube_pod_info", 'created_by_kind="DaemonSet"')
+    daemonsets = f"group by (namespace, pod) (last_over_time({ds}[{w}]))"
+
+    def own_pods(metric: str) -> str:
+        with_pod = sel(metric, 'pod!=""')
+        return f"group by (namespace, pod) (last_over_time({with_pod}[{w}]))"
+
     probes = {
         "dcgm_configured": _present(sel(fb, configured.dcgm_pod_label + '!=""'), w),
         "dcgm_exported": _present(sel(fb, f'{EXPORTED[1]}!=""'), w),
         "dcgm_pod": _present(sel(fb, 'pod!=""'), w),
+        # honorLabels: false without pod mapping: "pod" is the exporter's own DaemonSet pod
+        "dcgm_pod_workload": f"count({own_pods(fb)} unless on (namespace, pod) {daemonsets})",
         "dcgm_any": _present(sel(fb), w),
         **{f"host_{h}": _present(sel(fb, f'{h}!=""'), w) for h in HOST_LABELS},
         "node_any": _present(sel("node_uname_info"), w),
@@ -159,7 +176,7 @@ def _layout(seen: Mapping[str, float], configured: LabelSettings, clusters: tupl
         dcgm = "configured"
     elif has("dcgm_exported"):
         dcgm = "exported-labels"
-    elif has("dcgm_pod"):
+    elif has("dcgm_pod_workload"):
         dcgm = "pod-labels"
     else:
         dcgm = "unmapped" if has("dcgm_any") else "absent"
