@@ -89,6 +89,7 @@ def _unmapped_gpus(c: QueryContext) -> str:
 # name). One value per container (and device) before the containers are summed keeps either copy
 # from counting twice; the pod-level cgroup (container="") is excluded by the selector.
 ONE_PATH = "max by (namespace, pod, container, device)"
+SPEC_SEEN = "1h"  # cAdvisor publishes container_spec_* for a pod when it has any sample in this range
 
 
 def _cad_rate(metric: str) -> Callable[[QueryContext], str]:
@@ -118,11 +119,14 @@ def _mem_limit(c: QueryContext) -> str:
     sidecar = c.podsel("bottleneck_sidecar_memory_max_bytes")
     # Those exporters' scrape intervals are not estimated for this entry: a limit read within the
     # cAdvisor rate range (at least four cAdvisor intervals) is still the pod's limit.
+    # Only for pods cAdvisor publishes no limit for at all: a missed cAdvisor scrape stays a gap.
     r = c.rate_range(Group.CADVISOR)
-    return (
-        f"({cadvisor}) or on (namespace, pod) (sum by (namespace, pod) (last_over_time({ksm}[{r}])))"
-        f" or on (namespace, pod) (max by (namespace, pod) (last_over_time({sidecar}[{r}])))"
+    spec = c.containersel("container_spec_memory_limit_bytes")
+    fallback = (
+        f"(sum by (namespace, pod) (last_over_time({ksm}[{r}]))"
+        f" or on (namespace, pod) max by (namespace, pod) (last_over_time({sidecar}[{r}])))"
     )
+    return f"({cadvisor}) or ({fallback} unless on (namespace, pod) group by (namespace, pod) (last_over_time({spec}[{SPEC_SEEN}])))"
 
 
 def _throttled(c: QueryContext) -> str:
