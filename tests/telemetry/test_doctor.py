@@ -134,3 +134,27 @@ def test_unmapped_gpus_and_a_failing_node_join_are_told_apart(
     assert d.layout.node == "no-join" and f["node-exporter"].status == "degraded"
     assert "__meta_kubernetes_pod_node_name" in f["node-exporter"].fix
     assert not d.verdict_possible
+
+
+def test_the_operator_logs_and_exports_the_same_check_at_start(
+    jobs: list[Any], start_prometheus: Any, tmp_path: Path
+) -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from bottleneck_operator.telemetry.doctor import export
+
+    prom = start_prometheus(_write(jobs, tmp_path / "m.om", without="sidecar"))
+    registry = CollectorRegistry()
+    d = _diagnose(prom.url)
+    export(d, registry)
+    text = generate_latest(registry).decode()
+    assert 'bottleneck_monitoring_family{family="collector",required="false",status="degraded"} 1.0' in text
+    assert 'bottleneck_monitoring_family{family="dcgm-exporter",required="true",status="ok"} 1.0' in text
+    assert "collector: degraded (no bottleneck_sidecar_* series); fix: annotate the Job" in d.summary()
+
+
+def test_doctor_on_an_unreachable_prometheus_exits_4(bad_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["doctor", "--prometheus-url", bad_server.refused_url, "--at", str(AT)])
+    assert code == 4
+    err = capsys.readouterr().err
+    assert "error" in err and "Traceback" not in err

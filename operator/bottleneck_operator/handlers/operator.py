@@ -25,6 +25,7 @@ from bottleneck_operator.handlers.reports_api import ReportsApi, ReportsApiError
 from bottleneck_operator.handlers.state import AnalyzerLike, Clock, OperatorState
 from bottleneck_operator.handlers.state import logger as log
 from bottleneck_operator.settings import Settings
+from bottleneck_operator.telemetry.doctor import check_at_start
 
 LoginFn = Callable[[], Any]
 Logger = logging.Logger | logging.LoggerAdapter[Any]
@@ -103,6 +104,7 @@ def register_handlers(
         except BottleneckError as exc:
             await api.close()
             raise kopf.PermanentError(f"cannot start the analysis: {exc}") from exc
+        check_at_start(operator_settings, state.metrics.registry)
         freeze_long_lived()
         await state.metrics.serve(operator_settings.metrics_port)
         state.loop_task = asyncio.create_task(run_loop(state), name="bottleneck analysis loop")

@@ -9,10 +9,16 @@ with the exact change that closes the gap: a chart value, a counters-file line, 
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bottleneck_operator.settings import LabelSettings
+from prometheus_client import CollectorRegistry, Gauge
+
+from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.settings import LabelSettings, Settings
 from bottleneck_operator.telemetry.catalog import tag
 from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.layouts import Layout, detect, with_matchers
@@ -20,6 +26,7 @@ from bottleneck_operator.telemetry.names import add_matchers, quote, validate_k8
 from bottleneck_operator.telemetry.selectors import duration, sel
 from bottleneck_operator.telemetry.store import labels_of, to_float
 
+log = logging.getLogger(__name__)
 PROBE = "bn_doctor"
 WINDOW = 600.0  # seconds of data each check counts samples in
 
@@ -236,3 +243,43 @@ def check(client: PrometheusClient, labels: LabelSettings, at: float, namespace:
     if not configured.label_layout_detection:
         notes.append("layout detection is off: the configured labels are read as they are")
     return Diagnosis(tuple(c(found, layout) for c in _CHECKS), layout, tuple(notes))
+
+
+def export(diagnosis: Diagnosis, registry: CollectorRegistry) -> None:
+    """Expose the diagnosis as ``bottleneck_monitoring_family{family,status,required}`` (1 per family)."""
+    gauge = Gauge(
+        "bottleneck_monitoring_family",
+        "What the operator found of each telemetry family at start (see `bottleneck-operator doctor`): "
+        "1 for the family's status.",
+        ["family", "status", "required"],
+        registry=registry,
+    )
+    for f in diagnosis.findings:
+        gauge.labels(f.family, f.status, str(f.required).lower()).set(1)
+
+
+def _run_at_start(settings: Settings, registry: CollectorRegistry | None) -> None:
+    client = PrometheusClient(settings)
+    try:
+        diagnosis = check(client, settings.labels, time.time())
+    except BottleneckError as exc:
+        log.warning("monitoring check at start failed: %s", exc)
+        return
+    finally:
+        client.close()
+    level = logging.INFO if diagnosis.verdict_possible else logging.WARNING
+    log.log(level, "monitoring as found (bottleneck-operator doctor): %s", diagnosis.summary())
+    if registry is not None:
+        export(diagnosis, registry)
+
+
+def check_at_start(settings: Settings, registry: CollectorRegistry | None = None) -> threading.Thread:
+    """Run :func:`check` once in the background: log its summary and export it on ``registry``.
+
+    A daemon thread of its own: a slow or unreachable Prometheus never delays the operator's start.
+    """
+    thread = threading.Thread(
+        target=_run_at_start, args=(settings, registry), name="bottleneck monitoring check", daemon=True
+    )
+    thread.start()
+    return thread
