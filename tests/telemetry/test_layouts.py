@@ -87,6 +87,7 @@ def test_kube_prometheus_stack_reads_like_the_project_layout(kps: Any, sim_datas
         _assert_same(got[key], window, relaxed_limit=True)
         assert got[key].quality.layout == {"dcgm": "exported-labels", "node": "pod-join", "cadvisor": "no-spec"}
         assert window.quality.layout == {"dcgm": "pod-labels", "node": "uname-join", "cadvisor": "with-spec"}
+        assert "label layout read: dcgm exported-labels, node pod-join, cadvisor no-spec" in got[key].quality.notes
 
 
 def test_kube_prometheus_stack_gets_the_same_verdicts(kps: Any, sim_dataset: Any) -> None:

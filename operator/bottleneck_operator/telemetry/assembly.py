@@ -51,6 +51,9 @@ def assemble(req: WindowRequest, grid: Grid, store: Store) -> JobWindow:
     if Family.DCGM_PROF in families and Family.DCGM_PROF_SM not in families:
         notes.append("no SM activity/occupancy (dcgm-exporter's shipped counters files leave them out)")
     notes.extend(store.failures)
+    if pods and store.layout:
+        # The report's data quality shows notes: the layout read goes there as well as in quality.layout.
+        notes.append("label layout read: " + ", ".join(f"{k} {v}" for k, v in store.layout.items()))
     return JobWindow(
         namespace=req.namespace,
         job=req.job,
