@@ -11,8 +11,7 @@ import time
 import traceback
 from pathlib import Path
 
-ORDER = ["simulator", "telemetry", "analysis", "operator", "sidecar", "webhook"]
-ORDER.append("crossfamily")  # train on one scenario family, evaluate on the other
+ORDER = ["simulator", "telemetry", "layouts", "analysis", "crossfamily", "operator", "sidecar", "webhook"]
 
 
 def _available() -> list[str]:
