@@ -40,6 +40,7 @@ class PrometheusSettings:
     prometheus_insecure_skip_verify: bool
     prometheus_headers: dict[str, str]
     prometheus_compression: bool
+    max_query_bytes: int
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,16 @@ class Settings(BaseSettings):
         description=(
             "Ask for gzip-compressed answers: a tenth of the traffic, for a remote or metered endpoint, "
             "at the cost of CPU on both ends (about a sixth of Prometheus's work in a pass)."
+        ),
+    )
+
+    max_query_bytes: int = Field(
+        12000,
+        ge=1024,
+        description=(
+            "Most bytes of PromQL in one query: longer selections are split over several queries. "
+            "VictoriaMetrics refuses queries over 16384 bytes by default (-search.maxQueryLen), and "
+            "gateways in front of Thanos or Mimir have limits of the same kind."
         ),
     )
 

@@ -127,3 +127,15 @@ def test_sparklines_and_long_timelines() -> None:
     assert lines[1] == "  verdict      " + "G" * 20 + "M" * 20
     assert lines[3] == "  GPU active   " + "█" * 20 + "▁" * 20
     assert lines[4] == "  span         t0 .. t200"
+
+
+def test_show_html_writes_the_page(reports: Reports, run: Run, tmp_path: Path) -> None:
+    reports.add("ml", "train-io", io_status())
+    page = tmp_path / "train-io.html"
+    code, out, err = run("show", "train-io", "-n", "ml", "--html", str(page))
+    assert code == 0, err
+    assert f"HTML report written to {page}" in err and "Bottleneck:    IO" in out
+    text = page.read_text()
+    assert "ml/train-io" in text and "I/O pressure held the node 42 % of the time." in text
+    code, _, err = run("show", "train-io", "-n", "ml", "--html", str(tmp_path / "no-dir" / "x.html"))
+    assert code == 1 and err.startswith("error: --html: cannot write") and "Traceback" not in err

@@ -8,14 +8,17 @@ verdict of Unknown with the reason is still printed, in the chosen output), 4 Pr
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bottleneck_operator.commands._common import add_prometheus_flags, dumps, settings_from_args
 from bottleneck_operator.errors import EXIT_NO_DATA, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
+    from bottleneck_operator.contract.window import JobWindow
     from bottleneck_operator.reports import ReportStatus
 
 
@@ -51,7 +54,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--step", type=float, help="query resolution in seconds (default: the step setting)")
     parser.add_argument("--output", "-o", choices=("json", "table"), default="table", help="output format")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        type=Path,
+        help="also write the report as one self-contained HTML page with plots of the Job's signals",
+    )
     parser.set_defaults(func=main)
+
+
+def _write_html(args: argparse.Namespace, status: dict[str, Any], window: JobWindow | None, name: str) -> None:
+    """Write the --html page when asked; a path that cannot be written is the caller's mistake."""
+    if args.html is None:
+        return
+    from bottleneck_operator.html import write_html
+
+    try:
+        write_html(status, args.html, window=window, name=name)
+    except OSError as exc:
+        raise UsageError(f"--html: cannot write {args.html}: {exc.strerror or exc}") from exc
+    print(f"HTML report written to {args.html}", file=sys.stderr)
 
 
 def parse_time(text: str, flag: str) -> float:
@@ -117,6 +139,7 @@ def from_report(args: argparse.Namespace) -> int:
     report = get_report(target, namespace, validate_k8s_name("report", args.from_report))
     status = typed_status(report)
     job = ((report.get("spec") or {}).get("jobRef") or {}).get("name") or args.from_report
+    _write_html(args, report.get("status") or {}, None, f"{namespace}/{args.from_report}")
     _print(namespace, str(job), status, args.output)
     return EXIT_NO_DATA if _is_data_problem(status) else EXIT_OK
 
@@ -150,7 +173,9 @@ def main(args: argparse.Namespace) -> int:
         if lifetime is None:
             days = args.lookback / 86400
             reason = f"no pods of Job {namespace}/{job} found in Prometheus (kube_pod_info, last {days:.3g} days)"
-            _print(namespace, job, _no_data_status(namespace, job, start or now, end or now, reason), args.output)
+            status = _no_data_status(namespace, job, start or now, end or now, reason)
+            _write_html(args, status.dump(), None, f"{namespace}/{job}")
+            _print(namespace, job, status, args.output)
             return EXIT_NO_DATA
         start = lifetime[0] if start is None else start
         end = lifetime[1] if end is None else end
@@ -158,6 +183,7 @@ def main(args: argparse.Namespace) -> int:
             end = start + settings.step
     analyzer = Analyzer(settings, client=client)
     result = analyzer.analyze_jobs([JobRequest(namespace=namespace, job=job, start=start, end=end)])[0]
+    _write_html(args, result.status.dump(), result.window, f"{namespace}/{job}")
     data_problem = (
         result.window is None
         or not result.window.pods

@@ -12,6 +12,7 @@ import importlib
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     _kube_flags(p)
     p.add_argument("name", metavar="NAME", help="the report's name (the Job's name)")
     p.add_argument("-o", "--output", choices=("json", "yaml", "wide"), help="output format (default: text)")
+    p.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML page")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("explain", help="what a class means, its mechanisms, and what to try")
@@ -126,11 +128,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     target = _target(args)
     namespace = _name("namespace", args.namespace or target.namespace)
     report = get_report(target, namespace, _name("report name", args.name))
+    if args.html:
+        _write_html(report, args.html, f"{namespace}/{args.name}")
     if args.output in ("json", "yaml"):
         print(_dump(report, args.output))
     else:
         print(describe(report, colour=use_colour(sys.stdout)))
     return EXIT_OK
+
+
+def _write_html(report: dict[str, Any], path: str, name: str) -> None:
+    from bottleneck_operator.html import write_html
+
+    try:
+        write_html(report.get("status") or {}, Path(path), name=name)
+    except OSError as exc:
+        raise PluginError(f"error: --html: cannot write {path}: {exc.strerror or exc}") from exc
+    print(f"HTML report written to {path}", file=sys.stderr)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
