@@ -139,3 +139,21 @@ def test_show_html_writes_the_page(reports: Reports, run: Run, tmp_path: Path) -
     assert "ml/train-io" in text and "I/O pressure held the node 42 % of the time." in text
     code, _, err = run("show", "train-io", "-n", "ml", "--html", str(tmp_path / "no-dir" / "x.html"))
     assert code == 1 and err.startswith("error: --html: cannot write") and "Traceback" not in err
+
+
+def test_the_real_executable_prints_one_line_not_a_traceback(tmp_path: Path) -> None:
+    import subprocess
+
+    from bottleneck_operator.demo.cluster import kubeconfig_text
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    path = tmp_path / "kubeconfig"
+    path.write_text(kubeconfig_text(f"http://127.0.0.1:{port}"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bottleneck_operator.plugin.main", "show", "x", "--kubeconfig", str(path)],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )  # fmt: skip
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("Unable to connect to the server") and len(proc.stderr.strip().splitlines()) == 1

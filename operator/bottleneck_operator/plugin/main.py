@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -171,6 +172,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """The plugin's entry point (the ``kubectl-bottleneck`` console script)."""
     args = build_parser().parse_args(argv)
+    # kubectl stays quiet while it retries: only the final error reaches the user, as one line.
+    logging.basicConfig(level=logging.ERROR, format="%(message)s")
     try:
         return int(args.func(args))
     except PluginError as exc:
