@@ -14,7 +14,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 
@@ -25,6 +25,9 @@ from bottleneck_operator.plugin.kubeconfig import Target, load
 from bottleneck_operator.plugin.render import explain_text, report_rows, table, use_colour
 from bottleneck_operator.plugin.show import describe
 from bottleneck_operator.plugin.source import PluginError, get_report, list_reports
+
+if TYPE_CHECKING:
+    from bottleneck_operator.contract.window import JobWindow
 
 PROG = "kubectl bottleneck"
 
@@ -64,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME", help="the report's name (the Job's name)")
     p.add_argument("-o", "--output", choices=("json", "yaml", "wide"), help="output format (default: text)")
     p.add_argument("--html", metavar="FILE", help="also write the report as one self-contained HTML page")
+    _show_prometheus_flags(p)
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("explain", help="what a class means, its mechanisms, and what to try")
@@ -75,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     _doctor_flags(p)
     p.set_defaults(func=cmd_doctor)
     return parser
+
+
+def _show_prometheus_flags(parser: argparse.ArgumentParser) -> None:
+    from bottleneck_operator.commands._common import add_prometheus_flags
+
+    # Optional: with a Prometheus, show draws the Job's GPU activity under its verdict timeline and
+    # the HTML page gains its signal plots. Only an explicit --prometheus-url turns this on.
+    add_prometheus_flags(parser)
 
 
 def _doctor_flags(parser: argparse.ArgumentParser) -> None:
@@ -129,20 +141,29 @@ def cmd_show(args: argparse.Namespace) -> int:
     target = _target(args)
     namespace = _name("namespace", args.namespace or target.namespace)
     report = get_report(target, namespace, _name("report name", args.name))
+    window, gpu = None, None
+    if args.prometheus_url:
+        from bottleneck_operator.plugin import activity
+
+        status = report.get("status") or {}
+        job = ((report.get("spec") or {}).get("jobRef") or {}).get("name") or args.name
+        spans = activity.spans(status)
+        window = activity.fetch(args, namespace, str(job), spans)
+        gpu = activity.per_window(window, spans)
     if args.html:
-        _write_html(report, args.html, f"{namespace}/{args.name}")
+        _write_html(report, args.html, f"{namespace}/{args.name}", window)
     if args.output in ("json", "yaml"):
         print(_dump(report, args.output))
     else:
-        print(describe(report, colour=use_colour(sys.stdout)))
+        print(describe(report, colour=use_colour(sys.stdout), gpu=gpu))
     return EXIT_OK
 
 
-def _write_html(report: dict[str, Any], path: str, name: str) -> None:
+def _write_html(report: dict[str, Any], path: str, name: str, window: JobWindow | None) -> None:
     from bottleneck_operator.html import write_html
 
     try:
-        write_html(report.get("status") or {}, Path(path), name=name)
+        write_html(report.get("status") or {}, Path(path), window=window, name=name)
     except OSError as exc:
         raise PluginError(f"error: --html: cannot write {path}: {exc.strerror or exc}") from exc
     print(f"HTML report written to {path}", file=sys.stderr)

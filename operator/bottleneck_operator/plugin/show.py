@@ -42,24 +42,44 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def timeline_lines(raw: Mapping[str, Any], colour: bool, width: int = WIDTH) -> list[str]:
-    """The timeline block: verdict letters, confidence and GPU activity sparklines, the span and a legend."""
+def timeline_lines(
+    raw: Mapping[str, Any], colour: bool, width: int = WIDTH, gpu: Sequence[float | None] | None = None
+) -> list[str]:
+    """The timeline block: verdict letters, confidence and GPU activity sparklines, the span and a legend.
+
+    Args:
+        raw: the report's status as the API holds it.
+        colour: paint the verdict letters.
+        width: at most this many columns.
+        gpu: GPU activity per timeline window (read from Prometheus); default the entries' own
+            ``gpuActive`` where they carry it.
+    """
     entries = [e for e in raw.get("timeline") or [] if isinstance(e, dict)]
+    if gpu is None and any(e.get("gpuActive") is not None for e in entries):
+        gpu = [e.get("gpuActive") for e in entries]
     if not entries:
-        return ["Timeline:      <none> (no window analysed yet)"]
-    groups = _squeeze(entries, width)
-    verdicts = [Counter(str(e.get("bottleneck", "Unknown")) for e in g).most_common(1)[0][0] for g in groups]
+        if not gpu or all(v is None for v in gpu):
+            return ["Timeline:      <none> (no window analysed yet)"]
+        row = sparkline([_mean(g) for g in _squeeze(list(gpu), width)])
+        return [
+            "Timeline:      no per-window verdicts; GPU activity across the analysed window",
+            f"  GPU active   {row}",
+        ]
+    groups = _squeeze(list(range(len(entries))), width)
+    verdicts = [Counter(str(entries[i].get("bottleneck", "Unknown")) for i in g).most_common(1)[0][0] for g in groups]
     letters = "".join(paint(LETTERS.get(v, "?"), v, colour) for v in verdicts)
-    conf = sparkline([_mean([e.get("confidence") for e in g]) for g in groups])
+    conf = sparkline([_mean([entries[i].get("confidence") for i in g]) for g in groups])
     lines = [
         f"Timeline:      {len(entries)} windows, oldest first",
         f"  verdict      {letters}",
         f"  confidence   {conf}",
     ]
-    if any(e.get("gpuActive") is not None for e in entries):
-        lines.append(f"  GPU active   {sparkline([_mean([e.get('gpuActive') for e in g]) for g in groups])}")
+    if gpu is not None and all(v is None for v in gpu):
+        lines.append("  GPU active   <no samples>")
+    elif gpu is not None and len(gpu) == len(entries):
+        lines.append(f"  GPU active   {sparkline([_mean([gpu[i] for i in g]) for g in groups])}")
     lines.append(f"  span         {entries[0].get('start', '?')} .. {entries[-1].get('end', '?')}")
-    seen = sorted({v for v in verdicts}, key=list(LETTERS).index)
+    seen = sorted(set(verdicts), key=lambda v: list(LETTERS).index(v) if v in LETTERS else len(LETTERS))
     lines.append("  legend       " + "  ".join(f"{paint(LETTERS[v], v, colour)}={v}" for v in seen if v in LETTERS))
     return lines
 
@@ -155,12 +175,15 @@ def _tail(s: ReportStatus, colour: bool) -> list[str]:
     return lines
 
 
-def describe(report: Mapping[str, Any], colour: bool = False) -> str:
-    """A report in full: verdict, evidence, recommendations, headroom and capacity, pods, timeline, data."""
+def describe(report: Mapping[str, Any], colour: bool = False, gpu: Sequence[float | None] | None = None) -> str:
+    """A report in full: verdict, evidence, recommendations, headroom and capacity, pods, timeline, data.
+
+    ``gpu``: GPU activity per timeline window (see :func:`timeline_lines`).
+    """
     s = typed_status(report)
     lines = _header(report, s, colour)
     lines += _body(s, colour)
     lines += _pods(s, colour)
-    lines += ["", *timeline_lines(report.get("status") or {}, colour)]
+    lines += ["", *timeline_lines(report.get("status") or {}, colour, gpu=gpu)]
     lines += _tail(s, colour)
     return "\n".join(lines)
