@@ -12,7 +12,7 @@ import pytest
 import yaml
 from _plugin_support import Reports, Run, io_status, unknown_status
 
-from bottleneck_operator.plugin.show import sparkline, timeline_lines
+from bottleneck_operator.plugin.show import _unit, sparkline, timeline_lines
 
 
 def test_show_prints_everything_the_report_holds(reports: Reports, run: Run) -> None:
@@ -20,7 +20,7 @@ def test_show_prints_everything_the_report_holds(reports: Reports, run: Run) -> 
     code, out, err = run("show", "train-io", "-n", "ml")
     assert code == 0, err
     assert "Bottleneck:    IO  (confidence 87%, secondary CPU)" in out
-    assert "I/O pressure held the node 42 % of the time.  [node_psi_io_some: 0.42 ratio (reference 0.05 ratio)]" in out
+    assert "I/O pressure held the node 42 % of the time.  [node_psi_io_some: 42% (reference 5%)]" in out
     assert "1. Cache the dataset on local NVMe or in the page cache  [node_psi_io_some]" in out
     assert "headroom  1.60x .. 2.40x  (GPU idle time waiting on reads)" in out
     assert "storage read: needs 900 MB/s, observed 310 MB/s: reads at 34 %" in out
@@ -118,6 +118,9 @@ def test_colour_on_a_terminal_only(reports: Reports, monkeypatch: pytest.MonkeyP
 
 def test_sparklines_and_long_timelines() -> None:
     assert sparkline([0.0, 0.5, 0.99, 1.0, None]) == "▁▅██ "
+    assert (
+        _unit(2.16e10, "B/s") == "21.6 GB/s" and _unit(0.083, "ratio") == "8.3%" and _unit(3.5, "cores") == "3.5 cores"
+    )
     entries = [
         {"start": f"t{i}", "end": f"t{i + 1}", "bottleneck": "GPU" if i < 100 else "Memory", "confidence": 0.5,
          "gpuActive": 1.0 if i < 100 else 0.0}

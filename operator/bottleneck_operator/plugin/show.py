@@ -113,6 +113,13 @@ def _header(report: Mapping[str, Any], s: ReportStatus, colour: bool) -> list[st
 
 
 def _unit(value: float, unit: str) -> str:
+    """A figure as people read it: ratios as percentages, bytes with SI prefixes (2.16 GB/s)."""
+    if unit == "ratio":
+        return f"{100 * value:.3g}%"
+    if unit in ("B", "B/s"):
+        for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {prefix}{unit}"
     return f"{value:.3g} {unit}".rstrip()
 
 
