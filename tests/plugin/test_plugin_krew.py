@@ -5,13 +5,16 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
+from _plugin_support import Reports, io_status
 
 from bottleneck_operator.plugin import krew
 
@@ -69,3 +72,32 @@ def test_launcher_without_the_package_says_what_to_install(tmp_path: Path) -> No
     proc = subprocess.run([_launcher(tmp_path), "list"], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 1
     assert "pip install bottleneck-operator" in proc.stderr
+
+
+def test_kubectl_finds_and_runs_the_plugin(tmp_path: Path, reports: Reports) -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed")
+    reports.add("ml", "train-io", io_status())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    launcher = _launcher(bin_dir)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "BOTTLENECK_PYTHON": sys.executable,
+        "PYTHONPATH": str(ROOT / "operator"),
+        "KUBECONFIG": str(reports.kubeconfig),
+    }
+    found = subprocess.run([kubectl, "plugin", "list"], capture_output=True, text=True, env=env, timeout=60)
+    assert str(launcher) in found.stdout
+    proc = subprocess.run(
+        [kubectl, "bottleneck", "list", "-n", "ml"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1].split()[:3] == ["train-io", "train-io", "IO"]
+    proc = subprocess.run(
+        [kubectl, "bottleneck", "show", "ghost", "-n", "ml"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 1
+    assert 'Error from server (NotFound): bottleneckreports.bottleneck.dev "ghost" not found' in proc.stderr
