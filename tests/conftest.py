@@ -97,12 +97,10 @@ class SimDataset:
 @pytest.fixture(scope="session")
 def sim_jobs() -> list[Any]:
     """Ten seeded jobs covering every verdict class (Unknown excepted), 15 minutes each."""
-    simulation = pytest.importorskip("bottleneck_operator.simulation")
-    if not hasattr(simulation, "generate_jobs"):
-        pytest.skip("the simulator (simulation.generate_jobs) is not available yet")
     from bottleneck_operator.contract.verdict import CLASSES
+    from bottleneck_operator.simulation import generate_jobs
 
-    jobs: list[Any] = simulation.generate_jobs(
+    jobs: list[Any] = generate_jobs(
         SIM_SEED, 2 * len(CLASSES), start=SIM_START, duration=SIM_DURATION, classes=list(CLASSES)
     )
     return jobs

@@ -147,6 +147,7 @@ def from_report(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace) -> int:
     from bottleneck_operator.pipeline import Analyzer, JobRequest
     from bottleneck_operator.telemetry.client import PrometheusClient
+    from bottleneck_operator.telemetry.layouts import with_matchers
     from bottleneck_operator.telemetry.lifetime import job_lifetime
     from bottleneck_operator.telemetry.names import validate_k8s_name
 
@@ -169,7 +170,8 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError("--lookback must be positive")
         # With only --end given, the Job's lifetime is searched back from it.
         search_end = end if end is not None else now
-        lifetime = job_lifetime(client, namespace, job, lookback=args.lookback, now=search_end)
+        matchers = with_matchers(settings.labels).selector_matchers
+        lifetime = job_lifetime(client, namespace, job, lookback=args.lookback, now=search_end, matchers=matchers)
         if lifetime is None:
             days = args.lookback / 86400
             reason = f"no pods of Job {namespace}/{job} found in Prometheus (kube_pod_info, last {days:.3g} days)"

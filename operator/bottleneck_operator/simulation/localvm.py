@@ -20,21 +20,19 @@ The query-length limit (``-search.maxQueryLen``) is left at its default (16 KiB)
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 
-from bottleneck_operator.simulation.localprom import LocalPrometheusError, find_binary, free_port
+from bottleneck_operator.simulation.localprom import LocalPrometheusError, find_binary
+from bottleneck_operator.simulation.processes import launch_on_free_port
 
 BINARY = "victoria-metrics"
 _CHUNK_LINES = 50_000  # lines per import request: bounded memory on both sides
-_LOG_TAIL = 3000
 
 
 def available() -> bool:
@@ -120,28 +118,23 @@ class LocalVictoriaMetrics:
         """
         binary = find_binary(BINARY)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        last_error = ""
-        for _attempt in range(3):  # the free port can be taken between probing and binding
-            self.port = free_port()
-            cmd = [
+        self._proc, self.port = launch_on_free_port(
+            "VictoriaMetrics",
+            lambda port: [
                 binary,
                 f"-storageDataPath={self.data_dir}",
-                f"-httpListenAddr=127.0.0.1:{self.port}",
+                f"-httpListenAddr=127.0.0.1:{port}",
                 "-retentionPeriod=100y",
                 "-search.latencyOffset=0",
                 "-search.disableCache",
                 "-dedup.minScrapeInterval=1ms",
                 *self.extra_flags,
-            ]
-            with self.log_path.open("ab") as log:
-                self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
-            if self._wait_ready():
-                return
-            last_error = self._tail()
-            self.stop()
-            if "address already in use" not in last_error:
-                break
-        raise LocalPrometheusError(f"VictoriaMetrics did not become ready; log {self.log_path}:\n{last_error}")
+            ],
+            ready_url=lambda port: f"http://127.0.0.1:{port}/health",
+            log_path=self.log_path,
+            cwd=self.workdir,
+            timeout=self.start_timeout,
+        )
 
     def import_openmetrics(self, path: Path) -> None:
         """Import a file of timestamped samples, then force a flush so every sample is searchable."""
@@ -191,23 +184,3 @@ class LocalVictoriaMetrics:
             raise LocalPrometheusError(f"VictoriaMetrics refused {path} (HTTP {exc.code}): {detail}") from exc
         except (urllib.error.URLError, OSError) as exc:
             raise LocalPrometheusError(f"VictoriaMetrics at {self.url} failed on {path}: {exc}") from exc
-
-    def _wait_ready(self) -> bool:
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            if self._proc is None or self._proc.poll() is not None:
-                return False
-            with (
-                contextlib.suppress(urllib.error.URLError, OSError),
-                urllib.request.urlopen(f"{self.url}/health", timeout=1.0) as resp,  # noqa: S310 - loopback URL
-            ):
-                if resp.status == 200:
-                    return True
-            time.sleep(0.1)
-        return False
-
-    def _tail(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-_LOG_TAIL:]
-        except OSError:
-            return "(no log)"

@@ -36,6 +36,7 @@ from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.errors import InvalidWindow
 from bottleneck_operator.telemetry.grid import Grid, segments
 from bottleneck_operator.telemetry.intervals import IntervalCache
+from bottleneck_operator.telemetry.layouts import LAYOUTS, with_matchers
 from bottleneck_operator.telemetry.names import escape_regex, regex_alternation, validate_k8s_name, validate_label_name
 from bottleneck_operator.telemetry.nodes import attach_instances
 from bottleneck_operator.telemetry.probes import probe
@@ -78,13 +79,18 @@ def fetch_windows(
     mapping, step = _mapping_and_step(settings, step)
     limit = settings.max_query_bytes if isinstance(settings, Settings) else sq.DEFAULT_MAX_QUERY_BYTES
     _validate(requests, mapping)
+    configured = mapping = with_matchers(mapping)
+    mapping, layout = LAYOUTS.resolve(client, mapping, max(r.end for r in requests)) if requests else (mapping, None)
     grids = {r: Grid.within(r.start, r.end, step) for r in requests}
-    store = Store()
+    store = Store(layout=layout.describe() if layout is not None else {})
     for seg in segments(grids.values()):
         active = [r for r in requests if seg.overlaps(grids[r])]
         if active:
             _fetch_segment(client, (mapping, limit), seg, active, store, intervals)
-    return {(r.namespace, r.job): assemble(r, grids[r], store) for r in requests}
+    out = {(r.namespace, r.job): assemble(r, grids[r], store) for r in requests}
+    if layout is not None:
+        LAYOUTS.check_pass(client, configured, layout, out.values())
+    return out
 
 
 def _mapping_and_step(settings: Settings | LabelSettings, step: float | None) -> tuple[LabelSettings, float]:
@@ -137,9 +143,11 @@ def _find_pods(
     namespaces = regex_alternation(ns for ns, _ in jobs)
     # kube-state-metrics' scrape interval is not known yet: a generous presence window.
     presence = sq.gauge_window(grid.step, 2 * sq.DEFAULT_SCRAPE_INTERVAL)
+    matchers = tuple(mapping.selector_matchers)
     found: set[JobKey] = set()
-    for part in _pods_batches(sorted(jobs), presence, limit):
-        found |= discover(client.query_matrix(_pods_query(part, presence), grid), frozenset(part), store)
+    for part in _pods_batches(sorted(jobs), presence, limit, matchers):
+        query = _pods_query(part, presence, matchers)
+        found |= discover(client.query_matrix(query, grid), frozenset(part), store)
     missing = sorted(jobs - found)
     store.prefix_jobs.update(missing)
     placed = {(ns, p): info for ns, job in jobs for p, info in store.pods.get((ns, job), {}).items()}
@@ -162,22 +170,23 @@ def _find_pods(
     return Scope(grid=grid, jobs=jobs, placed=placed, prefix_alts=prefix_alts, nodes=nodes, base=base)
 
 
-def _pods_query(jobs: Sequence[JobKey], presence: float) -> str:
+def _pods_query(jobs: Sequence[JobKey], presence: float, matchers: Sequence[str]) -> str:
     names = [j for _, j in jobs]
     return disc.pods_query(
         regex_alternation(ns for ns, _ in jobs),
         regex_alternation(names),
         regex_alternation(names, suffix="-.+"),
         presence,
+        matchers,
     )
 
 
-def _pods_batches(jobs: list[JobKey], presence: float, limit: int) -> list[list[JobKey]]:
+def _pods_batches(jobs: list[JobKey], presence: float, limit: int, matchers: Sequence[str]) -> list[list[JobKey]]:
     """The Jobs in halves, and halves of halves, until each part's pods query fits the limit."""
-    if len(jobs) <= 1 or query_bytes(_pods_query(jobs, presence)) <= limit:
+    if len(jobs) <= 1 or query_bytes(_pods_query(jobs, presence, matchers)) <= limit:
         return [jobs]
     half = len(jobs) // 2
-    return _pods_batches(jobs[:half], presence, limit) + _pods_batches(jobs[half:], presence, limit)
+    return _pods_batches(jobs[:half], presence, limit, matchers) + _pods_batches(jobs[half:], presence, limit, matchers)
 
 
 def _with_hinted_nodes(scope: Scope, store: Store, instances: Mapping[str, set[str]]) -> Scope:
