@@ -1,7 +1,7 @@
 """What each verdict class means, the mechanisms behind it, and what to try: the one place this text lives.
 
 ``kubectl bottleneck explain CLASS`` prints it; docs/plugin.md carries the same text (a test fails
-when they drift). What to try is the analysis's own advice (:data:`~bottleneck_operator.analysis.evidence.ADVICE`),
+when they drift). What to try is the analysis's own advice (:data:`~bottleneck_operator.analysis.advice.ADVICE`),
 the list a report's recommendations are drawn from, so the two never disagree.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bottleneck_operator.analysis.evidence import ADVICE
+from bottleneck_operator.analysis.advice import ADVICE
 from bottleneck_operator.contract.verdict import Bottleneck
 
 
@@ -38,6 +38,15 @@ CLASSES: tuple[ClassText, ...] = (
                 "a dataset of small files keeps the disk busy with seeks; iowait and I/O "
                 "pressure rise while the bytes read stay low",
             ),
+            (
+                "object store over HTTP",
+                "the dataset streams as network receive with no iowait: readers wait on sockets, "
+                "and the reader's own CPU goes to TLS and HTTP",
+            ),
+            (
+                "memory-mapped dataset",
+                "reads show as major page faults with iowait rather than as read calls",
+            ),
         ),
     ),
     ClassText(
@@ -46,10 +55,15 @@ CLASSES: tuple[ClassText, ...] = (
         "wait for batches the CPUs prepare.",
         (
             (
-                "too few workers for the decoding",
+                "saturated loader",
                 "the Job's own cgroup uses all the cores it has; CPU pressure is high and storage is not saturated",
             ),
             ("CFS throttling", "the container's CPU limit throttles it while the node may have idle cores"),
+            (
+                "too few workers",
+                "zero to two DataLoader workers (num_workers=0 loads inside the training loop) each run at "
+                "a full core while the node sits idle",
+            ),
         ),
     ),
     ClassText(
