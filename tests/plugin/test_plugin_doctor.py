@@ -13,14 +13,9 @@ from bottleneck_operator.cli import main as cli_main
 pytestmark = pytest.mark.prometheus
 
 
-def _needs_doctor() -> None:
-    pytest.importorskip("bottleneck_operator.commands.doctor", reason="the operator's doctor is not in this build")
-
-
 def test_doctor_prints_what_the_operators_doctor_prints(
     sim_dataset: Any, run: Run, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _needs_doctor()
     argv = ["doctor", "--prometheus-url", sim_dataset.prom.url, "--at", str(sim_dataset.end)]
     operator_code = cli_main(argv)
     operator_out, _ = capsys.readouterr()
@@ -32,7 +27,6 @@ def test_doctor_prints_what_the_operators_doctor_prints(
 
 
 def test_doctor_on_an_unreachable_prometheus_exits_1(bad_server: Any, run: Run) -> None:
-    _needs_doctor()
     code, out, err = run("doctor", "--prometheus-url", bad_server.refused_url, "--prometheus-timeout", "2")
     assert code == 1 and out == ""
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -8,7 +8,6 @@ words them; never a traceback.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import sys
@@ -182,11 +181,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     # The operator's own doctor does the checking; this plugin only maps its exit codes onto kubectl's.
-    try:
-        doctor = importlib.import_module("bottleneck_operator.commands.doctor")
-    except ImportError as exc:
-        raise PluginError("error: this bottleneck-operator has no doctor command; upgrade the package") from exc
-    code = int(doctor.main(args))
+    from bottleneck_operator.commands import doctor
+
+    code = doctor.main(args)
     return EXIT_OK if code == EXIT_OK else EXIT_INTERNAL
 
 
