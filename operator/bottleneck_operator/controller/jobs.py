@@ -1,13 +1,12 @@
-"""Profiled Jobs: reading the annotation and the Job's phase, and making sure each has its report.
+"""Profiled workloads: reading the annotation and the phase, and making sure each has its report.
 
-The Job itself is only read: its status belongs to the Job controller, and the operator's state
-lives in the BottleneckReport.
+A workload (a batch/v1 Job or a training operator's kind, see :mod:`.workloads`) is only read: its
+status belongs to its controller, and the operator's state lives in the BottleneckReport.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from bottleneck_operator.contract.annotations import Choice, parse_switch
@@ -15,39 +14,9 @@ from bottleneck_operator.contract.names import PROFILE_ANNOTATION
 from bottleneck_operator.controller.reports_api import ReportConflict, report_body
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
 from bottleneck_operator.controller.status import merge_patch, needs_final, pending_status
+from bottleneck_operator.controller.workloads import JOB, WorkloadKind, job_phase, parse_time
 
-
-def parse_time(value: Any) -> float | None:
-    """An RFC 3339 time from the API as unix seconds, None when absent or unreadable."""
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def job_phase(status: Mapping[str, Any] | None) -> tuple[str, float | None, float | None]:
-    """The Job's phase and its start/end times from ``.status``.
-
-    A Job has ended when its ``Complete`` or ``Failed`` condition is True, or when it has a
-    ``completionTime``; a Failed Job has no completionTime, so the condition's time is the end.
-
-    Returns:
-        (phase, start, end): phase in "Pending", "Running", "Completed", "Failed".
-    """
-    status = status or {}
-    start = parse_time(status.get("startTime"))
-    end = parse_time(status.get("completionTime"))
-    for cond in status.get("conditions") or ():
-        if str(cond.get("status")) != "True":
-            continue
-        if cond.get("type") in ("Complete", "Failed"):
-            end = end or parse_time(cond.get("lastTransitionTime")) or parse_time(cond.get("lastProbeTime"))
-            return ("Completed" if cond["type"] == "Complete" else "Failed"), start, end
-    if end is not None:
-        return "Completed", start, end
-    return ("Running" if start is not None else "Pending"), start, None
+__all__ = ["ensure_report", "job_phase", "observe", "parse_time"]
 
 
 async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
@@ -63,17 +32,23 @@ async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
         api, now = state.api, state.clock()
         created = False
         try:
-            await api.create(job.namespace, report_body(job.namespace, job.name, job.uid))
+            await api.create(
+                job.namespace, report_body(job.namespace, job.name, job.uid, kind=job.kind, api_version=job.api_version)
+            )
             created = True
         except ReportConflict:
             existing = await api.get(job.namespace, job.name)
             if existing is None:  # deleted between the two calls: try once more
-                await api.create(job.namespace, report_body(job.namespace, job.name, job.uid))
+                await api.create(
+                    job.namespace,
+                    report_body(job.namespace, job.name, job.uid, kind=job.kind, api_version=job.api_version),
+                )
                 created = True
             else:
                 ref_uid = ((existing.get("spec") or {}).get("jobRef") or {}).get("uid")
                 if job.uid and ref_uid and ref_uid != job.uid:
-                    await api.patch(job.namespace, job.name, {"spec": {"jobRef": {"name": job.name, "uid": job.uid}}})
+                    ref = {"name": job.name, "uid": job.uid, "kind": job.kind, "apiVersion": job.api_version}
+                    await api.patch(job.namespace, job.name, {"spec": {"jobRef": ref}})
                     fresh = pending_status(now)
                     await api.patch_status(job.namespace, job.name, merge_patch(existing.get("status"), fresh))
                     job.status = fresh
@@ -92,8 +67,10 @@ def _created_message(job: TrackedJob, *, reset: bool) -> str:
     return f"BottleneckReport {job.namespace}/{job.name} {what}; see `kubectl get bnr -n {job.namespace} {job.name}`"
 
 
-def observe(state: OperatorState, body: Mapping[str, Any], *, event_type: str | None) -> TrackedJob | None:
-    """Update the tracked Jobs from one watch event of an annotated Job.
+def observe(
+    state: OperatorState, body: Mapping[str, Any], *, event_type: str | None, kind: WorkloadKind = JOB
+) -> TrackedJob | None:
+    """Update the tracked workloads from one watch event of an annotated workload of ``kind``.
 
     Returns:
         The tracked Job when it needs its report ensured or a pass (new, ended), else None.
@@ -120,22 +97,22 @@ def observe(state: OperatorState, body: Mapping[str, Any], *, event_type: str | 
             del state.jobs[key]  # opted out while running: stop analysing, keep the report
         if choice is Choice.INVALID and uid and state.warned.get(uid) != value:
             state.warned[uid] = value or ""
-            probe = TrackedJob(namespace=namespace, name=name, uid=uid)
+            probe = TrackedJob(namespace=namespace, name=name, uid=uid, kind=kind.kind, api_version=kind.api_version)
             state.post_event(
                 probe,
                 "Warning",
                 "InvalidAnnotation",
                 f'annotation {PROFILE_ANNOTATION}="{value}" is not understood: set it to "true" to profile '
-                "this Job (or remove it); the Job is not analysed",
+                f"this {kind.kind} (or remove it); it is not analysed",
             )
         return None
 
-    phase, start, end = job_phase(body.get("status"))
+    phase, start, end = kind.phase(body.get("status"), meta)
     if tracked is None or (uid and tracked.uid != uid):
         retention = state.settings.report_retention
         if phase in ("Completed", "Failed") and retention and end and end < state.clock() - retention:
             return None  # ended before the retention horizon: its report would be deleted at once
-        tracked = TrackedJob(namespace=namespace, name=name, uid=uid)
+        tracked = TrackedJob(namespace=namespace, name=name, uid=uid, kind=kind.kind, api_version=kind.api_version)
         state.jobs[key] = tracked
     was_finished = tracked.finished
     tracked.phase, tracked.start, tracked.end = phase, start, end

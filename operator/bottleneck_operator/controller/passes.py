@@ -28,6 +28,7 @@ from bottleneck_operator.controller.status import (
     same_status,
     unavailable_status,
 )
+from bottleneck_operator.controller.workloads import replica_type
 from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
 from bottleneck_operator.reports import Phase
 
@@ -290,8 +291,17 @@ async def _analyse_batch(
         new = analysed_status(
             job.status, res.status, phase=phase, now=now, timeline_length=state.settings.timeline_length
         )
-        updates.append((job, new))
+        updates.append((job, with_replica_types(new, job)))
     return updates
+
+
+def with_replica_types(status: dict[str, Any], job: TrackedJob) -> dict[str, Any]:
+    """The status with each pod's replica type (master, worker, launcher...) for a training workload."""
+    for pod in status.get("pods") or ():
+        replica = replica_type(job.kind, job.name, str(pod.get("pod", "")))
+        if replica is not None:
+            pod["replicaType"] = replica
+    return status
 
 
 def _analyse_then_trim(analyzer: AnalyzerLike, requests: Sequence[JobRequest], phase: Phase) -> list[JobResult]:

@@ -95,11 +95,14 @@ class ReportsApi:
         return [i for i in items if ((i.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY]
 
 
-def report_body(namespace: str, job: str, uid: str | None) -> dict[str, Any]:
+def report_body(
+    namespace: str, job: str, uid: str | None, *, kind: str = "Job", api_version: str = "batch/v1"
+) -> dict[str, Any]:
     """A new report for a Job: labels per the chart's conventions, no ownerReference.
 
     Reports must outlive their Job (Jobs with ``ttlSecondsAfterFinished`` vanish), so the Job is
-    referenced by name and uid in the spec, never as an owner. The status is written afterwards
+    referenced by kind, name and uid in the spec, never as an owner (a PyTorchJob's report is named
+    after the PyTorchJob, a TrainJob's after the TrainJob). The status is written afterwards
     through the status subresource (an API server drops ``.status`` sent with a create).
     """
     return {
@@ -110,5 +113,5 @@ def report_body(namespace: str, job: str, uid: str | None) -> dict[str, Any]:
             "namespace": namespace,
             "labels": {JOB_LABEL: job[:63], MANAGED_BY_LABEL: MANAGED_BY},
         },
-        "spec": {"jobRef": {"name": job, **({"uid": uid} if uid else {})}},
+        "spec": {"jobRef": {"name": job, **({"uid": uid} if uid else {}), "kind": kind, "apiVersion": api_version}},
     }

@@ -51,11 +51,15 @@ class TrackedJob:
         status: the report's ``.status`` as last read or written (None: report not ensured yet).
         report_ready: the report exists (created or found).
         deleted: the Job was deleted; its report is finalised as it stands.
+        kind, api_version: the workload's kind (a batch/v1 Job or a training operator's, see
+            :mod:`.workloads`); Events are posted on it and the report's ``jobRef`` names it.
     """
 
     namespace: str
     name: str
     uid: str | None
+    kind: str = "Job"
+    api_version: str = "batch/v1"
     start: float | None = None
     end: float | None = None
     phase: str = "Pending"
@@ -84,11 +88,11 @@ class TrackedJob:
         return self.phase in FINAL_PHASES
 
     def body(self) -> dict[str, Any]:
-        """A minimal Job body: enough for kopf to build the Event's involvedObject."""
+        """A minimal body of the workload: enough for kopf to build the Event's involvedObject."""
         meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if self.uid:
             meta["uid"] = self.uid
-        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta}
+        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta}
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The kopf handlers, registered into a given registry: startup, cleanup, and the Job watcher.
+"""The kopf handlers, registered into a given registry: startup, cleanup, and the workload watchers.
 
 Settings are applied in the startup handler and the clients kept in ``memo`` (kopf's per-operator
 memo: every per-object memo is a shallow copy of it, so ``memo.state`` is shared). Handlers stay
@@ -25,6 +25,7 @@ from bottleneck_operator.controller.passes import freeze_long_lived, run_loop
 from bottleneck_operator.controller.reports_api import ReportsApi, ReportsApiError
 from bottleneck_operator.controller.state import AnalyzerLike, Clock, EventPoster, OperatorState
 from bottleneck_operator.controller.state import logger as log
+from bottleneck_operator.controller.workloads import JOB, KINDS, WorkloadKind
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.kube import refuse_exec_plugins
 from bottleneck_operator.settings import Settings
@@ -88,9 +89,17 @@ def register_handlers(
     _register_startup(registry, settings, factory, clock, configure_kopf, login)
     _register_login(registry, login)
     kopf.on.cleanup(id="shutdown", registry=registry)(_shutdown)
-    kopf.on.event(
-        "batch", "v1", "jobs", id="profiled_job", annotations={PROFILE_ANNOTATION: kopf.PRESENT}, registry=registry
-    )(_profiled_job)
+    for kind in KINDS:
+        # kopf resolves each resource through API discovery: a kind whose CRD is absent is not
+        # served yet, and kopf's watch on CustomResourceDefinitions starts serving it once installed.
+        kopf.on.event(
+            kind.group,
+            kind.version,
+            kind.plural,
+            id="profiled_job" if kind is JOB else f"profiled_{kind.kind.lower()}",
+            annotations={PROFILE_ANNOTATION: kopf.PRESENT},
+            registry=registry,
+        )(_workload_handler(kind))
 
 
 def _tune(kopf_settings: kopf.OperatorSettings) -> None:
@@ -174,11 +183,19 @@ def kopf_poster() -> EventPoster:
     return post
 
 
-async def _profiled_job(event: kopf.RawEvent, body: kopf.Body, memo: Any, logger: Logger, **_: Any) -> None:
+def _workload_handler(kind: WorkloadKind) -> Callable[..., Any]:
+    async def profiled(event: kopf.RawEvent, body: kopf.Body, memo: Any, logger: Logger, **_: Any) -> None:
+        await _profiled(kind, event, body, memo, logger)
+
+    profiled.__name__ = profiled.__qualname__ = f"profiled_{kind.kind.lower()}"
+    return profiled
+
+
+async def _profiled(kind: WorkloadKind, event: kopf.RawEvent, body: kopf.Body, memo: Any, logger: Logger) -> None:
     state: OperatorState = memo.state
     if state.poster is None:
         state.poster = kopf_poster()
-    job = observe(state, body, event_type=event.get("type"))
+    job = observe(state, body, event_type=event.get("type"), kind=kind)
     if job is None:
         return
     try:
