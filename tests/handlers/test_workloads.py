@@ -105,6 +105,7 @@ def test_replica_types_follow_each_operators_pod_names() -> None:
     assert [replica_type("MPIJob", "w", p) for p in PODS["MPIJob"]] == ["launcher", "worker"]
     assert [replica_type("JobSet", "w", p) for p in PODS["JobSet"]] == ["node", "node"]
     assert [replica_type("TrainJob", "w", p) for p in PODS["TrainJob"]] == ["dataset-initializer", "node"]
+    assert replica_type("MPIJob", "w", "w-launcher-6cd4n") == "launcher"
     assert replica_type("Job", "w", "w-abcde") is None
     assert replica_type("JobSet", "w", "w-stray") is None  # no indices: not a child Job's pod
     assert replica_type("PyTorchJob", "w", "other-worker-0") is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bottleneck_operator.contract.annotations import Choice, parse_switch
+from bottleneck_operator.contract.annotations import Choice, parse_switch, wants_collector, wants_host_cgroup
 from bottleneck_operator.contract.names import PROFILE_ANNOTATION
 from bottleneck_operator.controller.reports_api import ReportConflict, report_body
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
@@ -115,6 +115,7 @@ def observe(
         tracked = TrackedJob(namespace=namespace, name=name, uid=uid, kind=kind.kind, api_version=kind.api_version)
         state.jobs[key] = tracked
     was_finished = tracked.finished
+    tracked.collector, tracked.host_cgroup = wants_collector(meta), wants_host_cgroup(meta)
     tracked.phase, tracked.start, tracked.end = phase, start, end
     if not tracked.report_ready:
         return tracked

@@ -53,6 +53,7 @@ class TrackedJob:
         deleted: the Job was deleted; its report is finalised as it stands.
         kind, api_version: the workload's kind (a batch/v1 Job or a training operator's, see
             :mod:`.workloads`); Events are posted on it and the report's ``jobRef`` names it.
+        collector, host_cgroup: whether its annotations ask for the collector and its host mount.
     """
 
     namespace: str
@@ -60,6 +61,9 @@ class TrackedJob:
     uid: str | None
     kind: str = "Job"
     api_version: str = "batch/v1"
+    # The workload's collector annotations, for the webhook deciding on its pods without an API call.
+    collector: bool = True
+    host_cgroup: bool = True
     start: float | None = None
     end: float | None = None
     phase: str = "Pending"
@@ -106,6 +110,8 @@ class OperatorState:
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     jobs: dict[tuple[str, str], TrackedJob] = field(default_factory=dict)
     warned: dict[str, str] = field(default_factory=dict)
+    # Namespace -> its labels' Pod Security enforce level ("" when unlabelled), from the watch.
+    namespace_levels: dict[str, str] = field(default_factory=dict)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     started: float = field(default_factory=time.monotonic)
     analyzer: AnalyzerLike | None = None

@@ -179,7 +179,8 @@ def replica_type(kind: str, workload: str, pod: str) -> str | None:
     The operators name pods after the replica type their labels carry
     (``training.kubeflow.org/replica-type``, ``jobset.sigs.k8s.io/replicatedjob-name``), and
     kube-state-metrics exports names but not those labels by default. PyTorchJob: ``<name>-master-0``,
-    ``<name>-worker-3``; MPIJob: ``<name>-launcher``, ``<name>-worker-0``; JobSet and TrainJob:
+    ``<name>-worker-3``; MPIJob: ``<name>-launcher`` (``<name>-launcher-<suffix>`` from mpi-operator's
+    launcher Job), ``<name>-worker-0``; JobSet and TrainJob:
     ``<name>-<replicated job>-<job index>-<pod index>-<suffix>`` (``node``, ``dataset-initializer``).
 
     Returns:
@@ -188,11 +189,14 @@ def replica_type(kind: str, workload: str, pod: str) -> str | None:
     if kind == JOB.kind or not pod.startswith(workload + "-"):
         return None
     parts: Sequence[str] = pod[len(workload) + 1 :].split("-")
+    if kind in (PYTORCHJOB.kind, MPIJOB.kind):
+        # One word (master, worker, launcher, chief...); mpi-operator's launcher Job adds a suffix.
+        return parts[0].lower() if parts[0] and not _INDEX.match(parts[0]) else None
     words: list[str] = []
     for part in parts:
         if _INDEX.match(part):
             break
         words.append(part)
-    if not words or (len(words) == len(parts) and kind in (JOBSET.kind, TRAINJOB.kind)):
+    if not words or len(words) == len(parts):
         return None  # a child Job's pod always carries its indices: this one is someone else's
     return "-".join(words).lower()

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import kopf
 
-from bottleneck_operator.contract.names import PROFILE_ANNOTATION
+from bottleneck_operator.contract.names import POD_SECURITY_ENFORCE_LABEL, PROFILE_ANNOTATION
 from bottleneck_operator.controller.jobs import ensure_report, observe
 from bottleneck_operator.controller.passes import freeze_long_lived, run_loop
 from bottleneck_operator.controller.reports_api import ReportsApi, ReportsApiError
@@ -89,6 +89,11 @@ def register_handlers(
     _register_startup(registry, settings, factory, clock, configure_kopf, login)
     _register_login(registry, login)
     kopf.on.cleanup(id="shutdown", registry=registry)(_shutdown)
+    if not settings.namespaces:
+        # Namespaces' Pod Security levels, for the webhook (what a Job's pods may be given). Only
+        # cluster-wide, where the chart grants the namespace watch; a namespaced install knows no
+        # level, and the webhook then leaves the host mount out everywhere.
+        kopf.on.event("", "v1", "namespaces", id="namespace_levels", registry=registry)(_namespace_level)
     for kind in KINDS:
         # kopf resolves each resource through API discovery: a kind whose CRD is absent is not
         # served yet, and kopf's watch on CustomResourceDefinitions starts serving it once installed.
@@ -181,6 +186,19 @@ def kopf_poster() -> EventPoster:
             logging.getLogger(__name__).debug("no event poster available for %s", body.get("metadata"))
 
     return post
+
+
+async def _namespace_level(event: kopf.RawEvent, body: kopf.Body, memo: Any, **_: Any) -> None:
+    state: OperatorState | None = getattr(memo, "state", None)
+    name = body.get("metadata", {}).get("name")
+    if state is None or not name:
+        return
+    if event.get("type") == "DELETED":
+        state.namespace_levels.pop(name, None)
+    else:
+        state.namespace_levels[name] = str(
+            (body.get("metadata", {}).get("labels") or {}).get(POD_SECURITY_ENFORCE_LABEL, "")
+        )
 
 
 def _workload_handler(kind: WorkloadKind) -> Callable[..., Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,8 +24,13 @@ from aiohttp import web
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook import handlers
+from bottleneck_operator.webhook.workloads import Lookup
 
 JOBS = {"group": "batch", "version": "v1", "plural": "jobs", "kind": "Job", "namespaced": True}
+_HANDLERS: dict[tuple[Any, Any, Any], Callable[..., None]] = {
+    ("batch", "v1", "jobs"): handlers.inject_sidecar,
+    ("", "v1", "pods"): handlers.inject_workload_pod,
+}
 
 
 def admission_server(settings: Settings, *, addr: str = "0.0.0.0") -> kopf.WebhookServer:
@@ -69,6 +74,9 @@ async def serve_admission(
     certfile: str | Path | None = None,
     keyfile: str | Path | None = None,
     insecure: bool = False,
+    levels: Mapping[str, str] | None = None,
+    workloads: Lookup | None = None,
+    post: Callable[[dict[str, Any], str, str, str], None] | None = None,
 ) -> AsyncIterator[str]:
     """Serve the ``inject-sidecar`` admission endpoint alone, on kopf's HTTPS server.
 
@@ -79,11 +87,15 @@ async def serve_admission(
         certfile: server certificate (PEM); with ``keyfile``. Needed unless ``insecure``.
         keyfile: its private key.
         insecure: plain HTTP (tests of the request path without TLS).
+        levels: namespace -> Pod Security enforce label ("" unlabelled), as the operator's watch
+            would give them; namespaces missing are not known (the host mount is left out).
+        workloads: the profiled training workloads, for pods (as the operator's cache would answer).
+        post: posts the Events the handlers raise.
 
     Yields:
         The endpoint URL, e.g. ``https://127.0.0.1:9443/inject-sidecar``.
     """
-    handlers.configure(settings)
+    handlers.configure(settings, levels=levels, workloads=workloads, post=post)
 
     async def webhookfn(request: Any, *, webhook: str | None = None, **_: Any) -> dict[str, Any]:
         return review(request)
@@ -113,7 +125,8 @@ def review(request: Any) -> dict[str, Any]:
     """
     payload = request.get("request") or {}
     resource = payload.get("resource") or {}
-    if (resource.get("group"), resource.get("version"), resource.get("resource")) != ("batch", "v1", "jobs"):
+    handler = _HANDLERS.get((resource.get("group"), resource.get("version"), resource.get("resource")))
+    if handler is None:
         # As kopf answers for a resource without handlers; failurePolicy: Ignore admits it unchanged.
         raise web.HTTPNotFound(reason="no admission handler for this resource")
     raw = payload.get("object") or payload.get("oldObject")
@@ -121,7 +134,7 @@ def review(request: Any) -> dict[str, Any]:
         raise web.HTTPBadRequest(reason="the admission request lacks its object or user info")
     body = kopf.Body(cast(kopf.RawBody, raw))
     patch = kopf.Patch(body=body)
-    handlers.inject_sidecar(body=body, patch=patch, operation=payload.get("operation"))
+    handler(body=body, patch=patch, operation=payload.get("operation"), namespace=payload.get("namespace"))
     response: dict[str, Any] = {"uid": payload.get("uid", ""), "allowed": True}
     ops = patch.as_json_patch()
     if ops:
