@@ -2,7 +2,10 @@
 
 - :func:`configure_admission` sets kopf's ``settings.admission`` for ``bottleneck-operator run``:
   kopf's :class:`kopf.WebhookServer` on ``Settings.webhook_port`` with the certificate pair from
-  ``Settings.webhook_cert_dir`` (``tls.crt``/``tls.key``, re-read by kopf when they are renewed).
+  ``Settings.webhook_cert_dir`` (``tls.crt``/``tls.key``). cert-manager renews the Secret, the
+  kubelet swaps the mounted files atomically, and kopf's server, which hashes the files every
+  :data:`CERT_CHECK_INTERVAL` seconds, restarts its listener with a new SSL context when they
+  change: the next handshake presents the new certificate, with no restart of the operator.
   The chart owns the MutatingWebhookConfiguration, so kopf is told not to manage one.
 - :func:`serve_admission` serves only the admission endpoint, without connecting to an API
   server: kopf's HTTPS server and the same handler function ``run`` registers, answered through
@@ -12,9 +15,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -26,6 +31,9 @@ from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook import handlers
 from bottleneck_operator.webhook.workloads import Lookup
 
+# Seconds between two reads of the certificate files. cert-manager renews well ahead of expiry
+# (a third of the lifetime by default), so a minute would do; 30 s keeps a renewal unnoticed.
+CERT_CHECK_INTERVAL = 30.0
 JOBS = {"group": "batch", "version": "v1", "plural": "jobs", "kind": "Job", "namespaced": True}
 _HANDLERS: dict[tuple[Any, Any, Any], Callable[..., None]] = {
     ("batch", "v1", "jobs"): handlers.inject_sidecar,
@@ -33,13 +41,16 @@ _HANDLERS: dict[tuple[Any, Any, Any], Callable[..., None]] = {
 }
 
 
-def admission_server(settings: Settings, *, addr: str = "0.0.0.0") -> kopf.WebhookServer:
+def admission_server(
+    settings: Settings, *, addr: str = "0.0.0.0", check_interval: float = CERT_CHECK_INTERVAL
+) -> kopf.WebhookServer:
     """kopf's HTTPS webhook server as the settings describe it.
 
     Args:
         settings: ``webhook_port`` and ``webhook_cert_dir`` (without one kopf generates a self-signed
             pair, which needs the ``certbuilder`` package: development only).
         addr: listening address.
+        check_interval: seconds between two reads of the certificate files.
 
     Returns:
         The server object for ``settings.admission.server``.
@@ -48,7 +59,9 @@ def admission_server(settings: Settings, *, addr: str = "0.0.0.0") -> kopf.Webho
     if settings.webhook_cert_dir is not None:
         certfile = str(Path(settings.webhook_cert_dir) / "tls.crt")
         keyfile = str(Path(settings.webhook_cert_dir) / "tls.key")
-    return kopf.WebhookServer(addr=addr, port=settings.webhook_port, certfile=certfile, pkeyfile=keyfile)
+    return kopf.WebhookServer(
+        addr=addr, port=settings.webhook_port, certfile=certfile, pkeyfile=keyfile, file_check_interval=check_interval
+    )
 
 
 def configure_admission(kopf_settings: kopf.OperatorSettings, settings: Settings) -> None:
@@ -77,6 +90,7 @@ async def serve_admission(
     levels: Mapping[str, str] | None = None,
     workloads: Lookup | None = None,
     post: Callable[[dict[str, Any], str, str, str], None] | None = None,
+    check_interval: float = CERT_CHECK_INTERVAL,
 ) -> AsyncIterator[str]:
     """Serve the ``inject-sidecar`` admission endpoint alone, on kopf's HTTPS server.
 
@@ -91,6 +105,8 @@ async def serve_admission(
             would give them; namespaces missing are not known (the host mount is left out).
         workloads: the profiled training workloads, for pods (as the operator's cache would answer).
         post: posts the Events the handlers raise.
+        check_interval: seconds between two reads of the certificate files (renewals are served
+            from the next read on, as in the operator).
 
     Yields:
         The endpoint URL, e.g. ``https://127.0.0.1:9443/inject-sidecar``.
@@ -102,18 +118,38 @@ async def serve_admission(
 
     server = kopf.WebhookServer(
         addr=addr,
-        port=port,
+        # Fixed once: kopf restarts its listener on a renewal and would pick another free port.
+        port=port or _free_port(addr),
         certfile=None if certfile is None else str(certfile),
         pkeyfile=None if keyfile is None else str(keyfile),
         insecure=insecure,
+        file_check_interval=check_interval,
     )
     configs = server(webhookfn).__aiter__()  # type: ignore[arg-type]
+    client_config = await configs.__anext__()
+    base = client_config.get("url") or ""
+
+    async def follow_renewals() -> None:
+        # kopf's server restarts with the renewed files when asked for its next configuration, as
+        # kopf's own admission loop does; the URL stays the same.
+        async for _ in configs:
+            pass
+
+    renewals = asyncio.create_task(follow_renewals(), name="admission certificate renewals")
     try:
-        client_config = await configs.__anext__()
-        base = client_config.get("url") or ""
         yield f"{base.rstrip('/')}/{handlers.HANDLER_ID}"
     finally:
+        renewals.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewals
         await configs.aclose()  # type: ignore[attr-defined]
+
+
+def _free_port(addr: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((addr, 0))
+        port: int = s.getsockname()[1]
+        return port
 
 
 def review(request: Any) -> dict[str, Any]:
