@@ -10,13 +10,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from bottleneck_operator.contract.annotations import Choice, parse_switch, wants_collector, wants_host_cgroup
-from bottleneck_operator.contract.names import PROFILE_ANNOTATION
+from bottleneck_operator.contract.names import COLLECTOR_LABEL, COLLECTOR_SKIPPED_ANNOTATION, PROFILE_ANNOTATION
 from bottleneck_operator.controller.reports_api import ReportConflict, report_body
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
-from bottleneck_operator.controller.status import merge_patch, needs_final, pending_status
-from bottleneck_operator.controller.workloads import JOB, WorkloadKind, job_phase, parse_time
+from bottleneck_operator.controller.status import merge_patch, needs_final, pending_status, set_condition
+from bottleneck_operator.controller.workloads import JOB, WorkloadKind, job_phase, parse_time, replica_type
 
-__all__ = ["ensure_report", "job_phase", "observe", "parse_time"]
+__all__ = ["ensure_report", "job_phase", "missed_by_webhook", "observe", "parse_time"]
+COLLECTOR_CONDITION = "CollectorInjected"
 
 
 async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
@@ -56,10 +57,59 @@ async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
                 else:
                     job.status = dict(existing.get("status") or {})
         if created:
-            job.status = pending_status(now)
+            job.status = with_collector_condition(pending_status(now), job, now)
             await api.patch_status(job.namespace, job.name, job.status)
             state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=False))
         job.report_ready = True
+
+
+NO_COLLECTOR = (
+    "no collector: created while the webhook was unavailable (failurePolicy: Ignore admitted the Job "
+    "unchanged); the verdict rests on the other exporters"
+)
+
+
+def missed_by_webhook(job: Mapping[str, Any]) -> bool:
+    """A Job that asked for the collector but whose pod template has none, and not by the webhook's choice.
+
+    The webhook labels every template it injects and annotates those it leaves alone on purpose
+    (Pod Security); a template with neither was admitted while the webhook was down or unreachable,
+    e.g. during an upgrade of the operator.
+    """
+    meta = job.get("metadata") or {}
+    if not wants_collector(meta):
+        return False
+    template = (job.get("spec") or {}).get("template") or {}
+    tmeta = template.get("metadata") or {}
+    labels, annotations = tmeta.get("labels") or {}, tmeta.get("annotations") or {}
+    return COLLECTOR_LABEL not in labels and COLLECTOR_SKIPPED_ANNOTATION not in annotations
+
+
+def with_collector_condition(status: dict[str, Any], job: TrackedJob, now: float) -> dict[str, Any]:
+    """The status with the ``CollectorInjected=False`` condition of a Job the webhook missed."""
+    if job.no_collector:
+        status["conditions"] = set_condition(
+            status.get("conditions"), COLLECTOR_CONDITION, "False", "WebhookUnavailable", NO_COLLECTOR, now
+        )
+    return status
+
+
+def annotate_status(status: dict[str, Any], job: TrackedJob, now: float) -> dict[str, Any]:
+    """What the operator knows of the workload beyond the telemetry: replica types, a missing collector."""
+    status = with_collector_condition(with_replica_types(status, job), job, now)
+    quality = status.get("dataQuality")
+    if job.no_collector and isinstance(quality, dict) and NO_COLLECTOR not in (quality.get("notes") or []):
+        quality["notes"] = [*(quality.get("notes") or []), NO_COLLECTOR]
+    return status
+
+
+def with_replica_types(status: dict[str, Any], job: TrackedJob) -> dict[str, Any]:
+    """The status with each pod's replica type (master, worker, launcher...) for a training workload."""
+    for pod in status.get("pods") or ():
+        replica = replica_type(job.kind, job.name, str(pod.get("pod", "")))
+        if replica is not None:
+            pod["replicaType"] = replica
+    return status
 
 
 def _created_message(job: TrackedJob, *, reset: bool) -> str:
@@ -116,6 +166,7 @@ def observe(
         state.jobs[key] = tracked
     was_finished = tracked.finished
     tracked.collector, tracked.host_cgroup = wants_collector(meta), wants_host_cgroup(meta)
+    tracked.no_collector = kind is JOB and state.settings.webhook_enabled and missed_by_webhook(body)
     tracked.phase, tracked.start, tracked.end = phase, start, end
     if not tracked.report_ready:
         return tracked

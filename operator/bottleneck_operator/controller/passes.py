@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bottleneck_operator.controller import retention
-from bottleneck_operator.controller.jobs import ensure_report
+from bottleneck_operator.controller.jobs import annotate_status, ensure_report
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportNotFound, ReportsApiError
 from bottleneck_operator.controller.state import AnalyzerLike, OperatorState, TrackedJob, logger
@@ -28,7 +28,6 @@ from bottleneck_operator.controller.status import (
     same_status,
     unavailable_status,
 )
-from bottleneck_operator.controller.workloads import replica_type
 from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
 from bottleneck_operator.reports import Phase
 
@@ -291,17 +290,8 @@ async def _analyse_batch(
         new = analysed_status(
             job.status, res.status, phase=phase, now=now, timeline_length=state.settings.timeline_length
         )
-        updates.append((job, with_replica_types(new, job)))
+        updates.append((job, annotate_status(new, job, now)))
     return updates
-
-
-def with_replica_types(status: dict[str, Any], job: TrackedJob) -> dict[str, Any]:
-    """The status with each pod's replica type (master, worker, launcher...) for a training workload."""
-    for pod in status.get("pods") or ():
-        replica = replica_type(job.kind, job.name, str(pod.get("pod", "")))
-        if replica is not None:
-            pod["replicaType"] = replica
-    return status
 
 
 def _analyse_then_trim(analyzer: AnalyzerLike, requests: Sequence[JobRequest], phase: Phase) -> list[JobResult]:

@@ -64,6 +64,8 @@ class TrackedJob:
     # The workload's collector annotations, for the webhook deciding on its pods without an API call.
     collector: bool = True
     host_cgroup: bool = True
+    # A Job admitted without its collector while the webhook was unavailable (see jobs.missed_by_webhook).
+    no_collector: bool = False
     start: float | None = None
     end: float | None = None
     phase: str = "Pending"
