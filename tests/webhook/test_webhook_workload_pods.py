@@ -180,7 +180,29 @@ def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
             assert time.monotonic() < deadline, f"the pod was never injected: {status} {body}"
             time.sleep(0.2)
         other_status, other = _post(url, stranger, ctx)
+        # A namespace the operator's namespace watch has not shown: no host mount, and an Event says so.
+        create(cluster, "PyTorchJob", "fresh", "late")
+        late = _pod("late-worker-0", owner=("PyTorchJob", "late"))
+        late["metadata"]["namespace"] = "fresh"
+        late_review = admission_review(late, resource=("", "v1", "pods"), kind="Pod", namespace="fresh")
+        while True:
+            status, late_body = _post(url, late_review, ctx)
+            if status == 200 and "patch" in late_body["response"]:
+                break
+            assert time.monotonic() < deadline + 30, f"the late pod was never injected: {status} {late_body}"
+            time.sleep(0.2)
+        events: list[dict[str, Any]] = []
+        while not events and time.monotonic() < deadline + 30:
+            events = [
+                e
+                for e in cluster.list(cluster_mod.EVENTS, "fresh")
+                if e.get("reason") == "CollectorRestricted" and e["involvedObject"]["kind"] == "PyTorchJob"
+            ]
+            time.sleep(0.2)
     assert runner.exception is None, runner.output
+    late_pod = apply(late, json.loads(base64.b64decode(late_body["response"]["patch"])))
+    assert len(_collectors(late_pod)) == 1 and "volumes" not in late_pod["spec"]
+    assert events and events[0]["involvedObject"]["name"] == "late" and "not known yet" in events[0]["message"]
     pod = apply(review["request"]["object"], json.loads(base64.b64decode(body["response"]["patch"])))
     assert len(_collectors(pod)) == 1
     assert [v["name"] for v in pod["spec"]["volumes"]] == [CGROUP_VOLUME]  # "ml" is unlabelled: privileged

@@ -193,6 +193,8 @@ async def _namespace_level(event: kopf.RawEvent, body: kopf.Body, memo: Any, **_
     name = body.get("metadata", {}).get("name")
     if state is None or not name:
         return
+    if state.poster is None:  # namespaces arrive first: the webhook can post Events from the start
+        state.poster = kopf_poster()
     if event.get("type") == "DELETED":
         state.namespace_levels.pop(name, None)
     else:
