@@ -48,13 +48,8 @@ def throughput() -> None:
 
 
 def main() -> None:
-    from bottleneck_operator.commands.evaluate import (
-        DEFAULT_JOBS,
-        DEFAULT_ROUND,
-        DEFAULT_SEED,
-        format_report,
-        run_evaluation,
-    )
+    from bottleneck_operator.analysis.evaluation import format_report
+    from bottleneck_operator.commands.evaluate import DEFAULT_JOBS, DEFAULT_ROUND, DEFAULT_SEED, run_evaluation
 
     def say(msg: str) -> None:
         print(f"  {msg}", file=sys.stderr, flush=True)

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Installs Debian's prometheus (with promtool) and prometheus-node-exporter when they are missing.
+# Installs Debian's prometheus (with promtool), prometheus-node-exporter, victoria-metrics (a second
+# PromQL backend the suite checks verdicts through) and chromium (the HTML report's browser test opens
+# the page headless) when they are missing.
 set -euo pipefail
 missing=()
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v prometheus-node-exporter >/dev/null 2>&1 || missing+=(prometheus-node-exporter)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# The scale-out backend the suite checks verdicts through (tests/telemetry/test_victoriametrics.py).
+command -v victoria-metrics >/dev/null 2>&1 || missing+=(victoria-metrics)
 [ ${#missing[@]} -eq 0 ] && exit 0
 pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
 echo "Installing Debian packages: $pkgs"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from bottleneck_operator.simulation.localprom import (
     LocalPrometheus,
@@ -34,6 +35,11 @@ from bottleneck_operator.simulation.localprom import (
     binaries_available,
     free_port,
 )
+
+# Property tests check behaviour, never speed: a per-example deadline only measures how busy the
+# shared machine is (speed is shown by bench/).
+hypothesis_settings.register_profile("project", deadline=None)
+hypothesis_settings.load_profile("project")
 
 DATA = Path(__file__).parent / "data"
 SIM_SEED = 20261122
@@ -97,12 +103,10 @@ class SimDataset:
 @pytest.fixture(scope="session")
 def sim_jobs() -> list[Any]:
     """Ten seeded jobs covering every verdict class (Unknown excepted), 15 minutes each."""
-    simulation = pytest.importorskip("bottleneck_operator.simulation")
-    if not hasattr(simulation, "generate_jobs"):
-        pytest.skip("the simulator (simulation.generate_jobs) is not available yet")
     from bottleneck_operator.contract.verdict import CLASSES
+    from bottleneck_operator.simulation import generate_jobs
 
-    jobs: list[Any] = simulation.generate_jobs(
+    jobs: list[Any] = generate_jobs(
         SIM_SEED, 2 * len(CLASSES), start=SIM_START, duration=SIM_DURATION, classes=list(CLASSES)
     )
     return jobs

@@ -82,3 +82,14 @@ def test_settings_groups_cover_every_setting_once() -> None:
     assert settings.analysis.step == 15.0 and settings.operator.namespaces == ("ml",)
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.analysis.step = 1.0  # type: ignore[misc]
+
+
+def test_the_image_lock_carries_no_training_libraries() -> None:
+    # The operator runs the exported trees with numpy: scikit-learn, SciPy and skops are for `train` only.
+    pinned = {
+        line.split("==")[0].strip().lower()
+        for line in (ROOT / "requirements.lock").read_text().splitlines()
+        if "==" in line and not line.startswith((" ", "#"))
+    }
+    assert "numpy" in pinned and "kopf" in pinned
+    assert not pinned & {"scikit-learn", "scipy", "skops", "joblib", "kmock", "matplotlib"}

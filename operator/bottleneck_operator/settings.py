@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -40,6 +40,7 @@ class PrometheusSettings:
     prometheus_insecure_skip_verify: bool
     prometheus_headers: dict[str, str]
     prometheus_compression: bool
+    max_query_bytes: int
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,9 @@ class LabelSettings:
     dcgm_pod_label: str
     dcgm_namespace_label: str
     dcgm_container_label: str
+    selector_matchers: tuple[str, ...] = ()
+    node_exporter_join: str = "auto"
+    label_layout_detection: bool = True
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,16 @@ class Settings(BaseSettings):
         ),
     )
 
+    max_query_bytes: int = Field(
+        12000,
+        ge=1024,
+        description=(
+            "Most bytes of PromQL in one query: longer selections are split over several queries. "
+            "VictoriaMetrics refuses queries over 16384 bytes by default (-search.maxQueryLen), and "
+            "gateways in front of Thanos or Mimir have limits of the same kind."
+        ),
+    )
+
     # --- label mapping (installations differ)
     node_exporter_node_label: str = Field(
         "",
@@ -146,6 +160,28 @@ class Settings(BaseSettings):
     dcgm_pod_label: str = Field("pod", description="dcgm-exporter label carrying the pod (pod mapping on).")
     dcgm_namespace_label: str = Field("namespace", description="dcgm-exporter label carrying the namespace.")
     dcgm_container_label: str = Field("container", description="dcgm-exporter label carrying the container.")
+    node_exporter_join: Literal["auto", "uname", "pod"] = Field(
+        "auto",
+        description=(
+            "How node-exporter series without a node label reach their node: 'uname' (node_uname_info{nodename} "
+            "is the node name), 'pod' (the exporter pod through kube_pod_info, as kube-prometheus-stack's rules "
+            "do: hostname overrides, cloud names), or 'auto' (the one that finds the nodes)."
+        ),
+    )
+    selector_matchers: list[str] = Field(
+        default_factory=list,
+        description=(
+            'Label matchers added to every selector, e.g. ["cluster=\\"a\\""] to read one cluster of a '
+            "Thanos/Mimir that serves several (pods of the same name in two clusters never merge)."
+        ),
+    )
+    label_layout_detection: bool = Field(
+        True,
+        description=(
+            "Detect each exporter's label layout (dcgm-exporter behind honorLabels: false, Hostname or "
+            "hostname, the node-exporter join) from the data when the configured labels find nothing."
+        ),
+    )
 
     # --- analysis
     interval: float = Field(60.0, ge=5, description="Seconds between analysis passes over running Jobs.")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import pytest
 
 from bottleneck_operator.analysis.classify import analyze_windows
 from bottleneck_operator.analysis.metrics import figures
@@ -44,10 +43,11 @@ def test_trailing_mean_is_a_rate_window() -> None:
 
 
 def test_small_model_on_simulated_jobs_beats_chance_on_held_out_jobs() -> None:
-    simulation = pytest.importorskip("bottleneck_operator.simulation")
+    from bottleneck_operator.simulation import generate_jobs
+
     start = 1_767_225_600.0
-    train = [j for j in simulation.generate_jobs(11, 100, start=start) if not j.ambiguous]
-    test = [j for j in simulation.generate_jobs(12, 40, start=start, holdout=True) if not j.ambiguous]
+    train = [j for j in generate_jobs(11, 100, start=start) if not j.ambiguous]
+    test = [j for j in generate_jobs(12, 40, start=start, holdout=True) if not j.ambiguous]
     data = build_training_set([j.to_window() for j in train], [j.label for j in train], copies=1, seed=11)
     model = fit_model(data, seed=11, version="test-sim", max_iter=40)
     verdicts = analyze_windows([j.to_window() for j in test], model, abstain_threshold=0.0, with_details=False)

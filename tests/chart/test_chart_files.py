@@ -109,7 +109,8 @@ def test_install_doc_wires_dcgm_exporter_to_the_counters_config_map() -> None:
     assert mount["name"] == volume["name"]
     assert dcgm["arguments"] == ["-f", mount["mountPath"]]
     assert mount["subPath"] == "custom-counters.csv"
-    assert dcgm["serviceMonitor"]["honorLabels"] is True
+    # the operator reads honorLabels: false (exported_* labels): the guide never asks to flip it
+    assert dcgm["serviceMonitor"].get("honorLabels", False) is False
     gpu_operator = next(b for b in _yaml_blocks(doc) if isinstance(b, dict) and "dcgmExporter" in b)
     assert gpu_operator["dcgmExporter"]["config"]["name"] == values["dcgmCounters"]["name"]
     env = {e["name"]: e["value"] for e in gpu_operator["dcgmExporter"]["env"]}

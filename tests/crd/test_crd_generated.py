@@ -38,6 +38,12 @@ def test_optional_fields_are_nullable_and_camel_case() -> None:
         "description": "Mean GPU activity 0..1 over the window.",
         "nullable": True,
     }
-    assert status["abstention"]["enum"] == ["NoPods", "ShortWindow", "LowCoverage", "LowConfidence"]
+    assert status["abstention"]["enum"] == [
+        "NoPods",
+        "ShortWindow",
+        "LowCoverage",
+        "LowConfidence",
+        "OutOfDistribution",
+    ]
     assert status["lastAnalysisTime"]["format"] == "date-time"
     assert "gpu_active" not in status

@@ -13,7 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
-from bottleneck_operator.analysis.evidence import build_evidence, build_recommendations
+from bottleneck_operator.analysis.advice import build_recommendations
+from bottleneck_operator.analysis.evidence import build_evidence
 from bottleneck_operator.analysis.features import extract_features, single_pod_windows
 from bottleneck_operator.analysis.headroom import capacity_needs, estimate_headroom
 from bottleneck_operator.analysis.summary import JobSummary, summarize
@@ -87,13 +88,7 @@ def analyze_windows(
     Returns:
         One verdict per window, in order.
     """
-    batch: list[JobWindow] = list(windows)
-    pod_slices: list[tuple[int, int]] = []
-    if with_details:
-        for w in windows:
-            extra = single_pod_windows(w) if len(w.pods) > 1 else []
-            pod_slices.append((len(batch), len(batch) + len(extra)))
-            batch.extend(extra)
+    batch, pod_slices = _with_pod_windows(windows, with_details)
     x = extract_features(batch)
     proba = model.predict_proba(x) if len(batch) else np.empty((0, len(model.classes)))
     verdicts: list[Verdict] = []
@@ -119,37 +114,52 @@ def analyze_windows(
             probs, abstain_threshold=abstain_threshold, secondary_margin=secondary_margin
         )
         abstention = Abstention.LOW_CONFIDENCE if why is not None else None
+        bare = Verdict(cls, conf, probs, secondary, why, gpu_active, model_version=model.version, abstention=abstention)
         if not with_details:
-            verdicts.append(
-                Verdict(
-                    cls, conf, probs, secondary, why, gpu_active, model_version=model.version, abstention=abstention
-                )
-            )
+            verdicts.append(bare)
             continue
         assert summary is not None
         lo, hi = pod_slices[i]
         pods = _pod_verdicts(w, model, proba[lo:hi] if hi > lo else proba[i : i + 1], cls, conf, summary)
-        # Evidence for Unknown speaks for the most likely class, so a user sees what the model leaned to.
-        basis = cls if cls is not Bottleneck.UNKNOWN else (secondary or Bottleneck.UNKNOWN)
-        evidence = build_evidence(basis, x[i], summary) if basis is not Bottleneck.UNKNOWN else ()
-        verdicts.append(
-            Verdict(
-                bottleneck=cls,
-                confidence=conf,
-                probabilities=probs,
-                secondary=secondary if cls is not Bottleneck.UNKNOWN else None,
-                reason=why,
-                gpu_active=gpu_active,
-                evidence=evidence,
-                recommendations=build_recommendations(cls, evidence, summary) if cls is not Bottleneck.UNKNOWN else (),
-                headroom=estimate_headroom(cls, x[i], summary),
-                capacity=capacity_needs(cls, x[i], summary),
-                pods=pods,
-                model_version=model.version,
-                abstention=abstention,
-            )
-        )
+        verdicts.append(_detailed(bare, x[i], summary, pods))
     return verdicts
+
+
+def _with_pod_windows(
+    windows: Sequence[JobWindow], with_details: bool
+) -> tuple[list[JobWindow], list[tuple[int, int]]]:
+    """The windows, then (with details) each multi-pod window's single-pod windows; their slices per window."""
+    batch: list[JobWindow] = list(windows)
+    pod_slices: list[tuple[int, int]] = []
+    if with_details:
+        for w in windows:
+            extra = single_pod_windows(w) if len(w.pods) > 1 else []
+            pod_slices.append((len(batch), len(batch) + len(extra)))
+            batch.extend(extra)
+    return batch, pod_slices
+
+
+def _detailed(bare: Verdict, x: FloatArray, summary: JobSummary, pods: tuple[PodVerdict, ...]) -> Verdict:
+    """The bare classification with evidence, recommendations, headroom, capacity and per-pod verdicts."""
+    cls, secondary = bare.bottleneck, bare.secondary
+    # Evidence for Unknown speaks for the most likely class, so a user sees what the model leaned to.
+    basis = cls if cls is not Bottleneck.UNKNOWN else (secondary or Bottleneck.UNKNOWN)
+    evidence = build_evidence(basis, x, summary) if basis is not Bottleneck.UNKNOWN else ()
+    return Verdict(
+        bottleneck=cls,
+        confidence=bare.confidence,
+        probabilities=bare.probabilities,
+        secondary=secondary if cls is not Bottleneck.UNKNOWN else None,
+        reason=bare.reason,
+        gpu_active=bare.gpu_active,
+        evidence=evidence,
+        recommendations=build_recommendations(cls, evidence, summary) if cls is not Bottleneck.UNKNOWN else (),
+        headroom=estimate_headroom(cls, x, summary),
+        capacity=capacity_needs(cls, x, summary),
+        pods=pods,
+        model_version=bare.model_version,
+        abstention=bare.abstention,
+    )
 
 
 def _pod_verdicts(

@@ -58,13 +58,46 @@ def gather(
     # (pods x signals x time) array is written once instead of filled with NaN and then overwritten.
     raw = np.empty((len(pods), n_sig, t))
     flat = raw.reshape(len(pods) * n_sig, t)
+    groups, odd, scalars = _group(pods, lengths, t)
+    copied = np.zeros(len(flat), dtype=bool)
+    for m, (pod_layouts, owners, arrays) in groups.items():
+        block = _join(arrays)
+        if len(block) != m * len(arrays):  # a series of another length than its window: pod by pod
+            copied[:] = False
+            odd = list(range(len(pods)))
+            break
+        sizes = np.fromiter(map(len, pod_layouts), dtype=np.intp, count=len(pod_layouts))
+        idx = np.concatenate(pod_layouts) + np.repeat(np.asarray(owners, dtype=np.intp) * n_sig, sizes)
+        flat[idx, :m] = block.reshape(len(arrays), m)
+        if m < t:
+            flat[idx, m:] = np.nan
+        copied[idx] = True
+    flat[~copied] = np.nan
+    for i in odd:
+        raw[i] = np.nan
+        _copy_pod(raw[i], pods[i].signals, t)
+    scal = np.asarray(scalars, dtype=np.float64).reshape(len(pods), 3)
+    return raw, scal[:, 0:1], scal[:, 1:2], scal[:, 2:3]
+
+
+# window length -> (each pod's signal rows, the pods' indices, their series in order)
+_Groups = dict[int, tuple[list[npt.NDArray[np.intp]], list[int], list[FloatArray]]]
+
+
+def _group(
+    pods: Sequence[PodWindow], lengths: Sequence[int], t: int
+) -> tuple[_Groups, list[int], list[tuple[float, float, float]]]:
+    """The pods' series grouped by their window's length, the pods to copy one by one, and each pod's
+    (GPU count, PCIe bytes/s, NVLink bytes/s).
+
+    Each group is copied by one C-level assignment; a group keeps each pod's layout (signal rows) and
+    index, turned into flat row numbers in one step.
+    """
     scalars: list[tuple[float, float, float]] = []
     specs: dict[str | None, tuple[float, float]] = {}
     layouts: dict[tuple[str, ...], npt.NDArray[np.intp] | None] = {}
     odd: list[int] = []  # pods with a signal outside the catalogue: copied one by one
-    # Series grouped by their window's length, each group copied by one C-level assignment; a group
-    # keeps each pod's layout (signal rows) and index, turned into flat row numbers in one step.
-    groups: dict[int, tuple[list[npt.NDArray[np.intp]], list[int], list[FloatArray]]] = {}
+    groups: _Groups = {}
     for i, pod in enumerate(pods):
         sig = pod.signals
         keys = tuple(sig)
@@ -85,25 +118,7 @@ def gather(
             spec = spec_for(pod.gpu_model)
             caps = specs[pod.gpu_model] = (spec.pcie_bps, spec.nvlink_bps)
         scalars.append((float(pod.gpu_count), *caps))
-    copied = np.zeros(len(flat), dtype=bool)
-    for m, (pod_layouts, owners, arrays) in groups.items():
-        block = _join(arrays)
-        if len(block) != m * len(arrays):  # a series of another length than its window: pod by pod
-            copied[:] = False
-            odd = list(range(len(pods)))
-            break
-        sizes = np.fromiter(map(len, pod_layouts), dtype=np.intp, count=len(pod_layouts))
-        idx = np.concatenate(pod_layouts) + np.repeat(np.asarray(owners, dtype=np.intp) * n_sig, sizes)
-        flat[idx, :m] = block.reshape(len(arrays), m)
-        if m < t:
-            flat[idx, m:] = np.nan
-        copied[idx] = True
-    flat[~copied] = np.nan
-    for i in odd:
-        raw[i] = np.nan
-        _copy_pod(raw[i], pods[i].signals, t)
-    scal = np.asarray(scalars, dtype=np.float64).reshape(len(pods), 3)
-    return raw, scal[:, 0:1], scal[:, 1:2], scal[:, 2:3]
+    return groups, odd, scalars
 
 
 def _copy_pod(row: FloatArray, signals: Mapping[str, FloatArray], t: int) -> None:

@@ -123,79 +123,87 @@ def capacity_needs(cls: Bottleneck, x: FloatArray, summary: JobSummary) -> tuple
         return ()
     busy = min(max(a, 1.0 / MAX_SPEEDUP), 1.0)
     gpus = f"these {summary.gpus} GPUs" if summary.gpus != 1 else "this GPU"
-    out: list[CapacityNeed] = []
     if cls is Bottleneck.IO:
-        net, read = summary.net_rx_bps, summary.read_bps
-        if net is not None and net > 2 * (read or 0.0):
-            rate, what = net, "of network reads"
-        elif read is not None:
-            rate, what = read, "of storage reads"
-        else:
-            rate, what = None, ""
-        if rate is not None:
-            need = rate / busy
-            out.append(
-                CapacityNeed(
-                    "storage_read",
-                    need,
-                    rate,
-                    "B/s",
-                    f"To keep {gpus} busy this job needs ~{human_bytes(need)} {what}; it gets {human_bytes(rate)}.",
-                )
-            )
-    elif cls is Bottleneck.CPU and summary.cpu_cores is not None:
-        need = summary.cpu_cores / busy
-        lim = f" (limit {summary.cpu_limit_cores:.3g})" if summary.cpu_limit_cores else ""
-        out.append(
-            CapacityNeed(
-                "cpu_cores",
-                need,
-                summary.cpu_cores,
-                "cores",
-                f"To keep {gpus} busy this job needs ~{need:.3g} cores of input processing; it gets {summary.cpu_cores:.3g}{lim}.",
-            )
-        )
-    elif cls is Bottleneck.INTERCONNECT:
-        links = [
-            ("pcie_host_to_device", summary.pcie_rx_bps, summary.pcie_capacity_bps),
-            ("nvlink", summary.nvlink_bps, summary.nvlink_capacity_bps),
-            ("network", None if summary.net_rx_bps is None else summary.net_rx_bps + (summary.net_tx_bps or 0.0), 0.0),
-        ]
-        for name, rate, cap in links:
-            if rate is None or rate <= 0:
-                continue
-            need = rate / busy
-            tail = f" against a link capacity of {human_bytes(cap)}" if cap else ""
-            out.append(
-                CapacityNeed(
-                    name,
-                    need,
-                    rate,
-                    "B/s",
-                    f"To keep {gpus} busy the {name.replace('_', ' ')} traffic would need ~{human_bytes(need)}; it carries {human_bytes(rate)}{tail}.",
-                )
-            )
-    elif cls is Bottleneck.GPU and summary.tensor_active is not None:
+        return _io_need(summary, busy, gpus)
+    if cls is Bottleneck.CPU:
+        return _cpu_need(summary, busy, gpus)
+    if cls is Bottleneck.INTERCONNECT:
+        return _interconnect_needs(summary, busy, gpus)
+    if cls is Bottleneck.GPU and summary.tensor_active is not None:
         t = summary.tensor_active
-        out.append(
+        return (
             CapacityNeed(
                 "tensor_pipes",
                 TENSOR_PRACTICAL,
                 t,
                 "ratio",
                 f"Tensor pipes were active {pct(t)} of cycles; well-tuned mixed-precision training reaches about {pct(TENSOR_PRACTICAL)}.",
+            ),
+        )
+    dram = value(x, "dram_active.mean") if cls is Bottleneck.MEMORY else None
+    if dram is not None:
+        return (
+            CapacityNeed(
+                "gpu_memory_bandwidth",
+                DRAM_PRACTICAL,
+                dram,
+                "ratio",
+                f"GPU memory bandwidth was in use {pct(dram)} of cycles against a practical peak near {pct(DRAM_PRACTICAL)}.",
+            ),
+        )
+    return ()
+
+
+def _io_need(summary: JobSummary, busy: float, gpus: str) -> tuple[CapacityNeed, ...]:
+    """Reads the job would need, from the network when those dominate, else from storage."""
+    net, read = summary.net_rx_bps, summary.read_bps
+    if net is not None and net > 2 * (read or 0.0):
+        rate, what = net, "of network reads"
+    elif read is not None:
+        rate, what = read, "of storage reads"
+    else:
+        return ()
+    need = rate / busy
+    text = f"To keep {gpus} busy this job needs ~{human_bytes(need)} {what}; it gets {human_bytes(rate)}."
+    return (CapacityNeed("storage_read", need, rate, "B/s", text),)
+
+
+def _cpu_need(summary: JobSummary, busy: float, gpus: str) -> tuple[CapacityNeed, ...]:
+    if summary.cpu_cores is None:
+        return ()
+    need = summary.cpu_cores / busy
+    lim = f" (limit {summary.cpu_limit_cores:.3g})" if summary.cpu_limit_cores else ""
+    return (
+        CapacityNeed(
+            "cpu_cores",
+            need,
+            summary.cpu_cores,
+            "cores",
+            f"To keep {gpus} busy this job needs ~{need:.3g} cores of input processing; it gets {summary.cpu_cores:.3g}{lim}.",
+        ),
+    )
+
+
+def _interconnect_needs(summary: JobSummary, busy: float, gpus: str) -> tuple[CapacityNeed, ...]:
+    """One item per link that carried traffic: PCIe host-to-device, NVLink, the network."""
+    links = [
+        ("pcie_host_to_device", summary.pcie_rx_bps, summary.pcie_capacity_bps),
+        ("nvlink", summary.nvlink_bps, summary.nvlink_capacity_bps),
+        ("network", None if summary.net_rx_bps is None else summary.net_rx_bps + (summary.net_tx_bps or 0.0), 0.0),
+    ]
+    out: list[CapacityNeed] = []
+    for name, rate, cap in links:
+        if rate is None or rate <= 0:
+            continue
+        need = rate / busy
+        tail = f" against a link capacity of {human_bytes(cap)}" if cap else ""
+        out.append(
+            CapacityNeed(
+                name,
+                need,
+                rate,
+                "B/s",
+                f"To keep {gpus} busy the {name.replace('_', ' ')} traffic would need ~{human_bytes(need)}; it carries {human_bytes(rate)}{tail}.",
             )
         )
-    elif cls is Bottleneck.MEMORY:
-        dram = value(x, "dram_active.mean")
-        if dram is not None:
-            out.append(
-                CapacityNeed(
-                    "gpu_memory_bandwidth",
-                    DRAM_PRACTICAL,
-                    dram,
-                    "ratio",
-                    f"GPU memory bandwidth was in use {pct(dram)} of cycles against a practical peak near {pct(DRAM_PRACTICAL)}.",
-                )
-            )
     return tuple(out)

@@ -183,7 +183,7 @@ def save_model(model: BottleneckModel, directory: Path) -> tuple[Path, Path]:
         arrays[_LOW], arrays[_HIGH] = model.envelope.low, model.envelope.high
     np.savez_compressed(path, **arrays)
     if model.estimator is not None:
-        import skops.io as sio
+        import skops.io as sio  # present wherever an estimator was fitted (the `train` extra)
 
         sio.dump({"estimator": model.estimator, **header}, directory / TRAINING_FILE, compression=zipfile.ZIP_DEFLATED)
     meta_path = directory / METADATA_FILE
@@ -249,7 +249,13 @@ def _read_runtime_file(path: Path) -> tuple[dict[str, Any], TreeEnsemble, Envelo
 
 
 def _read_training_file(path: Path) -> tuple[dict[str, Any], Any]:
-    import skops.io as sio
+    try:
+        import skops.io as sio
+    except ImportError as exc:
+        raise ModelError(
+            f"{path} is a training file: reading it needs pip install 'bottleneck-operator[train]'; "
+            "the runtime model is the .npz beside it"
+        ) from exc
 
     try:
         untrusted = [t for t in sio.get_untrusted_types(file=path) if t not in TRUSTED_TYPES]

@@ -20,6 +20,7 @@ from bottleneck_operator.analysis.model import BottleneckModel, fit_temperature
 from bottleneck_operator.contract.signals import Family, signals_of
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import FloatArray, JobWindow, PodWindow
+from bottleneck_operator.errors import ModelError
 
 # Probability that a family is missing from a degraded window, roughly how often clusters lack it.
 DROP_PROBABILITY: dict[Family, float] = {
@@ -202,7 +203,10 @@ def fit_model(
     Returns:
         The fitted model.
     """
-    from sklearn.ensemble import HistGradientBoostingClassifier
+    try:
+        from sklearn.ensemble import HistGradientBoostingClassifier
+    except ImportError as exc:  # the image carries no scikit-learn: training is a development task
+        raise ModelError("training needs scikit-learn: pip install 'bottleneck-operator[train]'") from exc
 
     rng = np.random.default_rng(seed)
     unique = np.unique(data.groups)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from bottleneck_operator.commands import analyze, demo, evaluate, run, sidecar, simulate, train
+from bottleneck_operator.commands import analyze, demo, doctor, evaluate, run, sidecar, simulate, train
 
 Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
 
@@ -17,4 +17,5 @@ COMMANDS: tuple[Register, ...] = (
     simulate.register,
     train.register,
     evaluate.register,
+    doctor.register,
 )

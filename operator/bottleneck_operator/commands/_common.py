@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bottleneck_operator.errors import UsageError
 
 if TYPE_CHECKING:
-    # Imported when used: pydantic costs ~12 MB, and the `sidecar` command (which parses the same
+    # Imported when used: pydantic is a large import, and the `sidecar` command (which parses the same
     # CLI, so imports this module) must stay small inside every profiled pod.
     from bottleneck_operator.settings import Settings
 

@@ -7,14 +7,17 @@ verdict of Unknown with the reason is still printed), 4 Prometheus unreachable.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bottleneck_operator.commands._common import add_prometheus_flags, dumps, settings_from_args
 from bottleneck_operator.errors import EXIT_NO_DATA, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
+    from bottleneck_operator.contract.window import JobWindow
     from bottleneck_operator.reports import ReportStatus
 
 
@@ -41,7 +44,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--step", type=float, help="query resolution in seconds (default: the step setting)")
     parser.add_argument("--output", "-o", choices=("json", "table"), default="table", help="output format")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        type=Path,
+        help="also write the report as one self-contained HTML page with plots of the Job's signals",
+    )
     parser.set_defaults(func=main)
+
+
+def _write_html(args: argparse.Namespace, status: dict[str, Any], window: JobWindow | None, name: str) -> None:
+    """Write the --html page when asked; a path that cannot be written is the caller's mistake."""
+    if args.html is None:
+        return
+    from bottleneck_operator.html import write_html
+
+    try:
+        write_html(status, args.html, window=window, name=name)
+    except OSError as exc:
+        raise UsageError(f"--html: cannot write {args.html}: {exc.strerror or exc}") from exc
+    print(f"HTML report written to {args.html}", file=sys.stderr)
 
 
 def parse_time(text: str, flag: str) -> float:
@@ -89,6 +111,7 @@ def _no_data_status(namespace: str, job: str, start: float, end: float, reason: 
 def main(args: argparse.Namespace) -> int:
     from bottleneck_operator.pipeline import Analyzer, JobRequest
     from bottleneck_operator.telemetry.client import PrometheusClient
+    from bottleneck_operator.telemetry.layouts import with_matchers
     from bottleneck_operator.telemetry.lifetime import job_lifetime
     from bottleneck_operator.telemetry.names import validate_k8s_name
 
@@ -107,11 +130,14 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError("--lookback must be positive")
         # With only --end given, the Job's lifetime is searched back from it.
         search_end = end if end is not None else now
-        lifetime = job_lifetime(client, namespace, job, lookback=args.lookback, now=search_end)
+        matchers = with_matchers(settings.labels).selector_matchers
+        lifetime = job_lifetime(client, namespace, job, lookback=args.lookback, now=search_end, matchers=matchers)
         if lifetime is None:
             days = args.lookback / 86400
             reason = f"no pods of Job {namespace}/{job} found in Prometheus (kube_pod_info, last {days:.3g} days)"
-            print(dumps(_no_data_status(namespace, job, start or now, end or now, reason)))
+            status = _no_data_status(namespace, job, start or now, end or now, reason)
+            _write_html(args, status, None, f"{namespace}/{job}")
+            print(dumps(status))
             return EXIT_NO_DATA
         start = lifetime[0] if start is None else start
         end = lifetime[1] if end is None else end
@@ -119,6 +145,7 @@ def main(args: argparse.Namespace) -> int:
             end = start + settings.step
     analyzer = Analyzer(settings, client=client)
     result = analyzer.analyze_jobs([JobRequest(namespace=namespace, job=job, start=start, end=end)])[0]
+    _write_html(args, result.status.dump(), result.window, f"{namespace}/{job}")
     data_problem = (
         result.window is None
         or not result.window.pods

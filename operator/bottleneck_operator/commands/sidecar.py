@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def main(args: argparse.Namespace) -> int:
     from bottleneck_operator.sidecar.service import CollectorOptions, render_once, serve
 
-    # Settings (pydantic) is not loaded here on purpose: it would add ~12 MB to a process that must
+    # Settings (pydantic) is not loaded here on purpose: it would add its import's memory to a process that must
     # stay small in every profiled pod. The two variables are read the same way Settings reads them.
     port = args.port if args.port is not None else _env_number("BOTTLENECK_SIDECAR_PORT", COLLECTOR_PORT, int)
     period = (

@@ -50,12 +50,15 @@ class DataQuality:
             (``gpu_util``, else ``gr_engine_active``), averaged over pods; 0.0 when neither exists.
         scrape_interval: estimated seconds between samples of the job's series, None when unknown.
         notes: short human-readable remarks ("no PROF fields", "node label mapping guessed", ...).
+        layout: the label layout each exporter's series were read in, e.g.
+            ``{"dcgm": "exported-labels", "node": "pod-join"}``; empty when not detected.
     """
 
     families: frozenset[Family] = frozenset()
     coverage: float = 0.0
     scrape_interval: float | None = None
     notes: tuple[str, ...] = ()
+    layout: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

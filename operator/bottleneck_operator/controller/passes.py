@@ -39,13 +39,12 @@ _BATCH_DELAY = 0.2
 # Jobs per batched fetch. One fetch's query count does not depend on its number of Jobs, but its
 # memory does (every pod's signals, then the classifier's features). Each batch's Prometheus work is
 # proportional to its Jobs (every query is narrowed to the batch's pods and nodes), so batches cost
-# little beyond their queries' round trips. Measured with 1,000 Jobs on two cores (bench_operator):
-# 100 Jobs per batch gave ~9 s passes and 227 MB, 150 gave ~7-8 s and 231-240 MB, 250 ~13 s and
-# 248 MB (before the other savings of the same change).
+# little beyond their queries' round trips. 150 was the best trade of pass time against peak memory
+# in bench_operator (fewer Jobs per batch: more round trips; more: a larger peak, slower passes).
 PASS_BATCH = 150
 # Batches analysed at once (see _analyse). Two overlap one batch's Python work with the next one's
-# queries, which pays on a Prometheus with cores to spare; next to a two-core Prometheus it gained
-# under a second per pass and cost ~15 MB of peak memory, so one it is.
+# queries, which pays on a Prometheus with cores to spare; next to a small Prometheus the gain did
+# not pay for the extra peak memory (bench_operator), so one it is.
 IN_FLIGHT = 1
 # Report PATCHes in flight at once.
 _WRITE_CONCURRENCY = 16

@@ -29,6 +29,7 @@ from bottleneck_operator.controller.workloads import JOB, KINDS, WorkloadKind
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.kube import refuse_exec_plugins
 from bottleneck_operator.settings import Settings
+from bottleneck_operator.telemetry.doctor import check_at_start
 
 LoginFn = Callable[[], Any]
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
@@ -143,6 +144,7 @@ def _register_startup(
         except BottleneckError as exc:
             await api.close()
             raise kopf.PermanentError(f"cannot start the analysis: {exc}") from exc
+        check_at_start(operator_settings, state.metrics.registry)
         freeze_long_lived()
         await state.metrics.serve(operator_settings.metrics_port)
         state.loop_task = asyncio.create_task(run_loop(state), name="bottleneck analysis loop")

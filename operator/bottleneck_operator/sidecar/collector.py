@@ -297,6 +297,12 @@ class SnapshotCollector(Collector):
         yield info
 
     def _cgroup_metrics(self, snap: Snapshot) -> Iterator[Metric]:
+        candidates = [*self._cpu_metrics(snap), *self._io_memory_metrics(snap)]
+        yield from (m for m in candidates if m is not None)
+        if snap.pressure:
+            yield from self._pressure_metrics(snap.pressure)
+
+    def _cpu_metrics(self, snap: Snapshot) -> list[Metric | None]:
         cpu = snap.cpu
         usec = 1e-6
         candidates: list[Metric | None] = [
@@ -317,8 +323,13 @@ class SnapshotCollector(Collector):
                     _scaled(cpu.get("throttled_usec"), usec),
                 ),
             ]
-        candidates += [
-            self._gauge("cpu_limit_cores", "CPU limit of the pod cgroup (cpu.max quota/period).", snap.cpu_limit_cores),
+        candidates.append(
+            self._gauge("cpu_limit_cores", "CPU limit of the pod cgroup (cpu.max quota/period).", snap.cpu_limit_cores)
+        )
+        return candidates
+
+    def _io_memory_metrics(self, snap: Snapshot) -> list[Metric | None]:
+        return [
             self._counter(
                 "io_read_bytes", "Bytes read from block devices (io.stat rbytes).", _f(snap.io.get("rbytes"))
             ),
@@ -341,24 +352,24 @@ class SnapshotCollector(Collector):
                 _f(snap.memory_events.get("oom_kill")),
             ),
         ]
-        yield from (m for m in candidates if m is not None)
-        if snap.pressure:
-            waiting = CounterMetricFamily(
-                PREFIX + "pressure_waiting_seconds",
-                "PSI 'some': time some tasks waited on the resource.",
-                labels=[*self._base, "resource"],
-            )
-            stalled = CounterMetricFamily(
-                PREFIX + "pressure_stalled_seconds",
-                "PSI 'full': time all tasks stalled on the resource.",
-                labels=[*self._base, "resource"],
-            )
-            for resource, psi in sorted(snap.pressure.items()):
-                if "some" in psi:
-                    waiting.add_metric([*self._values, resource], psi["some"])
-                if "full" in psi:
-                    stalled.add_metric([*self._values, resource], psi["full"])
-            yield from (m for m in (waiting, stalled) if m.samples)
+
+    def _pressure_metrics(self, pressure: dict[str, dict[str, float]]) -> Iterator[Metric]:
+        waiting = CounterMetricFamily(
+            PREFIX + "pressure_waiting_seconds",
+            "PSI 'some': time some tasks waited on the resource.",
+            labels=[*self._base, "resource"],
+        )
+        stalled = CounterMetricFamily(
+            PREFIX + "pressure_stalled_seconds",
+            "PSI 'full': time all tasks stalled on the resource.",
+            labels=[*self._base, "resource"],
+        )
+        for resource, psi in sorted(pressure.items()):
+            if "some" in psi:
+                waiting.add_metric([*self._values, resource], psi["some"])
+            if "full" in psi:
+                stalled.add_metric([*self._values, resource], psi["full"])
+        yield from (m for m in (waiting, stalled) if m.samples)
 
     def _gpu_metrics(self, gpus: list[GpuReading]) -> Iterator[Metric]:
         labels = [*self._base, "gpu", "UUID"]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bottleneck_operator.simulation.jobs import SimNode, SimPod, SimulatedJob, generate_jobs
+from bottleneck_operator.simulation.jobs import SimulatedJob, generate_jobs
 from bottleneck_operator.simulation.openmetrics import write_openmetrics
+from bottleneck_operator.simulation.record import SimNode, SimPod
 from bottleneck_operator.simulation.scenario import Scenario, in_holdout
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ import numpy as np
 
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.series import Series
-from bottleneck_operator.simulation.state import F, rounded
+from bottleneck_operator.simulation.state import B, F, rounded
 
 if TYPE_CHECKING:
-    from bottleneck_operator.simulation.jobs import SimulatedJob
+    from bottleneck_operator.simulation.record import JobRecord
 
 TRAINER = "trainer"
 _BUS_IDS = (0x07, 0x0F, 0x47, 0x4E, 0x87, 0x90, 0xB7, 0xBD)  # a DGX A100's GPU bus numbers
@@ -65,7 +65,35 @@ def gpu_uuid(node: str, index: int) -> str:
     return f"GPU-{h:08x}-{h2 & 0xFFFF:04x}-{(h2 >> 16) & 0xFFFF:04x}-{h & 0xFFFF:04x}-{h2:08x}{index:04x}"
 
 
-def dcgm_series(job: SimulatedJob) -> Iterator[Series]:
+def _gpu_labels(idx: int, node: str, model: str, owner: tuple[str, str, str] | None) -> dict[str, str]:
+    """dcgm-exporter's labels of GPU ``idx``; ``owner`` (namespace, pod, container), or None for no pod."""
+    namespace, pod, container = owner or ("", "", "")
+    return {
+        "gpu": str(idx),
+        "UUID": gpu_uuid(node, idx),
+        "pci_bus_id": f"00000000:{_BUS_IDS[idx % 8]:02X}:00.0",
+        "device": f"nvidia{idx}",
+        "modelName": model,
+        "Hostname": node,
+        "container": container,
+        "namespace": namespace,
+        "pod": pod,
+    }
+
+
+def _gpu_series(
+    fields: dict[str, tuple[str, str]], labels: dict[str, str], values: dict[str, F], up: B, scrape: dict[str, str]
+) -> Iterator[Series]:
+    for name, (key, text) in fields.items():
+        yield Series(name, "gauge", text, labels, values[key], "dcgm", up, scrape)
+    # A counter in dcgm-exporter, but its name has no _total: OpenMetrics calls it "unknown".
+    yield Series(
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "unknown", "Total number of NVLink bandwidth counters for all lanes.",
+        labels, values["nvlink_total"], "dcgm", up, scrape,
+    )  # fmt: skip
+
+
+def dcgm_series(job: JobRecord) -> Iterator[Series]:
     """dcgm-exporter's series for the job's GPUs and the other GPUs of its nodes.
 
     Args:
@@ -82,27 +110,20 @@ def dcgm_series(job: SimulatedJob) -> Iterator[Series]:
     for p, pod in enumerate(job.pods):
         for g in range(pod.gpu_count):
             idx = pod.first_gpu + g
-            labels = {
-                "gpu": str(idx),
-                "UUID": gpu_uuid(pod.node, idx),
-                "pci_bus_id": f"00000000:{_BUS_IDS[idx % 8]:02X}:00.0",
-                "device": f"nvidia{idx}",
-                "modelName": pod.gpu_model,
-                "Hostname": pod.node,
-                "container": TRAINER,
-                "namespace": job.namespace,
-                "pod": pod.pod,
-            }
+            labels = _gpu_labels(idx, pod.node, pod.gpu_model, (job.namespace, pod.pod, TRAINER))
             scrape = {"instance": f"{node_ip[pod.node]}:9400", "job": "dcgm-exporter"}
-            for name, (key, text) in fields.items():
-                yield Series(name, "gauge", text, labels, st.gpu[key][p, g], "dcgm", up, scrape)
-            # A counter in dcgm-exporter, but its name has no _total: OpenMetrics calls it "unknown".
-            yield Series(
-                "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "unknown", "Total number of NVLink bandwidth counters for all lanes.",
-                labels, st.gpu["nvlink_total"][p, g], "dcgm", up, scrape,
-            )  # fmt: skip
-    # dcgm-exporter reports every GPU of the node: the rest belong to neighbours' pods or to no pod
-    # (then the pod labels are empty), and a data layer must not mistake them for the job's.
+            yield from _gpu_series(fields, labels, {key: st.gpu[key][p, g] for key in st.gpu}, up, scrape)
+    yield from _other_gpus_series(job, fields)
+
+
+def _other_gpus_series(job: JobRecord, fields: dict[str, tuple[str, str]]) -> Iterator[Series]:
+    """The GPUs of the job's nodes that the job does not use.
+
+    dcgm-exporter reports every GPU of the node: the rest belong to neighbours' pods or to no pod
+    (then the pod labels are empty), and a data layer must not mistake them for the job's.
+    """
+    st = job.state
+    sc = job.params
     kind = cat.GPU_KINDS[sc.gpu]
     for j, nd in enumerate(job.nodes):
         used = {p.first_gpu + g for p in job.pods if p.node == nd.name for g in range(p.gpu_count)}
@@ -113,23 +134,8 @@ def dcgm_series(job: SimulatedJob) -> Iterator[Series]:
             owner = neighbours[idx % len(neighbours)] if neighbours and rng.random() < 0.7 else None
             busy = float(rng.uniform(0.3, 1.0)) if owner else 0.0
             values = _other_gpu(kind, busy, st.t.size, rng)
-            labels = {
-                "gpu": str(idx),
-                "UUID": gpu_uuid(nd.name, idx),
-                "pci_bus_id": f"00000000:{_BUS_IDS[idx % 8]:02X}:00.0",
-                "device": f"nvidia{idx}",
-                "modelName": kind.model_name,
-                "Hostname": nd.name,
-                "container": "worker" if owner else "",
-                "namespace": owner[0] if owner else "",
-                "pod": owner[1] if owner else "",
-            }
-            for name, (key, text) in fields.items():
-                yield Series(name, "gauge", text, labels, values[key], "dcgm", up, scrape)
-            yield Series(
-                "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "unknown", "Total number of NVLink bandwidth counters for all lanes.",
-                labels, values["nvlink_total"], "dcgm", up, scrape,
-            )  # fmt: skip
+            labels = _gpu_labels(idx, nd.name, kind.model_name, (owner[0], owner[1], "worker") if owner else None)
+            yield from _gpu_series(fields, labels, values, st.up["dcgm"], scrape)
 
 
 def _other_gpu(kind: cat.GpuKind, busy: float, n: int, rng: np.random.Generator) -> dict[str, F]:

@@ -7,6 +7,7 @@ storage and CPU rates); it changes what the telemetry shows and how cleanly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -109,8 +110,46 @@ def sample_environment(
     Returns:
         (environment, tags).
     """
-    kind = cat.GPU_KINDS[gpu]
     tags: list[str] = []
+    fieldset, missing, si, sidecar = _draw_exporters(rng, cat.GPU_KINDS[gpu], dcgm_fieldset, scrape_interval, tags)
+    if storage_network:
+        tags.append("network_storage")
+    if n_nodes > 1:
+        tags.append("multi_node")
+    # Multi-node all-reduce that dominates: NCCL kernels keep GPU_UTIL high while the SMs mostly wait.
+    if n_nodes > 1 and comm_share > 0.99 and kernel_share < 0.4:
+        tags.append("nccl_busy")
+    n_pods, nb_cpu, nb_disk, nb_net, nb_iow = _draw_neighbours(rng, node_cpus, tags)
+    mem_limit, ws, node_used, swap, swap_used, fb = _draw_memory(rng, mechanism, node_mem, tags)
+    env = Environment(
+        dcgm_fieldset=fieldset,
+        prof_missing=missing,
+        scrape_interval=si,
+        sidecar=sidecar,
+        neighbour_pods=n_pods,
+        neighbour_cpu=nb_cpu,
+        neighbour_disk_bps=nb_disk,
+        neighbour_net_bps=nb_net,
+        neighbour_io_wait=nb_iow,
+        mem_limit_bytes=mem_limit,
+        mem_ws_frac=ws,
+        node_mem_used_frac=node_used,
+        swap_bytes=swap,
+        swap_used_frac=swap_used,
+        fb_frac=fb,
+        **_draw_rest(rng),
+    )
+    return env, tuple(tags)
+
+
+def _draw_exporters(
+    rng: np.random.Generator,
+    kind: cat.GpuKind,
+    dcgm_fieldset: str | None,
+    scrape_interval: float | None,
+    tags: list[str],
+) -> tuple[str, tuple[str, ...], float, bool]:
+    """(dcgm field set, PROF fields the part lacks, scrape interval, collector injected); tags appended."""
     fieldset = dcgm_fieldset or str(rng.choice(FIELDSETS, p=[0.25, 0.45, 0.30]))
     missing: tuple[str, ...] = ()
     if kind.prof_partial and rng.random() < 0.5:
@@ -122,15 +161,13 @@ def sample_environment(
     sidecar = bool(rng.random() < 0.5)
     if sidecar:
         tags.append("sidecar")
-    if storage_network:
-        tags.append("network_storage")
-    if n_nodes > 1:
-        tags.append("multi_node")
-    # Multi-node all-reduce that dominates: NCCL kernels keep GPU_UTIL high while the SMs mostly wait.
-    if n_nodes > 1 and comm_share > 0.99 and kernel_share < 0.4:
-        tags.append("nccl_busy")
+    return fieldset, missing, si, sidecar
 
-    # Neighbours: a third of jobs share nodes with busy pods of other jobs.
+
+def _draw_neighbours(
+    rng: np.random.Generator, node_cpus: int, tags: list[str]
+) -> tuple[int, float, float, float, float]:
+    """A third of jobs share nodes with busy pods of other jobs: (pods, cores, disk B/s, net B/s, iowait)."""
     noisy = bool(rng.random() < 0.33)
     n_pods = int(rng.integers(1, 5)) if noisy or rng.random() < 0.4 else 0
     load = float(rng.uniform(0.2, 0.7)) if noisy else float(rng.uniform(0.0, 0.08))
@@ -140,8 +177,16 @@ def sample_environment(
     nb_disk = float(rng.uniform(0.2e9, 2.5e9)) * (noisy and rng.random() < 0.6) if n_pods else 0.0
     nb_net = float(rng.uniform(0.1e9, 3e9)) * (noisy and rng.random() < 0.6) if n_pods else 0.0
     nb_iow = float(rng.uniform(0.1, 0.6)) if nb_disk > 0 else 0.0
+    return n_pods, nb_cpu, nb_disk, nb_net, nb_iow
 
-    # Memory: host pressure only where the mechanism is host memory (with swap often), else headroom.
+
+def _draw_memory(
+    rng: np.random.Generator, mechanism: str, node_mem: float, tags: list[str]
+) -> tuple[float | None, float, float, float, float, float]:
+    """(memory limit, working set share, node used share, swap bytes, swap used share, framebuffer share).
+
+    Host pressure only where the mechanism is host memory (with swap often), else headroom.
+    """
     mem_limit: float | None = None
     swap = 0.0
     swap_used = 0.0
@@ -166,35 +211,23 @@ def sample_environment(
         tags.append("fb_full")
     if mechanism == "mem-dram":
         tags.append("dram_bound")
+    return mem_limit, ws, node_used, swap, swap_used, fb
 
+
+def _draw_rest(rng: np.random.Generator) -> dict[str, Any]:
+    """Exporter presence, the job's phases (start-up, evaluations, checkpoints) and its noise, in draw order."""
     evals = rng.random() < 0.5
     ckpts = rng.random() < 0.6
-    env = Environment(
-        dcgm_fieldset=fieldset,
-        prof_missing=missing,
-        scrape_interval=si,
-        sidecar=sidecar,
-        node_psi=bool(rng.random() < 0.85),
-        ksm=bool(rng.random() < 0.9),
-        neighbour_pods=n_pods,
-        neighbour_cpu=nb_cpu,
-        neighbour_disk_bps=nb_disk,
-        neighbour_net_bps=nb_net,
-        neighbour_io_wait=nb_iow,
-        mem_limit_bytes=mem_limit,
-        mem_ws_frac=ws,
-        node_mem_used_frac=node_used,
-        swap_bytes=swap,
-        swap_used_frac=swap_used,
-        startup_s=float(rng.uniform(30, 240)),
-        eval_every_s=float(rng.uniform(300, 1200)) if evals else 0.0,
-        eval_len_s=float(rng.uniform(20, 90)) if evals else 0.0,
-        ckpt_every_s=float(rng.uniform(300, 1800)) if ckpts else 0.0,
-        ckpt_len_s=float(rng.uniform(5, 45)) if ckpts else 0.0,
-        noise=float(rng.uniform(0.04, 0.15)),
-        drift=float(rng.uniform(0.02, 0.12)),
-        gap_prob=float(rng.uniform(0.0, 0.3)),
-        fb_frac=fb,
-        counter_reset=bool(rng.random() < 0.03),
-    )
-    return env, tuple(tags)
+    return {
+        "node_psi": bool(rng.random() < 0.85),
+        "ksm": bool(rng.random() < 0.9),
+        "startup_s": float(rng.uniform(30, 240)),
+        "eval_every_s": float(rng.uniform(300, 1200)) if evals else 0.0,
+        "eval_len_s": float(rng.uniform(20, 90)) if evals else 0.0,
+        "ckpt_every_s": float(rng.uniform(300, 1800)) if ckpts else 0.0,
+        "ckpt_len_s": float(rng.uniform(5, 45)) if ckpts else 0.0,
+        "noise": float(rng.uniform(0.04, 0.15)),
+        "drift": float(rng.uniform(0.02, 0.12)),
+        "gap_prob": float(rng.uniform(0.0, 0.3)),
+        "counter_reset": bool(rng.random() < 0.03),
+    }

@@ -20,18 +20,18 @@ import numpy as np
 from bottleneck_operator import __version__
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.dcgm import TRAINER, dcgm_fields, dcgm_series
-from bottleneck_operator.simulation.series import Series, series_maker
-from bottleneck_operator.simulation.state import CPU_MODES
+from bottleneck_operator.simulation.series import Series, SeriesMaker, series_maker
+from bottleneck_operator.simulation.state import CPU_MODES, F
 
 if TYPE_CHECKING:
-    from bottleneck_operator.simulation.jobs import SimulatedJob
+    from bottleneck_operator.simulation.record import JobRecord
 
 SIDECAR = "bottleneck-collector"
 SIDECAR_CPU_LIMIT = 0.05  # the chart's default collector limits (Settings.sidecar_cpu_limit / memory)
 SIDECAR_MEM_LIMIT = 64 * cat.MIB
 
 
-def node_series(job: SimulatedJob) -> Iterator[Series]:
+def node_series(job: JobRecord) -> Iterator[Series]:
     """node-exporter's series for each of the job's nodes.
 
     Args:
@@ -55,50 +55,59 @@ def node_series(job: SimulatedJob) -> Iterator[Series]:
                 np.ones(st.t.size), {"domainname": "(none)", "machine": "x86_64", "nodename": nd.name,
                                      "release": "5.15.0-1056-aws", "sysname": "Linux",
                                      "version": "#61~20.04.1-Ubuntu SMP"})  # fmt: skip
-        # Per CPU: the node's mode totals split over its CPUs with a little imbalance.
-        cpu_total = st.node["cpu_c"][j]  # (modes, n)
-        ncpu = nd.cpus
-        weights = 1 + rng.normal(0, 0.05, (ncpu, len(CPU_MODES), 1))
-        weights /= weights.mean(axis=0, keepdims=True)
-        per_cpu = cpu_total[None] / ncpu * weights
-        for c in range(ncpu):
-            for m, mode in enumerate(CPU_MODES):
-                yield s("node_cpu_seconds_total", "counter", "Seconds the CPUs spent in each mode.",
-                        per_cpu[c, m], {"cpu": str(c), "mode": mode})  # fmt: skip
-        for d, dev in enumerate(devices):
-            lab = {"device": dev}
-            yield s("node_disk_read_bytes_total", "counter", "The total number of bytes read successfully.",
-                    st.node["disk_read_c"][j, d], lab)  # fmt: skip
-            yield s("node_disk_reads_completed_total", "counter", "The total number of reads completed successfully.",
-                    st.node["disk_reads_c"][j, d], lab)  # fmt: skip
-            yield s("node_disk_io_time_seconds_total", "counter", "Total seconds spent doing I/Os.",
-                    st.node["disk_io_time_c"][j, d], lab)  # fmt: skip
-        mem = {
-            "node_memory_MemAvailable_bytes": "mem_avail", "node_memory_MemTotal_bytes": "mem_total",
-            "node_memory_SwapTotal_bytes": "swap_total", "node_memory_SwapFree_bytes": "swap_free",
-        }  # fmt: skip
-        for name, key in mem.items():
-            yield s(name, "gauge", f"Memory information field {name[12:]}.", st.node[key][j])
-        yield s(
-            "node_vmstat_pgmajfault", "unknown", "/proc/vmstat information field pgmajfault.", st.node["majfault_c"][j]
+        yield from _node_cpu(s, st.node["cpu_c"][j], nd.cpus, rng)
+        yield from _node_disk_memory(s, job, j, devices)
+        yield from _node_network_psi(s, job, j)
+
+
+def _node_cpu(s: SeriesMaker, cpu_total: F, ncpu: int, rng: np.random.Generator) -> Iterator[Series]:
+    """Per CPU: the node's mode totals (modes, n) split over its CPUs with a little imbalance."""
+    weights = 1 + rng.normal(0, 0.05, (ncpu, len(CPU_MODES), 1))
+    weights /= weights.mean(axis=0, keepdims=True)
+    per_cpu = cpu_total[None] / ncpu * weights
+    for c in range(ncpu):
+        for m, mode in enumerate(CPU_MODES):
+            yield s("node_cpu_seconds_total", "counter", "Seconds the CPUs spent in each mode.",
+                    per_cpu[c, m], {"cpu": str(c), "mode": mode})  # fmt: skip
+
+
+def _node_disk_memory(s: SeriesMaker, job: JobRecord, j: int, devices: list[str]) -> Iterator[Series]:
+    st = job.state
+    for d, dev in enumerate(devices):
+        lab = {"device": dev}
+        yield s("node_disk_read_bytes_total", "counter", "The total number of bytes read successfully.",
+                st.node["disk_read_c"][j, d], lab)  # fmt: skip
+        yield s("node_disk_reads_completed_total", "counter", "The total number of reads completed successfully.",
+                st.node["disk_reads_c"][j, d], lab)  # fmt: skip
+        yield s("node_disk_io_time_seconds_total", "counter", "Total seconds spent doing I/Os.",
+                st.node["disk_io_time_c"][j, d], lab)  # fmt: skip
+    mem = {
+        "node_memory_MemAvailable_bytes": "mem_avail", "node_memory_MemTotal_bytes": "mem_total",
+        "node_memory_SwapTotal_bytes": "swap_total", "node_memory_SwapFree_bytes": "swap_free",
+    }  # fmt: skip
+    for name, key in mem.items():
+        yield s(name, "gauge", f"Memory information field {name[12:]}.", st.node[key][j])
+    yield s("node_vmstat_pgmajfault", "unknown", "/proc/vmstat information field pgmajfault.", st.node["majfault_c"][j])
+
+
+def _node_network_psi(s: SeriesMaker, job: JobRecord, j: int) -> Iterator[Series]:
+    st = job.state
+    sc = job.params
+    lo = np.cumsum(np.full(st.t.size, 3e4 * sc.scrape_interval)) + 1e9
+    for name, key in (("receive", "net_rx_c"), ("transmit", "net_tx_c")):
+        text = f"Network device statistic {name}_bytes."
+        yield s(f"node_network_{name}_bytes_total", "counter", text, st.node[key][j], {"device": "eth0"})
+        yield s(f"node_network_{name}_bytes_total", "counter", text, lo, {"device": "lo"})
+    if sc.env.node_psi:
+        psi = (
+            ("node_pressure_cpu_waiting_seconds_total", "psi_cpu_some_c", "CPU"),
+            ("node_pressure_io_waiting_seconds_total", "psi_io_some_c", "IO"),
+            ("node_pressure_io_stalled_seconds_total", "psi_io_full_c", "IO"),
+            ("node_pressure_memory_waiting_seconds_total", "psi_mem_some_c", "memory"),
+            ("node_pressure_memory_stalled_seconds_total", "psi_mem_full_c", "memory"),
         )
-        lo = np.cumsum(np.full(st.t.size, 3e4 * sc.scrape_interval)) + 1e9
-        for name, key in (("receive", "net_rx_c"), ("transmit", "net_tx_c")):
-            text = f"Network device statistic {name}_bytes."
-            yield s(f"node_network_{name}_bytes_total", "counter", text, st.node[key][j], {"device": "eth0"})
-            yield s(f"node_network_{name}_bytes_total", "counter", text, lo, {"device": "lo"})
-        if sc.env.node_psi:
-            psi = (
-                ("node_pressure_cpu_waiting_seconds_total", "psi_cpu_some_c", "CPU"),
-                ("node_pressure_io_waiting_seconds_total", "psi_io_some_c", "IO"),
-                ("node_pressure_io_stalled_seconds_total", "psi_io_full_c", "IO"),
-                ("node_pressure_memory_waiting_seconds_total", "psi_mem_some_c", "memory"),
-                ("node_pressure_memory_stalled_seconds_total", "psi_mem_full_c", "memory"),
-            )
-            for name, key, what in psi:
-                yield s(
-                    name, "counter", f"Total time in seconds that processes have waited for {what}.", st.node[key][j]
-                )
+        for name, key, what in psi:
+            yield s(name, "counter", f"Total time in seconds that processes have waited for {what}.", st.node[key][j])
 
 
 def _cgroup(pod_uid: str, burstable: bool) -> str:
@@ -106,7 +115,7 @@ def _cgroup(pod_uid: str, burstable: bool) -> str:
     return f"/kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{pod_uid.replace('-', '_')}.slice"
 
 
-def cadvisor_series(job: SimulatedJob) -> Iterator[Series]:
+def cadvisor_series(job: JobRecord) -> Iterator[Series]:
     """cAdvisor's series for the job's containers, pod cgroups and the neighbours' containers.
 
     Args:
@@ -115,61 +124,70 @@ def cadvisor_series(job: SimulatedJob) -> Iterator[Series]:
     Yields:
         Series.
     """
-    st = job.state
-    sc = job.params
-    up = st.up["cadvisor"]
     node_ip = {nd.name: nd.ip for nd in job.nodes}
-    storage = cat.STORAGE_KINDS[sc.storage]
+    storage = cat.STORAGE_KINDS[job.params.storage]
     dev = "/dev/nvme0n1" if storage.network else f"/dev/{storage.device}"
-    n = st.t.size
     for p, pod in enumerate(job.pods):
         scrape = {"instance": f"{node_ip[pod.node]}:10250", "job": "kubelet", "metrics_path": "/metrics/cadvisor"}
-        pod_id = _cgroup(pod.uid, True)
-        base = {"namespace": job.namespace, "pod": pod.pod}
-        cid = f"{zlib.crc32(pod.pod.encode()):08x}" * 8
-        trainer = {**base, "container": TRAINER, "id": f"{pod_id}/cri-containerd-{cid}.scope",
-                   "image": "registry.example.com/ml/trainer:2.3", "name": cid}  # fmt: skip
-        containers = [(trainer, st.pod["cpu_c"][p], st.pod["ws"][p], st.pod["mem_limit"][p], sc.cpu_limit)]
-        if sc.env.sidecar:
-            sid = f"{zlib.crc32(pod.pod.encode()) ^ 0x5A5A5A5A:08x}" * 8
-            side = {**base, "container": SIDECAR, "id": f"{pod_id}/cri-containerd-{sid}.scope",
-                    "image": f"ghcr.io/bottleneck-dev/bottleneck-operator:{__version__}", "name": sid}  # fmt: skip
-            containers.append((side, st.pod["cpu_sc_c"][p], np.full(n, 18 * cat.MIB), np.full(n, SIDECAR_MEM_LIMIT),
-                               SIDECAR_CPU_LIMIT))  # fmt: skip
-        pod_level = {**base, "container": "", "id": pod_id, "image": "", "name": ""}
-        cpu_sum = sum(c[1] for c in containers)
-        ws_sum = sum(c[2] for c in containers)
-        for labels, cpu, ws, limit, cpu_limit in [*containers, (pod_level, cpu_sum, ws_sum, np.zeros(n), None)]:
-            s = series_maker("cadvisor", up, scrape, labels)
+        yield from _pod_cadvisor(job, p, scrape, dev)
+    yield from _neighbour_cadvisor(job)
 
-            yield s("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed in seconds.", cpu)
-            yield s("container_memory_working_set_bytes", "gauge", "Current working set in bytes.", ws)
-            yield s("container_spec_memory_limit_bytes", "gauge", "Memory limit for the container.", limit)
-            if labels is trainer:
-                yield s("container_fs_reads_bytes_total", "counter", "Cumulative count of bytes read",
-                        st.pod["fs_read_c"][p], {"device": dev})  # fmt: skip
-            if cpu_limit is not None:
-                quota = np.full(n, cpu_limit * 100000.0)
-                yield s("container_spec_cpu_quota", "gauge", "CPU quota of the container.", quota)
-                yield s("container_spec_cpu_period", "gauge", "CPU period of the container.", np.full(n, 100000.0))
-                if labels is trainer:
-                    periods, thr, thr_s = (
-                        st.pod[k][p] for k in ("cfs_periods_c", "cfs_throttled_c", "cfs_throttled_s_c")
-                    )
-                else:  # the collector: quiet, seldom throttled
-                    periods = np.cumsum(np.full(n, 10.0 * 0.3 * sc.scrape_interval))
-                    thr, thr_s = periods * 0.002, periods * 1e-5
-                yield s(
-                    "container_cpu_cfs_periods_total",
-                    "counter",
-                    "Number of elapsed enforcement period intervals.",
-                    periods,
-                )
-                yield s(
-                    "container_cpu_cfs_throttled_periods_total", "counter", "Number of throttled period intervals.", thr
-                )
-                yield s("container_cpu_cfs_throttled_seconds_total", "counter", "Total time duration the container has been throttled.", thr_s)  # fmt: skip
-    # Neighbour pods of other jobs on the same nodes (not profiled, but visible on the node).
+
+def _pod_cadvisor(job: JobRecord, p: int, scrape: dict[str, str], dev: str) -> Iterator[Series]:
+    """One pod's containers (trainer, collector when injected) and its pod-level cgroup."""
+    st = job.state
+    sc = job.params
+    pod = job.pods[p]
+    n = st.t.size
+    pod_id = _cgroup(pod.uid, True)
+    base = {"namespace": job.namespace, "pod": pod.pod}
+    cid = f"{zlib.crc32(pod.pod.encode()):08x}" * 8
+    trainer = {**base, "container": TRAINER, "id": f"{pod_id}/cri-containerd-{cid}.scope",
+               "image": "registry.example.com/ml/trainer:2.3", "name": cid}  # fmt: skip
+    containers = [(trainer, st.pod["cpu_c"][p], st.pod["ws"][p], st.pod["mem_limit"][p], sc.cpu_limit)]
+    if sc.env.sidecar:
+        sid = f"{zlib.crc32(pod.pod.encode()) ^ 0x5A5A5A5A:08x}" * 8
+        side = {**base, "container": SIDECAR, "id": f"{pod_id}/cri-containerd-{sid}.scope",
+                "image": f"ghcr.io/bottleneck-dev/bottleneck-operator:{__version__}", "name": sid}  # fmt: skip
+        containers.append((side, st.pod["cpu_sc_c"][p], np.full(n, 18 * cat.MIB), np.full(n, SIDECAR_MEM_LIMIT),
+                           SIDECAR_CPU_LIMIT))  # fmt: skip
+    pod_level = {**base, "container": "", "id": pod_id, "image": "", "name": ""}
+    cpu_sum = sum(c[1] for c in containers)
+    ws_sum = sum(c[2] for c in containers)
+    for labels, cpu, ws, limit, cpu_limit in [*containers, (pod_level, cpu_sum, ws_sum, np.zeros(n), None)]:
+        s = series_maker("cadvisor", up=st.up["cadvisor"], scrape=scrape, base=labels)
+
+        yield s("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed in seconds.", cpu)
+        yield s("container_memory_working_set_bytes", "gauge", "Current working set in bytes.", ws)
+        yield s("container_spec_memory_limit_bytes", "gauge", "Memory limit for the container.", limit)
+        if labels is trainer:
+            yield s("container_fs_reads_bytes_total", "counter", "Cumulative count of bytes read",
+                    st.pod["fs_read_c"][p], {"device": dev})  # fmt: skip
+        if cpu_limit is not None:
+            yield from _cfs_series(s, job, p if labels is trainer else None, cpu_limit)
+
+
+def _cfs_series(s: SeriesMaker, job: JobRecord, p: int | None, cpu_limit: float) -> Iterator[Series]:
+    """CFS quota and throttling of a limited container: pod ``p``'s trainer, or (None) the collector."""
+    st = job.state
+    n = st.t.size
+    quota = np.full(n, cpu_limit * 100000.0)
+    yield s("container_spec_cpu_quota", "gauge", "CPU quota of the container.", quota)
+    yield s("container_spec_cpu_period", "gauge", "CPU period of the container.", np.full(n, 100000.0))
+    if p is not None:
+        periods, thr, thr_s = (st.pod[k][p] for k in ("cfs_periods_c", "cfs_throttled_c", "cfs_throttled_s_c"))
+    else:  # the collector: quiet, seldom throttled
+        periods = np.cumsum(np.full(n, 10.0 * 0.3 * job.params.scrape_interval))
+        thr, thr_s = periods * 0.002, periods * 1e-5
+    yield s("container_cpu_cfs_periods_total", "counter", "Number of elapsed enforcement period intervals.", periods)
+    yield s("container_cpu_cfs_throttled_periods_total", "counter", "Number of throttled period intervals.", thr)
+    yield s("container_cpu_cfs_throttled_seconds_total", "counter", "Total time duration the container has been throttled.", thr_s)  # fmt: skip
+
+
+def _neighbour_cadvisor(job: JobRecord) -> Iterator[Series]:
+    """Neighbour pods of other jobs on the same nodes (not profiled, but visible on the node)."""
+    st = job.state
+    up = st.up["cadvisor"]
     for j, nd in enumerate(job.nodes):
         scrape = {"instance": f"{nd.ip}:10250", "job": "kubelet", "metrics_path": "/metrics/cadvisor"}
         for k, (ns, pod_name, _job) in enumerate(job.neighbours[j] if job.neighbours else ()):
@@ -182,7 +200,7 @@ def cadvisor_series(job: SimulatedJob) -> Iterator[Series]:
                          labels, st.neighbours["ws"][j, k], "cadvisor", up, scrape)  # fmt: skip
 
 
-def ksm_series(job: SimulatedJob) -> Iterator[Series]:
+def ksm_series(job: JobRecord) -> Iterator[Series]:
     """kube-state-metrics' pod info and resource limits (nothing when the scenario lacks it).
 
     Args:
@@ -231,7 +249,7 @@ SIDECAR_PSI = (("cpu", "psi_cpu_some_c", "psi_cpu_full_c"), ("io", "psi_io_some_
                ("memory", "psi_mem_some_c", "psi_mem_full_c"))  # fmt: skip
 
 
-def sidecar_series(job: SimulatedJob) -> Iterator[Series]:
+def sidecar_series(job: JobRecord) -> Iterator[Series]:
     """The collector sidecar's series for each pod (nothing when the scenario has no sidecar).
 
     Args:
@@ -288,7 +306,7 @@ EXPORTER_SERIES = {
 }
 
 
-def job_series(job: SimulatedJob, *, extra_pods: bool = True) -> Iterator[Series]:
+def job_series(job: JobRecord, *, extra_pods: bool = True) -> Iterator[Series]:
     """Every series of one job, exporter by exporter.
 
     Args:

@@ -8,6 +8,8 @@ tens of thousands of major faults a second and high system CPU from the kernel's
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from bottleneck_operator.simulation import catalog as cat
@@ -28,6 +30,42 @@ def _node_sum(v: F, pod_node: tuple[int, ...], n_nodes: int) -> F:
 
 def _jit(rng: np.random.Generator, v: F, sigma: float) -> F:
     return np.asarray(v * np.exp(rng.normal(0.0, sigma, size=np.shape(v))))
+
+
+@dataclass(frozen=True)
+class _Step:
+    """The step model's per-sample quantities that the host side is computed from (see ``host_state``)."""
+
+    sc: Scenario
+    st: JobState
+    rng: np.random.Generator
+    x: dict[str, F]
+    step: F
+    sps: F
+    a: F
+    evaluation: F
+    ckpt: F
+    rel: F
+    dt: F
+    N: int
+
+
+@dataclass(frozen=True)
+class _PodHost:
+    """Per-pod host quantities the node side sums up."""
+
+    usage: F  # trainer cores
+    sidecar_cpu: F
+    faults_ps: F
+    ws: F
+    read_bps: F  # bytes/s the loader reads, wherever from
+    block_bps: F  # of which from local block devices
+    req: float  # read request size
+    local: float  # 1.0 for local storage, else 0.0
+    io_share: F
+    io_some: F
+    mem_some: F
+    workers: float
 
 
 def host_state(
@@ -60,18 +98,31 @@ def host_state(
         dt: interval lengths.
         N: number of nodes.
     """
-    env = sc.env
-    storage = cat.STORAGE_KINDS[sc.storage]
-    P, n = step.shape
-    gpp = sc.gpus_per_pod
-    pn = st.pod_node
+    c = _Step(sc, st, rng, x, step, sps, a, evaluation, ckpt, rel, dt, N)
+    # The sections draw from ``rng`` in this order; reordering them changes every job.
+    decode, usage, thr, faults_ps, sidecar_cpu = _pod_cpu(c)
+    ws = _pod_memory(c, faults_ps)
+    read_bps, req, local, block_bps = _pod_reads(c)
+    io_share, io_some, mem_some, workers = _pod_pressure(c, decode, thr, usage)
+    ph = _PodHost(
+        usage, sidecar_cpu, faults_ps, ws, read_bps, block_bps, req, local, io_share, io_some, mem_some, workers
+    )
+    nb_cpu, node_faults, mem_stall, reclaim, rx = _node_network(c, ph)
+    busy_cores = _node_cpu(c, ph, nb_cpu, reclaim, rx)
+    _node_disks(c, ph)
+    _node_memory_psi(c, ph, node_faults, mem_stall, busy_cores)
 
-    # --- CPU of the trainer container
-    decode = a * np.minimum(x["cpu"], step) / step * sc.loader_cores
+
+def _pod_cpu(c: _Step) -> tuple[F, F, F, F, F]:
+    """CPU of the trainer container: (decode cores, usage, throttled share, major faults/s, collector cores)."""
+    sc, st, rng, a, dt = c.sc, c.st, c.rng, c.a, c.dt
+    P, n = c.step.shape
+    gpp = sc.gpus_per_pod
+    decode = a * np.minimum(c.x["cpu"], c.step) / c.step * sc.loader_cores
     main = gpp * rng.uniform(0.5, 1.0) * (0.3 + 0.7 * a)  # Python main loop, kernel launches
-    startup = (1 - a) * (1 - ckpt) * rng.uniform(1.0, 2.5) * (rel < env.startup_s * 1.5)
-    faults_ps = sps * gpp * sc.faults_per_sample + rng.uniform(0.0, 2.0, (P, n))
-    demand = _jit(rng, decode + main + startup + ckpt * 1.0, 0.04) + faults_ps * FAULT_CPU_S
+    startup = (1 - a) * (1 - c.ckpt) * rng.uniform(1.0, 2.5) * (c.rel < sc.env.startup_s * 1.5)
+    faults_ps = c.sps * gpp * sc.faults_per_sample + rng.uniform(0.0, 2.0, (P, n))
+    demand = _jit(rng, decode + main + startup + c.ckpt * 1.0, 0.04) + faults_ps * FAULT_CPU_S
     limit = sc.cpu_limit
     if limit is not None:
         usage = np.minimum(demand, limit * rng.uniform(0.95, 0.99, (P, n)))
@@ -87,69 +138,94 @@ def host_state(
     sidecar_cpu = rng.uniform(0.002, 0.01, (P, n))
     st.pod["cpu_c"] = cumulative(usage, dt)
     st.pod["cpu_sc_c"] = cumulative(sidecar_cpu, dt)
+    return decode, usage, thr, faults_ps, sidecar_cpu
 
-    # --- memory of the trainer container
-    node_mem = sc.node_mem_bytes
-    cap_mem = env.mem_limit_bytes or node_mem / sc.pods_per_node * 0.35
-    ramp = np.clip(rel / max(env.startup_s, 1.0), 0.3, 1.0)
+
+def _pod_memory(c: _Step, faults_ps: F) -> F:
+    """Memory of the trainer container; returns its working set."""
+    sc, st, rng, env = c.sc, c.st, c.rng, c.sc.env
+    P, n = c.step.shape
+    cap_mem = env.mem_limit_bytes or sc.node_mem_bytes / sc.pods_per_node * 0.35
+    ramp = np.clip(c.rel / max(env.startup_s, 1.0), 0.3, 1.0)
     ws = cap_mem * env.mem_ws_frac * ramp * np.exp(rng.normal(0, 0.005, (P, n)))
     if env.mem_limit_bytes:
         ws = np.minimum(ws, env.mem_limit_bytes * 0.998)
     st.pod["ws"] = ws
     st.pod["mem_limit"] = np.full((P, n), env.mem_limit_bytes or 0.0)
     st.pod["mem_current"] = np.minimum(ws * rng.uniform(1.05, 1.4), env.mem_limit_bytes or np.inf)
-    st.pod["majfault_c"] = cumulative(faults_ps, dt)
+    st.pod["majfault_c"] = cumulative(faults_ps, c.dt)
     st.pod["oom_c"] = np.zeros((P, n))
+    return np.asarray(ws)
 
-    # --- storage reads (local block devices only reach fs_reads / io.stat)
+
+def _pod_reads(c: _Step) -> tuple[F, float, float, F]:
+    """Storage reads (local block devices only reach fs_reads / io.stat): (read B/s, request, local, block B/s)."""
+    sc, st, rng, env = c.sc, c.st, c.rng, c.sc.env
+    P, n = c.step.shape
     # Start-up reads the model/checkpoint (weights + optimizer state, ~2x the gradient bytes) once.
-    load = (rel < env.startup_s) * (1 - a) * sc.grad_bytes * 2 / max(env.startup_s, 1.0) / sc.n_pods
-    read_bps = sps * gpp * sc.bytes_per_sample + load
+    load = (c.rel < env.startup_s) * (1 - c.a) * sc.grad_bytes * 2 / max(env.startup_s, 1.0) / sc.n_pods
+    read_bps = c.sps * sc.gpus_per_pod * sc.bytes_per_sample + load
     req = rng.uniform(64e3, 512e3)
-    local = 0.0 if storage.network else 1.0
+    local = 0.0 if cat.STORAGE_KINDS[sc.storage].network else 1.0
     block_bps = read_bps * local + rng.uniform(0, 2e4, (P, n))
-    st.pod["fs_read_c"] = cumulative(block_bps, dt)
-    st.pod["fs_reads_c"] = cumulative(block_bps / req, dt)
+    st.pod["fs_read_c"] = cumulative(block_bps, c.dt)
+    st.pod["fs_reads_c"] = cumulative(block_bps / req, c.dt)
+    return read_bps, float(req), local, block_bps
 
-    # --- pressure and process states of the pod's cgroup
+
+def _pod_pressure(c: _Step, decode: F, thr: F, usage: F) -> tuple[F, F, F, float]:
+    """Pressure and process states of the pod's cgroup: (I/O share, io some, memory some, loader workers)."""
+    sc, st, rng, x, step, a = c.sc, c.st, c.rng, c.x, c.step, c.a
+    P, n = step.shape
     io_share = np.clip(a * np.minimum(x["io"], step) / step, 0, 1) * (x["io"] / (x["io"] + x["cpu"]))
-    io_some = np.clip(1.2 * io_share * storage.iowait_factor + rng.normal(0, 0.02, (P, n)), 0, 1)
-    cpu_some = np.clip(thr * 0.85 + 0.35 * decode / max(sc.loader_cores, 1e-9) * (limit is None), 0, 1)
+    io_some = np.clip(1.2 * io_share * cat.STORAGE_KINDS[sc.storage].iowait_factor + rng.normal(0, 0.02, (P, n)), 0, 1)
+    cpu_some = np.clip(thr * 0.85 + 0.35 * decode / max(sc.loader_cores, 1e-9) * (sc.cpu_limit is None), 0, 1)
     mem_some = np.clip(a * np.minimum(x["host_mem"], step) / step * 0.9 + rng.uniform(0, 0.01, (P, n)), 0, 1)
     pod_psi = {"cpu_some": cpu_some, "cpu_full": cpu_some * 0.1, "io_some": io_some,
                "io_full": io_some * rng.uniform(0.2, 0.6), "mem_some": mem_some, "mem_full": mem_some * 0.5}  # fmt: skip
     for k, v in pod_psi.items():
-        st.pod[f"psi_{k}_c"] = cumulative(np.clip(v, 0, 1), dt)
+        st.pod[f"psi_{k}_c"] = cumulative(np.clip(v, 0, 1), c.dt)
     workers = max(1.0, round(sc.loader_cores))
     st.pod["procs_running"] = rounded(np.maximum(_jit(rng, usage, 0.15), 0.0))
     st.pod["procs_iowait"] = rounded(np.maximum(workers * io_share * (1 + rng.normal(0, 0.2, (P, n))), 0.0))
     st.pod["procs_sleeping"] = rounded(rng.uniform(20, 120) + rng.normal(0, 2, (P, n)))
+    return io_share, io_some, mem_some, workers
 
-    # --- nodes: the job's pods on each, plus neighbours and the system
-    ncpu = float(sc.node_cpus)
+
+def _node_network(c: _Step, ph: _PodHost) -> tuple[F, F, F, F, F]:
+    """Neighbours and node network: (neighbour cores, node faults/s, memory stall, reclaim cores, receive B/s)."""
+    sc, st, rng, env, N, dt, pn = c.sc, c.st, c.rng, c.sc.env, c.N, c.dt, c.st.pod_node
+    n = c.step.shape[1]
     nb_k = max(env.neighbour_pods, 0)
     nb_cpu = env.neighbour_cpu * np.exp(rng.normal(0, 0.15, (N, n)))
     if nb_k:
         split = rng.dirichlet(np.ones(nb_k), size=N)[:, :, None]
         st.neighbours["cpu_c"] = cumulative(nb_cpu[:, None, :] * split, dt)
         st.neighbours["ws"] = np.broadcast_to(rng.uniform(1, 32, (N, nb_k, 1)) * cat.GIB, (N, nb_k, n)).copy()
-    job_cpu = _node_sum(usage + sidecar_cpu, pn, N)
-    node_faults = _node_sum(faults_ps, pn, N) + rng.uniform(0, 20, (N, n))
-    mem_stall = _node_sum(mem_some, pn, N)
+    node_faults = _node_sum(ph.faults_ps, pn, N) + rng.uniform(0, 20, (N, n))
+    mem_stall = _node_sum(ph.mem_some, pn, N)
     reclaim = node_faults * RECLAIM_CPU_S * (mem_stall > 0.05)
     n_nodes_job = sc.n_nodes
     inter = 2 * (n_nodes_job - 1) / n_nodes_job * sc.grad_bytes if n_nodes_job > 1 else 0.0
     comm_node = np.zeros((N, n))
     if inter:
-        per_pod = (a * (1 - evaluation) * inter / step) / sc.pods_per_node
+        per_pod = (c.a * (1 - c.evaluation) * inter / c.step) / sc.pods_per_node
         comm_node = _node_sum(per_pod, pn, N)
-    net_storage = _node_sum(read_bps * (1 - local), pn, N)
-    ckpt_bytes_ps = _node_sum(ckpt * sc.grad_bytes * 3 / max(env.ckpt_len_s, 1.0) * (1 - local), pn, N)
+    net_storage = _node_sum(ph.read_bps * (1 - ph.local), pn, N)
+    ckpt_bytes_ps = _node_sum(c.ckpt * sc.grad_bytes * 3 / max(env.ckpt_len_s, 1.0) * (1 - ph.local), pn, N)
     rx = net_storage + comm_node + env.neighbour_net_bps * np.exp(rng.normal(0, 0.2, (N, n))) + 2e5
     tx = comm_node + ckpt_bytes_ps + env.neighbour_net_bps * 0.2 + 1e5
     st.node["net_rx_c"] = cumulative(_jit(rng, rx, 0.03), dt, rng.uniform(1e12, 1e14, (N, 1)))
     st.node["net_tx_c"] = cumulative(_jit(rng, tx, 0.03), dt, rng.uniform(1e12, 1e14, (N, 1)))
+    return nb_cpu, node_faults, mem_stall, reclaim, rx
 
+
+def _node_cpu(c: _Step, ph: _PodHost, nb_cpu: F, reclaim: F, rx: F) -> F:
+    """Node CPU time per mode; returns the busy cores."""
+    sc, st, rng, env, N, pn = c.sc, c.st, c.rng, c.sc.env, c.N, c.st.pod_node
+    n = c.step.shape[1]
+    ncpu = float(sc.node_cpus)
+    job_cpu = _node_sum(ph.usage + ph.sidecar_cpu, pn, N)
     job_user = job_cpu * 0.85
     job_sys = job_cpu * 0.15 + reclaim
     softirq = rx / 1e9 * 0.25
@@ -158,7 +234,8 @@ def host_state(
     busy_cores = np.minimum(job_user + nb_user + system + softirq, ncpu * 0.995)
     scale = busy_cores / np.maximum(job_user + nb_user + system + softirq, 1e-9)
     idle_cores = ncpu - busy_cores
-    blocked = _node_sum(io_share * workers * storage.iowait_factor, pn, N) + env.neighbour_io_wait * 3
+    storage = cat.STORAGE_KINDS[sc.storage]
+    blocked = _node_sum(ph.io_share * ph.workers * storage.iowait_factor, pn, N) + env.neighbour_io_wait * 3
     iowait = np.minimum(idle_cores * 0.9, blocked * rng.uniform(0.5, 1.0))
     cores = {
         "user": (job_user + nb_user) * scale, "nice": np.full((N, n), 0.001 * ncpu), "system": system * scale,
@@ -168,28 +245,40 @@ def host_state(
     cores["idle"] = np.maximum(ncpu - sum(cores.values()), 0.0)
     frac = np.stack([cores[m] / ncpu for m in CPU_MODES], axis=1)  # (N, modes, n)
     uptime = rng.uniform(2, 60, (N, 1, 1)) * 86400 * ncpu
-    st.node["cpu_c"] = cumulative(frac * ncpu, dt, uptime * np.array([0.1, 0, 0.02, 0.86, 0.01, 0, 0.01, 0])[:, None])
+    st.node["cpu_c"] = cumulative(frac * ncpu, c.dt, uptime * np.array([0.1, 0, 0.02, 0.86, 0.01, 0, 0.01, 0])[:, None])
+    return np.asarray(busy_cores)
 
-    # Block devices: the root disk (OS, logs; neighbours without their own volume) and, for local
-    # storage, the data disk the job reads; each row of the arrays below is one device.
+
+def _node_disks(c: _Step, ph: _PodHost) -> None:
+    """Block devices: the root disk (OS, logs; neighbours without their own volume) and, for local
+    storage, the data disk the job reads; each row of the arrays below is one device."""
+    sc, st, rng, env, N, dt, pn = c.sc, c.st, c.rng, c.sc.env, c.N, c.dt, c.st.pod_node
+    n = c.step.shape[1]
+    local = ph.local
     nb_disk = env.neighbour_disk_bps * np.exp(rng.normal(0, 0.1, (N, n)))
     root_bps = rng.uniform(2e4, 2e5, (N, n)) + nb_disk * (1 - local)
     root_busy = rng.uniform(0.003, 0.03, (N, n)) + nb_disk * (1 - local) / 3e9  # root: an NVMe Gen3
     dev_bps = [root_bps]
     dev_busy = [root_busy]
     if local:
-        job_disk = _node_sum(block_bps, pn, N)
+        job_disk = _node_sum(ph.block_bps, pn, N)
         dev_bps.append(job_disk + nb_disk)
         # The device is busy for the share of time its (possibly small, random) reads are in flight:
         # reading at the rate the access pattern allows keeps it ~100 % busy.
-        dev_busy.append(_node_sum(read_bps, pn, N) / sc.storage_bw_bps + nb_disk / sc.storage_cap_bps)
+        dev_busy.append(_node_sum(ph.read_bps, pn, N) / sc.storage_bw_bps + nb_disk / sc.storage_cap_bps)
     bps = np.stack(dev_bps, axis=1)  # (N, D, n)
     st.node["disk_read_c"] = cumulative(bps, dt, rng.uniform(1e11, 1e13, (N, len(dev_bps), 1)))
-    st.node["disk_reads_c"] = cumulative(bps / req, dt, rng.uniform(1e6, 1e8, (N, len(dev_bps), 1)))
+    st.node["disk_reads_c"] = cumulative(bps / ph.req, dt, rng.uniform(1e6, 1e8, (N, len(dev_bps), 1)))
     busy = np.clip(_jit(rng, np.stack(dev_busy, axis=1), 0.05), 0, 1)
     st.node["disk_io_time_c"] = cumulative(busy, dt, rng.uniform(1e4, 1e6, (N, len(dev_bps), 1)))
 
-    job_ws = _node_sum(ws, pn, N)
+
+def _node_memory_psi(c: _Step, ph: _PodHost, node_faults: F, mem_stall: F, busy_cores: F) -> None:
+    """Node memory, swap, major faults and pressure stalls."""
+    sc, st, rng, env, N, dt, pn, rel = c.sc, c.st, c.rng, c.sc.env, c.N, c.dt, c.st.pod_node, c.rel
+    n = c.step.shape[1]
+    node_mem = sc.node_mem_bytes
+    job_ws = _node_sum(ph.ws, pn, N)
     avail = node_mem * (1 - env.node_mem_used_frac) - job_ws * (env.mem_limit_bytes is not None or 0.2)
     st.node["mem_total"] = np.full((N, n), node_mem)
     st.node["mem_avail"] = np.clip(_jit(rng, avail, 0.01), node_mem * 0.004, node_mem)
@@ -198,10 +287,10 @@ def host_state(
     st.node["swap_free"] = env.swap_bytes * np.clip(1 - env.swap_used_frac - growth, 0.0, 1.0)
     st.node["majfault_c"] = cumulative(node_faults, dt, rng.uniform(1e4, 1e7, (N, 1)))
 
-    busy_frac = busy_cores / ncpu
+    busy_frac = busy_cores / float(sc.node_cpus)
     node_psi = {
         "cpu_some": np.clip((busy_frac - 0.7) / 0.3, 0, 1) * 0.8 + 0.01,
-        "io_some": 1 - (1 - np.clip(_node_sum(io_some, pn, N), 0, 1)) * (1 - env.neighbour_io_wait),
+        "io_some": 1 - (1 - np.clip(_node_sum(ph.io_some, pn, N), 0, 1)) * (1 - env.neighbour_io_wait),
         "mem_some": np.clip(mem_stall, 0, 1),
     }
     node_psi["io_full"] = node_psi["io_some"] * rng.uniform(0.2, 0.5)

@@ -15,42 +15,16 @@ from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.errors import UsageError
 from bottleneck_operator.simulation import catalog as cat
+from bottleneck_operator.simulation.draw import draw_scenario
 from bottleneck_operator.simulation.environment import FIELDSETS
 from bottleneck_operator.simulation.physics import simulate
-from bottleneck_operator.simulation.scenario import Scenario, draw_scenario
+from bottleneck_operator.simulation.record import SimNode, SimPod
+from bottleneck_operator.simulation.render_window import render_window
+from bottleneck_operator.simulation.scenario import Scenario
 from bottleneck_operator.simulation.state import JobState
 
 _WORDS = ("train", "finetune", "pretrain", "sweep", "exp", "run", "ablation", "baseline")
 _PREFIX = {"vision-cnn": "resnet", "vision-vit": "vit", "llm": "llm", "av": "asr", "recsys": "dlrm"}
-
-
-@dataclass(frozen=True)
-class SimNode:
-    """A node hosting some of the job's pods."""
-
-    name: str
-    ip: str
-    cpus: int
-    mem_bytes: float
-    gpus: int
-
-    @property
-    def instance(self) -> str:
-        """node-exporter's ``instance`` label (ip:9100)."""
-        return f"{self.ip}:9100"
-
-
-@dataclass(frozen=True)
-class SimPod:
-    """One pod of a simulated job."""
-
-    pod: str
-    node: str
-    gpu_count: int
-    gpu_model: str
-    uid: str = ""
-    ip: str = ""
-    first_gpu: int = 0  # index of its first GPU on the node
 
 
 @dataclass
@@ -100,8 +74,6 @@ class SimulatedJob:
         Returns:
             The window.
         """
-        from bottleneck_operator.simulation.render_window import render_window
-
         return render_window(self, step=step, start=start, end=end)
 
     def ground_truth(self) -> dict[str, Any]:
@@ -217,6 +189,29 @@ def _build_job(rng: np.random.Generator, sc: Scenario, namespace: str, start: fl
     )
 
 
+def _check_arguments(
+    n: int,
+    duration: float,
+    classes: Sequence[Bottleneck] | None,
+    scrape_interval: float | None,
+    dcgm_fieldset: str | None,
+) -> list[Bottleneck]:
+    """``generate_jobs``'s arguments checked; returns the pool of target classes."""
+    if n < 0:
+        raise UsageError("the number of jobs must be >= 0")
+    si_max = scrape_interval or 60.0
+    if duration < 2 * si_max:
+        raise UsageError(f"duration must be at least two scrape intervals ({2 * si_max:g} s)")
+    if scrape_interval is not None and scrape_interval <= 0:
+        raise UsageError("scrape interval must be > 0")
+    if dcgm_fieldset is not None and dcgm_fieldset not in FIELDSETS:
+        raise UsageError(f"dcgm field set must be one of {', '.join(FIELDSETS)}, not {dcgm_fieldset!r}")
+    pool = [Bottleneck(c) for c in (classes or CLASSES)]
+    if not pool or Bottleneck.UNKNOWN in pool:
+        raise UsageError(f"classes must be among {', '.join(c.value for c in CLASSES)}")
+    return pool
+
+
 def generate_jobs(
     seed: int,
     n: int,
@@ -250,18 +245,7 @@ def generate_jobs(
     Raises:
         UsageError: on invalid arguments.
     """
-    if n < 0:
-        raise UsageError("the number of jobs must be >= 0")
-    si_max = scrape_interval or 60.0
-    if duration < 2 * si_max:
-        raise UsageError(f"duration must be at least two scrape intervals ({2 * si_max:g} s)")
-    if scrape_interval is not None and scrape_interval <= 0:
-        raise UsageError("scrape interval must be > 0")
-    if dcgm_fieldset is not None and dcgm_fieldset not in FIELDSETS:
-        raise UsageError(f"dcgm field set must be one of {', '.join(FIELDSETS)}, not {dcgm_fieldset!r}")
-    pool = [Bottleneck(c) for c in (classes or CLASSES)]
-    if not pool or Bottleneck.UNKNOWN in pool:
-        raise UsageError(f"classes must be among {', '.join(c.value for c in CLASSES)}")
+    pool = _check_arguments(n, duration, classes, scrape_interval, dcgm_fieldset)
     root = np.random.default_rng([seed, int(holdout), 0xB07])
     jobs: list[SimulatedJob] = []
     order: list[Bottleneck] = []

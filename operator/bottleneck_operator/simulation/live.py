@@ -22,7 +22,7 @@ from bottleneck_operator.simulation.exporters import EXPORTER_SERIES, Series
 from bottleneck_operator.simulation.openmetrics import format_labels
 
 if TYPE_CHECKING:
-    from bottleneck_operator.simulation.jobs import SimulatedJob
+    from bottleneck_operator.simulation.record import JobRecord
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -47,13 +47,13 @@ class LiveExporters:
     """
 
     def __init__(
-        self, jobs: Sequence[SimulatedJob], *, clock: Callable[[], float] = time.time, base_port: int = 0
+        self, jobs: Sequence[JobRecord], *, clock: Callable[[], float] = time.time, base_port: int = 0
     ) -> None:
         self.jobs = list(jobs)
         self.clock = clock
         self.base_port = base_port
         self._runners: list[web.AppRunner] = []
-        self._endpoints: dict[str, list[tuple[SimulatedJob, Series]]] = {}
+        self._endpoints: dict[str, list[tuple[JobRecord, Series]]] = {}
         self._build()
 
     def _build(self) -> None:
@@ -125,7 +125,7 @@ class LiveExporters:
         self._runners.clear()
 
 
-def _node_of(job: SimulatedJob, series: Series) -> str:
+def _node_of(job: JobRecord, series: Series) -> str:
     instance = series.scrape.get("instance", "")
     for nd in job.nodes:
         if nd.instance == instance:

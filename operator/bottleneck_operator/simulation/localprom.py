@@ -1,4 +1,4 @@
-"""A real, local Prometheus (Debian's) over backfilled OpenMetrics, plus a real node-exporter.
+"""A real, local Prometheus (Debian's) over backfilled OpenMetrics, plus a real node-exporter (:mod:`.nodeexporter`).
 
 Used by ``demo``, ``evaluate``, the benchmarks and the tests: the data layer is always exercised
 against the genuine PromQL engine, never a stand-in. The OpenMetrics text is turned into TSDB
@@ -13,12 +13,8 @@ backfilled range so that old simulated data is not deleted at start-up.
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import signal
-import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -26,73 +22,30 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit
 
-from bottleneck_operator.errors import BottleneckError
-
-_INSTALL_HINT = (
-    "run `make test` or `make demo`, which install Debian's prometheus, promtool and prometheus-node-exporter"
+from bottleneck_operator.simulation.nodeexporter import NODE_EXPORTER_COLLECTORS, NodeExporter
+from bottleneck_operator.simulation.processes import (
+    LOG_TAIL,
+    LocalPrometheusError,
+    binaries_available,
+    find_binary,
+    free_port,
+    hostname,
+    launch_on_free_port,
+    stop_process,
 )
-_LOG_TAIL = 3000  # characters of a failing process's log quoted in the error
 
-
-class LocalPrometheusError(BottleneckError):
-    """The local Prometheus or node-exporter could not be prepared or started."""
-
-
-def find_binary(name: str) -> str:
-    """Absolute path of an executable on PATH.
-
-    Args:
-        name: e.g. "prometheus", "promtool", "prometheus-node-exporter".
-
-    Returns:
-        The path.
-
-    Raises:
-        LocalPrometheusError: when the executable is missing, with how to install it.
-    """
-    found = shutil.which(name)
-    if found is None:
-        raise LocalPrometheusError(f"`{name}` not found on PATH: {_INSTALL_HINT}")
-    return found
-
-
-def binaries_available() -> bool:
-    """True when prometheus, promtool and prometheus-node-exporter are all installed."""
-    return all(shutil.which(n) for n in ("prometheus", "promtool", "prometheus-node-exporter"))
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago (the caller retries if another process takes it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def _tail(path: Path) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return text[-_LOG_TAIL:]
-
-
-def _http_ok(url: str, timeout: float = 1.0) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - loopback URL we built
-            return 200 <= int(resp.status) < 300
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
-def _stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=grace)
+# Callers import the process helpers and the node-exporter from here too.
+__all__ = [
+    "NODE_EXPORTER_COLLECTORS",
+    "LocalPrometheus",
+    "LocalPrometheusError",
+    "NodeExporter",
+    "backfill",
+    "binaries_available",
+    "find_binary",
+    "free_port",
+    "hostname",
+]
 
 
 def backfill(openmetrics: Path, tsdb_dir: Path, *, timeout: float = 900.0) -> None:
@@ -118,7 +71,7 @@ def backfill(openmetrics: Path, tsdb_dir: Path, *, timeout: float = 900.0) -> No
     except subprocess.TimeoutExpired as exc:
         raise LocalPrometheusError(f"promtool backfill of {openmetrics} took over {timeout:.0f}s") from exc
     if done.returncode != 0:
-        out = (done.stdout + done.stderr).decode(errors="replace")[-_LOG_TAIL:]
+        out = (done.stdout + done.stderr).decode(errors="replace")[-LOG_TAIL:]
         raise LocalPrometheusError(f"promtool could not backfill {openmetrics}:\n{out}")
 
 
@@ -265,40 +218,23 @@ class LocalPrometheus:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.config_path.write_text(_scrape_config(self.scrape_targets, self.scrape_interval))
-        last_error = ""
-        for _attempt in range(3):  # the free port can be taken between probing and binding
-            self.port = free_port()
-            cmd = [
+        self._proc, self.port = launch_on_free_port(
+            "Prometheus",
+            lambda port: [
                 binary,
                 f"--config.file={self.config_path}",
                 f"--storage.tsdb.path={self.data_dir}",
                 f"--storage.tsdb.retention.time={self.retention}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
+                f"--web.listen-address=127.0.0.1:{port}",
                 f"--query.lookback-delta={self.lookback_delta}",
                 "--web.enable-lifecycle",
                 "--log.level=info",
-            ]
-            with self.log_path.open("ab") as log:
-                self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
-            if self._wait_ready():
-                return
-            last_error = _tail(self.log_path)
-            _stop_process(self._proc)
-            self._proc = None
-            if "address already in use" not in last_error:
-                break
-        self.port = None
-        raise LocalPrometheusError(f"Prometheus did not become ready; log {self.log_path}:\n{last_error}")
-
-    def _wait_ready(self) -> bool:
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            if self._proc is None or self._proc.poll() is not None:
-                return False
-            if _http_ok(f"{self.url}/-/ready"):
-                return True
-            time.sleep(0.1)
-        return False
+            ],
+            ready_url=lambda port: f"http://127.0.0.1:{port}/-/ready",
+            log_path=self.log_path,
+            cwd=self.workdir,
+            timeout=self.start_timeout,
+        )
 
     def reload_targets(self, scrape_targets: Mapping[str, Sequence[str]], *, timeout: float = 15.0) -> None:
         """Replace the live scrape targets and reload the configuration in place.
@@ -323,7 +259,7 @@ class LocalPrometheus:
 
     def stop(self) -> None:
         """Stop Prometheus: terminate, wait, kill if it lingers. Idempotent."""
-        _stop_process(self._proc)
+        stop_process(self._proc)
         self._proc = None
 
     def __enter__(self) -> LocalPrometheus:
@@ -341,94 +277,3 @@ class LocalPrometheus:
         with contextlib.suppress(Exception):
             if self._proc is not None and self._proc.poll() is None:
                 self._proc.send_signal(signal.SIGTERM)
-
-
-# node-exporter collectors that work without privileges and feed the node signals.
-NODE_EXPORTER_COLLECTORS: tuple[str, ...] = (
-    "cpu",
-    "diskstats",
-    "meminfo",
-    "netdev",
-    "pressure",
-    "vmstat",
-    "uname",
-    "loadavg",
-)
-
-
-class NodeExporter:
-    """Debian's ``prometheus-node-exporter`` on 127.0.0.1:<free port>, unprivileged collectors only."""
-
-    def __init__(
-        self, workdir: Path, *, collectors: Sequence[str] = NODE_EXPORTER_COLLECTORS, start_timeout: float = 30.0
-    ) -> None:
-        """Prepare (not start) a node-exporter.
-
-        Args:
-            workdir: where its log goes (``node-exporter.log``).
-            collectors: the collectors to enable; every other collector is disabled.
-            start_timeout: seconds to wait for ``/metrics``.
-        """
-        self.workdir = Path(workdir)
-        self.log_path = self.workdir / "node-exporter.log"
-        self.collectors = tuple(collectors)
-        self.start_timeout = start_timeout
-        self.port: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def address(self) -> str:
-        """``host:port`` as Prometheus's ``instance`` label will show it."""
-        if self.port is None:
-            raise LocalPrometheusError("node-exporter is not started")
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def url(self) -> str:
-        """The ``/metrics`` URL."""
-        return f"http://{self.address}/metrics"
-
-    def start(self) -> None:
-        """Start it and wait until ``/metrics`` answers.
-
-        Raises:
-            LocalPrometheusError: missing binary, or not serving in time (log quoted).
-        """
-        binary = find_binary("prometheus-node-exporter")
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        for _attempt in range(3):
-            self.port = free_port()
-            cmd = [binary, f"--web.listen-address=127.0.0.1:{self.port}", "--collector.disable-defaults"]
-            cmd += [f"--collector.{c}" for c in self.collectors]
-            with self.log_path.open("ab") as log:
-                self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
-            deadline = time.monotonic() + self.start_timeout
-            while time.monotonic() < deadline and self._proc.poll() is None:
-                if _http_ok(self.url, timeout=2.0):
-                    return
-                time.sleep(0.1)
-            _stop_process(self._proc)
-            self._proc = None
-            if "address already in use" not in _tail(self.log_path):
-                break
-        self.port = None
-        raise LocalPrometheusError(f"node-exporter did not start; log {self.log_path}:\n{_tail(self.log_path)}")
-
-    def stop(self) -> None:
-        """Stop it (terminate, wait, kill). Idempotent."""
-        _stop_process(self._proc)
-        self._proc = None
-
-    def __enter__(self) -> NodeExporter:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-
-def hostname() -> str:
-    """This machine's node name, as node-exporter's ``node_uname_info{nodename}`` reports it."""
-    return os.uname().nodename

@@ -21,7 +21,7 @@ from bottleneck_operator.simulation.exporters import Series, job_series
 __all__ = ["format_timestamps", "job_series", "write_openmetrics", "write_series"]
 
 if TYPE_CHECKING:
-    from bottleneck_operator.simulation.jobs import SimulatedJob
+    from bottleneck_operator.simulation.record import JobRecord
 
 
 def escape_label_value(value: str) -> str:
@@ -87,7 +87,7 @@ def write_series(
     return written
 
 
-def write_openmetrics(jobs: Sequence[SimulatedJob], out: TextIO, *, extra_pods: bool = True) -> None:
+def write_openmetrics(jobs: Sequence[JobRecord], out: TextIO, *, extra_pods: bool = True) -> None:
     """Write every exporter's series of ``jobs`` as one OpenMetrics document.
 
     Args:

@@ -79,19 +79,48 @@ def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) 
     t = np.arange(t0, end + 1e-9, si, dtype=float)
     n = t.size
     rel = t - start
-    P, G, N = sc.n_pods, sc.gpus_per_pod, max(pod_node) + 1
+    N = max(pod_node) + 1
     offsets = {e: round(float(rng.uniform(0.0, min(si, 15.0) * 0.8)), 3) for e in EXPORTERS}
     up = {e: _gaps(rng, n, env.gap_prob if e != "ksm" else env.gap_prob * 0.2, si) for e in EXPORTERS}
     up["node"] = _gaps(rng, n, env.gap_prob, si, rows=N)
     st = JobState(t=t, offsets=offsets, up=up, pod_node=pod_node)
 
+    # The steps below draw from ``rng`` in this order; reordering them changes every job.
     active, evaluation, ckpt = _phase_masks(sc, rel)
+    x = _stage_times(sc, rng, t, evaluation)
+    step, wait = _step_time(sc, st, x)
+    sps = active * sc.batch / step  # samples/s per GPU while training
+    a = active
+    dt = np.diff(t, prepend=t[0] - si)
+    busy, sm, dram = _gpu_activity(sc, st, rng, x, step, wait, a, rel)
+    _gpu_transfers(sc, st, rng, a * (1 - evaluation), step, sps, dt)
+    _gpu_memory_power(sc, st, rng, rel, busy, sm, dram)
+    host_state(sc, st, rng, x=x, step=step, sps=sps, a=a, evaluation=evaluation, ckpt=ckpt, rel=rel, dt=dt, N=N)
+    if env.counter_reset and n > 10:
+        # node-exporter restarts on the first node: its counters start again from zero (rate() copes).
+        r = int(rng.integers(n // 3, 2 * n // 3))
+        for key, counter in st.node.items():
+            if key.endswith("_c"):
+                counter[0, ..., r:] -= counter[0, ..., r - 1 : r]
+        st.up["node"][0, r - 1] = False
+    return st
+
+
+def _per_gpu(rng: np.random.Generator, v: F, gpus: int, sigma: float, lo: float = 0.0, hi: float = np.inf) -> F:
+    """A per-pod series ``v`` (P, n) spread over each pod's GPUs (P, G, n) with a little jitter."""
+    g = v[:, None, :] * np.exp(rng.normal(0.0, sigma, size=(v.shape[0], gpus, v.shape[1])))
+    return np.clip(g, lo, hi)
+
+
+def _stage_times(sc: Scenario, rng: np.random.Generator, t: F, evaluation: F) -> dict[str, F]:
+    """Per pod and sample stage times: slow drifts, jitter, and I/O bursts (cache misses, metadata storms)."""
+    env = sc.env
+    P, n = sc.n_pods, t.size
     tm = sc.times
     base = {
         "io": tm.io, "cpu": tm.cpu, "host_mem": tm.host_mem, "h2d": tm.h2d,
         "comm": tm.comm, "flops": tm.flops, "dram": tm.dram, "fb_stall": tm.fb_stall,
     }  # fmt: skip
-    # Per pod and sample: slow drifts, jitter, and I/O bursts (cache misses, metadata storms).
     x: dict[str, F] = {}
     for k, v in base.items():
         f = _slow(rng, (P,), t, env.drift) + rng.normal(0.0, env.noise, size=(P, n))
@@ -102,6 +131,11 @@ def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) 
     x["dram"] = x["dram"] * (1 - 0.6 * evaluation)
     x["comm"] = x["comm"] * (1 - evaluation)
     x["cpu"] = x["cpu"] * (1 - 0.35 * evaluation)
+    return x
+
+
+def _step_time(sc: Scenario, st: JobState, x: dict[str, F]) -> tuple[F, F]:
+    """(seconds per step, share of it each rank waits for the slowest), per pod and sample."""
     bounds = np.stack(
         [
             x["io"],
@@ -116,76 +150,77 @@ def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) 
     # Synchronous data parallelism: every rank waits in the all-reduce for the slowest one, with NCCL
     # kernels spinning meanwhile (they count as GPU busy).
     wait = np.zeros_like(step)
-    if P > 1:
+    if sc.n_pods > 1:
         sync = step.max(axis=0, keepdims=True)
         wait = (sync - step) / sync
-        step = np.repeat(sync, P, axis=0)
+        step = np.repeat(sync, sc.n_pods, axis=0)
     st.pod["step_s"] = step
     # Which class bounds each sample (order of BOUND_CLASSES): the label should win most of the time.
     st.pod["bound_class"] = np.argmax(bounds, axis=0).astype(np.float64)
-    sps = active * sc.batch / step  # samples/s per GPU while training
-    a = active
+    return step, wait
 
+
+def _gpu_activity(
+    sc: Scenario, st: JobState, rng: np.random.Generator, x: dict[str, F], step: F, wait: F, a: F, rel: F
+) -> tuple[F, F, F]:
+    """GPU and SM activity, tensor and DRAM pipes; returns (busy, SM active, DRAM active) per pod and sample."""
+    G = sc.gpus_per_pod
     kernel = np.maximum(x["flops"], x["dram"])
     u = np.clip(a * kernel / step, 0, 1)  # share of time compute kernels run
     c = np.clip(a * (np.minimum(x["comm"], step) / step + wait), 0, 1)  # NCCL kernels running
-    spec = cat.GPU_KINDS[sc.gpu].spec
-    kind = cat.GPU_KINDS[sc.gpu]
-
-    def per_gpu(v: F, sigma: float, lo: float = 0.0, hi: float = np.inf) -> F:
-        g = v[:, None, :] * np.exp(rng.normal(0.0, sigma, size=(P, G, n)))
-        return np.clip(g, lo, hi)
-
     # Start-up: a few kernels (warm-up, cuDNN autotuning) while the model and data load.
-    warmup = (1 - a) * (rel < env.startup_s) * rng.uniform(0.0, 0.08)
+    warmup = (1 - a) * (rel < sc.env.startup_s) * rng.uniform(0.0, 0.08)
     busy = np.clip(u + c * (1 - u) + warmup, 0, 1)
-    st.gpu["gpu_util"] = rounded(per_gpu(busy, 0.04, 0.0, 1.0) * 100.0)
-    st.gpu["gr_engine_active"] = per_gpu(busy * rng.uniform(0.93, 0.99), 0.04, 0.0, 1.0)
+    st.gpu["gpu_util"] = rounded(_per_gpu(rng, busy, G, 0.04, 0.0, 1.0) * 100.0)
+    st.gpu["gr_engine_active"] = _per_gpu(rng, busy * rng.uniform(0.93, 0.99), G, 0.04, 0.0, 1.0)
     # NCCL keeps a handful of SMs spinning; warps waiting on memory still count as SM-active.
     sm = u * sc.sm_eff + c * rng.uniform(0.04, 0.12)
-    st.gpu["sm_active"] = per_gpu(sm, 0.05, 0.0, 1.0)
+    st.gpu["sm_active"] = _per_gpu(rng, sm, G, 0.05, 0.0, 1.0)
     dram_bound = x["dram"] > x["flops"]
     occ = np.where(dram_bound, rng.uniform(0.45, 0.75), rng.uniform(0.2, 0.45))
-    st.gpu["sm_occupancy"] = per_gpu(sm * occ, 0.06, 0.0, 1.0)
-    st.gpu["tensor_active"] = per_gpu(u * sc.tensor_eff * x["flops"] / kernel, 0.06, 0.0, 1.0)
+    st.gpu["sm_occupancy"] = _per_gpu(rng, sm * occ, G, 0.06, 0.0, 1.0)
+    st.gpu["tensor_active"] = _per_gpu(rng, u * sc.tensor_eff * x["flops"] / kernel, G, 0.06, 0.0, 1.0)
     # DRAM activity: ~0.8 is the practical peak of HBM/GDDR (DCGM profiling documentation).
     dram = u * np.minimum(0.8 * x["dram"] / kernel, 0.92)
-    st.gpu["dram_active"] = per_gpu(dram, 0.05, 0.0, 0.95)
+    st.gpu["dram_active"] = _per_gpu(rng, dram, G, 0.05, 0.0, 0.95)
     st.gpu["mem_copy_util"] = rounded(np.minimum(st.gpu["dram_active"] * rng.uniform(0.9, 1.2) * 100, 100.0))
-    # PCIe: H2D batches (+ P2P all-reduce without NVLink), D2H a little (losses, metrics).
+    return busy, sm, dram
+
+
+def _gpu_transfers(sc: Scenario, st: JobState, rng: np.random.Generator, training: F, step: F, sps: F, dt: F) -> None:
+    """PCIe: H2D batches (+ P2P all-reduce without NVLink), D2H a little (losses, metrics); NVLink."""
+    G = sc.gpus_per_pod
+    spec = cat.GPU_KINDS[sc.gpu].spec
     gpn = sc.gpus_per_pod * sc.pods_per_node
     intra = 2 * (gpn - 1) / gpn * sc.grad_bytes if gpn > 1 else 0.0
-    comm_rate = a * (1 - evaluation) * intra / step
+    comm_rate = training * intra / step
     h2d_rate = sps * sc.h2d_bytes + 2e5
     p2p = comm_rate if not spec.nvlink_bps else 0.0 * comm_rate
     cap = spec.pcie_bps * 0.97
-    st.gpu["pcie_rx"] = per_gpu(np.minimum(h2d_rate + p2p, cap), 0.05)
-    st.gpu["pcie_tx"] = per_gpu(np.minimum(h2d_rate * rng.uniform(0.01, 0.04) + p2p + 1e5, cap), 0.08)
+    st.gpu["pcie_rx"] = _per_gpu(rng, np.minimum(h2d_rate + p2p, cap), G, 0.05)
+    st.gpu["pcie_tx"] = _per_gpu(rng, np.minimum(h2d_rate * rng.uniform(0.01, 0.04) + p2p + 1e5, cap), G, 0.08)
     nvl = comm_rate if spec.nvlink_bps else np.zeros_like(comm_rate)
-    st.gpu["nvlink_tx"] = per_gpu(nvl, 0.03)
-    st.gpu["nvlink_rx"] = per_gpu(nvl, 0.03)
-    dt = np.diff(t, prepend=t[0] - si)
+    st.gpu["nvlink_tx"] = _per_gpu(rng, nvl, G, 0.03)
+    st.gpu["nvlink_rx"] = _per_gpu(rng, nvl, G, 0.03)
     st.gpu["nvlink_total"] = cumulative(
-        st.gpu["nvlink_tx"] + st.gpu["nvlink_rx"], dt, rng.uniform(1e9, 1e12, (P, G, 1))
+        st.gpu["nvlink_tx"] + st.gpu["nvlink_rx"], dt, rng.uniform(1e9, 1e12, (sc.n_pods, G, 1))
     )
-    fb_total_mib = spec.memory_gb * 1e9 / cat.MIB
+
+
+def _gpu_memory_power(sc: Scenario, st: JobState, rng: np.random.Generator, rel: F, busy: F, sm: F, dram: F) -> None:
+    """Framebuffer use, power draw and SM clock (lowered when power-capped)."""
+    env = sc.env
+    kind = cat.GPU_KINDS[sc.gpu]
+    fb_total_mib = kind.spec.memory_gb * 1e9 / cat.MIB
     ramp = np.clip(rel / max(env.startup_s * 0.6, 1.0), 0.05, 1.0)
-    fb_used = per_gpu(np.broadcast_to(env.fb_frac * ramp, (P, n)).copy(), 0.004, 0.0, 0.998) * fb_total_mib
+    shape = (sc.n_pods, rel.size)
+    fb_used = _per_gpu(rng, np.broadcast_to(env.fb_frac * ramp, shape).copy(), sc.gpus_per_pod, 0.004, 0.0, 0.998)
+    fb_used = fb_used * fb_total_mib
     st.gpu["fb_used"] = rounded(fb_used)
     st.gpu["fb_free"] = rounded(np.maximum(fb_total_mib * 0.995 - fb_used, 0.0))
     power_share = 0.15 * busy + 0.55 * sm * (0.5 + 0.5 * sc.tensor_eff) + 0.3 * dram
     power = kind.idle_w + (kind.tdp_w - kind.idle_w) * np.clip(power_share, 0, 1)
-    st.gpu["power"] = per_gpu(power, 0.03, kind.idle_w * 0.9, kind.tdp_w)
+    st.gpu["power"] = _per_gpu(rng, power, sc.gpus_per_pod, 0.03, kind.idle_w * 0.9, kind.tdp_w)
     capped = st.gpu["power"] > 0.97 * kind.tdp_w
     clock = np.where(busy[:, None, :] > 0.05, kind.boost_mhz, kind.boost_mhz * 0.35)
     st.gpu["sm_clock"] = rounded(np.where(capped, clock * rng.uniform(0.82, 0.95), clock) / 15) * 15
-
-    host_state(sc, st, rng, x=x, step=step, sps=sps, a=a, evaluation=evaluation, ckpt=ckpt, rel=rel, dt=dt, N=N)
-    if env.counter_reset and n > 10:
-        # node-exporter restarts on the first node: its counters start again from zero (rate() copes).
-        r = int(rng.integers(n // 3, 2 * n // 3))
-        for key, counter in st.node.items():
-            if key.endswith("_c"):
-                counter[0, ..., r:] -= counter[0, ..., r - 1 : r]
-        st.up["node"][0, r - 1] = False
-    return st

@@ -33,7 +33,7 @@ from bottleneck_operator.simulation.exporters import dcgm_fields
 from bottleneck_operator.simulation.state import CPU_MODES, B, F
 
 if TYPE_CHECKING:
-    from bottleneck_operator.simulation.jobs import SimulatedJob
+    from bottleneck_operator.simulation.record import JobRecord
 
 _PROF = {"gr_engine_active", "tensor_active", "dram_active", "pcie_tx", "pcie_rx"}
 _PROF_SM = {"sm_active", "sm_occupancy"}
@@ -68,7 +68,7 @@ def _ratio(num: F, den: F) -> F:
 
 
 def render_window(
-    job: SimulatedJob, *, step: float = 30.0, start: float | None = None, end: float | None = None
+    job: JobRecord, *, step: float = 30.0, start: float | None = None, end: float | None = None
 ) -> JobWindow:
     """Build the job's :class:`JobWindow` directly from its simulated state.
 
@@ -101,42 +101,51 @@ def render_window(
     node_sig = [_node_signals(job, j, nsmp[j]) for j in range(len(job.nodes))]
     pods = []
     for p, pod in enumerate(job.pods):
-        sig: dict[str, F] = {}
-        d = smp["dcgm"]
-        for key in fields - {"fb_used", "fb_free"}:
-            name, scale = _GPU_SIGNAL[key]
-            sig[name] = d.gauge(st.gpu[key][p]).mean(axis=0) * scale
-        used, free = d.gauge(st.gpu["fb_used"][p]), d.gauge(st.gpu["fb_free"][p])
-        sig["fb_used_frac"] = _ratio(used, used + free).max(axis=0)
-        sig["nvlink_total_bps"] = d.rate(st.gpu["nvlink_total"][p]).mean(axis=0)
-        c = smp["cadvisor"]
-        sig["cpu_cores"] = c.rate(st.pod["cpu_c"][p])
-        sig["mem_working_set_bytes"] = c.gauge(st.pod["ws"][p])
-        limit = c.gauge(st.pod["mem_limit"][p])
-        sig["mem_limit_bytes"] = np.where(limit > 0, limit, np.nan)
-        sig["fs_read_bps"] = c.rate(st.pod["fs_read_c"][p])
-        if sc.cpu_limit is not None:
-            sig["cpu_throttled_frac"] = _ratio(c.rate(st.pod["cfs_throttled_c"][p]), c.rate(st.pod["cfs_periods_c"][p]))
-            if sc.env.ksm:
-                sig["cpu_limit_cores"] = smp["ksm"].gauge(np.full(st.t.size, sc.cpu_limit))
         j = st.pod_node[p]
-        sig.update(node_sig[j])
-        if sc.env.sidecar:
-            sig.update(_sidecar_signals(job, p, smp["sidecar"]))
         pods.append(
             PodWindow(
                 pod=pod.pod,
                 node=pod.node,
                 gpu_model=pod.gpu_model,
                 gpu_count=pod.gpu_count,
-                signals=sig,
+                signals={**_pod_signals(job, p, smp, fields), **node_sig[j]} | _sidecar_of(job, p, smp),
                 co_located_pods=len(job.neighbours[j]) if job.neighbours else 0,
             )
         )
     return JobWindow(job.namespace, job.name, ws, we, step, ts, tuple(pods), _quality(job, pods, si))
 
 
-def _node_signals(job: SimulatedJob, j: int, s: _Sampler) -> dict[str, F]:
+def _pod_signals(job: JobRecord, p: int, smp: dict[str, _Sampler], fields: set[str]) -> dict[str, F]:
+    """Pod ``p``'s GPU (dcgm), container (cAdvisor) and limit (kube-state-metrics) signals."""
+    st = job.state
+    sc = job.params
+    sig: dict[str, F] = {}
+    d = smp["dcgm"]
+    for key in fields - {"fb_used", "fb_free"}:
+        name, scale = _GPU_SIGNAL[key]
+        sig[name] = d.gauge(st.gpu[key][p]).mean(axis=0) * scale
+    used, free = d.gauge(st.gpu["fb_used"][p]), d.gauge(st.gpu["fb_free"][p])
+    sig["fb_used_frac"] = _ratio(used, used + free).max(axis=0)
+    sig["nvlink_total_bps"] = d.rate(st.gpu["nvlink_total"][p]).mean(axis=0)
+    c = smp["cadvisor"]
+    sig["cpu_cores"] = c.rate(st.pod["cpu_c"][p])
+    sig["mem_working_set_bytes"] = c.gauge(st.pod["ws"][p])
+    limit = c.gauge(st.pod["mem_limit"][p])
+    sig["mem_limit_bytes"] = np.where(limit > 0, limit, np.nan)
+    sig["fs_read_bps"] = c.rate(st.pod["fs_read_c"][p])
+    if sc.cpu_limit is not None:
+        sig["cpu_throttled_frac"] = _ratio(c.rate(st.pod["cfs_throttled_c"][p]), c.rate(st.pod["cfs_periods_c"][p]))
+        if sc.env.ksm:
+            sig["cpu_limit_cores"] = smp["ksm"].gauge(np.full(st.t.size, sc.cpu_limit))
+    return sig
+
+
+def _sidecar_of(job: JobRecord, p: int, smp: dict[str, _Sampler]) -> dict[str, F]:
+    """The collector's signals of pod ``p``; none when the job runs without it."""
+    return _sidecar_signals(job, p, smp["sidecar"]) if job.params.env.sidecar else {}
+
+
+def _node_signals(job: JobRecord, j: int, s: _Sampler) -> dict[str, F]:
     st = job.state
     sc = job.params
     modes = s.rate(st.node["cpu_c"][j])  # (modes, T)
@@ -167,7 +176,7 @@ def _node_signals(job: SimulatedJob, j: int, s: _Sampler) -> dict[str, F]:
     return out
 
 
-def _sidecar_signals(job: SimulatedJob, p: int, s: _Sampler) -> dict[str, F]:
+def _sidecar_signals(job: JobRecord, p: int, s: _Sampler) -> dict[str, F]:
     st = job.state
     out = {
         f"sc_psi_{k}": s.rate(st.pod[f"psi_{k}_c"][p])
@@ -183,7 +192,7 @@ def _sidecar_signals(job: SimulatedJob, p: int, s: _Sampler) -> dict[str, F]:
     return out
 
 
-def _quality(job: SimulatedJob, pods: list[PodWindow], si: float) -> DataQuality:
+def _quality(job: JobRecord, pods: list[PodWindow], si: float) -> DataQuality:
     from bottleneck_operator.contract.signals import SIGNALS
 
     families: set[Family] = set()

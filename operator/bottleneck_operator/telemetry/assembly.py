@@ -13,6 +13,7 @@ from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
 from bottleneck_operator.telemetry import selectors as sq
 from bottleneck_operator.telemetry.grid import Grid
+from bottleneck_operator.telemetry.plausibility import drop_implausible_nvlink
 from bottleneck_operator.telemetry.store import MODE_PREFIX, Pod, PodKey, Store, WindowRequest
 
 # Preference when one scrape interval must describe the window: the GPU series matter most.
@@ -50,6 +51,9 @@ def assemble(req: WindowRequest, grid: Grid, store: Store) -> JobWindow:
     if Family.DCGM_PROF in families and Family.DCGM_PROF_SM not in families:
         notes.append("no SM activity/occupancy (dcgm-exporter's shipped counters files leave them out)")
     notes.extend(store.failures)
+    if pods and store.layout:
+        # The report's data quality shows notes: the layout read goes there as well as in quality.layout.
+        notes.append("label layout read: " + ", ".join(f"{k} {v}" for k, v in store.layout.items()))
     return JobWindow(
         namespace=req.namespace,
         job=req.job,
@@ -63,6 +67,7 @@ def assemble(req: WindowRequest, grid: Grid, store: Store) -> JobWindow:
             coverage=_coverage(pods, len(ts)),
             scrape_interval=_scrape_interval(store, pods, req.namespace),
             notes=tuple(dict.fromkeys(notes)),
+            layout=dict(store.layout),
         ),
     )
 
@@ -115,6 +120,7 @@ def _pod_window(
             for other, chunks in store.on_node.get(info.node, {}).items()
             if other not in job_pods and al.present(chunks, lo, hi)
         )
+    notes.extend(drop_implausible_nvlink(signals))
     gpu_count, model = _gpus(store.gpus.get((ns, pod), {}), lo, hi)
     if gpu_count == 0 and info.node and al.present(store.unmapped.get(info.node, []), lo, hi):
         notes.append(f"GPUs on node {info.node} carry no pod label: is dcgm-exporter's Kubernetes pod mapping on?")

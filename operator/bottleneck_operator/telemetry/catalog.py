@@ -2,9 +2,9 @@
 
 Every expression selects *all* pods (or nodes) of a pass at once, through an escaped regex
 alternation, and aggregates ``by`` the labels that identify a pod (``namespace``, ``pod``) or a node;
-the caller splits the answer per Job in Python. Each entry is one request per pass; pods whose
-exporters are scraped at different intervals fall into buckets, and an entry's request joins its
-buckets' expressions with ``or``.
+the caller splits the answer per Job in Python. Each entry is one request per segment of a pass
+(normally one, see :mod:`.windows`); pods whose exporters are scraped at different intervals fall
+into buckets, and an entry's request joins its buckets' expressions with ``or``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from bottleneck_operator.contract.signals import SIGNALS, Family
-from bottleneck_operator.telemetry.names import quote
+from bottleneck_operator.telemetry.names import add_matchers, quote
 from bottleneck_operator.telemetry.selectors import (
     COLLECTOR_CONTAINER,
     INTERNAL_CPU_MODES,
@@ -84,31 +84,59 @@ def _unmapped_gpus(c: QueryContext) -> str:
     return f"count by ({host}) ({c.last(Group.DCGM, series)})"
 
 
+# The kubelet serves the CPU and working-set series again under /metrics/resource when
+# kube-prometheus-stack's ``kubelet.serviceMonitor.resource`` is on, with fewer labels (no id, image,
+# name). One value per container (and device) before the containers are summed keeps either copy
+# from counting twice; the pod-level cgroup (container="") is excluded by the selector.
+ONE_PATH = "max by (namespace, pod, container, device)"
+SPEC_SEEN = "1h"  # cAdvisor publishes container_spec_* for a pod when it has any sample in this range
+
+
 def _cad_rate(metric: str) -> Callable[[QueryContext], str]:
     def build(c: QueryContext) -> str:
-        return f"sum by (namespace, pod) (rate({c.containersel(metric)}[{c.rate_range(Group.CADVISOR)}]))"
+        rate = f"rate({c.containersel(metric)}[{c.rate_range(Group.CADVISOR)}])"
+        return f"sum by (namespace, pod) ({ONE_PATH} ({rate}))"
 
     return build
 
 
 def _cad_sum(metric: str) -> Callable[[QueryContext], str]:
     def build(c: QueryContext) -> str:
-        return f"sum by (namespace, pod) ({c.last(Group.CADVISOR, c.containersel(metric))})"
+        return f"sum by (namespace, pod) ({ONE_PATH} ({c.last(Group.CADVISOR, c.containersel(metric))}))"
 
     return build
 
 
 def _mem_limit(c: QueryContext) -> str:
     # cAdvisor reports 0 for "no limit": one unlimited container makes the pod unlimited (NaN).
-    limits = c.last(Group.CADVISOR, c.containersel("container_spec_memory_limit_bytes"))
-    return f"sum by (namespace, pod) ({limits}) unless on (namespace, pod) ({limits} == 0)"
+    limits = f"{ONE_PATH} ({c.last(Group.CADVISOR, c.containersel('container_spec_memory_limit_bytes'))})"
+    cadvisor = f"sum by (namespace, pod) ({limits}) unless on (namespace, pod) ({limits} == 0)"
+    # kube-prometheus-stack drops container_spec_*: kube-state-metrics' limits (no series for an
+    # unlimited container), else the collector's pod cgroup memory.max (its own 64Mi included).
+    ksm = c.podsel(
+        "kube_pod_container_resource_limits", 'resource="memory"', f"container!={quote(COLLECTOR_CONTAINER)}"
+    )
+    sidecar = c.podsel("bottleneck_sidecar_memory_max_bytes")
+    # Those exporters' scrape intervals are not estimated for this entry: a limit read within the
+    # cAdvisor rate range (at least four cAdvisor intervals) is still the pod's limit.
+    # Only for pods cAdvisor publishes no limit for at all: a missed cAdvisor scrape stays a gap.
+    r = c.rate_range(Group.CADVISOR)
+    spec = c.containersel("container_spec_memory_limit_bytes")
+    fallback = (
+        f"(sum by (namespace, pod) (last_over_time({ksm}[{r}]))"
+        f" or on (namespace, pod) max by (namespace, pod) (last_over_time({sidecar}[{r}])))"
+    )
+    return f"({cadvisor}) or ({fallback} unless on (namespace, pod) group by (namespace, pod) (last_over_time({spec}[{SPEC_SEEN}])))"
 
 
 def _throttled(c: QueryContext) -> str:
     r = c.rate_range(Group.CADVISOR)
     throttled = c.containersel("container_cpu_cfs_throttled_periods_total")
     periods = c.containersel("container_cpu_cfs_periods_total")
-    return f"sum by (namespace, pod) (rate({throttled}[{r}])) / sum by (namespace, pod) (rate({periods}[{r}]))"
+    return (
+        f"sum by (namespace, pod) ({ONE_PATH} (rate({throttled}[{r}])))"
+        f" / sum by (namespace, pod) ({ONE_PATH} (rate({periods}[{r}])))"
+    )
 
 
 def _cpu_limit(c: QueryContext) -> str:
@@ -159,9 +187,34 @@ def _node_swap(c: QueryContext) -> str:
     return f"(1 - {free} / ({total} > 0)) or ({total} * 0)"
 
 
+def node_names(c: QueryContext, window: str = "") -> str:
+    """Series labelled ``instance`` and ``nodename`` (the Kubernetes node) for the pass's nodes.
+
+    ``uname`` join: node_uname_info's own ``nodename``. ``pod`` join (hostname overrides, cloud or
+    upper-case kernel names): the exporter pod's ``namespace``/``pod`` on node_uname_info, placed on
+    its node by kube_pod_info, as kube-prometheus-stack's recording rules join them.
+
+    Args:
+        c: the pass's selectors.
+        window: a range (e.g. ``600000ms``) to read the latest sample within; "" for the bare
+            selectors (one lookback delta, as a PromQL join sees them).
+    """
+
+    def read(selector: str) -> str:
+        return f"last_over_time({selector}[{window}])" if window else selector
+
+    if c.labels.node_exporter_join != "pod":
+        return f"max by (instance, nodename) ({read(sel('node_uname_info', f'nodename=~{quote(c.nodes)}'))})"
+    exporter_pods = sel("node_uname_info", 'pod!=""')
+    exporters = f"max by (instance, namespace, pod) ({read(exporter_pods)})"
+    placed = f"max by (namespace, pod, node) ({read(sel('kube_pod_info', f'node=~{quote(c.nodes)}'))})"
+    joined = f"{exporters} * on (namespace, pod) group_left (node) {placed}"
+    return f'max by (instance, nodename) (label_replace({joined}, "nodename", "$1", "node", "(.+)"))'
+
+
 def _node_uname(c: QueryContext) -> str:
-    # Which instance is which node at each step: the same selector (and lookback) as a PromQL join.
-    return f"max by (instance, nodename) ({sel('node_uname_info', f'nodename=~{quote(c.nodes)}')})"
+    # Which instance is which node at each step: the same selectors (and lookback) as a PromQL join.
+    return node_names(c)
 
 
 def _sc_rate(metric: str, *extra: str) -> Callable[[QueryContext], str]:
@@ -284,4 +337,5 @@ def entry_query(entry: Entry, contexts: Iterable[QueryContext]) -> str:
     Returns:
         One PromQL expression.
     """
-    return " or ".join(entry.build(ctx) for ctx in contexts)
+    parts = [(entry.build(ctx), ctx.labels.selector_matchers) for ctx in contexts]
+    return " or ".join(add_matchers(expr, matchers) for expr, matchers in parts)

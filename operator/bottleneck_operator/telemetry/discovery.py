@@ -8,10 +8,11 @@ dcgm-exporter's labels.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Iterable, Sequence
 
-from bottleneck_operator.telemetry.catalog import tag
-from bottleneck_operator.telemetry.names import quote, regex_alternation
+from bottleneck_operator.telemetry.catalog import node_names, tag
+from bottleneck_operator.telemetry.names import add_matchers, quote, regex_alternation
 from bottleneck_operator.telemetry.selectors import GROUP_LABEL, Group, QueryContext, duration, sel
 
 # The ``created_by_kind`` of pods that belong to a profiled workload directly: batch/v1 Jobs, and
@@ -22,7 +23,7 @@ POD_OWNER_KINDS = ("Job", "PyTorchJob", "MPIJob")
 JOB_OWNER_KINDS = ("JobSet",)
 
 
-def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float) -> str:
+def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float, matchers: Sequence[str] = ()) -> str:
     """The pods of the pass's workloads with their nodes (kube-state-metrics' kube_pod_info).
 
     A pod is a workload's when kube_pod_info names the workload as its owner (a Job, PyTorchJob or
@@ -35,6 +36,7 @@ def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float) -> st
         jobs: regex alternation of workload names (``created_by_name``).
         prefixes: regex alternation of ``<job>-.+`` patterns for pods whose owner labels are missing.
         presence: seconds a kube_pod_info sample counts as "the pod exists".
+        matchers: extra matchers on every selector (``selector_matchers``, e.g. one cluster's).
 
     Returns:
         PromQL keeping namespace, pod, node, created_by_kind and created_by_name.
@@ -59,12 +61,14 @@ def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float) -> st
         f"* on (namespace, created_by_name) group_left (owner_name) {children}"
     )
     via_jobs = f'max by ({by}) (label_replace({joined}, "created_by_name", "$1", "owner_name", "(.+)"))'
-    return (
+    expr = (
         f"max by ({by}) (last_over_time({owned}[{w}])) or {via_jobs} or max by ({by}) (last_over_time({orphan}[{w}]))"
     )
+    # The join's two sides get the same matchers (one cluster's pods with that cluster's Jobs).
+    return add_matchers(expr, matchers)
 
 
-def lifetime_selectors(namespace: str, job: str) -> tuple[str, str]:
+def lifetime_selectors(namespace: str, job: str, matchers: Sequence[str] = ()) -> tuple[str, str]:
     """The two selectors of one Job's kube_pod_info series: by owner labels, and by name prefix.
 
     kube-state-metrics writes "<none>" for an ownerless pod; relabelling may drop the label (= "").
@@ -78,7 +82,7 @@ def lifetime_selectors(namespace: str, job: str) -> tuple[str, str]:
         f"pod=~{quote(regex_alternation([job], suffix='-.+'))}",
         'created_by_name=~"|<none>"',
     )
-    return owned, orphan
+    return add_matchers(owned, matchers), add_matchers(orphan, matchers)
 
 
 def _interval_probe(group: Group, c: QueryContext) -> tuple[str, str]:
@@ -93,7 +97,17 @@ def _interval_probe(group: Group, c: QueryContext) -> tuple[str, str]:
         return c.podsel("bottleneck_sidecar_info"), "namespace, pod"
     if c.node_label:
         return sel("node_memory_MemTotal_bytes", f"{c.node_label}=~{quote(c.nodes)}"), c.node_label
+    if c.labels.node_exporter_join == "pod":
+        # Per exporter pod; _to_nodes() places them on their nodes.
+        return sel("node_uname_info", 'pod!=""'), "namespace, pod"
     return sel("node_uname_info", f"nodename=~{quote(c.nodes)}"), "nodename"
+
+
+def _to_nodes(expr: str, c: QueryContext, window: float) -> str:
+    """An expression by exporter pod (``namespace``, ``pod``) relabelled by its node (``nodename``)."""
+    placed = f"max by (namespace, pod, node) (last_over_time({sel('kube_pod_info', f'node=~{quote(c.nodes)}')}[{duration(window)}]))"
+    joined = f"{expr} * on (namespace, pod) group_left (node) {placed}"
+    return f'min by (nodename) (label_replace({joined}, "nodename", "$1", "node", "(.+)"))'
 
 
 def probe_windows(start: float, end: float, step: float) -> tuple[int, float, float]:
@@ -144,8 +158,11 @@ def interval_query(groups: Iterable[Group], ctx: QueryContext, start: float, end
             # A series born inside the sub-window: length / (samples - 1), at or above the interval.
             upper = f"{sub:.3f} / (({count} - 1) > 0)"
             pieces.append(tag(f"quantile by ({by}) (0.5, ({exact}) or ({upper}))", "bn_sub", str(i)))
-        parts.append(tag(f"min by ({by}) ({' or '.join(pieces)})", GROUP_LABEL, g.value))
-    return " or ".join(parts)
+        estimate = f"min by ({by}) ({' or '.join(pieces)})"
+        if g is Group.NODE and not ctx.node_label and ctx.labels.node_exporter_join == "pod":
+            estimate = _to_nodes(estimate, ctx, max(end - start, step) + LOOKBACK_DELTA)
+        parts.append(tag(estimate, GROUP_LABEL, g.value))
+    return add_matchers(" or ".join(parts), ctx.labels.selector_matchers)
 
 
 NODE_HINT = "_node_hint"  # bn_group value of the pod -> node fallbacks
@@ -173,8 +190,7 @@ def instances_query(ctx: QueryContext, start: float, end: float, unplaced: Query
         PromQL tagged ``bn_group="_instances"`` carrying instance and nodename.
     """
     w = duration(max(end - start, 1.0) + LOOKBACK_DELTA)
-    uname = sel("node_uname_info", f"nodename=~{quote(ctx.nodes)}")
-    parts = [f"max by (instance, nodename) (last_over_time({uname}[{w}]))"]
+    parts = [node_names(ctx, w)]
     if unplaced is not None:
         host = unplaced.dcgm_hostname_label
         sidecar = f"max by (node) (last_over_time({unplaced.podsel('bottleneck_sidecar_info')}[{w}]))"
@@ -184,8 +200,9 @@ def instances_query(ctx: QueryContext, start: float, end: float, unplaced: Query
             f'label_replace({dcgm}, "nodename", "$1", {quote(host)}, "(.+)")'
         )
         # Every node's uname series is read here (one value per node): cheap next to a range query.
-        parts.append(f"max by (instance, nodename) (last_over_time(node_uname_info[{w}]) and on (nodename) ({hosts}))")
-    return tag(" or ".join(parts), GROUP_LABEL, INSTANCES)
+        every = dataclasses.replace(unplaced, nodes=".+")
+        parts.append(f"max by (instance, nodename) ({node_names(every, w)} and on (nodename) ({hosts}))")
+    return add_matchers(tag(" or ".join(parts), GROUP_LABEL, INSTANCES), ctx.labels.selector_matchers)
 
 
 def node_hint_query(ctx: QueryContext, start: float, end: float) -> str:
@@ -206,7 +223,8 @@ def node_hint_query(ctx: QueryContext, start: float, end: float) -> str:
     sidecar = f"max by (namespace, pod, node) (last_over_time({ctx.podsel('bottleneck_sidecar_info')}[{w}]))"
     by = f"{ctx.dcgm_by}, {ctx.dcgm_hostname_label}"
     dcgm = f"max by ({by}) (last_over_time({ctx.dcgmsel('DCGM_FI_DEV_FB_USED')}[{w}]))"
-    return " or ".join(
+    expr = " or ".join(
         tag(tag(expr, "bn_source", source), GROUP_LABEL, NODE_HINT)
         for source, expr in (("sidecar", sidecar), ("dcgm", dcgm))
     )
+    return add_matchers(expr, ctx.labels.selector_matchers)

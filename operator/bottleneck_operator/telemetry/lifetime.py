@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.discovery import lifetime_selectors
@@ -45,6 +45,7 @@ def job_lifetime(
     *,
     lookback: float = DEFAULT_LOOKBACK,
     now: float | None = None,
+    matchers: Sequence[str] = (),
 ) -> tuple[float, float] | None:
     """First and last time kube_pod_info shows the Job's pods (owner labels, else the name prefix).
 
@@ -54,6 +55,7 @@ def job_lifetime(
         job: the Job's name.
         lookback: how far back from ``now`` to search, seconds.
         now: the search's end (default: the current time).
+        matchers: validated extra matchers on every selector (``selector_matchers``).
 
     Returns:
         (first, last) raw sample times, or None when Prometheus holds no sample of the Job's pods
@@ -69,7 +71,7 @@ def job_lifetime(
     end = time.time() if now is None else float(now)
     if not (math.isfinite(lookback) and lookback > 0 and math.isfinite(end)):
         raise InvalidWindow(f"invalid lookback {lookback} or time {end}")
-    selectors = lifetime_selectors(namespace, job)
+    selectors = lifetime_selectors(namespace, job, matchers)
     step = coarse_step(lookback)
     count = math.ceil(lookback / step)
     # Evaluation times end, end - S, …: each counts the samples of the S seconds before it, so the

@@ -127,3 +127,74 @@ def regex_alternation(values: Iterable[str], *, suffix: str = "") -> str:
 def matcher(label: str, op: str, value: str) -> str:
     """One label matcher with a safely quoted value, e.g. ``pod=~"a|b"``."""
     return f"{label}{op}{quote(value)}"
+
+
+# One label matcher as PromQL writes it: a label name, an operator, a double-quoted string.
+_MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*")\s*')
+
+
+def validate_matchers(setting: str, values: Iterable[str]) -> tuple[str, ...]:
+    """Check configured extra matchers (e.g. ``cluster="a"``) and normalise their spacing.
+
+    Args:
+        setting: the setting's name, for the message.
+        values: one matcher each.
+
+    Returns:
+        The matchers as ``label<op>"value"``.
+
+    Raises:
+        InvalidName: a value is not exactly one label matcher with a double-quoted value.
+    """
+    out = []
+    for value in values:
+        m = _MATCHER.fullmatch(value)
+        if m is None:
+            raise InvalidName(
+                f'setting {setting}: {value!r} is not one label matcher such as cluster="a" or env=~"prod|stage"'
+            )
+        try:
+            literal = json.loads(m.group(3))
+        except ValueError as exc:
+            raise InvalidName(f"setting {setting}: {value!r} has an invalid string literal") from exc
+        out.append(matcher(m.group(1), m.group(2), str(literal)))
+    return tuple(out)
+
+
+def add_matchers(expr: str, matchers: Iterable[str]) -> str:
+    """``expr`` with ``matchers`` added to every series selector ``name{...}``.
+
+    String literals are skipped (a regex such as ``\\x{10FFFF}`` holds braces), so only the braces
+    that open a selector get the matchers. Every selector the data layer writes has braces.
+
+    Args:
+        expr: PromQL built by the data layer.
+        matchers: validated matchers (see :func:`validate_matchers`).
+
+    Returns:
+        The expression, unchanged when there are no matchers.
+    """
+    extra = ",".join(matchers)
+    if not extra:
+        return expr
+    out: list[str] = []
+    in_string, escaped = False, False
+    for i, ch in enumerate(expr):
+        if in_string:
+            out.append(ch)
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+            out.append(ch)
+        elif ch == "{" and i > 0 and (expr[i - 1].isalnum() or expr[i - 1] in "_:"):
+            closes = expr[i + 1 : i + 2] == "}"
+            out.append("{" + extra + ("" if closes else ","))
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import discovery as disc
@@ -20,8 +21,9 @@ from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.grid import Grid
 from bottleneck_operator.telemetry.intervals import IntervalCache
 from bottleneck_operator.telemetry.names import regex_alternation
-from bottleneck_operator.telemetry.scope import Scope, alternation, pod_selections
+from bottleneck_operator.telemetry.scope import Scope, alternation, fit, pack, pod_selections, query_bytes
 from bottleneck_operator.telemetry.store import Pod, PodKey, Store, labels_of, store_hint, to_float
+from bottleneck_operator.telemetry.tasks import CONCURRENCY
 
 Estimates = dict[sq.Group, dict[object, float]]  # group -> pod key or node -> seconds
 Instances = dict[str, set[str]]  # node -> its node-exporter instances
@@ -48,8 +50,12 @@ def probe(
     probes = _unknown_intervals(cache, scope, estimates, store)
     parts = _query_parts(scope, probes)
     instances: Instances = defaultdict(set)
-    for row in client.query(" or ".join(parts), scope.grid.end) if parts else []:
-        _file(row, scope.base, estimates, instances, store)
+    requests = pack(parts, scope.base.max_query_bytes)
+    # Cut to fit the size limit, a large pass's probe is many requests: a few in flight at once.
+    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        for rows in pool.map(lambda q: client.query(q, scope.grid.end), requests):
+            for row in rows:
+                _file(row, scope.base, estimates, instances, store)
     if cache is not None:
         grid = scope.grid
         probe_start = grid.end - disc.probe_windows(grid.start, grid.end, grid.step)[2]
@@ -58,19 +64,44 @@ def probe(
 
 
 def _query_parts(scope: Scope, probes: Sequence[_Probe]) -> list[str]:
-    """The operands of the instant query: interval probes, node hints, node-exporter instances."""
+    """The instant query's operands (interval probes, node hints, instances), each cut to fit the size limit."""
     grid = scope.grid
-    parts = [disc.interval_query([group], ctx, grid.start, grid.end, grid.step) for group, ctx, _ in probes]
+    parts = [
+        disc.interval_query([group], part, grid.start, grid.end, grid.step)
+        for group, ctx, _ in probes
+        for part in fit(ctx, _intervals(group, grid))
+    ]
     unplaced_pods = sorted(p for (_, p), info in scope.placed.items() if not info.node)
     unplaced = None
     if unplaced_pods or scope.prefix_alts:
         unplaced = dataclasses.replace(scope.base, pods=alternation(unplaced_pods, scope.prefix_alts))
         # Hints only matter for pods kube_pod_info does not place: reading dcgm-exporter's series
         # over the whole window for every pod would cost Prometheus more than any signal query.
-        parts.append(disc.node_hint_query(unplaced, grid.start, grid.end))
+        parts += [disc.node_hint_query(c, grid.start, grid.end) for c in fit(unplaced, _hints(grid))]
     if not scope.base.node_label and (scope.nodes or unplaced is not None):
-        parts.append(disc.instances_query(scope.base, grid.start, grid.end, unplaced))
+        if query_bytes(disc.instances_query(scope.base, grid.start, grid.end, unplaced)) <= scope.base.max_query_bytes:
+            parts.append(disc.instances_query(scope.base, grid.start, grid.end, unplaced))
+        else:  # the nodes' instances and the unplaced pods' apart, each cut to fit
+            parts += [disc.instances_query(c, grid.start, grid.end) for c in fit(scope.base, _instances(grid))]
+            if unplaced is not None:
+                none = dataclasses.replace(scope.base, nodes=regex_alternation([]))
+                parts += [
+                    disc.instances_query(none, grid.start, grid.end, c)
+                    for c in fit(unplaced, lambda c: disc.instances_query(none, grid.start, grid.end, c))
+                ]
     return parts
+
+
+def _intervals(group: sq.Group, grid: Grid) -> Callable[[sq.QueryContext], str]:
+    return lambda c: disc.interval_query([group], c, grid.start, grid.end, grid.step)
+
+
+def _hints(grid: Grid) -> Callable[[sq.QueryContext], str]:
+    return lambda c: disc.node_hint_query(c, grid.start, grid.end)
+
+
+def _instances(grid: Grid) -> Callable[[sq.QueryContext], str]:
+    return lambda c: disc.instances_query(c, grid.start, grid.end)
 
 
 def _file(

@@ -10,7 +10,8 @@ server's lookback delta (5 minutes by default, and different on Thanos/Mimir).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -21,7 +22,7 @@ from bottleneck_operator.contract.sampling import gauge_window as gauge_window
 from bottleneck_operator.contract.sampling import range_milliseconds
 from bottleneck_operator.contract.sampling import rate_range as rate_range
 from bottleneck_operator.settings import LabelSettings
-from bottleneck_operator.telemetry.names import quote
+from bottleneck_operator.telemetry.names import escape_regex, quote
 
 GROUP_LABEL = "bn_group"  # tag of the scrape-interval estimates
 COLLECTOR_CONTAINER = "bottleneck-collector"  # the injected sidecar: its own CPU must not count as the job's
@@ -34,6 +35,65 @@ INTERNAL_GPUS = "_gpus"  # GPUs per pod and their modelName
 INTERNAL_UNMAPPED = "_unmapped_gpus"  # GPU series on the job's nodes without a pod label
 INTERNAL_ON_NODE = "_pod_on_node"  # every non-system pod on the job's nodes
 INTERNAL_CPU_MODES = "_node_cpu_modes"  # node CPU seconds per mode: the node_cpu_*_frac signals
+# Bytes of PromQL one request may carry: VictoriaMetrics refuses more than 16 KiB by default, and
+# gateways in front of Thanos and Mimir have limits of the same kind (settings: max_query_bytes).
+DEFAULT_MAX_QUERY_BYTES = 12000
+
+
+@dataclass(frozen=True)
+class PodPrefixes:
+    """Jobs whose pods one ``<job>-.+`` pattern selects, so a selector does not grow with pods.
+
+    Only Jobs with two pods or more are listed (one pod's name is no longer than the pattern, and
+    Prometheus matches a pure list of names as a set), and only Jobs no other Job of the pass
+    extends (``a-.+`` would also match the pods of Job ``a-b``).
+
+    Attributes:
+        members: Job name -> the names of its pods that kube_pod_info shows.
+    """
+
+    members: Mapping[str, frozenset[str]]
+
+    def job_of(self, pod: str) -> str | None:
+        """The listed Job a pod name belongs to (the longest ``<job>-`` prefix), or None."""
+        cut = pod.rfind("-")
+        while cut > 0:
+            if pod[:cut] in self.members:
+                return pod[:cut]
+            cut = pod.rfind("-", 0, cut)
+        return None
+
+    def compact(self, names: Iterable[str]) -> tuple[list[str], list[str]]:
+        """Names as (names left to list, ``<job>-.+`` patterns of Jobs whose every pod is among them)."""
+        by_job: dict[str, set[str]] = {}
+        literal: list[str] = []
+        for name in names:
+            job = self.job_of(name)
+            if job is None:
+                literal.append(name)
+            else:
+                by_job.setdefault(job, set()).add(name)
+        patterns = []
+        for job, chosen in by_job.items():
+            if self.members[job] <= chosen:
+                patterns.append(escape_regex(job) + "-.+")
+            else:
+                literal.extend(chosen)
+        return sorted(literal), sorted(patterns)
+
+
+def pod_prefixes(jobs: Mapping[str, Iterable[str]]) -> PodPrefixes:
+    """The :class:`PodPrefixes` of a pass's Jobs (Job name -> its placed pods' names)."""
+    names = sorted(jobs)
+    listed = {}
+    for job in names:
+        pods = frozenset(jobs[job])
+        # Names extending "<job>-" sort right after "<job>-" itself: one look-up, not a scan.
+        at = bisect.bisect_left(names, job + "-")
+        extended = at < len(names) and names[at].startswith(job + "-")
+        if len(pods) >= 2 and not extended:
+            listed[job] = pods
+    return PodPrefixes(listed)
 
 
 class Group(StrEnum):
@@ -58,6 +118,8 @@ class QueryContext:
         rate_ranges: seconds of the rate() range per group.
         gauge_windows: seconds a gauge sample stays valid, per group.
         instances: regex alternation of the nodes' node-exporter instances ("" = unknown).
+        max_query_bytes: the most PromQL bytes one request may carry (selections are cut to fit).
+        prefixes: the Jobs whose pods a ``<job>-.+`` pattern selects (None: list every pod).
     """
 
     namespaces: str
@@ -67,6 +129,8 @@ class QueryContext:
     rate_ranges: Mapping[Group, float] | None = None
     gauge_windows: Mapping[Group, float] | None = None
     instances: str = ""
+    max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
+    prefixes: PodPrefixes | None = None
 
     @property
     def node_label(self) -> str:

@@ -82,6 +82,7 @@ class Store:
     )
     uname: list[tuple[str, str, al.Chunk]] = field(default_factory=list)
     grids: dict[Grid, IntArray] = field(default_factory=dict)
+    layout: dict[str, str] = field(default_factory=dict)  # the label layout per family (see .layouts)
 
     def indices(self, grid: Grid) -> IntArray:
         """The global indices of a segment's grid: one array per grid, shared by every answer on it.

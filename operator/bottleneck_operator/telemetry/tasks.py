@@ -1,7 +1,8 @@
 """Step 3 of a segment: one range query per catalog entry, planned per scrape-interval bucket and run.
 
 Each entry's request selects every pod (or node) of the segment, its buckets joined inside it with
-``or``. Entries go out as separate requests rather than one big ``or`` per exporter: Prometheus
+``or``; where that would exceed ``max_query_bytes`` the selection is cut into several requests
+(:func:`.scope.fit`), so a request's size is bounded whatever the number of pods. Entries go out as separate requests rather than one big ``or`` per exporter: Prometheus
 merges each ``or`` operand into everything before it, which grows with the square of the operands.
 A few run at once; each answer is decoded straight onto the segment's grid (:mod:`.matrix`) and
 filed as soon as it arrives.
@@ -23,7 +24,7 @@ from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.errors import PrometheusUnavailable, QueryRejected
 from bottleneck_operator.telemetry.matrix import Matrix
 from bottleneck_operator.telemetry.names import regex_alternation
-from bottleneck_operator.telemetry.scope import Scope, pod_selections
+from bottleneck_operator.telemetry.scope import Scope, fit, pack, pod_selections
 from bottleneck_operator.telemetry.store import Store, store_group
 
 log = logging.getLogger(__name__)
@@ -64,12 +65,13 @@ def plan(
             if entry.name in _NODE_KEYED and not scope.nodes:
                 continue
             if entry.name == cat.INTERNAL_UNAME:
-                if not scope.base.node_label:
-                    tasks.append(Task(group, entry, entry.build(scope.base)))
-                continue
-            chosen = contexts[:1] if entry.name in _NODE_KEYED else contexts
-            # One entry per request: answers need no tag (label_replace would relabel every sample).
-            tasks.append(Task(group, entry, cat.entry_query(entry, chosen)))
+                chosen = [] if scope.base.node_label else [scope.base]
+            else:
+                chosen = contexts[:1] if entry.name in _NODE_KEYED else contexts
+            # One entry per request (answers need no tag: label_replace would relabel every sample),
+            # cut where its selection makes it longer than a request may be.
+            parts = [cat.entry_query(entry, [part]) for ctx in chosen for part in fit(ctx, entry.build)]
+            tasks += [Task(group, entry, promql) for promql in pack(parts, scope.base.max_query_bytes)]
     return tasks
 
 
@@ -113,6 +115,18 @@ def run(client: PrometheusClient, tasks: Iterable[Task], scope: Scope, store: St
             store_group(task.group, task.entry.name, answer, scope.base, store)
 
 
+def _own(scope: Scope, estimates: Mapping[object, float]) -> set[object]:
+    """Estimated pods that are the pass's own: not foreign pods a Job's ``<job>-.+`` prefix also matched.
+
+    Every pod of a Job selected by prefix is placed, so an unplaced pod that prefix matches belongs
+    to some other workload; listing it by name would only make the queries longer.
+    """
+    prefixes = scope.base.prefixes
+    if prefixes is None:
+        return set(estimates)
+    return {u for u in estimates if u in scope.placed or not isinstance(u, tuple) or prefixes.job_of(str(u[1])) is None}
+
+
 def _bucket_contexts(
     group: sq.Group, scope: Scope, estimates: Mapping[object, float], instances: Mapping[str, set[str]]
 ) -> list[sq.QueryContext]:
@@ -122,7 +136,7 @@ def _bucket_contexts(
     without an estimate (and name-prefix patterns) go to a last, default bucket.
     """
     base, step = scope.base, scope.grid.step
-    units: set[object] = set(scope.nodes) if group is sq.Group.NODE else set(scope.placed) | set(estimates)
+    units: set[object] = set(scope.nodes) if group is sq.Group.NODE else set(scope.placed) | _own(scope, estimates)
     buckets: dict[float | None, list[object]] = defaultdict(list)
     for unit in units:
         si = estimates.get(unit)

@@ -4,12 +4,17 @@ Every window is put on the global grid of the step (:mod:`.grid`); the windows a
 query grids (segments) as possible, normally one. Per segment, for all of its Jobs at once:
 
 1. ``kube_pod_info`` of all Jobs (owner labels, else the ``<job>-`` name prefix): pods, nodes
-   (:func:`_find_pods`);
+   (:func:`_find_pods`); from here on a Job with several pods is selected by its ``<job>-.+``
+   prefix rather than by each pod's name (:class:`.selectors.PodPrefixes`);
 2. one instant query: each pod's scrape interval per exporter, the nodes' node-exporter instances,
    and where pods kube_pod_info does not place ran (:mod:`.probes`);
 3. one range query per catalog entry (:mod:`.catalog`), each selecting every pod or node of the
    segment through one escaped regex alternation (node-exporter's series by the nodes' instances),
    run a few at a time and filed as they arrive (:mod:`.tasks`).
+
+Every request stays within ``max_query_bytes`` (VictoriaMetrics refuses queries over 16 KiB by
+default): a selection too long for one request is cut into several (:func:`.scope.fit`), so the
+number of queries grows only once the Jobs' names no longer fit, never with their pods.
 
 The answers are split per Job and pod in Python (:mod:`.store`, :mod:`.assembly`), node-exporter's
 instances attached to their nodes (:mod:`.nodes`), and cut onto each Job's own grid
@@ -31,10 +36,11 @@ from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.errors import InvalidWindow
 from bottleneck_operator.telemetry.grid import Grid, segments
 from bottleneck_operator.telemetry.intervals import IntervalCache
+from bottleneck_operator.telemetry.layouts import LAYOUTS, with_matchers
 from bottleneck_operator.telemetry.names import escape_regex, regex_alternation, validate_k8s_name, validate_label_name
 from bottleneck_operator.telemetry.nodes import attach_instances
 from bottleneck_operator.telemetry.probes import probe
-from bottleneck_operator.telemetry.scope import Scope, alternation
+from bottleneck_operator.telemetry.scope import Scope, alternation, pod_selections, query_bytes
 from bottleneck_operator.telemetry.store import JobKey, Store, WindowRequest, discover
 from bottleneck_operator.telemetry.tasks import plan, run
 
@@ -71,14 +77,20 @@ def fetch_windows(
         QueryRejected: the pod discovery query was rejected or answered with garbage.
     """
     mapping, step = _mapping_and_step(settings, step)
+    limit = settings.max_query_bytes if isinstance(settings, Settings) else sq.DEFAULT_MAX_QUERY_BYTES
     _validate(requests, mapping)
+    configured = mapping = with_matchers(mapping)
+    mapping, layout = LAYOUTS.resolve(client, mapping, max(r.end for r in requests)) if requests else (mapping, None)
     grids = {r: Grid.within(r.start, r.end, step) for r in requests}
-    store = Store()
+    store = Store(layout=layout.describe() if layout is not None else {})
     for seg in segments(grids.values()):
         active = [r for r in requests if seg.overlaps(grids[r])]
         if active:
-            _fetch_segment(client, mapping, seg, active, store, intervals)
-    return {(r.namespace, r.job): assemble(r, grids[r], store) for r in requests}
+            _fetch_segment(client, (mapping, limit), seg, active, store, intervals)
+    out = {(r.namespace, r.job): assemble(r, grids[r], store) for r in requests}
+    if layout is not None:
+        LAYOUTS.check_pass(client, configured, layout, out.values())
+    return out
 
 
 def _mapping_and_step(settings: Settings | LabelSettings, step: float | None) -> tuple[LabelSettings, float]:
@@ -106,13 +118,13 @@ def _validate(requests: Sequence[WindowRequest], mapping: LabelSettings) -> None
 
 def _fetch_segment(
     client: PrometheusClient,
-    mapping: LabelSettings,
+    settings: tuple[LabelSettings, int],
     grid: Grid,
     active: list[WindowRequest],
     store: Store,
     cache: IntervalCache | None,
 ) -> None:
-    scope = _find_pods(client, mapping, grid, frozenset((r.namespace, r.job) for r in active), store)
+    scope = _find_pods(client, settings, grid, frozenset((r.namespace, r.job) for r in active), store)
     estimates, instances = probe(client, scope, store, cache)
     scope = _with_hinted_nodes(scope, store, instances)
     run(client, plan(scope, estimates, instances), scope, store)
@@ -120,30 +132,61 @@ def _fetch_segment(
 
 
 def _find_pods(
-    client: PrometheusClient, mapping: LabelSettings, grid: Grid, jobs: frozenset[JobKey], store: Store
+    client: PrometheusClient, settings: tuple[LabelSettings, int], grid: Grid, jobs: frozenset[JobKey], store: Store
 ) -> Scope:
     """Step 1: the Jobs' pods and nodes from kube_pod_info, and the selectors built from them.
 
     Jobs kube_pod_info does not know at all are selected by the ``<job>-`` name prefix from here on.
+    The query names every Job twice: it goes out in as many parts as keep each within the limit.
     """
+    mapping, limit = settings
     namespaces = regex_alternation(ns for ns, _ in jobs)
-    names = regex_alternation(j for _, j in jobs)
-    prefixes = regex_alternation((j for _, j in jobs), suffix="-.+")
     # kube-state-metrics' scrape interval is not known yet: a generous presence window.
     presence = sq.gauge_window(grid.step, 2 * sq.DEFAULT_SCRAPE_INTERVAL)
-    found = discover(client.query_matrix(disc.pods_query(namespaces, names, prefixes, presence), grid), jobs, store)
+    matchers = tuple(mapping.selector_matchers)
+    found: set[JobKey] = set()
+    for part in _pods_batches(sorted(jobs), presence, limit, matchers):
+        query = _pods_query(part, presence, matchers)
+        found |= discover(client.query_matrix(query, grid), frozenset(part), store)
     missing = sorted(jobs - found)
     store.prefix_jobs.update(missing)
     placed = {(ns, p): info for ns, job in jobs for p, info in store.pods.get((ns, job), {}).items()}
     prefix_alts = tuple(escape_regex(j) + "-.+" for _, j in missing)
     nodes = frozenset(info.node for info in placed.values() if info.node)
+    members: dict[str, set[str]] = {}
+    for ns, job in jobs:
+        members.setdefault(job, set()).update(store.pods.get((ns, job), {}))
     base = sq.QueryContext(
         namespaces=namespaces,
-        pods=alternation(sorted(p for _, p in placed), prefix_alts),
+        pods="",
         nodes=regex_alternation(nodes),
         labels=mapping,
+        max_query_bytes=limit,
+        prefixes=sq.pod_prefixes(members),
     )
+    by_name, by_prefix = pod_selections(base, sorted(p for _, p in placed), prefix_alts)
+    pods = "|".join(c.pods for c in (by_name, by_prefix) if c is not None) or alternation([])
+    base = dataclasses.replace(base, pods=pods)
     return Scope(grid=grid, jobs=jobs, placed=placed, prefix_alts=prefix_alts, nodes=nodes, base=base)
+
+
+def _pods_query(jobs: Sequence[JobKey], presence: float, matchers: Sequence[str]) -> str:
+    names = [j for _, j in jobs]
+    return disc.pods_query(
+        regex_alternation(ns for ns, _ in jobs),
+        regex_alternation(names),
+        regex_alternation(names, suffix="-.+"),
+        presence,
+        matchers,
+    )
+
+
+def _pods_batches(jobs: list[JobKey], presence: float, limit: int, matchers: Sequence[str]) -> list[list[JobKey]]:
+    """The Jobs in halves, and halves of halves, until each part's pods query fits the limit."""
+    if len(jobs) <= 1 or query_bytes(_pods_query(jobs, presence, matchers)) <= limit:
+        return [jobs]
+    half = len(jobs) // 2
+    return _pods_batches(jobs[:half], presence, limit, matchers) + _pods_batches(jobs[half:], presence, limit, matchers)
 
 
 def _with_hinted_nodes(scope: Scope, store: Store, instances: Mapping[str, set[str]]) -> Scope:

@@ -1,0 +1,301 @@
+"""Scoring an evaluation: figures of the model and the rule baseline, breakdowns by condition, the report text.
+
+Pure: it reads simulated jobs (``label``, ``name``, ``params``) and the pipeline's results (``verdict``,
+``window``) by attribute, so it needs neither the simulator nor Prometheus; ``commands/evaluate.py``
+generates, backfills and analyses the jobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bottleneck_operator.analysis.baseline import rule_verdict
+from bottleneck_operator.analysis.features import extract_features, value
+from bottleneck_operator.analysis.metrics import ClassFigures, Figures, figures, format_confusion, format_per_class
+from bottleneck_operator.contract.signals import Family, signals_of
+from bottleneck_operator.contract.window import JobWindow
+
+ROUND_SEED_STRIDE = 7_919  # round k draws seed + k x stride: far from training's seed and seed + 1_000_003
+HARD_TAGS = ("noisy_neighbour", "cpu_throttled", "no_prof", "multi_node", "nccl_busy", "network_storage")
+# The cases the collector exists for: a neighbour's load, throttling seen from inside, I/O the local disk never sees.
+SIDECAR_TAGS = ("noisy_neighbour", "cpu_throttled", "network_storage")
+
+
+def _tags(job: Any) -> set[str]:
+    return {str(t) for t in (getattr(job.params, "tags", ()) or ())}
+
+
+def _param(job: Any, name: str) -> Any:
+    params = job.params
+    if isinstance(params, dict):
+        return params.get(name)
+    value = getattr(params, name, None)
+    if value is None:
+        value = getattr(getattr(params, "env", None), name, None)
+    return value
+
+
+def _has_sidecar(job: Any) -> bool:
+    sc = _param(job, "sidecar")
+    return "sidecar" in _tags(job) if sc is None else bool(sc)
+
+
+def round_seeds(n_jobs: int, seed: int, round_size: int) -> list[tuple[int, int]]:
+    """(seed, jobs) of each round: round k draws ``seed + k * ROUND_SEED_STRIDE``.
+
+    Args:
+        n_jobs: held-out jobs in all.
+        seed: the evaluation seed (round 0 uses it as is).
+        round_size: jobs per round.
+
+    Returns:
+        One (seed, jobs) pair per round.
+    """
+    size = max(1, round_size)
+    return [(seed + k * ROUND_SEED_STRIDE, min(size, n_jobs - start)) for k, start in enumerate(range(0, n_jobs, size))]
+
+
+# Signals printed next to each misclassified job: enough to tell which stage really bound it.
+KEY_SIGNALS: tuple[tuple[str, str], ...] = (
+    ("act", "act.mean"),
+    ("low", "act_low_share"),
+    ("cpuLim", "cpu_limit_frac.mean"),
+    ("thr", "cpu_throttled_frac.mean"),
+    ("nodeCPU", "node_cpu_busy_frac.mean"),
+    ("iowait", "node_cpu_iowait_frac.mean"),
+    ("psiIO", "node_psi_io_some.mean"),
+    ("netShare", "net_rx_share.mean"),
+    ("Dprocs", "sc_iowait_procs_share.mean"),
+    ("pcie", "pcie_rx_frac.mean"),
+    ("gap", "util_gap.mean"),
+)
+
+
+def _key_signals(window: Any) -> str:
+    if window is None or not window.pods:
+        return "no data"
+    row = extract_features([window])[0]
+    parts = []
+    for label, name in KEY_SIGNALS:
+        v = value(row, name)
+        parts.append(f"{label}={'-' if v is None else f'{v:.2f}'}")
+    return " ".join(parts)
+
+
+def sidecar_gain(jobs: Sequence[Any], results: Sequence[Any], without: Sequence[str | None]) -> dict[str, Any]:
+    """Accuracy on the jobs whose windows had sidecar signals, with and without those signals, by hard case.
+
+    Args:
+        jobs: the simulated jobs, in the order of ``results``.
+        results: the pipeline's results (with the sidecar signals the cluster had).
+        without: the verdict of each window with the sidecar signals taken out (None: it had none).
+
+    Returns:
+        group -> {"n", "with", "without"} accuracies (abstentions count as misses).
+    """
+    groups: dict[str, list[int]] = {"all with sidecar": []}
+    for i, j in enumerate(jobs):
+        if without[i] is None:
+            continue
+        groups["all with sidecar"].append(i)
+        for tag in SIDECAR_TAGS:
+            if tag in _tags(j):
+                groups.setdefault(f"tag={tag}", []).append(i)
+
+    def acc(idx: Sequence[int], pred: Callable[[int], str | None]) -> float:
+        return sum(pred(i) == jobs[i].label.value for i in idx) / len(idx) if idx else 0.0
+
+    return {
+        name: {
+            "n": len(idx),
+            "with": round(acc(idx, lambda i: results[i].verdict.bottleneck.value), 4),
+            "without": round(acc(idx, lambda i: without[i]), 4),
+        }
+        for name, idx in groups.items()
+    }
+
+
+def score(
+    jobs: Sequence[Any], results: Sequence[Any], *, model_version: str, seed: int, queries: int, rounds: int
+) -> dict[str, Any]:
+    """The figures of analysed jobs (see :func:`run_evaluation`).
+
+    Args:
+        jobs: the simulated jobs, in the order of ``results``.
+        results: the pipeline's results.
+        model_version: the model's version.
+        seed: the evaluation seed.
+        queries: Prometheus queries issued.
+        rounds: evaluation rounds.
+
+    Returns:
+        The JSON-ready report.
+    """
+    truth = [j.label.value for j in jobs]
+    pred = [r.verdict.bottleneck.value for r in results]
+    conf = [r.verdict.confidence for r in results]
+    base_pred = [rule_verdict(r.window).value if r.window is not None else "Unknown" for r in results]
+
+    def both(idx: Sequence[int]) -> dict[str, Any]:
+        t = [truth[i] for i in idx]
+        return {
+            "n": len(idx),
+            "model": figures(t, [pred[i] for i in idx], [conf[i] for i in idx]).as_dict(),
+            "baseline": figures(t, [base_pred[i] for i in idx]).as_dict(),
+        }
+
+    groups = _breakdown_groups(jobs)
+    hard = sorted({i for idx in groups["tag"].values() for i in idx})
+    errors = _errors(jobs, results, truth, pred, conf)
+    return {
+        "model_version": model_version,
+        "seed": seed,
+        "rounds": rounds,
+        "jobs": len(jobs),
+        "queries": queries,
+        "overall": both(range(len(jobs))),
+        "hard_cases": both(hard),
+        "breakdowns": {k: {name: both(idx) for name, idx in sorted(v.items())} for k, v in groups.items()},
+        "errors": errors,
+    }
+
+
+def _breakdown_groups(jobs: Sequence[Any]) -> dict[str, dict[str, list[int]]]:
+    """Job indices by dcgm field set, scrape interval, hard-case tag and sidecar presence."""
+    groups: dict[str, dict[str, list[int]]] = {"dcgm_fieldset": {}, "scrape_interval": {}, "tag": {}, "sidecar": {}}
+    for i, j in enumerate(jobs):
+        groups["dcgm_fieldset"].setdefault(str(_param(j, "dcgm_fieldset")), []).append(i)
+        groups["scrape_interval"].setdefault(f"{_param(j, 'scrape_interval')}", []).append(i)
+        tags = _tags(j)
+        for tag in HARD_TAGS:
+            if tag in tags:
+                groups["tag"].setdefault(tag, []).append(i)
+        groups["sidecar"].setdefault("with" if _has_sidecar(j) else "without", []).append(i)
+    return groups
+
+
+def _errors(
+    jobs: Sequence[Any], results: Sequence[Any], truth: list[str], pred: list[str], conf: list[float]
+) -> list[dict[str, Any]]:
+    """The model's misclassified jobs, with the signals that tell which stage really bound them."""
+    return [
+        {
+            "job": j.name,
+            "truth": truth[i],
+            "verdict": pred[i],
+            "confidence": round(conf[i], 3),
+            "reason": results[i].verdict.reason if pred[i] == "Unknown" else "",
+            "tags": sorted(_tags(j)),
+            "fieldset": str(_param(j, "dcgm_fieldset")),
+            "scrape": _param(j, "scrape_interval"),
+            "signals": _key_signals(results[i].window),
+        }
+        for i, j in enumerate(jobs)
+        if pred[i] != truth[i]
+    ]
+
+
+def _figures(d: dict[str, Any]) -> Figures:
+    """A report's figures dict back as :class:`Figures`."""
+    return Figures(
+        n=d["n"],
+        confusion=d["confusion"],
+        per_class={
+            k: ClassFigures(v["precision"], v["recall"], v["f1"], v["support"]) for k, v in d["per_class"].items()
+        },
+        macro_f1=d["macro_f1"],
+        accuracy=d["accuracy"],
+        abstention=d["abstention"],
+        ece=d["ece"],
+    )
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The evaluation as printed text."""
+    o = report["overall"]
+    m, b = _figures(o["model"]), _figures(o["baseline"])
+    lines = [
+        f"model {report['model_version']} on {report['jobs']} held-out jobs (seed {report['seed']}, "
+        f"{report.get('rounds', 1)} rounds), {report['queries']} Prometheus queries",
+        "",
+        "== model: confusion matrix",
+        format_confusion(m),
+        "",
+        "== model: per class",
+        format_per_class(m),
+        f"macro-F1 {m.macro_f1:.3f}  accuracy {m.accuracy:.3f}  abstention {m.abstention:.3f}  ECE {m.ece:.3f}",
+        "",
+        "== baseline (threshold rules): confusion matrix",
+        format_confusion(b),
+        "",
+        "== baseline: per class",
+        format_per_class(b),
+        f"macro-F1 {b.macro_f1:.3f}  accuracy {b.accuracy:.3f}",
+        "",
+    ]
+    lines += _side_by_side(report)
+    lines += _sidecar_lines(report.get("sidecar_gain") or {})
+    lines += _error_lines(report.get("errors", []))
+    return "\n".join(lines)
+
+
+def _side_by_side(report: dict[str, Any]) -> list[str]:
+    def row(name: str, d: dict[str, Any]) -> str:
+        mm, bb = d["model"], d["baseline"]
+        return (
+            f"{name:<34}{d['n']:>5}{mm['macro_f1']:>10.3f}{mm['accuracy']:>7.3f}{mm['abstention']:>7.3f}"
+            f"{bb['macro_f1']:>10.3f}{bb['accuracy']:>7.3f}"
+        )
+
+    lines = [
+        "== side by side (macro-F1 / accuracy / abstention; baseline macro-F1 / accuracy)",
+        f"{'group':<34}{'n':>5}{'model F1':>10}{'acc':>7}{'abst':>7}{'rules F1':>10}{'acc':>7}",
+        row("all", report["overall"]),
+        row("hard cases (any tag)", report["hard_cases"]),
+    ]
+    for key, groups in report["breakdowns"].items():
+        for name, d in groups.items():
+            lines.append(row(f"{key}={name}", d))
+    return lines
+
+
+def _sidecar_lines(gain: dict[str, Any]) -> list[str]:
+    if not gain:
+        return []
+    lines = [
+        "",
+        "== what the collector sidecar adds (same windows, its signals taken out; accuracy)",
+        f"{'group':<34}{'n':>5}{'with':>10}{'without':>10}{'gain':>8}",
+    ]
+    for name, d in gain.items():
+        lines.append(f"{name:<34}{d['n']:>5}{d['with']:>10.3f}{d['without']:>10.3f}{d['with'] - d['without']:>+8.3f}")
+    return lines
+
+
+def _error_lines(errors: list[dict[str, Any]]) -> list[str]:
+    lines = ["", f"== model: misclassified jobs ({len(errors)})"]
+    for e in errors:
+        why = f" ({e['reason']})" if e.get("reason") else ""
+        lines.append(
+            f"{e['job']}: {e['truth']} -> {e['verdict']} p={e['confidence']:.2f}{why} "
+            f"[{e['fieldset']}, {e['scrape']} s; {','.join(e['tags']) or 'no tags'}]"
+        )
+        lines.append(f"    {e['signals']}")
+    return lines
+
+
+def strip_sidecar(window: JobWindow | None) -> JobWindow | None:
+    """The window with the collector's signals taken out, as a cluster without the sidecar sees it.
+
+    None when the window had no sidecar signals to take out.
+    """
+    if window is None or Family.SIDECAR not in window.quality.families:
+        return None
+    dropped = set(signals_of(Family.SIDECAR))
+    pods = tuple(
+        dataclasses.replace(p, signals={k: v for k, v in p.signals.items() if k not in dropped}) for p in window.pods
+    )
+    quality = dataclasses.replace(window.quality, families=window.quality.families - {Family.SIDECAR})
+    return dataclasses.replace(window, pods=pods, quality=quality)

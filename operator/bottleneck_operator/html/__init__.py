@@ -1,0 +1,13 @@
+"""A self-contained, offline HTML page for one BottleneckReport: the verdict, its evidence, plots.
+
+The page is rendered from the report's status in its API form (the camelCase JSON that
+``analyze --output json`` prints and the Kubernetes API stores under ``.status``), plus the window's
+signals when the caller has them. Plots are inline SVG from matplotlib, imported only when a page is
+written, so nothing else in the package pays for it.
+"""
+
+from __future__ import annotations
+
+from bottleneck_operator.html.render import render_html, write_html
+
+__all__ = ["render_html", "write_html"]

@@ -1,0 +1,199 @@
+"""Matplotlib figures as inline SVG strings. Matplotlib is imported here only, inside the functions.
+
+Times are UTC on every plot, so the signals and the verdict timeline (which reaches back past the
+last analysed window) read on the same clock. Each plot comes back with how many data points it drew, so the page can state it (``data-points``)
+and a test can check the SVG against it. Path simplification is off so every point is a vertex.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bottleneck_operator.contract.signals import SIGNALS
+from bottleneck_operator.errors import UsageError
+from bottleneck_operator.html.series import SignalPlot
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+CLASS_COLOURS = {
+    "IO": "#1f77b4",
+    "CPU": "#ff7f0e",
+    "Interconnect": "#9467bd",
+    "GPU": "#2ca02c",
+    "Memory": "#d62728",
+    "Unknown": "#7f7f7f",
+}
+WIDTH_IN, HEIGHT_IN = 9.0, 3.0
+DAY = 86400.0
+_SVG_START = re.compile(r"^.*?(?=<svg)", re.S)
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A rendered plot.
+
+    Attributes:
+        key: a stable name ("gpu-activity", "limiting-stage", "timeline"), used as the SVG ids' salt.
+        title: the caption.
+        svg: the ``<svg>`` element, without XML prolog or metadata.
+        points: data points drawn (finite samples over all lines; segments for the timeline).
+        series: lines (or segments) drawn.
+    """
+
+    key: str
+    title: str
+    svg: str
+    points: int
+    series: int
+
+
+def require_matplotlib() -> None:
+    """Fail with what to install, since matplotlib is an optional extra of the package.
+
+    Raises:
+        UsageError: matplotlib is not installed.
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(
+            "the HTML report needs matplotlib: pip install 'bottleneck-operator[html]' (or matplotlib)"
+        ) from exc
+
+
+@contextmanager
+def _style(key: str) -> Iterator[None]:
+    import matplotlib
+
+    # Agg: no display is needed or wanted, and nothing else in the process has chosen a backend yet.
+    matplotlib.use("Agg")
+    with matplotlib.rc_context(
+        {
+            "svg.fonttype": "none",  # text stays text: smaller, selectable, scaled by the browser
+            "svg.hashsalt": key,  # distinct clip-path ids per plot, since several SVGs share one page
+            "path.simplify": False,
+            "font.size": 9,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    ):
+        yield
+
+
+def _svg(fig: Figure) -> str:
+    buf = io.StringIO()
+    # A fixed layout rather than a tight box: every plot's axes then line up on the page.
+    fig.subplots_adjust(left=0.08, right=0.70, bottom=0.17, top=0.95)
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = _METADATA.sub("", _SVG_START.sub("", buf.getvalue(), count=1))
+    return text.strip()
+
+
+def _scale(unit: str, peak: float) -> tuple[float, str]:
+    if unit == "ratio":
+        return 100.0, "%"
+    if unit in ("B/s", "B"):
+        for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if peak >= factor:
+                return 1.0 / factor, f"{prefix}{unit}"
+    return 1.0, unit
+
+
+def signal_plot(key: str, title: str, plot: SignalPlot, span: tuple[float, float]) -> Plot:
+    """Lines over UTC time, with dotted horizontal reference levels."""
+    from matplotlib.figure import Figure
+
+    spec = SIGNALS.get(plot.signal)
+    unit = spec.unit if spec else ""
+    peak = max([float(abs(ln.y[ln.y == ln.y]).max(initial=0.0)) for ln in plot.lines] + [v for _, v in plot.references])
+    factor, shown_unit = _scale(unit, peak)
+    with _style(key):
+        fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN))
+        ax = fig.add_subplot()
+        for i, ln in enumerate(plot.lines):
+            mean = ln.label == "Job mean"
+            ax.plot(
+                ln.x / DAY,
+                ln.y * factor,
+                label=_short(ln.label),
+                linewidth=2.2 if mean else 1.2,
+                linestyle="--" if ln.dashed else "-",
+                color="black" if mean else f"C{i % 10}",
+            )
+        for j, (label, level) in enumerate(plot.references):
+            ax.axhline(level * factor, linestyle=":", linewidth=1.5, color=f"C{(j + 3) % 10}", label=label)
+        _axes(ax, f"{plot.signal} ({shown_unit})" if shown_unit else plot.signal, span)
+        if unit == "ratio":
+            ax.set_ylim(bottom=0.0, top=max(100.0, ax.get_ylim()[1]))
+        svg = _svg(fig)
+    points = sum(ln.points for ln in plot.lines)
+    return Plot(key, title, svg, points, len(plot.lines))
+
+
+def _time_axis(ax: Axes, span: tuple[float, float]) -> None:
+    """UTC dates on x over ``span`` (unix seconds), the same on every plot of the page.
+
+    Matplotlib's date numbers are days since 1970-01-01, its default epoch.
+    """
+    from datetime import UTC
+
+    from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+    locator = AutoDateLocator(tz=UTC)  # type: ignore[no-untyped-call]  # matplotlib leaves these untyped
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(ConciseDateFormatter(locator, tz=UTC))  # type: ignore[no-untyped-call]
+    ax.set_xlim(span[0] / DAY, span[1] / DAY)
+    ax.set_xlabel("time (UTC)")
+
+
+def _short(label: str, limit: int = 36) -> str:
+    """Legend labels fit the space right of the axes; long pod names keep their distinctive end."""
+    return label if len(label) <= limit else "…" + label[-(limit - 1) :]
+
+
+def _axes(ax: Axes, ylabel: str, span: tuple[float, float]) -> None:
+    _time_axis(ax, span)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One window of the verdict timeline (unix seconds)."""
+
+    start: float
+    end: float
+    bottleneck: str
+    confidence: float
+
+
+def timeline_plot(key: str, title: str, segments: Sequence[Segment], span: tuple[float, float]) -> Plot:
+    """One bar per window, coloured by class, its height the verdict's confidence."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    with _style(key):
+        fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN * 0.8))
+        ax = fig.add_subplot()
+        for seg in segments:
+            width = max(seg.end - seg.start, 1.0) / DAY
+            colour = CLASS_COLOURS.get(seg.bottleneck, CLASS_COLOURS["Unknown"])
+            ax.bar(seg.start / DAY, seg.confidence * 100.0, width=width, align="edge", color=colour, edgecolor="white")
+        seen = list(dict.fromkeys(s.bottleneck for s in segments))
+        handles = [Patch(color=CLASS_COLOURS.get(c, CLASS_COLOURS["Unknown"]), label=c) for c in seen]
+        ax.set_ylim(0.0, 100.0)
+        _time_axis(ax, span)
+        ax.set_ylabel("confidence (%)")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        svg = _svg(fig)
+    return Plot(key, title, svg, len(segments), len(segments))

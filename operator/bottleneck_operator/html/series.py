@@ -1,0 +1,186 @@
+"""Which of the window's signals the page plots, reduced to plain arrays (no plotting here).
+
+The GPU activity plot prefers ``gr_engine_active`` (a PROF field, the share of time the graphics
+engine was busy) over ``gpu_util`` (a DEV field that counts any kernel running, so it reads high for
+tiny kernels): the same preference as the analysis's coverage rule in ``contract/window.py``.
+The limiting-stage plot shows, for the verdict's class, the first signal the window has from an
+ordered list, with the capacity it is measured against when the window carries one as a signal
+(e.g. the CPU limit) and the rate the report says is needed to keep the GPUs busy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bottleneck_operator.contract.window import FloatArray, JobWindow
+
+GPU_ACTIVITY_SIGNALS = ("gr_engine_active", "gpu_util")
+# Beyond this many pods the GPU plot shows the Job's mean and spread only: more lines are unreadable.
+MAX_POD_LINES = 8
+# Long windows are averaged down to this many points per line, to keep the page small.
+MAX_POINTS = 1500
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to show a class's limiting stage.
+
+    Attributes:
+        signal: the signal plotted per pod.
+        limit_signal: a signal that is this one's capacity over time (same unit), or None.
+        resource: the report's ``capacity[].resource`` whose ``needed`` is drawn as a line, or None.
+    """
+
+    signal: str
+    limit_signal: str | None = None
+    resource: str | None = None
+
+
+LIMITING: dict[str, tuple[Candidate, ...]] = {
+    "IO": (
+        Candidate("node_disk_read_bps", None, "storage_read"),
+        Candidate("fs_read_bps", None, "storage_read"),
+        Candidate("sc_io_read_bps", None, "storage_read"),
+        Candidate("node_net_rx_bps", None, "storage_read"),
+        Candidate("node_disk_busy_frac"),
+    ),
+    "CPU": (
+        Candidate("cpu_cores", "cpu_limit_cores", "cpu_cores"),
+        Candidate("sc_cpu_cores", "cpu_limit_cores", "cpu_cores"),
+        Candidate("node_cpu_busy_frac"),
+    ),
+    "Interconnect": (
+        Candidate("pcie_rx_bps", None, "pcie_host_to_device"),
+        Candidate("nvlink_total_bps", None, "nvlink"),
+        Candidate("nvlink_rx_bps", None, "nvlink"),
+        Candidate("node_net_rx_bps", None, "network"),
+    ),
+    "GPU": (
+        Candidate("tensor_active", None, "tensor_pipes"),
+        Candidate("sm_active"),
+        Candidate("gpu_util"),
+    ),
+    "Memory": (
+        Candidate("dram_active", None, "gpu_memory_bandwidth"),
+        Candidate("mem_working_set_bytes", "mem_limit_bytes"),
+        Candidate("fb_used_frac"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Line:
+    """One plotted line: a label and values aligned on ``x`` (unix seconds)."""
+
+    label: str
+    x: FloatArray
+    y: FloatArray
+    dashed: bool = False
+
+    @property
+    def points(self) -> int:
+        return int(np.count_nonzero(np.isfinite(self.y)))
+
+
+@dataclass(frozen=True)
+class SignalPlot:
+    """What one signal plot shows: its lines and horizontal reference levels."""
+
+    signal: str
+    lines: tuple[Line, ...]
+    references: tuple[tuple[str, float], ...] = ()
+
+
+def _reduce(x: FloatArray, y: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Block means down to at most MAX_POINTS, NaN where a block had no sample."""
+    n = len(x)
+    if n <= MAX_POINTS:
+        return x, y
+    size = -(-n // MAX_POINTS)
+    blocks = -(-n // size)
+    pad = blocks * size - n
+    xs = np.concatenate([x, np.full(pad, np.nan)]).reshape(blocks, size)
+    ys = np.concatenate([y, np.full(pad, np.nan)]).reshape(blocks, size)
+    return _nanmean(xs), _nanmean(ys)
+
+
+def _nanmean(rows: FloatArray) -> FloatArray:
+    """Mean over the last axis ignoring NaN; NaN where a row has none (without numpy's warning)."""
+    finite = np.isfinite(rows)
+    count = finite.sum(axis=-1)
+    total = np.where(finite, rows, 0.0).sum(axis=-1)
+    out: FloatArray = np.divide(total, count, out=np.full(count.shape, np.nan), where=count > 0)
+    return out
+
+
+def _has(window: JobWindow, signal: str) -> bool:
+    return any(signal in p.signals and np.isfinite(p.signals[signal]).any() for p in window.pods)
+
+
+def _pod_lines(window: JobWindow, signal: str, *, mean_only: bool) -> list[Line]:
+    x = np.asarray(window.timestamps, dtype=np.float64)
+    rows = [np.asarray(p.signals[signal], dtype=np.float64) for p in window.pods if signal in p.signals]
+    if not rows:
+        return []
+    lines: list[Line] = []
+    if not mean_only:
+        for pod in window.pods:
+            if signal in pod.signals:
+                lines.append(Line(pod.pod, *_reduce(x, np.asarray(pod.signals[signal], dtype=np.float64))))
+    if len(rows) > 1:
+        lines.append(Line("Job mean", *_reduce(x, _nanmean(np.stack(rows, axis=-1)))))
+    return lines
+
+
+def gpu_activity(window: JobWindow) -> SignalPlot | None:
+    """Per-pod GPU activity (and the Job's mean), or None when the window has neither signal."""
+    for signal in GPU_ACTIVITY_SIGNALS:
+        if _has(window, signal):
+            lines = _pod_lines(window, signal, mean_only=len(window.pods) > MAX_POD_LINES)
+            return SignalPlot(signal, tuple(lines))
+    return None
+
+
+def limiting_stage(window: JobWindow, bottleneck: str, capacity: Sequence[Mapping[str, Any]]) -> SignalPlot | None:
+    """The verdict's limiting signal against its capacity, or None (Unknown, or no such signal)."""
+    cands = [c for c in LIMITING.get(bottleneck, ()) if _has(window, c.signal)]
+    if not cands:
+        return None
+    needs = {str(c.get("resource")): c for c in capacity if _finite(c.get("needed"))}
+    cand = min(cands, key=lambda c: _distance(window, c, needs))
+    lines = _pod_lines(window, cand.signal, mean_only=len(window.pods) > MAX_POD_LINES)
+    if cand.limit_signal is not None and _has(window, cand.limit_signal):
+        limit = _pod_lines(window, cand.limit_signal, mean_only=True) or _pod_lines(
+            window, cand.limit_signal, mean_only=False
+        )
+        lines.extend(Line(f"limit ({cand.limit_signal})", ln.x, ln.y, dashed=True) for ln in limit[-1:])
+    refs: tuple[tuple[str, float], ...] = ()
+    if cand.resource in needs:
+        refs = ((f"needed to keep the\nGPUs busy ({cand.resource})", float(needs[cand.resource]["needed"])),)
+    return SignalPlot(cand.signal, tuple(lines), refs)
+
+
+def _distance(window: JobWindow, cand: Candidate, needs: Mapping[str, Mapping[str, Any]]) -> tuple[int, float]:
+    """Rank candidates: the one the report's capacity was computed from first, then list order.
+
+    The analysis picks, e.g., network or disk reads for IO by which carried more; the capacity's
+    ``observed`` is that rate, so the signal whose mean is nearest to it (in ratio) is the one it used.
+    """
+    need = needs.get(cand.resource or "")
+    observed = float(need["observed"]) if need is not None and _finite(need.get("observed")) else 0.0
+    if observed <= 0:
+        return (1, 0.0)
+    rows = [np.asarray(p.signals[cand.signal], dtype=np.float64) for p in window.pods if cand.signal in p.signals]
+    values = np.concatenate(rows)
+    mean = float(values[np.isfinite(values)].mean())
+    if mean <= 0:
+        return (1, 0.0)
+    return (0, abs(float(np.log(mean / observed))))
+
+
+def _finite(v: object) -> bool:
+    return isinstance(v, int | float) and bool(np.isfinite(float(v)))

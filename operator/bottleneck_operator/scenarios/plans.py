@@ -1,0 +1,244 @@
+"""Drawing one job's plan: hardware, topology, loader, stage times and how the GPU spends its time.
+
+Each class has several mechanisms (the physical reason behind the class); a plan draws the target
+mechanism's stage strongly, the others weakly, and is kept only when :func:`stages.truth` agrees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.scenarios.hardware import Fabric, Part, Storage, draw_fabric, draw_part, draw_storage
+from bottleneck_operator.scenarios.stages import StageTimes, truth
+
+MECHANISMS: dict[Bottleneck, tuple[str, ...]] = {
+    Bottleneck.GPU: ("compute", "hbm-bandwidth", "launch-bound", "throttled"),
+    Bottleneck.INTERCONNECT: ("network", "nvlink", "pcie", "all-to-all", "pipeline"),
+    Bottleneck.CPU: ("saturated", "throttled", "too-few-workers"),
+    Bottleneck.IO: ("local-disk", "network-storage", "object-store", "mmap"),
+    Bottleneck.MEMORY: ("host-memory",),
+}
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """What the GPU's pipes do while a kernel runs (per unit of kernel time)."""
+
+    sm: float  # SM activity
+    gr: float  # graphics-engine activity
+    tensor: float
+    dram: float
+    occupancy: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the renderer needs about one job."""
+
+    label: Bottleneck
+    mechanism: str
+    margin: float
+    part: Part
+    fabric: Fabric
+    storage: Storage
+    stages: StageTimes
+    kernels: Kernels
+    n_pods: int
+    gpus_per_pod: int
+    pods_per_node: int
+    node_cpus: int
+    node_mem_bytes: float
+    workers: int  # DataLoader workers per pod (0: loading in the training loop)
+    cpu_limit: float | None  # cores per pod
+    loader_cores: float  # cores the input stage can use per pod
+    h2d_bytes: float  # host-to-device bytes per step per GPU
+    comm_bytes: float  # collective bytes per step per GPU
+    comm_path: str  # "nvlink", "pcie", "ethernet", "rdma"
+    mem_limit_bytes: float | None
+    working_set_bytes: float
+    swap: bool
+    fb_frac: float
+    mig: str | None  # MIG profile, e.g. "3g.40gb"
+    straggler: float  # clock factor of the slowest GPU (1: none)
+    bubble: float  # pipeline bubble share of the step (0: no pipeline parallelism)
+    launch_core: bool  # one host core per GPU busy launching kernels
+    tags: tuple[str, ...] = field(default=())
+
+
+def _u(rng: np.random.Generator, lo: float, hi: float) -> float:
+    return float(rng.uniform(lo, hi))
+
+
+def _kernels(rng: np.random.Generator, mechanism: str, part: Part) -> Kernels:
+    if mechanism == "launch-bound":
+        sm = _u(rng, 0.12, 0.4)
+        return Kernels(sm, _u(rng, 0.45, 0.8), _u(rng, 0.0, 0.08), _u(rng, 0.05, 0.2), _u(rng, 0.05, 0.2))
+    if mechanism == "hbm-bandwidth":
+        return Kernels(
+            _u(rng, 0.75, 0.97), _u(rng, 0.9, 1.0), _u(rng, 0.0, 0.12), _u(rng, 0.6, 0.82), _u(rng, 0.4, 0.8)
+        )
+    tensor_hi = 0.75 if part.tdp_w > 300 else 0.55
+    return Kernels(
+        _u(rng, 0.6, 0.95), _u(rng, 0.85, 1.0), _u(rng, 0.15, tensor_hi), _u(rng, 0.15, 0.5), _u(rng, 0.15, 0.6)
+    )
+
+
+def _topology(rng: np.random.Generator, mechanism: str, part: Part) -> tuple[int, int, int]:
+    """(pods, GPUs per pod, pods per node)."""
+    if mechanism in ("nvlink", "pcie"):
+        return 1, int(rng.choice([4, 8])), 1
+    if mechanism in ("network", "all-to-all", "pipeline"):
+        return int(rng.choice([2, 4, 8])), int(rng.choice([4, 8])), 1
+    shape = rng.random()
+    if shape < 0.45:
+        return 1, int(rng.choice([1, 2, 4, 8])), 1
+    if shape < 0.8:
+        return int(rng.choice([2, 3, 4])), int(rng.choice([1, 2, 4, 8])), 1
+    return int(rng.choice([2, 4])), 1, int(rng.choice([2, 4]))
+
+
+def _stage_draw(rng: np.random.Generator, label: Bottleneck, mechanism: str, t_gpu: float) -> dict[str, float]:
+    """Stage times relative to ``t_gpu``: the target's high, the others low (some near the edge)."""
+    weak = {k: t_gpu * float(rng.choice([_u(rng, 0.0, 0.3), _u(rng, 0.3, 0.85)], p=[0.6, 0.4])) for k in (
+        "t_comm", "t_cpu", "t_io")}  # fmt: skip
+    weak["t_mem"] = t_gpu * float(rng.choice([0.0, _u(rng, 0.0, 0.08)], p=[0.8, 0.2]))
+    strong = t_gpu * float(rng.choice([_u(rng, 1.25, 2.0), _u(rng, 2.0, 6.0)], p=[0.55, 0.45]))
+    if label is Bottleneck.INTERCONNECT:
+        weak["t_comm"] = strong * 1.3
+    elif label is Bottleneck.CPU:
+        weak["t_cpu"] = strong
+    elif label is Bottleneck.IO:
+        weak["t_io"] = strong
+    elif label is Bottleneck.MEMORY:
+        weak["t_mem"] = t_gpu * _u(rng, 0.3, 3.0)
+    return weak
+
+
+def _comm_path(mechanism: str, part: Part, fabric: Fabric, n_pods: int) -> str:
+    if mechanism == "nvlink" or (n_pods == 1 and part.nvlink_bps > 0):
+        return "nvlink"
+    if mechanism == "pcie" or n_pods == 1:
+        return "pcie"
+    return "rdma" if fabric.kind == "rdma" else "ethernet"
+
+
+def _comm_bandwidth(path: str, part: Part, fabric: Fabric, gpus_per_node: int) -> float:
+    """Bytes/s one GPU's collectives move on their bottleneck link."""
+    if path == "nvlink":
+        return part.nvlink_bps / 2
+    if path == "pcie":
+        return part.pcie_bps * 0.8
+    return fabric.nic_bps * fabric.nics / gpus_per_node
+
+
+def draw_plan(rng: np.random.Generator, label: Bottleneck, *, tries: int = 200) -> Plan:
+    """A plan whose computed truth is ``label`` (rejection sampling over the stage draws)."""
+    mechanism = str(rng.choice(MECHANISMS[label]))
+    part = draw_part(rng)
+    if mechanism in ("nvlink",) and part.nvlink_bps == 0:
+        mechanism = "pcie"
+    if mechanism == "pcie" and part.nvlink_bps > 0:
+        mechanism = "nvlink"
+    n_pods, gpp, ppn = _topology(rng, mechanism, part)
+    if label is Bottleneck.GPU and mechanism == "throttled" and n_pods * gpp < 2:
+        gpp = 4  # a straggler needs peers that wait for it
+    node_gpus = gpp * ppn
+    fabric = draw_fabric(rng, node_gpus)
+    if mechanism == "network" and rng.random() < 0.5:
+        fabric = Fabric("ethernet", float(rng.choice([25.0, 50.0])) / 8 * 1e9, 1, False)
+    storage = draw_storage(rng)
+    if label is Bottleneck.IO:
+        kinds = {"local-disk": ("nvme", "sata"), "network-storage": ("nfs", "fuse"), "object-store": ("http",),
+                 "mmap": ("mmap",)}[mechanism]  # fmt: skip
+        while storage.kind not in kinds:
+            storage = draw_storage(rng)
+    for _ in range(tries):
+        t_gpu = _u(rng, 0.08, 1.2)
+        st = StageTimes(serial_input=False, overlap=_u(rng, 0.3, 0.9), t_gpu=t_gpu,
+                        **_stage_draw(rng, label, mechanism, t_gpu))  # fmt: skip
+        workers = int(rng.choice([2, 4, 6, 8, 10, 12, 16]))
+        if label is Bottleneck.CPU and mechanism == "too-few-workers":
+            workers = int(rng.choice([0, 0, 1, 2]))
+        elif label is not Bottleneck.CPU and rng.random() < 0.08:
+            workers = 0
+        if workers == 0:
+            st = StageTimes(st.t_gpu, st.t_comm, st.overlap, st.t_cpu * 0.6, st.t_io * 0.5, st.t_mem, True)
+        got, margin = truth(st)
+        if got is label and margin > 0.12:
+            return _finish(rng, label, mechanism, margin, part, fabric, storage, st, (n_pods, gpp, ppn), workers)
+    raise RuntimeError(f"no plan for {label} after {tries} draws")  # pragma: no cover - draws always land
+
+
+def _tags(
+    mechanism: str, storage: Storage, fabric: Fabric, path: str, *, workers: int, node_gpus: int, mig: str | None
+) -> list[str]:
+    tags = [mechanism, storage.kind, fabric.kind, path]
+    if workers == 0:
+        tags.append("num-workers-0")
+    if fabric.kind == "rdma" and fabric.gpudirect:
+        tags.append("gpudirect")
+    if fabric.nics >= node_gpus and fabric.kind == "rdma":
+        tags.append("nic-per-gpu")
+    if mig:
+        tags.append("mig")
+    return tags
+
+
+def _finish(
+    rng: np.random.Generator,
+    label: Bottleneck,
+    mechanism: str,
+    margin: float,
+    part: Part,
+    fabric: Fabric,
+    storage: Storage,
+    st: StageTimes,
+    topo: tuple[int, int, int],
+    workers: int,
+) -> Plan:
+    n_pods, gpp, ppn = topo
+    node_gpus = gpp * ppn
+    node_cpus = int(rng.choice([32, 48, 64, 96, 128, 192, 224])) if node_gpus >= 4 else int(rng.choice([8, 16, 32, 48]))
+    cpu_limit: float | None = None
+    if mechanism == "throttled" and label is Bottleneck.CPU:
+        cpu_limit = float(rng.choice([2, 4, 6, 8, 12, 16])) * max(1, gpp // 2)
+    elif rng.random() < 0.35:
+        cpu_limit = float(min(node_cpus // ppn, int(rng.choice([8, 16, 32, 48])) * gpp))
+    free = node_cpus / ppn - 1.0 * gpp
+    loader = float(workers) if workers else 1.0
+    if cpu_limit is not None:
+        loader = min(loader, max(0.5, cpu_limit - 0.6 * gpp))
+    if label is Bottleneck.CPU and mechanism == "saturated":
+        loader = max(loader, free * _u(rng, 0.85, 1.0))
+    loader = max(0.5, min(loader, free))
+    if label is Bottleneck.CPU and mechanism == "throttled" and cpu_limit is not None:
+        # the workers want more than the quota: CFS throttles them in most periods
+        workers = max(workers, int(cpu_limit) + 2)
+        loader = cpu_limit
+    path = _comm_path(mechanism, part, fabric, n_pods)
+    comm_bw = _comm_bandwidth(path, part, fabric, node_gpus)
+    mig = None
+    if part.mig and n_pods == 1 and gpp == 1 and label is not Bottleneck.INTERCONNECT and rng.random() < 0.25:
+        mig = str(rng.choice(["1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"]))
+    node_mem = float(rng.choice([256, 512, 1024, 2048])) * 2**30
+    ws = _u(rng, 0.05, 0.4) * node_mem / ppn
+    mem_limit = ws * _u(rng, 1.3, 3.0) if rng.random() < 0.6 else None
+    swap = bool(rng.random() < 0.2)
+    if label is Bottleneck.MEMORY:
+        mem_limit = ws * _u(rng, 0.97, 1.0) if rng.random() < 0.5 else None
+        swap = mem_limit is None or bool(rng.random() < 0.6)
+    h2d_share = _u(rng, 0.02, 0.25)
+    tags = _tags(mechanism, storage, fabric, path, workers=workers, node_gpus=node_gpus, mig=mig)
+    return Plan(
+        label=label, mechanism=mechanism, margin=margin, part=part, fabric=fabric, storage=storage, stages=st,
+        kernels=_kernels(rng, mechanism, part), n_pods=n_pods, gpus_per_pod=gpp, pods_per_node=ppn,
+        node_cpus=node_cpus, node_mem_bytes=node_mem, workers=workers, cpu_limit=cpu_limit, loader_cores=loader,
+        h2d_bytes=h2d_share * part.pcie_bps * st.t_gpu, comm_bytes=st.t_comm * comm_bw, comm_path=path,
+        mem_limit_bytes=mem_limit, working_set_bytes=ws, swap=swap, fb_frac=_u(rng, 0.3, 0.99),
+        mig=mig, straggler=_u(rng, 0.55, 0.8) if mechanism == "throttled" and label is Bottleneck.GPU else 1.0,
+        bubble=_u(rng, 0.15, 0.45) if mechanism == "pipeline" else 0.0,
+        launch_core=mechanism == "launch-bound", tags=tuple(tags),
+    )  # fmt: skip

@@ -1,0 +1,198 @@
+"""Physical state of a job's pods every few seconds: what the GPUs, the loader and the node are doing.
+
+The step's stage times wander (log-normal, auto-correlated) around the plan's; each tick belongs to a
+phase (start-up, training, evaluation, checkpoint), so one window can mix them as real ones do.
+Pod quantities are per pod (GPU ones the mean over its GPUs); node loads are summed by the caller over
+every pod on the node, profiled or not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from bottleneck_operator.scenarios.plans import Plan
+
+F = npt.NDArray[np.float64]
+TICK = 5.0  # seconds between states
+TRAIN, STARTUP, EVAL, CHECKPOINT = 0, 1, 2, 3
+BLOCKING = ("nvme", "sata", "nfs", "fuse", "mmap")  # readers wait in D state (iowait)
+NETWORK_STORAGE = ("nfs", "fuse", "http")
+LOCAL_STORAGE = ("nvme", "sata", "mmap")
+READAHEAD_BYTES = 128 * 1024.0  # one major fault of a memory-mapped file brings in the readahead window
+
+
+@dataclass
+class Ticks:
+    """Per-pod arrays (pods, ticks) and the tick times."""
+
+    t: F
+    gpu: dict[str, F]
+    pod: dict[str, F]
+    node: dict[str, F]  # the pod's contribution to its node's load
+
+
+def _wander(rng: np.random.Generator, n: int, sd: float) -> F:
+    """An AR(1) log-normal multiplier around 1."""
+    e = rng.normal(0.0, sd, n)
+    out = np.empty(n)
+    acc = 0.0
+    for i in range(n):
+        acc = 0.8 * acc + e[i]
+        out[i] = acc
+    return np.exp(out * 0.6)
+
+
+def phases(rng: np.random.Generator, t: F, job_start: float) -> npt.NDArray[np.int64]:
+    """A phase per tick: start-up after the job starts, periodic evaluations and checkpoints."""
+    ph = np.full(t.size, TRAIN, dtype=np.int64)
+    ph[t < job_start + float(rng.uniform(60.0, 240.0))] = STARTUP
+    if rng.random() < 0.5:
+        period, length = float(rng.uniform(300.0, 900.0)), float(rng.uniform(30.0, 120.0))
+        ph[(ph == TRAIN) & (((t - job_start) % period) > period - length)] = EVAL
+    if rng.random() < 0.4:
+        at = float(rng.uniform(t[0], t[-1]))
+        ph[(ph == TRAIN) & (t >= at) & (t < at + float(rng.uniform(20.0, 60.0)))] = CHECKPOINT
+    return ph
+
+
+def pod_ticks(plan: Plan, rng: np.random.Generator, t: F, ph: npt.NDArray[np.int64]) -> Ticks:
+    """The per-tick state of every pod of the job."""
+    n = t.size
+    gpu: dict[str, list[F]] = {}
+    pod: dict[str, list[F]] = {}
+    node: dict[str, list[F]] = {}
+    for p in range(plan.n_pods):
+        g, h, nd = _one_pod(plan, rng, n, ph, p)
+        for dst, src in ((gpu, g), (pod, h), (node, nd)):
+            for k, v in src.items():
+                dst.setdefault(k, []).append(v)
+    return Ticks(
+        t,
+        {k: np.stack(v) for k, v in gpu.items()},
+        {k: np.stack(v) for k, v in pod.items()},
+        {k: np.stack(v) for k, v in node.items()},
+    )
+
+
+def _step_shares(plan: Plan, rng: np.random.Generator, n: int, ph: npt.NDArray[np.int64]) -> dict[str, F]:
+    st = plan.stages
+    tg = st.t_gpu * _wander(rng, n, 0.04)
+    tc = st.t_comm * _wander(rng, n, 0.12)
+    tcpu = st.t_cpu * _wander(rng, n, 0.08)
+    sd_io = 0.25 if plan.storage.kind in NETWORK_STORAGE else 0.1
+    tio = st.t_io * _wander(rng, n, sd_io)
+    tm = st.t_mem * _wander(rng, n, 0.2)
+    ev = ph == EVAL
+    tg = np.where(ev, tg * 0.35, tg)  # forward only
+    tc = np.where(ev, 0.0, tc)
+    tcpu, tio = np.where(ev, tcpu * 0.3, tcpu), np.where(ev, tio * 0.3, tio)
+    exposed = np.maximum(tc * (1.0 - st.overlap), tc - tg)
+    inp = tcpu + tio if st.serial_input else np.maximum(tcpu, tio)
+    step = (tg + exposed + inp if st.serial_input else np.maximum(tg + exposed, inp)) + tm
+    return {"tg": tg, "tc": tc, "tcpu": tcpu, "tio": tio, "tm": tm, "exposed": exposed, "step": step}
+
+
+def _one_pod(
+    plan: Plan, rng: np.random.Generator, n: int, ph: npt.NDArray[np.int64], p: int
+) -> tuple[dict[str, F], dict[str, F], dict[str, F]]:
+    s = _step_shares(plan, rng, n, ph)
+    step = s["step"]
+    k = plan.kernels
+    gpus = plan.gpus_per_pod
+    u = s["tg"] / step
+    if plan.bubble:
+        stage = p / max(1, plan.n_pods - 1)
+        u = u * (1.0 - plan.bubble * (0.6 + 0.8 * stage))
+    slow_share = 0.0
+    if plan.straggler < 1.0 and (p == 0):
+        # one GPU of this pod runs slow and busy; its peers finish early and wait in collectives
+        slow_share = 1.0 / gpus
+    fast_u = u * (plan.straggler if plan.straggler < 1.0 else 1.0)
+    u_mean = slow_share * u + (1.0 - slow_share) * fast_u
+    wait = np.clip((u - fast_u) + s["exposed"] / step, 0.0, 1.0)  # NCCL kernels in flight, SMs idle
+    startup, ckpt = ph == STARTUP, ph == CHECKPOINT
+    idle = startup | ckpt
+    u_mean = np.where(idle, rng.uniform(0.0, 0.06, n), u_mean)
+    wait = np.where(idle, 0.0, wait)
+    launch_pad = 1.0 + 0.08 * plan.launch_core
+    util = np.clip((u_mean + wait) * launch_pad, 0.0, 1.0)
+    comm_share = np.where(idle, 0.0, s["tc"] / step)
+    sm = np.clip(u_mean * k.sm + comm_share * 0.08, 0.0, 1.0)
+    gr = np.minimum(util, u_mean * k.gr + wait * 0.85)
+    tensor = u_mean * k.tensor
+    dram = np.clip(u_mean * k.dram + comm_share * 0.03, 0.0, 1.0)
+    load = np.clip(0.35 * gr + 0.4 * tensor / 0.75 + 0.25 * dram / 0.8, 0.0, 1.0)
+    part = plan.part
+    clock_f = np.where(load > 0.85, rng.uniform(0.88, 0.97, n), rng.uniform(0.97, 1.0, n))
+    if slow_share:
+        clock_f = clock_f * (1.0 - slow_share * (1.0 - plan.straggler))
+    power = part.idle_w + (part.tdp_w - part.idle_w) * load * rng.uniform(0.93, 1.03, n)
+    h2d = np.where(idle, 0.0, plan.h2d_bytes / step)
+    comm_bps = np.where(idle, 0.0, plan.comm_bytes / step)
+    nvl = comm_bps if plan.comm_path == "nvlink" else 0.3 * comm_bps * (part.nvlink_bps > 0) * (gpus > 1)
+    over_pcie = comm_bps if plan.comm_path in ("rdma", "pcie") else 0.0
+    g = {
+        "util": util, "sm": sm, "gr": gr, "tensor": tensor, "dram": dram, "occupancy": u_mean * k.occupancy,
+        "copy": np.clip(dram * 0.9 + rng.normal(0, 0.02, n), 0.0, 1.0),
+        "fb": np.clip(plan.fb_frac + rng.normal(0, 0.004, n), 0.05, 0.995),
+        "power": np.minimum(power, part.tdp_w), "clock": part.max_clock_mhz * clock_f,
+        "pcie_rx": h2d + over_pcie + 2e6, "pcie_tx": 0.05 * h2d + over_pcie + 1e6, "nvlink": nvl,
+    }  # fmt: skip
+    h, nd = _host(plan, rng, n, ph, s, u_mean)
+    return g, h, nd
+
+
+def _host(
+    plan: Plan, rng: np.random.Generator, n: int, ph: npt.NDArray[np.int64], s: dict[str, F], u: F
+) -> tuple[dict[str, F], dict[str, F]]:
+    step, gpus = s["step"], plan.gpus_per_pod
+    startup, ckpt = ph == STARTUP, ph == CHECKPOINT
+    io_share = np.where(startup | ckpt, 0.0, s["tio"] / step)
+    cpu_share = np.where(startup | ckpt, 0.0, s["tcpu"] / step)
+    loader = cpu_share * plan.loader_cores * rng.uniform(0.95, 1.02, n)
+    main = gpus * np.where(plan.launch_core, rng.uniform(0.95, 1.0, n), 0.2 + 0.4 * u)
+    if plan.workers == 0:
+        main = main + gpus * cpu_share
+        loader = np.zeros(n)
+    storage = plan.storage
+    read = io_share * storage.bps + np.where(startup, storage.bps * rng.uniform(0.2, 0.6, n), 0.0)
+    reader_cpu = read / 1.5e9 * (2.0 if storage.kind == "http" else 0.4)  # TLS and HTTP parsing cost cycles
+    mem_stall = np.where(startup | ckpt, 0.0, s["tm"] / step)
+    kernel_cpu = mem_stall * rng.uniform(1.0, 3.0) * gpus
+    cpu = main + loader + reader_cpu + kernel_cpu + 0.1
+    throttled = np.zeros(n)
+    if plan.cpu_limit is not None:
+        demand = cpu / plan.cpu_limit
+        throttled = np.clip((demand - 0.9) * 6.0, 0.0, 0.99) + rng.uniform(0.0, 0.03, n)
+        cpu = np.minimum(cpu, plan.cpu_limit * rng.uniform(0.97, 1.0, n))
+    waiting_readers = io_share * max(1, plan.workers) if storage.kind in BLOCKING else np.zeros(n)
+    majfault = read / READAHEAD_BYTES if storage.kind == "mmap" else np.zeros(n)
+    majfault = majfault + mem_stall * rng.uniform(2e4, 8e4, n) * plan.swap + rng.uniform(0, 5, n)
+    ws = plan.working_set_bytes * (1.0 + 0.02 * rng.standard_normal(n))
+    if plan.mem_limit_bytes is not None:
+        ws = np.minimum(ws, plan.mem_limit_bytes * 0.999)
+    net_comm = plan.comm_bytes / step * gpus if plan.comm_path == "ethernet" else np.zeros(n)
+    net_comm = np.where(startup | ckpt, 0.0, net_comm)
+    net_read = read if storage.kind in NETWORK_STORAGE else np.zeros(n)
+    disk_read = read if storage.kind in LOCAL_STORAGE else np.zeros(n)
+    ckpt_tx = np.where(ckpt, rng.uniform(0.3, 1.0, n) * 1e9, 0.0)
+    pod = {
+        "cpu": cpu, "throttled": throttled, "ws": ws, "fs_read": disk_read, "majfault": majfault,
+        "psi_cpu_some": np.clip(throttled * 0.8 + cpu_share * (plan.label.value == "CPU") * 0.3, 0, 1),
+        "psi_io_some": np.clip(waiting_readers / max(1, plan.workers) * 1.1, 0, 1),
+        "psi_io_full": np.clip(waiting_readers / max(1, plan.workers) * 0.7 * (u < 0.6), 0, 1),
+        "psi_mem_some": np.clip(mem_stall * 1.1, 0, 1), "psi_mem_full": np.clip(mem_stall * 0.75, 0, 1),
+        "running": np.round(main / gpus * gpus + loader + rng.uniform(0, 0.5, n)),
+        "dstate": np.round(waiting_readers + mem_stall * 2 * plan.swap),
+    }  # fmt: skip
+    node = {
+        "cpu": cpu, "system": 0.08 * cpu + kernel_cpu + reader_cpu * 0.5, "iowait": waiting_readers,
+        "disk_read": disk_read, "majfault": majfault, "net_rx": net_comm + net_read + 1e5,
+        "net_tx": net_comm + 0.02 * net_read + ckpt_tx + 1e5, "mem": ws,
+        "swap": mem_stall * plan.swap, "mem_stall": mem_stall,
+        "runnable": cpu + (plan.loader_cores * cpu_share if plan.label.value == "CPU" else 0.0),
+    }  # fmt: skip
+    return pod, node

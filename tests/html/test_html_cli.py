@@ -1,0 +1,72 @@
+"""`analyze --html FILE` against a real Prometheus holding backfilled simulated jobs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bottleneck_operator.cli import main as cli_main
+from bottleneck_operator.reports import rfc3339
+
+pytestmark = pytest.mark.prometheus
+
+
+def _analyze(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli_main(["analyze", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _points(page: str) -> dict[str, int]:
+    return {m[1]: int(m[2]) for m in re.finditer(r'data-plot="([^"]+)" data-points="(\d+)"', page)}
+
+
+def test_html_is_written_beside_the_json(sim_dataset: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    job = sim_dataset.jobs[0]
+    out_file = tmp_path / "report.html"
+    code, out, err = _analyze(
+        capsys,
+        "--prometheus-url", sim_dataset.prom.url, "--namespace", job.namespace, "--job", job.name,
+        "--start", rfc3339(job.start), "--end", rfc3339(job.end), "--output", "json", "--html", str(out_file),
+    )  # fmt: skip
+    assert code == 0, err
+    status = json.loads(out)  # stdout stays pure JSON: the note about the page goes to stderr
+    assert str(out_file) in err
+    page = out_file.read_text()
+    assert f"{job.namespace}/{job.name}" in page and status["bottleneck"] in page
+    points = _points(page)
+    assert points.get("gpu-activity", 0) > 10 and points.get("timeline") == 1, points
+
+
+def test_no_data_still_writes_a_page_with_the_reason(
+    sim_dataset: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_file = tmp_path / "missing.html"
+    code, out, _ = _analyze(
+        capsys,
+        "--prometheus-url", sim_dataset.prom.url, "--namespace", "ml", "--job", "no-such-job",
+        "--end", str(sim_dataset.end), "--lookback", "3600", "--html", str(out_file),
+    )  # fmt: skip
+    assert code == 3
+    page = out_file.read_text()
+    assert json.loads(out)["reason"] in page.replace("&#x27;", "'")
+    assert 'id="no-signals"' in page
+
+
+def test_unwritable_html_path_is_a_usage_error(
+    sim_dataset: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    job = sim_dataset.jobs[0]
+    target = tmp_path / "no-such-dir" / "report.html"
+    code, _out, err = _analyze(
+        capsys,
+        "--prometheus-url", sim_dataset.prom.url, "--namespace", job.namespace, "--job", job.name,
+        "--start", str(job.start), "--end", str(job.end), "--html", str(target),
+    )  # fmt: skip
+    assert code == 2
+    assert "--html" in err and "Traceback" not in err
+    assert not target.exists()

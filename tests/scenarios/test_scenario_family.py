@@ -1,0 +1,137 @@
+"""The second scenario family: deterministic per seed, and each kind shows the signature it claims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bottleneck_operator.contract.signals import SIGNAL_NAMES
+from bottleneck_operator.contract.verdict import CLASSES
+from bottleneck_operator.scenarios import MECHANISMS, ScenarioJob, generate_family
+from bottleneck_operator.scenarios.stages import StageTimes, truth
+
+START = 1_700_000_000.0
+
+
+@pytest.fixture(scope="module")
+def jobs() -> list[ScenarioJob]:
+    return generate_family(5, 240, start=START)
+
+
+def _median(job: ScenarioJob, name: str) -> float:
+    values = [v for p in job.window.pods if (v := p.signals.get(name)) is not None]
+    return float(np.nanmedian(np.concatenate(values))) if values else float("nan")
+
+
+def _pick(jobs: list[ScenarioJob], *tags: str, alone: bool = True) -> list[ScenarioJob]:
+    found = [j for j in jobs if all(t in j.tags for t in tags) and not (alone and j.partner)]
+    assert found, f"no job tagged {tags}"
+    return found
+
+
+def test_same_seed_same_jobs() -> None:
+    a, b = generate_family(9, 12, start=START), generate_family(9, 12, start=START)
+    c = generate_family(10, 12, start=START)
+    assert [j.name for j in a] == [j.name for j in b]
+    for x, y in zip(a, b, strict=True):
+        assert x.label is y.label and x.mechanism == y.mechanism
+        for px, py in zip(x.window.pods, y.window.pods, strict=True):
+            assert px.signals.keys() == py.signals.keys()
+            for k in px.signals:
+                np.testing.assert_array_equal(px.signals[k], py.signals[k])
+    assert any(x.mechanism != y.mechanism or x.label is not y.label for x, y in zip(a, c, strict=True))
+
+
+def test_contract_and_truth(jobs: list[ScenarioJob]) -> None:
+    assert {j.label for j in jobs} == set(CLASSES)
+    for j in jobs:
+        assert j.mechanism in MECHANISMS[j.label]
+        assert j.margin > 0
+        w = j.window
+        assert w.pods and w.timestamps.size == 31
+        for p in w.pods:
+            assert set(p.signals) <= set(SIGNAL_NAMES)
+            assert all(v.shape == w.timestamps.shape for v in p.signals.values())
+
+
+def test_truth_follows_stage_times() -> None:
+    gpu = StageTimes(t_gpu=1.0, t_comm=0.5, overlap=0.8, t_cpu=0.6, t_io=0.3, t_mem=0.0, serial_input=False)
+    assert truth(gpu)[0].value == "GPU"
+    io = StageTimes(t_gpu=1.0, t_comm=0.5, overlap=0.8, t_cpu=0.6, t_io=2.5, t_mem=0.0, serial_input=False)
+    assert truth(io)[0].value == "IO"
+    # with num_workers=0 the same input work adds to every step: no longer hidden behind the GPU
+    serial = StageTimes(t_gpu=1.0, t_comm=0.0, overlap=0.8, t_cpu=0.6, t_io=0.0, t_mem=0.0, serial_input=True)
+    assert truth(serial)[0].value == "CPU"
+
+
+def test_http_streaming_waits_without_iowait(jobs: list[ScenarioJob]) -> None:
+    for j in _pick(jobs, "object-store"):
+        assert np.nanmax(j.window.pods[0].signals["node_cpu_iowait_frac"]) < 0.005
+        if "sc_procs_iowait" in j.window.pods[0].signals:
+            assert np.nanmax(j.window.pods[0].signals["sc_procs_iowait"]) == 0
+        assert _median(j, "node_net_rx_bps") > _median(j, "node_disk_read_bps")
+
+
+def test_memory_mapped_reads_are_major_faults(jobs: list[ScenarioJob]) -> None:
+    for j in _pick(jobs, "mmap"):
+        if j.mechanism == "mmap":
+            assert _median(j, "node_majfault_ps") > 1000
+            assert _median(j, "node_cpu_iowait_frac") > 0
+
+
+def test_gpudirect_shows_symmetric_pcie_and_no_nic_bytes(jobs: list[ScenarioJob]) -> None:
+    checked = 0
+    for j in _pick(jobs, "gpudirect", "network"):
+        if "pcie_rx_bps" not in j.window.pods[0].signals or j.mechanism != "network":
+            continue
+        rx, tx = _median(j, "pcie_rx_bps"), _median(j, "pcie_tx_bps")
+        assert 0.5 < tx / rx <= 1.0
+        assert _median(j, "node_net_rx_bps") < 0.05 * rx * j.window.pods[0].gpu_count
+        checked += 1
+    assert checked
+
+
+def test_time_sliced_pods_see_the_same_dcgm_values(jobs: list[ScenarioJob]) -> None:
+    by_name = {j.name: j for j in jobs}
+    sliced = _pick(jobs, "time-sliced", alone=False)
+    for j in sliced:
+        other = by_name[j.partner or ""]
+        a, b = j.window.pods[0], other.window.pods[0]
+        assert a.node == b.node and a.co_located_pods >= 1
+        for name in ("power_w", "fb_used_frac", "gpu_util"):
+            np.testing.assert_array_equal(a.signals[name], b.signals[name])
+        np.testing.assert_array_equal(a.signals["node_cpu_busy_frac"], b.signals["node_cpu_busy_frac"])
+
+
+def test_mig_has_no_gpu_util(jobs: list[ScenarioJob]) -> None:
+    for j in _pick(jobs, "mig"):
+        assert "gpu_util" not in j.window.pods[0].signals
+        assert "fb_used_frac" in j.window.pods[0].signals
+
+
+def test_launch_bound_is_busy_gpu_idle_sms_one_core(jobs: list[ScenarioJob]) -> None:
+    for j in [j for j in jobs if j.mechanism == "launch-bound" and not j.partner]:
+        assert j.label.value == "GPU"
+        assert _median(j, "gpu_util") > 0.6
+        if "sm_active" in j.window.pods[0].signals:
+            assert _median(j, "sm_active") < 0.45
+        assert _median(j, "cpu_cores") >= 0.8 * j.window.pods[0].gpu_count
+
+
+def test_full_framebuffer_in_every_class(jobs: list[ScenarioJob]) -> None:
+    for cls in CLASSES:
+        assert max(_median(j, "fb_used_frac") for j in jobs if j.label is cls) > 0.9
+
+
+def test_busy_nvme_is_not_an_io_bottleneck(jobs: list[ScenarioJob]) -> None:
+    busy = [j for j in jobs if j.label.value != "IO" and _median(j, "node_disk_busy_frac") > 0.9]
+    assert busy, "some jobs that are not IO-bound should keep an NVMe at 100 % io_time"
+
+
+def test_scrape_interval_is_recorded(jobs: list[ScenarioJob]) -> None:
+    assert {j.window.quality.scrape_interval for j in jobs} >= {15.0, 30.0}
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="at least two steps"):
+        generate_family(1, 3, start=START, duration=10.0)
