@@ -163,6 +163,21 @@ def test_a_crd_installed_later_is_noticed(cluster: LocalCluster) -> None:
             assert {p.get("replicaType") for p in report["status"]["pods"]} == (
                 {"node"} if kind == "JobSet" else {"dataset-initializer", "node"}
             )
+        # Trainer creates a JobSet of the TrainJob's name, owned by it, and may copy the annotation:
+        # the TrainJob keeps its report (no two objects of one name fighting over it). The same for a
+        # JobSet's child Job.
+        trainjob_uid = reports(cluster, "ml")["trainjob-late"]["spec"]["jobRef"]["uid"]
+        owner = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": "trainjob-late"}
+        create(cluster, "JobSet", "ml", "trainjob-late", owners=[{**owner, "uid": trainjob_uid, "controller": True}])
+        child = job_body("ml", "jobset-late-node-0", start=START)
+        child["metadata"]["ownerReferences"] = [
+            {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "jobset-late", "uid": "u1"}
+        ]
+        cluster.create(JOBS, "ml", child)
+        time.sleep(2.0)  # two passes
+        ref = reports(cluster, "ml")["trainjob-late"]["spec"]["jobRef"]
+        assert (ref["kind"], ref["uid"]) == ("TrainJob", trainjob_uid)
+        assert "jobset-late-node-0" not in reports(cluster, "ml")
         set_status(cluster, "TrainJob", "ml", "trainjob-late", _ended_status("TrainJob", time.time() - 1, failed=True))
         wait_for("the failed TrainJob's final report", lambda: _phase(cluster, "trainjob-late") == "Failed")
     assert runner.exception is None

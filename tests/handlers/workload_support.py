@@ -75,10 +75,20 @@ def validate_status(kind: str, status: dict[str, Any]) -> dict[str, Any]:
     return status
 
 
-def create(cluster: LocalCluster, kind: str, namespace: str, name: str, *, profile: str | None = "true") -> Any:
+def create(
+    cluster: LocalCluster,
+    kind: str,
+    namespace: str,
+    name: str,
+    *,
+    profile: str | None = "true",
+    owners: list[dict[str, Any]] | None = None,
+) -> Any:
     """A workload of ``kind`` (annotated for profiling unless ``profile`` is None); returns it."""
     definition = crd(kind)
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if owners:
+        meta["ownerReferences"] = owners
     if profile is not None:
         meta["annotations"] = {"bottleneck.dev/profile": profile}
     body = {

@@ -14,10 +14,18 @@ from bottleneck_operator.contract.names import COLLECTOR_LABEL, COLLECTOR_SKIPPE
 from bottleneck_operator.controller.reports_api import ReportConflict, report_body
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
 from bottleneck_operator.controller.status import merge_patch, needs_final, pending_status, set_condition
-from bottleneck_operator.controller.workloads import JOB, WorkloadKind, job_phase, parse_time, replica_type
+from bottleneck_operator.controller.workloads import (
+    CUSTOM_KINDS,
+    JOB,
+    WorkloadKind,
+    job_phase,
+    parse_time,
+    replica_type,
+)
 
 __all__ = ["ensure_report", "job_phase", "missed_by_webhook", "observe", "parse_time"]
 COLLECTOR_CONDITION = "CollectorInjected"
+CUSTOM_KIND_NAMES = frozenset(k.kind for k in CUSTOM_KINDS)
 
 
 async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
@@ -61,6 +69,13 @@ async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
             await api.patch_status(job.namespace, job.name, job.status)
             state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=False))
         job.report_ready = True
+
+
+def part_of_a_workload(meta: Mapping[str, Any]) -> bool:
+    """Whether the object is owned by a training workload kind the operator profiles on its own."""
+    return any(
+        isinstance(ref, Mapping) and ref.get("kind") in CUSTOM_KIND_NAMES for ref in meta.get("ownerReferences") or ()
+    )
 
 
 NO_COLLECTOR = (
@@ -126,6 +141,11 @@ def observe(
         The tracked Job when it needs its report ensured or a pass (new, ended), else None.
     """
     meta = body.get("metadata") or {}
+    if part_of_a_workload(meta):
+        # A TrainJob's JobSet, a JobSet's child Job: the annotation came down from the top-level
+        # workload (Trainer copies it to its JobSet), which has the report. Profiling the part too
+        # would make two objects of the same name fight over one report.
+        return None
     namespace, name, uid = meta.get("namespace") or "", meta.get("name") or "", meta.get("uid")
     key = (namespace, name)
     value = (meta.get("annotations") or {}).get(PROFILE_ANNOTATION)
