@@ -82,3 +82,11 @@ async def endpoint(tls_pair: tuple[Path, Path]) -> AsyncIterator[Endpoint]:
         ctx = ssl.create_default_context(cafile=str(cert))
         async with aiohttp.ClientSession() as session:
             yield Endpoint(url=url, ssl=ctx, session=session)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_notes() -> None:
+    """Each test starts with no Pod Security note already posted (the webhook says each once)."""
+    from bottleneck_operator.webhook import handlers
+
+    handlers._noted.clear()

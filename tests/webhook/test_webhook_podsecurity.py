@@ -93,6 +93,11 @@ async def test_unknown_namespace_is_taken_as_baseline(served: tuple[Endpoint, li
     job = await _admit(endpoint, "unseen", "train-unseen")
     assert _collectors(job) and "volumes" not in _pod(job)
     assert "not known yet" in events[0][4]
+    # Said once per namespace, not on every Job there; a known level is said on every Job.
+    await _admit(endpoint, "unseen", "train-unseen-2")
+    await _admit(endpoint, "base", "train-base-1")
+    await _admit(endpoint, "base", "train-base-2")
+    assert [e[1] for e in events] == ["train-unseen", "train-base-1", "train-base-2"]
 
 
 async def test_restricted_gets_no_collector_when_the_container_cannot_meet_it(

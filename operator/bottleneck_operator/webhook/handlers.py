@@ -155,7 +155,7 @@ def inject_sidecar(
     except Exception:  # never reject or fail a Job because of the collector
         log.exception("collector not injected: unexpected error")
         return
-    if note is not None:
+    if note is not None and _first_time(ns, "Job", None if unknown else str(meta.get("name")), note):
         job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": meta.get("name"), "namespace": ns}}
         _post(ctx, job, f"{note} ({unknown})" if unknown else note)
     if mutated is None:
@@ -195,8 +195,8 @@ def inject_workload_pod(
     except Exception:  # never reject or fail a pod because of the collector
         log.exception("collector not injected: unexpected error")
         return
-    if result.note is not None and (ns, kind, name, result.note) not in _noted:
-        _noted.add((ns, kind, name, result.note))  # once per workload, not once per pod
+    # Once per workload, not once per pod (once per namespace while its level is not known).
+    if result.note is not None and _first_time(ns, kind, None if unknown else name, result.note, always=False):
         target = {"apiVersion": _API_VERSIONS.get(kind, ""), "kind": kind, "metadata": {"name": name, "namespace": ns}}
         _post(ctx, target, f"{result.note} ({unknown})" if unknown else result.note)
     if result.obj is not None:
@@ -204,7 +204,24 @@ def inject_workload_pod(
         log.info("collector injected into a pod of %s %s/%s", kind, ns, name)
 
 
-_noted: set[tuple[str, str, str, str]] = set()
+_noted: set[tuple[str, str, str | None, str]] = set()
+_NOTED_LIMIT = 10_000
+
+
+def _first_time(namespace: str, kind: str, name: str | None, note: str, *, always: bool = True) -> bool:
+    """Whether to post this note: every Job gets its own (``always``) unless the namespace's level is
+    unknown (``name`` None), which is said once per namespace, not on every Job there."""
+    if always and name is not None:
+        return True
+    key = (namespace, kind, name, note)
+    if key in _noted:
+        return False
+    if len(_noted) >= _NOTED_LIMIT:
+        _noted.clear()  # a bound on memory; at worst a note is posted again
+    _noted.add(key)
+    return True
+
+
 _API_VERSIONS = {
     "PyTorchJob": "kubeflow.org/v1",
     "MPIJob": "kubeflow.org/v1",
