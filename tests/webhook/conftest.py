@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import ssl
 import subprocess
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
-from _webhook_support import admission_review
+from _webhook_support import Endpoint
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook.server import serve_admission
@@ -49,29 +46,6 @@ def tls_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         capture_output=True,
     )
     return cert, key
-
-
-@dataclass
-class Endpoint:
-    url: str
-    ssl: ssl.SSLContext
-    session: aiohttp.ClientSession
-
-    async def post_raw(self, data: bytes) -> tuple[int, Any]:
-        async with self.session.post(
-            self.url, data=data, ssl=self.ssl, headers={"Content-Type": "application/json"}
-        ) as resp:
-            text = await resp.text()
-            try:
-                return resp.status, json.loads(text)
-            except json.JSONDecodeError:
-                return resp.status, text
-
-    async def review(self, obj: Any, **request: Any) -> dict[str, Any]:
-        status, body = await self.post_raw(json.dumps(admission_review(obj, **request)).encode())
-        assert status == 200, body
-        assert isinstance(body, dict)
-        return body
 
 
 @pytest.fixture

@@ -14,14 +14,13 @@ from typing import Any
 import aiohttp
 import kubernetes_validate
 import pytest
-from _webhook_support import apply, make_job, patch_of
+from _webhook_support import Endpoint, apply, make_job, patch_of
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook import inject as inject_module
 from bottleneck_operator.webhook.inject import CGROUP_VOLUME, CONTAINER_NAME, collector_container
 from bottleneck_operator.webhook.podsecurity import admitted, enforce_level, restricted_violations
 from bottleneck_operator.webhook.server import serve_admission
-from conftest import Endpoint
 
 PROFILED = {"bottleneck.dev/profile": "true"}
 LEVELS = {"open": "privileged", "base": "baseline", "tight": "restricted", "plain": ""}

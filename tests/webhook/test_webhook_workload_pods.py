@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 import kopf
 import pytest
-from _webhook_support import admission_review, apply, patch_of
+from _webhook_support import Endpoint, admission_review, apply, patch_of
 from kopf.testing import KopfRunner
 
 from bottleneck_operator.demo import cluster as cluster_mod
@@ -33,7 +33,6 @@ from bottleneck_operator.webhook import handlers
 from bottleneck_operator.webhook.inject import CGROUP_VOLUME, CONTAINER_NAME
 from bottleneck_operator.webhook.server import configure_admission, serve_admission
 from bottleneck_operator.webhook.workloads import Profiled, candidates
-from conftest import Endpoint
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "handlers"))
 from workload_support import create, install_crd

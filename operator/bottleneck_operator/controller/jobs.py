@@ -71,6 +71,16 @@ async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
         job.report_ready = True
 
 
+def _warn_invalid(state: OperatorState, probe: TrackedJob, value: Any) -> None:
+    state.post_event(
+        probe,
+        "Warning",
+        "InvalidAnnotation",
+        f'annotation {PROFILE_ANNOTATION}="{value}" is not understood: set it to "true" to profile '
+        f"this {probe.kind} (or remove it); it is not analysed",
+    )
+
+
 def part_of_a_workload(meta: Mapping[str, Any]) -> bool:
     """Whether the object is owned by a training workload kind the operator profiles on its own."""
     return any(
@@ -167,14 +177,7 @@ def observe(
             del state.jobs[key]  # opted out while running: stop analysing, keep the report
         if choice is Choice.INVALID and uid and state.warned.get(uid) != value:
             state.warned[uid] = value or ""
-            probe = TrackedJob(namespace=namespace, name=name, uid=uid, kind=kind.kind, api_version=kind.api_version)
-            state.post_event(
-                probe,
-                "Warning",
-                "InvalidAnnotation",
-                f'annotation {PROFILE_ANNOTATION}="{value}" is not understood: set it to "true" to profile '
-                f"this {kind.kind} (or remove it); it is not analysed",
-            )
+            _warn_invalid(state, TrackedJob(namespace, name, uid, kind=kind.kind, api_version=kind.api_version), value)
         return None
 
     phase, start, end = kind.phase(body.get("status"), meta)

@@ -112,10 +112,6 @@ async def serve_admission(
         The endpoint URL, e.g. ``https://127.0.0.1:9443/inject-sidecar``.
     """
     handlers.configure(settings, levels=levels, workloads=workloads, post=post)
-
-    async def webhookfn(request: Any, *, webhook: str | None = None, **_: Any) -> dict[str, Any]:
-        return review(request)
-
     server = kopf.WebhookServer(
         addr=addr,
         # Fixed once: kopf restarts its listener on a renewal and would pick another free port.
@@ -125,19 +121,31 @@ async def serve_admission(
         insecure=insecure,
         file_check_interval=check_interval,
     )
+    async with _serving(server) as base:
+        yield f"{base.rstrip('/')}/{handlers.HANDLER_ID}"
+
+
+@contextlib.asynccontextmanager
+async def _serving(server: kopf.WebhookServer) -> AsyncIterator[str]:
+    """Run kopf's server as kopf's admission loop does; yields its base URL.
+
+    kopf's server restarts with renewed certificate files when asked for its next configuration,
+    so the configurations are followed in a task for as long as the server runs.
+    """
+
+    async def webhookfn(request: Any, *, webhook: str | None = None, **_: Any) -> dict[str, Any]:
+        return review(request)
+
     configs = server(webhookfn).__aiter__()  # type: ignore[arg-type]
     client_config = await configs.__anext__()
-    base = client_config.get("url") or ""
 
     async def follow_renewals() -> None:
-        # kopf's server restarts with the renewed files when asked for its next configuration, as
-        # kopf's own admission loop does; the URL stays the same.
         async for _ in configs:
             pass
 
     renewals = asyncio.create_task(follow_renewals(), name="admission certificate renewals")
     try:
-        yield f"{base.rstrip('/')}/{handlers.HANDLER_ID}"
+        yield client_config.get("url") or ""
     finally:
         renewals.cancel()
         with contextlib.suppress(asyncio.CancelledError):
