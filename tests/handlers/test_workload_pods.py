@@ -19,6 +19,7 @@ from bottleneck_operator.telemetry.discovery import pods_query
 from bottleneck_operator.telemetry.grid import Grid
 from bottleneck_operator.telemetry.names import regex_alternation
 from bottleneck_operator.telemetry.store import Store, discover
+from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows
 
 pytestmark = pytest.mark.prometheus
 
@@ -101,3 +102,14 @@ def test_each_workloads_pods_are_found_through_its_owners(client: PrometheusClie
     # Found through their owners, not guessed from the name prefix.
     assert not any(p.by_prefix for job in by_job for p in store.pods[("ml", job)].values())
     assert ("other", "llm") not in store.pods
+
+
+def test_the_batched_fetch_gives_each_workload_its_pods(client: PrometheusClient) -> None:
+    # The whole data path of a pass: discovery, then the signal queries narrowed to those pods.
+    requests = [WindowRequest(ns, job, NOW - 600, NOW) for ns, job in sorted(REQUESTED)]
+    windows = fetch_windows(client, requests, Settings(prometheus_url="http://unused"), step=60.0)
+    pods = {job: sorted(p.pod for p in windows[("ml", job)].pods) for _, job in REQUESTED}
+    assert pods["llm"] == ["llm-node-0-0-x7k2p", "llm-node-1-0-q9zzt"]
+    assert pods["ft"] == ["ft-dataset-initializer-0-0-a1b2c", "ft-node-0-0-d3e4f"]
+    assert pods["bert"] == ["bert-master-0", "bert-worker-0"]
+    assert pods["hpl"] == ["hpl-launcher", "hpl-worker-0"]
