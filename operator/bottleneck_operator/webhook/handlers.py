@@ -104,7 +104,7 @@ def namespace_level(ctx: AdmissionContext, namespace: str) -> tuple[str, str | N
     """The namespace's enforced Pod Security level, and a note when it is not known.
 
     A namespace the watch has not shown yet is taken as ``baseline``: the collector goes in without
-    the host mount, which every level but ``restricted`` admits, and ``restricted`` admits too.
+    the host mount, which every level admits (``restricted`` too, the container meeting its rules).
     """
     if namespace not in ctx.levels:
         return "baseline", f"the Pod Security level of namespace {namespace!r} is not known yet"
