@@ -8,8 +8,10 @@ runs against a real Prometheus in test_workload_pods.py).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,7 +27,8 @@ from workload_support import (
     validate_status,
 )
 
-from bottleneck_operator.controller.workloads import BY_KIND, replica_type
+from bottleneck_operator.controller.reports_api import ReportsApi
+from bottleneck_operator.controller.workloads import BY_KIND, PYTORCHJOB, replica_type
 from bottleneck_operator.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
 from bottleneck_operator.reports import AnalysisWindow, PodBreakdown, ReportStatus, rfc3339
 
@@ -190,3 +193,18 @@ def _verdict(cluster: LocalCluster, name: str) -> dict[str, Any] | None:
 
 def _phase(cluster: LocalCluster, name: str) -> str | None:
     return ((reports(cluster, "ml").get(name) or {}).get("status") or {}).get("phase")
+
+
+def test_the_reports_client_reads_a_workload(cluster: LocalCluster) -> None:
+    install_crd(cluster, "PyTorchJob")
+    created = create(cluster, "PyTorchJob", "ml", "direct")
+
+    async def read() -> tuple[Any, Any]:
+        api = ReportsApi(lambda: SimpleNamespace(server=cluster.url, token="t"))  # a ConnectionInfo's attributes
+        try:
+            return await api.get_workload(PYTORCHJOB, "ml", "direct"), await api.get_workload(PYTORCHJOB, "ml", "nope")
+        finally:
+            await api.close()
+
+    found, missing = asyncio.run(read())
+    assert found["metadata"]["uid"] == created["metadata"]["uid"] and missing is None

@@ -106,6 +106,36 @@ async def test_other_pods_pass_untouched(endpoint: Endpoint) -> None:
         assert body["response"]["allowed"] is True and patch_of(body) == [], pod["metadata"]["name"]
 
 
+async def test_a_workload_the_cache_does_not_know_yet_is_read_once(tls_pair: tuple[Path, Path]) -> None:
+    cert, key = tls_pair
+    reads: list[tuple[str, str, str]] = []
+    objects = {
+        ("ml", "PyTorchJob", "cold"): {"metadata": {"name": "cold", "annotations": {"bottleneck.dev/profile": "true"}}},
+        ("ml", "PyTorchJob", "plain"): {"metadata": {"name": "plain"}},
+    }
+
+    async def fetch(namespace: str, kind: str, name: str) -> dict[str, Any] | None:
+        reads.append((namespace, kind, name))
+        if name == "broken":
+            raise ConnectionError("the API server is away")
+        return objects.get((namespace, kind, name))
+
+    async with serve_admission(Settings(), certfile=cert, keyfile=key, levels={"ml": ""}, fetch=fetch) as url:
+        ctx = ssl.create_default_context(cafile=str(cert))
+        async with aiohttp.ClientSession() as session:
+            endpoint = Endpoint(url=url, ssl=ctx, session=session)
+            cold = await _admit(endpoint, _pod("cold-worker-0", owner=("PyTorchJob", "cold")))
+            assert len(_collectors(cold)) == 1
+            for name in ("plain", "broken"):
+                pod = _pod(f"{name}-worker-0", owner=("PyTorchJob", name))
+                body = await endpoint.review(pod, resource=("", "v1", "pods"), kind="Pod")
+                assert body["response"]["allowed"] is True and patch_of(body) == [], name
+            # A pod that names no training workload costs no read at all.
+            await endpoint.review(_pod("lonely"), resource=("", "v1", "pods"), kind="Pod")
+    assert reads[0] == ("ml", "PyTorchJob", "cold")
+    assert all(name != "lonely" for _, _, name in reads)
+
+
 def test_candidates_come_from_owners_then_labels() -> None:
     pod = _pod("p", owner=("MPIJob", "hpl"), labels={"jobset.sigs.k8s.io/jobset-name": "js"})
     assert candidates(pod) == [("MPIJob", "hpl"), ("JobSet", "js"), ("TrainJob", "js")]

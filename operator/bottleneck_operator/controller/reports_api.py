@@ -20,6 +20,7 @@ from bottleneck_operator.contract.names import (
     REPORT_KIND,
     REPORT_PLURAL,
 )
+from bottleneck_operator.controller.workloads import WorkloadKind
 from bottleneck_operator.kube import Credentials, KubeClient, Resource
 from bottleneck_operator.kube.errors import ApiUnavailable, Conflict, KubeError, NotFound, Unauthorized
 
@@ -65,6 +66,13 @@ class ReportsApi:
         """The report, or None when it does not exist."""
         try:
             return await self._kube.get(REPORTS, namespace, name)
+        except NotFound:
+            return None
+
+    async def get_workload(self, kind: WorkloadKind, namespace: str, name: str) -> dict[str, Any] | None:
+        """A profiled workload's object (read only: the chart grants get on the four kinds), or None."""
+        try:
+            return await self._kube.get(Resource(kind.group, kind.version, kind.kind, kind.plural), namespace, name)
         except NotFound:
             return None
 

@@ -10,20 +10,27 @@ training either.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
 
+from bottleneck_operator.contract.annotations import Choice, profile_choice, wants_collector, wants_host_cgroup
 from bottleneck_operator.contract.names import COLLECTOR_SKIPPED_ANNOTATION
+from bottleneck_operator.controller.workloads import BY_KIND
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook.inject import inject_template, injection, wants_injection
 from bottleneck_operator.webhook.podsecurity import ENFORCE_LABEL, enforce_level
-from bottleneck_operator.webhook.workloads import Lookup, Profiled, find_profiled
+from bottleneck_operator.webhook.workloads import Lookup, Profiled, candidates, find_profiled
+
+Found = tuple[str, str, Profiled]
+# (namespace, kind, name) -> the workload's object from the API, or None.
+Fetch = Callable[[str, str, str], Awaitable[Mapping[str, Any] | None]]
 
 HANDLER_ID = "inject-sidecar"
 POD_HANDLER_ID = "inject-workload-pod"
@@ -43,12 +50,15 @@ class AdmissionContext:
             as the operator's namespace watch saw it; a namespace missing from it is not known yet.
         workloads: the profiled training workloads (see :mod:`.workloads`).
         post: posts an Event (involved object's body, type, reason, message), or None.
+        fetch: reads a workload from the API, (namespace, kind, name) -> its object or None: only
+            when the cache does not know the workload of a pod (its watch event not seen yet).
     """
 
     settings: Settings
     levels: Mapping[str, str] = field(default_factory=dict)
     workloads: Lookup = lambda _ns, _kind, _name: None
     post: Callable[[dict[str, Any], str, str, str], None] | None = None
+    fetch: Fetch | None = None
 
 
 _configured: AdmissionContext | None = None
@@ -60,10 +70,11 @@ def configure(
     levels: Mapping[str, str] | None = None,
     workloads: Lookup | None = None,
     post: Callable[[dict[str, Any], str, str, str], None] | None = None,
+    fetch: Fetch | None = None,
 ) -> None:
     """Use these settings (and, outside the operator, these namespaces and workloads) for injection."""
     global _configured
-    _configured = AdmissionContext(settings, dict(levels or {}), workloads or AdmissionContext.workloads, post)
+    _configured = AdmissionContext(settings, dict(levels or {}), workloads or AdmissionContext.workloads, post, fetch)
 
 
 @functools.cache
@@ -89,7 +100,7 @@ def current_context(memo: Any = None) -> AdmissionContext:
     state = getattr(memo, "state", None)
     if state is None or not hasattr(state, "jobs"):
         base = _configured or AdmissionContext(settings)
-        return AdmissionContext(settings, base.levels, base.workloads, base.post)
+        return AdmissionContext(settings, base.levels, base.workloads, base.post, base.fetch)
 
     def lookup(namespace: str, kind: str, name: str) -> Profiled | None:
         tracked = state.jobs.get((namespace, name))
@@ -97,7 +108,11 @@ def current_context(memo: Any = None) -> AdmissionContext:
             return None
         return Profiled(collector=tracked.collector, host_cgroup=tracked.host_cgroup)
 
-    return AdmissionContext(settings, state.namespace_levels, lookup, state.poster)
+    async def fetch(namespace: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        found: Mapping[str, Any] | None = await state.api.get_workload(BY_KIND[kind], namespace, name)
+        return found
+
+    return AdmissionContext(settings, state.namespace_levels, lookup, state.poster, fetch)
 
 
 def namespace_level(ctx: AdmissionContext, namespace: str) -> tuple[str, str | None]:
@@ -165,7 +180,7 @@ def inject_sidecar(
     log.info("collector injected into Job %s/%s", ns, meta.get("name") or meta.get("generateName", ""))
 
 
-def inject_workload_pod(
+async def inject_workload_pod(
     body: kopf.Body,
     patch: kopf.Patch,
     operation: str | None = None,
@@ -177,7 +192,8 @@ def inject_workload_pod(
 
     Their pods are created by the training operators (or their child Jobs), so the collector is
     injected into each pod as it is admitted, when its workload is in the operator's cache of
-    profiled workloads (see webhook/workloads.py). A pod is never rejected.
+    profiled workloads (see webhook/workloads.py); a workload the cache does not know yet (its
+    watch event still on the way) is read from the API once. A pod is never rejected.
     """
     if operation != "CREATE":
         return
@@ -185,7 +201,7 @@ def inject_workload_pod(
         raw = dict(body)
         ctx = current_context(memo)
         ns = namespace or (raw.get("metadata") or {}).get("namespace") or ""
-        found = find_profiled(raw, ns, ctx.workloads)
+        found = find_profiled(raw, ns, ctx.workloads) or await _fetch_profiled(ctx, raw, ns)
         if found is None or not found[2].collector:
             return
         kind, name, profiled = found
@@ -204,6 +220,24 @@ def inject_workload_pod(
         log.info("collector injected into a pod of %s %s/%s", kind, ns, name)
 
 
+async def _fetch_profiled(ctx: AdmissionContext, pod: Mapping[str, Any], namespace: str) -> Found | None:
+    """The pod's workload read from the API, when the cache missed it; None when none is profiled."""
+    if ctx.fetch is None:
+        return None
+    for kind, name in candidates(pod):
+        try:
+            obj = await asyncio.wait_for(ctx.fetch(namespace, kind, name), timeout=FETCH_TIMEOUT)
+        except Exception:  # the kind not installed, the API slow or down: no collector, no harm
+            log.debug("cannot read %s %s/%s", kind, namespace, name, exc_info=True)
+            continue
+        meta = (obj or {}).get("metadata") or {}
+        if obj is not None and profile_choice(meta) is Choice.ON:
+            return kind, name, Profiled(collector=wants_collector(meta), host_cgroup=wants_host_cgroup(meta))
+    return None
+
+
+# The chart gives the webhook 5 s (timeoutSeconds): a read that takes longer is given up.
+FETCH_TIMEOUT = 2.0
 _noted: set[tuple[str, str, str | None, str]] = set()
 _NOTED_LIMIT = 10_000
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import inspect
 import json
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -35,7 +36,7 @@ from bottleneck_operator.webhook.workloads import Lookup
 # (a third of the lifetime by default), so a minute would do; 30 s keeps a renewal unnoticed.
 CERT_CHECK_INTERVAL = 30.0
 JOBS = {"group": "batch", "version": "v1", "plural": "jobs", "kind": "Job", "namespaced": True}
-_HANDLERS: dict[tuple[Any, Any, Any], Callable[..., None]] = {
+_HANDLERS: dict[tuple[Any, Any, Any], Callable[..., Any]] = {
     ("batch", "v1", "jobs"): handlers.inject_sidecar,
     ("", "v1", "pods"): handlers.inject_workload_pod,
 }
@@ -90,6 +91,7 @@ async def serve_admission(
     levels: Mapping[str, str] | None = None,
     workloads: Lookup | None = None,
     post: Callable[[dict[str, Any], str, str, str], None] | None = None,
+    fetch: handlers.Fetch | None = None,
     check_interval: float = CERT_CHECK_INTERVAL,
 ) -> AsyncIterator[str]:
     """Serve the ``inject-sidecar`` admission endpoint alone, on kopf's HTTPS server.
@@ -105,13 +107,14 @@ async def serve_admission(
             would give them; namespaces missing are not known (the host mount is left out).
         workloads: the profiled training workloads, for pods (as the operator's cache would answer).
         post: posts the Events the handlers raise.
+        fetch: reads a workload from the API when ``workloads`` does not know it.
         check_interval: seconds between two reads of the certificate files (renewals are served
             from the next read on, as in the operator).
 
     Yields:
         The endpoint URL, e.g. ``https://127.0.0.1:9443/inject-sidecar``.
     """
-    handlers.configure(settings, levels=levels, workloads=workloads, post=post)
+    handlers.configure(settings, levels=levels, workloads=workloads, post=post, fetch=fetch)
     server = kopf.WebhookServer(
         addr=addr,
         # Fixed once: kopf restarts its listener on a renewal and would pick another free port.
@@ -134,7 +137,7 @@ async def _serving(server: kopf.WebhookServer) -> AsyncIterator[str]:
     """
 
     async def webhookfn(request: Any, *, webhook: str | None = None, **_: Any) -> dict[str, Any]:
-        return review(request)
+        return await review(request)
 
     configs = server(webhookfn).__aiter__()  # type: ignore[arg-type]
     client_config = await configs.__anext__()
@@ -160,7 +163,7 @@ def _free_port(addr: str) -> int:
         return port
 
 
-def review(request: Any) -> dict[str, Any]:
+async def review(request: Any) -> dict[str, Any]:
     """The AdmissionReview response to one request, from :func:`handlers.inject_sidecar`.
 
     Built the way kopf builds it: the handler transforms a :class:`kopf.Patch`, whose JSON patch
@@ -178,7 +181,9 @@ def review(request: Any) -> dict[str, Any]:
         raise web.HTTPBadRequest(reason="the admission request lacks its object or user info")
     body = kopf.Body(cast(kopf.RawBody, raw))
     patch = kopf.Patch(body=body)
-    handler(body=body, patch=patch, operation=payload.get("operation"), namespace=payload.get("namespace"))
+    done = handler(body=body, patch=patch, operation=payload.get("operation"), namespace=payload.get("namespace"))
+    if inspect.isawaitable(done):
+        await done
     response: dict[str, Any] = {"uid": payload.get("uid", ""), "allowed": True}
     ops = patch.as_json_patch()
     if ops:
