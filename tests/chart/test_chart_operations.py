@@ -137,8 +137,8 @@ def test_a_certificate_the_user_supplies(chart: Any) -> None:
     values = {"webhook": {"existingCertificate": {"secretName": "corp-webhook-tls", "caBundle": "Q0EgUEVN"}}}
     docs = render_docs(chart, values)
     assert not find(docs, "Secret"), "the user's Secret, not the chart's"
-    (webhook,) = one(docs, "MutatingWebhookConfiguration")["webhooks"]
-    assert webhook["clientConfig"]["caBundle"] == "Q0EgUEVN"
+    webhooks = one(docs, "MutatingWebhookConfiguration")["webhooks"]
+    assert all(webhook["clientConfig"]["caBundle"] == "Q0EgUEVN" for webhook in webhooks)
     volume = next(
         v for v in one(docs, "Deployment")["spec"]["template"]["spec"]["volumes"] if v["name"] == "webhook-tls"
     )

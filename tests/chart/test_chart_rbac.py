@@ -13,10 +13,20 @@ Grant = tuple[str, str, str]  # (apiGroup, resource, verb)
 OPERATOR_ROLE = "bn-bottleneck-operator"
 AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
 
-# What the operator does in a watched namespace: read Jobs and Pods, own its reports and their
+# What the operator does in a watched namespace: read Jobs, the training workloads and Pods, own its reports and their
 # status, post Events (kopf posts core/v1 Events; events.k8s.io for newer clients).
 NAMESPACED_GRANTS: set[Grant] = {
     *{("batch", "jobs", v) for v in ("get", "list", "watch")},
+    *{
+        (g, r, v)
+        for g, r in (
+            ("kubeflow.org", "pytorchjobs"),
+            ("kubeflow.org", "mpijobs"),
+            ("jobset.x-k8s.io", "jobsets"),
+            ("trainer.kubeflow.org", "trainjobs"),
+        )
+        for v in ("get", "list", "watch")
+    },
     *{("", "pods", v) for v in ("get", "list", "watch")},
     *{
         ("bottleneck.dev", "bottleneckreports", v)

@@ -56,7 +56,7 @@ def sends(webhook: dict[str, Any], namespace: str) -> bool:
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_webhook_can_never_block(rendered: dict[str, list[Manifest]], scenario: str) -> None:
-    (webhook,) = one(rendered[scenario], "MutatingWebhookConfiguration")["webhooks"]
+    webhook, *_pod_webhooks = one(rendered[scenario], "MutatingWebhookConfiguration")["webhooks"]
     assert webhook["failurePolicy"] == "Ignore"
     assert 1 <= webhook["timeoutSeconds"] <= 10
     assert webhook["sideEffects"] == "None"
@@ -76,41 +76,41 @@ def test_webhook_can_never_block(rendered: dict[str, list[Manifest]], scenario: 
 
 def test_excludes_whatever_namespace_the_release_is_in(chart: Any) -> None:
     docs = render_docs(chart, {}, namespace="ops")
-    (webhook,) = one(docs, "MutatingWebhookConfiguration")["webhooks"]
+    webhook, *_pod_webhooks = one(docs, "MutatingWebhookConfiguration")["webhooks"]
     assert not sends(webhook, "ops")
     assert sends(webhook, NAMESPACE)
     assert webhook["clientConfig"]["service"]["namespace"] == "ops"
 
 
 def test_cluster_wide_sends_every_other_namespace(rendered: dict[str, list[Manifest]]) -> None:
-    (webhook,) = one(rendered["default"], "MutatingWebhookConfiguration")["webhooks"]
+    webhook, *_pod_webhooks = one(rendered["default"], "MutatingWebhookConfiguration")["webhooks"]
     assert sends(webhook, "ml-team-a")
     assert sends(webhook, "research")
     assert "objectSelector" not in webhook
 
 
 def test_namespaced_sends_only_watched_namespaces(rendered: dict[str, list[Manifest]]) -> None:
-    (webhook,) = one(rendered["namespaced"], "MutatingWebhookConfiguration")["webhooks"]
+    webhook, *_pod_webhooks = one(rendered["namespaced"], "MutatingWebhookConfiguration")["webhooks"]
     assert all(sends(webhook, ns) for ns in WATCHED)
     assert not sends(webhook, "research")
 
 
 def test_namespaced_watching_only_its_own_namespace_sends_nothing(chart: Any) -> None:
     docs = render_docs(chart, {"watchNamespaces": [NAMESPACE]})
-    (webhook,) = one(docs, "MutatingWebhookConfiguration")["webhooks"]
+    webhook, *_pod_webhooks = one(docs, "MutatingWebhookConfiguration")["webhooks"]
     assert not sends(webhook, NAMESPACE)
     assert not sends(webhook, "research")
 
 
 def test_object_selector_is_optional(rendered: dict[str, list[Manifest]]) -> None:
-    (webhook,) = one(rendered["full"], "MutatingWebhookConfiguration")["webhooks"]
+    webhook, *_pod_webhooks = one(rendered["full"], "MutatingWebhookConfiguration")["webhooks"]
     assert webhook["objectSelector"] == {"matchLabels": {"team": "ml"}}
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_service_routes_to_the_operators_webhook_port(rendered: dict[str, list[Manifest]], scenario: str) -> None:
     docs = rendered[scenario]
-    (webhook,) = one(docs, "MutatingWebhookConfiguration")["webhooks"]
+    webhook, *_pod_webhooks = one(docs, "MutatingWebhookConfiguration")["webhooks"]
     target = webhook["clientConfig"]["service"]
     assert target == {"name": SERVICE, "namespace": NAMESPACE, "path": "/inject-sidecar", "port": 443}
     service = one(docs, "Service", SERVICE)
@@ -147,7 +147,7 @@ def test_self_signed_certificate_is_valid_for_the_service(rendered: dict[str, li
     docs = rendered["default"]
     secret = one(docs, "Secret", "bn-bottleneck-operator-webhook-tls")
     assert secret["type"] == "kubernetes.io/tls"
-    (webhook,) = one(docs, "MutatingWebhookConfiguration")["webhooks"]
+    webhook, *_pod_webhooks = one(docs, "MutatingWebhookConfiguration")["webhooks"]
     assert webhook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
     files = {}
     for key in ("tls.crt", "tls.key", "ca.crt"):
@@ -171,7 +171,7 @@ def test_cert_manager_issues_the_certificate(rendered: dict[str, list[Manifest]]
     docs = rendered["cert-manager"]
     assert not find(docs, "Secret"), "cert-manager writes the Secret, the chart does not"
     configuration = one(docs, "MutatingWebhookConfiguration")
-    (webhook,) = configuration["webhooks"]
+    webhook, *_pod_webhooks = configuration["webhooks"]
     assert "caBundle" not in webhook["clientConfig"]
     certificate = one(docs, "Certificate", "bn-bottleneck-operator-webhook")
     assert configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
@@ -240,9 +240,34 @@ def test_upgrade_reuses_the_certificate_in_the_cluster(
 
             docs = upgrade()
             assert one(docs, "Secret")["data"] == installed["data"]
-            (webhook,) = one(docs, "MutatingWebhookConfiguration")["webhooks"]
+            webhook, *_pod_webhooks = one(docs, "MutatingWebhookConfiguration")["webhooks"]
             assert webhook["clientConfig"]["caBundle"] == installed["data"]["ca.crt"]
             # a Secret without its CA (made by hand, say) is replaced by a fresh pair
             kube.patch("v1/secrets", NAMESPACE, "bn-bottleneck-operator-webhook-tls", {"data": {"ca.crt": None}})
             fresh = one(upgrade(), "Secret")["data"]
             assert fresh["tls.crt"] != installed["data"]["tls.crt"] and fresh["ca.crt"]
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_training_workload_pods_are_sent_only_with_their_operators_label(
+    rendered: dict[str, list[Manifest]], scenario: str
+) -> None:
+    job_hook, *pod_hooks = one(rendered[scenario], "MutatingWebhookConfiguration")["webhooks"]
+    labels = []
+    for hook in pod_hooks:
+        assert hook["failurePolicy"] == "Ignore" and hook["sideEffects"] == "None"
+        assert hook["rules"] == [
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE"],
+                "resources": ["pods"],
+                "scope": "Namespaced",
+            }
+        ]
+        assert hook["clientConfig"]["service"]["path"] == "/inject-workload-pod"
+        assert hook["namespaceSelector"] == job_hook["namespaceSelector"]
+        (expression,) = hook["objectSelector"]["matchExpressions"]
+        assert expression["operator"] == "Exists"
+        labels.append(expression["key"])
+    assert labels == ["training.kubeflow.org/job-name", "jobset.sigs.k8s.io/jobset-name"]

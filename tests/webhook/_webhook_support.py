@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import jsonpatch
 
 
@@ -88,3 +91,26 @@ def patch_of(review_response: dict[str, Any]) -> list[dict[str, Any]]:
 def apply(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = jsonpatch.apply_patch(obj, ops)
     return result
+
+
+@dataclass
+class Endpoint:
+    url: str
+    ssl: ssl.SSLContext
+    session: aiohttp.ClientSession
+
+    async def post_raw(self, data: bytes) -> tuple[int, Any]:
+        async with self.session.post(
+            self.url, data=data, ssl=self.ssl, headers={"Content-Type": "application/json"}
+        ) as resp:
+            text = await resp.text()
+            try:
+                return resp.status, json.loads(text)
+            except json.JSONDecodeError:
+                return resp.status, text
+
+    async def review(self, obj: Any, **request: Any) -> dict[str, Any]:
+        status, body = await self.post_raw(json.dumps(admission_review(obj, **request)).encode())
+        assert status == 200, body
+        assert isinstance(body, dict)
+        return body

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import ssl
 import subprocess
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
-from _webhook_support import admission_review
+from _webhook_support import Endpoint
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook.server import serve_admission
@@ -51,33 +48,19 @@ def tls_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return cert, key
 
 
-@dataclass
-class Endpoint:
-    url: str
-    ssl: ssl.SSLContext
-    session: aiohttp.ClientSession
-
-    async def post_raw(self, data: bytes) -> tuple[int, Any]:
-        async with self.session.post(
-            self.url, data=data, ssl=self.ssl, headers={"Content-Type": "application/json"}
-        ) as resp:
-            text = await resp.text()
-            try:
-                return resp.status, json.loads(text)
-            except json.JSONDecodeError:
-                return resp.status, text
-
-    async def review(self, obj: Any, **request: Any) -> dict[str, Any]:
-        status, body = await self.post_raw(json.dumps(admission_review(obj, **request)).encode())
-        assert status == 200, body
-        assert isinstance(body, dict)
-        return body
-
-
 @pytest.fixture
 async def endpoint(tls_pair: tuple[Path, Path]) -> AsyncIterator[Endpoint]:
     cert, key = tls_pair
-    async with serve_admission(Settings(), certfile=cert, keyfile=key) as url:
+    # "ml" is an unlabelled namespace (Pod Security "privileged" by default): everything is admitted.
+    async with serve_admission(Settings(), certfile=cert, keyfile=key, levels={"ml": ""}) as url:
         ctx = ssl.create_default_context(cafile=str(cert))
         async with aiohttp.ClientSession() as session:
             yield Endpoint(url=url, ssl=ctx, session=session)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_notes() -> None:
+    """Each test starts with no Pod Security note already posted (the webhook says each once)."""
+    from bottleneck_operator.webhook import handlers
+
+    handlers._noted.clear()

@@ -113,14 +113,18 @@ async def test_not_a_job_resource_is_not_mutated(endpoint: Any) -> None:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "p", "annotations": PROFILED},
-        "spec": {"containers": []},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
     }
-    status, body = await endpoint.post_raw(
-        json.dumps(admission_review(pod, resource=("", "v1", "pods"), kind="Pod")).encode()
+    # A pod is only injected as part of a profiled training workload, never by its own annotation.
+    body = await endpoint.review(pod, resource=("", "v1", "pods"), kind="Pod")
+    assert body["response"]["allowed"] is True and "patch" not in body["response"]
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "annotations": PROFILED}}
+    status, answer = await endpoint.post_raw(
+        json.dumps(admission_review(cm, resource=("", "v1", "configmaps"), kind="ConfigMap")).encode()
     )
-    # kopf answers 404 for a resource it has no handler for; with failurePolicy: Ignore the Pod is admitted as is.
+    # kopf answers 404 for a resource it has no handler for; with failurePolicy: Ignore it is admitted as is.
     assert status == 404
-    assert "patch" not in str(body)
+    assert "patch" not in str(answer)
 
 
 async def test_object_that_is_not_a_job_on_the_jobs_endpoint_passes(endpoint: Any) -> None:

@@ -180,10 +180,10 @@ def test_handler_settings_come_from_the_operators_memo_first(monkeypatch: Any) -
 def test_handler_swallows_errors_so_the_job_is_admitted(monkeypatch: Any) -> None:
     from bottleneck_operator.webhook import handlers
 
-    def boom(job: Any, settings: Any) -> Any:
+    def boom(job: Any, settings: Any, **_: Any) -> Any:
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(handlers, "inject", boom)
+    monkeypatch.setattr(handlers, "injection", boom)
     patch = kopf.Patch()
     handlers.inject_sidecar(body=make_job(PROFILED), patch=patch, operation="CREATE")  # type: ignore[arg-type]
     assert not patch

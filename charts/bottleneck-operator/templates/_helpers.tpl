@@ -147,6 +147,17 @@ wildcards: it reads Jobs and Pods, owns BottleneckReports, and posts Events.
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "list", "watch"]
+# The training operators' workloads, read only (their phase and the profiling annotation). A kind
+# whose CRD is not installed is simply not served until it is.
+- apiGroups: ["kubeflow.org"]
+  resources: ["pytorchjobs", "mpijobs"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["jobset.x-k8s.io"]
+  resources: ["jobsets"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["trainer.kubeflow.org"]
+  resources: ["trainjobs"]
+  verbs: ["get", "list", "watch"]
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch"]

@@ -21,6 +21,11 @@ JOB_LABEL: Final = f"{API_GROUP}/job"
 COLLECTOR_LABEL: Final = f"{API_GROUP}/collector"
 MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
 MANAGED_BY: Final = "bottleneck-operator"
+# Written by the webhook on a Job's pod template when it injected no collector on purpose.
+COLLECTOR_SKIPPED_ANNOTATION: Final = f"{API_GROUP}/collector-skipped"
+
+# Labels the operator reads: a namespace's enforced Pod Security level.
+POD_SECURITY_ENFORCE_LABEL: Final = "pod-security.kubernetes.io/enforce"
 
 # The injected collector.
 COLLECTOR_CONTAINER: Final = "bottleneck-collector"

@@ -1,53 +1,31 @@
-"""Profiled Jobs: reading the annotation and the Job's phase, and making sure each has its report.
+"""Profiled workloads: reading the annotation and the phase, and making sure each has its report.
 
-The Job itself is only read: its status belongs to the Job controller, and the operator's state
-lives in the BottleneckReport.
+A workload (a batch/v1 Job or a training operator's kind, see :mod:`.workloads`) is only read: its
+status belongs to its controller, and the operator's state lives in the BottleneckReport.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
-from bottleneck_operator.contract.annotations import Choice, parse_switch
-from bottleneck_operator.contract.names import PROFILE_ANNOTATION
+from bottleneck_operator.contract.annotations import Choice, parse_switch, wants_collector, wants_host_cgroup
+from bottleneck_operator.contract.names import COLLECTOR_LABEL, COLLECTOR_SKIPPED_ANNOTATION, PROFILE_ANNOTATION
 from bottleneck_operator.controller.reports_api import ReportConflict, report_body
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
-from bottleneck_operator.controller.status import merge_patch, needs_final, pending_status
+from bottleneck_operator.controller.status import merge_patch, needs_final, pending_status, set_condition
+from bottleneck_operator.controller.workloads import (
+    CUSTOM_KINDS,
+    JOB,
+    WorkloadKind,
+    job_phase,
+    parse_time,
+    replica_type,
+)
 
-
-def parse_time(value: Any) -> float | None:
-    """An RFC 3339 time from the API as unix seconds, None when absent or unreadable."""
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def job_phase(status: Mapping[str, Any] | None) -> tuple[str, float | None, float | None]:
-    """The Job's phase and its start/end times from ``.status``.
-
-    A Job has ended when its ``Complete`` or ``Failed`` condition is True, or when it has a
-    ``completionTime``; a Failed Job has no completionTime, so the condition's time is the end.
-
-    Returns:
-        (phase, start, end): phase in "Pending", "Running", "Completed", "Failed".
-    """
-    status = status or {}
-    start = parse_time(status.get("startTime"))
-    end = parse_time(status.get("completionTime"))
-    for cond in status.get("conditions") or ():
-        if str(cond.get("status")) != "True":
-            continue
-        if cond.get("type") in ("Complete", "Failed"):
-            end = end or parse_time(cond.get("lastTransitionTime")) or parse_time(cond.get("lastProbeTime"))
-            return ("Completed" if cond["type"] == "Complete" else "Failed"), start, end
-    if end is not None:
-        return "Completed", start, end
-    return ("Running" if start is not None else "Pending"), start, None
+__all__ = ["ensure_report", "job_phase", "missed_by_webhook", "observe", "parse_time"]
+COLLECTOR_CONDITION = "CollectorInjected"
+CUSTOM_KIND_NAMES = frozenset(k.kind for k in CUSTOM_KINDS)
 
 
 async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
@@ -63,17 +41,23 @@ async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
         api, now = state.api, state.clock()
         created = False
         try:
-            await api.create(job.namespace, report_body(job.namespace, job.name, job.uid))
+            await api.create(
+                job.namespace, report_body(job.namespace, job.name, job.uid, kind=job.kind, api_version=job.api_version)
+            )
             created = True
         except ReportConflict:
             existing = await api.get(job.namespace, job.name)
             if existing is None:  # deleted between the two calls: try once more
-                await api.create(job.namespace, report_body(job.namespace, job.name, job.uid))
+                await api.create(
+                    job.namespace,
+                    report_body(job.namespace, job.name, job.uid, kind=job.kind, api_version=job.api_version),
+                )
                 created = True
             else:
                 ref_uid = ((existing.get("spec") or {}).get("jobRef") or {}).get("uid")
                 if job.uid and ref_uid and ref_uid != job.uid:
-                    await api.patch(job.namespace, job.name, {"spec": {"jobRef": {"name": job.name, "uid": job.uid}}})
+                    ref = {"name": job.name, "uid": job.uid, "kind": job.kind, "apiVersion": job.api_version}
+                    await api.patch(job.namespace, job.name, {"spec": {"jobRef": ref}})
                     fresh = pending_status(now)
                     await api.patch_status(job.namespace, job.name, merge_patch(existing.get("status"), fresh))
                     job.status = fresh
@@ -81,10 +65,76 @@ async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
                 else:
                     job.status = dict(existing.get("status") or {})
         if created:
-            job.status = pending_status(now)
+            job.status = with_collector_condition(pending_status(now), job, now)
             await api.patch_status(job.namespace, job.name, job.status)
             state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=False))
         job.report_ready = True
+
+
+def _warn_invalid(state: OperatorState, probe: TrackedJob, value: Any) -> None:
+    state.post_event(
+        probe,
+        "Warning",
+        "InvalidAnnotation",
+        f'annotation {PROFILE_ANNOTATION}="{value}" is not understood: set it to "true" to profile '
+        f"this {probe.kind} (or remove it); it is not analysed",
+    )
+
+
+def part_of_a_workload(meta: Mapping[str, Any]) -> bool:
+    """Whether the object is owned by a training workload kind the operator profiles on its own."""
+    return any(
+        isinstance(ref, Mapping) and ref.get("kind") in CUSTOM_KIND_NAMES for ref in meta.get("ownerReferences") or ()
+    )
+
+
+NO_COLLECTOR = (
+    "no collector: created while the webhook was unavailable (failurePolicy: Ignore admitted the Job "
+    "unchanged); the verdict rests on the other exporters"
+)
+
+
+def missed_by_webhook(job: Mapping[str, Any]) -> bool:
+    """A Job that asked for the collector but whose pod template has none, and not by the webhook's choice.
+
+    The webhook labels every template it injects and annotates those it leaves alone on purpose
+    (Pod Security); a template with neither was admitted while the webhook was down or unreachable,
+    e.g. during an upgrade of the operator.
+    """
+    meta = job.get("metadata") or {}
+    if not wants_collector(meta):
+        return False
+    template = (job.get("spec") or {}).get("template") or {}
+    tmeta = template.get("metadata") or {}
+    labels, annotations = tmeta.get("labels") or {}, tmeta.get("annotations") or {}
+    return COLLECTOR_LABEL not in labels and COLLECTOR_SKIPPED_ANNOTATION not in annotations
+
+
+def with_collector_condition(status: dict[str, Any], job: TrackedJob, now: float) -> dict[str, Any]:
+    """The status with the ``CollectorInjected=False`` condition of a Job the webhook missed."""
+    if job.no_collector:
+        status["conditions"] = set_condition(
+            status.get("conditions"), COLLECTOR_CONDITION, "False", "WebhookUnavailable", NO_COLLECTOR, now
+        )
+    return status
+
+
+def annotate_status(status: dict[str, Any], job: TrackedJob, now: float) -> dict[str, Any]:
+    """What the operator knows of the workload beyond the telemetry: replica types, a missing collector."""
+    status = with_collector_condition(with_replica_types(status, job), job, now)
+    quality = status.get("dataQuality")
+    if job.no_collector and isinstance(quality, dict) and NO_COLLECTOR not in (quality.get("notes") or []):
+        quality["notes"] = [*(quality.get("notes") or []), NO_COLLECTOR]
+    return status
+
+
+def with_replica_types(status: dict[str, Any], job: TrackedJob) -> dict[str, Any]:
+    """The status with each pod's replica type (master, worker, launcher...) for a training workload."""
+    for pod in status.get("pods") or ():
+        replica = replica_type(job.kind, job.name, str(pod.get("pod", "")))
+        if replica is not None:
+            pod["replicaType"] = replica
+    return status
 
 
 def _created_message(job: TrackedJob, *, reset: bool) -> str:
@@ -92,13 +142,20 @@ def _created_message(job: TrackedJob, *, reset: bool) -> str:
     return f"BottleneckReport {job.namespace}/{job.name} {what}; see `kubectl get bnr -n {job.namespace} {job.name}`"
 
 
-def observe(state: OperatorState, body: Mapping[str, Any], *, event_type: str | None) -> TrackedJob | None:
-    """Update the tracked Jobs from one watch event of an annotated Job.
+def observe(
+    state: OperatorState, body: Mapping[str, Any], *, event_type: str | None, kind: WorkloadKind = JOB
+) -> TrackedJob | None:
+    """Update the tracked workloads from one watch event of an annotated workload of ``kind``.
 
     Returns:
         The tracked Job when it needs its report ensured or a pass (new, ended), else None.
     """
     meta = body.get("metadata") or {}
+    if part_of_a_workload(meta):
+        # A TrainJob's JobSet, a JobSet's child Job: the annotation came down from the top-level
+        # workload (Trainer copies it to its JobSet), which has the report. Profiling the part too
+        # would make two objects of the same name fight over one report.
+        return None
     namespace, name, uid = meta.get("namespace") or "", meta.get("name") or "", meta.get("uid")
     key = (namespace, name)
     value = (meta.get("annotations") or {}).get(PROFILE_ANNOTATION)
@@ -120,24 +177,19 @@ def observe(state: OperatorState, body: Mapping[str, Any], *, event_type: str | 
             del state.jobs[key]  # opted out while running: stop analysing, keep the report
         if choice is Choice.INVALID and uid and state.warned.get(uid) != value:
             state.warned[uid] = value or ""
-            probe = TrackedJob(namespace=namespace, name=name, uid=uid)
-            state.post_event(
-                probe,
-                "Warning",
-                "InvalidAnnotation",
-                f'annotation {PROFILE_ANNOTATION}="{value}" is not understood: set it to "true" to profile '
-                "this Job (or remove it); the Job is not analysed",
-            )
+            _warn_invalid(state, TrackedJob(namespace, name, uid, kind=kind.kind, api_version=kind.api_version), value)
         return None
 
-    phase, start, end = job_phase(body.get("status"))
+    phase, start, end = kind.phase(body.get("status"), meta)
     if tracked is None or (uid and tracked.uid != uid):
         retention = state.settings.report_retention
         if phase in ("Completed", "Failed") and retention and end and end < state.clock() - retention:
             return None  # ended before the retention horizon: its report would be deleted at once
-        tracked = TrackedJob(namespace=namespace, name=name, uid=uid)
+        tracked = TrackedJob(namespace=namespace, name=name, uid=uid, kind=kind.kind, api_version=kind.api_version)
         state.jobs[key] = tracked
     was_finished = tracked.finished
+    tracked.collector, tracked.host_cgroup = wants_collector(meta), wants_host_cgroup(meta)
+    tracked.no_collector = kind is JOB and state.settings.webhook_enabled and missed_by_webhook(body)
     tracked.phase, tracked.start, tracked.end = phase, start, end
     if not tracked.report_ready:
         return tracked

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bottleneck_operator.controller import retention
-from bottleneck_operator.controller.jobs import ensure_report
+from bottleneck_operator.controller.jobs import annotate_status, ensure_report
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportNotFound, ReportsApiError
 from bottleneck_operator.controller.state import AnalyzerLike, OperatorState, TrackedJob, logger
@@ -289,7 +289,7 @@ async def _analyse_batch(
         new = analysed_status(
             job.status, res.status, phase=phase, now=now, timeline_length=state.settings.timeline_length
         )
-        updates.append((job, new))
+        updates.append((job, annotate_status(new, job, now)))
     return updates
 
 

@@ -20,6 +20,7 @@ from bottleneck_operator.contract.names import (
     REPORT_KIND,
     REPORT_PLURAL,
 )
+from bottleneck_operator.controller.workloads import WorkloadKind
 from bottleneck_operator.kube import Credentials, KubeClient, Resource
 from bottleneck_operator.kube.errors import ApiUnavailable, Conflict, KubeError, NotFound, Unauthorized
 
@@ -68,6 +69,13 @@ class ReportsApi:
         except NotFound:
             return None
 
+    async def get_workload(self, kind: WorkloadKind, namespace: str, name: str) -> dict[str, Any] | None:
+        """A profiled workload's object (read only: the chart grants get on the four kinds), or None."""
+        try:
+            return await self._kube.get(Resource(kind.group, kind.version, kind.kind, kind.plural), namespace, name)
+        except NotFound:
+            return None
+
     async def patch(self, namespace: str, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """JSON merge patch of the report (metadata, spec)."""
         return await self._kube.merge_patch(REPORTS, namespace, name, patch)
@@ -95,11 +103,14 @@ class ReportsApi:
         return [i for i in items if ((i.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY]
 
 
-def report_body(namespace: str, job: str, uid: str | None) -> dict[str, Any]:
+def report_body(
+    namespace: str, job: str, uid: str | None, *, kind: str = "Job", api_version: str = "batch/v1"
+) -> dict[str, Any]:
     """A new report for a Job: labels per the chart's conventions, no ownerReference.
 
     Reports must outlive their Job (Jobs with ``ttlSecondsAfterFinished`` vanish), so the Job is
-    referenced by name and uid in the spec, never as an owner. The status is written afterwards
+    referenced by kind, name and uid in the spec, never as an owner (a PyTorchJob's report is named
+    after the PyTorchJob, a TrainJob's after the TrainJob). The status is written afterwards
     through the status subresource (an API server drops ``.status`` sent with a create).
     """
     return {
@@ -110,5 +121,5 @@ def report_body(namespace: str, job: str, uid: str | None) -> dict[str, Any]:
             "namespace": namespace,
             "labels": {JOB_LABEL: job[:63], MANAGED_BY_LABEL: MANAGED_BY},
         },
-        "spec": {"jobRef": {"name": job, **({"uid": uid} if uid else {})}},
+        "spec": {"jobRef": {"name": job, **({"uid": uid} if uid else {}), "kind": kind, "apiVersion": api_version}},
     }

@@ -51,11 +51,21 @@ class TrackedJob:
         status: the report's ``.status`` as last read or written (None: report not ensured yet).
         report_ready: the report exists (created or found).
         deleted: the Job was deleted; its report is finalised as it stands.
+        kind, api_version: the workload's kind (a batch/v1 Job or a training operator's, see
+            :mod:`.workloads`); Events are posted on it and the report's ``jobRef`` names it.
+        collector, host_cgroup: whether its annotations ask for the collector and its host mount.
     """
 
     namespace: str
     name: str
     uid: str | None
+    kind: str = "Job"
+    api_version: str = "batch/v1"
+    # The workload's collector annotations, for the webhook deciding on its pods without an API call.
+    collector: bool = True
+    host_cgroup: bool = True
+    # A Job admitted without its collector while the webhook was unavailable (see jobs.missed_by_webhook).
+    no_collector: bool = False
     start: float | None = None
     end: float | None = None
     phase: str = "Pending"
@@ -84,11 +94,11 @@ class TrackedJob:
         return self.phase in FINAL_PHASES
 
     def body(self) -> dict[str, Any]:
-        """A minimal Job body: enough for kopf to build the Event's involvedObject."""
+        """A minimal body of the workload: enough for kopf to build the Event's involvedObject."""
         meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if self.uid:
             meta["uid"] = self.uid
-        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta}
+        return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta}
 
 
 @dataclass
@@ -102,6 +112,8 @@ class OperatorState:
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     jobs: dict[tuple[str, str], TrackedJob] = field(default_factory=dict)
     warned: dict[str, str] = field(default_factory=dict)
+    # Namespace -> its labels' Pod Security enforce level ("" when unlabelled), from the watch.
+    namespace_levels: dict[str, str] = field(default_factory=dict)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     started: float = field(default_factory=time.monotonic)
     analyzer: AnalyzerLike | None = None

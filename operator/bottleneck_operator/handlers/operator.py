@@ -1,4 +1,4 @@
-"""The kopf handlers, registered into a given registry: startup, cleanup, and the Job watcher.
+"""The kopf handlers, registered into a given registry: startup, cleanup, and the workload watchers.
 
 Settings are applied in the startup handler and the clients kept in ``memo`` (kopf's per-operator
 memo: every per-object memo is a shallow copy of it, so ``memo.state`` is shared). Handlers stay
@@ -19,12 +19,13 @@ from typing import Any, cast
 
 import kopf
 
-from bottleneck_operator.contract.names import PROFILE_ANNOTATION
+from bottleneck_operator.contract.names import POD_SECURITY_ENFORCE_LABEL, PROFILE_ANNOTATION
 from bottleneck_operator.controller.jobs import ensure_report, observe
 from bottleneck_operator.controller.passes import freeze_long_lived, run_loop
 from bottleneck_operator.controller.reports_api import ReportsApi, ReportsApiError
 from bottleneck_operator.controller.state import AnalyzerLike, Clock, EventPoster, OperatorState
 from bottleneck_operator.controller.state import logger as log
+from bottleneck_operator.controller.workloads import JOB, KINDS, WorkloadKind
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.kube import refuse_exec_plugins
 from bottleneck_operator.settings import Settings
@@ -89,9 +90,22 @@ def register_handlers(
     _register_startup(registry, settings, factory, clock, configure_kopf, login)
     _register_login(registry, login)
     kopf.on.cleanup(id="shutdown", registry=registry)(_shutdown)
-    kopf.on.event(
-        "batch", "v1", "jobs", id="profiled_job", annotations={PROFILE_ANNOTATION: kopf.PRESENT}, registry=registry
-    )(_profiled_job)
+    if not settings.namespaces:
+        # Namespaces' Pod Security levels, for the webhook (what a Job's pods may be given). Only
+        # cluster-wide, where the chart grants the namespace watch; a namespaced install knows no
+        # level, and the webhook then leaves the host mount out everywhere.
+        kopf.on.event("", "v1", "namespaces", id="namespace_levels", registry=registry)(_namespace_level)
+    for kind in KINDS:
+        # kopf resolves each resource through API discovery: a kind whose CRD is absent is not
+        # served yet, and kopf's watch on CustomResourceDefinitions starts serving it once installed.
+        kopf.on.event(
+            kind.group,
+            kind.version,
+            kind.plural,
+            id="profiled_job" if kind is JOB else f"profiled_{kind.kind.lower()}",
+            annotations={PROFILE_ANNOTATION: kopf.PRESENT},
+            registry=registry,
+        )(_workload_handler(kind))
 
 
 def _tune(kopf_settings: kopf.OperatorSettings) -> None:
@@ -176,11 +190,34 @@ def kopf_poster() -> EventPoster:
     return post
 
 
-async def _profiled_job(event: kopf.RawEvent, body: kopf.Body, memo: Any, logger: Logger, **_: Any) -> None:
+async def _namespace_level(event: kopf.RawEvent, body: kopf.Body, memo: Any, **_: Any) -> None:
+    state: OperatorState | None = getattr(memo, "state", None)
+    name = body.get("metadata", {}).get("name")
+    if state is None or not name:
+        return
+    if state.poster is None:  # namespaces arrive first: the webhook can post Events from the start
+        state.poster = kopf_poster()
+    if event.get("type") == "DELETED":
+        state.namespace_levels.pop(name, None)
+    else:
+        state.namespace_levels[name] = str(
+            (body.get("metadata", {}).get("labels") or {}).get(POD_SECURITY_ENFORCE_LABEL, "")
+        )
+
+
+def _workload_handler(kind: WorkloadKind) -> Callable[..., Any]:
+    async def profiled(event: kopf.RawEvent, body: kopf.Body, memo: Any, logger: Logger, **_: Any) -> None:
+        await _profiled(kind, event, body, memo, logger)
+
+    profiled.__name__ = profiled.__qualname__ = f"profiled_{kind.kind.lower()}"
+    return profiled
+
+
+async def _profiled(kind: WorkloadKind, event: kopf.RawEvent, body: kopf.Body, memo: Any, logger: Logger) -> None:
     state: OperatorState = memo.state
     if state.poster is None:
         state.poster = kopf_poster()
-    job = observe(state, body, event_type=event.get("type"))
+    job = observe(state, body, event_type=event.get("type"), kind=kind)
     if job is None:
         return
     try:

@@ -30,11 +30,15 @@ class _Model(BaseModel):
 class JobRef(_Model):
     name: str
     uid: str | None = None
+    kind: str | None = Field(
+        None, description="The workload's kind: Job, PyTorchJob, MPIJob, JobSet or TrainJob (absent: Job)."
+    )
+    api_version: str | None = Field(None, description="The workload's API group/version, e.g. kubeflow.org/v1.")
 
 
 class ReportSpec(_Model):
     job_ref: JobRef = Field(
-        description="The analysed Job (by name and uid; reports outlive their Job, so no ownerReference)."
+        description="The analysed workload (by kind, name and uid; reports outlive it, so no ownerReference)."
     )
 
 
@@ -69,6 +73,9 @@ class CapacityItem(_Model):
 class PodBreakdown(_Model):
     pod: str
     node: str | None = None
+    replica_type: str | None = Field(
+        None, description="The pod's replica type in its workload (master, worker, launcher, a replicated Job's name)."
+    )
     bottleneck: ClassName
     confidence: float
     gpu_active: float | None = None

@@ -15,13 +15,25 @@ from bottleneck_operator.telemetry.catalog import node_names, tag
 from bottleneck_operator.telemetry.names import add_matchers, quote, regex_alternation
 from bottleneck_operator.telemetry.selectors import GROUP_LABEL, Group, QueryContext, duration, sel
 
+# The ``created_by_kind`` of pods that belong to a profiled workload directly: batch/v1 Jobs, and
+# the Kubeflow Training Operator's PyTorchJob and MPIJob (which create their pods themselves).
+POD_OWNER_KINDS = ("Job", "PyTorchJob", "MPIJob")
+# Owners of child Jobs whose pods belong to the owner: JobSet (a Trainer v2 TrainJob runs as a
+# JobSet of its own name). kube-state-metrics links a Job to its owner in ``kube_job_owner``.
+JOB_OWNER_KINDS = ("JobSet",)
+
 
 def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float, matchers: Sequence[str] = ()) -> str:
-    """The pods of the pass's Jobs with their nodes (kube-state-metrics' kube_pod_info).
+    """The pods of the pass's workloads with their nodes (kube-state-metrics' kube_pod_info).
+
+    A pod is a workload's when kube_pod_info names the workload as its owner (a Job, PyTorchJob or
+    MPIJob), or when its owner is a child Job that ``kube_job_owner`` links to the workload (a
+    JobSet's ``<name>-<replicated job>-<index>`` Jobs): such pods are answered with the workload's
+    name as ``created_by_name``. Pods without an owner are matched by the ``<name>-`` prefix.
 
     Args:
         namespaces: regex alternation of namespaces.
-        jobs: regex alternation of Job names (``created_by_name``).
+        jobs: regex alternation of workload names (``created_by_name``).
         prefixes: regex alternation of ``<job>-.+`` patterns for pods whose owner labels are missing.
         presence: seconds a kube_pod_info sample counts as "the pod exists".
         matchers: extra matchers on every selector (``selector_matchers``, e.g. one cluster's).
@@ -30,15 +42,29 @@ def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float, match
         PromQL keeping namespace, pod, node, created_by_kind and created_by_name.
     """
     by = "namespace, pod, node, created_by_kind, created_by_name"
+    ns = f"namespace=~{quote(namespaces)}"
+    w = duration(presence)
     owned = sel(
-        "kube_pod_info", f"namespace=~{quote(namespaces)}", 'created_by_kind="Job"', f"created_by_name=~{quote(jobs)}"
+        "kube_pod_info", ns, f"created_by_kind=~{quote('|'.join(POD_OWNER_KINDS))}", f"created_by_name=~{quote(jobs)}"
     )
     # kube-state-metrics writes "<none>" for an ownerless pod; relabelling may drop the label (= "").
-    orphan = sel(
-        "kube_pod_info", f"namespace=~{quote(namespaces)}", f"pod=~{quote(prefixes)}", 'created_by_name=~"|<none>"'
+    orphan = sel("kube_pod_info", ns, f"pod=~{quote(prefixes)}", 'created_by_name=~"|<none>"')
+    # Child Jobs are named after their owner, so only Jobs named "<workload>-..." are joined.
+    child_pods = sel("kube_pod_info", ns, 'created_by_kind="Job"', f"created_by_name=~{quote(prefixes)}")
+    owners = sel("kube_job_owner", ns, f"owner_kind=~{quote('|'.join(JOB_OWNER_KINDS))}", f"owner_name=~{quote(jobs)}")
+    children = (
+        f"label_replace(max by (namespace, job_name, owner_name) (last_over_time({owners}[{w}])), "
+        '"created_by_name", "$1", "job_name", "(.+)")'
     )
-    w = duration(presence)
-    expr = f"max by ({by}) (last_over_time({owned}[{w}])) or max by ({by}) (last_over_time({orphan}[{w}]))"
+    joined = (
+        f"max by ({by}) (last_over_time({child_pods}[{w}])) "
+        f"* on (namespace, created_by_name) group_left (owner_name) {children}"
+    )
+    via_jobs = f'max by ({by}) (label_replace({joined}, "created_by_name", "$1", "owner_name", "(.+)"))'
+    expr = (
+        f"max by ({by}) (last_over_time({owned}[{w}])) or {via_jobs} or max by ({by}) (last_over_time({orphan}[{w}]))"
+    )
+    # The join's two sides get the same matchers (one cluster's pods with that cluster's Jobs).
     return add_matchers(expr, matchers)
 
 

@@ -18,6 +18,7 @@ from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
 from bottleneck_operator.telemetry import selectors as sq
+from bottleneck_operator.telemetry.discovery import POD_OWNER_KINDS
 from bottleneck_operator.telemetry.grid import Grid, IntArray
 from bottleneck_operator.telemetry.matrix import Matrix
 
@@ -126,7 +127,7 @@ def discover(answer: Matrix, jobs: AbstractSet[JobKey], store: Store) -> set[Job
     for i, labels in enumerate(answer.labels):
         ns, pod = labels.get("namespace", ""), labels.get("pod", "")
         owner_kind, owner = labels.get("created_by_kind", ""), labels.get("created_by_name", "")
-        by_prefix = not (owner_kind == "Job" and (ns, owner) in jobs)
+        by_prefix = not (owner_kind in POD_OWNER_KINDS and (ns, owner) in jobs)
         if by_prefix:
             # The longest requested name wins: pod "a-b-x1" belongs to Job "a-b" rather than "a".
             candidates = [j for j in by_ns.get(ns, []) if pod.startswith(j + "-")]

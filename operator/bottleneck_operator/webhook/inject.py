@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import jsonpatch
@@ -20,6 +21,7 @@ from bottleneck_operator.contract.names import COLLECTOR_CONTAINER as CONTAINER_
 from bottleneck_operator.contract.names import COLLECTOR_LABEL
 from bottleneck_operator.contract.names import COLLECTOR_PORT_NAME as PORT_NAME
 from bottleneck_operator.settings import Settings
+from bottleneck_operator.webhook.podsecurity import admitted
 
 CGROUP_VOLUME = "bottleneck-host-cgroup"
 CGROUP_MOUNT = "/host/sys/fs/cgroup"
@@ -96,39 +98,83 @@ def collector_container(settings: Settings, *, host_cgroup: bool, processes: boo
     return container
 
 
-def inject(job: Mapping[str, Any], settings: Settings) -> dict[str, Any] | None:
+def inject(job: Mapping[str, Any], settings: Settings, *, level: str = "privileged") -> dict[str, Any] | None:
     """A copy of ``job`` with the collector added, or None when nothing should change.
 
     Nothing changes for: objects that are not opted-in batch/v1 Jobs, Jobs opted out of the
     collector, pod templates that already carry it (idempotence, by container name), malformed
-    templates, and templates whose containers already use the collector's port.
+    templates, templates whose containers already use the collector's port, and namespaces whose
+    Pod Security level admits no collector.
 
     Args:
         job: the Job as the API server sent it.
         settings: the collector's image, port, resources and access switches.
+        level: the namespace's enforced Pod Security level (see :mod:`.podsecurity`).
 
     Returns:
         The mutated copy, or None.
     """
-    pod = _pod_spec(job)
-    if pod is None:
-        return None
+    return injection(job, settings, level=level)[0]
+
+
+def injection(
+    job: Mapping[str, Any], settings: Settings, *, level: str = "privileged"
+) -> tuple[dict[str, Any] | None, str | None]:
+    """As :func:`inject`, with the reason when the Pod Security level cut the injection down."""
+    if _pod_spec(job) is None:
+        return None, None
+    wanted = settings.sidecar_mount_host_cgroup and wants_host_cgroup(job["metadata"])
+    template = inject_template(job["spec"]["template"], settings, host_cgroup=wanted, level=level)
+    if template.obj is None:
+        return None, template.note
+    mutated = copy.deepcopy(dict(job))
+    mutated["spec"]["template"] = template.obj
+    return mutated, template.note
+
+
+@dataclass(frozen=True)
+class Injected:
+    """A pod template (or pod) with the collector, or None; and why less was injected than asked."""
+
+    obj: dict[str, Any] | None
+    note: str | None = None
+
+
+def inject_template(template: Mapping[str, Any], settings: Settings, *, host_cgroup: bool, level: str) -> Injected:
+    """Add the collector to a pod template or a pod (both have ``metadata`` and ``spec``).
+
+    Args:
+        template: the pod template or pod.
+        settings: the collector's image, port, resources and access switches.
+        host_cgroup: the host cgroup mount is wanted (setting and annotation).
+        level: the namespace's enforced Pod Security level.
+
+    Returns:
+        The mutated copy (None when nothing changes) and the Pod Security note, if any.
+    """
+    pod = template.get("spec")
+    if not isinstance(pod, Mapping):
+        return Injected(None)
     everyone = _all_containers(pod)
     if everyone is None or any(c.get("name") == CONTAINER_NAME for c in everyone):
-        return None
+        return Injected(None)
     if _uses_port(everyone, settings.sidecar_port):
-        return None
+        return Injected(None)
     volumes = pod.get("volumes", [])
-
-    host_cgroup = settings.sidecar_mount_host_cgroup and wants_host_cgroup(job["metadata"])
     if host_cgroup and any(isinstance(v, Mapping) and v.get("name") == CGROUP_VOLUME for v in volumes):
         host_cgroup = False  # a volume of that name already exists: do not guess, read without it
     host_pid = pod.get("hostPID") is True
+    allowed = admitted(
+        level, host_cgroup=host_cgroup, container=collector_container(settings, host_cgroup=False, processes=True)
+    )
+    if not allowed.collector:
+        return Injected(None, allowed.note)
+    host_cgroup = allowed.host_cgroup
     # shareProcessNamespace cannot be combined with hostPID; an explicit false is the user's choice.
     share = settings.sidecar_share_process_namespace and not host_pid and pod.get("shareProcessNamespace") is not False
 
-    mutated = copy.deepcopy(dict(job))
-    pod_out = mutated["spec"]["template"]["spec"]
+    mutated = copy.deepcopy(dict(template))
+    pod_out = mutated["spec"]
     collector = collector_container(settings, host_cgroup=host_cgroup, processes=not host_pid)
     if _guaranteed(everyone):
         # Requests below limits would demote the pod from Guaranteed to Burstable QoS (and, with the
@@ -143,16 +189,16 @@ def inject(job: Mapping[str, Any], settings: Settings) -> dict[str, Any] | None:
         ]
     if share:
         pod_out["shareProcessNamespace"] = True
-    tmeta = mutated["spec"]["template"].setdefault("metadata", {})
+    tmeta = mutated.setdefault("metadata", {})
     if not isinstance(tmeta, dict):
-        return None
+        return Injected(None)
     labels = tmeta.setdefault("labels", {})
     if isinstance(labels, dict):
         labels[COLLECTOR_LABEL] = "true"  # lets a PodMonitor select exactly the pods with a collector
     tann = tmeta.setdefault("annotations", {})
     if isinstance(tann, dict):
         tann[f"{COLLECTOR_LABEL}-version"] = __version__
-    return mutated
+    return Injected(mutated, allowed.note)
 
 
 def _pod_spec(job: Mapping[str, Any]) -> Mapping[str, Any] | None:

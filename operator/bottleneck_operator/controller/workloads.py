@@ -1,0 +1,202 @@
+"""The training workloads the operator profiles: batch/v1 Jobs and the training operators' kinds.
+
+Each kind says where its phase is read (its own ``.status``: every operator writes different
+conditions) and how its pods are found:
+
+- ``Job``: pods owned by the Job (``kube_pod_info{created_by_kind="Job"}``);
+- ``PyTorchJob`` and ``MPIJob`` (Kubeflow Training Operator, ``kubeflow.org/v1``): pods owned by
+  the workload itself, named ``<name>-<replica type>-<index>`` (``<name>-launcher`` for MPI);
+- ``JobSet`` (``jobset.x-k8s.io/v1alpha2``): pods owned by child Jobs named
+  ``<name>-<replicated job>-<index>``, which kube-state-metrics links back through
+  ``kube_job_owner{owner_kind="JobSet"}``;
+- ``TrainJob`` (Kubeflow Trainer v2, ``trainer.kubeflow.org/v1alpha1``): runs as a JobSet of the
+  same name, so its pods are found as that JobSet's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+Phase = tuple[str, float | None, float | None]  # (phase, start, end) in unix seconds
+
+
+def parse_time(value: Any) -> float | None:
+    """An RFC 3339 time from the API as unix seconds, None when absent or unreadable."""
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _true(status: Mapping[str, Any], *types: str) -> Mapping[str, Any] | None:
+    """The first condition of one of ``types`` whose status is "True"."""
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") in types and str(cond.get("status")) == "True":
+            return cond
+    return None
+
+
+def _cond_time(cond: Mapping[str, Any]) -> float | None:
+    return (
+        parse_time(cond.get("lastTransitionTime"))
+        or parse_time(cond.get("lastUpdateTime"))
+        or parse_time(cond.get("lastProbeTime"))
+    )
+
+
+def job_phase(status: Mapping[str, Any] | None, meta: Mapping[str, Any] | None = None) -> Phase:
+    """A batch/v1 Job: ``Complete``/``Failed`` conditions, ``startTime`` and ``completionTime``.
+
+    A Failed Job has no completionTime, so the condition's time is the end.
+    """
+    status = status or {}
+    start = parse_time(status.get("startTime"))
+    end = parse_time(status.get("completionTime"))
+    ended = _true(status, "Complete", "Failed")
+    if ended is not None:
+        return ("Completed" if ended["type"] == "Complete" else "Failed"), start, end or _cond_time(ended)
+    if end is not None:
+        return "Completed", start, end
+    return ("Running" if start is not None else "Pending"), start, None
+
+
+def kubeflow_phase(status: Mapping[str, Any] | None, meta: Mapping[str, Any] | None = None) -> Phase:
+    """PyTorchJob and MPIJob (training-operator's JobStatus): ``Succeeded``/``Failed`` conditions.
+
+    ``startTime`` is when the training operator acknowledged the Job; a ``Suspended`` one waits.
+    """
+    status = status or {}
+    start = parse_time(status.get("startTime"))
+    end = parse_time(status.get("completionTime"))
+    ended = _true(status, "Succeeded", "Failed")
+    if ended is not None:
+        return ("Completed" if ended["type"] == "Succeeded" else "Failed"), start, end or _cond_time(ended)
+    if _true(status, "Suspended") is not None:
+        return "Pending", None, None
+    running = _true(status, "Running", "Restarting")
+    if running is not None:
+        return "Running", start or _cond_time(running), None
+    return ("Running" if start is not None else "Pending"), start, None
+
+
+def _child_jobs_phase(
+    status: Mapping[str, Any] | None, meta: Mapping[str, Any] | None, *, done: str, children: str
+) -> Phase:
+    """JobSet and TrainJob: a terminal condition, else running once a child Job is active.
+
+    Neither writes a start time: the first condition's time (JobSet: ``StartupPolicyCompleted`` or
+    none; TrainJob: ``Created``) is used, else the object's creation time.
+    """
+    status = status or {}
+    created = parse_time((meta or {}).get("creationTimestamp"))
+    first = min(
+        (t for c in status.get("conditions") or () if isinstance(c, Mapping) and (t := _cond_time(c))), default=None
+    )
+    start = first if first is not None and (created is None or first >= created) else created
+    ended = _true(status, done, "Failed")
+    if ended is not None:
+        return ("Failed" if ended["type"] == "Failed" else "Completed"), start, _cond_time(ended)
+    terminal = str(status.get("terminalState") or "")
+    if terminal in ("Completed", "Complete", "Failed"):
+        return ("Failed" if terminal == "Failed" else "Completed"), start, None
+    if _true(status, "Suspended") is not None:
+        return "Pending", None, None
+    active = any(
+        isinstance(s, Mapping) and (int(s.get("active") or 0) > 0 or int(s.get("ready") or 0) > 0)
+        for s in status.get(children) or ()
+    )
+    return ("Running", start, None) if active else ("Pending", None, None)
+
+
+def jobset_phase(status: Mapping[str, Any] | None, meta: Mapping[str, Any] | None = None) -> Phase:
+    """JobSet: ``Completed``/``Failed`` conditions (or ``terminalState``), ``replicatedJobsStatus``."""
+    return _child_jobs_phase(status, meta, done="Completed", children="replicatedJobsStatus")
+
+
+def trainjob_phase(status: Mapping[str, Any] | None, meta: Mapping[str, Any] | None = None) -> Phase:
+    """TrainJob: ``Complete``/``Failed`` conditions, ``jobsStatus`` of its JobSet's replicated Jobs."""
+    return _child_jobs_phase(status, meta, done="Complete", children="jobsStatus")
+
+
+@dataclass(frozen=True)
+class WorkloadKind:
+    """One kind of profiled workload.
+
+    Attributes:
+        kind, group, version, plural: the API resource.
+        owner_kind: the ``created_by_kind`` of its pods in kube_pod_info (``Job`` for child Jobs).
+        child_jobs: its pods belong to child Jobs that kube_job_owner links to ``job_owner_kind``.
+        job_owner_kind: the owner kind of those child Jobs (a TrainJob's are its JobSet's).
+        phase: reads (phase, start, end) from the object's ``.status`` and ``.metadata``.
+    """
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+    owner_kind: str
+    phase: Callable[[Mapping[str, Any] | None, Mapping[str, Any] | None], Phase]
+    child_jobs: bool = False
+    job_owner_kind: str = ""
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+JOB = WorkloadKind("Job", "batch", "v1", "jobs", "Job", job_phase)
+PYTORCHJOB = WorkloadKind("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", kubeflow_phase)
+MPIJOB = WorkloadKind("MPIJob", "kubeflow.org", "v1", "mpijobs", "MPIJob", kubeflow_phase)
+JOBSET = WorkloadKind(
+    "JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", "Job", jobset_phase, child_jobs=True, job_owner_kind="JobSet"
+)
+TRAINJOB = WorkloadKind(
+    "TrainJob",
+    "trainer.kubeflow.org",
+    "v1alpha1",
+    "trainjobs",
+    "Job",
+    trainjob_phase,
+    child_jobs=True,
+    job_owner_kind="JobSet",
+)
+KINDS: tuple[WorkloadKind, ...] = (JOB, PYTORCHJOB, MPIJOB, JOBSET, TRAINJOB)
+BY_KIND: dict[str, WorkloadKind] = {k.kind: k for k in KINDS}
+CUSTOM_KINDS: tuple[WorkloadKind, ...] = tuple(k for k in KINDS if k is not JOB)
+
+_INDEX = re.compile(r"^\d+$")
+
+
+def replica_type(kind: str, workload: str, pod: str) -> str | None:
+    """The replica type of a workload's pod, from the name its operator gives it.
+
+    The operators name pods after the replica type their labels carry
+    (``training.kubeflow.org/replica-type``, ``jobset.sigs.k8s.io/replicatedjob-name``), and
+    kube-state-metrics exports names but not those labels by default. PyTorchJob: ``<name>-master-0``,
+    ``<name>-worker-3``; MPIJob: ``<name>-launcher`` (``<name>-launcher-<suffix>`` from mpi-operator's
+    launcher Job), ``<name>-worker-0``; JobSet and TrainJob:
+    ``<name>-<replicated job>-<job index>-<pod index>-<suffix>`` (``node``, ``dataset-initializer``).
+
+    Returns:
+        The type in lower case, or None for a batch/v1 Job or a pod not named that way.
+    """
+    if kind == JOB.kind or not pod.startswith(workload + "-"):
+        return None
+    parts: Sequence[str] = pod[len(workload) + 1 :].split("-")
+    if kind in (PYTORCHJOB.kind, MPIJOB.kind):
+        # One word (master, worker, launcher, chief...); mpi-operator's launcher Job adds a suffix.
+        return parts[0].lower() if parts[0] and not _INDEX.match(parts[0]) else None
+    words: list[str] = []
+    for part in parts:
+        if _INDEX.match(part):
+            break
+        words.append(part)
+    if not words or len(words) == len(parts):
+        return None  # a child Job's pod always carries its indices: this one is someone else's
+    return "-".join(words).lower()
