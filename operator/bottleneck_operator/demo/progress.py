@@ -79,14 +79,17 @@ class Progress:
     def _table(self, elapsed: float, statuses: Mapping[str, ReportStatus]) -> list[str]:
         done = min(1.0, elapsed / self.limit) if self.limit > 0 else 1.0
         bar = "#" * int(done * BAR) + "." * (BAR - int(done * BAR))
-        lines = [f"[{bar}] {elapsed:4.0f} s   analysis passes so far, one letter each (I C N G M = class)"]
+        lines = [
+            f"[{bar}] {elapsed:3.0f} s  the operator at work; WINDOWS: one letter per analysis "
+            "(I=IO C=CPU N=Interconnect G=GPU M=Memory)"
+        ]
         width = max(len(j.key) for j in self.jobs)
-        lines.append(f"  {'JOB':<{width}}  {'BUILT IN':<8}  {'VERDICT':<12}  {'CONF':>4}  {'PHASE':<9}  WINDOWS")
+        lines.append(f"  {'JOB':<{width}}  {'BUILT IN':<12}  {'VERDICT':<12}  {'CONF':>4}  {'PHASE':<9}  WINDOWS")
         for j in self.jobs:
             s = statuses.get(j.key)
             built = "→".join(LETTERS[c] if j.changes else c for c in j.classes)
             verdict = (s.bottleneck or "…") if s else "…"
             conf = f"{100 * s.confidence:.0f}%" if s and s.confidence is not None else ""
             phase = s.phase if s else ""
-            lines.append(f"  {j.key:<{width}}  {built:<8}  {verdict:<12}  {conf:>4}  {phase:<9}  {_strip(s)}")
+            lines.append(f"  {j.key:<{width}}  {built:<12}  {verdict:<12}  {conf:>4}  {phase:<9}  {_strip(s)}")
         return lines

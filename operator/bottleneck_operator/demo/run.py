@@ -47,6 +47,9 @@ SCRAPE_JOBS = {
     "ksm": "kube-state-metrics",
     "sidecar": "bottleneck-collector",
 }
+# Seconds of signals the HTML report plots: the watch and a little before it, so the change and the
+# timeline's windows are wide enough to see.
+HTML_SPAN = 240.0
 # The classes whose Jobs complete during the demo, and when (seconds into the watch).
 COMPLETING = {"CPU": 10.0, "Memory": 20.0}
 
@@ -69,7 +72,7 @@ class DemoOptions:
     duration: float = 80.0
     interval: float = 5.0
     window: float = 60.0
-    switch_after: float = 10.0
+    switch_after: float = 5.0
     seed: int = 7
     workdir: Path | None = None
     html: Path | None = None
@@ -259,7 +262,7 @@ def demo_settings(options: DemoOptions, prometheus_url: str) -> Settings:
 def _write_html(
     options: DemoOptions, settings: Settings, jobs: list[DemoJob], reports: list[dict[str, Any]]
 ) -> Path | None:
-    """The changing Job's report as an HTML page, with its signals over its whole run (while Prometheus is up)."""
+    """The changing Job's report as an HTML page, with its recent signals (read while Prometheus is up)."""
     from bottleneck_operator.html import write_html
     from bottleneck_operator.pipeline import Analyzer, JobRequest
 
@@ -269,7 +272,8 @@ def _write_html(
     if report is None:
         return None
     path = options.html or Path(tempfile.gettempdir()) / "bottleneck-demo" / f"{ns}-{name}.html"
-    request = JobRequest(namespace=ns, job=name, start=changing.first.start, end=time.time())
+    now = time.time()
+    request = JobRequest(namespace=ns, job=name, start=max(changing.first.start, now - HTML_SPAN), end=now)
     window = Analyzer(settings).analyze_jobs([request])[0].window
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
