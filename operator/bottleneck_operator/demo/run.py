@@ -49,7 +49,7 @@ SCRAPE_JOBS = {
 }
 # Seconds of signals the HTML report plots: the watch and a little before it, so the change and the
 # timeline's windows are wide enough to see.
-HTML_SPAN = 240.0
+HTML_SPAN = 180.0
 # The classes whose Jobs complete during the demo, and when (seconds into the watch).
 COMPLETING = {"CPU": 10.0, "Memory": 20.0}
 
