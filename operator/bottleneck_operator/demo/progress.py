@@ -7,6 +7,7 @@ from typing import Any, TextIO
 
 from bottleneck_operator.demo.report import LETTERS
 from bottleneck_operator.demo.story import DemoJob
+from bottleneck_operator.demo.table import typed_status
 from bottleneck_operator.reports import ReportStatus
 
 BAR = 30  # characters of the progress bar
@@ -14,12 +15,7 @@ PLAIN_EVERY = 20.0  # seconds between plain progress lines
 
 
 def _by_key(reports: Sequence[Mapping[str, Any]]) -> dict[str, ReportStatus]:
-    return {
-        f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}": ReportStatus.model_validate(
-            r.get("status") or {}
-        )
-        for r in reports
-    }
+    return {f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}": typed_status(r) for r in reports}
 
 
 def _strip(status: ReportStatus | None, width: int = 24) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from bottleneck_operator.demo.table import typed_status
 from bottleneck_operator.reports import ReportStatus
 from bottleneck_operator.reports.model import TimelineEntry
 
@@ -74,7 +75,7 @@ def _verdict_lines(report: Mapping[str, Any], status: ReportStatus) -> list[str]
 
 def format_report(report: Mapping[str, Any]) -> str:
     """A report in full: what ``kubectl get bnr NAME -o yaml`` holds, laid out to be read."""
-    status = ReportStatus.model_validate(report.get("status") or {})
+    status = typed_status(report)
     lines = _verdict_lines(report, status)
     if status.evidence:
         lines.append("Evidence")

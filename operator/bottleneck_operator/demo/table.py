@@ -57,7 +57,7 @@ def _sorted(reports: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 def rows(reports: Sequence[Mapping[str, Any]], now: float | None = None) -> list[tuple[str, ...]]:
     """One row per report, in kubectl's column order, sorted by namespace and name."""
     at = time.time() if now is None else now
-    return [tuple(cell(r, _status(r), at) for _, cell in COLUMN_CELLS) for r in _sorted(reports)]
+    return [tuple(cell(r, typed_status(r), at) for _, cell in COLUMN_CELLS) for r in _sorted(reports)]
 
 
 def format_table(reports: Sequence[Mapping[str, Any]], now: float | None = None) -> str:
@@ -80,9 +80,15 @@ def _evidence_line(status: ReportStatus) -> str | None:
     return (specific or evidence)[0].message.rstrip(".")
 
 
-def _status(report: Mapping[str, Any]) -> ReportStatus:
-    """A report's status as the typed model (the API's camelCase read through the aliases)."""
-    return ReportStatus.model_validate(report.get("status") or {})
+def typed_status(report: Mapping[str, Any]) -> ReportStatus:
+    """A report's status as the typed model (the API's camelCase read through the aliases).
+
+    Fields this version does not know (a newer operator's) are left out rather than refused: the demo
+    shows what it can read.
+    """
+    raw = report.get("status") or {}
+    known = {f.alias or name for name, f in ReportStatus.model_fields.items()} | set(ReportStatus.model_fields)
+    return ReportStatus.model_validate({k: v for k, v in raw.items() if k in known})
 
 
 def format_details(reports: Sequence[Mapping[str, Any]], truth: Mapping[str, str] | None = None) -> str:
@@ -100,7 +106,7 @@ def format_details(reports: Sequence[Mapping[str, Any]], truth: Mapping[str, str
     lines = []
     matched = 0
     for r in _sorted(reports):
-        status = _status(r)
+        status = typed_status(r)
         name = f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}"
         parts = []
         if truth is not None and name in truth:

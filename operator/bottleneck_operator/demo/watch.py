@@ -9,7 +9,7 @@ from typing import Any
 from bottleneck_operator.demo.cluster import JOBS, REPORTS, LocalCluster, job_status
 from bottleneck_operator.demo.progress import Progress
 from bottleneck_operator.demo.story import DemoJob
-from bottleneck_operator.reports import ReportStatus
+from bottleneck_operator.demo.table import typed_status
 
 TICK = 0.5  # seconds between looks at the reports
 # Windows of the new class the changing Job's timeline shows before the demo ends.
@@ -26,7 +26,7 @@ def story_told(jobs: Sequence[DemoJob], reports: Sequence[Mapping[str, Any]]) ->
     A steady Job: a verdict (any class: a miss is shown as one, not waited out), finalised if it
     completed. The changing Job: its timeline has the first class, then the last for a few windows.
     """
-    statuses = {_key(r): ReportStatus.model_validate(r.get("status") or {}) for r in reports}
+    statuses = {_key(r): typed_status(r) for r in reports}
     for j in jobs:
         s = statuses.get(j.key)
         if s is None or s.bottleneck in (None, "Unknown"):
