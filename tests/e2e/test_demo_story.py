@@ -126,7 +126,7 @@ def test_progress_redraws_in_place_on_a_terminal_and_prints_few_lines_otherwise(
     progress.update(30.0, reports)
     text = live.getvalue()
     assert text.count("\x1b[J") == 1  # the second drawing replaced the first
-    assert "[###############...............]  30 s" in text
+    assert "[############............]  30 s" in text
     assert "IIG" in text and "I→G" in text and jobs[1].key in text
     plain = io.StringIO()
     progress = Progress(plain, jobs, 60.0, live=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -10,7 +11,7 @@ from bottleneck_operator.demo.story import DemoJob
 from bottleneck_operator.demo.table import typed_status
 from bottleneck_operator.reports import ReportStatus
 
-BAR = 30  # characters of the progress bar
+BAR = 24  # characters of the progress bar
 PLAIN_EVERY = 20.0  # seconds between plain progress lines
 
 
@@ -18,7 +19,7 @@ def _by_key(reports: Sequence[Mapping[str, Any]]) -> dict[str, ReportStatus]:
     return {f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}": typed_status(r) for r in reports}
 
 
-def _strip(status: ReportStatus | None, width: int = 24) -> str:
+def _strip(status: ReportStatus | None, width: int = 16) -> str:
     """The last per-window verdicts as letters (I, C, N, G, M, ?), newest right."""
     if status is None or not status.timeline:
         return ""
@@ -53,7 +54,9 @@ class Progress:
         statuses = _by_key(reports)
         if self.live:
             self._clear()
-            lines = self._table(elapsed, statuses)
+            # A line wider than the terminal would wrap, and the redraw would then climb too few lines.
+            width = max(20, shutil.get_terminal_size().columns - 1)
+            lines = [line[:width] for line in self._table(elapsed, statuses)]
             self.stream.write("\n".join(lines) + "\n")
             self._drawn = len(lines)
         elif elapsed - self._last_plain >= PLAIN_EVERY:
@@ -75,12 +78,11 @@ class Progress:
     def _table(self, elapsed: float, statuses: Mapping[str, ReportStatus]) -> list[str]:
         done = min(1.0, elapsed / self.limit) if self.limit > 0 else 1.0
         bar = "#" * int(done * BAR) + "." * (BAR - int(done * BAR))
-        lines = [
-            f"[{bar}] {elapsed:3.0f} s  the operator at work; WINDOWS: one letter per analysis "
-            "(I=IO C=CPU N=Interconnect G=GPU M=Memory)"
-        ]
+        lines = [f"[{bar}] {elapsed:3.0f} s  I=IO C=CPU N=Interconnect G=GPU M=Memory"]
         width = max(len(j.key) for j in self.jobs)
-        lines.append(f"  {'JOB':<{width}}  {'BUILT IN':<12}  {'VERDICT':<12}  {'CONF':>4}  {'PHASE':<9}  WINDOWS")
+        lines.append(
+            f"  {'JOB':<{width}}  {'BUILT IN':<12}  {'VERDICT':<12}  {'CONF':>4}  {'PHASE':<9}  WINDOWS (a letter each)"
+        )
         for j in self.jobs:
             s = statuses.get(j.key)
             built = "→".join(LETTERS[c] if j.changes else c for c in j.classes)
