@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from bottleneck_operator.simulation.localprom import (
     LocalPrometheus,
@@ -34,6 +35,11 @@ from bottleneck_operator.simulation.localprom import (
     binaries_available,
     free_port,
 )
+
+# Property tests check behaviour, never speed: a per-example deadline only measures how busy the
+# shared machine is (speed is shown by bench/).
+hypothesis_settings.register_profile("project", deadline=None)
+hypothesis_settings.load_profile("project")
 
 DATA = Path(__file__).parent / "data"
 SIM_SEED = 20261122

@@ -72,7 +72,7 @@ def test_unknown_job_exits_3_with_unknown_json(sim_dataset: Any, capsys: pytest.
     code, out, _ = _run(
         capsys,
         "--prometheus-url", sim_dataset.prom.url, "--namespace", "ml", "--job", "no-such-job",
-        "--start", str(sim_dataset.start), "--end", str(sim_dataset.end),
+        "--start", str(sim_dataset.start), "--end", str(sim_dataset.end), "--output", "json",
     )  # fmt: skip
     assert code == 3
     status = json.loads(out)
@@ -87,6 +87,8 @@ def test_unknown_job_exits_3_with_unknown_json(sim_dataset: Any, capsys: pytest.
         "no-such-job",
         "--lookback",
         "3600",
+        "--output",
+        "json",
     )
     assert code == 3
     assert json.loads(out)["bottleneck"] == "Unknown"
@@ -154,3 +156,63 @@ def test_analyzer_batches_jobs_and_reports_missing_ones(sim_dataset: Any) -> Non
     one.analyze_jobs(requests[:1])
     # one batched fetch: the query count does not grow with the number of jobs
     assert analyzer.queries_issued <= one.queries_issued + 2
+
+
+def test_data_problem_prints_a_table_by_default(sim_dataset: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys,
+        "--prometheus-url", sim_dataset.prom.url, "--namespace", "ml", "--job", "no-such-job",
+        "--start", str(sim_dataset.start), "--end", str(sim_dataset.end),
+    )  # fmt: skip
+    assert code == 3
+    assert not out.lstrip().startswith("{")
+    assert "Job ml/no-such-job" in out
+    assert "bottleneck  Unknown" in out
+    assert "reason" in out
+
+
+def test_from_report_prints_the_stored_verdict(
+    sim_dataset: Any, capsys: pytest.CaptureFixture[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
+    from bottleneck_operator.plugin.main import main as plugin_main
+
+    job = _clear_jobs(sim_dataset)[0]
+    code, out, err = _run(
+        capsys,
+        "--prometheus-url", sim_dataset.prom.url, "--namespace", job.namespace, "--job", job.name,
+        "--start", str(job.start), "--end", str(job.end), "--output", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    computed = json.loads(out)
+    with LocalCluster() as cluster:
+        monkeypatch.setenv("KUBECONFIG", str(cluster.write_kubeconfig(tmp_path / "kubeconfig")))
+        body = {"apiVersion": "bottleneck.dev/v1alpha1", "kind": "BottleneckReport",
+                "metadata": {"name": job.name}, "spec": {"jobRef": {"name": job.name}}}  # fmt: skip
+        cluster.create(REPORTS, job.namespace, body)
+        cluster.patch(REPORTS, job.namespace, job.name, {"status": computed}, sub="status")
+
+        code, out, err = _run(capsys, "--from-report", job.name, "-n", job.namespace, "--output", "json")
+        assert code == 0, err
+        assert json.loads(out) == computed
+        code, out, err = _run(capsys, "--from-report", job.name, "-n", job.namespace)
+        assert code == 0, err
+        assert f"Job {job.namespace}/{job.name}" in out and f"bottleneck  {computed['bottleneck']}" in out
+
+        # the plugin reads the same report: its verdict, evidence and recommendations
+        assert plugin_main(["show", job.name, "-n", job.namespace]) == 0
+        shown, _ = capsys.readouterr()
+        assert f"Bottleneck:    {computed['bottleneck']}" in shown
+        assert computed["evidence"][0]["message"] in shown
+        assert computed["recommendations"][0]["action"] in shown
+
+        code, out, err = _run(capsys, "--from-report", "no-such-report", "-n", job.namespace)
+        assert code == 1 and not out
+        assert 'Error from server (NotFound): bottleneckreports.bottleneck.dev "no-such-report" not found' in err
+
+
+def test_from_report_refuses_recompute_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "--from-report", "train", "--job", "train")
+    assert code == 2 and "--from-report" in err
+    code, _, err = _run(capsys, "--namespace", "ml")
+    assert code == 2 and "--job" in err

@@ -49,7 +49,7 @@ def test_no_data_still_writes_a_page_with_the_reason(
     code, out, _ = _analyze(
         capsys,
         "--prometheus-url", sim_dataset.prom.url, "--namespace", "ml", "--job", "no-such-job",
-        "--end", str(sim_dataset.end), "--lookback", "3600", "--html", str(out_file),
+        "--end", str(sim_dataset.end), "--lookback", "3600", "--html", str(out_file), "--output", "json",
     )  # fmt: skip
     assert code == 3
     page = out_file.read_text()

@@ -1,7 +1,8 @@
-"""`bottleneck-operator analyze`: one verdict for one Job from Prometheus alone.
+"""`bottleneck-operator analyze`: one verdict for one Job from Prometheus alone, or read from its report.
 
-Exit codes: 0 a verdict (including a model abstention), 2 usage error, 3 no or too little data (a JSON
-verdict of Unknown with the reason is still printed), 4 Prometheus unreachable.
+Exit codes: 0 a verdict (including a model abstention), 1 the report of ``--from-report`` could not be
+read (none of that name, Kubernetes API unreachable), 2 usage error, 3 no or too little data (a
+verdict of Unknown with the reason is still printed, in the chosen output), 4 Prometheus unreachable.
 """
 
 from __future__ import annotations
@@ -32,8 +33,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ),
     )
     add_prometheus_flags(parser)
-    parser.add_argument("--namespace", "-n", required=True, help="the Job's namespace")
-    parser.add_argument("--job", required=True, help="the Job's name")
+    parser.add_argument(
+        "--namespace", "-n", help="the Job's namespace (with --from-report: default the kubeconfig context's)"
+    )
+    parser.add_argument("--job", help="the Job's name (required unless --from-report is given)")
+    parser.add_argument(
+        "--from-report",
+        metavar="NAME",
+        help="print the existing BottleneckReport NAME (read through the kubeconfig) instead of recomputing",
+    )
+    parser.add_argument("--kubeconfig", help="with --from-report: the kubeconfig (default $KUBECONFIG, ~/.kube/config)")
+    parser.add_argument("--context", help="with --from-report: the kubeconfig context (default its current one)")
     parser.add_argument("--start", help="window start (unix seconds or RFC 3339)")
     parser.add_argument("--end", help="window end (unix seconds or RFC 3339)")
     parser.add_argument(
@@ -96,7 +106,7 @@ def parse_time(text: str, flag: str) -> float:
     return parsed.timestamp()
 
 
-def _no_data_status(namespace: str, job: str, start: float, end: float, reason: str) -> dict[str, Any]:
+def _no_data_status(namespace: str, job: str, start: float, end: float, reason: str) -> ReportStatus:
     import numpy as np
 
     from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Verdict
@@ -105,7 +115,33 @@ def _no_data_status(namespace: str, job: str, start: float, end: float, reason: 
 
     window = JobWindow(namespace, job, start, end, 0.0, np.empty(0), ())
     verdict = Verdict(Bottleneck.UNKNOWN, 0.0, {c.value: 0.0 for c in CLASSES}, reason=reason)
-    return status_from_verdict(verdict, window, phase="Pending").dump()
+    return status_from_verdict(verdict, window, phase="Pending")
+
+
+def _print(namespace: str, job: str, status: ReportStatus, output: str) -> None:
+    print(dumps(status.dump()) if output == "json" else render_table(namespace, job, status))
+
+
+def _is_data_problem(status: ReportStatus) -> bool:
+    return status.abstention is not None and status.abstention.is_data_problem
+
+
+def from_report(args: argparse.Namespace) -> int:
+    """Print an existing report's status (``--from-report``) in the chosen output; exit codes as for a fresh analysis."""
+    from bottleneck_operator.plugin.kubeconfig import load
+    from bottleneck_operator.plugin.source import get_report, typed_status
+    from bottleneck_operator.telemetry.names import validate_k8s_name
+
+    if args.job or args.start or args.end:
+        raise UsageError("--from-report reads a finished analysis: --job, --start and --end do not apply")
+    target = load(args.kubeconfig, args.context)
+    namespace = validate_k8s_name("namespace", args.namespace or target.namespace)
+    report = get_report(target, namespace, validate_k8s_name("report", args.from_report))
+    status = typed_status(report)
+    job = ((report.get("spec") or {}).get("jobRef") or {}).get("name") or args.from_report
+    _write_html(args, report.get("status") or {}, None, f"{namespace}/{args.from_report}")
+    _print(namespace, str(job), status, args.output)
+    return EXIT_NO_DATA if _is_data_problem(status) else EXIT_OK
 
 
 def main(args: argparse.Namespace) -> int:
@@ -115,6 +151,10 @@ def main(args: argparse.Namespace) -> int:
     from bottleneck_operator.telemetry.lifetime import job_lifetime
     from bottleneck_operator.telemetry.names import validate_k8s_name
 
+    if args.from_report:
+        return from_report(args)
+    if not args.namespace or not args.job:
+        raise UsageError("--namespace and --job are required (or --from-report NAME)")
     settings = settings_from_args(args, step=args.step)
     namespace = validate_k8s_name("namespace", args.namespace)
     job = validate_k8s_name("job", args.job)
@@ -136,8 +176,8 @@ def main(args: argparse.Namespace) -> int:
             days = args.lookback / 86400
             reason = f"no pods of Job {namespace}/{job} found in Prometheus (kube_pod_info, last {days:.3g} days)"
             status = _no_data_status(namespace, job, start or now, end or now, reason)
-            _write_html(args, status, None, f"{namespace}/{job}")
-            print(dumps(status))
+            _write_html(args, status.dump(), None, f"{namespace}/{job}")
+            _print(namespace, job, status, args.output)
             return EXIT_NO_DATA
         start = lifetime[0] if start is None else start
         end = lifetime[1] if end is None else end
@@ -151,14 +191,8 @@ def main(args: argparse.Namespace) -> int:
         or not result.window.pods
         or (result.verdict.abstention is not None and result.verdict.abstention.is_data_problem)
     )
-    if data_problem:
-        print(dumps(result.status.dump()))
-        return EXIT_NO_DATA
-    if args.output == "json":
-        print(dumps(result.status.dump()))
-    else:
-        print(render_table(namespace, job, result.status))
-    return EXIT_OK
+    _print(namespace, job, result.status, args.output)
+    return EXIT_NO_DATA if data_problem else EXIT_OK
 
 
 def _fmt_time(iso: str | None) -> str:

@@ -105,6 +105,7 @@ def next_steps(html: str | None) -> str:
         "  bottleneck-operator doctor --prometheus-url http://localhost:9090   # after kubectl port-forward",
         "  kubectl annotate job NAME -n NS bottleneck.dev/profile=true   # or put it in the Job's manifest",
         "  kubectl get bnr -A",
+        "  kubectl bottleneck show NAME -n NS --html report.html   # one report in full, as above",
         "  bottleneck-operator analyze --prometheus-url http://localhost:9090 --namespace NS --job NAME --html report.html",
     ]
     return "\n".join(lines)

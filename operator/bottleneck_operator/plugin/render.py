@@ -1,0 +1,123 @@
+"""Text output in kubectl's manner: tables with 3-space gaps, ages like ``3m12s``, colour only when asked.
+
+Colour is decided once by the caller (:func:`use_colour`): on a terminal, unless ``NO_COLOR`` is
+set or the terminal is ``dumb``; pipes and files get plain text.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, TextIO
+
+from bottleneck_operator.plugin import classes
+from bottleneck_operator.plugin.source import typed_status
+
+# One colour per class, the same in the table and the timeline.
+_COLOURS = {"IO": "33", "CPU": "35", "Interconnect": "36", "GPU": "32", "Memory": "34", "Unknown": "90"}
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def use_colour(stream: TextIO) -> bool:
+    """Colour for this stream: a terminal, no ``NO_COLOR`` (https://no-color.org), not a dumb terminal."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def paint(text: str, cls: str | None, colour: bool) -> str:
+    """``text`` in the class's colour when colour is on."""
+    code = _COLOURS.get(cls or "")
+    return f"\x1b[{code}m{text}\x1b[0m" if colour and code and text else text
+
+
+def bold(text: str, colour: bool) -> str:
+    return f"\x1b[1m{text}\x1b[0m" if colour and text else text
+
+
+def age(created: str | None, now: float) -> str:
+    """kubectl's short age: 45s, 3m12s, 2h5m, 4d."""
+    if not created:
+        return "<unknown>"
+    try:
+        seconds = max(0, int(now - datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()))
+    except ValueError:
+        return "<unknown>"
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 600:
+        return f"{seconds // 60}m{seconds % 60}s"
+    if seconds < 3 * 3600:
+        return f"{seconds // 60}m"
+    if seconds < 48 * 3600:
+        return f"{seconds // 3600}h{(seconds % 3600) // 60}m"
+    return f"{seconds // 86400}d"
+
+
+def pct(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.0f}%"
+
+
+def table(rows: Sequence[Sequence[str]], colour_column: int | None = None, colour: bool = False) -> str:
+    """Left-aligned columns, 3-space gaps, header first; ``colour_column`` painted by its class."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for n, row in enumerate(rows):
+        cells = []
+        for i, (cell, w) in enumerate(zip(row, widths, strict=True)):
+            padded = cell.ljust(w)
+            if n and i == colour_column:
+                padded = paint(cell, cell, colour) + " " * (w - len(cell))
+            cells.append(padded)
+        out.append("   ".join(cells).rstrip())
+    return "\n".join(out)
+
+
+def report_rows(
+    reports: Sequence[Mapping[str, Any]], *, all_namespaces: bool, wide: bool, now: float | None = None
+) -> list[list[str]]:
+    """The ``list`` table, header first: kubectl get bnr's columns, plus the wide ones with ``-o wide``."""
+    at = time.time() if now is None else now
+    header = ["NAME", "JOB", "BOTTLENECK", "CONFIDENCE", "GPU", "PHASE", "AGE"]
+    if wide:
+        header += ["MECHANISM", "SECONDARY", "HEADROOM", "REASON"]
+    rows = [(["NAMESPACE"] if all_namespaces else []) + header]
+    for r in reports:
+        meta, raw = r.get("metadata") or {}, r.get("status") or {}
+        status = typed_status(r)
+        row = [
+            meta.get("name", ""),
+            ((r.get("spec") or {}).get("jobRef") or {}).get("name", ""),
+            status.bottleneck or "",
+            pct(status.confidence),
+            pct(status.gpu_active),
+            status.phase if raw else "",
+            age(meta.get("creationTimestamp"), at),
+        ]
+        if wide:
+            head = status.headroom
+            row += [
+                str(raw.get("mechanism") or "<none>"),
+                status.secondary or "<none>",
+                f"{head.low:.1f}x-{head.high:.1f}x" if head else "<none>",
+                status.reason or "",
+            ]
+        rows.append(([meta.get("namespace", "")] if all_namespaces else []) + row)
+    return rows
+
+
+def explain_text(cls: classes.ClassText, colour: bool) -> str:
+    """``explain CLASS`` as a terminal reads it."""
+    lines = [
+        f"{bold('CLASS:', colour)}    {paint(cls.name.value, cls.name.value, colour)}",
+        "",
+        bold("MEANING:", colour),
+    ]
+    lines += [f"  {cls.meaning}", "", bold("MECHANISMS:", colour)]
+    lines += [f"  {name}\n    {signature}." for name, signature in cls.mechanisms]
+    lines += ["", bold("WHAT TO TRY:", colour)]
+    lines += [f"  {n}. {action}\n     {detail}" for n, (action, detail) in enumerate(classes.what_to_try(cls), 1)]
+    return "\n".join(lines)
