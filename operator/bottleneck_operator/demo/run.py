@@ -1,36 +1,45 @@
-"""The whole loop on one machine: emulated API server, real Prometheus, live simulated jobs, the operator.
+"""The whole loop on one machine: emulated API server, real Prometheus, live simulated Jobs, the operator.
 
-1. Simulated training Jobs of every class that started ~15-20 minutes ago: their history up to now
-   is backfilled into a real Prometheus (promtool), and their exporters are served live (dcgm,
+1. Six simulated training Jobs started ~10 minutes ago: one per class, and one whose dataset gets
+   cached during the demo, so it turns from IO-bound to GPU-bound (see :mod:`.story`). Their history
+   up to now is backfilled into a real Prometheus (promtool); their exporters are served live (dcgm,
    node, cAdvisor, kube-state-metrics, the sidecar) and scraped, so data keeps coming.
-2. kmock's Kubernetes emulator holds the Jobs; the operator (kopf, in-process) watches them.
-3. Some Jobs complete during the demo (their Job status is set Complete at their end), so their
-   reports are finalised; the rest keep running.
-4. At the end the reports are printed as ``kubectl get bnr -A`` would, then everything stops.
+2. kmock's Kubernetes emulator holds the Jobs; the operator (kopf, in-process) watches them and
+   analyses a short sliding window often, so that the change shows in a report's timeline.
+3. Two Jobs complete during the demo, so their reports are finalised; the rest keep running.
+4. It ends with the reports as ``kubectl get bnr -A`` shows them, the changing Job's report in full,
+   an HTML report of it, and the commands to try next; everything it started is stopped.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from bottleneck_operator.demo.cluster import JOBS, REPORTS, LocalCluster, job_body, job_status
-from bottleneck_operator.demo.table import format_details, format_table
+from bottleneck_operator.demo.cluster import JOBS, LocalCluster, job_body
+from bottleneck_operator.demo.progress import Progress
+from bottleneck_operator.demo.report import format_report, next_steps
+from bottleneck_operator.demo.story import DemoJob, changing_job, class_jobs
+from bottleneck_operator.demo.table import CHANGE, format_details, format_table
 from bottleneck_operator.demo.threads import BackgroundLoop, OperatorThread
+from bottleneck_operator.demo.watch import watch
+from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.settings import Settings
 
 log = logging.getLogger("bottleneck_operator.demo")
 
-SCRAPE = 15.0  # seconds: the simulated exporters' and the local Prometheus's scrape interval
+# Seconds between scrapes of the simulated exporters, a common cluster setting (and one the model was trained on).
+SCRAPE = 15.0
 # Live series and backfilled ones of the same pod carry different instance labels; a short lookback
 # keeps the backfilled tail from overlapping the live head for long (3 scrapes, as is customary).
 LOOKBACK = "45s"
+HISTORY = 600.0  # seconds the Jobs ran before the demo started
 # Scrape job names as a kube-prometheus-stack install names them.
 SCRAPE_JOBS = {
     "dcgm": "dcgm-exporter",
@@ -38,6 +47,11 @@ SCRAPE_JOBS = {
     "ksm": "kube-state-metrics",
     "sidecar": "bottleneck-collector",
 }
+# Seconds of signals the HTML report plots: the watch and a little before it, so the change and the
+# timeline's windows are wide enough to see.
+HTML_SPAN = 180.0
+# The classes whose Jobs complete during the demo, and when (seconds into the watch).
+COMPLETING = {"CPU": 10.0, "Memory": 20.0}
 
 
 @dataclass
@@ -45,18 +59,24 @@ class DemoOptions:
     """What the demo does.
 
     Attributes:
-        duration: seconds the demo watches the operator work before printing the reports.
-        jobs_per_group: simulated Jobs per group (two groups: ending during the demo / running on).
+        duration: the most seconds it watches the operator (it stops sooner once the story is told).
         interval: the operator's analysis interval, seconds.
+        window: the sliding window analysed for a running Job, seconds.
+        switch_after: seconds into the watch at which the changing Job's dataset is cached.
         seed: the simulator's seed.
         workdir: where Prometheus keeps its data (default: a temporary directory).
+        html: where the HTML report goes (default: ``<temp dir>/bottleneck-demo/<job>.html``).
+        live: redraw a progress table in place (default: when the output is a terminal).
     """
 
-    duration: float = 90.0
-    jobs_per_group: int = 5
-    interval: float = 10.0
+    duration: float = 80.0
+    interval: float = 5.0
+    window: float = 60.0
+    switch_after: float = 5.0
     seed: int = 7
     workdir: Path | None = None
+    html: Path | None = None
+    live: bool | None = None
 
 
 class _HistoryOnly(io.TextIOBase):
@@ -87,32 +107,14 @@ class _HistoryOnly(io.TextIOBase):
         self._out.flush()
 
 
-def _jobs(options: DemoOptions, now: float) -> tuple[list[Any], list[Any]]:
-    from bottleneck_operator.contract.verdict import CLASSES
-    from bottleneck_operator.simulation import generate_jobs
-
-    ago = 17 * 60.0
-    # Both groups' telemetry runs on past the demo; the first group's Jobs are marked Complete
-    # during it (see _drive), so their reports are finalised over start -> completion.
-    ending = generate_jobs(
-        options.seed,
-        options.jobs_per_group,
-        start=now - ago,
-        duration=ago + 3600.0,
-        classes=list(CLASSES),
-        scrape_interval=SCRAPE,
-        namespace="ml",
-    )
-    running = generate_jobs(
-        options.seed + 1,
-        options.jobs_per_group,
-        start=now - ago + 120.0,
-        duration=3600.0,
-        classes=list(CLASSES),
-        scrape_interval=SCRAPE,
-        namespace="research",
-    )
-    return ending, running
+def demo_jobs(options: DemoOptions, now: float) -> list[DemoJob]:
+    """The six Jobs: one per class, then the one that changes class."""
+    # The telemetry runs a little past the longest watch; the backfill writes only up to now.
+    start, end = now - HISTORY, now + options.duration + 180.0
+    jobs = class_jobs(options.seed, namespace="ml", start=start, end=end, scrape=SCRAPE)
+    jobs = [DemoJob(j.records, j.classes, COMPLETING.get(j.truth)) for j in jobs]
+    jobs.append(changing_job(options.seed, namespace="ml", start=start, end=end, scrape=SCRAPE))
+    return jobs
 
 
 def _targets(urls: dict[str, str]) -> dict[str, list[str]]:
@@ -123,12 +125,12 @@ def _targets(urls: dict[str, str]) -> dict[str, list[str]]:
     return targets
 
 
-def run_demo(options: DemoOptions, *, out: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    """Run the demo; prints progress and the final table through ``out``.
+def run_demo(options: DemoOptions, *, stream: TextIO = sys.stdout) -> list[dict[str, Any]]:
+    """Run the demo; prints progress, the reports and what to try next to ``stream``.
 
     Args:
         options: what to run.
-        out: where the lines go (``print`` by default).
+        stream: where the output goes.
 
     Returns:
         The reports at the end (as the API returns them).
@@ -136,57 +138,78 @@ def run_demo(options: DemoOptions, *, out: Callable[[str], None] = print) -> lis
     from bottleneck_operator.simulation import write_openmetrics
     from bottleneck_operator.simulation.live import LiveExporters
 
+    began = time.monotonic()
     tmp = None
     workdir = options.workdir
     if workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="bottleneck-demo-")
         workdir = Path(tmp.name)
     now = time.time()
-    ending, running = _jobs(options, now)
-    jobs = [*ending, *running]
-    out(
-        f"simulated {len(jobs)} training Jobs ({', '.join(sorted({j.label.value for j in jobs}))}), started ~17 min ago"
+    jobs = demo_jobs(options, now)
+    records = [r for j in jobs for r in j.records]
+    say = _printer(stream)
+    say(
+        f"{len(jobs)} simulated training Jobs, started {HISTORY / 60:.0f} min ago: one per class, and "
+        f"{jobs[-1].key}, whose dataset gets cached {options.switch_after:.0f} s into the watch "
+        f"({jobs[-1].classes[0]} → {jobs[-1].classes[-1]})"
     )
-
     history = workdir / "history.om"
     with history.open("w") as f:
         sink = _HistoryOnly(f, now)
-        write_openmetrics(jobs, sink)  # type: ignore[arg-type]
+        write_openmetrics([j.history for j in jobs], sink)  # type: ignore[arg-type]
         sink.flush()
     exporters_loop = BackgroundLoop("live-exporters")
-    exporters = LiveExporters(jobs)
+    exporters = LiveExporters(records)
     try:
         urls = exporters_loop.run(exporters.start())
-        out(f"serving {len(urls)} live exporter endpoints; backfilling history into a local Prometheus")
-        reports = _run_cluster(options, workdir, history, urls, jobs, ending, out)
+        say(f"serving {len(urls)} live exporter endpoints; backfilling the history into a local Prometheus")
+        reports, html = _run_cluster(options, workdir, history, urls, jobs, stream)
     finally:
         exporters_loop.run(exporters.stop())
         exporters_loop.close()
         if tmp is not None:
             tmp.cleanup()
-    out("")
-    out("$ kubectl get bnr -A")
-    out(format_table(reports))
-    out("")
-    out(format_details(reports, truth={f"{j.namespace}/{j.name}": j.label.value for j in jobs}))
+    _summary(stream, reports, jobs, html)
+    say(f"\n(the demo took {time.monotonic() - began:.0f} s; everything it started has stopped)")
     return reports
 
 
+def _printer(stream: TextIO) -> Any:
+    def say(text: str) -> None:
+        stream.write(text + "\n")
+        stream.flush()
+
+    return say
+
+
+def _summary(stream: TextIO, reports: list[dict[str, Any]], jobs: list[DemoJob], html: Path | None) -> None:
+    """The table, the match count, the changing Job's report in full, the HTML path and what to try next."""
+    truth = {j.key: CHANGE.join(j.classes) for j in jobs}
+    changing = next(j for j in jobs if j.changes)
+    full = [r for r in reports if f"{r['metadata'].get('namespace')}/{r['metadata']['name']}" == changing.key]
+    parts = ["", "$ kubectl get bnr -A", format_table(reports), "", format_details(reports, truth=truth)]
+    if full:
+        ns, name = changing.key.split("/")
+        parts += [
+            "",
+            f"$ kubectl get bnr {name} -n {ns}   # in full: the Job that changed class",
+            format_report(full[0]),
+        ]
+    parts += ["", next_steps(str(html) if html else None)]
+    stream.write("\n".join(parts) + "\n")
+    stream.flush()
+
+
 def _run_cluster(
-    options: DemoOptions,
-    workdir: Path,
-    history: Path,
-    urls: dict[str, str],
-    jobs: Sequence[Any],
-    ending: Sequence[Any],
-    out: Callable[[str], None],
-) -> list[dict[str, Any]]:
+    options: DemoOptions, workdir: Path, history: Path, urls: dict[str, str], jobs: list[DemoJob], stream: TextIO
+) -> tuple[list[dict[str, Any]], Path | None]:
     """Prometheus, the API emulator and the operator around the live exporters; the final reports."""
     from bottleneck_operator.simulation.localprom import LocalPrometheus
 
     operator: OperatorThread | None = None
     prom: LocalPrometheus | None = None
     cluster = LocalCluster()
+    say = _printer(stream)
     try:
         prom = LocalPrometheus.from_openmetrics(
             history,
@@ -196,23 +219,22 @@ def _run_cluster(
             lookback_delta=LOOKBACK,
         )
         cluster.start()
-        out(f"Prometheus at {prom.url}; Kubernetes API emulator at {cluster.url}")
+        say(f"Prometheus at {prom.url}; Kubernetes API emulator at {cluster.url}")
         for j in jobs:
-            cluster.create(JOBS, j.namespace, job_body(j.namespace, j.name, start=j.start))
-        values: dict[str, Any] = {
-            "prometheus_url": prom.url,
-            "window": 900.0,
-            "metrics_port": 0,
-            "liveness_endpoint": "",
-            "webhook_enabled": False,
-        }
-        settings = Settings(**values)
-        settings.interval = options.interval  # the demo may go faster than a cluster would
+            cluster.create(JOBS, j.first.namespace, job_body(j.first.namespace, j.first.name, start=j.first.start))
+        settings = demo_settings(options, prom.url)
         operator = OperatorThread(settings, server=cluster.url).start()
-        out(f"operator running (analysis every {options.interval:g} s); watching for {options.duration:g} s")
-        _drive(cluster, ending, options.duration, out)
-        _await_final(cluster, ending, timeout=max(30.0, 3 * options.interval))
-        return cluster.list(REPORTS)
+        say(
+            f"operator running: analyses the last {options.window:g} s of each Job every {options.interval:g} s "
+            f"(a cluster would use minutes)"
+        )
+        switch = time.time() + options.switch_after
+        for j in jobs:
+            j.switch(switch)
+        live = stream.isatty() if options.live is None else options.live
+        reports = watch(cluster, jobs, Progress(stream, jobs, options.duration, live=live), options.duration)
+        html = _write_html(options, settings, jobs, reports)
+        return reports, html
     finally:
         if operator is not None:
             operator.stop()
@@ -221,36 +243,41 @@ def _run_cluster(
             prom.stop()
 
 
-def _drive(cluster: LocalCluster, ending: Sequence[Any], duration: float, out: Callable[[str], None]) -> None:
-    """Mark the first group's Jobs Complete one by one (30-70 % into the demo); report progress."""
-    t0 = time.monotonic()
-    n = max(1, len(ending))
-    pending = [(duration * (0.3 + 0.4 * i / n), j) for i, j in enumerate(ending)]
-    last_note = -15.0
-    while (elapsed := time.monotonic() - t0) < duration:
-        while pending and pending[0][0] <= elapsed:
-            _, j = pending.pop(0)
-            patch = {"status": job_status(start=j.start, end=time.time())}
-            cluster.patch(JOBS, j.namespace, j.name, patch, sub="status")
-            out(f"[{elapsed:5.1f}s] Job {j.namespace}/{j.name} completed")
-        if elapsed - last_note >= 15.0:
-            last_note = elapsed
-            reports = cluster.list(REPORTS)
-            verdicts = sum(1 for r in reports if (r.get("status") or {}).get("bottleneck") not in (None, "Unknown"))
-            out(f"[{elapsed:5.1f}s] {len(reports)} reports, {verdicts} with a verdict")
-        time.sleep(0.5)
+def demo_settings(options: DemoOptions, prometheus_url: str) -> Settings:
+    """The operator's settings for the demo: short windows analysed often, on the demo's scrape interval."""
+    values: dict[str, Any] = {
+        "prometheus_url": prometheus_url,
+        "window": options.window,
+        "step": SCRAPE,
+        "min_window": min(options.window, 30.0),
+        "metrics_port": 0,
+        "liveness_endpoint": "",
+        "webhook_enabled": False,
+    }
+    settings = Settings(**values)
+    settings.interval = options.interval  # faster than a cluster would go
+    return settings
 
 
-def _await_final(cluster: LocalCluster, ending: Sequence[Any], timeout: float) -> None:
-    names = {(j.namespace, j.name) for j in ending}
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done = {
-            (r["metadata"]["namespace"], r["metadata"]["name"])
-            for r in cluster.list(REPORTS)
-            if (r.get("status") or {}).get("phase") in ("Completed", "Failed")
-        }
-        if names <= done:
-            return
-        time.sleep(0.5)
-    log.warning("some reports were not finalised within %.0f s", timeout)
+def _write_html(
+    options: DemoOptions, settings: Settings, jobs: list[DemoJob], reports: list[dict[str, Any]]
+) -> Path | None:
+    """The changing Job's report as an HTML page, with its recent signals (read while Prometheus is up)."""
+    from bottleneck_operator.html import write_html
+    from bottleneck_operator.pipeline import Analyzer, JobRequest
+
+    changing = next(j for j in jobs if j.changes)
+    ns, name = changing.key.split("/")
+    report = next((r for r in reports if r["metadata"]["name"] == name and r["metadata"].get("namespace") == ns), None)
+    if report is None:
+        return None
+    path = options.html or Path(tempfile.gettempdir()) / "bottleneck-demo" / f"{ns}-{name}.html"
+    now = time.time()
+    request = JobRequest(namespace=ns, job=name, start=max(changing.first.start, now - HTML_SPAN), end=now)
+    window = Analyzer(settings).analyze_jobs([request])[0].window
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_html(report.get("status") or {}, path, window=window, name=changing.key)
+    except OSError as exc:
+        raise BottleneckError(f"cannot write the HTML report {path}: {exc.strerror or exc}") from exc
+    return path

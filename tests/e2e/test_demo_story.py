@@ -1,0 +1,137 @@
+"""The demo's parts apart from the whole run: its Jobs, the changing Job's switch, the full report, the progress display."""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any
+
+import numpy as np
+
+from bottleneck_operator.contract.verdict import CLASSES
+from bottleneck_operator.demo.progress import Progress
+from bottleneck_operator.demo.report import format_report, next_steps, timeline_lines
+from bottleneck_operator.demo.story import DemoJob, changing_job, class_jobs
+from bottleneck_operator.demo.watch import story_told
+from bottleneck_operator.reports import ReportStatus
+from bottleneck_operator.simulation.live import LiveExporters
+
+GR = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+
+
+def _gpu_activity(exporters: LiveExporters, at: float) -> list[float]:
+    lines = [line for line in exporters.render("dcgm", at).splitlines() if line.startswith(GR)]
+    return [float(line.rsplit(" ", 1)[1]) for line in lines]
+
+
+def test_one_job_per_class_drawn_the_same_each_time() -> None:
+    now = time.time()
+    first = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)
+    again = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)
+    assert [j.truth for j in first] == [c.value for c in CLASSES]
+    assert [j.key for j in first] == [j.key for j in again]
+    assert all(not j.changes and j.first.params.env.gap_prob == 0 for j in first)
+
+
+def test_changing_job_serves_its_cached_phase_only_after_the_switch() -> None:
+    now = time.time()
+    job = changing_job(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)
+    before, after = job.records
+    assert job.classes == ("IO", "GPU") and job.changes and job.truth == "GPU"
+    assert (before.name, before.pods, before.nodes) == (after.name, after.pods, after.nodes)
+    exporters = LiveExporters(list(job.records))
+    dormant = _gpu_activity(exporters, now + 100)  # not switched yet: the IO-bound phase goes on
+    job.switch(now + 10)
+    early, late = _gpu_activity(exporters, now), _gpu_activity(exporters, now + 100)
+    # One series per GPU at every time (never both phases at once), and busier GPUs once cached.
+    assert len(early) == len(late) == len(dormant) == sum(p.gpu_count for p in before.pods)
+    assert np.mean(late) > np.mean(early) + 0.1
+    assert np.mean(dormant) < np.mean(late) - 0.1
+
+
+def _entry(cls: str, end: str, conf: float = 0.9) -> dict[str, Any]:
+    return {"start": "2026-01-01T00:00:00Z", "end": end, "bottleneck": cls, "confidence": conf}
+
+
+def _report(status: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"namespace": "ml", "name": "vit"}, "status": {"phase": "Running", **status}}
+
+
+def test_full_report_shows_mechanism_evidence_advice_and_the_timeline_runs() -> None:
+    timeline = [_entry("IO", f"2026-01-01T00:00:{s:02d}Z") for s in (5, 10, 15)] + [
+        _entry("GPU", "2026-01-01T00:00:20Z", 0.8),
+        _entry("GPU", "2026-01-01T00:00:25Z", 1.0),
+    ]
+    text = format_report(
+        _report(
+            {
+                "bottleneck": "GPU",
+                "confidence": 0.97,
+                "mechanism": "tensor-underuse",
+                "evidence": [{"signal": "tensor_active", "observed": 0.3, "unit": "ratio", "message": "Tensor low."}],
+                "recommendations": [{"action": "Use BF16.", "signal": "tensor_active", "detail": "Faster math."}],
+                "headroom": {"low": 1.2, "high": 1.9, "basis": "tensor pipes"},
+                "timeline": timeline,
+            }
+        )
+    )
+    lines = text.splitlines()
+    assert lines[1] == "Bottleneck    GPU  (confidence 97 %)"
+    assert "Mechanism     tensor-underuse" in lines
+    assert "  - Tensor low." in lines and "  - Use BF16: Faster math." in lines
+    assert "Headroom      x1.2 .. x1.9 faster without the bottleneck (tensor pipes)" in lines
+    strip = next(line for line in lines if line.startswith("Timeline")).split()[1]
+    assert strip == "IIIGG"
+    assert lines[-2].split()[:4] == ["00:00:05", "..", "00:00:15", "IO"] and "3 windows" in lines[-2]
+    assert lines[-1].split()[:4] == ["00:00:20", "..", "00:00:25", "GPU"] and "confidence 90 %" in lines[-1]
+
+
+def test_unknown_report_says_why_and_no_timeline_means_no_timeline_lines() -> None:
+    text = format_report(_report({"bottleneck": "Unknown", "reason": "only 20 % of the window has GPU samples"}))
+    assert "Why Unknown   only 20 % of the window has GPU samples" in text.splitlines()
+    assert timeline_lines(ReportStatus.model_validate({})) == []
+    assert "Open the HTML report:   /tmp/x.html" in next_steps("/tmp/x.html")
+    assert "HTML" not in next_steps(None)
+
+
+def _jobs() -> list[DemoJob]:
+    now = time.time()
+    steady = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)[:1]
+    return [*steady, changing_job(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)]
+
+
+def _api(job: DemoJob, cls: str, timeline: list[str]) -> dict[str, Any]:
+    ns, name = job.key.split("/")
+    entries = [_entry(c, f"2026-01-01T00:00:{i:02d}Z") for i, c in enumerate(timeline)]
+    return {"metadata": {"namespace": ns, "name": name}, "status": {"bottleneck": cls, "timeline": entries}}
+
+
+def test_story_is_told_once_the_changing_job_shows_its_new_class_twice() -> None:
+    steady, changing = _jobs()
+    base = _api(steady, "IO", ["IO"])
+    assert not story_told([steady, changing], [base])  # no report yet for the changing Job
+    assert not story_told([steady, changing], [base, _api(changing, "IO", ["IO", "IO"])])
+    assert not story_told([steady, changing], [base, _api(changing, "GPU", ["IO", "GPU"])])
+    assert story_told([steady, changing], [base, _api(changing, "GPU", ["IO", "GPU", "GPU"])])
+    unknown = _api(steady, "Unknown", ["Unknown"])
+    assert not story_told([steady, changing], [unknown, _api(changing, "GPU", ["IO", "GPU", "GPU"])])
+
+
+def test_progress_redraws_in_place_on_a_terminal_and_prints_few_lines_otherwise() -> None:
+    jobs = _jobs()
+    reports = [_api(jobs[0], "IO", ["IO"]), _api(jobs[1], "IO", ["IO", "IO", "GPU"])]
+    live = io.StringIO()
+    progress = Progress(live, jobs, 60.0, live=True)
+    progress.update(1.0, reports)
+    progress.update(30.0, reports)
+    text = live.getvalue()
+    assert text.count("\x1b[J") == 1  # the second drawing replaced the first
+    assert "[############............]  30 s" in text
+    assert "IIG" in text and "I→G" in text and jobs[1].key in text
+    plain = io.StringIO()
+    progress = Progress(plain, jobs, 60.0, live=False)
+    for t in range(0, 60):
+        progress.update(float(t), reports)
+    lines = plain.getvalue().splitlines()
+    assert "\x1b[" not in plain.getvalue() and len(lines) == 3
+    assert lines[0] == "[  0.0s] 2 reports, 2 with a verdict"
