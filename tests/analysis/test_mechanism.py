@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from bottleneck_operator.analysis.classify import analyze_windows
+from bottleneck_operator.analysis.evaluation import mechanism_accuracy, mechanism_lines
 from bottleneck_operator.analysis.features import FEATURE_INDEX, N_FEATURES, extract_features
 from bottleneck_operator.analysis.mechanism import decide_mechanism
+from bottleneck_operator.analysis.model import load_model
 from bottleneck_operator.contract.verdict import MECHANISMS, Bottleneck, Mechanism
 from bottleneck_operator.simulation import SimulatedJob, generate_jobs
 
@@ -143,3 +147,27 @@ def test_rules_recover_the_simulated_mechanism(sim_jobs: list[SimulatedJob]) -> 
     hits = [decide_mechanism(j.label, r) == j.mechanism for j, r in zip(sim_jobs, x, strict=True) if j.mechanism]
     assert len(hits) > 100
     assert sum(hits) / len(hits) >= 0.8
+
+
+def test_verdicts_carry_the_mechanism_and_the_evaluation_scores_it(sim_jobs: list[SimulatedJob]) -> None:
+    model = load_model()
+    jobs = sim_jobs[:60]
+    windows = [j.to_window() for j in jobs]
+    detailed = analyze_windows(windows, model)
+    bare = analyze_windows(windows, model, with_details=False)
+    for d, b in zip(detailed, bare, strict=True):
+        assert d.mechanism == b.mechanism
+        assert d.mechanism is None if d.bottleneck is B.UNKNOWN else d.mechanism in (None, *MECHANISMS[d.bottleneck])
+    results = [SimpleNamespace(verdict=v, window=w) for v, w in zip(detailed, windows, strict=True)]
+    table = mechanism_accuracy(jobs, results)
+    with_truth = [j for j in jobs if j.mechanism is not None]
+    assert table["all"]["jobs"] == len(with_truth)
+    right = sum(
+        v.bottleneck.value == j.label.value and v.mechanism == j.mechanism
+        for j, v in zip(jobs, detailed, strict=True)
+        if j.mechanism is not None
+    )
+    assert table["all"]["end_to_end"] == round(right / len(with_truth), 4)
+    assert sum(d["jobs"] for k, d in table.items() if k != "all") == len(with_truth)
+    text = "\n".join(mechanism_lines(table))
+    assert "launch-bound" in text and "end to end" in text
