@@ -46,9 +46,7 @@ def test_small_model_on_simulated_jobs_beats_chance_on_held_out_jobs() -> None:
     from bottleneck_operator.simulation import generate_jobs
 
     start = 1_767_225_600.0
-    # Launch-bound GPU jobs open the same GPU_UTIL-over-SM gap as NCCL-busy ones: a model needs a few
-    # dozen GPU jobs, not twenty, to tell them apart by their quiet links.
-    train = [j for j in generate_jobs(11, 160, start=start) if not j.ambiguous]
+    train = [j for j in generate_jobs(11, 100, start=start) if not j.ambiguous]
     test = [j for j in generate_jobs(12, 40, start=start, holdout=True) if not j.ambiguous]
     data = build_training_set([j.to_window() for j in train], [j.label for j in train], copies=1, seed=11)
     model = fit_model(data, seed=11, version="test-sim", max_iter=40)

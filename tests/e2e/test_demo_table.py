@@ -58,3 +58,13 @@ def test_table_has_kubectl_columns_in_order() -> None:
     header, row = table.splitlines()
     assert header.split() == ["NAMESPACE", "NAME", "JOB", "BOTTLENECK", "CONFIDENCE", "GPU", "PHASE", "AGE"]
     assert row.split() == ["ml", "a", "a", "GPU", "0.9", "0.3", "Running", "90s"]
+
+
+def test_wide_table_adds_the_mechanism_after_the_class() -> None:
+    reports = [_report("ml", "a", "IO", mechanism="network-storage"), _report("ml", "b", "Unknown")]
+    header, first, second = format_table(reports, now=1767225600.0 + 90, wide=True).splitlines()
+    assert header.split() == [
+        "NAMESPACE", "NAME", "JOB", "BOTTLENECK", "MECHANISM", "CONFIDENCE", "GPU", "PHASE", "AGE",
+    ]  # fmt: skip
+    assert first.split() == ["ml", "a", "a", "IO", "network-storage", "0.9", "0.3", "Running", "90s"]
+    assert second.split()[3:5] == ["Unknown", "<none>"]  # kubectl's placeholder for an absent field

@@ -6,7 +6,7 @@
 2. kmock's Kubernetes emulator holds the Jobs; the operator (kopf, in-process) watches them.
 3. Some Jobs complete during the demo (their Job status is set Complete at their end), so their
    reports are finalised; the rest keep running.
-4. At the end the reports are printed as ``kubectl get bnr -A`` would, then everything stops.
+4. At the end the reports are printed as ``kubectl get bnr -A -o wide`` would, then everything stops.
 """
 
 from __future__ import annotations
@@ -165,8 +165,8 @@ def run_demo(options: DemoOptions, *, out: Callable[[str], None] = print) -> lis
         if tmp is not None:
             tmp.cleanup()
     out("")
-    out("$ kubectl get bnr -A")
-    out(format_table(reports))
+    out("$ kubectl get bnr -A -o wide")
+    out(format_table(reports, wide=True))
     out("")
     out(format_details(reports, truth={f"{j.namespace}/{j.name}": j.label.value for j in jobs}))
     return reports

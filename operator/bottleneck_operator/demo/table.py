@@ -10,6 +10,8 @@ from typing import Any
 from bottleneck_operator.reports import ReportStatus
 
 COLUMNS = ("NAMESPACE", "NAME", "JOB", "BOTTLENECK", "CONFIDENCE", "GPU", "PHASE", "AGE")
+# ``-o wide`` adds the CRD's priority-1 columns in their place: the mechanism after the class.
+WIDE_COLUMNS = ("NAMESPACE", "NAME", "JOB", "BOTTLENECK", "MECHANISM", "CONFIDENCE", "GPU", "PHASE", "AGE")
 
 
 def _age(created: str | None, now: float) -> str:
@@ -35,8 +37,8 @@ def _num(value: Any) -> str:
     return "" if value is None else f"{float(value):g}"
 
 
-def rows(reports: Sequence[dict[str, Any]], now: float | None = None) -> list[tuple[str, ...]]:
-    """One row per report, in kubectl's column order, sorted by namespace and name."""
+def rows(reports: Sequence[dict[str, Any]], now: float | None = None, *, wide: bool = False) -> list[tuple[str, ...]]:
+    """One row per report, in kubectl's column order (``wide``: as ``-o wide``), sorted by namespace and name."""
     at = time.time() if now is None else now
     out: list[tuple[str, ...]] = []
     for r in sorted(reports, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"])):
@@ -47,6 +49,7 @@ def rows(reports: Sequence[dict[str, Any]], now: float | None = None) -> list[tu
                 meta.get("name", ""),
                 ((r.get("spec") or {}).get("jobRef") or {}).get("name", ""),
                 status.bottleneck or "",
+                *(((status.mechanism or "<none>"),) if wide else ()),
                 _num(status.confidence),
                 _num(status.gpu_active),
                 status.phase if r.get("status") else "",
@@ -56,10 +59,11 @@ def rows(reports: Sequence[dict[str, Any]], now: float | None = None) -> list[tu
     return out
 
 
-def format_table(reports: Sequence[dict[str, Any]], now: float | None = None) -> str:
-    """The reports as ``kubectl get bnr -A`` would print them (left-aligned, 3-space gaps)."""
-    table = [COLUMNS, *rows(reports, now)]
-    widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
+def format_table(reports: Sequence[dict[str, Any]], now: float | None = None, *, wide: bool = False) -> str:
+    """The reports as ``kubectl get bnr -A`` (``wide``: ``-o wide``) would print them (left-aligned, 3-space gaps)."""
+    columns = WIDE_COLUMNS if wide else COLUMNS
+    table = [columns, *rows(reports, now, wide=wide)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
     return "\n".join("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)
 
 

@@ -16,7 +16,13 @@ from bottleneck_operator.analysis.hardware import GpuSpec
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.environment import Environment, sample_environment
-from bottleneck_operator.simulation.scenario import MECHANISMS, Scenario, comm_seconds_per_byte, in_holdout
+from bottleneck_operator.simulation.scenario import (
+    MECHANISMS,
+    Scenario,
+    comm_seconds_per_byte,
+    in_holdout,
+    launch_bound,
+)
 from bottleneck_operator.simulation.stages import AMBIGUOUS_MARGIN, StageTimes, label_of
 
 
@@ -68,6 +74,8 @@ def draw_scenario(
     last: Scenario | None = None
     # The mechanism is drawn once, so that redraws do not favour the mechanisms that succeed easily.
     mechanism = str(_pick(rng, MECHANISMS[target]))
+    if launch_bound(target, seed):
+        mechanism = "gpu-launch"
     for _ in range(200):
         sc = _draw_once(rng, target, mechanism, ambiguous, holdout, seed, scrape_interval, dcgm_fieldset)
         last = sc

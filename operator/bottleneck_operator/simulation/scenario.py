@@ -26,8 +26,7 @@ MECHANISMS: dict[Bottleneck, tuple[str, ...]] = {
     Bottleneck.CPU: ("cpu-decode", "cpu-throttle"),
     Bottleneck.MEMORY: ("mem-host", "mem-dram", "mem-fb"),
     Bottleneck.INTERCONNECT: ("ic-h2d", "ic-comm"),
-    # Launch-bound: small kernels that the host cannot queue fast enough (one job in three of the class).
-    Bottleneck.GPU: ("gpu", "gpu", "gpu-launch"),
+    Bottleneck.GPU: ("gpu",),  # and "gpu-launch", chosen by the job's seed (see launch_bound)
 }
 
 
@@ -114,6 +113,19 @@ def comm_seconds_per_byte(sc_gpu: str, gpus_on_node: int, n_nodes: int, nic_gbps
     if n_nodes > 1:
         t += 2 * (n_nodes - 1) / n_nodes / (nic_gbps * 1e9 / 8 * 0.85)
     return t
+
+
+# One GPU-bound job in this many is launch-bound: small kernels the host cannot queue fast enough.
+LAUNCH_BOUND_EVERY = 3
+
+
+def launch_bound(target: Bottleneck, seed: int) -> bool:
+    """Whether a job drawn for ``target`` is launch-bound.
+
+    Decided by the job's seed rather than by a draw, so the other GPU-bound jobs of a seeded set keep
+    every draw they had before launch-bound jobs existed.
+    """
+    return target is Bottleneck.GPU and seed % LAUNCH_BOUND_EVERY == 0
 
 
 # Loader workers below this share of the pod's cores leave cores idle: the job has too few workers.
