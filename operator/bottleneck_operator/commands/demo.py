@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=(
             "Starts an in-process Kubernetes API emulator, a local Prometheus (Debian's) with the history "
             "of simulated training Jobs of every class plus their live exporters, and the operator. "
-            "Some Jobs complete meanwhile. Ends by printing the reports as `kubectl get bnr -A` would."
+            "Some Jobs complete meanwhile. Ends by printing the reports as `kubectl get bnr -A -o wide` would."
         ),
     )
     parser.add_argument("--duration", type=float, default=90.0, help="seconds to watch before printing (default 90)")
