@@ -22,14 +22,18 @@ def test_demo_end_to_end() -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     header = lines.index(next(line for line in lines if line.startswith("NAMESPACE")))
-    assert lines[header].split() == ["NAMESPACE", "NAME", "JOB", "BOTTLENECK", "CONFIDENCE", "GPU", "PHASE", "AGE"]
+    assert lines[header].split() == [
+        "NAMESPACE", "NAME", "JOB", "BOTTLENECK", "MECHANISM", "CONFIDENCE", "GPU", "PHASE", "AGE",
+    ]  # fmt: skip
     table_end = lines.index("", header)
     rows = [line.split() for line in lines[header + 1 : table_end]]
     assert len(rows) == 10
-    phases = {r[6] if len(r) == 8 else r[-2] for r in rows}
+    phases = {r[7] if len(r) == 9 else r[-2] for r in rows}
     assert "Completed" in phases and "Running" in phases
-    classes = {r[3] for r in rows if len(r) == 8}
+    classes = {r[3] for r in rows if len(r) == 9}
     assert classes - {"Unknown"}, proc.stdout
+    mechanisms = {r[4] for r in rows if len(r) == 9 and r[3] != "Unknown"}
+    assert mechanisms - {"<none>"}, proc.stdout
     details = [line for line in lines[header + 1 :] if line.startswith("  ")]
     assert len(details) == 10
     (summary,) = [line for line in lines if line.endswith("verdicts match the bottleneck the simulator built in.")]

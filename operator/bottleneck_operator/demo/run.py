@@ -168,7 +168,13 @@ def run_demo(options: DemoOptions, *, out: Callable[[str], None] = print) -> lis
     out("$ kubectl get bnr -A -o wide")
     out(format_table(reports, wide=True))
     out("")
-    out(format_details(reports, truth={f"{j.namespace}/{j.name}": j.label.value for j in jobs}))
+    out(
+        format_details(
+            reports,
+            truth={f"{j.namespace}/{j.name}": j.label.value for j in jobs},
+            mechanisms={f"{j.namespace}/{j.name}": j.mechanism.value if j.mechanism else None for j in jobs},
+        )
+    )
     return reports
 
 

@@ -85,19 +85,36 @@ def _status(report: Mapping[str, Any]) -> ReportStatus:
     return ReportStatus.model_validate(report.get("status") or {})
 
 
-def format_details(reports: Sequence[dict[str, Any]], truth: Mapping[str, str] | None = None) -> str:
+def _mechanism_part(status: ReportStatus, truth: str | None, known: bool) -> tuple[str | None, bool]:
+    """The report's mechanism for its line, checked against the simulated one when ``known``; (text, match)."""
+    if not status.mechanism:
+        return None, False
+    if not known:
+        return f"mechanism {status.mechanism}", False
+    ok = status.mechanism == truth
+    return f"mechanism {status.mechanism} ({'match' if ok else f'simulated {truth}: MISS'})", ok
+
+
+def format_details(
+    reports: Sequence[dict[str, Any]],
+    truth: Mapping[str, str] | None = None,
+    mechanisms: Mapping[str, str | None] | None = None,
+) -> str:
     """One line per report: its telling evidence, first recommendation, headroom (or why it is Unknown).
 
     Args:
         reports: BottleneckReport objects.
         truth: "namespace/name" -> the bottleneck the simulator built into that Job; when given, each line
             says whether the verdict matches and a last line counts the matches.
+        mechanisms: "namespace/name" -> the mechanism the simulator built in; when given, each named
+            mechanism is checked against it and a last line counts the matches.
 
     Returns:
         The lines joined with newlines.
     """
     lines = []
     matched = 0
+    mech_named = mech_matched = 0
     for r in sorted(reports, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"])):
         status = _status(r)
         name = f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}"
@@ -106,6 +123,12 @@ def format_details(reports: Sequence[dict[str, Any]], truth: Mapping[str, str] |
             ok = status.bottleneck == truth[name]
             matched += ok
             parts.append(f"simulated {truth[name]}: {'match' if ok else 'MISS'}")
+        known = mechanisms is not None and name in mechanisms
+        mech, mech_ok = _mechanism_part(status, mechanisms.get(name) if mechanisms else None, known)
+        if mech:
+            parts.append(mech)
+            mech_named += known
+            mech_matched += mech_ok
         evidence = _evidence_line(status)
         if evidence:
             parts.append(f"evidence: {evidence}")
@@ -116,6 +139,9 @@ def format_details(reports: Sequence[dict[str, Any]], truth: Mapping[str, str] |
         if not status.bottleneck or status.bottleneck == "Unknown":
             parts.append(status.reason or "no verdict yet")
         lines.append(f"  {name}: " + "; ".join(parts))
+    n = len(lines)
     if truth is not None:
-        lines.append(f"\n{matched} of {len(lines)} verdicts match the bottleneck the simulator built in.")
+        lines.append(f"\n{matched} of {n} verdicts match the bottleneck the simulator built in.")
+    if mechanisms is not None:
+        lines.append(f"{mech_matched} of {mech_named} named mechanisms match the one the simulator built in.")
     return "\n".join(lines)
