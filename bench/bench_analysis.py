@@ -47,6 +47,14 @@ def throughput() -> None:
     )
 
 
+def mechanism_summary(mechanisms: dict[str, dict[str, float]]) -> None:
+    """One line per mechanism: its accuracy where the class is right (the table above has the counts)."""
+    for name, d in mechanisms.items():
+        print(
+            f"mechanism {name}: accuracy {d['accuracy']:.3f} over {d['n']} jobs of the right class (end to end {d['end_to_end']:.3f})"
+        )
+
+
 def main() -> None:
     from bottleneck_operator.analysis.evaluation import format_report
     from bottleneck_operator.commands.evaluate import DEFAULT_JOBS, DEFAULT_ROUND, DEFAULT_SEED, run_evaluation
@@ -57,6 +65,8 @@ def main() -> None:
     jobs = int(EVAL_JOBS) if EVAL_JOBS else DEFAULT_JOBS
     report = run_evaluation(jobs, DEFAULT_SEED, round_size=DEFAULT_ROUND, log=say)
     print(format_report(report))
+    print()
+    mechanism_summary(report.get("mechanisms") or {})
     print()
     throughput()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from bottleneck_operator.contract.verdict import (
     CapacityNeed,
     Evidence,
     Headroom,
+    Mechanism,
     PodVerdict,
     Recommendation,
     Verdict,
@@ -91,6 +93,7 @@ def test_names_scope_and_subresource(crd: dict[str, Any], version: dict[str, Any
     assert columns == {
         "Job": ".spec.jobRef.name",
         "Bottleneck": ".status.bottleneck",
+        "Mechanism": ".status.mechanism",
         "Confidence": ".status.confidence",
         "GPU": ".status.gpuActive",
         "Phase": ".status.phase",
@@ -208,3 +211,29 @@ def test_schema_rejects_what_it_should(version: dict[str, Any]) -> None:
     assert not validator.is_valid(_report({**status, "bottleneck": "Disk"}))
     assert not validator.is_valid(_report({**status, "phase": "Done"}))
     assert not validator.is_valid({**_report(status), "spec": {}})
+
+
+def test_mechanism_column_shows_only_in_wide_output(version: dict[str, Any]) -> None:
+    priority = {c["name"]: c.get("priority", 0) for c in version["additionalPrinterColumns"]}
+    assert priority["Mechanism"] == 1  # kubectl shows priority > 0 columns only with -o wide
+    assert all(p == 0 for name, p in priority.items() if name != "Mechanism")
+    names = [c["name"] for c in version["additionalPrinterColumns"]]
+    assert names.index("Mechanism") == names.index("Bottleneck") + 1
+
+
+def test_status_carries_the_mechanism(version: dict[str, Any]) -> None:
+    validator = _validator(version)
+    verdict, window = _verdict(Bottleneck.GPU)
+    verdict = dataclasses.replace(verdict, mechanism=Mechanism.LAUNCH_BOUND)
+    status = status_from_verdict(verdict, window)
+    assert status.dump()["mechanism"] == "launch-bound"
+    now = window.end + 5
+    running = analysed_status(pending_status(now), status, phase="Running", now=now, timeline_length=3)
+    assert running["mechanism"] == "launch-bound"
+    validator.validate(_report(running))
+    schema = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["mechanism"]
+    assert sorted(schema["enum"]) == sorted(m.value for m in Mechanism)
+    assert not validator.is_valid(_report({**status.dump(), "mechanism": "slow-disk"}))
+    # A verdict without a mechanism (Unknown) leaves the field out.
+    bare, _ = _verdict(Bottleneck.UNKNOWN)
+    assert "mechanism" not in status_from_verdict(bare, window).dump()

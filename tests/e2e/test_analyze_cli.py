@@ -60,12 +60,16 @@ def test_default_window_is_the_jobs_lifetime_and_table_output(
     code, out, err = _run(capsys, *common, "--end", search_end, "--lookback", str(400 * 86400), "--output", "json")
     assert code == 0, err
     window = json.loads(out)["window"]
+    mechanism = json.loads(out).get("mechanism")
     # the window starts on the analysis grid (30 s) at the Job's first sample
     assert window["seconds"] == pytest.approx(job.end - job.start, abs=30)
     code, out, err = _run(capsys, *common, "--end", search_end, "--lookback", str(400 * 86400))
     assert code == 0, err
     assert f"Job {job.namespace}/{job.name}" in out
     assert "bottleneck" in out and "Evidence" in out and "Recommendations" in out
+    # The table names the mechanism the JSON carries, and only then.
+    assert (f"  mechanism   {mechanism}\n" in out) == (mechanism is not None)
+    assert ("  mechanism   " in out) == (mechanism is not None)
 
 
 def test_unknown_job_exits_3_with_unknown_json(sim_dataset: Any, capsys: pytest.CaptureFixture[str]) -> None:

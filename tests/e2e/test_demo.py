@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
-COLUMNS = ["NAMESPACE", "NAME", "JOB", "BOTTLENECK", "CONFIDENCE", "GPU", "PHASE", "AGE"]
+COLUMNS = ["NAMESPACE", "NAME", "JOB", "BOTTLENECK", "MECHANISM", "CONFIDENCE", "GPU", "PHASE", "AGE"]  # -o wide
 
 
 def _table(lines: list[str]) -> tuple[int, list[list[str]]]:
@@ -37,13 +37,15 @@ def test_demo_tells_the_story(tmp_path: Path) -> None:
     assert "\x1b[" not in out  # not a terminal: plain lines, no redrawing
     header, rows = _table(lines)
     assert len(rows) == 6, out
-    assert {r[6] for r in rows} == {"Completed", "Running"}, out
+    assert {r[7] for r in rows} == {"Completed", "Running"}, out
+    assert all(r[4] != "<none>" for r in rows), out  # every verdict names its mechanism
 
     # Every verdict matches the class built in (the changing Job: the class it changed to).
     details = [line for line in lines[header:] if line.startswith("  ml/") and "simulated" in line]
     assert len(details) == 6, out
     assert all(": match;" in line for line in details), out
     assert "6 of 6 verdicts match the bottleneck the simulator built in." in lines
+    assert any(line.endswith("named mechanisms match the one the simulator built in.") for line in lines), out
     built = sorted(line.split("simulated ")[1].split(":")[0] for line in details)
     assert built == sorted(["CPU", "GPU", "IO", "IO→GPU", "Interconnect", "Memory"])
 

@@ -58,3 +58,29 @@ def test_table_has_kubectl_columns_in_order() -> None:
     header, row = table.splitlines()
     assert header.split() == ["NAMESPACE", "NAME", "JOB", "BOTTLENECK", "CONFIDENCE", "GPU", "PHASE", "AGE"]
     assert row.split() == ["ml", "a", "a", "GPU", "0.9", "0.3", "Running", "90s"]
+
+
+def test_wide_table_adds_the_mechanism_after_the_class() -> None:
+    reports = [_report("ml", "a", "IO", mechanism="network-storage"), _report("ml", "b", "Unknown")]
+    header, first, second = format_table(reports, now=1767225600.0 + 90, wide=True).splitlines()
+    assert header.split() == [
+        "NAMESPACE", "NAME", "JOB", "BOTTLENECK", "MECHANISM", "CONFIDENCE", "GPU", "PHASE", "AGE",
+    ]  # fmt: skip
+    assert first.split() == ["ml", "a", "a", "IO", "network-storage", "0.9", "0.3", "Running", "90s"]
+    assert second.split()[3:5] == ["Unknown", "<none>"]  # kubectl's placeholder for an absent field
+
+
+def test_details_check_the_mechanism_against_the_simulated_one() -> None:
+    reports = [
+        _report("ml", "a", "IO", mechanism="network-storage"),
+        _report("ml", "b", "CPU", mechanism="saturated"),
+        _report("ml", "c", "Unknown"),
+    ]
+    truth = {"ml/a": "IO", "ml/b": "CPU", "ml/c": "GPU"}
+    mechanisms = {"ml/a": "network-storage", "ml/b": "too-few-workers", "ml/c": "compute"}
+    lines = format_details(reports, truth=truth, mechanisms=mechanisms).splitlines()
+    assert "mechanism network-storage (match)" in lines[0]
+    assert "mechanism saturated (simulated too-few-workers: MISS)" in lines[1]
+    assert "mechanism" not in lines[2]
+    assert lines[-2] == "2 of 3 verdicts match the bottleneck the simulator built in."
+    assert lines[-1] == "1 of 2 named mechanisms match the one the simulator built in."

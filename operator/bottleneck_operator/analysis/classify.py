@@ -17,6 +17,7 @@ from bottleneck_operator.analysis.advice import build_recommendations
 from bottleneck_operator.analysis.evidence import build_evidence
 from bottleneck_operator.analysis.features import extract_features, single_pod_windows
 from bottleneck_operator.analysis.headroom import capacity_needs, estimate_headroom
+from bottleneck_operator.analysis.mechanism import decide_mechanism
 from bottleneck_operator.analysis.summary import JobSummary, summarize
 from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck, PodVerdict, Verdict
 from bottleneck_operator.contract.window import FloatArray, JobWindow, PodWindow
@@ -114,7 +115,10 @@ def analyze_windows(
             probs, abstain_threshold=abstain_threshold, secondary_margin=secondary_margin
         )
         abstention = Abstention.LOW_CONFIDENCE if why is not None else None
-        bare = Verdict(cls, conf, probs, secondary, why, gpu_active, model_version=model.version, abstention=abstention)
+        bare = Verdict(
+            cls, conf, probs, secondary, why, gpu_active, model_version=model.version, abstention=abstention,
+            mechanism=decide_mechanism(cls, x[i]),
+        )  # fmt: skip
         if not with_details:
             verdicts.append(bare)
             continue
@@ -159,6 +163,7 @@ def _detailed(bare: Verdict, x: FloatArray, summary: JobSummary, pods: tuple[Pod
         pods=pods,
         model_version=bare.model_version,
         abstention=bare.abstention,
+        mechanism=bare.mechanism,
     )
 
 

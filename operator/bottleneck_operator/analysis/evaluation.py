@@ -159,7 +159,57 @@ def score(
         "hard_cases": both(hard),
         "breakdowns": {k: {name: both(idx) for name, idx in sorted(v.items())} for k, v in groups.items()},
         "errors": errors,
+        "mechanisms": mechanism_accuracy(jobs, results),
     }
+
+
+def mechanism_accuracy(jobs: Sequence[Any], results: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """Each true mechanism's accuracy, over the jobs whose class the model got right.
+
+    A mechanism is only named for the verdict's class, so a job of the wrong class says nothing about
+    the mechanism rules; ``end_to_end`` counts class and mechanism right over all jobs of the mechanism.
+
+    Args:
+        jobs: the simulated jobs (their ``mechanism`` is the truth; jobs without one are left out).
+        results: the pipeline's results, in the same order.
+
+    Returns:
+        mechanism -> {"jobs", "n" (class right), "accuracy", "end_to_end"}, plus "all".
+    """
+    tally: dict[str, list[int]] = {}
+    for j, r in zip(jobs, results, strict=True):
+        truth = getattr(j, "mechanism", None)
+        if truth is None:
+            continue
+        right_class = r.verdict.bottleneck.value == j.label.value
+        right = right_class and r.verdict.mechanism == truth
+        for key in (str(truth), "all"):
+            t = tally.setdefault(key, [0, 0, 0])
+            t[0] += 1
+            t[1] += right_class
+            t[2] += right
+    return {
+        k: {
+            "jobs": t[0],
+            "n": t[1],
+            "accuracy": round(t[2] / t[1], 4) if t[1] else 0.0,
+            "end_to_end": round(t[2] / t[0], 4),
+        }
+        for k, t in sorted(tally.items(), key=lambda kv: (kv[0] == "all", kv[0]))
+    }
+
+
+def mechanism_lines(mechanisms: dict[str, Any]) -> list[str]:
+    """The mechanism accuracies as printed lines (empty when the report has none)."""
+    if not mechanisms:
+        return []
+    lines = [
+        "== mechanisms (accuracy over jobs whose class is right; end to end: class and mechanism right)",
+        f"{'mechanism':<24}{'jobs':>6}{'class ok':>10}{'accuracy':>10}{'end to end':>12}",
+    ]
+    for name, d in mechanisms.items():
+        lines.append(f"{name:<24}{d['jobs']:>6}{d['n']:>10}{d['accuracy']:>10.3f}{d['end_to_end']:>12.3f}")
+    return lines
 
 
 def _breakdown_groups(jobs: Sequence[Any]) -> dict[str, dict[str, list[int]]]:
@@ -236,6 +286,7 @@ def format_report(report: dict[str, Any]) -> str:
         "",
     ]
     lines += _side_by_side(report)
+    lines += ["", *mechanism_lines(report.get("mechanisms") or {})]
     lines += _sidecar_lines(report.get("sidecar_gain") or {})
     lines += _error_lines(report.get("errors", []))
     return "\n".join(lines)

@@ -224,6 +224,8 @@ def _verdict_lines(namespace: str, job: str, status: ReportStatus) -> list[str]:
         f"  window      {span}",
         f"  bottleneck  {status.bottleneck or 'Unknown'}{secondary}",
     ]
+    if status.mechanism:
+        lines.append(f"  mechanism   {status.mechanism}")
     if status.confidence is not None:
         lines.append(f"  confidence  {100 * status.confidence:.0f} %")
     if status.gpu_active is not None:

@@ -32,6 +32,27 @@ class Abstention(StrEnum):
         return self not in (Abstention.LOW_CONFIDENCE, Abstention.OUT_OF_DISTRIBUTION)
 
 
+class Mechanism(StrEnum):
+    """How the verdict's class limits the job (fixed spelling: it appears in the CRD's enum).
+
+    Each class has its own mechanisms; ``MECHANISMS`` says which. The rules that pick one are in
+    ``analysis/mechanism.py`` and docs/analysis.md.
+    """
+
+    COMPUTE = "compute"
+    LAUNCH_BOUND = "launch-bound"
+    HOST_MEMORY_PRESSURE = "host-memory-pressure"
+    HBM_BANDWIDTH = "hbm-bandwidth"
+    PCIE = "pcie"
+    NVLINK = "nvlink"
+    NETWORK = "network"
+    LOCAL_DISK = "local-disk"
+    NETWORK_STORAGE = "network-storage"
+    THROTTLED = "throttled"
+    SATURATED = "saturated"
+    TOO_FEW_WORKERS = "too-few-workers"
+
+
 # The classes the classifier predicts; Unknown is an abstention, never a label.
 CLASSES: tuple[Bottleneck, ...] = (
     Bottleneck.IO,
@@ -40,6 +61,15 @@ CLASSES: tuple[Bottleneck, ...] = (
     Bottleneck.GPU,
     Bottleneck.MEMORY,
 )
+
+# The mechanisms each class can name.
+MECHANISMS: dict[Bottleneck, tuple[Mechanism, ...]] = {
+    Bottleneck.GPU: (Mechanism.COMPUTE, Mechanism.LAUNCH_BOUND),
+    Bottleneck.MEMORY: (Mechanism.HOST_MEMORY_PRESSURE, Mechanism.HBM_BANDWIDTH),
+    Bottleneck.INTERCONNECT: (Mechanism.PCIE, Mechanism.NVLINK, Mechanism.NETWORK),
+    Bottleneck.IO: (Mechanism.LOCAL_DISK, Mechanism.NETWORK_STORAGE),
+    Bottleneck.CPU: (Mechanism.THROTTLED, Mechanism.SATURATED, Mechanism.TOO_FEW_WORKERS),
+}
 
 
 @dataclass(frozen=True)
@@ -114,6 +144,8 @@ class Verdict:
         pods: per-pod breakdown.
         model_version: version of the model that produced it.
         abstention: why the verdict is Unknown, as a value to branch on, or None.
+        mechanism: how the class limits the job (one of ``MECHANISMS[bottleneck]``), None for
+            Unknown or when no signal tells.
     """
 
     bottleneck: Bottleneck
@@ -130,3 +162,4 @@ class Verdict:
     model_version: str = ""
     notes: tuple[str, ...] = field(default=())
     abstention: Abstention | None = None
+    mechanism: Mechanism | None = None

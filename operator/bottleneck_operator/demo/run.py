@@ -185,9 +185,17 @@ def _printer(stream: TextIO) -> Any:
 def _summary(stream: TextIO, reports: list[dict[str, Any]], jobs: list[DemoJob], html: Path | None) -> None:
     """The table, the match count, the changing Job's report in full, the HTML path and what to try next."""
     truth = {j.key: CHANGE.join(j.classes) for j in jobs}
+    # The mechanism the last record built in (the changing Job's final class is its last record's).
+    mechanisms = {j.key: (m.value if (m := j.records[-1].mechanism) else None) for j in jobs}
     changing = next(j for j in jobs if j.changes)
     full = [r for r in reports if f"{r['metadata'].get('namespace')}/{r['metadata']['name']}" == changing.key]
-    parts = ["", "$ kubectl get bnr -A", format_table(reports), "", format_details(reports, truth=truth)]
+    parts = [
+        "",
+        "$ kubectl get bnr -A -o wide",
+        format_table(reports, wide=True),
+        "",
+        format_details(reports, truth=truth, mechanisms=mechanisms),
+    ]
     if full:
         ns, name = changing.key.split("/")
         parts += [

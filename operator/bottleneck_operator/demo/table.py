@@ -48,22 +48,32 @@ COLUMN_CELLS: tuple[tuple[str, _Cell], ...] = (
     ("AGE", lambda r, s, now: _age(r["metadata"].get("creationTimestamp"), now)),
 )
 COLUMNS = tuple(header for header, _ in COLUMN_CELLS)
+# ``-o wide`` adds the CRD's priority-1 columns in their place: the mechanism after the class
+# (kubectl's "<none>" for an absent field).
+_WIDE_EXTRA: tuple[tuple[str, _Cell], ...] = (("MECHANISM", lambda r, s, now: str(s.mechanism or "<none>")),)
+_AFTER = COLUMNS.index("BOTTLENECK") + 1
+WIDE_CELLS = (*COLUMN_CELLS[:_AFTER], *_WIDE_EXTRA, *COLUMN_CELLS[_AFTER:])
+WIDE_COLUMNS = tuple(header for header, _ in WIDE_CELLS)
 
 
 def _sorted(reports: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(reports, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"]))
 
 
-def rows(reports: Sequence[Mapping[str, Any]], now: float | None = None) -> list[tuple[str, ...]]:
-    """One row per report, in kubectl's column order, sorted by namespace and name."""
+def rows(
+    reports: Sequence[Mapping[str, Any]], now: float | None = None, *, wide: bool = False
+) -> list[tuple[str, ...]]:
+    """One row per report, in kubectl's column order (``wide``: as ``-o wide``), sorted by namespace and name."""
     at = time.time() if now is None else now
-    return [tuple(cell(r, typed_status(r), at) for _, cell in COLUMN_CELLS) for r in _sorted(reports)]
+    cells = WIDE_CELLS if wide else COLUMN_CELLS
+    return [tuple(cell(r, typed_status(r), at) for _, cell in cells) for r in _sorted(reports)]
 
 
-def format_table(reports: Sequence[Mapping[str, Any]], now: float | None = None) -> str:
-    """The reports as ``kubectl get bnr -A`` would print them (left-aligned, 3-space gaps)."""
-    table = [COLUMNS, *rows(reports, now)]
-    widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
+def format_table(reports: Sequence[Mapping[str, Any]], now: float | None = None, *, wide: bool = False) -> str:
+    """The reports as ``kubectl get bnr -A`` (``wide``: ``-o wide``) would print them (left-aligned, 3-space gaps)."""
+    columns = WIDE_COLUMNS if wide else COLUMNS
+    table = [columns, *rows(reports, now, wide=wide)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
     return "\n".join("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)
 
 
@@ -91,7 +101,21 @@ def typed_status(report: Mapping[str, Any]) -> ReportStatus:
     return ReportStatus.model_validate({k: v for k, v in raw.items() if k in known})
 
 
-def format_details(reports: Sequence[Mapping[str, Any]], truth: Mapping[str, str] | None = None) -> str:
+def _mechanism_part(status: ReportStatus, truth: str | None, known: bool) -> tuple[str | None, bool]:
+    """The report's mechanism for its line, checked against the simulated one when ``known``; (text, match)."""
+    if not status.mechanism:
+        return None, False
+    if not known or truth is None:
+        return f"mechanism {status.mechanism}", False
+    ok = status.mechanism == truth
+    return f"mechanism {status.mechanism} ({'match' if ok else f'simulated {truth}: MISS'})", ok
+
+
+def format_details(
+    reports: Sequence[Mapping[str, Any]],
+    truth: Mapping[str, str] | None = None,
+    mechanisms: Mapping[str, str | None] | None = None,
+) -> str:
     """One line per report: its telling evidence, first recommendation, headroom (or why it is Unknown).
 
     Args:
@@ -99,12 +123,14 @@ def format_details(reports: Sequence[Mapping[str, Any]], truth: Mapping[str, str
         truth: "namespace/name" -> the bottleneck the simulator built into that Job ("IO→GPU" for one that
             changes: the final report should show the last); when given, each line says whether the verdict
             matches and a last line counts the matches.
+        mechanisms: "namespace/name" -> the mechanism the simulator built in; when given, each named
+            mechanism is checked against it and a last line counts the matches.
 
     Returns:
         The lines joined with newlines.
     """
     lines = []
-    matched = 0
+    matched = mech_named = mech_matched = 0
     for r in _sorted(reports):
         status = typed_status(r)
         name = f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}"
@@ -113,6 +139,13 @@ def format_details(reports: Sequence[Mapping[str, Any]], truth: Mapping[str, str
             ok = status.bottleneck == truth[name].split(CHANGE)[-1]
             matched += ok
             parts.append(f"simulated {truth[name]}: {'match' if ok else 'MISS'}")
+        known = mechanisms is not None and name in mechanisms
+        mech, mech_ok = _mechanism_part(status, mechanisms.get(name) if mechanisms else None, known)
+        if mech:
+            parts.append(mech)
+            if known and mechanisms and mechanisms.get(name):
+                mech_named += 1
+                mech_matched += mech_ok
         evidence = _evidence_line(status)
         if evidence:
             parts.append(f"evidence: {evidence}")
@@ -123,6 +156,9 @@ def format_details(reports: Sequence[Mapping[str, Any]], truth: Mapping[str, str
         if not status.bottleneck or status.bottleneck == "Unknown":
             parts.append(status.reason or "no verdict yet")
         lines.append(f"  {name}: " + "; ".join(parts))
+    count = len(lines)
     if truth is not None:
-        lines.append(f"\n{matched} of {len(lines)} verdicts match the bottleneck the simulator built in.")
+        lines.append(f"\n{matched} of {count} verdicts match the bottleneck the simulator built in.")
+    if mechanisms is not None:
+        lines.append(f"{mech_matched} of {mech_named} named mechanisms match the one the simulator built in.")
     return "\n".join(lines)

@@ -34,6 +34,7 @@ def status_from_verdict(verdict: Verdict, window: JobWindow, *, phase: Phase = "
     return ReportStatus(
         phase=phase,
         bottleneck=verdict.bottleneck.value,
+        mechanism=verdict.mechanism,
         secondary=verdict.secondary.value if verdict.secondary else None,
         confidence=_round(verdict.confidence),
         probabilities={k: round(v, 4) for k, v in verdict.probabilities.items()},

@@ -23,6 +23,13 @@ HEADER = """\
 PRINTER_COLUMNS: list[dict[str, Any]] = [
     {"name": "Job", "type": "string", "jsonPath": ".spec.jobRef.name"},
     {"name": "Bottleneck", "type": "string", "jsonPath": ".status.bottleneck"},
+    {
+        "name": "Mechanism",
+        "type": "string",
+        "priority": 1,  # `kubectl get -o wide` only: the class fits the default view, its cause is detail
+        "description": "How the bottleneck limits the Job (compute, launch-bound, network-storage, ...).",
+        "jsonPath": ".status.mechanism",
+    },
     {"name": "Confidence", "type": "number", "format": "float", "jsonPath": ".status.confidence"},
     {
         "name": "GPU",

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from bottleneck_operator.contract.verdict import Abstention
+from bottleneck_operator.contract.verdict import Abstention, Mechanism
 
 Phase = Literal["Pending", "Running", "Completed", "Failed"]
 ClassName = Literal["IO", "CPU", "Interconnect", "GPU", "Memory", "Unknown"]
@@ -116,6 +116,12 @@ class ReportStatus(_Model):
     phase: Phase = Field("Pending", description="The Job's phase as the report follows it.")
     bottleneck: ClassName | None = Field(
         None, description="The primary class (Unknown when data is too thin or the model abstains)."
+    )
+    mechanism: Mechanism | None = Field(
+        None,
+        description="How the primary class limits the Job: compute or launch-bound (GPU), host-memory-pressure or "
+        "hbm-bandwidth (Memory), pcie, nvlink or network (Interconnect), local-disk or network-storage (IO), "
+        "throttled, saturated or too-few-workers (CPU).",
     )
     secondary: ClassName | None = Field(None, description="A close runner-up class, when there is one.")
     confidence: float | None = Field(None, description="Calibrated probability of the primary class.")

@@ -16,7 +16,13 @@ from bottleneck_operator.analysis.hardware import GpuSpec
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.environment import Environment, sample_environment
-from bottleneck_operator.simulation.scenario import MECHANISMS, Scenario, comm_seconds_per_byte, in_holdout
+from bottleneck_operator.simulation.scenario import (
+    MECHANISMS,
+    Scenario,
+    comm_seconds_per_byte,
+    in_holdout,
+    launch_bound,
+)
 from bottleneck_operator.simulation.stages import AMBIGUOUS_MARGIN, StageTimes, label_of
 
 
@@ -68,6 +74,8 @@ def draw_scenario(
     last: Scenario | None = None
     # The mechanism is drawn once, so that redraws do not favour the mechanisms that succeed easily.
     mechanism = str(_pick(rng, MECHANISMS[target]))
+    if launch_bound(target, seed):
+        mechanism = "gpu-launch"
     for _ in range(200):
         sc = _draw_once(rng, target, mechanism, ambiguous, holdout, seed, scrape_interval, dcgm_fieldset)
         last = sc
@@ -301,7 +309,7 @@ def _draw_once(
     cap, bytes_ps, bw = _draw_io(d, storage, nic)
     decode, loader, cpu_limit = _draw_cpu(d)
     faults, latency = _draw_host_memory(d, loader)
-    dram_ratio = _draw_dram(d)
+    dram_ratio = _draw_dram(d) * (LAUNCH_DRAM_SCALE if mechanism == "gpu-launch" else 1.0)
     fb_stall = d.t(Bottleneck.MEMORY) if mechanism == "mem-fb" else 0.0
     pcie_eff, h2d = _draw_h2d(d)
     spb = comm_seconds_per_byte(gpu, shape.gpn_job, shape.n_nodes, nic)
@@ -329,10 +337,32 @@ def _draw_once(
         decode_core_s=decode, loader_cores=loader, cpu_limit=cpu_limit, h2d_bytes=h2d, pcie_eff=pcie_eff,
         grad_bytes=grad, dram_ratio=dram_ratio, faults_per_sample=faults, fault_latency_s=latency,
         fb_stall_s=fb_stall, overlap_slack=_u(rng, (0.02, 0.12)),
-        tensor_eff=_u(rng, wl.tensor_eff) * (0.15 if mechanism == "mem-dram" else 1.0),
-        sm_eff=_u(rng, (0.75, 0.95)), times=times, label=label.value, margin=margin,
+        **_kernel_efficiency(rng, wl, mechanism), times=times, label=label.value, margin=margin,
         runner_up=runner_up.value, env=env, tags=tags,
     )  # fmt: skip
+
+
+# Launch-bound steps run many small kernels: each moves little data, so DRAM is far from its peak.
+LAUNCH_DRAM_SCALE = 0.3
+
+
+def _kernel_efficiency(rng: np.random.Generator, wl: cat.Workload, mechanism: str) -> dict[str, float]:
+    """Tensor-pipe and SM activity while kernels run (drawn in this order: tensor, then SM).
+
+    Bandwidth-bound kernels barely use the tensor pipes. Launch-bound steps (small kernels, eager
+    mode, many tiny ops, a Python loop that cannot queue work fast enough) keep a kernel resident
+    almost all the time, so ``GPU_UTIL`` reads high, but each kernel fills a few SMs and little of
+    the tensor pipes: SM activity 0.1-0.35 instead of 0.75-0.95 (TELEMETRY.md, "Reading the
+    profiling metrics"; NVIDIA's DCGM profiling metrics guide on SM_ACTIVE's spatial meaning).
+    """
+    tensor = _u(rng, wl.tensor_eff)
+    sm = _u(rng, (0.75, 0.95))
+    if mechanism == "mem-dram":
+        tensor *= 0.15
+    elif mechanism == "gpu-launch":
+        tensor *= 0.2
+        sm = 0.1 + (sm - 0.75) / 0.2 * 0.25  # the same draw, mapped onto 0.1-0.35
+    return {"tensor_eff": tensor, "sm_eff": sm}
 
 
 def _draw_environment(

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.errors import UsageError
 from bottleneck_operator.simulation import catalog as cat
@@ -20,7 +20,7 @@ from bottleneck_operator.simulation.environment import FIELDSETS
 from bottleneck_operator.simulation.physics import simulate
 from bottleneck_operator.simulation.record import SimNode, SimPod
 from bottleneck_operator.simulation.render_window import render_window
-from bottleneck_operator.simulation.scenario import Scenario
+from bottleneck_operator.simulation.scenario import Scenario, true_mechanism
 from bottleneck_operator.simulation.state import JobState
 
 _WORDS = ("train", "finetune", "pretrain", "sweep", "exp", "run", "ablation", "baseline")
@@ -58,6 +58,11 @@ class SimulatedJob:
     def tags(self) -> tuple[str, ...]:
         return self.params.tags
 
+    @property
+    def mechanism(self) -> Mechanism | None:
+        """How the bounding stage limits the job (ground truth; None where no named mechanism applies)."""
+        return true_mechanism(self.params)
+
     @cached_property
     def state(self) -> JobState:
         """The per-scrape physical state (computed once, on first use)."""
@@ -83,6 +88,7 @@ class SimulatedJob:
             "job": self.name,
             "uid": self.uid,
             "label": self.label.value,
+            "mechanism": self.mechanism.value if self.mechanism else None,
             "ambiguous": self.ambiguous,
             "margin": round(self.margin, 4),
             "start": self.start,

@@ -16,7 +16,7 @@ import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.environment import Environment
 from bottleneck_operator.simulation.stages import StageTimes
@@ -26,7 +26,7 @@ MECHANISMS: dict[Bottleneck, tuple[str, ...]] = {
     Bottleneck.CPU: ("cpu-decode", "cpu-throttle"),
     Bottleneck.MEMORY: ("mem-host", "mem-dram", "mem-fb"),
     Bottleneck.INTERCONNECT: ("ic-h2d", "ic-comm"),
-    Bottleneck.GPU: ("gpu",),
+    Bottleneck.GPU: ("gpu",),  # and "gpu-launch", chosen by the job's seed (see launch_bound)
 }
 
 
@@ -113,3 +113,58 @@ def comm_seconds_per_byte(sc_gpu: str, gpus_on_node: int, n_nodes: int, nic_gbps
     if n_nodes > 1:
         t += 2 * (n_nodes - 1) / n_nodes / (nic_gbps * 1e9 / 8 * 0.85)
     return t
+
+
+# One GPU-bound job in this many is launch-bound: small kernels the host cannot queue fast enough.
+LAUNCH_BOUND_EVERY = 3
+
+
+def launch_bound(target: Bottleneck, seed: int) -> bool:
+    """Whether a job drawn for ``target`` is launch-bound.
+
+    Decided by the job's seed rather than by a draw, so the other GPU-bound jobs of a seeded set keep
+    every draw they had before launch-bound jobs existed.
+    """
+    return target is Bottleneck.GPU and seed % LAUNCH_BOUND_EVERY == 0
+
+
+# Loader workers below this share of the pod's cores leave cores idle: the job has too few workers.
+FEW_WORKERS_SHARE = 0.75
+
+
+def true_mechanism(sc: Scenario) -> Mechanism | None:
+    """How the scenario's bounding stage limits it, from the stage that is slowest and its cause.
+
+    None when the bound is not one of the named mechanisms (framebuffer allocator stalls).
+    """
+    label = Bottleneck(sc.label)
+    t = sc.times
+    if label is Bottleneck.GPU:
+        return Mechanism.LAUNCH_BOUND if sc.mechanism == "gpu-launch" else Mechanism.COMPUTE
+    if label is Bottleneck.IO:
+        return Mechanism.NETWORK_STORAGE if cat.STORAGE_KINDS[sc.storage].network else Mechanism.LOCAL_DISK
+    if label is Bottleneck.CPU:
+        # A CFS quota below what the loader workers would use throttles them.
+        if sc.cpu_limit is not None and (sc.mechanism == "cpu-throttle" or sc.cpu_limit < sc.loader_cores):
+            return Mechanism.THROTTLED
+        share = sc.node_cpus / sc.pods_per_node
+        return Mechanism.TOO_FEW_WORKERS if sc.loader_cores < FEW_WORKERS_SHARE * share else Mechanism.SATURATED
+    if label is Bottleneck.MEMORY:
+        worst = max(t.host_mem, t.dram, t.fb_stall)
+        if worst == t.host_mem:
+            return Mechanism.HOST_MEMORY_PRESSURE
+        return Mechanism.HBM_BANDWIDTH if worst == t.dram else None
+    return _interconnect_mechanism(sc)
+
+
+def _interconnect_mechanism(sc: Scenario) -> Mechanism:
+    """PCIe for host-to-device copies; for the all-reduce, whichever link its time goes to."""
+    if sc.times.h2d >= sc.times.comm:
+        return Mechanism.PCIE
+    spec = cat.GPU_KINDS[sc.gpu].spec
+    gpn = sc.gpus_per_pod * sc.pods_per_node
+    intra = comm_seconds_per_byte(sc.gpu, gpn, 1, sc.nic_gbps)
+    inter = comm_seconds_per_byte(sc.gpu, 1, sc.n_nodes, sc.nic_gbps)
+    if inter >= intra:
+        return Mechanism.NETWORK
+    return Mechanism.NVLINK if spec.nvlink_bps else Mechanism.PCIE

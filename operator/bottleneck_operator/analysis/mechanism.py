@@ -1,0 +1,178 @@
+"""How the verdict's class limits the job: its mechanism, by rules with a physical reading.
+
+The classifier says which pipeline stage bounds the step; the mechanism says why, which is what a user
+acts on (more workers or a higher CPU limit; a local cache or a faster store; fewer, larger kernels).
+Each class has few mechanisms and each is told apart by one or two signals that physically separate
+them, so these are plain documented rules over the window's features, not a second model:
+
+- GPU: ``launch-bound`` when ``GPU_UTIL`` says a kernel is resident almost all the time while SM and
+  tensor activity say the kernels fill little of the chip and the host launches from at least half a
+  core per GPU (small kernels, eager mode); else ``compute``.
+- Memory: ``host-memory-pressure`` when the pod or node stalls on memory (PSI), faults heavily or
+  swaps; else ``hbm-bandwidth`` when DRAM activity is high with the tensor pipes idle.
+- Interconnect: ``pcie`` when host-to-device copies fill the link one way; ``network`` for a job that
+  spans nodes (its all-reduce crosses the NIC, or the PCIe bus both ways with GPUDirect RDMA);
+  ``nvlink`` when NVLink carries more of the link than PCIe; else ``pcie`` (peer copies without NVLink).
+- IO: ``network-storage`` when reads arrive over the NIC (receive far above block reads, one way),
+  else ``local-disk``.
+- CPU: ``throttled`` when the job's own cgroup is CFS-throttled; ``saturated`` when the node has no
+  idle cores left (or the pod uses all of its limit); else ``too-few-workers`` (cores stand idle
+  while the loader cannot keep up).
+
+Thresholds are in docs/analysis.md ("Mechanisms") with what to try for each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bottleneck_operator.analysis.features import value
+from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
+from bottleneck_operator.contract.window import FloatArray
+
+# GPU: a kernel resident this much of the window (start-up and evaluation included)...
+LAUNCH_UTIL_MIN = 0.55
+# ...while SMs are this little active (SM_ACTIVE is also spatial fill: few blocks read low)...
+LAUNCH_SM_MAX = 0.35
+# ...or, without SM activity, memory and tensor pipes this little used.
+LAUNCH_MEMORY_MAX = 0.11
+LAUNCH_TENSOR_MAX = 0.12
+# The launching host thread: about a core per GPU process.
+LAUNCH_CPU_PER_GPU_MIN = 0.5
+# Memory: a pressure-stall share, major faults a second (log10) and swap use that mean host pressure.
+HOST_PSI_MIN = 0.05
+HOST_MAJFAULT_LOG_MIN = 3.0  # 1,000 major faults/s
+HOST_SWAP_MIN = 0.15
+# DRAM activity that means bandwidth-bound kernels (~0.8 is HBM's practical peak).
+HBM_DRAM_MIN = 0.4
+# Interconnect: host-to-device share of the link, and how one-way it must be to be copies, not peers.
+H2D_FRAC_MIN = 0.18
+H2D_ONE_WAY_MAX = 0.3
+# IO: the share of bytes read over the NIC, and the symmetry above which NIC traffic is all-reduce.
+NET_READ_SHARE_MIN = 0.5
+ALLREDUCE_SYMMETRY_MIN = 0.6
+DISK_IDLE_LOG_MAX = 5.5  # block reads under ~300 kB/s per GPU (log10 bytes/s)
+# CPU: the throttled share of CFS periods, and the busy node / used limit that mean no idle cores.
+THROTTLED_MIN = 0.1
+NODE_BUSY_SATURATED = 0.85
+LIMIT_SATURATED = 0.9
+# Loaders that already use this share of their nodes' cores gain little from more workers.
+JOB_SHARE_SATURATED = 0.5
+
+
+def _f(x: FloatArray, *names: str) -> float | None:
+    """The first of the named features that is present."""
+    for name in names:
+        v = value(x, name)
+        if v is not None:
+            return v
+    return None
+
+
+def _gpu(x: FloatArray) -> Mechanism:
+    util = _f(x, "gpu_util.mean", "gr_engine_active.mean")
+    if util is None or util < LAUNCH_UTIL_MIN:
+        return Mechanism.COMPUTE
+    cpu = _f(x, "cpu_per_gpu.mean")
+    if cpu is not None and cpu < LAUNCH_CPU_PER_GPU_MIN:
+        return Mechanism.COMPUTE
+    sm = _f(x, "sm_active.mean")
+    if sm is not None:
+        return Mechanism.LAUNCH_BOUND if sm <= LAUNCH_SM_MAX else Mechanism.COMPUTE
+    # Without SM activity (shipped counters, DEV fields only): a resident kernel that neither moves
+    # memory nor uses the tensor pipes is doing little work; big FP32 kernels still move DRAM.
+    tensor = _f(x, "tensor_active.mean")
+    memory = _f(x, "dram_active.mean", "mem_copy_util.mean")
+    if memory is None or memory > LAUNCH_MEMORY_MAX or (tensor is not None and tensor > LAUNCH_TENSOR_MAX):
+        return Mechanism.COMPUTE
+    return Mechanism.LAUNCH_BOUND
+
+
+def _memory(x: FloatArray) -> Mechanism | None:
+    psi = [v for v in (_f(x, "sc_psi_mem_some.mean"), _f(x, "node_psi_mem_some.mean")) if v is not None]
+    faults = _f(x, "sc_log_majfault.mean", "log_majfault.mean")
+    swap = _f(x, "node_swap_used_frac.mean")
+    if (
+        (psi and max(psi) >= HOST_PSI_MIN)
+        or (faults is not None and faults >= HOST_MAJFAULT_LOG_MIN)
+        or (swap is not None and swap >= HOST_SWAP_MIN)
+    ):
+        return Mechanism.HOST_MEMORY_PRESSURE
+    dram = _f(x, "dram_active.mean", "mem_copy_util.mean")
+    if dram is not None and dram >= HBM_DRAM_MIN:
+        return Mechanism.HBM_BANDWIDTH
+    # The host was watched and shows no pressure: a memory stall left is the GPU's own memory.
+    if dram is None and (psi or faults is not None):
+        return Mechanism.HBM_BANDWIDTH
+    return None
+
+
+def _interconnect(x: FloatArray) -> Mechanism:
+    rx = _f(x, "pcie_rx_frac.mean")
+    tx = _f(x, "pcie_tx_frac.mean")
+    if rx is not None and rx >= H2D_FRAC_MIN and (tx is None or tx <= H2D_ONE_WAY_MAX * rx):
+        return Mechanism.PCIE
+    nodes = _f(x, "n_nodes") or 1.0
+    if nodes > 1:
+        return Mechanism.NETWORK
+    nvlink = _f(x, "nvlink_frac.mean")
+    if nvlink is not None and (_f(x, "has_nvlink") or 0.0) > 0 and nvlink >= (rx or 0.0):
+        return Mechanism.NVLINK
+    return Mechanism.PCIE
+
+
+def _io(x: FloatArray) -> Mechanism | None:
+    share = _f(x, "net_rx_share.mean")
+    if share is None:
+        return None
+    symmetry = _f(x, "net_symmetry.mean")
+    reads = _f(x, "log_read_per_gpu.mean")
+    # All-reduce traffic is symmetric; storage reads are one-way. When the local disk is idle, the
+    # receive traffic is the data even if gradients share the NIC.
+    one_way = symmetry is None or symmetry < ALLREDUCE_SYMMETRY_MIN
+    disk_idle = reads is not None and reads < DISK_IDLE_LOG_MAX
+    if share >= NET_READ_SHARE_MIN and (one_way or disk_idle):
+        return Mechanism.NETWORK_STORAGE
+    return Mechanism.LOCAL_DISK
+
+
+def _cpu(x: FloatArray) -> Mechanism:
+    throttled = _f(x, "sc_throttled_frac.mean", "cpu_throttled_frac.mean")
+    if throttled is not None and throttled >= THROTTLED_MIN:
+        return Mechanism.THROTTLED
+    busy = _f(x, "node_cpu_busy_frac.mean")
+    limit = _f(x, "sc_cpu_limit_frac.mean", "cpu_limit_frac.mean")
+    per_pod = _f(x, "cpu_node_frac.mean")
+    pods, nodes = _f(x, "n_pods") or 1.0, _f(x, "n_nodes") or 1.0
+    # The job's own share of its nodes' cores: its pods on one node share them.
+    job_share = per_pod * pods / nodes if per_pod is not None else None
+    if (
+        (busy is not None and busy >= NODE_BUSY_SATURATED)
+        or (limit is not None and limit >= LIMIT_SATURATED)
+        or (job_share is not None and job_share >= JOB_SHARE_SATURATED)
+    ):
+        return Mechanism.SATURATED
+    return Mechanism.TOO_FEW_WORKERS
+
+
+_RULES: dict[Bottleneck, Callable[[FloatArray], Mechanism | None]] = {
+    Bottleneck.GPU: _gpu,
+    Bottleneck.MEMORY: _memory,
+    Bottleneck.INTERCONNECT: _interconnect,
+    Bottleneck.IO: _io,
+    Bottleneck.CPU: _cpu,
+}
+
+
+def decide_mechanism(cls: Bottleneck, x: FloatArray) -> Mechanism | None:
+    """The mechanism of a verdict's class in one window.
+
+    Args:
+        cls: the verdict's class.
+        x: the window's feature row (columns as ``features.FEATURE_NAMES``).
+
+    Returns:
+        One of ``MECHANISMS[cls]``, or None for Unknown or when no signal tells.
+    """
+    rule = _RULES.get(cls)
+    return rule(x) if rule is not None else None

@@ -1,0 +1,173 @@
+"""Mechanisms: one test per rule on feature rows, the simulator's truth, and the rules against it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from bottleneck_operator.analysis.classify import analyze_windows
+from bottleneck_operator.analysis.evaluation import mechanism_accuracy, mechanism_lines
+from bottleneck_operator.analysis.features import FEATURE_INDEX, N_FEATURES, extract_features
+from bottleneck_operator.analysis.mechanism import decide_mechanism
+from bottleneck_operator.analysis.model import load_model
+from bottleneck_operator.contract.verdict import MECHANISMS, Bottleneck, Mechanism
+from bottleneck_operator.simulation import SimulatedJob, generate_jobs
+
+B, M = Bottleneck, Mechanism
+START = 1767225600.0  # fixed: the simulator's output does not depend on the calendar
+
+
+def row(**features: float) -> np.ndarray:
+    """A feature row with only the named features present (``a__b`` stands for ``a.b``)."""
+    x = np.full(N_FEATURES, np.nan)
+    for name, v in features.items():
+        x[FEATURE_INDEX[name.replace("__", ".")]] = v
+    return x
+
+
+def test_every_class_names_only_its_own_mechanisms() -> None:
+    assert set(MECHANISMS) == {B.IO, B.CPU, B.INTERCONNECT, B.GPU, B.MEMORY}
+    named = [m for ms in MECHANISMS.values() for m in ms]
+    assert sorted(named) == sorted(Mechanism)
+    assert decide_mechanism(B.UNKNOWN, row(gpu_util__mean=0.9)) is None
+
+
+def test_gpu_small_kernels_are_launch_bound() -> None:
+    launch = row(gpu_util__mean=0.85, sm_active__mean=0.18, tensor_active__mean=0.05, cpu_per_gpu__mean=1.1)
+    assert decide_mechanism(B.GPU, launch) is M.LAUNCH_BOUND
+    assert decide_mechanism(B.GPU, row(gpu_util__mean=0.85, sm_active__mean=0.7, cpu_per_gpu__mean=1.1)) is M.COMPUTE
+
+
+def test_gpu_launch_bound_without_sm_needs_idle_memory_and_tensor_pipes() -> None:
+    quiet = row(gpu_util__mean=0.8, dram_active__mean=0.06, tensor_active__mean=0.04, cpu_per_gpu__mean=1.0)
+    assert decide_mechanism(B.GPU, quiet) is M.LAUNCH_BOUND
+    fp32 = row(gpu_util__mean=0.8, dram_active__mean=0.3, tensor_active__mean=0.04, cpu_per_gpu__mean=1.0)
+    assert decide_mechanism(B.GPU, fp32) is M.COMPUTE
+    # GPU_UTIL alone (DEV fields, no memory figure): nothing tells small kernels apart.
+    assert decide_mechanism(B.GPU, row(gpu_util__mean=0.9)) is M.COMPUTE
+
+
+def test_gpu_without_a_busy_host_thread_is_compute() -> None:
+    idle_host = row(gpu_util__mean=0.85, sm_active__mean=0.18, cpu_per_gpu__mean=0.2)
+    assert decide_mechanism(B.GPU, idle_host) is M.COMPUTE
+    assert decide_mechanism(B.GPU, row(gpu_util__mean=0.4, sm_active__mean=0.1)) is M.COMPUTE
+
+
+@pytest.mark.parametrize(
+    "features",
+    [
+        {"sc_psi_mem_some__mean": 0.3},
+        {"node_psi_mem_some__mean": 0.12},
+        {"log_majfault__mean": 3.8},
+        {"node_swap_used_frac__mean": 0.5},
+    ],
+)
+def test_memory_host_pressure_from_psi_faults_or_swap(features: dict[str, float]) -> None:
+    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.7, **features)) is M.HOST_MEMORY_PRESSURE
+
+
+def test_memory_hbm_bandwidth_when_dram_busy_and_host_calm() -> None:
+    calm = {"node_psi_mem_some__mean": 0.005, "log_majfault__mean": 1.0}
+    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.65, **calm)) is M.HBM_BANDWIDTH
+    assert decide_mechanism(B.MEMORY, row(mem_copy_util__mean=0.6, **calm)) is M.HBM_BANDWIDTH
+    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.1, **calm)) is None
+    assert decide_mechanism(B.MEMORY, row()) is None
+
+
+def test_interconnect_one_way_h2d_is_pcie_even_across_nodes() -> None:
+    h2d = row(pcie_rx_frac__mean=0.6, pcie_tx_frac__mean=0.02, n_nodes=2.0)
+    assert decide_mechanism(B.INTERCONNECT, h2d) is M.PCIE
+
+
+def test_interconnect_across_nodes_is_network() -> None:
+    rdma = row(pcie_rx_frac__mean=0.4, pcie_tx_frac__mean=0.38, n_nodes=4.0)  # GPUDirect: PCIe both ways
+    assert decide_mechanism(B.INTERCONNECT, rdma) is M.NETWORK
+    assert decide_mechanism(B.INTERCONNECT, row(n_nodes=2.0)) is M.NETWORK
+
+
+def test_interconnect_in_one_node_is_nvlink_or_peer_pcie() -> None:
+    nv = row(pcie_rx_frac__mean=0.05, pcie_tx_frac__mean=0.04, nvlink_frac__mean=0.5, has_nvlink=1.0, n_nodes=1.0)
+    assert decide_mechanism(B.INTERCONNECT, nv) is M.NVLINK
+    p2p = row(pcie_rx_frac__mean=0.15, pcie_tx_frac__mean=0.15, has_nvlink=0.0, n_nodes=1.0)
+    assert decide_mechanism(B.INTERCONNECT, p2p) is M.PCIE
+
+
+def test_io_reads_over_the_nic_are_network_storage() -> None:
+    nfs = row(net_rx_share__mean=0.95, net_symmetry__mean=0.05, log_read_per_gpu__mean=4.0)
+    assert decide_mechanism(B.IO, nfs) is M.NETWORK_STORAGE
+    # Gradients share the NIC (symmetric), but the local disk is idle: the reads are remote.
+    mixed = row(net_rx_share__mean=0.98, net_symmetry__mean=0.75, log_read_per_gpu__mean=4.5)
+    assert decide_mechanism(B.IO, mixed) is M.NETWORK_STORAGE
+
+
+def test_io_block_reads_are_local_disk() -> None:
+    nvme = row(net_rx_share__mean=0.05, net_symmetry__mean=0.4, log_read_per_gpu__mean=9.0)
+    assert decide_mechanism(B.IO, nvme) is M.LOCAL_DISK
+    allreduce = row(net_rx_share__mean=0.7, net_symmetry__mean=0.9, log_read_per_gpu__mean=8.5)
+    assert decide_mechanism(B.IO, allreduce) is M.LOCAL_DISK
+    assert decide_mechanism(B.IO, row()) is None
+
+
+def test_cpu_throttled_from_the_jobs_own_cgroup() -> None:
+    assert decide_mechanism(B.CPU, row(cpu_throttled_frac__mean=0.4, node_cpu_busy_frac__mean=0.3)) is M.THROTTLED
+    assert decide_mechanism(B.CPU, row(sc_throttled_frac__mean=0.3)) is M.THROTTLED
+
+
+def test_cpu_saturated_when_no_cores_are_idle() -> None:
+    assert decide_mechanism(B.CPU, row(node_cpu_busy_frac__mean=0.95, cpu_node_frac__mean=0.3)) is M.SATURATED
+    assert decide_mechanism(B.CPU, row(cpu_limit_frac__mean=0.95)) is M.SATURATED
+    two_pods = row(node_cpu_busy_frac__mean=0.7, cpu_node_frac__mean=0.3, n_pods=2.0, n_nodes=1.0)
+    assert decide_mechanism(B.CPU, two_pods) is M.SATURATED
+
+
+def test_cpu_too_few_workers_when_cores_stand_idle() -> None:
+    idle = row(node_cpu_busy_frac__mean=0.3, cpu_node_frac__mean=0.15, cpu_limit_frac__mean=0.4, n_pods=1.0)
+    assert decide_mechanism(B.CPU, idle) is M.TOO_FEW_WORKERS
+
+
+@pytest.fixture(scope="module")
+def sim_jobs() -> list[SimulatedJob]:
+    return generate_jobs(31, 150, start=START, duration=900.0, holdout=True)
+
+
+def test_simulated_truth_names_a_mechanism_of_the_label(sim_jobs: list[SimulatedJob]) -> None:
+    seen = Counter(j.mechanism for j in sim_jobs)
+    for j in sim_jobs:
+        assert j.mechanism is None or j.mechanism in MECHANISMS[j.label]
+        assert j.ground_truth()["mechanism"] == (j.mechanism.value if j.mechanism else None)
+    # The kinds the simulator adds for mechanisms are drawn.
+    assert seen[M.LAUNCH_BOUND] > 0 and seen[M.HBM_BANDWIDTH] > 0 and seen[M.NETWORK_STORAGE] > 0
+
+
+def test_rules_recover_the_simulated_mechanism(sim_jobs: list[SimulatedJob]) -> None:
+    x = extract_features([j.to_window() for j in sim_jobs])
+    hits = [decide_mechanism(j.label, r) == j.mechanism for j, r in zip(sim_jobs, x, strict=True) if j.mechanism]
+    assert len(hits) > 100
+    assert sum(hits) / len(hits) >= 0.8
+
+
+def test_verdicts_carry_the_mechanism_and_the_evaluation_scores_it(sim_jobs: list[SimulatedJob]) -> None:
+    model = load_model()
+    jobs = sim_jobs[:60]
+    windows = [j.to_window() for j in jobs]
+    detailed = analyze_windows(windows, model)
+    bare = analyze_windows(windows, model, with_details=False)
+    for d, b in zip(detailed, bare, strict=True):
+        assert d.mechanism == b.mechanism
+        assert d.mechanism is None if d.bottleneck is B.UNKNOWN else d.mechanism in (None, *MECHANISMS[d.bottleneck])
+    results = [SimpleNamespace(verdict=v, window=w) for v, w in zip(detailed, windows, strict=True)]
+    table = mechanism_accuracy(jobs, results)
+    with_truth = [j for j in jobs if j.mechanism is not None]
+    assert table["all"]["jobs"] == len(with_truth)
+    right = sum(
+        v.bottleneck.value == j.label.value and v.mechanism == j.mechanism
+        for j, v in zip(jobs, detailed, strict=True)
+        if j.mechanism is not None
+    )
+    assert table["all"]["end_to_end"] == round(right / len(with_truth), 4)
+    assert sum(d["jobs"] for k, d in table.items() if k != "all") == len(with_truth)
+    text = "\n".join(mechanism_lines(table))
+    assert "launch-bound" in text and "end to end" in text
