@@ -24,9 +24,9 @@ from bottleneck_operator.simulation.stages import StageTimes
 MECHANISMS: dict[Bottleneck, tuple[str, ...]] = {
     Bottleneck.IO: ("io-storage",),
     Bottleneck.CPU: ("cpu-decode", "cpu-throttle"),
-    Bottleneck.MEMORY: ("mem-host", "mem-dram", "mem-fb"),
+    Bottleneck.MEMORY: ("mem-host", "mem-dram"),
     Bottleneck.INTERCONNECT: ("ic-h2d", "ic-comm"),
-    Bottleneck.GPU: ("gpu",),
+    Bottleneck.GPU: ("gpu", "gpu-launch"),
 }
 
 
@@ -40,6 +40,8 @@ class Scenario:
     """Everything that defines one simulated job; plain values so it serialises as JSON.
 
     Per-step times are per GPU batch; rates are bytes/s; see ``stages.StageTimes`` for the stages.
+    ``kernel_duty`` is the share of the GPU's step time in which kernels actually run: below 1 for
+    launch-bound jobs, whose small kernels leave the GPU idle while the host launches the next one.
     """
 
     seed: int
@@ -69,10 +71,10 @@ class Scenario:
     dram_ratio: float
     faults_per_sample: float
     fault_latency_s: float
-    fb_stall_s: float
     overlap_slack: float
     tensor_eff: float
     sm_eff: float
+    kernel_duty: float
     times: StageTimes
     label: str
     margin: float
