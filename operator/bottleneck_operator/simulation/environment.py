@@ -127,21 +127,11 @@ def sample_environment(
     """
     tags: list[str] = []
     fieldset, missing, si, sidecar = _draw_exporters(rng, cat.GPU_KINDS[gpu], dcgm_fieldset, scrape_interval, tags)
-    # Most installations keep dcgm-exporter's default collection interval; some lower it.
-    collect = float(rng.choice([30.0, 10.0, 5.0], p=[0.75, 0.15, 0.1]))
-    if collect > si:
-        tags.append("dcgm_repeats")
+    paths = _draw_data_paths(rng, si, n_nodes, tags)
     if storage_network:
         tags.append("network_storage")
-    rdma = n_nodes > 1 and bool(rng.random() < 0.5)
     if n_nodes > 1:
         tags.append("multi_node")
-    if rdma:
-        tags.append("rdma")
-    mmap_dataset = bool(rng.random() < 0.3)
-    active_cache = float(rng.uniform(0.05, 0.6)) if rng.random() < 0.5 else 0.0
-    if mmap_dataset:
-        tags.append("mmap_dataset")
     # Multi-node all-reduce that dominates: NCCL kernels keep GPU_UTIL high while the SMs mostly wait.
     if n_nodes > 1 and comm_share > 0.99 and kernel_share < 0.4:
         tags.append("nccl_busy")
@@ -151,7 +141,6 @@ def sample_environment(
         dcgm_fieldset=fieldset,
         prof_missing=missing,
         scrape_interval=si,
-        dcgm_collect_s=collect,
         sidecar=sidecar,
         neighbour_pods=n_pods,
         neighbour_cpu=nb_cpu,
@@ -164,12 +153,21 @@ def sample_environment(
         swap_bytes=swap,
         swap_used_frac=swap_used,
         fb_frac=fb,
-        rdma=rdma,
-        mmap_dataset=mmap_dataset,
-        active_cache_frac=active_cache,
+        **paths,
         **_draw_rest(rng),
     )
     return env, tuple(tags)
+
+
+def _draw_data_paths(rng: np.random.Generator, si: float, n_nodes: int, tags: list[str]) -> dict[str, Any]:
+    """How data reaches the job and how dcgm-exporter samples it; tags appended."""
+    # Most installations keep dcgm-exporter's default collection interval; some lower it.
+    collect = float(rng.choice([30.0, 10.0, 5.0], p=[0.75, 0.15, 0.1]))
+    rdma = n_nodes > 1 and bool(rng.random() < 0.5)
+    mmap_dataset = bool(rng.random() < 0.3)
+    active_cache = float(rng.uniform(0.05, 0.6)) if rng.random() < 0.5 else 0.0
+    tags.extend(t for t, on in (("dcgm_repeats", collect > si), ("rdma", rdma), ("mmap_dataset", mmap_dataset)) if on)
+    return {"dcgm_collect_s": collect, "rdma": rdma, "mmap_dataset": mmap_dataset, "active_cache_frac": active_cache}
 
 
 def _draw_exporters(
