@@ -1,7 +1,8 @@
 """Analysis benchmark: the held-out evaluation through a real Prometheus, and the throughput figure.
 
 Prints the evaluation (confusion matrix, per-class figures, macro-F1, abstention, ECE, the rule
-baseline side by side and the breakdowns) and the number of job windows per second that feature
+baseline side by side and the breakdowns), the framebuffer check (held-out Jobs with the framebuffer
+forced to 0.98 must keep every verdict) and the number of job windows per second that feature
 extraction plus prediction handle on one core.
 """
 
@@ -11,10 +12,12 @@ import os
 import statistics
 import sys
 import time
+from typing import Any
 
 # Unset: the evaluation's default size (rounds of a fresh local Prometheus each, ~4-5 minutes in all).
 EVAL_JOBS = os.environ.get("BENCH_ANALYSIS_JOBS")
 THROUGHPUT_WINDOWS = 2000
+FB_JOBS = 400
 
 
 def throughput() -> None:
@@ -55,6 +58,42 @@ def mechanism_summary(mechanisms: dict[str, dict[str, float]]) -> None:
         )
 
 
+def framebuffer_check() -> None:
+    """Verdict changes when every held-out Job's framebuffer reads 0.98 full (a full one is no stall)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from bottleneck_operator.analysis.classify import analyze_windows
+    from bottleneck_operator.analysis.model import load_model
+    from bottleneck_operator.commands.train import simulated_windows
+
+    model = load_model()
+    _, windows = simulated_windows(5151, FB_JOBS, holdout=True)
+
+    def forced(w: Any) -> Any:
+        pods = [
+            replace(
+                p, signals={**p.signals, "fb_used_frac": np.where(np.isnan(p.signals["fb_used_frac"]), np.nan, 0.98)}
+            )
+            for p in w.pods
+        ]
+        return replace(w, pods=tuple(pods))
+
+    before = analyze_windows(windows, model)
+    after = analyze_windows([forced(w) for w in windows], model)
+    changed = sum(
+        (a.bottleneck, round(a.confidence, 6), [e.signal for e in a.evidence])
+        != (b.bottleneck, round(b.confidence, 6), [e.signal for e in b.evidence])
+        for a, b in zip(before, after, strict=True)
+    )
+    as_evidence = sum(e.signal == "fb_used_frac" for v in after for e in v.evidence)
+    print(
+        f"framebuffer forced to 0.98 on {len(windows)} held-out Jobs: {changed} verdicts changed "
+        f"(class, confidence or evidence), framebuffer cited as evidence {as_evidence} times"
+    )
+
+
 def main() -> None:
     from bottleneck_operator.analysis.evaluation import format_report
     from bottleneck_operator.commands.evaluate import DEFAULT_JOBS, DEFAULT_ROUND, DEFAULT_SEED, run_evaluation
@@ -68,6 +107,7 @@ def main() -> None:
     print()
     mechanism_summary(report.get("mechanisms") or {})
     print()
+    framebuffer_check()
     throughput()
 
 

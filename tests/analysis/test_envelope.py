@@ -56,5 +56,7 @@ def test_model_file_keeps_the_envelope(tiny_model: BottleneckModel, tmp_path: Pa
     assert loaded.envelope is not None
     np.testing.assert_array_equal(loaded.envelope.low, envelope.low)
     np.testing.assert_array_equal(loaded.envelope.high, envelope.high)
-    save_model(tiny_model, tmp_path)  # a model without one loads without one
+    assert tiny_model.envelope is not None  # fitting keeps the training envelope
+    bare = BottleneckModel(tiny_model.estimator, temperature=tiny_model.temperature, version="bare")
+    save_model(bare, tmp_path)  # a model without one loads without one
     assert load_model(path).envelope is None

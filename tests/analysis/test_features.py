@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from bottleneck_operator.analysis.derived import drop_dcgm_repeats
 from bottleneck_operator.analysis.features import (
     FEATURE_INDEX,
     FEATURE_NAMES,
@@ -14,7 +15,7 @@ from bottleneck_operator.analysis.features import (
     feature_schema_hash,
     value,
 )
-from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import JobWindow
 
@@ -69,9 +70,10 @@ def test_util_gap_and_quantiles() -> None:
     assert abs(value(x, "util_gap.mean") - (0.97 - 0.35)) < 1e-9  # type: ignore[operator]
     w = make_window(Bottleneck.GPU, noise=0.0)
     ramp = np.linspace(0.0, 1.0, 30)
-    w.pods[0].signals["sm_active"][:] = ramp  # type: ignore[index]
+    w.pods[0].signals["gr_engine_active"][:] = ramp  # type: ignore[index]
     x = extract_features([w])[0]
-    assert value(x, "sm_active.p10") < value(x, "sm_active.p50") < value(x, "sm_active.p90")  # type: ignore[operator]
+    p10, p50, p90 = (value(x, f"gr_engine_active.{q}") for q in ("p10", "p50", "p90"))
+    assert p10 < p50 < p90  # type: ignore[operator]
     assert abs(value(x, "act_low_share") - np.mean(ramp < 0.3)) < 1e-9  # type: ignore[operator]
 
 
@@ -84,11 +86,12 @@ def test_samples_lost_are_ignored() -> None:
 
 def test_pod_spread_shows_a_straggler() -> None:
     w = make_window(Bottleneck.GPU, pods=3, noise=0.0)
-    w.pods[2].signals["sm_active"][:] = 0.2  # type: ignore[index]
+    # Busy fractions come from GR_ENGINE_ACTIVE (time busy), not SM_ACTIVE (which also measures fill).
+    w.pods[2].signals["gr_engine_active"][:] = 0.2  # type: ignore[index]
     x = extract_features([w])[0]
-    assert abs(value(x, "act.mean.podmax") - 0.92) < 1e-9  # type: ignore[operator]
+    assert abs(value(x, "act.mean.podmax") - 0.95) < 1e-9  # type: ignore[operator]
     assert abs(value(x, "act.mean.podmin") - 0.2) < 1e-9  # type: ignore[operator]
-    assert abs(value(x, "act_pod_spread") - 0.72) < 1e-9  # type: ignore[operator]
+    assert abs(value(x, "act_pod_spread") - 0.75) < 1e-9  # type: ignore[operator]
     assert value(x, "n_pods") == 3
 
 
@@ -152,3 +155,34 @@ def test_strided_and_integer_series_are_read_by_value() -> None:
     x = extract_features([odd, plain])
     np.testing.assert_allclose(x[0], x[1], atol=1e-9, equal_nan=True)
     assert value(x[0], "cpu_node_frac.mean") is not None
+
+
+def test_busy_time_is_not_spatial_fill() -> None:
+    """Small kernels: GPU_UTIL and GR_ENGINE_ACTIVE high, SM_ACTIVE low; the GPU is busy, not idle."""
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    w.pods[0].signals["sm_active"][:] = 0.15  # type: ignore[index]
+    x = extract_features([w])[0]
+    assert abs(value(x, "act.mean") - 0.95) < 1e-9  # type: ignore[operator]
+    assert abs(value(x, "sm_fill.mean") - 0.15 / 0.95) < 1e-9  # type: ignore[operator]
+    assert abs(value(x, "util_gr_gap.mean") - (0.99 - 0.95)) < 1e-9  # type: ignore[operator]
+
+
+def test_repeated_dcgm_samples_count_once() -> None:
+    """A 30 s dcgm-exporter collection scraped every 15 s: each collection counts once, host samples all."""
+    gpu = [n for f in Family if f.value.startswith("dcgm") for n in signals_of(f)]
+    doubled = make_window(Bottleneck.IO, seed=4)
+    once = make_window(Bottleneck.IO, seed=4)
+    for a, b in zip(doubled.pods, once.pods, strict=True):
+        for name in gpu:
+            if name in a.signals:
+                held = np.repeat(np.asarray(a.signals[name])[::2], 2)[: len(a.signals[name])]
+                a.signals[name][:] = held  # type: ignore[index]
+                b.signals[name][:] = np.where(np.arange(len(held)) % 2 == 1, np.nan, held)  # type: ignore[index]
+    np.testing.assert_allclose(extract_features([doubled]), extract_features([once]), equal_nan=True)
+    # GPU_UTIL held at 100 % while power moves is a busy GPU, not a repeat: every sample stays.
+    raw = np.full((1, len(SIGNAL_NAMES), 6), np.nan)
+    raw[0, SIGNAL_NAMES.index("gpu_util")] = 1.0
+    raw[0, SIGNAL_NAMES.index("fb_used_frac")] = 0.98
+    raw[0, SIGNAL_NAMES.index("power_w")] = [300.0, 300.0, 310.5, 290.25, 290.25, 305.0]
+    kept = ~np.isnan(drop_dcgm_repeats(raw)[0, SIGNAL_NAMES.index("gpu_util")])
+    assert kept.tolist() == [True, False, True, True, False, True]

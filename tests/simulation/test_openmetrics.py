@@ -51,7 +51,12 @@ def jobs() -> list[SimulatedJob]:
     pool = generate_jobs(17, 150, start=START, duration=600, scrape_interval=30, dcgm_fieldset="full")
     chosen: list[SimulatedJob] = []
     wants = [
-        lambda j: j.params.env.sidecar and j.params.cpu_limit is not None and j.params.env.mem_limit_bytes,
+        lambda j: (
+            j.params.env.sidecar
+            and j.params.cpu_limit is not None
+            and j.params.env.mem_limit_bytes
+            and j.params.env.ksm
+        ),
         lambda j: j.params.env.node_psi and j.params.env.ksm and j.params.env.neighbour_pods > 0,
         lambda j: "nvlink" in j.params.gpu.lower() or j.params.gpu in ("A100", "H100", "V100"),
     ]

@@ -134,3 +134,18 @@ def test_counter_reset_is_undone_like_rate() -> None:
         assert (values[np.isfinite(values)] >= 0).all(), name
     rx = pod.signals["node_net_rx_bps"]
     assert np.nanmax(rx) < 10 * np.nanmedian(rx)
+
+
+def test_a_full_framebuffer_is_drawn_for_every_class() -> None:
+    """Allocators reserve the framebuffer whatever bounds the step, so fullness must not mark a class."""
+    from bottleneck_operator.simulation.draw import draw_scenario
+
+    rng = np.random.default_rng(5)
+    for target in (c for c in Bottleneck if c is not Bottleneck.UNKNOWN):
+        fb = np.array(
+            [draw_scenario(rng, target, ambiguous=False, holdout=False, seed=i).env.fb_frac for i in range(120)]
+        )
+        assert fb.max() <= 0.99
+        # Roughly a third of each class near full (TensorFlow's default, tuned batches, PyTorch's cache).
+        assert 0.15 < float(np.mean(fb >= 0.93)) < 0.55, target
+        assert float(np.mean(fb < 0.7)) > 0.2, target

@@ -147,16 +147,10 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "mem_working_set_vs_limit",
         ),
         _a(
-            "Use a smaller batch or activation checkpointing",
-            "Both shrink GPU memory use when the framebuffer is nearly full.",
-            "fb_used_frac",
-        ),
-        _a(
             "Train in mixed precision",
             "Half-width activations and weights halve the bytes each kernel moves.",
             "dram_active",
             "dram_active_minus_tensor_active",
-            "fb_used_frac",
         ),
         _a(
             "Fuse bandwidth-bound kernels",

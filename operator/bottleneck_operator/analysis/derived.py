@@ -13,12 +13,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bottleneck_operator.contract.signals import SIGNAL_NAMES
+from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
 from bottleneck_operator.contract.window import FloatArray
 
 # --- derived per-pod series (name -> meaning). Order is the feature schema: append only.
 SERIES: tuple[str, ...] = (
-    "act",  # best GPU activity: sm_active > gr_engine_active > gpu_util
+    # time the GPU was busy: gr_engine_active > sm_active > gpu_util. SM_ACTIVE also measures spatial
+    # fill (a kernel on a fifth of the SMs reads 0.2), and GPU_UTIL reads 100 % for one kernel on one SM.
+    "act",
     "gpu_util",
     "gr_engine_active",
     "sm_active",
@@ -26,7 +28,6 @@ SERIES: tuple[str, ...] = (
     "tensor_active",
     "dram_active",
     "mem_copy_util",
-    "fb_used_frac",
     "util_gap",  # gpu_util - (sm_active or gr_engine_active): kernels running but SMs idle (NCCL, tiny kernels)
     "tensor_per_act",  # tensor pipe share while the GPU is active
     "dram_minus_tensor",  # bandwidth-bound kernels: DRAM busy, tensor pipes not
@@ -73,8 +74,20 @@ SERIES: tuple[str, ...] = (
     # (remote storage through FUSE/NFS sits in iowait while the CPU is not saturated; a CPU-bound node
     # has no idle time left to wait in)
     "iowait_of_idle",
+    # GPU_UTIL minus the graphics engine's busy time: small kernels with launch gaps in between read as
+    # busy on GPU_UTIL's short sample period, not on GR_ENGINE_ACTIVE (NCCL kernels read busy on both)
+    "util_gr_gap",
+    "sm_fill",  # sm_active / gr_engine_active: how much of the GPU its kernels fill while it is busy
+    # min(rx, tx) / max(rx, tx) on PCIe: GPUDirect RDMA collectives cross it equally both ways, while
+    # input batches only go host to device (RDMA bypasses node_network_*, so net_symmetry misses them)
+    "pcie_symmetry",
 )
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
+_DCGM = [
+    _RAW[n]
+    for f in (Family.DCGM_DEV, Family.DCGM_PROF, Family.DCGM_PROF_SM, Family.DCGM_PROF_NVLINK)
+    for n in signals_of(f)
+]
 SERIES_INDEX: dict[str, int] = {name: i for i, name in enumerate(SERIES)}
 
 
@@ -114,6 +127,33 @@ def _rel_peak(x: FloatArray) -> FloatArray:
     return _div(x, peak)
 
 
+def drop_dcgm_repeats(raw: FloatArray) -> FloatArray:
+    """The pods' signals with repeated dcgm-exporter samples blanked (NaN).
+
+    dcgm-exporter serves what it last collected (every 30 s by default), so 15 s scrapes, or a query
+    step finer than the scrape interval, show each collection twice. Counted twice, such repeats would
+    look like a flat signal and weigh twice in every statistic. A sample is a repeat when every GPU
+    field present equals the previous sample's, power included (a real power reading never repeats
+    to the last digit between two collections).
+    """
+    if raw.shape[2] < 2:
+        return raw
+    dcgm = raw[:, _DCGM, :]
+    cur, prev = dcgm[:, :, 1:], dcgm[:, :, :-1]
+    present = ~np.isnan(cur)
+    same = np.where(present, cur == prev, True).all(axis=1)
+    power = raw[:, _RAW["power_w"], 1:]
+    repeat = same & ~np.isnan(power) & (power == raw[:, _RAW["power_w"], :-1]) & (present.sum(axis=1) >= 3)
+    if not repeat.any():
+        return raw
+    out = raw.copy()
+    blank = np.zeros(raw.shape[::2], dtype=bool)
+    blank[:, 1:] = repeat
+    for i in _DCGM:
+        out[:, i, :][blank] = np.nan
+    return out
+
+
 def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: FloatArray) -> FloatArray:
     """Derived series for every pod.
 
@@ -126,6 +166,7 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
     """
     p, _, t = raw.shape
     d = np.full((p, len(SERIES), t), np.nan)
+    raw = drop_dcgm_repeats(raw)
 
     def g(name: str) -> FloatArray:
         return _raw(raw, name)
@@ -143,8 +184,9 @@ def _gpu_columns(
 ) -> dict[str, FloatArray]:
     """GPU activity, pipes, memory and links."""
     gpu_util, gr, sm = g("gpu_util"), g("gr_engine_active"), g("sm_active")
-    act = _coalesce(sm, gr, gpu_util)
+    act = _coalesce(gr, sm, gpu_util)
     tensor, dram = g("tensor_active"), g("dram_active")
+    pcie_rx, pcie_tx = g("pcie_rx_bps"), g("pcie_tx_bps")
     cols: dict[str, FloatArray] = {
         "act": act,
         "gpu_util": gpu_util,
@@ -154,12 +196,14 @@ def _gpu_columns(
         "tensor_active": tensor,
         "dram_active": dram,
         "mem_copy_util": g("mem_copy_util"),
-        "fb_used_frac": g("fb_used_frac"),
         "util_gap": gpu_util - _coalesce(sm, gr),
         "tensor_per_act": _div(tensor, np.maximum(act, 0.02)),
         "dram_minus_tensor": dram - tensor,
+        "util_gr_gap": gpu_util - gr,
+        "sm_fill": np.clip(_div(sm, np.maximum(gr, 0.05)), 0.0, 1.5),
         "pcie_rx_frac": _div(g("pcie_rx_bps"), pcie),
         "pcie_tx_frac": _div(g("pcie_tx_bps"), pcie),
+        "pcie_symmetry": _div(np.fmin(pcie_rx, pcie_tx), np.fmax(pcie_rx, pcie_tx) + 1.0),
     }
     nv_prof = _nan_sum(g("nvlink_tx_bps"), g("nvlink_rx_bps"))
     nv_bytes = _coalesce(nv_prof, g("nvlink_total_bps"))

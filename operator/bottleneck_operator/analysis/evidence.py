@@ -211,9 +211,6 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
         ),
         Candidate("tensor_active.mean", "tensor_active", "ratio", 0.5, 0.1, "Tensor pipes were active {v} of cycles."),
         Candidate("sm_occupancy.mean", "sm_occupancy", "ratio", 0.5, 0.2, "SM occupancy averaged {v}."),
-        Candidate(
-            "fb_used_frac.mean", "fb_used_frac", "ratio", 0.9, 0.3, "GPU memory was {v} used, with room to spare."
-        ),
     ),
     Bottleneck.MEMORY: (
         Candidate(
@@ -231,14 +228,6 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.6,
             0.2,
             "DRAM activity exceeded tensor-pipe activity by {v}: kernels wait on memory, not on math.",
-        ),
-        Candidate(
-            "fb_used_frac.p90",
-            "fb_used_frac",
-            "ratio",
-            0.95,
-            0.85,
-            "GPU memory was {v} full (p90); at {r} allocations thrash or batches must shrink.",
         ),
         Candidate(
             "node_psi_mem_some.mean",

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from bottleneck_operator.analysis.envelope import fit_envelope
 from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features, feature_schema_hash
 from bottleneck_operator.analysis.model import BottleneckModel, fit_temperature
 from bottleneck_operator.contract.signals import Family, signals_of
@@ -223,8 +224,11 @@ def fit_model(
         random_state=seed,
     )
     names = np.array([c.value for c in CLASSES])
-    estimator.fit(data.x[~calib], names[data.y[~calib]])
-    model = BottleneckModel(estimator, temperature=1.0, version=version, metadata=metadata)
+    x_train = data.x[~calib]
+    estimator.fit(x_train, names[data.y[~calib]])
+    model = BottleneckModel(
+        estimator, temperature=1.0, version=version, metadata=metadata, envelope=fit_envelope(x_train)
+    )
     col = {c.value: i for i, c in enumerate(model.classes)}
     y_cal = np.array([col[names[i]] for i in data.y[calib]])
     model.temperature = fit_temperature(model.raw_scores(data.x[calib]), y_cal) if len(y_cal) else 1.0

@@ -14,6 +14,8 @@ from bottleneck_operator.analysis.hardware import GpuSpec, spec_for
 GB = 1e9
 GIB = 1024**3
 MIB = 1024**2
+# DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's unit: DCGM divides NVML's KiB/s by 1000 (docs/telemetry.md).
+NVLINK_TOTAL_UNIT_BYTES = 1.024e6
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,8 @@ class StorageKind:
             cgroup io.stat all stay near zero).
         device: block device name node-exporter reports for local storage.
         iowait_factor: how much of the waiting shows as iowait / io pressure (FUSE waits sit in the
-            request queue and show less of it than NFS or block I/O).
+            request queue and show less of it than NFS or block I/O; HTTP readers wait on sockets and
+            show none).
     """
 
     key: str
@@ -86,6 +89,9 @@ class StorageKind:
 STORAGE_KINDS: dict[str, StorageKind] = {
     # Object store through a FUSE mount (s3fs, mountpoint-s3, gcsfuse): far below local NVMe.
     "object-fuse": StorageKind("object-fuse", (0.1 * GB, 1.2 * GB), True, "nvme0n1", 0.5),
+    # Object store read over HTTP by the loader itself (boto3, WebDataset/fsspec streams): its workers
+    # sleep on sockets in S state, so no iowait, no D-state tasks and no I/O pressure.
+    "object-http": StorageKind("object-http", (0.1 * GB, 2.0 * GB), True, "nvme0n1", 0.0),
     # NFS / EFS: Amazon EFS gives one client up to ~1.5 GiB/s (elastic throughput).
     "nfs": StorageKind("nfs", (0.1 * GB, 1.5 * GIB), True, "nvme0n1", 1.0),
     # SATA SSD ~0.55 GB/s; NVMe Gen3 ~3.5 GB/s, Gen4 ~7 GB/s (vendor sequential-read figures).

@@ -86,7 +86,8 @@ def _gpu_series(
 ) -> Iterator[Series]:
     for name, (key, text) in fields.items():
         yield Series(name, "gauge", text, labels, values[key], "dcgm", up, scrape)
-    # A counter in dcgm-exporter, but its name has no _total: OpenMetrics calls it "unknown".
+    # Typed a counter in dcgm-exporter (its name has no _total, so OpenMetrics calls it "unknown"), yet
+    # the value is an instantaneous rate: a scraper that rate()s it gets garbage.
     yield Series(
         "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "unknown", "Total number of NVLink bandwidth counters for all lanes.",
         labels, values["nvlink_total"], "dcgm", up, scrape,
@@ -160,5 +161,5 @@ def _other_gpu(kind: cat.GpuKind, busy: float, n: int, rng: np.random.Generator)
         "sm_occupancy": sm * rng.uniform(0.2, 0.5),
         "nvlink_tx": np.zeros(n),
         "nvlink_rx": np.zeros(n),
-        "nvlink_total": np.full(n, float(rng.uniform(1e9, 1e12))),
+        "nvlink_total": np.zeros(n),
     }

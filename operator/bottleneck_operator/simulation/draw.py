@@ -41,7 +41,8 @@ def _pick(rng: np.random.Generator, options: tuple[Any, ...] | list[Any]) -> Any
 def _draw_combo(rng: np.random.Generator, holdout: bool, target: Bottleneck) -> tuple[str, str, int]:
     storages = list(cat.STORAGE_KINDS)
     if target is Bottleneck.IO and rng.random() < 0.6:
-        storages = ["object-fuse", "nfs", "sata-ssd"]  # most input-bound jobs read remote or slow storage
+        # most input-bound jobs read remote or slow storage
+        storages = ["object-fuse", "object-http", "nfs", "sata-ssd"]
     while True:
         combo = (_pick(rng, list(cat.GPU_KINDS)), _pick(rng, storages), _pick(rng, cat.NIC_GBPS))
         if in_holdout(*combo) == holdout:
@@ -310,7 +311,6 @@ def _draw_once(
     decode, loader, cpu_limit = _draw_cpu(d)
     faults, latency = _draw_host_memory(d, loader)
     dram_ratio = _draw_dram(d) * (LAUNCH_DRAM_SCALE if mechanism == "gpu-launch" else 1.0)
-    fb_stall = d.t(Bottleneck.MEMORY) if mechanism == "mem-fb" else 0.0
     pcie_eff, h2d = _draw_h2d(d)
     spb = comm_seconds_per_byte(gpu, shape.gpn_job, shape.n_nodes, nic)
     grad = _draw_grad(d, spb)
@@ -323,12 +323,14 @@ def _draw_once(
         comm=grad * spb,
         flops=t_flops,
         dram=t_flops * dram_ratio,
-        fb_stall=fb_stall,
     )
     label, margin, runner_up = label_of(times)
+    launch = mechanism == "gpu-launch"
     env, tags = _draw_environment(d, gpu, storage, times, label, (scrape_interval, dcgm_fieldset))
     if cpu_limit is not None and mechanism == "cpu-throttle":
         tags = (*tags, "cpu_throttled")
+    if launch:
+        tags = (*tags, "launch_bound")
     return Scenario(
         seed=seed, target=target.value, mechanism=mechanism, workload=wl.key, gpu=gpu,
         gpus_per_pod=gpp, n_pods=shape.n_pods, pods_per_node=shape.ppn, gpus_per_node=shape.gpus_per_node,
@@ -336,8 +338,11 @@ def _draw_once(
         storage_bw_bps=bw, nic_gbps=nic, batch=batch, gpu_sps=gpu_sps, bytes_per_sample=bytes_ps,
         decode_core_s=decode, loader_cores=loader, cpu_limit=cpu_limit, h2d_bytes=h2d, pcie_eff=pcie_eff,
         grad_bytes=grad, dram_ratio=dram_ratio, faults_per_sample=faults, fault_latency_s=latency,
-        fb_stall_s=fb_stall, overlap_slack=_u(rng, (0.02, 0.12)),
-        **_kernel_efficiency(rng, wl, mechanism), times=times, label=label.value, margin=margin,
+        overlap_slack=_u(rng, (0.02, 0.12)),
+        **_kernel_efficiency(rng, wl, mechanism),
+        # Kernels run only part of a launch-bound step, however busy GPU_UTIL reads.
+        kernel_duty=_u(rng, (0.45, 0.85)) if launch else 1.0,
+        times=times, label=label.value, margin=margin,
         runner_up=runner_up.value, env=env, tags=tags,
     )  # fmt: skip
 

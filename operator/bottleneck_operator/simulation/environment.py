@@ -29,6 +29,8 @@ class Environment:
             (+ SM activity/occupancy and NVLink PROF bytes).
         prof_missing: PROF signals this GPU part does not deliver despite the field set.
         scrape_interval: seconds between scrapes of every exporter.
+        dcgm_collect_s: seconds between dcgm-exporter's own collections (``-c``, 30 s by default): a
+            faster scrape repeats the last collected values.
         sidecar: the collector sidecar runs in the job's pods.
         node_psi: node-exporter has pressure metrics (kernel >= 4.20).
         ksm: kube-state-metrics is installed.
@@ -46,13 +48,23 @@ class Environment:
         noise: per-sample log-normal spread of stage times (burstiness).
         drift: amplitude of slow log-scale drifts of stage times.
         gap_prob: chance that an exporter misses a stretch of scrapes during the job.
-        fb_frac: framebuffer share the job holds (PyTorch's caching allocator keeps what it has used).
+        fb_frac: framebuffer share the job holds, drawn alike for every class: allocators reserve memory
+            whatever bounds the step, so a full framebuffer says nothing about the bottleneck.
         counter_reset: one exporter restarts mid-job (its counters start again from zero).
+        rdma: collectives between nodes run over RDMA (InfiniBand, RoCE, EFA) with GPUDirect: they
+            bypass the kernel's network stack (no node_network_* bytes) and cross each GPU's PCIe
+            link in both directions.
+        mmap_dataset: the loader reads a memory-mapped dataset (Arrow, LMDB, NumPy memmap): its reads
+            are major page faults, with no memory pressure behind them.
+        active_cache_frac: page cache of the files the job reads, on the active list, as a share of
+            its memory cap: cAdvisor's working set counts it, so a Job with no memory pressure can show
+            a working set near its limit.
     """
 
     dcgm_fieldset: str
     prof_missing: tuple[str, ...]
     scrape_interval: float
+    dcgm_collect_s: float
     sidecar: bool
     node_psi: bool
     ksm: bool
@@ -76,6 +88,9 @@ class Environment:
     gap_prob: float
     fb_frac: float
     counter_reset: bool
+    rdma: bool = False
+    mmap_dataset: bool = False
+    active_cache_frac: float = 0.0
 
 
 def sample_environment(
@@ -112,6 +127,7 @@ def sample_environment(
     """
     tags: list[str] = []
     fieldset, missing, si, sidecar = _draw_exporters(rng, cat.GPU_KINDS[gpu], dcgm_fieldset, scrape_interval, tags)
+    paths = _draw_data_paths(rng, si, n_nodes, tags)
     if storage_network:
         tags.append("network_storage")
     if n_nodes > 1:
@@ -137,9 +153,21 @@ def sample_environment(
         swap_bytes=swap,
         swap_used_frac=swap_used,
         fb_frac=fb,
+        **paths,
         **_draw_rest(rng),
     )
     return env, tuple(tags)
+
+
+def _draw_data_paths(rng: np.random.Generator, si: float, n_nodes: int, tags: list[str]) -> dict[str, Any]:
+    """How data reaches the job and how dcgm-exporter samples it; tags appended."""
+    # Most installations keep dcgm-exporter's default collection interval; some lower it.
+    collect = float(rng.choice([30.0, 10.0, 5.0], p=[0.75, 0.15, 0.1]))
+    rdma = n_nodes > 1 and bool(rng.random() < 0.5)
+    mmap_dataset = bool(rng.random() < 0.3)
+    active_cache = float(rng.uniform(0.05, 0.6)) if rng.random() < 0.5 else 0.0
+    tags.extend(t for t, on in (("dcgm_repeats", collect > si), ("rdma", rdma), ("mmap_dataset", mmap_dataset)) if on)
+    return {"dcgm_collect_s": collect, "rdma": rdma, "mmap_dataset": mmap_dataset, "active_cache_frac": active_cache}
 
 
 def _draw_exporters(
@@ -206,12 +234,26 @@ def _draw_memory(
         if rng.random() < 0.15:
             swap = float(rng.choice([8, 16, 32])) * cat.GIB
             swap_used = float(rng.uniform(0.0, 0.1))
-    fb = float(rng.uniform(0.95, 0.995)) if mechanism == "mem-fb" else float(rng.uniform(0.2, 0.97))
-    if mechanism == "mem-fb":
+    fb = _draw_fb(rng)
+    if fb >= 0.95:
         tags.append("fb_full")
     if mechanism == "mem-dram":
         tags.append("dram_bound")
     return mem_limit, ws, node_used, swap, swap_used, fb
+
+
+def _draw_fb(rng: np.random.Generator) -> float:
+    """Framebuffer share held, independent of the bottleneck (docs/telemetry.md "Framebuffer use").
+
+    TensorFlow maps nearly all of it by default, JAX preallocates 75 % (plus what it adds on top), and
+    PyTorch's caching allocator keeps freed blocks reserved, so it sits anywhere up to full.
+    """
+    u = rng.random()
+    if u < 0.25:  # TensorFlow without allow_growth, or a batch tuned to fill the GPU
+        return float(rng.uniform(0.93, 0.99))
+    if u < 0.4:  # JAX's default preallocation
+        return float(rng.uniform(0.75, 0.82))
+    return float(rng.uniform(0.2, 0.99))  # PyTorch: whatever the caching allocator has reserved so far
 
 
 def _draw_rest(rng: np.random.Generator) -> dict[str, Any]:

@@ -119,9 +119,12 @@ def _pod_cpu(c: _Step) -> tuple[F, F, F, F, F]:
     P, n = c.step.shape
     gpp = sc.gpus_per_pod
     decode = a * np.minimum(c.x["cpu"], c.step) / c.step * sc.loader_cores
-    main = gpp * rng.uniform(0.5, 1.0) * (0.3 + 0.7 * a)  # Python main loop, kernel launches
+    # Python main loop and kernel launches: a launch-bound job keeps one core per GPU fully busy.
+    main = gpp * (1.0 if sc.kernel_duty < 1 else rng.uniform(0.5, 1.0)) * (0.3 + 0.7 * a)
     startup = (1 - a) * (1 - c.ckpt) * rng.uniform(1.0, 2.5) * (c.rel < sc.env.startup_s * 1.5)
     faults_ps = c.sps * gpp * sc.faults_per_sample + rng.uniform(0.0, 2.0, (P, n))
+    if sc.env.mmap_dataset:  # every page-cache miss is a major fault, one per 128 KiB readahead window
+        faults_ps = faults_ps + c.sps * gpp * sc.bytes_per_sample / (128 * 1024)
     demand = _jit(rng, decode + main + startup + c.ckpt * 1.0, 0.04) + faults_ps * FAULT_CPU_S
     limit = sc.cpu_limit
     if limit is not None:
@@ -148,6 +151,10 @@ def _pod_memory(c: _Step, faults_ps: F) -> F:
     cap_mem = env.mem_limit_bytes or sc.node_mem_bytes / sc.pods_per_node * 0.35
     ramp = np.clip(c.rel / max(env.startup_s, 1.0), 0.3, 1.0)
     ws = cap_mem * env.mem_ws_frac * ramp * np.exp(rng.normal(0, 0.005, (P, n)))
+    # The working set is usage minus inactive files: the active page cache of the data read stays in
+    # it (HTTP readers keep no page cache).
+    if cat.STORAGE_KINDS[sc.storage].iowait_factor > 0:
+        ws = np.minimum(ws + cap_mem * env.active_cache_frac * ramp, cap_mem * 0.99)
     if env.mem_limit_bytes:
         ws = np.minimum(ws, env.mem_limit_bytes * 0.998)
     st.pod["ws"] = ws
@@ -187,7 +194,9 @@ def _pod_pressure(c: _Step, decode: F, thr: F, usage: F) -> tuple[F, F, F, float
         st.pod[f"psi_{k}_c"] = cumulative(np.clip(v, 0, 1), c.dt)
     workers = max(1.0, round(sc.loader_cores))
     st.pod["procs_running"] = rounded(np.maximum(_jit(rng, usage, 0.15), 0.0))
-    st.pod["procs_iowait"] = rounded(np.maximum(workers * io_share * (1 + rng.normal(0, 0.2, (P, n))), 0.0))
+    # Only uninterruptible (D-state) waits count here: HTTP readers sleep on sockets (S state).
+    d_state = float(cat.STORAGE_KINDS[sc.storage].iowait_factor > 0)
+    st.pod["procs_iowait"] = rounded(np.maximum(workers * io_share * d_state * (1 + rng.normal(0, 0.2, (P, n))), 0.0))
     st.pod["procs_sleeping"] = rounded(rng.uniform(20, 120) + rng.normal(0, 2, (P, n)))
     return io_share, io_some, mem_some, workers
 
@@ -208,7 +217,7 @@ def _node_network(c: _Step, ph: _PodHost) -> tuple[F, F, F, F, F]:
     n_nodes_job = sc.n_nodes
     inter = 2 * (n_nodes_job - 1) / n_nodes_job * sc.grad_bytes if n_nodes_job > 1 else 0.0
     comm_node = np.zeros((N, n))
-    if inter:
+    if inter and not env.rdma:  # RDMA traffic never passes the kernel's network stack
         per_pod = (c.a * (1 - c.evaluation) * inter / c.step) / sc.pods_per_node
         comm_node = _node_sum(per_pod, pn, N)
     net_storage = _node_sum(ph.read_bps * (1 - ph.local), pn, N)
@@ -263,9 +272,14 @@ def _node_disks(c: _Step, ph: _PodHost) -> None:
     if local:
         job_disk = _node_sum(ph.block_bps, pn, N)
         dev_bps.append(job_disk + nb_disk)
-        # The device is busy for the share of time its (possibly small, random) reads are in flight:
-        # reading at the rate the access pattern allows keeps it ~100 % busy.
-        dev_busy.append(_node_sum(ph.read_bps, pn, N) / sc.storage_bw_bps + nb_disk / sc.storage_cap_bps)
+        # io_time counts the time at least one request is in flight. A SATA disk serves about one at a
+        # time, so that is its load; an NVMe drive serves thousands in parallel and reads ~100 % busy
+        # far below its throughput (docs/telemetry.md, "What the signals mean").
+        if cat.STORAGE_KINDS[sc.storage].device.startswith("nvme"):
+            in_flight = (_node_sum(ph.read_bps, pn, N) + nb_disk) / ph.req * rng.uniform(1e-4, 3e-4)
+            dev_busy.append(1.0 - np.exp(-in_flight))
+        else:
+            dev_busy.append(_node_sum(ph.read_bps, pn, N) / sc.storage_bw_bps + nb_disk / sc.storage_cap_bps)
     bps = np.stack(dev_bps, axis=1)  # (N, D, n)
     st.node["disk_read_c"] = cumulative(bps, dt, rng.uniform(1e11, 1e13, (N, len(dev_bps), 1)))
     st.node["disk_reads_c"] = cumulative(bps / ph.req, dt, rng.uniform(1e6, 1e8, (N, len(dev_bps), 1)))

@@ -16,7 +16,7 @@ from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.hostside import host_state
 from bottleneck_operator.simulation.scenario import Scenario
-from bottleneck_operator.simulation.state import EXPORTERS, B, F, JobState, cumulative, rounded
+from bottleneck_operator.simulation.state import EXPORTERS, B, F, JobState, rounded
 
 # Class order of ``JobState.pod["bound_class"]``.
 BOUND_CLASSES = (Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT, Bottleneck.GPU, Bottleneck.MEMORY)
@@ -61,6 +61,17 @@ def _gaps(rng: np.random.Generator, n: int, prob: float, si: float, rows: int = 
     return up
 
 
+def _hold_dcgm(st: JobState, collect_s: float, si: float, phase: float) -> None:
+    """dcgm-exporter serves what it last collected: scrapes faster than its collections repeat values."""
+    if collect_s <= si:
+        return
+    rel = st.t - st.t[0]
+    last_collection = np.floor((rel - phase) / collect_s) * collect_s + phase
+    held = np.clip(np.ceil((last_collection - 1e-9) / si), 0, rel.size - 1).astype(np.intp)
+    for key, v in st.gpu.items():
+        st.gpu[key] = v[..., held]
+
+
 def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) -> JobState:
     """Compute the job's state at every scrape between ``start`` and ``end``.
 
@@ -93,9 +104,10 @@ def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) 
     a = active
     dt = np.diff(t, prepend=t[0] - si)
     busy, sm, dram = _gpu_activity(sc, st, rng, x, step, wait, a, rel)
-    _gpu_transfers(sc, st, rng, a * (1 - evaluation), step, sps, dt)
+    _gpu_transfers(sc, st, rng, a * (1 - evaluation), step, sps)
     _gpu_memory_power(sc, st, rng, rel, busy, sm, dram)
     host_state(sc, st, rng, x=x, step=step, sps=sps, a=a, evaluation=evaluation, ckpt=ckpt, rel=rel, dt=dt, N=N)
+    _hold_dcgm(st, env.dcgm_collect_s, si, float(rng.uniform(0.0, env.dcgm_collect_s)))
     if env.counter_reset and n > 10:
         # node-exporter restarts on the first node: its counters start again from zero (rate() copes).
         r = int(rng.integers(n // 3, 2 * n // 3))
@@ -119,7 +131,7 @@ def _stage_times(sc: Scenario, rng: np.random.Generator, t: F, evaluation: F) ->
     tm = sc.times
     base = {
         "io": tm.io, "cpu": tm.cpu, "host_mem": tm.host_mem, "h2d": tm.h2d,
-        "comm": tm.comm, "flops": tm.flops, "dram": tm.dram, "fb_stall": tm.fb_stall,
+        "comm": tm.comm, "flops": tm.flops, "dram": tm.dram,
     }  # fmt: skip
     x: dict[str, F] = {}
     for k, v in base.items():
@@ -142,7 +154,7 @@ def _step_time(sc: Scenario, st: JobState, x: dict[str, F]) -> tuple[F, F]:
             x["cpu"],
             np.maximum(x["h2d"], x["comm"]),
             x["flops"],
-            np.maximum.reduce([x["host_mem"], x["dram"], x["fb_stall"]]),
+            np.maximum(x["host_mem"], x["dram"]),
         ]
     )
     ordered = np.sort(bounds, axis=0)
@@ -166,12 +178,16 @@ def _gpu_activity(
     """GPU and SM activity, tensor and DRAM pipes; returns (busy, SM active, DRAM active) per pod and sample."""
     G = sc.gpus_per_pod
     kernel = np.maximum(x["flops"], x["dram"])
-    u = np.clip(a * kernel / step, 0, 1)  # share of time compute kernels run
+    launching = np.clip(a * kernel / step, 0, 1)  # share of time the GPU's work is being issued
+    u = launching * sc.kernel_duty  # share of time compute kernels run (launch gaps excluded)
     c = np.clip(a * (np.minimum(x["comm"], step) / step + wait), 0, 1)  # NCCL kernels running
     # Start-up: a few kernels (warm-up, cuDNN autotuning) while the model and data load.
     warmup = (1 - a) * (rel < sc.env.startup_s) * rng.uniform(0.0, 0.08)
     busy = np.clip(u + c * (1 - u) + warmup, 0, 1)
-    st.gpu["gpu_util"] = rounded(_per_gpu(rng, busy, G, 0.04, 0.0, 1.0) * 100.0)
+    # GPU_UTIL: was any kernel running during NVML's short sample period. A stream of small kernels
+    # with launch gaps in between reads as busy nearly throughout; GR_ENGINE_ACTIVE is the time share.
+    util = np.clip(launching + c * (1 - launching) + warmup, 0, 1)
+    st.gpu["gpu_util"] = rounded(_per_gpu(rng, util, G, 0.04, 0.0, 1.0) * 100.0)
     st.gpu["gr_engine_active"] = _per_gpu(rng, busy * rng.uniform(0.93, 0.99), G, 0.04, 0.0, 1.0)
     # NCCL keeps a handful of SMs spinning; warps waiting on memory still count as SM-active.
     sm = u * sc.sm_eff + c * rng.uniform(0.04, 0.12)
@@ -187,7 +203,7 @@ def _gpu_activity(
     return busy, sm, dram
 
 
-def _gpu_transfers(sc: Scenario, st: JobState, rng: np.random.Generator, training: F, step: F, sps: F, dt: F) -> None:
+def _gpu_transfers(sc: Scenario, st: JobState, rng: np.random.Generator, training: F, step: F, sps: F) -> None:
     """PCIe: H2D batches (+ P2P all-reduce without NVLink), D2H a little (losses, metrics); NVLink."""
     G = sc.gpus_per_pod
     spec = cat.GPU_KINDS[sc.gpu].spec
@@ -196,15 +212,16 @@ def _gpu_transfers(sc: Scenario, st: JobState, rng: np.random.Generator, trainin
     comm_rate = training * intra / step
     h2d_rate = sps * sc.h2d_bytes + 2e5
     p2p = comm_rate if not spec.nvlink_bps else 0.0 * comm_rate
+    if sc.env.rdma:  # GPUDirect RDMA: the NIC reads and writes GPU memory over PCIe, as much each way
+        p2p = p2p + training * 2 * (sc.n_nodes - 1) / sc.n_nodes * sc.grad_bytes / step / gpn
     cap = spec.pcie_bps * 0.97
     st.gpu["pcie_rx"] = _per_gpu(rng, np.minimum(h2d_rate + p2p, cap), G, 0.05)
     st.gpu["pcie_tx"] = _per_gpu(rng, np.minimum(h2d_rate * rng.uniform(0.01, 0.04) + p2p + 1e5, cap), G, 0.08)
     nvl = comm_rate if spec.nvlink_bps else np.zeros_like(comm_rate)
     st.gpu["nvlink_tx"] = _per_gpu(rng, nvl, G, 0.03)
     st.gpu["nvlink_rx"] = _per_gpu(rng, nvl, G, 0.03)
-    st.gpu["nvlink_total"] = cumulative(
-        st.gpu["nvlink_tx"] + st.gpu["nvlink_rx"], dt, rng.uniform(1e9, 1e12, (sc.n_pods, G, 1))
-    )
+    # An instantaneous TX+RX rate, whatever dcgm-exporter's "counter" type says.
+    st.gpu["nvlink_total"] = (st.gpu["nvlink_tx"] + st.gpu["nvlink_rx"]) / cat.NVLINK_TOTAL_UNIT_BYTES
 
 
 def _gpu_memory_power(sc: Scenario, st: JobState, rng: np.random.Generator, rel: F, busy: F, sm: F, dram: F) -> None:

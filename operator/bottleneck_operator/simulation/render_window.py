@@ -29,6 +29,7 @@ from bottleneck_operator.contract.sampling import (
 )
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow
+from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.exporters import dcgm_fields
 from bottleneck_operator.simulation.state import CPU_MODES, B, F
 
@@ -126,7 +127,7 @@ def _pod_signals(job: JobRecord, p: int, smp: dict[str, _Sampler], fields: set[s
         sig[name] = d.gauge(st.gpu[key][p]).mean(axis=0) * scale
     used, free = d.gauge(st.gpu["fb_used"][p]), d.gauge(st.gpu["fb_free"][p])
     sig["fb_used_frac"] = _ratio(used, used + free).max(axis=0)
-    sig["nvlink_total_bps"] = d.rate(st.gpu["nvlink_total"][p]).mean(axis=0)
+    sig["nvlink_total_bps"] = d.gauge(st.gpu["nvlink_total"][p]).mean(axis=0) * cat.NVLINK_TOTAL_UNIT_BYTES
     c = smp["cadvisor"]
     sig["cpu_cores"] = c.rate(st.pod["cpu_c"][p])
     sig["mem_working_set_bytes"] = c.gauge(st.pod["ws"][p])

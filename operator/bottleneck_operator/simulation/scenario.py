@@ -24,7 +24,7 @@ from bottleneck_operator.simulation.stages import StageTimes
 MECHANISMS: dict[Bottleneck, tuple[str, ...]] = {
     Bottleneck.IO: ("io-storage",),
     Bottleneck.CPU: ("cpu-decode", "cpu-throttle"),
-    Bottleneck.MEMORY: ("mem-host", "mem-dram", "mem-fb"),
+    Bottleneck.MEMORY: ("mem-host", "mem-dram"),
     Bottleneck.INTERCONNECT: ("ic-h2d", "ic-comm"),
     Bottleneck.GPU: ("gpu",),  # and "gpu-launch", chosen by the job's seed (see launch_bound)
 }
@@ -40,6 +40,8 @@ class Scenario:
     """Everything that defines one simulated job; plain values so it serialises as JSON.
 
     Per-step times are per GPU batch; rates are bytes/s; see ``stages.StageTimes`` for the stages.
+    ``kernel_duty`` is the share of the GPU's step time in which kernels actually run: below 1 for
+    launch-bound jobs, whose small kernels leave the GPU idle while the host launches the next one.
     """
 
     seed: int
@@ -69,10 +71,10 @@ class Scenario:
     dram_ratio: float
     faults_per_sample: float
     fault_latency_s: float
-    fb_stall_s: float
     overlap_slack: float
     tensor_eff: float
     sm_eff: float
+    kernel_duty: float
     times: StageTimes
     label: str
     margin: float
@@ -133,10 +135,7 @@ FEW_WORKERS_SHARE = 0.75
 
 
 def true_mechanism(sc: Scenario) -> Mechanism | None:
-    """How the scenario's bounding stage limits it, from the stage that is slowest and its cause.
-
-    None when the bound is not one of the named mechanisms (framebuffer allocator stalls).
-    """
+    """How the scenario's bounding stage limits it, from the stage that is slowest and its cause."""
     label = Bottleneck(sc.label)
     t = sc.times
     if label is Bottleneck.GPU:
@@ -150,10 +149,7 @@ def true_mechanism(sc: Scenario) -> Mechanism | None:
         share = sc.node_cpus / sc.pods_per_node
         return Mechanism.TOO_FEW_WORKERS if sc.loader_cores < FEW_WORKERS_SHARE * share else Mechanism.SATURATED
     if label is Bottleneck.MEMORY:
-        worst = max(t.host_mem, t.dram, t.fb_stall)
-        if worst == t.host_mem:
-            return Mechanism.HOST_MEMORY_PRESSURE
-        return Mechanism.HBM_BANDWIDTH if worst == t.dram else None
+        return Mechanism.HOST_MEMORY_PRESSURE if t.host_mem >= t.dram else Mechanism.HBM_BANDWIDTH
     return _interconnect_mechanism(sc)
 
 

@@ -31,7 +31,6 @@ class StageTimes:
         comm: gradient all-reduce (NVLink or PCIe inside a node, the NIC between nodes).
         flops: GPU math at the part's sustained rate (compute-bound kernels).
         dram: GPU DRAM traffic of the kernels at the practical peak bandwidth.
-        fb_stall: allocator stalls with the framebuffer nearly full (free/retry, fragmentation).
     """
 
     io: float
@@ -41,7 +40,6 @@ class StageTimes:
     comm: float
     flops: float
     dram: float
-    fb_stall: float
 
     def bounds(self) -> dict[Bottleneck, float]:
         """Time per step each verdict class would impose on its own."""
@@ -50,7 +48,7 @@ class StageTimes:
             Bottleneck.CPU: self.cpu,
             Bottleneck.INTERCONNECT: max(self.h2d, self.comm),
             Bottleneck.GPU: self.flops,
-            Bottleneck.MEMORY: max(self.host_mem, self.dram, self.fb_stall),
+            Bottleneck.MEMORY: max(self.host_mem, self.dram),
         }
 
 

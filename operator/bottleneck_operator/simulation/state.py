@@ -24,7 +24,8 @@ class JobState:
         t: scrape times of the base grid (unix seconds); exporter ``e`` samples at ``t + offsets[e]``.
         offsets: per-exporter phase of its scrapes.
         up: exporter -> (n,) whether its scrape succeeded ("node": (N, n), one row per node).
-        gpu: per-GPU values, shape (P, G, n), in the exporter's units; ``nvlink_total`` cumulative.
+        gpu: per-GPU values, shape (P, G, n), in the exporter's units (``nvlink_total``: a rate
+            in DCGM's units of 1000 KiB/s, typed a counter by dcgm-exporter).
         pod: per-pod values, shape (P, n); names ending in ``_c`` are cumulative counters.
         node: per-node values, shape (N, n) (``cpu_frac``: (N, modes, n)); ``_c`` = cumulative.
         neighbours: per-node values of the non-profiled neighbour pods, shape (N, K, n).

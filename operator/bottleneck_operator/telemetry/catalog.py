@@ -68,8 +68,10 @@ def _fb_used_frac(c: QueryContext) -> str:
 
 
 def _nvlink_total(c: QueryContext) -> str:
-    counter = c.dcgmsel("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")
-    return f"avg by ({c.dcgm_by}) (rate({counter}[{c.rate_range(Group.DCGM)}]))"
+    # Typed a counter, but DCGM publishes an instantaneous TX+RX rate in units of 1000 KiB/s (its cache
+    # manager divides the NVML KiB delta by the interval, then by 1000): read it as a gauge, never rate().
+    gauge = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"))
+    return f"avg by ({c.dcgm_by}) ({gauge}) * {NVLINK_TOTAL_UNIT_BYTES:g}"
 
 
 def _gpus(c: QueryContext) -> str:
@@ -240,6 +242,8 @@ def _psi(resource: str, kind: str) -> Callable[[QueryContext], str]:
     return _sc_rate(metric, f"resource={quote(resource)}")
 
 
+# Bytes/s of one unit of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (docs/telemetry.md, "What the signals mean").
+NVLINK_TOTAL_UNIT_BYTES = 1.024e6
 INTERNAL_UNAME = "_node_uname"  # which node-exporter instance is which node, per step
 
 G = Group

@@ -239,7 +239,8 @@ def main() -> None:
     family(
         "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
         "counter",
-        [(lab(**g, **dc), [1e6 + 5e5 * STEP * i for i in ts]) for g in gpus],
+        # an instantaneous rate despite the type: 5e5 B/s in DCGM's units of 1000 KiB/s
+        [(lab(**g, **dc), [5e5 / 1.024e6 for _ in ts]) for g in gpus],
     )
     # the collector sidecar
     sc = dict(namespace="ml", pod="resnet-io-7xk2p", node="gpu-node-1", job="bottleneck-sidecar")

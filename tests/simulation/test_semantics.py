@@ -1,0 +1,105 @@
+"""The simulator reads signals as the exporters define them (sources in docs/telemetry.md, "What the signals mean")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.simulation import SimulatedJob, generate_jobs
+from bottleneck_operator.simulation import catalog as cat
+
+START = 1_700_000_000.0
+
+
+@pytest.fixture(scope="module")
+def pool() -> list[SimulatedJob]:
+    return generate_jobs(29, 80, start=START, duration=900.0, scrape_interval=15.0, dcgm_fieldset="full")
+
+
+def _training(job: SimulatedJob, name: str) -> np.ndarray:
+    """A signal's samples after start-up (step = the scrape interval), all pods."""
+    w = job.to_window(step=job.params.scrape_interval, start=job.start + job.params.env.startup_s + 60)
+    return np.concatenate([p.signals[name] for p in w.pods])
+
+
+def test_dcgm_exporter_repeats_its_last_collection(pool: list[SimulatedJob]) -> None:
+    held = [j for j in pool if j.params.env.dcgm_collect_s == 30.0]
+    fresh = [j for j in pool if j.params.env.dcgm_collect_s < 15.0]
+    assert held and fresh
+    for job in held[:5]:
+        power = job.state.gpu["power"][0, 0]
+        assert np.mean(np.diff(power) == 0.0) > 0.4  # every other scrape repeats the collection
+    for job in fresh[:5]:
+        assert np.mean(np.diff(job.state.gpu["power"][0, 0]) == 0.0) < 0.05
+
+
+def test_nvlink_total_is_an_instantaneous_rate(pool: list[SimulatedJob]) -> None:
+    job = next(j for j in pool if np.nanmean(_training(j, "nvlink_tx_bps")) > 1e8)
+    total = job.state.gpu["nvlink_total"]
+    # not a cumulative counter: it falls as often as traffic does
+    assert (np.diff(total, axis=-1) < 0).any()
+    ratio = np.nanmean(_training(job, "nvlink_total_bps")) / np.nanmean(
+        _training(job, "nvlink_tx_bps") + _training(job, "nvlink_rx_bps")
+    )
+    assert 0.9 < ratio < 1.1
+    assert np.all(total * cat.NVLINK_TOTAL_UNIT_BYTES < 2e12)
+
+
+def test_rdma_collectives_bypass_the_network_stack() -> None:
+    jobs = generate_jobs(5, 30, start=START, duration=900.0, classes=[Bottleneck.INTERCONNECT], dcgm_fieldset="full")
+    multi = [j for j in jobs if j.params.n_nodes > 1 and j.params.mechanism == "ic-comm"]
+    rdma = [j for j in multi if j.params.env.rdma]
+    tcp = [j for j in multi if not j.params.env.rdma]
+    assert rdma and tcp
+    for job in rdma:
+        rx, tx = np.nanmedian(_training(job, "pcie_rx_bps")), np.nanmedian(_training(job, "pcie_tx_bps"))
+        assert 0.5 < tx / rx <= 1.05  # the NIC reads and writes GPU memory: PCIe both ways
+        assert np.nanmedian(_training(job, "node_net_tx_bps")) < 0.2 * tx * job.params.gpus_per_pod
+    for job in tcp:  # over TCP the gradients pass the node's interfaces
+        assert np.nanmedian(_training(job, "node_net_tx_bps")) > 1e8
+
+
+def test_nvme_reads_busy_below_its_throughput() -> None:
+    jobs = generate_jobs(5, 60, start=START, duration=900.0, classes=[Bottleneck.GPU, Bottleneck.CPU])
+    nvme = [j for j in jobs if j.params.storage.startswith("nvme")]
+    assert nvme
+    busy = [j for j in nvme if np.nanmedian(_training(j, "node_disk_busy_frac")) > 0.7]
+    assert busy, "NVMe drives read mostly busy"
+    for job in busy:
+        assert np.nanmedian(_training(job, "node_disk_read_bps")) < 0.8 * job.params.storage_cap_bps
+
+
+def test_http_readers_leave_no_iowait() -> None:
+    jobs = generate_jobs(9, 60, start=START, duration=900.0, classes=[Bottleneck.IO], scrape_interval=30.0)
+    http = [j for j in jobs if j.params.storage == "object-http" and j.params.env.neighbour_io_wait == 0.0]
+    nfs = [j for j in jobs if j.params.storage == "nfs" and j.params.env.neighbour_io_wait == 0.0]
+    assert http and nfs
+    for job in http:
+        assert np.nanmedian(_training(job, "node_net_rx_bps")) > 1e7
+        assert np.nanmean(_training(job, "node_cpu_iowait_frac")) < 0.005
+        if job.params.env.sidecar:
+            assert np.nanmax(_training(job, "sc_procs_iowait")) == 0.0
+    assert max(np.nanmean(_training(j, "node_cpu_iowait_frac")) for j in nfs) > 0.01
+
+
+def test_launch_bound_gpus_read_busy_with_few_sms() -> None:
+    jobs = generate_jobs(13, 30, start=START, duration=900.0, classes=[Bottleneck.GPU], dcgm_fieldset="full")
+    jobs = [j for j in jobs if not j.params.env.prof_missing]  # T4/L4/A10G may lack SM activity
+    launch = [j for j in jobs if j.params.mechanism == "gpu-launch"]
+    compute = [j for j in jobs if j.params.mechanism == "gpu"]
+    assert launch and compute
+    for job in launch:
+        util, gr, sm = (np.nanmedian(_training(job, s)) for s in ("gpu_util", "gr_engine_active", "sm_active"))
+        assert util > 0.85 and sm < 0.35 and gr < util - 0.08
+    for job in compute:
+        assert np.nanmedian(_training(job, "sm_active")) > 0.5
+
+
+def test_memory_mapped_datasets_fault_without_pressure() -> None:
+    jobs = generate_jobs(21, 40, start=START, duration=900.0, classes=[Bottleneck.IO, Bottleneck.GPU])
+    mapped = [j for j in jobs if j.params.env.mmap_dataset and j.params.env.node_psi]
+    assert mapped
+    for job in mapped:
+        assert np.nanmedian(_training(job, "node_majfault_ps")) > 20
+        assert np.nanmean(_training(job, "node_psi_mem_some")) < 0.05
