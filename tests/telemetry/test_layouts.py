@@ -138,9 +138,15 @@ def test_multi_cluster_verdicts_per_cluster(multi: Any, sim_dataset: Any) -> Non
 
 
 def test_implausible_nvlink_is_missing_not_zero(start_prometheus: Any, tmp_path: Path) -> None:
-    # An Interconnect job whose GPUs move ~20 GB/s over NVLink (seed chosen for it).
-    jobs = generate_jobs(0, 8, start=1767225600.0, duration=600.0, classes=[Bottleneck.INTERCONNECT],
-                         dcgm_fieldset="full")[2:3]  # fmt: skip
+    # An Interconnect job whose GPUs move more than 10 GB/s over NVLink (picked from its simulated window).
+    drawn = generate_jobs(0, 16, start=1767225600.0, duration=600.0, classes=[Bottleneck.INTERCONNECT],
+                          dcgm_fieldset="full")  # fmt: skip
+    busy = [
+        j for j in drawn
+        if np.nanmedian(j.to_window().pods[0].signals.get("nvlink_total_bps", np.array([np.nan]))) > 1e10
+    ]  # fmt: skip
+    assert busy, "no simulated Interconnect job with NVLink traffic among those drawn"
+    jobs = busy[:1]
     good = _windows(_serve(jobs, "project", start_prometheus, tmp_path).url, jobs)
     bad = _windows(_serve(jobs, "nvlink-implausible", start_prometheus, tmp_path).url, jobs)
     key = (jobs[0].namespace, jobs[0].name)

@@ -127,8 +127,10 @@ def interval_query(groups: Iterable[Group], ctx: QueryContext, start: float, end
 
     For each series and sub-window: (time of its last sample - time of the last sample before it)
     / samples in it, which is exact without gaps; for a series born inside the sub-window,
-    length / (samples - 1). The window is cut into up to three sub-windows and the smallest estimate
-    kept, so an exporter outage inside one of them does not inflate the interval; the median over
+    (its last sample - the sub-window's start) / (samples - 1), an upper bound. The window is cut
+    into up to three sub-windows and the smallest estimate kept, so an exporter outage inside one of
+    them does not inflate the interval (a short Job born in one sub-window with an outage in the
+    others reads a little high: the bound is the best instant selectors give); the median over
     a pod's series is its estimate. Instant selectors only: no subquery, cheap for thousands of pods.
 
     Args:
@@ -155,8 +157,10 @@ def interval_query(groups: Iterable[Group], ctx: QueryContext, start: float, end
             before = f"timestamp({probe} offset {duration(i * spacing + sub)})"
             count = f"count_over_time({probe}[{w_open}]{off})"
             exact = f"({last} - {before}) / ({count} > 0)"
-            # A series born inside the sub-window: length / (samples - 1), at or above the interval.
-            upper = f"{sub:.3f} / (({count} - 1) > 0)"
+            # A series born inside the sub-window: from the sub-window's start to its last sample over
+            # (samples - 1), at or above the interval; its last sample, not the sub-window's end,
+            # bounds it, so a series that also ended early is not stretched by the time it was gone.
+            upper = f"({last} - {lo:.3f}) / (({count} - 1) > 0)"
             pieces.append(tag(f"quantile by ({by}) (0.5, ({exact}) or ({upper}))", "bn_sub", str(i)))
         estimate = f"min by ({by}) ({' or '.join(pieces)})"
         if g is Group.NODE and not ctx.node_label and ctx.labels.node_exporter_join == "pod":
