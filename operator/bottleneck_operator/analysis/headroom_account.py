@@ -5,9 +5,9 @@ Over training-phase samples (:mod:`.summary_phases`) the GPUs are time-busy a fr
 compute does not hide: NCCL kernels keep the engine busy while only a handful of SMs spin, so with
 ``SM_ACTIVE`` at hand the compute share is ``min(b, SM_ACTIVE / SM_FILL)`` and the rest of ``b`` is
 exposed communication. The idle share ``1 - b`` is the time the GPUs wait on the host side (storage,
-CPU, host-to-device copies, host memory); it is split between those stages in proportion to the
-classifier's probabilities of each, counting a stage at a quarter of its weight when its own evidence
-does not hold (:mod:`.evidence_gates`).
+CPU, host-to-device copies, host memory); it is split between the stages whose own evidence holds
+(:mod:`.evidence_gates`) in proportion to the classifier's probabilities of each (between all of them
+when none holds).
 
 Removing a stall of share ``s`` makes a step ``1 / (1 - s)`` times faster at most; the verdict's class,
 confidence, headroom and capacity figures all read this account, so they cannot disagree. A stall
@@ -26,7 +26,6 @@ STALL_FLOOR = 1.15  # below this speed-up a stall costs too little to be the job
 # SM activity of compute kernels on a GPU that runs them all the time; SM_ACTIVE also measures spatial
 # fill, so a lower reading is not idleness by itself (DCGM profiling metrics documentation).
 SM_FILL = 0.85
-WEAK_WEIGHT = 0.25  # weight of a stage whose own evidence does not hold
 HOST_STAGES: tuple[Bottleneck, ...] = (Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT, Bottleneck.MEMORY)
 
 
@@ -127,8 +126,11 @@ def step_account(
     busy = min(max(phases.busy, 0.0), 1.0)
     comm = exposed_comm(phases)
     compute = busy - (comm or 0.0)
-    weights = {c: probabilities.get(c.value, 0.0) * (1.0 if holds.get(c, False) else WEAK_WEIGHT) for c in HOST_STAGES}
+    weights = {c: probabilities.get(c.value, 0.0) if holds.get(c, False) else 0.0 for c in HOST_STAGES}
     total = sum(weights.values())
+    if total <= 0:
+        weights = {c: probabilities.get(c.value, 0.0) for c in HOST_STAGES}
+        total = sum(weights.values())
     idle = 1.0 - busy
     shares: dict[Bottleneck, float] = {
         c: idle * (w / total if total > 0 else 1.0 / len(HOST_STAGES)) for c, w in weights.items()
