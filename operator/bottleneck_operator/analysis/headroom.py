@@ -49,14 +49,17 @@ def stall_range(busy: float, next_stage: float | None) -> tuple[float, float]:
 
 
 def _next_stage(cls: Bottleneck, x: FloatArray) -> tuple[float | None, str]:
-    """The busiest other stage (busy fraction, name) that would bind once ``cls`` is removed."""
+    """The busiest other stage (busy fraction, name) that would bind once ``cls`` is removed.
+
+    A disk's busy time is no such fraction: NVMe serves many requests at once, so ``io_time`` at 100 %
+    is not saturation (TELEMETRY.md), and storage never caps the range.
+    """
     stages = {
         "CPU": value(x, "cpu_limit_frac.mean"),
-        "storage": value(x, "node_disk_busy_frac.mean"),
         "PCIe": value(x, "pcie_rx_frac.mean"),
         "NVLink": value(x, "nvlink_frac.mean"),
     }
-    exclude = {Bottleneck.CPU: "CPU", Bottleneck.IO: "storage", Bottleneck.INTERCONNECT: "PCIe"}.get(cls)
+    exclude = {Bottleneck.CPU: "CPU", Bottleneck.INTERCONNECT: "PCIe"}.get(cls)
     best: tuple[float | None, str] = (None, "")
     for name, v in stages.items():
         if name == exclude or (cls is Bottleneck.INTERCONNECT and name == "NVLink") or v is None:
