@@ -137,7 +137,7 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
     Bottleneck.INTERCONNECT: (
         Gate("pcie_rx_bps", 0.6, "host-to-GPU PCIe near the link's capacity", _feat("pcie_rx_frac.p90")),
         Gate("pcie_tx_bps", 0.6, "GPU-to-host PCIe near the link's capacity", _feat("pcie_tx_frac.p90")),
-        Gate("pcie_busy_during_wait", 0.4, "host-to-GPU copies filling the GPUs' idle time", _pcie_covers_wait),
+        Gate("pcie_busy_during_wait", 0.5, "host-to-GPU copies filling the GPUs' idle time", _pcie_covers_wait),
         Gate(
             "pcie_peer_symmetry", 0.7, "balanced PCIe traffic at volume (peer-to-peer collectives)", _pcie_peer_traffic
         ),
