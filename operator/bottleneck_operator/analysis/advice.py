@@ -181,6 +181,15 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "node_net_rx_tx_symmetry",
             "node_net_bytes_per_gpu",
             "gpu_util_minus_sm_active",
+            "pcie_peer_symmetry",
+        ),
+        _a(
+            "Send compact batches to the GPU",
+            "Copy uint8 images or compressed tensors and convert them on the GPU: float32 conversion on the host "
+            "quadruples the bytes each batch moves over PCIe.",
+            "pcie_rx_bps",
+            "pcie_busy_during_wait",
+            when=host_to_device_copies,
         ),
         _a(
             "Use pinned memory and non-blocking host-to-device copies",
@@ -265,14 +274,16 @@ def build_recommendations(
     """
     facts = Facts(summary, x)
     shown = [e.signal for e in evidence]
-    tied: list[Recommendation] = []
+    tied: list[tuple[int, Recommendation]] = []
     general: list[Recommendation] = []
     for advice in ADVICE.get(cls, ()):
         if not advice.when(facts):
             continue
-        match = next((s for s in shown if s in advice.signals), None)
-        if match:
-            tied.append(Recommendation(advice.action, match, advice.detail))
+        match = next((k for k, s in enumerate(shown) if s in advice.signals), None)
+        if match is not None:
+            tied.append((match, Recommendation(advice.action, shown[match], advice.detail)))
         elif not advice.signals:
             general.append(Recommendation(advice.action, shown[0] if shown else "", advice.detail))
-    return tuple((tied + general)[:4])
+    # Advice for the strongest evidence first (the evidence is ordered by strength).
+    ordered = [r for _, r in sorted(tied, key=lambda t: t[0])]
+    return tuple((ordered + general)[:4])

@@ -88,10 +88,11 @@ def _workers_saturated(g: GateInput) -> float | None:
 def _pcie_covers_wait(g: GateInput) -> float | None:
     """Host-to-device link busy time over GPU idle time: synchronous copies occupy the link while the GPU waits.
 
-    Only with volume: the link at least 15 % busy on average.
+    Only with volume (the link at least 15 % busy on average), and only for copies: traffic as heavy
+    both ways is peer-to-peer or GPUDirect (:func:`_pcie_peer_traffic`).
     """
     rx, busy = g.f("pcie_rx_frac.mean"), g.busy
-    if rx is None or busy is None or rx < 0.15:
+    if rx is None or busy is None or rx < 0.15 or (g.f("pcie_tx_frac.mean") or 0.0) >= 0.5 * rx:
         return None
     return rx / max(1.0 - busy, 0.05)
 
