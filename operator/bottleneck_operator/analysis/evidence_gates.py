@@ -105,16 +105,18 @@ def _pcie_peer_traffic(g: GateInput) -> float | None:
     return min(rx, tx) / max(rx, tx)
 
 
-def _allreduce_symmetry(g: GateInput) -> float | None:
-    """Receive and transmit within a factor of two, at all-reduce volume (>= 100 MB/s per GPU).
+def _both_ways_at_volume(g: GateInput) -> float | None:
+    """The lesser direction of the nodes' network traffic, per GPU, in units of 100 MB/s.
 
-    A ring all-reduce sends as much as it receives; dataset readers mostly receive. Remote-storage reads
-    on the same NIC pull the ratio below 1, so a factor of two counts, but only with the bytes there:
-    0.3 MB/s in balance is heartbeat traffic, not gradients.
+    A ring all-reduce sends as much as it receives; dataset readers and remote-storage clients mostly
+    receive. So the smaller of receive and transmit (``min(rx, tx) = total x s / (1 + s)`` with ``s`` the
+    symmetry) is what gradient exchange can account for: 0.3 MB/s in balance is heartbeat traffic, not
+    gradients, and 2 GB/s received with 10 MB/s sent is a dataset.
     """
-    if (g.f("log_net_per_gpu.mean") or 0.0) < NET_VOLUME_LOG:
+    total, sym = g.f("log_net_per_gpu.mean"), g.f("net_symmetry.mean")
+    if total is None or sym is None:
         return None
-    return g.f("net_symmetry.mean")
+    return (10**total) * sym / (1.0 + sym) / 10**NET_VOLUME_LOG
 
 
 GATES: dict[Bottleneck, tuple[Gate, ...]] = {
@@ -155,7 +157,12 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
             "kernels running with SMs idle while links carry traffic",
             _with_traffic(_feat("util_gap.mean")),
         ),
-        Gate("node_net_rx_tx_symmetry", 0.5, "network traffic both ways at all-reduce volume", _allreduce_symmetry),
+        Gate(
+            "node_net_rx_tx_symmetry",
+            0.5,
+            "network traffic both ways, at 50 MB/s per GPU or more",
+            _both_ways_at_volume,
+        ),
     ),
     Bottleneck.MEMORY: (
         Gate("dram_active", 0.45, "GPU memory bandwidth near its practical peak", _feat("dram_active.mean")),
