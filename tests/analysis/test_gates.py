@@ -17,7 +17,7 @@ from bottleneck_operator.contract.verdict import Bottleneck, Headroom
 from bottleneck_operator.contract.window import JobWindow
 
 from .conftest import FixedModel
-from .synth import GB, make_window
+from .synth import CPU_STARVED, GB, make_window
 
 B = Bottleneck
 PCIE = 31.5e9  # the A100's PCIe link in the hardware table
@@ -250,3 +250,25 @@ def test_invariants_hold_on_every_class_and_count_breaches() -> None:
         "evidence_under_threshold": 1,
         "fb_as_evidence": 1,
     }
+
+
+def test_several_small_stalls_are_not_a_gpu_bound_job() -> None:
+    # Half the time idle, shared by four stages whose evidence all holds: none alone gains x1.15, and
+    # the GPUs (50 % busy) do not bind either, so nothing is left to name.
+    mixed = {
+        **CPU_STARVED,
+        "sc_psi_mem_some": 0.3,
+        "pcie_rx_bps": 0.5 * PCIE,
+        "pcie_tx_bps": 0.01 * PCIE,
+        "gr_engine_active": 0.5,
+        "gpu_util": 0.55,
+        "sm_active": 0.45,
+    }
+    quarter = {B.IO: 0.25, B.CPU: 0.25, B.INTERCONNECT: 0.25, B.MEMORY: 0.25}
+    v = analyze_window(make_window(B.IO, noise=0.0, overrides=mixed), FixedModel(quarter))
+    assert v.bottleneck is B.UNKNOWN and v.probabilities["GPU"] == 0.0
+    assert any("The IO pattern is there" in n and "GPU-bound" not in n for n in v.notes)
+    # the same job with its GPUs busy 90 % of the time is GPU-bound
+    busy = {**mixed, "gr_engine_active": 0.9, "gpu_util": 0.92, "sm_active": 0.8}
+    v = analyze_window(make_window(B.IO, noise=0.0, overrides=busy), FixedModel(quarter))
+    assert v.bottleneck is B.GPU

@@ -68,12 +68,16 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
                 continue
             gain = account.speedup(c)
             if probs[c.value] > 0 and gain < STALL_FLOOR:
+                # The mass goes to GPU only when the GPUs are busy enough to bind; several small stalls
+                # sharing a large idle time are not a GPU-bound job.
+                gpu_binds = gates[Bottleneck.GPU].holds
                 if c is top:
                     notes.append(
                         f"The {c.value} pattern is there, but removing it would gain at most x{gain:.2f} "
-                        f"(< x{STALL_FLOOR:.2f}): the GPUs bind, so the job is GPU-bound."
+                        f"(< x{STALL_FLOOR:.2f})" + (": the GPUs bind, so the job is GPU-bound." if gpu_binds else ".")
                     )
-                probs[Bottleneck.GPU.value] += probs[c.value]
+                if gpu_binds:
+                    probs[Bottleneck.GPU.value] += probs[c.value]
                 probs[c.value] = 0.0
         notes.append(account.describe())
     if not gates[top].holds and max(probs.values()) < RUNNER_UP_MIN:
