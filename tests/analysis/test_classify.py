@@ -20,9 +20,10 @@ B = Bottleneck
 
 def test_confident_verdict_has_no_reason() -> None:
     both = make_window(B.IO, overrides=CPU_STARVED)
-    v = analyze_window(both, FixedModel({B.IO: 0.9, B.CPU: 0.1}))
+    # GPUs idle 70 %: IO's share 56 %, CPU's 14 % (x1.16, still a stall): both stand as the model says
+    v = analyze_window(both, FixedModel({B.IO: 0.8, B.CPU: 0.2}))
     assert v.bottleneck is B.IO and v.reason is None and v.secondary is None and v.abstention is None
-    assert abs(v.confidence - 0.9) < 1e-9
+    assert abs(v.confidence - 0.8) < 1e-9
     assert set(v.probabilities) == {c.value for c in CLASSES}
 
 

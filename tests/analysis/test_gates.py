@@ -249,6 +249,7 @@ def test_invariants_hold_on_every_class_and_count_breaches() -> None:
         "stall_headroom_below_floor": 1,
         "evidence_under_threshold": 1,
         "fb_as_evidence": 1,
+        "not_confirmed": 0,
     }
 
 
@@ -272,3 +273,21 @@ def test_several_small_stalls_are_not_a_gpu_bound_job() -> None:
     busy = {**mixed, "gr_engine_active": 0.9, "gpu_util": 0.92, "sm_active": 0.8}
     v = analyze_window(make_window(B.IO, noise=0.0, overrides=busy), FixedModel(quarter))
     assert v.bottleneck is B.GPU
+
+
+def test_a_mechanism_nobody_collects_is_not_ruled_out() -> None:
+    # Host-to-device copies show only in DCGM's PCIe profiling fields: without them an Interconnect
+    # verdict can be neither confirmed nor refuted, and says so; with them at 0 it is ruled out.
+    w = _idle_interconnect(pcie_rx_bps=0.0, pcie_tx_bps=0.0)
+    unseen = dataclasses.replace(
+        w,
+        pods=tuple(
+            dataclasses.replace(p, signals={k: v for k, v in p.signals.items() if not k.startswith("pcie_")})
+            for p in w.pods
+        ),
+    )
+    v = analyze_window(unseen, FixedModel({B.INTERCONNECT: 0.9, B.IO: 0.1}))
+    assert v.bottleneck is B.INTERCONNECT
+    assert any("not confirmed" in n and "DCGM_FI_PROF_PCIE_RX_BYTES" in n for n in v.notes)
+    assert invariants([_Result(v)])["not_confirmed"] == 1
+    assert analyze_window(w, FixedModel({B.INTERCONNECT: 0.9, B.IO: 0.1})).bottleneck is B.UNKNOWN

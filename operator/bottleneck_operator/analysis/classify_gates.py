@@ -52,15 +52,18 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
     """
     phases = segment_phases(window)
     gates = holding(GateInput(x, phases.busy, exposed_comm(phases), phases.cpu_plateau))
-    account = step_account(phases, probabilities, {c: r.holds for c, r in gates.items()})
+    # A class whose mechanism is unobservable here is neither confirmed nor ruled out.
+    open_classes = {c: r.holds or r.unobserved is not None for c, r in gates.items()}
+    account = step_account(phases, probabilities, open_classes)
     probs = {c.value: float(probabilities.get(c.value, 0.0)) for c in CLASSES}
     notes = list(phases.notes())
     top = max(CLASSES, key=lambda c: probs[c.value])
     for c in CLASSES:
         if probs[c.value] > 0 and not gates[c].holds:
             if c is top:
-                notes.append(_ruled_out(c, gates[c]))
-            probs[c.value] = 0.0
+                notes.append(_ruled_out(c, gates[c]) if not open_classes[c] else _unconfirmed(c, gates[c]))
+            if not open_classes[c]:
+                probs[c.value] = 0.0
     if account is not None:
         hbm = gates[Bottleneck.MEMORY].holds and gates[Bottleneck.MEMORY].best == "dram_active"
         for c in _STALLS:
@@ -80,7 +83,7 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
                     probs[Bottleneck.GPU.value] += probs[c.value]
                 probs[c.value] = 0.0
         notes.append(account.describe())
-    if not gates[top].holds and max(probs.values()) < RUNNER_UP_MIN:
+    if not open_classes[top] and max(probs.values()) < RUNNER_UP_MIN:
         probs = dict.fromkeys(probs, 0.0)
     total = sum(probs.values())
     if total > 0:
@@ -95,6 +98,10 @@ def _ruled_out(cls: Bottleneck, g: GateResult) -> str:
         f"{cls.value} ruled out: its best evidence ({g.what}, {g.best}) reads {100 * g.level:.0f} % of the level "
         "that implies it."
     )
+
+
+def _unconfirmed(cls: Bottleneck, g: GateResult) -> str:
+    return f"{cls.value} not confirmed: {g.unobserved}, and no other signal implies it; the verdict rests on the model."
 
 
 def leaning(checked: Checked, original: Mapping[str, float]) -> str:

@@ -186,9 +186,16 @@ def invariants(results: Sequence[Any]) -> dict[str, int]:
     Returns:
         "verdicts" (non-Unknown ones checked), "stall_headroom_below_floor" (a stall class whose
         headroom is under x1.15), "evidence_under_threshold" (no gate of the class holds in the
-        evidence) and "fb_as_evidence" (framebuffer fill among the evidence).
+        evidence), "fb_as_evidence" (framebuffer fill among the evidence) and "not_confirmed" (not a
+        breach: the only signal that could confirm the class's mechanism was not collected).
     """
-    counts = {"verdicts": 0, "stall_headroom_below_floor": 0, "evidence_under_threshold": 0, "fb_as_evidence": 0}
+    counts = {
+        "verdicts": 0,
+        "stall_headroom_below_floor": 0,
+        "evidence_under_threshold": 0,
+        "fb_as_evidence": 0,
+        "not_confirmed": 0,
+    }
     for r in results:
         v = r.verdict
         if v.bottleneck.value == "Unknown":
@@ -196,7 +203,9 @@ def invariants(results: Sequence[Any]) -> dict[str, int]:
         counts["verdicts"] += 1
         if v.bottleneck.value in _STALL_CLASSES and v.headroom is not None and v.headroom.high < STALL_FLOOR:
             counts["stall_headroom_below_floor"] += 1
-        if not _gate_holds(v):
+        if any(" not confirmed: " in n for n in v.notes):
+            counts["not_confirmed"] += 1  # its mechanism's only signal was not collected
+        elif not _gate_holds(v):
             counts["evidence_under_threshold"] += 1
         if any(e.signal in _FB_SIGNALS for e in v.evidence):
             counts["fb_as_evidence"] += 1
@@ -291,6 +300,7 @@ def _invariant_lines(inv: dict[str, int] | None) -> list[str]:
         f"stall class with headroom < x{STALL_FLOOR:.2f}: {inv['stall_headroom_below_floor']}",
         f"evidence under its threshold: {inv['evidence_under_threshold']}",
         f"framebuffer fill as evidence: {inv['fb_as_evidence']}",
+        f"(not confirmed, the implying signal not collected: {inv.get('not_confirmed', 0)})",
         "",
     ]
 

@@ -178,14 +178,27 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
 }
 
 
+# Mechanisms whose only implying signal is a DCGM profiling field: without it the mechanism can be
+# neither confirmed nor refuted, so the class is not ruled out (its verdict is "not confirmed").
+UNOBSERVABLE_WITHOUT: dict[Bottleneck, tuple[tuple[str, str, str], ...]] = {
+    Bottleneck.INTERCONNECT: (("host-to-device copies", "pcie_rx_frac.mean", "DCGM_FI_PROF_PCIE_RX_BYTES"),),
+    Bottleneck.MEMORY: (("GPU memory bandwidth", "dram_active.mean", "DCGM_FI_PROF_DRAM_ACTIVE"),),
+}
+
+
 @dataclass(frozen=True)
 class GateResult:
-    """Whether a class's evidence holds, and its best reading."""
+    """Whether a class's evidence holds, and its best reading.
+
+    ``unobserved`` names a mechanism of the class whose implying signal was not collected (then the
+    class is not confirmed, but not ruled out either).
+    """
 
     holds: bool
     best: str | None  # the best gate's name
     level: float  # its reading over its threshold (>= 1 holds)
     what: str
+    unobserved: str | None = None
 
 
 def check(cls: Bottleneck, g: GateInput) -> GateResult:
@@ -205,9 +218,18 @@ def check(cls: Bottleneck, g: GateInput) -> GateResult:
             best = (lv, gate)
     if cls is Bottleneck.UNKNOWN:
         return GateResult(True, None, 1.0, "")
+    unobserved = next(
+        (
+            f"{what} cannot be seen without {field}"
+            for what, feat, field in UNOBSERVABLE_WITHOUT.get(cls, ())
+            if g.f(feat) is None
+        ),
+        None,
+    )
     if best is None:
-        return GateResult(False, None, 0.0, "no signal that implies it was available")
-    return GateResult(best[0] >= 1.0, best[1].name, best[0], best[1].what)
+        return GateResult(False, None, 0.0, "no signal that implies it was available", unobserved)
+    held = best[0] >= 1.0
+    return GateResult(held, best[1].name, best[0], best[1].what, None if held else unobserved)
 
 
 def holding(g: GateInput) -> dict[Bottleneck, GateResult]:
