@@ -290,7 +290,12 @@ def build_evidence(
     scored: list[tuple[float, Evidence]] = []
     for c in CANDIDATES.get(cls, ()):
         v = value(x, c.feature)
-        if v is None or (c.feature in _NEEDS_VOLUME and not volume):
+        if v is None:
+            continue
+        if c.feature in _NEEDS_VOLUME and not volume:
+            # Shown as what was looked at, saying why it does not count.
+            msg = f"Network receive and transmit ratio {pct(v)}, at too little volume to be gradient exchange."
+            scored.append((0.0, Evidence(c.signal, v, c.reference, c.unit, msg)))
             continue
         scored.append((c.strength(v), _evidence(c, v)))
     scored.sort(key=lambda t: -t[0])
