@@ -13,6 +13,7 @@ from bottleneck_operator.analysis.evaluation import invariants
 from bottleneck_operator.analysis.features import extract_features
 from bottleneck_operator.analysis.summary import summarize
 from bottleneck_operator.analysis.summary_phases import segment_phases
+from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import Bottleneck, Headroom
 from bottleneck_operator.contract.window import JobWindow
 
@@ -291,3 +292,16 @@ def test_a_mechanism_nobody_collects_is_not_ruled_out() -> None:
     assert any("not confirmed" in n and "DCGM_FI_PROF_PCIE_RX_BYTES" in n for n in v.notes)
     assert invariants([_Result(v)])["not_confirmed"] == 1
     assert analyze_window(w, FixedModel({B.INTERCONNECT: 0.9, B.IO: 0.1})).bottleneck is B.UNKNOWN
+
+
+def test_bandwidth_bound_kernels_without_dram_data_are_not_confirmed_nor_gpu_bound() -> None:
+    # HBM-bound kernels keep the GPUs busy, so the x1.15 floor (idle time) says nothing about them;
+    # without DRAM activity the verdict stands on the model, with no headroom figure.
+    w = make_window(B.MEMORY, drop=[Family.DCGM_PROF, Family.DCGM_PROF_SM])
+    v = analyze_window(w, FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
+    assert v.bottleneck is B.MEMORY and v.headroom is None
+    assert any("Memory not confirmed" in n and "DCGM_FI_PROF_DRAM_ACTIVE" in n for n in v.notes)
+    # with DRAM activity at 82 % it is confirmed, and sized
+    v = analyze_window(make_window(B.MEMORY), FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
+    assert v.bottleneck is B.MEMORY and v.headroom is not None and v.headroom.high > 1.15
+    assert not any("not confirmed" in n for n in v.notes)

@@ -34,9 +34,14 @@ class Checked:
     notes: tuple[str, ...]
 
     def hbm_bound(self) -> bool:
-        """Memory through GPU memory bandwidth (in-kernel), not through host memory pressure."""
+        """Memory through GPU memory bandwidth (in-kernel), not host memory pressure; also when unobservable."""
         g = self.gates.get(Bottleneck.MEMORY)
-        return g is not None and g.holds and g.best == "dram_active"
+        return g is not None and _hbm(g)
+
+
+def _hbm(g: GateResult) -> bool:
+    """HBM-bound kernels keep the GPUs busy: their cost is not idle time, so the x1.15 floor does not apply."""
+    return (g.holds and g.best == "dram_active") or (not g.holds and g.unobserved is not None)
 
 
 def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, float]) -> Checked:
@@ -65,7 +70,7 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
             if not open_classes[c]:
                 probs[c.value] = 0.0
     if account is not None:
-        hbm = gates[Bottleneck.MEMORY].holds and gates[Bottleneck.MEMORY].best == "dram_active"
+        hbm = _hbm(gates[Bottleneck.MEMORY])
         for c in _STALLS:
             if c is Bottleneck.MEMORY and hbm:
                 continue

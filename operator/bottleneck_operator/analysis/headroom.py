@@ -86,7 +86,9 @@ def estimate_headroom(cls: Bottleneck, x: FloatArray, checked: Checked) -> Headr
     if cls is Bottleneck.GPU:
         return _gpu_headroom(acc)
     if cls is Bottleneck.MEMORY and checked.hbm_bound():
-        dram = value(x, "dram_active.mean") or 0.0
+        dram = value(x, "dram_active.mean")
+        if dram is None:  # bandwidth-bound by the model's reading, with no DRAM activity to size it
+            return None
         high = 1.0 + min(1.0, dram / DRAM_PRACTICAL)
         return Headroom(
             1.0 + (high - 1.0) * 0.3,
