@@ -7,7 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.advice import Facts, host_to_device_copies, more_workers_help, one_core_per_process
+from bottleneck_operator.analysis.advice import (
+    Facts,
+    host_memory_pressure,
+    host_to_device_copies,
+    more_workers_help,
+    one_core_per_process,
+)
 from bottleneck_operator.analysis.classify import analyze_window
 from bottleneck_operator.analysis.evaluation import invariants
 from bottleneck_operator.analysis.features import extract_features
@@ -305,3 +311,16 @@ def test_bandwidth_bound_kernels_without_dram_data_are_not_confirmed_nor_gpu_bou
     v = analyze_window(make_window(B.MEMORY), FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
     assert v.bottleneck is B.MEMORY and v.headroom is not None and v.headroom.high > 1.15
     assert not any("not confirmed" in n for n in v.notes)
+
+
+def test_raising_the_memory_limit_only_under_host_memory_pressure() -> None:
+    hbm = make_window(B.MEMORY)  # DRAM 82 % busy, host memory calm
+    assert not host_memory_pressure(_facts(hbm))
+    v = analyze_window(hbm, FixedModel({B.MEMORY: 0.9}))
+    assert "Raise the memory limit" not in [r.action for r in v.recommendations]
+    reclaim = {"dram_active": 0.2, "sc_psi_mem_some": 0.4, "node_psi_mem_some": 0.3}
+    idle = {"gr_engine_active": 0.5, "gpu_util": 0.55, "sm_active": 0.45}  # the GPUs wait on reclaim
+    host = make_window(B.MEMORY, overrides={**reclaim, **idle})
+    assert host_memory_pressure(_facts(host))
+    v = analyze_window(host, FixedModel({B.MEMORY: 0.9}))
+    assert "Raise the memory limit" in [r.action for r in v.recommendations]

@@ -70,6 +70,17 @@ def host_to_device_copies(k: Facts) -> bool:
     return rx is not None and rx > 2.0 * (tx or 0.0)
 
 
+def host_memory_pressure(k: Facts) -> bool:
+    """The host's memory is short: pressure stalls, major faults or a working set at its limit.
+
+    A job bound by GPU memory bandwidth gains nothing from a larger host memory limit.
+    """
+    psi = max(k.f("sc_psi_mem_some.mean") or 0.0, k.f("node_psi_mem_some.mean") or 0.0)
+    faults = k.f("log_majfault.mean") or 0.0
+    working = k.f("mem_limit_frac.mean") or 0.0
+    return psi >= 0.05 or faults >= 2.5 or working >= 0.9
+
+
 def _always(_k: Facts) -> bool:
     return True
 
@@ -241,6 +252,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "node_swap_used_frac",
             "mem_working_set_vs_limit",
             "sc_psi_mem_some",
+            when=host_memory_pressure,
         ),
         _a(
             "Train in mixed precision",
