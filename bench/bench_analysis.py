@@ -105,6 +105,19 @@ def main() -> None:
     report = run_evaluation(jobs, DEFAULT_SEED, round_size=DEFAULT_ROUND, log=say)
     print(format_report(report))
     print()
+    inv, m = report["invariants"], report["overall"]["model"]
+    ece = "n/a" if m["ece"] is None else f"{m['ece']:.3f}"
+    recalls = {k: v["recall"] for k, v in m["per_class"].items() if v["support"]}
+    print(
+        f"invariants over {inv['verdicts']} verdicts: stall class with headroom < x1.15 "
+        f"{inv['stall_headroom_below_floor']}, evidence under threshold {inv['evidence_under_threshold']}, "
+        f"FB fill as evidence {inv['fb_as_evidence']}"
+    )
+    print(
+        f"held-out: macro-F1 {m['macro_f1']:.3f}, lowest class recall {min(recalls.values()):.3f} "
+        f"({min(recalls, key=lambda k: recalls[k])}), abstention {m['abstention']:.3f}, ECE {ece}"
+    )
+    print()
     mechanism_summary(report.get("mechanisms") or {})
     print()
     framebuffer_check()

@@ -138,6 +138,7 @@ def make_window(
     noise: float = 0.03,
     coverage: float = 1.0,
     gpu_model: str = A100,
+    overrides: dict[str, float] | None = None,
 ) -> JobWindow:
     """A window of ``pods`` pods with the signature of ``cls`` plus a little noise.
 
@@ -151,13 +152,14 @@ def make_window(
         noise: relative noise.
         coverage: quality coverage to report.
         gpu_model: the dcgm modelName.
+        overrides: signal values set on top of the class's signature (to mix signatures).
 
     Returns:
         The window.
     """
     rng = np.random.default_rng(seed)
     dropped = {n for f in drop for n in signals_of(f)}
-    values = {**CALM, **SIGNATURE[cls]}
+    values = {**CALM, **SIGNATURE[cls], **(overrides or {})}
     pod_windows = []
     for p in range(pods):
         signals = {}
@@ -195,3 +197,17 @@ def make_window(
         pods=tuple(pod_windows),
         quality=DataQuality(families=families, coverage=coverage, scrape_interval=15.0),
     )
+
+
+# The CPU class's own-cgroup signals: with these on an IO window, both classes' evidence holds.
+CPU_STARVED: dict[str, float] = {
+    k: SIGNATURE[Bottleneck.CPU][k]
+    for k in (
+        "cpu_cores",
+        "sc_cpu_cores",
+        "cpu_limit_cores",
+        "cpu_throttled_frac",
+        "sc_throttled_frac",
+        "sc_psi_cpu_some",
+    )
+}

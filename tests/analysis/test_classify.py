@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from bottleneck_operator.analysis.classify import analyze_window, analyze_windows
 from bottleneck_operator.contract.signals import Family
@@ -12,25 +13,34 @@ from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck
 from bottleneck_operator.contract.window import DataQuality, JobWindow
 
 from .conftest import FixedModel
-from .synth import make_window
+from .synth import CPU_STARVED, make_window
 
 B = Bottleneck
 
 
 def test_confident_verdict_has_no_reason() -> None:
-    v = analyze_window(make_window(B.IO), FixedModel({B.IO: 0.9, B.CPU: 0.1}))
+    both = make_window(B.IO, overrides=CPU_STARVED)
+    # GPUs idle 70 %: IO's share 56 %, CPU's 14 % (x1.16, still a stall): both stand as the model says
+    v = analyze_window(both, FixedModel({B.IO: 0.8, B.CPU: 0.2}))
     assert v.bottleneck is B.IO and v.reason is None and v.secondary is None and v.abstention is None
-    assert abs(v.confidence - 0.9) < 1e-9
+    assert abs(v.confidence - 0.8) < 1e-9
     assert set(v.probabilities) == {c.value for c in CLASSES}
 
 
+def test_a_runner_up_without_evidence_is_ruled_out() -> None:
+    # The IO window has no CPU evidence of its own: the CPU probability goes, IO keeps the rest.
+    v = analyze_window(make_window(B.IO), FixedModel({B.IO: 0.9, B.CPU: 0.1}))
+    assert v.bottleneck is B.IO and v.confidence == pytest.approx(1.0) and v.probabilities["CPU"] == 0.0
+
+
 def test_abstains_below_threshold_with_reason() -> None:
-    model = FixedModel({B.IO: 0.45, B.CPU: 0.35, B.GPU: 0.2})
-    v = analyze_window(make_window(B.IO), model, abstain_threshold=0.5)
+    model = FixedModel({B.IO: 0.45, B.CPU: 0.35, B.MEMORY: 0.2})
+    both = make_window(B.IO, overrides={**CPU_STARVED, "dram_active": 0.82})
+    v = analyze_window(both, model, abstain_threshold=0.5)
     assert v.bottleneck is B.UNKNOWN
     assert v.reason and "abstain_threshold" in v.reason
     assert v.abstention is Abstention.LOW_CONFIDENCE and not v.abstention.is_data_problem
-    assert analyze_window(make_window(B.IO), model, abstain_threshold=0.4).bottleneck is B.IO
+    assert analyze_window(both, model, abstain_threshold=0.4).bottleneck is B.IO
 
 
 def test_abstains_on_low_coverage_and_short_window() -> None:
@@ -55,9 +65,10 @@ def test_no_pods_is_unknown() -> None:
 
 
 def test_secondary_within_margin() -> None:
-    v = analyze_window(make_window(B.CPU), FixedModel({B.CPU: 0.55, B.IO: 0.40, B.GPU: 0.05}), secondary_margin=0.25)
+    both = make_window(B.IO, overrides=CPU_STARVED)
+    v = analyze_window(both, FixedModel({B.CPU: 0.55, B.IO: 0.45}), secondary_margin=0.25)
     assert v.bottleneck is B.CPU and v.secondary is B.IO
-    v = analyze_window(make_window(B.CPU), FixedModel({B.CPU: 0.75, B.IO: 0.2, B.GPU: 0.05}), secondary_margin=0.25)
+    v = analyze_window(both, FixedModel({B.CPU: 0.8, B.IO: 0.2}), secondary_margin=0.25)
     assert v.secondary is None
 
 

@@ -10,7 +10,7 @@ from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 
 from .conftest import FixedModel
-from .synth import make_window
+from .synth import CPU_STARVED, make_window
 
 B = Bottleneck
 
@@ -29,9 +29,11 @@ def test_io_evidence_names_iowait_and_pressure() -> None:
     v = analyze_window(make_window(B.IO, noise=0.0), FixedModel({B.IO: 0.9}))
     signals = [e.signal for e in v.evidence]
     assert signals[0] == "sm_active"  # GPU idleness first
-    assert "node_psi_io_some" in signals or "sc_psi_io_some" in signals
-    iowait = next(e for e in v.evidence if e.signal in ("node_psi_io_some", "sc_psi_io_some"))
-    assert abs(iowait.observed - 0.6) < 1e-9 and iowait.reference == 0.5
+    # then the gate that implies IO: CPUs idle in iowait 35 % against the 5 % where it counts
+    assert signals[1] == "node_cpu_iowait_frac" and v.evidence[1].reference == 0.05
+    assert v.evidence[1].observed == pytest.approx(0.35) and v.evidence[1].message.startswith("Implies IO")
+    blocked = next(e for e in v.evidence if e.signal == "sc_procs_iowait")
+    assert blocked.observed == pytest.approx(0.8) and blocked.reference == 0.5
     actions = " ".join(r.action for r in v.recommendations)
     assert "parallel" in actions or "NVMe" in actions
 
@@ -58,26 +60,30 @@ def test_stall_range_math() -> None:
 def test_headroom_and_capacity_for_io() -> None:
     v = analyze_window(make_window(B.IO, noise=0.0), FixedModel({B.IO: 0.9}))
     assert v.headroom is not None
-    # SMs active 28 %; the next stage (CPU at 5 of 32 cores) is far from binding
-    assert v.headroom.high == pytest.approx(1 / 0.28)
+    # GPUs time-busy 30 % (GR_ENGINE_ACTIVE): IO holds the other 70 %; the next stage (CPU at 5 of
+    # 32 cores) is far from binding
+    assert v.headroom.high == pytest.approx(1 / 0.3)
     assert 1.0 <= v.headroom.low <= v.headroom.high
     need = v.capacity[0]
     assert need.resource == "storage_read"
     assert need.observed == pytest.approx(1.9e9)
-    assert need.needed == pytest.approx(1.9e9 / 0.28)
+    assert need.needed == pytest.approx(1.9e9 / 0.3)
     assert "GB/s" in need.message and "8 GPUs" in need.message
 
 
 def test_capacity_for_cpu_and_gpu() -> None:
     v = analyze_window(make_window(B.CPU, noise=0.0), FixedModel({B.CPU: 0.9}))
     cpu = v.capacity[0]
-    assert cpu.resource == "cpu_cores" and cpu.needed == pytest.approx(15.9 / 0.33)
+    assert cpu.resource == "cpu_cores" and cpu.needed == pytest.approx(15.9 / 0.35)
+    assert v.headroom is not None and v.headroom.high == pytest.approx(1 / 0.35)
+    # GPU-bound: no capacity figure and no speed-up read into tensor activity; a profile says more
     g = analyze_window(make_window(B.GPU, noise=0.0), FixedModel({B.GPU: 0.9}))
-    assert g.capacity[0].resource == "tensor_pipes" and g.capacity[0].observed == pytest.approx(0.45)
-    assert g.headroom is not None and g.headroom.high == pytest.approx(0.7 / 0.45)
+    assert g.capacity == ()
+    assert g.headroom is not None and g.headroom.high < 1.15 and "Holistic Trace Analysis" in g.headroom.basis
 
 
 def test_unknown_has_no_recommendations() -> None:
-    v = analyze_window(make_window(B.IO), FixedModel({B.IO: 0.4, B.CPU: 0.35, B.GPU: 0.25}))
+    both = make_window(B.IO, overrides={**CPU_STARVED, "gr_engine_active": 0.65})
+    v = analyze_window(both, FixedModel({B.IO: 0.4, B.CPU: 0.35, B.GPU: 0.25}))
     assert v.bottleneck is B.UNKNOWN
     assert v.recommendations == () and v.headroom is None and v.capacity == ()

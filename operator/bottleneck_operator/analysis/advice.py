@@ -1,7 +1,10 @@
-"""Recommendations a verdict's evidence justifies: per class, advice tied to the signals that call for it.
+"""Recommendations a verdict's evidence justifies, each with its physical precondition in code.
 
 Recommendations are chosen by the signals that appear in the evidence (:mod:`.evidence`), so each one
-names what justifies it; advice tied to no signal is general and comes last.
+names what justifies it; advice tied to no signal is general and comes last. Each piece of advice
+carries a precondition (a predicate next to it): more DataLoader workers only when the job's cgroup
+has CPU headroom and its node has idle cores; pinned host memory never for peer-to-peer or GPUDirect
+traffic, which does not pass through pageable host memory.
 """
 
 from __future__ import annotations
@@ -9,8 +12,77 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bottleneck_operator.analysis.features import value
 from bottleneck_operator.analysis.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation
+from bottleneck_operator.contract.window import FloatArray
+
+AT_LIMIT = 0.85  # the cgroup's CPU use over its limit from which it has no headroom
+NODE_IDLE = 0.8  # node CPU busy share below which the node has idle cores to give
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What preconditions read: the job's totals and its feature row."""
+
+    summary: JobSummary
+    x: FloatArray
+
+    def f(self, name: str) -> float | None:
+        return value(self.x, name)
+
+
+def cgroup_has_headroom(k: Facts) -> bool:
+    """The job's cgroup can use more CPU: no limit, or below ``AT_LIMIT`` of it and not throttled."""
+    used = k.f("cpu_limit_frac.mean")
+    throttled = max(k.f("cpu_throttled_frac.mean") or 0.0, k.f("sc_throttled_frac.mean") or 0.0)
+    return (used is None or used < AT_LIMIT) and throttled < 0.1
+
+
+def node_has_idle_cores(k: Facts) -> bool:
+    """The node's CPUs are not all busy (unknown counts as no)."""
+    busy = k.f("node_cpu_busy_frac.mean")
+    return busy is not None and busy < NODE_IDLE
+
+
+def more_workers_help(k: Facts) -> bool:
+    """More loader processes can run: the cgroup has headroom and the node has idle cores."""
+    return cgroup_has_headroom(k) and node_has_idle_cores(k)
+
+
+def one_core_per_process(k: Facts) -> bool:
+    """About one busy core per GPU process with idle cores around: ``num_workers=0`` loads in the main process."""
+    per_gpu = k.f("cpu_per_gpu.mean")
+    return per_gpu is not None and per_gpu <= 1.5 and more_workers_help(k)
+
+
+def cgroup_is_the_limit(k: Facts) -> bool:
+    """The CFS quota binds while the node could give more: raising the limit helps."""
+    return not cgroup_has_headroom(k) and node_has_idle_cores(k)
+
+
+def host_to_device_copies(k: Facts) -> bool:
+    """PCIe traffic is input copies from host memory: host-to-device well above device-to-host.
+
+    Balanced traffic is peer-to-peer or GPUDirect RDMA, which pinned host buffers do not speed up.
+    """
+    rx, tx = k.f("pcie_rx_frac.mean"), k.f("pcie_tx_frac.mean")
+    return rx is not None and rx > 2.0 * (tx or 0.0)
+
+
+def host_memory_pressure(k: Facts) -> bool:
+    """The host's memory is short: pressure stalls, major faults or a working set at its limit.
+
+    A job bound by GPU memory bandwidth gains nothing from a larger host memory limit.
+    """
+    psi = max(k.f("sc_psi_mem_some.mean") or 0.0, k.f("node_psi_mem_some.mean") or 0.0)
+    faults = k.f("log_majfault.mean") or 0.0
+    working = k.f("mem_limit_frac.mean") or 0.0
+    return psi >= 0.05 or faults >= 2.5 or working >= 0.9
+
+
+def _always(_k: Facts) -> bool:
+    return True
 
 
 @dataclass(frozen=True)
@@ -18,11 +90,11 @@ class Advice:
     action: str
     detail: str
     signals: frozenset[str]  # shown when one of these signals is in the evidence; empty: always
-    when: Callable[[JobSummary], bool] = lambda s: True
+    when: Callable[[Facts], bool] = _always
 
 
-def _a(action: str, detail: str, *signals: str, when: Callable[[JobSummary], bool] | None = None) -> Advice:
-    return Advice(action, detail, frozenset(signals), when or (lambda s: True))
+def _a(action: str, detail: str, *signals: str, when: Callable[[Facts], bool] = _always) -> Advice:
+    return Advice(action, detail, frozenset(signals), when)
 
 
 ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
@@ -57,25 +129,37 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
     Bottleneck.CPU: (
         _a(
             "Raise the CPU limit",
-            "The container is throttled by its CFS quota while the node may have idle cores.",
+            "The container is throttled by its CFS quota while the node has idle cores.",
             "cpu_throttled_frac",
             "sc_throttled_frac",
             "cpu_cores_vs_limit",
+            "sc_cpu_limit_frac",
+            when=cgroup_is_the_limit,
+        ),
+        _a(
+            "Load data in worker processes (DataLoader num_workers > 0)",
+            "About one core per GPU process is busy while the node's other cores idle: with num_workers=0 the "
+            "main process decodes every batch itself.",
+            "cpu_cores",
+            "cpu_workers_saturated",
+            "sc_psi_cpu_some",
+            when=one_core_per_process,
         ),
         _a(
             "Use more DataLoader workers",
             "Decoding and augmentation run on too few processes; add workers up to the cores the pod may use.",
             "cpu_cores",
+            "cpu_workers_saturated",
             "sc_psi_cpu_some",
-            "node_psi_cpu_some",
-            "cpu_cores_vs_limit",
+            when=more_workers_help,
         ),
         _a(
             "Move decoding and augmentation to the GPU",
             "NVIDIA DALI or torchvision.io GPU decoding takes JPEG decoding and augmentation off the host CPUs.",
             "cpu_cores",
-            "node_cpu_busy_frac",
             "cpu_cores_vs_limit",
+            "cpu_cores_vs_node",
+            "sc_cpu_limit_frac",
         ),
         _a(
             "Cache decoded or pre-augmented samples",
@@ -90,6 +174,8 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "node_net_rx_tx_symmetry",
             "node_net_bytes_per_gpu",
             "nvlink_bps",
+            "exposed_communication",
+            "pcie_peer_symmetry",
         ),
         _a(
             "Overlap communication with computation",
@@ -97,6 +183,8 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "gpu_util_minus_sm_active",
             "nvlink_bps",
             "node_net_bytes_per_gpu",
+            "exposed_communication",
+            "pcie_peer_symmetry",
         ),
         _a(
             "Place the job's GPUs on one node or one NVLink domain",
@@ -104,15 +192,33 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "node_net_rx_tx_symmetry",
             "node_net_bytes_per_gpu",
             "gpu_util_minus_sm_active",
+            "pcie_peer_symmetry",
+        ),
+        _a(
+            "Send compact batches to the GPU",
+            "Copy uint8 images or compressed tensors and convert them on the GPU: float32 conversion on the host "
+            "quadruples the bytes each batch moves over PCIe.",
+            "pcie_rx_bps",
+            "pcie_busy_during_wait",
+            when=host_to_device_copies,
         ),
         _a(
             "Use pinned memory and non-blocking host-to-device copies",
             "pin_memory=True with .to(device, non_blocking=True), or moving preprocessing onto the GPU, relieves a saturated PCIe link.",
             "pcie_rx_bps",
-            "pcie_tx_bps",
+            "pcie_busy_during_wait",
+            when=host_to_device_copies,
         ),
     ),
     Bottleneck.GPU: (
+        _a(
+            "Profile a few training steps",
+            "torch.profiler over a handful of steps, read with Holistic Trace Analysis, shows where GPU time goes "
+            "(matrix-multiply, memory-bound and communication kernels, launch gaps); telemetry cannot split it.",
+            "gpu_busy",
+            "gpu_util",
+            "gpu_active",
+        ),
         _a(
             "Train in mixed precision (BF16/FP16) or enable TF32",
             "Tensor cores run several times faster than FP32 math; low tensor-pipe activity means they are underused.",
@@ -145,6 +251,8 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "node_majfault_ps",
             "node_swap_used_frac",
             "mem_working_set_vs_limit",
+            "sc_psi_mem_some",
+            when=host_memory_pressure,
         ),
         _a(
             "Train in mixed precision",
@@ -163,30 +271,31 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
 
 
 def build_recommendations(
-    cls: Bottleneck, evidence: tuple[Evidence, ...], summary: JobSummary
+    cls: Bottleneck, evidence: tuple[Evidence, ...], summary: JobSummary, x: FloatArray
 ) -> tuple[Recommendation, ...]:
-    """Recommendations for ``cls``, each tied to an evidence signal that justifies it.
+    """Recommendations for ``cls`` whose precondition holds, each tied to an evidence signal.
 
     Args:
         cls: the verdict class.
         evidence: the verdict's evidence.
         summary: whole-job totals.
+        x: the job's feature row (the preconditions read it).
 
     Returns:
         Up to four recommendations; general ones (no matching signal) come last.
     """
+    facts = Facts(summary, x)
     shown = [e.signal for e in evidence]
-    tied: list[Recommendation] = []
+    tied: list[tuple[int, Recommendation]] = []
     general: list[Recommendation] = []
     for advice in ADVICE.get(cls, ()):
-        if not advice.when(summary):
+        if not advice.when(facts):
             continue
-        match = next((s for s in shown if s in advice.signals), None)
-        if match:
-            tied.append(Recommendation(advice.action, match, advice.detail))
+        match = next((k for k, s in enumerate(shown) if s in advice.signals), None)
+        if match is not None:
+            tied.append((match, Recommendation(advice.action, shown[match], advice.detail)))
         elif not advice.signals:
             general.append(Recommendation(advice.action, shown[0] if shown else "", advice.detail))
-    if not tied and not general and ADVICE.get(cls):
-        first = ADVICE[cls][0]
-        general.append(Recommendation(first.action, shown[0] if shown else "", first.detail))
-    return tuple((tied + general)[:4])
+    # Advice for the strongest evidence first (the evidence is ordered by strength).
+    ordered = [r for _, r in sorted(tied, key=lambda t: t[0])]
+    return tuple((ordered + general)[:4])

@@ -1,20 +1,24 @@
-"""From job windows to verdicts: features, calibrated prediction, abstention, evidence, headroom.
+"""From job windows to verdicts: features, calibrated prediction, checks, abstention, evidence, headroom.
 
 Abstention comes first from the data (no pods, a window shorter than ``min_window``, GPU sample
-coverage below ``min_coverage``) and then from the model (top probability below
-``abstain_threshold``); the verdict's ``reason`` says which. A runner-up within ``secondary_margin``
-of the top class is named as secondary.
+coverage below ``min_coverage``). The model's probabilities are then checked against the window's
+step-time account and evidence gates (:mod:`.classify_gates`): a class whose evidence does not hold is
+ruled out, and a stall that would gain less than x1.15 counts as GPU-bound. The verdict is Unknown
+when the top checked probability is below ``abstain_threshold``; the ``reason`` says why. A runner-up
+within ``secondary_margin`` of the top class is named as secondary.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
 
 from bottleneck_operator.analysis.advice import build_recommendations
-from bottleneck_operator.analysis.evidence import build_evidence
+from bottleneck_operator.analysis.classify_gates import Checked, check_window, leaning
+from bottleneck_operator.analysis.evidence import build_evidence, context_notes
 from bottleneck_operator.analysis.features import extract_features, single_pod_windows
 from bottleneck_operator.analysis.headroom import capacity_needs, estimate_headroom
 from bottleneck_operator.analysis.mechanism import decide_mechanism
@@ -111,22 +115,48 @@ def analyze_windows(
                 )
             )
             continue
-        cls, conf, secondary, why = _decide(
-            probs, abstain_threshold=abstain_threshold, secondary_margin=secondary_margin
-        )
-        abstention = Abstention.LOW_CONFIDENCE if why is not None else None
-        bare = Verdict(
-            cls, conf, probs, secondary, why, gpu_active, model_version=model.version, abstention=abstention,
-            mechanism=decide_mechanism(cls, x[i]),
-        )  # fmt: skip
+        checked = check_window(w, x[i], probs)
+        bare = _checked_verdict(checked, probs, gpu_active, model.version, abstain_threshold, secondary_margin)
+        bare = replace(bare, mechanism=decide_mechanism(bare.bottleneck, x[i]))
         if not with_details:
             verdicts.append(bare)
             continue
         assert summary is not None
         lo, hi = pod_slices[i]
-        pods = _pod_verdicts(w, model, proba[lo:hi] if hi > lo else proba[i : i + 1], cls, conf, summary)
-        verdicts.append(_detailed(bare, x[i], summary, pods))
+        pods = _pod_verdicts(w, model, proba[lo:hi] if hi > lo else proba[i : i + 1], bare, summary)
+        verdicts.append(_detailed(bare, x[i], summary, pods, checked))
     return verdicts
+
+
+def _checked_verdict(
+    checked: Checked,
+    probs: dict[str, float],
+    gpu_active: float | None,
+    version: str,
+    abstain_threshold: float,
+    secondary_margin: float,
+) -> Verdict:
+    """The bare verdict from the checked probabilities; Unknown, pointing somewhere, when none is left."""
+    if not any(checked.probabilities.values()):
+        return Verdict(
+            Bottleneck.UNKNOWN,
+            0.0,
+            checked.probabilities,
+            Bottleneck(max(probs.items(), key=lambda kv: kv[1])[0]),
+            leaning(checked, probs),
+            gpu_active,
+            model_version=version,
+            notes=checked.notes,
+            abstention=Abstention.LOW_CONFIDENCE,
+        )
+    cls, conf, secondary, why = _decide(
+        checked.probabilities, abstain_threshold=abstain_threshold, secondary_margin=secondary_margin
+    )
+    abstention = Abstention.LOW_CONFIDENCE if why is not None else None
+    return Verdict(
+        cls, conf, checked.probabilities, secondary, why, gpu_active, model_version=version, notes=checked.notes,
+        abstention=abstention,
+    )  # fmt: skip
 
 
 def _with_pod_windows(
@@ -143,36 +173,40 @@ def _with_pod_windows(
     return batch, pod_slices
 
 
-def _detailed(bare: Verdict, x: FloatArray, summary: JobSummary, pods: tuple[PodVerdict, ...]) -> Verdict:
+def _detailed(
+    bare: Verdict, x: FloatArray, summary: JobSummary, pods: tuple[PodVerdict, ...], checked: Checked
+) -> Verdict:
     """The bare classification with evidence, recommendations, headroom, capacity and per-pod verdicts."""
     cls, secondary = bare.bottleneck, bare.secondary
     # Evidence for Unknown speaks for the most likely class, so a user sees what the model leaned to.
     basis = cls if cls is not Bottleneck.UNKNOWN else (secondary or Bottleneck.UNKNOWN)
-    evidence = build_evidence(basis, x, summary) if basis is not Bottleneck.UNKNOWN else ()
+    evidence = build_evidence(basis, x, summary, checked) if basis is not Bottleneck.UNKNOWN else ()
+    known = cls is not Bottleneck.UNKNOWN
     return Verdict(
         bottleneck=cls,
         confidence=bare.confidence,
         probabilities=bare.probabilities,
-        secondary=secondary if cls is not Bottleneck.UNKNOWN else None,
+        secondary=secondary if known else None,
         reason=bare.reason,
         gpu_active=bare.gpu_active,
         evidence=evidence,
-        recommendations=build_recommendations(cls, evidence, summary) if cls is not Bottleneck.UNKNOWN else (),
-        headroom=estimate_headroom(cls, x, summary),
-        capacity=capacity_needs(cls, x, summary),
+        recommendations=build_recommendations(cls, evidence, summary, x) if known else (),
+        headroom=estimate_headroom(cls, x, checked) if known else None,
+        capacity=capacity_needs(cls, x, summary, checked) if known else (),
         pods=pods,
         model_version=bare.model_version,
+        notes=(*bare.notes, *context_notes(x)),
         abstention=bare.abstention,
         mechanism=bare.mechanism,
     )
 
 
 def _pod_verdicts(
-    window: JobWindow, model: Classifier, proba: FloatArray, cls: Bottleneck, conf: float, summary: JobSummary
+    window: JobWindow, model: Classifier, proba: FloatArray, bare: Verdict, summary: JobSummary
 ) -> tuple[PodVerdict, ...]:
     if len(window.pods) == 1:
         p = window.pods[0]
-        return (PodVerdict(p.pod, p.node, cls, conf, summary.gpu_active),)
+        return (PodVerdict(p.pod, p.node, bare.bottleneck, bare.confidence, summary.gpu_active),)
     out = []
     for pod, row in zip(window.pods, proba, strict=True):
         k = int(np.argmax(row))

@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bottleneck_operator.analysis.baseline import rule_verdict
+from bottleneck_operator.analysis.evidence_gates import GATES
 from bottleneck_operator.analysis.features import extract_features, value
+from bottleneck_operator.analysis.headroom_account import STALL_FLOOR
 from bottleneck_operator.analysis.metrics import ClassFigures, Figures, figures, format_confusion, format_per_class
 from bottleneck_operator.contract.signals import Family, signals_of
 from bottleneck_operator.contract.window import JobWindow
@@ -160,6 +162,7 @@ def score(
         "breakdowns": {k: {name: both(idx) for name, idx in sorted(v.items())} for k, v in groups.items()},
         "errors": errors,
         "mechanisms": mechanism_accuracy(jobs, results),
+        "invariants": invariants(results),
     }
 
 
@@ -210,6 +213,53 @@ def mechanism_lines(mechanisms: dict[str, Any]) -> list[str]:
     for name, d in mechanisms.items():
         lines.append(f"{name:<24}{d['jobs']:>6}{d['n']:>10}{d['accuracy']:>10.3f}{d['end_to_end']:>12.3f}")
     return lines
+
+
+_STALL_CLASSES = frozenset({"IO", "CPU", "Interconnect", "Memory"})
+_FB_SIGNALS = frozenset({"fb_used_frac", "fb_used_bytes", "fb_free_bytes"})
+
+
+def _gate_holds(verdict: Any) -> bool:
+    """The verdict's evidence holds an item from one of its class's gates at or over its threshold."""
+    names = {g.name for g in GATES.get(verdict.bottleneck, ())}
+    return any(
+        e.signal in names and e.reference is not None and e.observed >= e.reference - 1e-12 for e in verdict.evidence
+    )
+
+
+def invariants(results: Sequence[Any]) -> dict[str, int]:
+    """Verdicts that break the account's invariants, counted over every evaluated job.
+
+    Args:
+        results: the pipeline's results (their verdicts, with details).
+
+    Returns:
+        "verdicts" (non-Unknown ones checked), "stall_headroom_below_floor" (a stall class whose
+        headroom is under x1.15), "evidence_under_threshold" (no gate of the class holds in the
+        evidence), "fb_as_evidence" (framebuffer fill among the evidence) and "not_confirmed" (not a
+        breach: the only signal that could confirm the class's mechanism was not collected).
+    """
+    counts = {
+        "verdicts": 0,
+        "stall_headroom_below_floor": 0,
+        "evidence_under_threshold": 0,
+        "fb_as_evidence": 0,
+        "not_confirmed": 0,
+    }
+    for r in results:
+        v = r.verdict
+        if v.bottleneck.value == "Unknown":
+            continue
+        counts["verdicts"] += 1
+        if v.bottleneck.value in _STALL_CLASSES and v.headroom is not None and v.headroom.high < STALL_FLOOR:
+            counts["stall_headroom_below_floor"] += 1
+        if any(" not confirmed: " in n for n in v.notes):
+            counts["not_confirmed"] += 1  # its mechanism's only signal was not collected
+        elif not _gate_holds(v):
+            counts["evidence_under_threshold"] += 1
+        if any(e.signal in _FB_SIGNALS for e in v.evidence):
+            counts["fb_as_evidence"] += 1
+    return counts
 
 
 def _breakdown_groups(jobs: Sequence[Any]) -> dict[str, dict[str, list[int]]]:
@@ -285,11 +335,25 @@ def format_report(report: dict[str, Any]) -> str:
         f"macro-F1 {b.macro_f1:.3f}  accuracy {b.accuracy:.3f}",
         "",
     ]
+    lines += _invariant_lines(report.get("invariants"))
     lines += _side_by_side(report)
     lines += ["", *mechanism_lines(report.get("mechanisms") or {})]
     lines += _sidecar_lines(report.get("sidecar_gain") or {})
     lines += _error_lines(report.get("errors", []))
     return "\n".join(lines)
+
+
+def _invariant_lines(inv: dict[str, int] | None) -> list[str]:
+    if not inv:
+        return []
+    return [
+        f"== invariants over {inv['verdicts']} verdicts (each must be 0)",
+        f"stall class with headroom < x{STALL_FLOOR:.2f}: {inv['stall_headroom_below_floor']}",
+        f"evidence under its threshold: {inv['evidence_under_threshold']}",
+        f"framebuffer fill as evidence: {inv['fb_as_evidence']}",
+        f"(not confirmed, the implying signal not collected: {inv.get('not_confirmed', 0)})",
+        "",
+    ]
 
 
 def _side_by_side(report: dict[str, Any]) -> list[str]:

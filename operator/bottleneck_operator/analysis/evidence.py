@@ -1,15 +1,19 @@
 """Evidence for a verdict: the signals that support its class, each against a reference.
 
-Each class has a list of candidate signals that characterise it (the typical signatures of
-docs/analysis.md), each with a reference — a capacity or a typical value — and a strength that says
-how far the observation is towards the reference. The strongest 3-5 present candidates become the
-evidence; :mod:`.advice` chooses recommendations by the signals that appear in it.
+The first item after GPU idleness is the gate that holds (:mod:`.evidence_gates`): the signal that
+physically implies the class. Then come the class's other candidate signals (the typical signatures
+of docs/analysis.md), each with a reference — a capacity or a typical value — and a strength that
+says how far the observation is towards the reference. The framebuffer's fill is never evidence, and
+node-wide CPU busy and pressure are context (:func:`context_notes`), not evidence for CPU.
+:mod:`.advice` chooses recommendations by the signals that appear in the evidence.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bottleneck_operator.analysis.classify_gates import Checked
+from bottleneck_operator.analysis.evidence_gates import GATES, NET_VOLUME_LOG
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.analysis.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence
@@ -138,17 +142,6 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.05,
             "The pod's processes waited for a CPU {v} of the time (cgroup CPU pressure).",
         ),
-        Candidate(
-            "node_psi_cpu_some.mean",
-            "node_psi_cpu_some",
-            "ratio",
-            0.5,
-            0.05,
-            "Runnable tasks on the node waited for a CPU {v} of the time (CPU pressure).",
-        ),
-        Candidate(
-            "node_cpu_busy_frac.mean", "node_cpu_busy_frac", "ratio", 0.95, 0.6, "The node's CPUs were {v} busy."
-        ),
     ),
     Bottleneck.INTERCONNECT: (
         Candidate(
@@ -156,7 +149,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "pcie_rx_bps",
             "ratio",
             0.8,
-            0.3,
+            0.5,
             "Host-to-GPU PCIe traffic reached {v} of the link's capacity (p90); near {r} it saturates.",
         ),
         Candidate(
@@ -164,7 +157,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "pcie_tx_bps",
             "ratio",
             0.8,
-            0.3,
+            0.5,
             "GPU-to-host PCIe traffic reached {v} of the link's capacity (p90).",
         ),
         Candidate(
@@ -189,7 +182,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "ratio",
             0.9,
             0.5,
-            "Network receive and transmit were balanced ({v}), the pattern of gradient all-reduce rather than data loading.",
+            "Network receive and transmit were balanced ({v}) at all-reduce volume, the pattern of gradient exchange rather than data loading.",
         ),
         Candidate(
             "log_net_per_gpu.mean",
@@ -274,22 +267,35 @@ def _fmt(c: Candidate, v: float) -> str:
     return f"{v:.2g}" if c.unit.startswith("log10") else pct(v) if c.unit == "ratio" else f"{v:.3g}"
 
 
-def build_evidence(cls: Bottleneck, x: FloatArray, summary: JobSummary, *, limit: int = 5) -> tuple[Evidence, ...]:
-    """The 3-5 strongest present signals for ``cls``.
+# Shown only with volume behind them: balanced traffic means all-reduce only when the bytes are there.
+_NEEDS_VOLUME = {"net_symmetry.mean"}
+
+
+def build_evidence(
+    cls: Bottleneck, x: FloatArray, summary: JobSummary, checked: Checked, *, limit: int = 5
+) -> tuple[Evidence, ...]:
+    """The gate that holds, then the strongest present signals for ``cls``: 3-5 items.
 
     Args:
         cls: the verdict class.
         x: the job's feature row.
         summary: whole-job totals (for rates in sentences).
+        checked: the checked classification (its gates).
         limit: most items returned.
 
     Returns:
-        Evidence items, strongest first (GPU idleness first for stall classes).
+        Evidence items: GPU idleness first for stall classes, then the implying gate.
     """
+    volume = (value(x, "log_net_per_gpu.mean") or 0.0) >= NET_VOLUME_LOG
     scored: list[tuple[float, Evidence]] = []
     for c in CANDIDATES.get(cls, ()):
         v = value(x, c.feature)
         if v is None:
+            continue
+        if c.feature in _NEEDS_VOLUME and not volume:
+            # Shown as what was looked at, saying why it does not count.
+            msg = f"Network receive and transmit ratio {pct(v)}, at too little volume to be gradient exchange."
+            scored.append((0.0, Evidence(c.signal, v, c.reference, c.unit, msg)))
             continue
         scored.append((c.strength(v), _evidence(c, v)))
     scored.sort(key=lambda t: -t[0])
@@ -298,6 +304,10 @@ def build_evidence(cls: Bottleneck, x: FloatArray, summary: JobSummary, *, limit
         idle = _idle_evidence(summary)
         if idle:
             items.append(idle)
+    gate = _gate_evidence(cls, checked)
+    if gate is not None:
+        items.append(gate)
+        scored = [(s, e) for s, e in scored if e.signal != gate.signal]
     rate = _rate_evidence(cls, summary)
     # The strong candidates first; weaker ones only to reach three items, so the report always shows
     # what was looked at.
@@ -310,6 +320,41 @@ def build_evidence(cls: Bottleneck, x: FloatArray, summary: JobSummary, *, limit
     if rate:
         items.insert(min(len(items), 2), rate)
     return tuple(items[:limit])
+
+
+def _gate_evidence(cls: Bottleneck, checked: Checked) -> Evidence | None:
+    """The gate that holds for ``cls``, as an evidence item (observed against the level that implies it)."""
+    g = checked.gates.get(cls)
+    if g is None or not g.holds or g.best is None:
+        return None
+    gate = next(x for x in GATES[cls] if x.name == g.best)
+    observed = g.level * gate.threshold
+    return Evidence(
+        gate.name,
+        observed,
+        gate.threshold,
+        "ratio",
+        f"Implies {cls.value}: {gate.what}, {observed:.2f} against {gate.threshold:.2f} where it starts to count.",
+    )
+
+
+def context_notes(x: FloatArray) -> tuple[str, ...]:
+    """Node-wide signals as context: they describe the node, which neighbours and remote-storage readers share."""
+    parts = []
+    busy, psi = value(x, "node_cpu_busy_frac.mean"), value(x, "node_psi_cpu_some.mean")
+    if busy is not None:
+        parts.append(f"node CPUs {pct(busy)} busy")
+    if psi is not None:
+        parts.append(f"node CPU pressure {pct(psi)}")
+    fb = value(x, "fb_used_frac.p90")
+    tail: tuple[str, ...] = ()
+    if fb is not None and fb >= 0.9:
+        tail = (
+            f"GPU memory {pct(fb)} allocated (p90): caching allocators reserve it, so it is not a stall; it only "
+            "means the batch cannot grow.",
+        )
+    head = (f"Node context, not evidence: {', '.join(parts)}.",) if parts else ()
+    return head + tail
 
 
 def _evidence(c: Candidate, v: float) -> Evidence:

@@ -1,32 +1,39 @@
 """How much faster the job could run, and what the limiting resource would have to deliver.
 
-The model of a training step is a pipeline whose slowest stage sets the rate. If the GPUs are busy a
-fraction ``a`` of the time, removing the stall lets steps run at most ``1/a`` times faster — until the
-next-busiest stage (busy ``u`` of the time now) saturates, at ``1/u``. The high end of the range is
-``min(1/a, 1/u)``; the low end assumes only half of the stall time is recovered, since real stages
-overlap imperfectly. The same busy fraction turns an observed rate into the rate needed to keep the
-GPUs busy: ``needed = observed / a``.
+Both read the step-time account (:mod:`.headroom_account`). Removing a stall of share ``s`` of wall
+time makes a step at most ``1 / (1 - s)`` times faster, and less once the next-busiest stage (busy
+``u`` of the time now) saturates, at ``1 / u``. The low end assumes half of the stall time is
+recovered, since real stages overlap imperfectly. The same speed-up turns an observed rate into the
+rate needed to keep the GPUs busy: ``needed = observed x speed-up``.
+
+A GPU-bound job has no stall worth removing; its further gains are inside the kernels, where
+telemetry cannot see: the headroom says what a profile would show instead of inferring a speed-up
+from low tensor-pipe activity (tuned LLM training reaches ~40 % MFU).
 """
 
 from __future__ import annotations
 
+from bottleneck_operator.analysis.classify_gates import Checked
 from bottleneck_operator.analysis.features import value
+from bottleneck_operator.analysis.headroom_account import StepAccount
 from bottleneck_operator.analysis.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, CapacityNeed, Headroom
 from bottleneck_operator.contract.window import FloatArray
 
 MAX_SPEEDUP = 10.0
-# Tensor-pipe activity a well-tuned mixed-precision job reaches in practice (1.0 = a tensor
-# instruction every other cycle, which no real model sustains).
-TENSOR_PRACTICAL = 0.7
 DRAM_PRACTICAL = 0.8  # DCGM profiling docs: ~0.8 is the practical maximum of DRAM activity
+PROFILE_HINT = (
+    "further gains are inside the kernels: a PyTorch profiler trace (read with Holistic Trace Analysis) "
+    "shows the split between matrix-multiply, memory-bound and communication kernels and the launch gaps "
+    "between them, which telemetry cannot"
+)
 
 
 def stall_range(busy: float, next_stage: float | None) -> tuple[float, float]:
     """Speed-up range when a stall stage is removed.
 
     Args:
-        busy: GPU busy fraction now (0..1).
+        busy: share of wall time the step spends outside the stall (0..1).
         next_stage: busy fraction of the next stage that would bind, or None when unknown.
 
     Returns:
@@ -42,14 +49,17 @@ def stall_range(busy: float, next_stage: float | None) -> tuple[float, float]:
 
 
 def _next_stage(cls: Bottleneck, x: FloatArray) -> tuple[float | None, str]:
-    """The busiest other stage (busy fraction, name) that would bind once ``cls`` is removed."""
+    """The busiest other stage (busy fraction, name) that would bind once ``cls`` is removed.
+
+    A disk's busy time is no such fraction: NVMe serves many requests at once, so ``io_time`` at 100 %
+    is not saturation (TELEMETRY.md), and storage never caps the range.
+    """
     stages = {
         "CPU": value(x, "cpu_limit_frac.mean"),
-        "storage": value(x, "node_disk_busy_frac.mean"),
         "PCIe": value(x, "pcie_rx_frac.mean"),
         "NVLink": value(x, "nvlink_frac.mean"),
     }
-    exclude = {Bottleneck.CPU: "CPU", Bottleneck.IO: "storage", Bottleneck.INTERCONNECT: "PCIe"}.get(cls)
+    exclude = {Bottleneck.CPU: "CPU", Bottleneck.INTERCONNECT: "PCIe"}.get(cls)
     best: tuple[float | None, str] = (None, "")
     for name, v in stages.items():
         if name == exclude or (cls is Bottleneck.INTERCONNECT and name == "NVLink") or v is None:
@@ -59,69 +69,83 @@ def _next_stage(cls: Bottleneck, x: FloatArray) -> tuple[float | None, str]:
     return best
 
 
-def estimate_headroom(cls: Bottleneck, x: FloatArray, summary: JobSummary) -> Headroom | None:
-    """Speed-up range if the bottleneck were removed.
+def estimate_headroom(cls: Bottleneck, x: FloatArray, checked: Checked) -> Headroom | None:
+    """Speed-up range if the bottleneck were removed, from the step-time account.
 
     Args:
         cls: the verdict class (None is returned for Unknown).
         x: the job's feature row.
-        summary: whole-job totals.
+        checked: the checked classification with its account.
 
     Returns:
         The range with its basis, or None when GPU activity is unknown.
     """
-    a = summary.gpu_active
-    if cls is Bottleneck.UNKNOWN or a is None:
+    acc = checked.account
+    if cls is Bottleneck.UNKNOWN or acc is None:
         return None
     if cls is Bottleneck.GPU:
-        t = summary.tensor_active
-        if t is None:
-            high = max(1.0, min(2.0, 1.0 / max(a, 0.5)))
-            return Headroom(
-                1.0, high, f"GPU-bound at {pct(a)} activity; without tensor-pipe data only kernel-level gains remain"
-            )
-        high = max(1.0, min(4.0, TENSOR_PRACTICAL / max(t, 0.05)))
-        low = 1.0 + (high - 1.0) * 0.3
-        return Headroom(
-            low,
-            high,
-            f"GPU-bound; tensor pipes active {pct(t)} against about {pct(TENSOR_PRACTICAL)} in well-tuned mixed-precision "
-            "jobs: better kernels or precision could buy up to the high end",
-        )
-    if cls is Bottleneck.MEMORY:
+        return _gpu_headroom(acc)
+    if cls is Bottleneck.MEMORY and checked.hbm_bound():
         dram = value(x, "dram_active.mean")
-        host = max(value(x, "node_psi_mem_some.mean") or 0.0, value(x, "sc_psi_mem_some.mean") or 0.0)
-        if dram is not None and dram >= 0.5 and host < 0.1:
-            high = 1.0 + min(1.0, dram / DRAM_PRACTICAL)
-            return Headroom(
-                1.0 + (high - 1.0) * 0.3,
-                high,
-                f"DRAM active {pct(dram)} of cycles: halving the bytes moved (mixed precision, fusion) speeds bandwidth-bound kernels up to ~2x",
-            )
+        if dram is None:  # bandwidth-bound by the model's reading, with no DRAM activity to size it
+            return None
+        high = 1.0 + min(1.0, dram / DRAM_PRACTICAL)
+        return Headroom(
+            1.0 + (high - 1.0) * 0.3,
+            high,
+            f"DRAM active {pct(dram)} of cycles: halving the bytes moved (mixed precision, fusion) speeds "
+            "bandwidth-bound kernels up to ~2x",
+        )
+    return _stall_headroom(cls, x, acc)
+
+
+def _gpu_headroom(acc: StepAccount) -> Headroom:
+    top, share = acc.top_stall()
+    high = max(1.0, 1.0 / max(1.0 - share, 0.1))
+    return Headroom(
+        1.0,
+        high,
+        f"GPU-bound: computing {pct(acc.compute)} of training time, and no stall costs more than "
+        f"{pct(share)} ({top.value}); {PROFILE_HINT}",
+    )
+
+
+def _stall_headroom(cls: Bottleneck, x: FloatArray, acc: StepAccount) -> Headroom:
+    share = acc.shares.get(cls, 0.0)
+    gain = acc.speedup(cls)
     nxt, name = _next_stage(cls, x)
-    low, high = stall_range(a, nxt)
-    basis = f"GPUs busy {pct(a)}: removing the {cls.value} stall allows up to {1 / max(a, 0.1):.2g}x"
-    if nxt is not None and high < 1.0 / max(a, 0.1) - 1e-9:
+    low, high = stall_range(1.0 / gain, nxt)
+    basis = f"{cls.value} keeps the GPUs waiting {pct(share)} of training time: removing it allows up to {gain:.2g}x"
+    if acc.unmeasured and cls is Bottleneck.INTERCONNECT:
+        low = min(low, acc.measured_speedup(cls))
+        basis = (
+            f"GPUs idle {pct(acc.idle)} of training time, and without SM activity up to {pct(acc.unmeasured)} of "
+            f"their busy time could be exposed communication: removing it allows {low:.2g}x to {gain:.2g}x"
+        )
+    if nxt is not None and high < gain - 1e-9:
         basis += f", capped at {high:.2g}x when {name} (now {pct(nxt)} busy) binds"
     basis += "; the low end assumes half the stall time is recovered"
     return Headroom(low, high, basis)
 
 
-def capacity_needs(cls: Bottleneck, x: FloatArray, summary: JobSummary) -> tuple[CapacityNeed, ...]:
+def capacity_needs(cls: Bottleneck, x: FloatArray, summary: JobSummary, checked: Checked) -> tuple[CapacityNeed, ...]:
     """What the limiting resource would have to deliver to keep the GPUs busy, next to what it gives.
+
+    The rate needed is the observed one times the headroom's speed-up, from the same account.
 
     Args:
         cls: the verdict class.
         x: the job's feature row.
         summary: whole-job totals.
+        checked: the checked classification with its account.
 
     Returns:
         Zero or more capacity items.
     """
-    a = summary.gpu_active
-    if a is None or cls is Bottleneck.UNKNOWN:
+    acc = checked.account
+    if acc is None or cls in (Bottleneck.UNKNOWN, Bottleneck.GPU):
         return ()
-    busy = min(max(a, 1.0 / MAX_SPEEDUP), 1.0)
+    busy = 1.0 / acc.speedup(cls)
     gpus = f"these {summary.gpus} GPUs" if summary.gpus != 1 else "this GPU"
     if cls is Bottleneck.IO:
         return _io_need(summary, busy, gpus)
@@ -129,17 +153,6 @@ def capacity_needs(cls: Bottleneck, x: FloatArray, summary: JobSummary) -> tuple
         return _cpu_need(summary, busy, gpus)
     if cls is Bottleneck.INTERCONNECT:
         return _interconnect_needs(summary, busy, gpus)
-    if cls is Bottleneck.GPU and summary.tensor_active is not None:
-        t = summary.tensor_active
-        return (
-            CapacityNeed(
-                "tensor_pipes",
-                TENSOR_PRACTICAL,
-                t,
-                "ratio",
-                f"Tensor pipes were active {pct(t)} of cycles; well-tuned mixed-precision training reaches about {pct(TENSOR_PRACTICAL)}.",
-            ),
-        )
     dram = value(x, "dram_active.mean") if cls is Bottleneck.MEMORY else None
     if dram is not None:
         return (

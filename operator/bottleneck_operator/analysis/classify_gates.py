@@ -1,0 +1,126 @@
+"""The classifier's probabilities checked against the step-time account and the evidence gates.
+
+A class whose own evidence does not hold (:mod:`.evidence_gates`) is ruled out: its probability
+becomes 0. A stall class whose removal would gain less than ``STALL_FLOOR`` is a pattern without a
+cost: its probability moves to GPU, since the GPUs are the stage that binds. The rest is renormalised,
+so the verdict, its confidence and the headroom read the same account. When no class is left the
+verdict is Unknown and says which way the evidence points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bottleneck_operator.analysis.evidence_gates import GateInput, GateResult, holding
+from bottleneck_operator.analysis.headroom_account import STALL_FLOOR, StepAccount, exposed_comm, step_account
+from bottleneck_operator.analysis.summary_phases import segment_phases
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.window import FloatArray, JobWindow
+
+_STALLS = (Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT, Bottleneck.MEMORY)
+# When the model's favourite is ruled out, a runner-up it gave less than this is no verdict either:
+# renormalising would turn noise into confidence.
+RUNNER_UP_MIN = 0.15
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Probabilities after the checks, the account, the gates and what changed, in words."""
+
+    probabilities: dict[str, float]
+    account: StepAccount | None
+    gates: Mapping[Bottleneck, GateResult]
+    notes: tuple[str, ...]
+
+    def hbm_bound(self) -> bool:
+        """Memory through GPU memory bandwidth (in-kernel), not host memory pressure; also when unobservable."""
+        g = self.gates.get(Bottleneck.MEMORY)
+        return g is not None and _hbm(g)
+
+
+def _hbm(g: GateResult) -> bool:
+    """HBM-bound kernels keep the GPUs busy: their cost is not idle time, so the x1.15 floor does not apply."""
+    return (g.holds and g.best == "dram_active") or (not g.holds and g.unobserved is not None)
+
+
+def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, float]) -> Checked:
+    """Gate the classifier's probabilities of one window by its evidence and its step-time account.
+
+    Args:
+        window: the job window.
+        x: its feature row.
+        probabilities: class name -> the classifier's probability.
+
+    Returns:
+        The checked probabilities (summing to 1, or all 0 when no class's evidence holds).
+    """
+    phases = segment_phases(window)
+    gates = holding(GateInput(x, phases.busy, exposed_comm(phases), phases.cpu_plateau))
+    # A class whose mechanism is unobservable here is neither confirmed nor ruled out.
+    open_classes = {c: r.holds or r.unobserved is not None for c, r in gates.items()}
+    account = step_account(phases, probabilities, open_classes)
+    probs = {c.value: float(probabilities.get(c.value, 0.0)) for c in CLASSES}
+    notes = list(phases.notes())
+    top = max(CLASSES, key=lambda c: probs[c.value])
+    for c in CLASSES:
+        if probs[c.value] > 0 and not gates[c].holds:
+            if c is top:
+                notes.append(_ruled_out(c, gates[c]) if not open_classes[c] else _unconfirmed(c, gates[c]))
+            if not open_classes[c]:
+                probs[c.value] = 0.0
+    if account is not None:
+        hbm = _hbm(gates[Bottleneck.MEMORY])
+        for c in _STALLS:
+            if c is Bottleneck.MEMORY and hbm:
+                continue
+            gain = account.speedup(c)
+            if probs[c.value] > 0 and gain < STALL_FLOOR:
+                # The mass goes to GPU only when the GPUs are busy enough to bind; several small stalls
+                # sharing a large idle time are not a GPU-bound job.
+                gpu_binds = gates[Bottleneck.GPU].holds
+                if c is top:
+                    notes.append(
+                        f"The {c.value} pattern is there, but removing it would gain at most x{gain:.2f} "
+                        f"(< x{STALL_FLOOR:.2f})" + (": the GPUs bind, so the job is GPU-bound." if gpu_binds else ".")
+                    )
+                if gpu_binds:
+                    probs[Bottleneck.GPU.value] += probs[c.value]
+                probs[c.value] = 0.0
+        notes.append(account.describe())
+    if not open_classes[top] and max(probs.values()) < RUNNER_UP_MIN:
+        probs = dict.fromkeys(probs, 0.0)
+    total = sum(probs.values())
+    if total > 0:
+        probs = {k: v / total for k, v in probs.items()}
+    return Checked(probs, account, gates, tuple(notes))
+
+
+def _ruled_out(cls: Bottleneck, g: GateResult) -> str:
+    if g.best is None:
+        return f"{cls.value} ruled out: {g.what}."
+    return (
+        f"{cls.value} ruled out: its best evidence ({g.what}, {g.best}) reads {100 * g.level:.0f} % of the level "
+        "that implies it."
+    )
+
+
+def _unconfirmed(cls: Bottleneck, g: GateResult) -> str:
+    return f"{cls.value} not confirmed: {g.unobserved}, and no other signal implies it; the verdict rests on the model."
+
+
+def leaning(checked: Checked, original: Mapping[str, float]) -> str:
+    """Which way the evidence points when no class is left: the classes whose gates come closest."""
+    ranked = sorted(
+        ((g.level, c) for c, g in checked.gates.items() if c is not Bottleneck.GPU and g.best is not None),
+        key=lambda t: -t[0],
+    )
+    model_top = max(original.items(), key=lambda kv: kv[1])
+    if not ranked:
+        return f"the model leaned to {model_top[0]} ({model_top[1]:.2f}) but no signal implies any class"
+    level, cls = ranked[0]
+    g = checked.gates[cls]
+    return (
+        f"no class's evidence holds: the model leaned to {model_top[0]} ({model_top[1]:.2f}); the evidence points "
+        f"most towards {cls.value} ({g.what}: {100 * level:.0f} % of the level that implies it)"
+    )

@@ -1,0 +1,237 @@
+"""Evidence gates: the signals that physically imply each class, with the level at which they count.
+
+A class's verdict stands only when one of its gates holds. The gates read the job's own signals: for
+CPU the job's cgroup at its limit, CFS-throttled, waiting for a CPU, or filling every core of its node;
+node-wide CPU busy or pressure is context, since remote-storage readers and noisy neighbours produce it
+too (TELEMETRY.md, "CPU"). Traffic-shaped signals count only with volume behind them: receive and
+transmit in balance mean all-reduce only when the bytes are there, and a PCIe link at 39 % is not
+saturated. The framebuffer's fill is never evidence (the caching allocator keeps it reserved).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bottleneck_operator.analysis.features import value
+from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.window import FloatArray
+
+NET_VOLUME_LOG = 8.0  # 100 MB/s per GPU: below it, balanced traffic is not gradient exchange
+EXPOSED_COMM = 0.1  # share of wall time in communication-only kernels that counts as a stall
+
+
+@dataclass(frozen=True)
+class GateInput:
+    """What a gate reads: the feature row and the step-time quantities measured on training samples."""
+
+    x: FloatArray
+    busy: float | None
+    comm: float | None
+    cpu_plateau: float | None = None  # the job's CPU over training samples: median / p90 (1 = flat)
+
+    def f(self, name: str) -> float | None:
+        return value(self.x, name)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One signal that implies a class once it reaches ``threshold``.
+
+    ``read`` returns the observed value (None when the signal is missing or its precondition, such as a
+    volume check, fails).
+    """
+
+    name: str
+    threshold: float
+    what: str
+    read: Callable[[GateInput], float | None]
+
+    def level(self, g: GateInput) -> float | None:
+        """Observed value over the threshold (>= 1 holds), None when the signal is missing."""
+        v = self.read(g)
+        return None if v is None else v / self.threshold
+
+
+def _feat(name: str) -> Callable[[GateInput], float | None]:
+    return lambda g: g.f(name)
+
+
+def _with_traffic(read: Callable[[GateInput], float | None]) -> Callable[[GateInput], float | None]:
+    """The reading only when links carry real volume (network >= 100 MB/s per GPU, NVLink or PCIe busy)."""
+
+    def gated(g: GateInput) -> float | None:
+        net = g.f("log_net_per_gpu.mean") or 0.0
+        links = max(g.f("nvlink_frac.p90") or 0.0, g.f("pcie_rx_frac.p90") or 0.0, g.f("pcie_tx_frac.p90") or 0.0)
+        return read(g) if net >= NET_VOLUME_LOG or links >= 0.1 else None
+
+    return gated
+
+
+def _workers_saturated(g: GateInput) -> float | None:
+    """The job's busy cores sit on a flat plateau while the GPUs wait and nothing waits on storage.
+
+    A fixed number of loader processes each at 100 % of a core (``num_workers=0`` is the main process
+    alone) holds the job's CPU at a ceiling however many cores the node has free; storage-bound readers
+    wait in IO pressure instead, and a job the GPUs pace has no GPU idle time to explain.
+    """
+    flat, busy = g.cpu_plateau, g.busy
+    if flat is None or busy is None or busy > 0.8:
+        return None
+    io = max(g.f("node_psi_io_some.mean") or 0.0, g.f("sc_psi_io_some.mean") or 0.0)
+    iowait = g.f("node_cpu_iowait_frac.mean") or 0.0
+    if io >= 0.1 or iowait >= 0.05:
+        return None
+    return flat
+
+
+def _pcie_covers_wait(g: GateInput) -> float | None:
+    """Host-to-device link busy time over GPU idle time: synchronous copies occupy the link while the GPU waits.
+
+    Only with volume (the link at least 15 % busy on average), and only for copies: traffic as heavy
+    both ways is peer-to-peer or GPUDirect (:func:`_pcie_peer_traffic`).
+    """
+    rx, busy = g.f("pcie_rx_frac.mean"), g.busy
+    if rx is None or busy is None or rx < 0.15 or (g.f("pcie_tx_frac.mean") or 0.0) >= 0.5 * rx:
+        return None
+    return rx / max(1.0 - busy, 0.05)
+
+
+def _pcie_peer_traffic(g: GateInput) -> float | None:
+    """PCIe receive and transmit balanced at volume: peer-to-peer collectives or GPUDirect RDMA, not input copies."""
+    rx, tx = g.f("pcie_rx_frac.mean"), g.f("pcie_tx_frac.mean")
+    if rx is None or tx is None or min(rx, tx) < 0.15:
+        return None
+    return min(rx, tx) / max(rx, tx)
+
+
+def _both_ways_at_volume(g: GateInput) -> float | None:
+    """The lesser direction of the nodes' network traffic, per GPU, in units of 100 MB/s.
+
+    A ring all-reduce sends as much as it receives; dataset readers and remote-storage clients mostly
+    receive. So the smaller of receive and transmit (``min(rx, tx) = total x s / (1 + s)`` with ``s`` the
+    symmetry) is what gradient exchange can account for: 0.3 MB/s in balance is heartbeat traffic, not
+    gradients, and 2 GB/s received with 10 MB/s sent is a dataset.
+    """
+    total, sym = g.f("log_net_per_gpu.mean"), g.f("net_symmetry.mean")
+    if total is None or sym is None:
+        return None
+    return (10**total) * sym / (1.0 + sym) / 10**NET_VOLUME_LOG
+
+
+GATES: dict[Bottleneck, tuple[Gate, ...]] = {
+    Bottleneck.IO: (
+        Gate("sc_psi_io_some", 0.15, "the pod's processes stalled on IO", _feat("sc_psi_io_some.mean")),
+        Gate("sc_procs_iowait", 0.2, "trainer processes blocked in reads", _feat("sc_iowait_procs_share.mean")),
+        Gate("node_psi_io_some", 0.2, "tasks on the node stalled on IO", _feat("node_psi_io_some.mean")),
+        Gate("node_cpu_iowait_frac", 0.05, "CPUs idle waiting on IO", _feat("node_cpu_iowait_frac.mean")),
+    ),
+    Bottleneck.CPU: (
+        Gate("cpu_cores_vs_limit", 0.85, "the job's CPU at its limit", _feat("cpu_limit_frac.mean")),
+        Gate("sc_cpu_limit_frac", 0.85, "the pod's cgroup at its CPU limit", _feat("sc_cpu_limit_frac.mean")),
+        Gate("cpu_throttled_frac", 0.1, "the container CFS-throttled", _feat("cpu_throttled_frac.mean")),
+        Gate("sc_throttled_frac", 0.1, "the pod's cgroup CFS-throttled", _feat("sc_throttled_frac.mean")),
+        Gate("sc_psi_cpu_some", 0.15, "the pod's processes waiting for a CPU", _feat("sc_psi_cpu_some.mean")),
+        Gate("cpu_cores_vs_node", 0.8, "the job's own CPU filling its node", _feat("cpu_node_frac.mean")),
+        Gate(
+            "cpu_workers_saturated", 0.85, "the job's busy cores flat at a ceiling while GPUs wait", _workers_saturated
+        ),
+    ),
+    Bottleneck.INTERCONNECT: (
+        Gate("pcie_rx_bps", 0.6, "host-to-GPU PCIe near the link's capacity", _feat("pcie_rx_frac.p90")),
+        Gate("pcie_tx_bps", 0.6, "GPU-to-host PCIe near the link's capacity", _feat("pcie_tx_frac.p90")),
+        Gate("pcie_busy_during_wait", 0.5, "host-to-GPU copies filling the GPUs' idle time", _pcie_covers_wait),
+        Gate(
+            "pcie_peer_symmetry", 0.7, "balanced PCIe traffic at volume (peer-to-peer collectives)", _pcie_peer_traffic
+        ),
+        Gate("nvlink_bps", 0.5, "NVLink near its bandwidth", _feat("nvlink_frac.p90")),
+        Gate(
+            "exposed_communication",
+            EXPOSED_COMM,
+            "communication not hidden by compute",
+            _with_traffic(lambda g: g.comm),
+        ),
+        Gate(
+            "gpu_util_minus_sm_active",
+            0.2,
+            "kernels running with SMs idle while links carry traffic",
+            _with_traffic(_feat("util_gap.mean")),
+        ),
+        Gate(
+            "node_net_rx_tx_symmetry",
+            0.5,
+            "network traffic both ways, at 50 MB/s per GPU or more",
+            _both_ways_at_volume,
+        ),
+    ),
+    Bottleneck.MEMORY: (
+        Gate("dram_active", 0.45, "GPU memory bandwidth near its practical peak", _feat("dram_active.mean")),
+        Gate("sc_psi_mem_some", 0.05, "the pod's processes stalled on memory", _feat("sc_psi_mem_some.mean")),
+        Gate("node_psi_mem_some", 0.05, "tasks on the node stalled on memory", _feat("node_psi_mem_some.mean")),
+        Gate("node_majfault_ps", 2.5, "major page faults (log10 per second)", _feat("log_majfault.mean")),
+        Gate("mem_working_set_vs_limit", 0.9, "the working set at its memory limit", _feat("mem_limit_frac.mean")),
+    ),
+    Bottleneck.GPU: (
+        Gate("gpu_busy", 0.6, "GPUs busy on training samples", lambda g: g.busy),
+        Gate("gpu_util", 0.8, "kernels running most of the time", _feat("gpu_util.mean")),
+    ),
+}
+
+
+# Mechanisms whose only implying signal is a DCGM profiling field: without it the mechanism can be
+# neither confirmed nor refuted, so the class is not ruled out (its verdict is "not confirmed").
+UNOBSERVABLE_WITHOUT: dict[Bottleneck, tuple[tuple[str, str, str], ...]] = {
+    Bottleneck.INTERCONNECT: (("host-to-device copies", "pcie_rx_frac.mean", "DCGM_FI_PROF_PCIE_RX_BYTES"),),
+    Bottleneck.MEMORY: (("GPU memory bandwidth", "dram_active.mean", "DCGM_FI_PROF_DRAM_ACTIVE"),),
+}
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Whether a class's evidence holds, and its best reading.
+
+    ``unobserved`` names a mechanism of the class whose implying signal was not collected (then the
+    class is not confirmed, but not ruled out either).
+    """
+
+    holds: bool
+    best: str | None  # the best gate's name
+    level: float  # its reading over its threshold (>= 1 holds)
+    what: str
+    unobserved: str | None = None
+
+
+def check(cls: Bottleneck, g: GateInput) -> GateResult:
+    """The best gate of ``cls`` on this window.
+
+    Args:
+        cls: the class.
+        g: what the gates read.
+
+    Returns:
+        Whether one gate holds, with the best reading (``holds`` is True for Unknown, which needs none).
+    """
+    best: tuple[float, Gate] | None = None
+    for gate in GATES.get(cls, ()):
+        lv = gate.level(g)
+        if lv is not None and (best is None or lv > best[0]):
+            best = (lv, gate)
+    if cls is Bottleneck.UNKNOWN:
+        return GateResult(True, None, 1.0, "")
+    unobserved = next(
+        (
+            f"{what} cannot be seen without {field}"
+            for what, feat, field in UNOBSERVABLE_WITHOUT.get(cls, ())
+            if g.f(feat) is None
+        ),
+        None,
+    )
+    if best is None:
+        return GateResult(False, None, 0.0, "no signal that implies it was available", unobserved)
+    held = best[0] >= 1.0
+    return GateResult(held, best[1].name, best[0], best[1].what, None if held else unobserved)
+
+
+def holding(g: GateInput) -> dict[Bottleneck, GateResult]:
+    """The gate result of every class."""
+    return {cls: check(cls, g) for cls in GATES}
