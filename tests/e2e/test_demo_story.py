@@ -67,7 +67,7 @@ def test_full_report_shows_mechanism_evidence_advice_and_the_timeline_runs() -> 
             {
                 "bottleneck": "GPU",
                 "confidence": 0.97,
-                "mechanism": "tensor-underuse",
+                "mechanism": "compute",
                 "evidence": [{"signal": "tensor_active", "observed": 0.3, "unit": "ratio", "message": "Tensor low."}],
                 "recommendations": [{"action": "Use BF16.", "signal": "tensor_active", "detail": "Faster math."}],
                 "headroom": {"low": 1.2, "high": 1.9, "basis": "tensor pipes"},
@@ -77,7 +77,7 @@ def test_full_report_shows_mechanism_evidence_advice_and_the_timeline_runs() -> 
     )
     lines = text.splitlines()
     assert lines[1] == "Bottleneck    GPU  (confidence 97 %)"
-    assert "Mechanism     tensor-underuse" in lines
+    assert "Mechanism     compute" in lines
     assert "  - Tensor low." in lines and "  - Use BF16: Faster math." in lines
     assert "Headroom      x1.2 .. x1.9 faster without the bottleneck (tensor pipes)" in lines
     strip = next(line for line in lines if line.startswith("Timeline")).split()[1]

@@ -19,7 +19,7 @@ __all__ = ["Envelope", "fit_envelope"]
 
 # Quantiles that bound the training range (robust to the augmentation's rare extremes) and the
 # margin added on each side, as a fraction of that range.
-LOW_QUANTILE, HIGH_QUANTILE, MARGIN = 0.001, 0.999, 0.25
+LOW_QUANTILE, HIGH_QUANTILE, MARGIN = 0.001, 0.999, 1.0
 
 
 @dataclass(frozen=True)

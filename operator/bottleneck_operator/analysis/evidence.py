@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from bottleneck_operator.analysis.classify_gates import Checked
 from bottleneck_operator.analysis.evidence_gates import GATES, NET_VOLUME_LOG
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.analysis.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence
-from bottleneck_operator.contract.window import FloatArray
+from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 
 @dataclass(frozen=True)
@@ -338,15 +340,19 @@ def _gate_evidence(cls: Bottleneck, checked: Checked) -> Evidence | None:
     )
 
 
-def context_notes(x: FloatArray) -> tuple[str, ...]:
-    """Node-wide signals as context: they describe the node, which neighbours and remote-storage readers share."""
+def context_notes(x: FloatArray, fb_p90: float | None = None) -> tuple[str, ...]:
+    """Node-wide signals as context: they describe the node, which neighbours and remote-storage readers share.
+
+    The framebuffer's fill (``fb_p90``, read from the window: it is no feature) is context too: it says
+    the batch cannot grow, never that the Job stalls.
+    """
     parts = []
     busy, psi = value(x, "node_cpu_busy_frac.mean"), value(x, "node_psi_cpu_some.mean")
     if busy is not None:
         parts.append(f"node CPUs {pct(busy)} busy")
     if psi is not None:
         parts.append(f"node CPU pressure {pct(psi)}")
-    fb = value(x, "fb_used_frac.p90")
+    fb = fb_p90
     tail: tuple[str, ...] = ()
     if fb is not None and fb >= 0.9:
         tail = (
@@ -399,3 +405,11 @@ def _rate_evidence(cls: Bottleneck, s: JobSummary) -> Evidence | None:
             "cpu_cores", s.cpu_cores, ref, "cores", f"The job used {s.cpu_cores:.3g} cores{tail} for {s.gpus} GPUs."
         )
     return None
+
+
+def framebuffer_p90(window: JobWindow) -> float | None:
+    """The 90th percentile of the fullest GPU's framebuffer fill over the window, None without data."""
+    rows = [p.signals["fb_used_frac"] for p in window.pods if "fb_used_frac" in p.signals]
+    values = np.concatenate(rows) if rows else np.empty(0)
+    values = values[np.isfinite(values)]
+    return float(np.quantile(values, 0.9)) if values.size else None

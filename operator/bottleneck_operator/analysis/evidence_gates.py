@@ -68,6 +68,20 @@ def _with_traffic(read: Callable[[GateInput], float | None]) -> Callable[[GateIn
     return gated
 
 
+def _remote_reads_flat(g: GateInput) -> float | None:
+    """Remote-storage reads flat at a plateau while the GPUs wait: an object store or network file system
+    delivering all it can.
+
+    Readers of HTTP object stores wait in S state, not D state, so no iowait or IO pressure shows
+    (docs/telemetry.md); what shows is the network receive rate pinned at its own ceiling, carrying
+    nearly all the job's input, while the GPUs sit idle part of the time.
+    """
+    busy, share, flat = g.busy, g.f("net_rx_share.mean"), g.f("net_rel_peak.p50")
+    if busy is None or share is None or flat is None or busy > 0.8 or share < 0.8:
+        return None
+    return flat
+
+
 def _workers_saturated(g: GateInput) -> float | None:
     """The job's busy cores sit on a flat plateau while the GPUs wait and nothing waits on storage.
 
@@ -125,6 +139,9 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
         Gate("sc_procs_iowait", 0.2, "trainer processes blocked in reads", _feat("sc_iowait_procs_share.mean")),
         Gate("node_psi_io_some", 0.2, "tasks on the node stalled on IO", _feat("node_psi_io_some.mean")),
         Gate("node_cpu_iowait_frac", 0.05, "CPUs idle waiting on IO", _feat("node_cpu_iowait_frac.mean")),
+        Gate(
+            "remote_reads_flat", 0.8, "remote-storage reads flat at their ceiling while GPUs wait", _remote_reads_flat
+        ),
     ),
     Bottleneck.CPU: (
         Gate("cpu_cores_vs_limit", 0.85, "the job's CPU at its limit", _feat("cpu_limit_frac.mean")),
