@@ -29,7 +29,7 @@ def test_list_one_namespace(reports: Reports, run: Run) -> None:
 def test_list_all_namespaces_wide(reports: Reports, run: Run) -> None:
     reports.add("ml", "train-io", io_status())
     reports.add("other", "pending", None)
-    newer = {**unknown_status().dump(), "mechanism": "io-storage"}  # a field a newer operator may write
+    newer = {**unknown_status().dump(), "mechanism": "network-storage"}  # a field a newer operator may write
     reports.add("team-b", "mech", newer)
     code, out, err = run("list", "-A", "-o", "wide")
     assert code == 0, err
@@ -40,7 +40,7 @@ def test_list_all_namespaces_wide(reports: Reports, run: Run) -> None:
     by_name = {line.split()[1]: line for line in lines[1:]}
     assert set(by_name) == {"train-io", "pending", "mech"}
     assert by_name["train-io"].split()[8:11] == ["<none>", "CPU", "1.6x-2.4x"]
-    assert "io-storage" in by_name["mech"].split()  # its GPU cell is empty, so columns shift under split()
+    assert "network-storage" in by_name["mech"].split()  # its GPU cell is empty, so columns shift under split()
     assert by_name["mech"].rstrip().endswith("no GPU samples yet")
     # a report the operator has not filled yet: name, Job and age only
     assert by_name["pending"].split()[:3] == ["other", "pending", "pending"]

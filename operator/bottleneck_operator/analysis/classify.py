@@ -118,18 +118,22 @@ def analyze_windows(
         unfamiliar = _unfamiliar(model, x[i])
         if unfamiliar is not None:
             leaning_to = Bottleneck(max(probs.items(), key=lambda kv: kv[1])[0])
-            verdicts.append(
-                Verdict(
-                    Bottleneck.UNKNOWN,
-                    0.0,
-                    probs,
-                    leaning_to,
-                    unfamiliar,
-                    gpu_active,
-                    model_version=model.version,
-                    abstention=Abstention.OUT_OF_DISTRIBUTION,
-                )
+            ood = Verdict(
+                Bottleneck.UNKNOWN,
+                0.0,
+                probs,
+                leaning_to,
+                unfamiliar,
+                gpu_active,
+                model_version=model.version,
+                abstention=Abstention.OUT_OF_DISTRIBUTION,
             )
+            if with_details and summary is not None:  # which pods, even when the Job as a whole is unfamiliar
+                lo, hi = pod_slices[i]
+                ood = replace(
+                    ood, pods=_pod_verdicts(w, model, proba[lo:hi] if hi > lo else proba[i : i + 1], ood, summary)
+                )
+            verdicts.append(ood)
             continue
         checked = check_window(w, x[i], probs)
         bare = _checked_verdict(checked, probs, gpu_active, model.version, abstain_threshold, secondary_margin)
