@@ -19,7 +19,7 @@ import numpy as np
 from bottleneck_operator.analysis.advice import build_recommendations
 from bottleneck_operator.analysis.classify_gates import Checked, check_window, leaning
 from bottleneck_operator.analysis.evidence import build_evidence, context_notes, framebuffer_p90
-from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features, single_pod_windows
+from bottleneck_operator.analysis.features import extract_features, single_pod_windows
 from bottleneck_operator.analysis.headroom import capacity_needs, estimate_headroom
 from bottleneck_operator.analysis.mechanism import decide_mechanism
 from bottleneck_operator.analysis.summary import JobSummary, summarize
@@ -115,26 +115,6 @@ def analyze_windows(
                 )
             )
             continue
-        unfamiliar = _unfamiliar(model, x[i])
-        if unfamiliar is not None:
-            leaning_to = Bottleneck(max(probs.items(), key=lambda kv: kv[1])[0])
-            ood = Verdict(
-                Bottleneck.UNKNOWN,
-                0.0,
-                probs,
-                leaning_to,
-                unfamiliar,
-                gpu_active,
-                model_version=model.version,
-                abstention=Abstention.OUT_OF_DISTRIBUTION,
-            )
-            if with_details and summary is not None:  # which pods, even when the Job as a whole is unfamiliar
-                lo, hi = pod_slices[i]
-                ood = replace(
-                    ood, pods=_pod_verdicts(w, model, proba[lo:hi] if hi > lo else proba[i : i + 1], ood, summary)
-                )
-            verdicts.append(ood)
-            continue
         checked = check_window(w, x[i], probs)
         bare = _checked_verdict(checked, probs, gpu_active, model.version, abstain_threshold, secondary_margin)
         bare = replace(bare, mechanism=decide_mechanism(bare.bottleneck, x[i]))
@@ -177,23 +157,6 @@ def _checked_verdict(
         cls, conf, checked.probabilities, secondary, why, gpu_active, model_version=version, notes=checked.notes,
         abstention=abstention,
     )  # fmt: skip
-
-
-# A window with this many features outside the training envelope is not one the model has seen:
-# held-out simulated Jobs almost never have more than one (analysis/envelope.py; docs/analysis.md).
-OUT_OF_DISTRIBUTION_FEATURES = 4
-
-
-def _unfamiliar(model: Classifier, row: FloatArray) -> str | None:
-    """Why the model does not know this window (features outside its training envelope), or None."""
-    envelope = getattr(model, "envelope", None)
-    if envelope is None:
-        return None
-    outside = int(envelope.outside(row[None, :])[0].sum())
-    if outside < OUT_OF_DISTRIBUTION_FEATURES:
-        return None
-    worst = "; ".join(envelope.describe(row, FEATURE_NAMES, limit=3))
-    return f"outside what the model knows: {outside} features beyond its training data, e.g. {worst}"
 
 
 def _with_pod_windows(
