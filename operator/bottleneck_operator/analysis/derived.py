@@ -127,6 +127,22 @@ def _rel_peak(x: FloatArray) -> FloatArray:
     return _div(x, peak)
 
 
+# Pressure (PSI) signals are shares of wall time: a value above 1 is a counter reset or a rate taken
+# across an exporter restart, not a measurement.
+_SHARES = [i for name, i in _RAW.items() if "psi" in name]
+
+
+def drop_impossible_shares(raw: FloatArray) -> FloatArray:
+    """The pods' signals with PSI shares outside [0, 1] (beyond rounding) blanked (NaN)."""
+    shares = raw[:, _SHARES, :]
+    bad = (shares > 1.05) | (shares < -0.05)
+    if not bad.any():
+        return raw
+    out = raw.copy()
+    out[:, _SHARES, :] = np.where(bad, np.nan, shares)
+    return out
+
+
 def drop_dcgm_repeats(raw: FloatArray) -> FloatArray:
     """The pods' signals with repeated dcgm-exporter samples blanked (NaN).
 
@@ -166,7 +182,7 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
     """
     p, _, t = raw.shape
     d = np.full((p, len(SERIES), t), np.nan)
-    raw = drop_dcgm_repeats(raw)
+    raw = drop_dcgm_repeats(drop_impossible_shares(raw))
 
     def g(name: str) -> FloatArray:
         return _raw(raw, name)
