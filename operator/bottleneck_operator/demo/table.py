@@ -4,29 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from bottleneck_operator.reports import ReportStatus
+from bottleneck_operator.reports.age import kubectl_age
 
-
-def _age(created: str | None, now: float) -> str:
-    """kubectl's short age: 45s, 3m12s, 2h5m, 4d."""
-    if not created:
-        return "<unknown>"
-    try:
-        seconds = max(0, int(now - datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()))
-    except ValueError:
-        return "<unknown>"
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 600:
-        return f"{seconds // 60}m{seconds % 60}s"
-    if seconds < 3 * 3600:
-        return f"{seconds // 60}m"
-    if seconds < 48 * 3600:
-        return f"{seconds // 3600}h{(seconds % 3600) // 60}m"
-    return f"{seconds // 86400}d"
+_age = kubectl_age
 
 
 def _num(value: Any) -> str:

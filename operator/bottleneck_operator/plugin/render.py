@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any, TextIO
 
 from bottleneck_operator.plugin import classes
 from bottleneck_operator.plugin.source import typed_status
+from bottleneck_operator.reports.age import kubectl_age
 
 # One colour per class, the same in the table and the timeline.
 _COLOURS = {"IO": "33", "CPU": "35", "Interconnect": "36", "GPU": "32", "Memory": "34", "Unknown": "90"}
@@ -38,23 +38,7 @@ def bold(text: str, colour: bool) -> str:
     return f"\x1b[1m{text}\x1b[0m" if colour and text else text
 
 
-def age(created: str | None, now: float) -> str:
-    """kubectl's short age: 45s, 3m12s, 2h5m, 4d."""
-    if not created:
-        return "<unknown>"
-    try:
-        seconds = max(0, int(now - datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()))
-    except ValueError:
-        return "<unknown>"
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 600:
-        return f"{seconds // 60}m{seconds % 60}s"
-    if seconds < 3 * 3600:
-        return f"{seconds // 60}m"
-    if seconds < 48 * 3600:
-        return f"{seconds // 3600}h{(seconds % 3600) // 60}m"
-    return f"{seconds // 86400}d"
+age = kubectl_age  # the plugin's tables and the demo's show ages alike
 
 
 def pct(value: float | None) -> str:
