@@ -7,13 +7,13 @@ a signal that no exporter provided is simply absent from the mapping.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.signals import SIGNALS, Family
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -92,3 +92,20 @@ class JobWindow:
     @property
     def gpu_count(self) -> int:
         return sum(p.gpu_count for p in self.pods)
+
+
+def families_and_coverage(pods: Sequence[PodWindow]) -> tuple[frozenset[Family], float]:
+    """What a window's pods carry: the families with any sample, and the mean GPU sample coverage.
+
+    Coverage is each pod's share of steps with a ``gpu_util`` sample (``gr_engine_active`` where
+    ``gpu_util`` is absent, as under MIG), averaged over the pods; 0 without pods.
+    """
+    families: set[Family] = set()
+    coverage = []
+    for pw in pods:
+        for name, values in pw.signals.items():
+            if name in SIGNALS and np.isfinite(values).any():
+                families.add(SIGNALS[name].family)
+        core = pw.signals.get("gpu_util", pw.signals.get("gr_engine_active"))
+        coverage.append(float(np.isfinite(core).mean()) if core is not None and core.size else 0.0)
+    return frozenset(families), float(np.mean(coverage)) if coverage else 0.0

@@ -12,9 +12,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
-from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow
+from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, families_and_coverage
 from bottleneck_operator.scenarios.plans import Plan, draw_plan
 from bottleneck_operator.scenarios.render import (
     Exporters,
@@ -202,12 +201,5 @@ def _node_load(
 
 
 def _quality(pods: list[PodWindow], exp: Exporters) -> DataQuality:
-    families: set[Family] = set()
-    coverage = []
-    for pw in pods:
-        for name, values in pw.signals.items():
-            if name in SIGNALS and np.isfinite(values).any():
-                families.add(SIGNALS[name].family)
-        core = pw.signals.get("gpu_util", pw.signals.get("gr_engine_active"))
-        coverage.append(float(np.isfinite(core).mean()) if core is not None and core.size else 0.0)
-    return DataQuality(frozenset(families), float(np.mean(coverage)) if coverage else 0.0, exp.scrape)
+    families, coverage = families_and_coverage(pods)
+    return DataQuality(families, coverage, exp.scrape)

@@ -28,7 +28,7 @@ from bottleneck_operator.contract.sampling import (
     rate_range,
 )
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow
+from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, families_and_coverage
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.exporters import dcgm_fields
 from bottleneck_operator.simulation.state import CPU_MODES, B, F
@@ -194,24 +194,15 @@ def _sidecar_signals(job: JobRecord, p: int, s: _Sampler) -> dict[str, F]:
 
 
 def _quality(job: JobRecord, pods: list[PodWindow], si: float) -> DataQuality:
-    from bottleneck_operator.contract.signals import SIGNALS
-
-    families: set[Family] = set()
-    coverage = []
-    for pw in pods:
-        for name, values in pw.signals.items():
-            if name in SIGNALS and np.isfinite(values).any():
-                families.add(SIGNALS[name].family)
-        core = pw.signals.get("gpu_util", pw.signals.get("gr_engine_active"))
-        coverage.append(float(np.isfinite(core).mean()) if core is not None and core.size else 0.0)
+    families, coverage = families_and_coverage(pods)
     notes: list[str] = []
     if Family.DCGM_PROF not in families:
         notes.append("no PROF fields")
     if Family.DCGM_PROF_SM not in families:
         notes.append("no SM activity (custom dcgm counters file needed)")
     return DataQuality(
-        families=frozenset(families),
-        coverage=float(np.mean(coverage)) if coverage else 0.0,
+        families=families,
+        coverage=coverage,
         scrape_interval=si,
         notes=tuple(notes),
     )
