@@ -198,14 +198,14 @@ def observe(
 
     phase, start, end = kind.phase(body.get("status"), meta)
     if tracked is None or (uid and tracked.uid != uid):
-        retention = state.settings.report_retention
+        retention = state.operator.report_retention
         if phase in ("Completed", "Failed") and retention and end and end < state.clock() - retention:
             return None  # ended before the retention horizon: its report would be deleted at once
         tracked = TrackedJob(namespace=namespace, name=name, uid=uid, kind=kind.kind, api_version=kind.api_version)
         state.jobs[key] = tracked
     was_finished = tracked.finished
     tracked.collector, tracked.host_cgroup = wants_collector(meta), wants_host_cgroup(meta)
-    tracked.no_collector = kind is JOB and state.settings.webhook_enabled and missed_by_webhook(body)
+    tracked.no_collector = kind is JOB and state.injection.webhook_enabled and missed_by_webhook(body)
     tracked.phase, tracked.start, tracked.end = _report_phase(phase), start, end
     if not tracked.report_ready:
         return tracked

@@ -51,7 +51,7 @@ _WRITE_CONCURRENCY = 16
 
 async def run_loop(state: OperatorState) -> None:
     """Run passes forever (until cancelled): on schedule, and early when woken."""
-    interval = state.settings.interval
+    interval = state.analysis.interval
     next_running = time.monotonic()
     next_sweep = time.monotonic() + min(interval, 30.0)
     while True:
@@ -78,7 +78,7 @@ async def run_loop(state: OperatorState) -> None:
             except ReportsApiError as exc:
                 state.metrics.errors.labels("kubernetes").inc()
                 logger.warning("retention sweep failed: %s", exc)
-            next_sweep = time.monotonic() + retention.sweep_period(state.settings)
+            next_sweep = time.monotonic() + retention.sweep_period(state.analysis, state.operator)
 
 
 def _analyzer(state: OperatorState) -> AnalyzerLike:
@@ -182,10 +182,10 @@ def _current_class(job: TrackedJob) -> str:
 def _window(state: OperatorState, job: TrackedJob, phase: str, now: float) -> tuple[float, float]:
     if phase == "Running":
         end = now
-        start = max(job.start or now, now - state.settings.window)
+        start = max(job.start or now, now - state.analysis.window)
     else:
         end = job.end or now
-        start = job.start if job.start is not None else end - state.settings.window
+        start = job.start if job.start is not None else end - state.analysis.window
     return start, max(end, start)
 
 
@@ -224,7 +224,7 @@ async def _analyse(
             for label, n in counted.items():
                 state.metrics.verdicts.labels(label).inc(n)
             if phase == "Running":
-                count_idle_gpu_time(state.metrics, [new for _, new in updates], state.settings.interval)
+                count_idle_gpu_time(state.metrics, [new for _, new in updates], state.analysis.interval)
             verdicts += counted
             if writing is not None:
                 await writing
@@ -296,7 +296,7 @@ async def _analyse_batch(
         if job is None:
             continue
         new = analysed_status(
-            job.status, res.status, phase=phase, now=now, timeline_length=state.settings.timeline_length
+            job.status, res.status, phase=phase, now=now, timeline_length=state.operator.timeline_length
         )
         updates.append((job, annotate_status(new, job, now)))
     return updates

@@ -15,13 +15,13 @@ from bottleneck_operator.controller.jobs import parse_time
 from bottleneck_operator.controller.state import OperatorState, logger
 from bottleneck_operator.controller.status import FINAL_PHASES, READY, merge_patch, set_condition
 from bottleneck_operator.reports import ReportStatus, read_status
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.settings import AnalysisSettings, OperatorSettings
 
 
-def sweep_period(settings: Settings) -> float:
+def sweep_period(analysis: AnalysisSettings, operator: OperatorSettings) -> float:
     """Seconds between sweeps: often enough for the retention, never more than every pass."""
-    retention = settings.report_retention or 3600.0
-    return max(settings.interval, min(600.0, retention / 4))
+    retention = operator.report_retention or 3600.0
+    return max(analysis.interval, min(600.0, retention / 4))
 
 
 def finished_at(status: ReportStatus) -> float | None:
@@ -30,7 +30,7 @@ def finished_at(status: ReportStatus) -> float | None:
 
 
 async def _list(state: OperatorState) -> list[dict[str, Any]]:
-    patterns = state.settings.namespaces
+    patterns = list(state.operator.namespaces)
     if not patterns or any(ch in p for p in patterns for ch in "*?[!"):
         items = await state.api.list(None)
         if patterns:
@@ -55,10 +55,10 @@ async def sweep(state: OperatorState) -> int:
     Returns:
         The number of reports deleted.
     """
-    settings, now = state.settings, state.clock()
-    retention = settings.report_retention
+    now = state.clock()
+    retention = state.operator.report_retention
     # Orphans can only be told apart once the watch has listed every Job at least once.
-    settled = time.monotonic() - state.started > 2 * settings.interval
+    settled = time.monotonic() - state.started > 2 * state.analysis.interval
     deleted = 0
     for item in await _list(state):
         meta = item.get("metadata") or {}

@@ -17,7 +17,8 @@ from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.status import FINAL_PHASES
 from bottleneck_operator.reports import Phase, ReportStatus
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.settings import AnalysisSettings, InjectionSettings, Settings
+from bottleneck_operator.settings import OperatorSettings as OperatorGroup
 
 if TYPE_CHECKING:
     from bottleneck_operator.pipeline import JobRequest, JobResult
@@ -119,6 +120,15 @@ class OperatorState:
     loop_task: asyncio.Task[None] | None = None
     # Set by the handlers once an event poster is reachable (kopf's lives in handler contexts).
     poster: EventPoster | None = None
+    # The groups the controller reads, taken from ``settings`` once.
+    analysis: AnalysisSettings = field(init=False, repr=False)
+    operator: OperatorGroup = field(init=False, repr=False)
+    injection: InjectionSettings = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.analysis = self.settings.analysis
+        self.operator = self.settings.operator
+        self.injection = self.settings.injection
 
     def post_event(self, job: TrackedJob, type_: str, reason: str, message: str) -> None:
         """A Kubernetes Event on the Job, through the handlers' poster (logged too)."""
