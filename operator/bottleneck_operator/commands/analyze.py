@@ -183,7 +183,7 @@ def main(args: argparse.Namespace) -> int:
         end = lifetime[1] if end is None else end
         if end <= start:
             end = start + settings.step
-    analyzer = Analyzer(settings, client=client)
+    analyzer = Analyzer.from_settings(settings, client=client)
     result = analyzer.analyze_jobs([JobRequest(namespace=namespace, job=job, start=start, end=end)])[0]
     _write_html(args, result.status.dump(), result.window, f"{namespace}/{job}")
     data_problem = (

@@ -53,7 +53,14 @@ def fetch(
     client = PrometheusClient(settings)
     try:
         start, end = min(s for s, _ in windows), max(e for _, e in windows)
-        found = fetch_windows(client, [WindowRequest(namespace, job, start, end)], settings)
+        request = WindowRequest(namespace, job, start, end)
+        found = fetch_windows(
+            client,
+            [request],
+            settings.labels,
+            step=settings.step,
+            max_query_bytes=settings.max_query_bytes,
+        )
     finally:
         client.close()
     return found.get((namespace, job))
