@@ -162,7 +162,7 @@ def main(args: argparse.Namespace) -> int:
     end = parse_time(args.end, "--end") if args.end else None
     if start is not None and end is not None and end <= start:
         raise UsageError("--end must be after --start")
-    client = PrometheusClient(settings)
+    client = PrometheusClient(settings.prometheus)
     client.check()
     now = time.time()
     if start is None or end is None:

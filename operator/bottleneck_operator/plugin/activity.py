@@ -50,7 +50,7 @@ def fetch(
     if not windows:
         raise UsageError("--prometheus-url: the report has no analysed window to read GPU activity for")
     settings = settings_from_args(args)
-    client = PrometheusClient(settings)
+    client = PrometheusClient(settings.prometheus)
     try:
         start, end = min(s for s, _ in windows), max(e for _, e in windows)
         request = WindowRequest(namespace, job, start, end)
