@@ -32,7 +32,7 @@ def _verdicts(jobs: list[Any], layout: str, workdir: Path) -> tuple[list[str], d
     with path.open("w") as out:
         write_layout(jobs, out, layout)
     with LocalPrometheus.from_openmetrics(path, workdir=workdir / layout) as prom:
-        analyzer = Analyzer(Settings(prometheus_url=prom.url, **SETTINGS.get(layout, {})))
+        analyzer = Analyzer.from_settings(Settings(prometheus_url=prom.url, **SETTINGS.get(layout, {})))
         requests = [JobRequest(namespace=j.namespace, job=j.name, start=j.start, end=j.end) for j in jobs]
         started = time.perf_counter()
         results = analyzer.analyze_jobs(requests, phase="Completed")

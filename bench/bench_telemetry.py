@@ -239,7 +239,9 @@ def _passes(prom: LocalPrometheus, settings: Settings, requests: list[WindowRequ
     for _ in range(RUNS):
         client = _SizeClient(settings)
         c0, p0, started = _cpu_seconds(prom), time.process_time(), time.perf_counter()
-        windows = fetch_windows(client, requests, settings)
+        windows = fetch_windows(
+            client, requests, settings.labels, step=settings.step, max_query_bytes=settings.max_query_bytes
+        )
         times.append(time.perf_counter() - started)
         prom_cpu.append(_cpu_seconds(prom) - c0)
         own_cpu.append(time.process_time() - p0)
@@ -272,7 +274,9 @@ def main() -> None:
             counts = {}
             for n in (10, 100, 1000):
                 client = PrometheusClient(settings)
-                windows = fetch_windows(client, requests[:n], settings)
+                windows = fetch_windows(
+                    client, requests[:n], settings.labels, step=settings.step, max_query_bytes=settings.max_query_bytes
+                )
                 assert all(w.pods for w in windows.values()), "every job should have its pod"
                 counts[n] = client.queries_issued
             print(f"[{label}] queries per pass: " + ", ".join(f"{n} jobs: {q}" for n, q in counts.items()), end="")

@@ -67,7 +67,7 @@ def _pct(values: list[float], q: float) -> float:
 
 async def _run(cert: Path | None, key: Path | None) -> None:
     insecure = cert is None
-    async with serve_admission(Settings(**{}), certfile=cert, keyfile=key, insecure=insecure) as url:
+    async with serve_admission(Settings(**{}).injection, certfile=cert, keyfile=key, insecure=insecure) as url:
         ctx = None if insecure else ssl.create_default_context(cafile=str(cert))
         connector = aiohttp.TCPConnector(limit=1)
         async with aiohttp.ClientSession(connector=connector) as session:

@@ -164,7 +164,7 @@ def test_collector_runs_from_the_same_image_as_the_same_user() -> None:
     from bottleneck_operator.settings import Settings
     from bottleneck_operator.webhook.inject import collector_container
 
-    container = collector_container(Settings(), host_cgroup=True, processes=True)  # type: ignore[call-arg]
+    container = collector_container(Settings().injection, host_cgroup=True, processes=True)  # type: ignore[call-arg]
     assert container["securityContext"]["runAsUser"] == NON_ROOT_UID
     # the image's entrypoint with the sidecar subcommand
     assert container["command"] == ["bottleneck-operator"]

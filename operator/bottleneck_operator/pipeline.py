@@ -18,7 +18,7 @@ from bottleneck_operator.analysis.model import BottleneckModel, load_model
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Verdict
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.reports import Phase, ReportStatus, status_from_verdict
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.settings import AnalysisSettings, LabelSettings, PrometheusSettings, Settings
 from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.intervals import IntervalCache
 from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows
@@ -50,23 +50,36 @@ class Analyzer:
     """Fetches windows for many jobs at once and classifies them.
 
     Args:
-        settings: connection and analysis settings.
-        model: the classifier; default the file ``settings.model_path`` or the shipped model.
-        client: a Prometheus client; default one built from ``settings``.
+        prometheus: how to reach Prometheus, and the longest query it accepts.
+        labels: the label mapping of the installation.
+        analysis: the grid step, the classifier's thresholds and the model file.
+        model: the classifier; default the file ``analysis.model_path`` or the shipped model.
+        client: a Prometheus client; default one built from ``prometheus``.
     """
 
     def __init__(
         self,
-        settings: Settings,
+        prometheus: PrometheusSettings,
+        labels: LabelSettings,
+        analysis: AnalysisSettings,
         *,
         model: BottleneckModel | None = None,
         client: PrometheusClient | None = None,
     ) -> None:
-        self.settings = settings
-        self.model = model if model is not None else load_model(settings.model_path)
-        self.client = client if client is not None else PrometheusClient(settings)
+        self.prometheus = prometheus
+        self.labels = labels
+        self.analysis = analysis
+        self.model = model if model is not None else load_model(analysis.model_path)
+        self.client = client if client is not None else PrometheusClient(prometheus)
         # Scrape intervals do not change between passes: each pod is estimated once, then reused.
         self.intervals = IntervalCache()
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, model: BottleneckModel | None = None, client: PrometheusClient | None = None
+    ) -> Analyzer:
+        """An analyzer on the three groups of ``settings`` it reads (the entry points hold all settings)."""
+        return cls(settings.prometheus, settings.labels, settings.analysis, model=model, client=client)
 
     @property
     def queries_issued(self) -> int:
@@ -87,7 +100,7 @@ class Analyzer:
         Returns:
             One verdict per window, in order.
         """
-        s = self.settings
+        s = self.analysis
         verdicts: list[Verdict] = []
         # In chunks: the feature arrays of a chunk (every pod's signals, twice over for the per-pod
         # verdicts) are its peak memory, and a chunk is already large enough to vectorise well.
@@ -120,7 +133,14 @@ class Analyzer:
             return []
         started = time.perf_counter()
         queries_before = self.queries_issued
-        windows = fetch_windows(self.client, list(requests), self.settings, intervals=self.intervals)
+        windows = fetch_windows(
+            self.client,
+            list(requests),
+            self.labels,
+            step=self.analysis.step,
+            max_query_bytes=self.prometheus.max_query_bytes,
+            intervals=self.intervals,
+        )
         found = [windows.get((r.namespace, r.job)) for r in requests]
         present = [(r, w) for r, w in zip(requests, found, strict=True)]
         filled = [w if w is not None else _empty_window(r) for r, w in present]

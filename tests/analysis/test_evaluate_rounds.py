@@ -84,7 +84,7 @@ def test_sidecar_ablation_strips_only_the_collector_signals_and_scores_both() ->
     assert Family.SIDECAR in with_sc.window.quality.families
     from bottleneck_operator.pipeline import Analyzer
 
-    without = _without_sidecar([with_sc, no_sc], Analyzer(Settings(), model=Recorder()))  # type: ignore[arg-type]
+    without = _without_sidecar([with_sc, no_sc], Analyzer.from_settings(Settings(), model=Recorder()))  # type: ignore[arg-type]
     assert without == ["IO", None]  # only the window that had sidecar signals is re-classified
     assert len(seen) == 1 and len(seen[0]) == 1
     jobs = [_job("a", Bottleneck.IO, ("network_storage",)), _job("b", Bottleneck.CPU, ())]

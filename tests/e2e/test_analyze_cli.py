@@ -145,7 +145,7 @@ def test_analyzer_batches_jobs_and_reports_missing_ones(sim_dataset: Any) -> Non
     from bottleneck_operator.settings import Settings
 
     settings = Settings.model_validate({"prometheus_url": sim_dataset.prom.url})
-    analyzer = Analyzer(settings)
+    analyzer = Analyzer.from_settings(settings)
     jobs = sim_dataset.jobs[:3]
     requests = [JobRequest(namespace=j.namespace, job=j.name, start=j.start, end=j.end) for j in jobs]
     requests.append(JobRequest(namespace="ml", job="never-ran", start=jobs[0].start, end=jobs[0].end))
@@ -156,7 +156,7 @@ def test_analyzer_batches_jobs_and_reports_missing_ones(sim_dataset: Any) -> Non
     missing = results[-1]
     assert missing.verdict.bottleneck.value == "Unknown" and missing.verdict.reason
     assert all(r.window is not None and r.window.pods for r in results[:3])
-    one = Analyzer(settings, model=analyzer.model)
+    one = Analyzer.from_settings(settings, model=analyzer.model)
     one.analyze_jobs(requests[:1])
     # one batched fetch: the query count does not grow with the number of jobs
     assert analyzer.queries_issued <= one.queries_issued + 2

@@ -88,7 +88,7 @@ def verdicts(start_prometheus: Any) -> dict[str, tuple[Shifted, Verdict]]:
     for name in RECORDINGS:
         text, window = _shifted_openmetrics(name, time.time())
         prom = start_prometheus(text)
-        analyzer = Analyzer(Settings.model_validate({"prometheus_url": prom.url}))
+        analyzer = Analyzer.from_settings(Settings.model_validate({"prometheus_url": prom.url}))
         t = window.truth
         request = JobRequest(namespace=t["namespace"], job=t["job"], start=window.start, end=window.end)
         out[name] = (window, analyzer.analyze_jobs([request], phase="Completed")[0].verdict)

@@ -107,7 +107,7 @@ def test_each_workloads_pods_are_found_through_its_owners(client: PrometheusClie
 def test_the_batched_fetch_gives_each_workload_its_pods(client: PrometheusClient) -> None:
     # The whole data path of a pass: discovery, then the signal queries narrowed to those pods.
     requests = [WindowRequest(ns, job, NOW - 600, NOW) for ns, job in sorted(REQUESTED)]
-    windows = fetch_windows(client, requests, Settings(prometheus_url="http://unused"), step=60.0)
+    windows = fetch_windows(client, requests, Settings(prometheus_url="http://unused").labels, step=60.0)
     pods = {job: sorted(p.pod for p in windows[("ml", job)].pods) for _, job in REQUESTED}
     assert pods["llm"] == ["llm-node-0-0-x7k2p", "llm-node-1-0-q9zzt"]
     assert pods["ft"] == ["ft-dataset-initializer-0-0-a1b2c", "ft-node-0-0-d3e4f"]

@@ -36,7 +36,7 @@ def analysed(sim_dataset: Any) -> Analysed:
         pytest.skip("the simulated dataset has no clear-cut job")
     # A multi-pod Job whose class has a capacity to plot against, when there is one.
     job = max(clear, key=lambda j: (len(j.pods) > 1, j.label.value in ("CPU", "IO")))
-    analyzer = Analyzer(Settings(prometheus_url=sim_dataset.prom.url))
+    analyzer = Analyzer.from_settings(Settings(prometheus_url=sim_dataset.prom.url))
     cuts = [job.start + (job.end - job.start) * i / PARTS for i in range(PARTS + 1)]
     requests = [JobRequest(namespace=job.namespace, job=job.name, start=job.start, end=job.end)]
     requests += [JobRequest(namespace=job.namespace, job=job.name, start=a, end=b) for a, b in itertools.pairwise(cuts)]

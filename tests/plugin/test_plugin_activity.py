@@ -19,7 +19,7 @@ def _status_with_timeline(sim_dataset: Any, job: Any, windows: int) -> dict[str,
     from bottleneck_operator.pipeline import Analyzer, JobRequest
     from bottleneck_operator.settings import Settings
 
-    analyzer = Analyzer(Settings.model_validate({"prometheus_url": sim_dataset.prom.url}))
+    analyzer = Analyzer.from_settings(Settings.model_validate({"prometheus_url": sim_dataset.prom.url}))
     result = analyzer.analyze_jobs([JobRequest(namespace=job.namespace, job=job.name, start=job.start, end=job.end)])
     status = result[0].status
     width = (job.end - job.start) / windows

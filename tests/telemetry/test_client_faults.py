@@ -215,7 +215,7 @@ def test_failure_in_the_middle_of_a_pass_stops_it(bad_server: Any) -> None:
     before = bad_server.hits("midpass")
     client = _client(bad_server.url("midpass"), prometheus_retries=1)
     with pytest.raises(PrometheusUnavailable, match="503") as info:
-        fetch_windows(client, [WindowRequest("ml", "resnet-io", T0, T0 + 600)], Settings())
+        fetch_windows(client, [WindowRequest("ml", "resnet-io", T0, T0 + 600)], Settings().labels, step=30.0)
     assert info.value.status == 503
     sent = bad_server.hits("midpass") - before
     assert sent < 2 + 2 * 8, sent  # discovery + instant + at most a few in-flight queries, with one retry each

@@ -52,11 +52,11 @@ def _requests(jobs: list[Any]) -> list[WindowRequest]:
 
 def _windows(url: str, jobs: list[Any], **settings: Any) -> dict[tuple[str, str], JobWindow]:
     s = Settings(prometheus_url=url, step=STEP, **settings)
-    return fetch_windows(PrometheusClient(s), _requests(jobs), s)
+    return fetch_windows(PrometheusClient(s), _requests(jobs), s.labels, step=s.step)
 
 
 def _verdicts(url: str, jobs: list[Any], **settings: Any) -> list[Bottleneck]:
-    analyzer = Analyzer(Settings(prometheus_url=url, **settings))
+    analyzer = Analyzer.from_settings(Settings(prometheus_url=url, **settings))
     reqs = [JobRequest(namespace=j.namespace, job=j.name, start=j.start, end=j.end) for j in jobs]
     return [r.verdict.bottleneck for r in analyzer.analyze_jobs(reqs, phase="Completed")]
 
@@ -198,5 +198,5 @@ def test_a_bad_matcher_setting_is_refused_before_any_query(bad_server: Any) -> N
     settings = Settings(prometheus_url=bad_server.refused_url, selector_matchers=['cluster="a"} or up{'])
     client = PrometheusClient(settings)
     with pytest.raises(InvalidName, match="selector_matchers"):
-        fetch_windows(client, [WindowRequest("ml", "x", 0.0, 600.0)], settings)
+        fetch_windows(client, [WindowRequest("ml", "x", 0.0, 600.0)], settings.labels, step=settings.step)
     assert client.queries_issued == 0

@@ -116,7 +116,9 @@ def _pass(prom: Any, jobs: list[str], **overrides: Any) -> tuple[RecordingClient
     settings = Settings(prometheus_url=prom.url, prometheus_retries=0, **overrides)
     client = RecordingClient(settings)
     try:
-        return client, fetch_windows(client, _requests(jobs), settings)
+        return client, fetch_windows(
+            client, _requests(jobs), settings.labels, step=settings.step, max_query_bytes=settings.max_query_bytes
+        )
     finally:
         client.close()
 

@@ -48,7 +48,7 @@ def victoria(sim_dataset: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 def _analyze(url: str, jobs: list[Any]) -> dict[str, Any]:
-    analyzer = Analyzer(Settings(prometheus_url=url))
+    analyzer = Analyzer.from_settings(Settings(prometheus_url=url))
     try:
         results = analyzer.analyze_jobs([JobRequest(j.namespace, j.name, j.start, j.end) for j in jobs])
     finally:
@@ -70,7 +70,7 @@ def test_openmetrics_lines_become_prometheus_text_in_milliseconds() -> None:
 
 
 def test_victoriametrics_serves_the_imported_samples(victoria: LocalVictoriaMetrics, sim_dataset: Any) -> None:
-    analyzer = Analyzer(Settings(prometheus_url=victoria.url))
+    analyzer = Analyzer.from_settings(Settings(prometheus_url=victoria.url))
     job = sim_dataset.jobs[0]
     rows = analyzer.client.query(f'count(kube_pod_info{{namespace="{job.namespace}"}})', job.end)
     analyzer.client.close()
@@ -103,7 +103,7 @@ def test_default_query_limit_holds(victoria: LocalVictoriaMetrics) -> None:
     """The server under test really enforces its default 16 KiB query limit (so the test above proves fit)."""
     from bottleneck_operator.telemetry.errors import QueryRejected
 
-    analyzer = Analyzer(Settings(prometheus_url=victoria.url))
+    analyzer = Analyzer.from_settings(Settings(prometheus_url=victoria.url))
     long_query = "vector(1)" + " + vector(1)" * 1500
     with pytest.raises(QueryRejected) as info:
         analyzer.client.query(long_query, 1767225600.0)

@@ -69,7 +69,9 @@ async def test_a_renewed_certificate_is_served_without_a_restart(tmp_path: Path)
         (secret / name).symlink_to(f"..data/{name}")
     cert, key = secret / "tls.crt", secret / "tls.key"
 
-    async with serve_admission(Settings(), certfile=cert, keyfile=key, check_interval=0.2, levels={"ml": ""}) as url:
+    async with serve_admission(
+        Settings().injection, certfile=cert, keyfile=key, check_interval=0.2, levels={"ml": ""}
+    ) as url:
         port = int(url.split(":")[2].split("/")[0])
         assert await _served_cert(port) == _der(old / "tls.crt")
         _mount(secret, new)
@@ -91,6 +93,6 @@ async def test_a_renewed_certificate_is_served_without_a_restart(tmp_path: Path)
 
 
 def test_the_operator_rereads_its_certificate_files(tmp_path: Path) -> None:
-    server = admission_server(Settings(webhook_cert_dir=tmp_path))
+    server = admission_server(Settings(webhook_cert_dir=tmp_path).injection)
     assert server.certfile == str(tmp_path / "tls.crt") and server.pkeyfile == str(tmp_path / "tls.key")
     assert server.file_check_interval == CERT_CHECK_INTERVAL <= 60

@@ -36,7 +36,7 @@ def test_running_operator_serves_the_injection(cluster: Any, tls_pair: tuple[Pat
 
     @kopf.on.startup(registry=registry)
     def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
-        configure_admission(settings, operator_settings)  # what the operator does at start-up
+        configure_admission(settings, operator_settings.injection)  # what the operator does at start-up
 
     operator_settings = settings
     ctx = ssl.create_default_context(cafile=str(cert))

@@ -34,7 +34,7 @@ async def served(tls_pair: tuple[Path, Path]) -> AsyncIterator[tuple[Endpoint, l
     def post(body: dict[str, Any], type_: str, reason: str, message: str) -> None:
         events.append((body["kind"], body["metadata"]["name"], type_, reason, message))
 
-    async with serve_admission(Settings(), certfile=cert, keyfile=key, levels=LEVELS, post=post) as url:
+    async with serve_admission(Settings().injection, certfile=cert, keyfile=key, levels=LEVELS, post=post) as url:
         ctx = ssl.create_default_context(cafile=str(cert))
         async with aiohttp.ClientSession() as session:
             yield Endpoint(url=url, ssl=ctx, session=session), events
@@ -125,7 +125,7 @@ def test_levels_and_the_restricted_rules() -> None:
     assert enforce_level(None) == "privileged"
     assert enforce_level({"pod-security.kubernetes.io/enforce": "Baseline "}) == "baseline"
     assert enforce_level({"pod-security.kubernetes.io/enforce": "bogus"}) == "restricted"
-    good = collector_container(Settings(), host_cgroup=False, processes=True)
+    good = collector_container(Settings().injection, host_cgroup=False, processes=True)
     assert restricted_violations(good) == []
     assert admitted("privileged", host_cgroup=True, container=good).host_cgroup is True
     assert admitted("baseline", host_cgroup=False, container=good).note is None  # nothing was cut

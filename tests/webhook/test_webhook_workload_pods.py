@@ -69,7 +69,9 @@ async def endpoint(tls_pair: tuple[Path, Path]) -> AsyncIterator[Endpoint]:
     def lookup(namespace: str, kind: str, name: str) -> Profiled | None:
         return PROFILED_WORKLOADS.get((namespace, kind, name))
 
-    async with serve_admission(Settings(), certfile=cert, keyfile=key, levels={"ml": ""}, workloads=lookup) as url:
+    async with serve_admission(
+        Settings().injection, certfile=cert, keyfile=key, levels={"ml": ""}, workloads=lookup
+    ) as url:
         ctx = ssl.create_default_context(cafile=str(cert))
         async with aiohttp.ClientSession() as session:
             yield Endpoint(url=url, ssl=ctx, session=session)
@@ -124,7 +126,7 @@ async def test_a_workload_the_cache_does_not_know_yet_is_read_once(tls_pair: tup
             raise ConnectionError("the API server is away")
         return objects.get((namespace, kind, name))
 
-    async with serve_admission(Settings(), certfile=cert, keyfile=key, levels={"ml": ""}, fetch=fetch) as url:
+    async with serve_admission(Settings().injection, certfile=cert, keyfile=key, levels={"ml": ""}, fetch=fetch) as url:
         ctx = ssl.create_default_context(cafile=str(cert))
         async with aiohttp.ClientSession() as session:
             endpoint = Endpoint(url=url, ssl=ctx, session=session)
@@ -173,7 +175,10 @@ def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
     create(cluster, "PyTorchJob", "ml", "bert")  # before the start: namespace "ml" is listed, unlabelled
     registry = kopf.OperatorRegistry()
     register_handlers(
-        registry, settings, analyzer_factory=_Idle, configure_kopf=lambda ks: configure_admission(ks, settings)
+        registry,
+        settings,
+        analyzer_factory=_Idle,
+        configure_kopf=lambda ks: configure_admission(ks, settings.injection),
     )
     handlers.register(registry)
     ctx = ssl.create_default_context(cafile=str(cert))

@@ -162,7 +162,7 @@ def main(args: argparse.Namespace) -> int:
     end = parse_time(args.end, "--end") if args.end else None
     if start is not None and end is not None and end <= start:
         raise UsageError("--end must be after --start")
-    client = PrometheusClient(settings)
+    client = PrometheusClient(settings.prometheus)
     client.check()
     now = time.time()
     if start is None or end is None:
@@ -183,7 +183,7 @@ def main(args: argparse.Namespace) -> int:
         end = lifetime[1] if end is None else end
         if end <= start:
             end = start + settings.step
-    analyzer = Analyzer(settings, client=client)
+    analyzer = Analyzer.from_settings(settings, client=client)
     result = analyzer.analyze_jobs([JobRequest(namespace=namespace, job=job, start=start, end=end)])[0]
     _write_html(args, result.status.dump(), result.window, f"{namespace}/{job}")
     data_problem = (

@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
     from bottleneck_operator.telemetry.doctor import check
 
     settings = settings_from_args(args)
-    client = PrometheusClient(settings)
+    client = PrometheusClient(settings.prometheus)
     try:
         diagnosis = check(client, settings.labels, args.at if args.at is not None else time.time(), args.namespace)
     finally:

@@ -136,7 +136,7 @@ def _run_round(
     size = om.stat().st_size / 1e6
     with LocalPrometheus.from_openmetrics(om, workdir=base / "prom") as prom:
         settings = Settings.model_validate({"prometheus_url": prom.url, "prometheus_timeout": 120.0})
-        analyzer = Analyzer(settings, model=model)
+        analyzer = Analyzer.from_settings(settings, model=model)
         requests = [JobRequest(namespace=j.namespace, job=j.name, start=j.start, end=j.end) for j in batch]
         for b in range(0, len(requests), BATCH):
             results.extend(analyzer.analyze_jobs(requests[b : b + BATCH], phase="Completed"))

@@ -15,7 +15,7 @@ from bottleneck_operator.errors import BottleneckError
 if TYPE_CHECKING:
     # Not at run time: every command's module is imported to build the CLI, and the collector
     # (`sidecar`) must stay small inside profiled pods.
-    from bottleneck_operator.settings import Settings
+    from bottleneck_operator.settings import InjectionSettings
 
 log = logging.getLogger("bottleneck_operator.run")
 
@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=main)
 
 
-def _load_webhook(registry: Any, settings: Settings) -> Callable[[Any], None] | None:
+def _load_webhook(registry: Any, settings: InjectionSettings) -> Callable[[Any], None] | None:
     """Register the admission webhook's handler, if that part is installed; returns its kopf setup."""
     if settings.webhook_cert_dir is None and importlib.util.find_spec("certbuilder") is None:
         # kopf can only self-sign with `certbuilder`; the chart always mounts a certificate.
@@ -100,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
         logging.getLogger("kopf").setLevel(logging.WARNING)
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     registry = kopf.get_default_registry()
-    configure = _load_webhook(registry, settings) if settings.webhook_enabled else None
+    configure = _load_webhook(registry, settings.injection) if settings.webhook_enabled else None
     register_handlers(registry, settings, configure_kopf=configure)
     try:
         kopf.run(

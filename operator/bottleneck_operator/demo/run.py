@@ -282,7 +282,7 @@ def _write_html(
     path = options.html or Path(tempfile.gettempdir()) / "bottleneck-demo" / f"{ns}-{name}.html"
     now = time.time()
     request = JobRequest(namespace=ns, job=name, start=max(changing.first.start, now - HTML_SPAN), end=now)
-    window = Analyzer(settings).analyze_jobs([request])[0].window
+    window = Analyzer.from_settings(settings).analyze_jobs([request])[0].window
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_html(report.get("status") or {}, path, window=window, name=changing.key)

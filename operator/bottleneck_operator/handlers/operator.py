@@ -59,7 +59,7 @@ def _default_analyzer(settings: Settings) -> Callable[[], AnalyzerLike]:
     def build() -> AnalyzerLike:
         from bottleneck_operator.pipeline import Analyzer
 
-        return Analyzer(settings)
+        return Analyzer.from_settings(settings)
 
     return build
 
@@ -78,7 +78,7 @@ def register_handlers(
     Args:
         registry: kopf's registry to add them to (the default one for ``run``; a fresh one in tests).
         settings: the operator's settings.
-        analyzer_factory: builds the analyzer (default: ``pipeline.Analyzer(settings)``), called once
+        analyzer_factory: builds the analyzer (default: ``pipeline.Analyzer.from_settings(settings)``), called once
             in a thread at startup (loading the model never blocks the event loop; a bad model file
             stops the operator at once with the reason).
         clock: "now" for analysis windows and report times (tests replay recorded days).

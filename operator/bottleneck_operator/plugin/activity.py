@@ -50,10 +50,17 @@ def fetch(
     if not windows:
         raise UsageError("--prometheus-url: the report has no analysed window to read GPU activity for")
     settings = settings_from_args(args)
-    client = PrometheusClient(settings)
+    client = PrometheusClient(settings.prometheus)
     try:
         start, end = min(s for s, _ in windows), max(e for _, e in windows)
-        found = fetch_windows(client, [WindowRequest(namespace, job, start, end)], settings)
+        request = WindowRequest(namespace, job, start, end)
+        found = fetch_windows(
+            client,
+            [request],
+            settings.labels,
+            step=settings.step,
+            max_query_bytes=settings.max_query_bytes,
+        )
     finally:
         client.close()
     return found.get((namespace, job))

@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from bottleneck_operator.contract.window import JobWindow
-from bottleneck_operator.settings import LabelSettings, Settings
+from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry import discovery as disc
 from bottleneck_operator.telemetry import selectors as sq
 from bottleneck_operator.telemetry.assembly import assemble
@@ -50,9 +50,10 @@ __all__ = ["WindowRequest", "fetch_windows"]
 def fetch_windows(
     client: PrometheusClient,
     requests: Sequence[WindowRequest],
-    settings: Settings | LabelSettings,
+    labels: LabelSettings,
     *,
-    step: float | None = None,
+    step: float,
+    max_query_bytes: int = sq.DEFAULT_MAX_QUERY_BYTES,
     intervals: IntervalCache | None = None,
 ) -> dict[JobKey, JobWindow]:
     """Fetch the windows of many Jobs with a number of queries that does not depend on their number.
@@ -60,10 +61,9 @@ def fetch_windows(
     Args:
         client: the Prometheus client.
         requests: the Jobs and windows; names are validated before any query is built.
-        settings: the label mapping (:class:`LabelSettings`), or all settings (only ``.labels`` and
-            ``.analysis.step`` are read).
-        step: seconds between window timestamps; default ``settings.analysis.step``, required with
-            LabelSettings.
+        labels: the label mapping (``Settings.labels``).
+        step: seconds between window timestamps (``Settings.analysis.step``).
+        max_query_bytes: most bytes of PromQL in one request (``Settings.prometheus.max_query_bytes``).
         intervals: scrape-interval estimates kept between calls (the operator's passes): pods and
             nodes found there are not probed again. None: every call estimates afresh.
 
@@ -76,30 +76,19 @@ def fetch_windows(
         PrometheusUnavailable: Prometheus is unreachable, too slow or failing.
         QueryRejected: the pod discovery query was rejected or answered with garbage.
     """
-    mapping, step = _mapping_and_step(settings, step)
-    limit = settings.max_query_bytes if isinstance(settings, Settings) else sq.DEFAULT_MAX_QUERY_BYTES
-    _validate(requests, mapping)
-    configured = mapping = with_matchers(mapping)
+    _validate(requests, labels)
+    configured = mapping = with_matchers(labels)
     mapping, layout = LAYOUTS.resolve(client, mapping, max(r.end for r in requests)) if requests else (mapping, None)
     grids = {r: Grid.within(r.start, r.end, step) for r in requests}
     store = Store(layout=layout.describe() if layout is not None else {})
     for seg in segments(grids.values()):
         active = [r for r in requests if seg.overlaps(grids[r])]
         if active:
-            _fetch_segment(client, (mapping, limit), seg, active, store, intervals)
+            _fetch_segment(client, (mapping, max_query_bytes), seg, active, store, intervals)
     out = {(r.namespace, r.job): assemble(r, grids[r], store) for r in requests}
     if layout is not None:
         LAYOUTS.check_pass(client, configured, layout, out.values())
     return out
-
-
-def _mapping_and_step(settings: Settings | LabelSettings, step: float | None) -> tuple[LabelSettings, float]:
-    """The label mapping and the grid step, from all settings or from the label group and ``step``."""
-    if isinstance(settings, Settings):
-        return settings.labels, settings.analysis.step if step is None else step
-    if step is None:
-        raise TypeError("fetch_windows needs step= when given LabelSettings alone")
-    return settings, step
 
 
 def _validate(requests: Sequence[WindowRequest], mapping: LabelSettings) -> None:

@@ -23,7 +23,7 @@ import kopf
 from bottleneck_operator.contract.annotations import Choice, profile_choice, wants_collector, wants_host_cgroup
 from bottleneck_operator.contract.names import COLLECTOR_SKIPPED_ANNOTATION
 from bottleneck_operator.controller.workloads import BY_KIND
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.settings import InjectionSettings, Settings
 from bottleneck_operator.webhook.inject import inject_template, injection, wants_injection
 from bottleneck_operator.webhook.podsecurity import ENFORCE_LABEL, enforce_level
 from bottleneck_operator.webhook.workloads import Lookup, Profiled, candidates, find_profiled
@@ -45,7 +45,7 @@ class AdmissionContext:
     """What the handlers decide with, besides the admitted object.
 
     Attributes:
-        settings: the collector's settings.
+        settings: the injection group: the webhook and the collector it injects.
         levels: namespace -> its ``pod-security.kubernetes.io/enforce`` label ("" when unlabelled),
             as the operator's namespace watch saw it; a namespace missing from it is not known yet.
         workloads: the profiled training workloads (see :mod:`.workloads`).
@@ -54,7 +54,7 @@ class AdmissionContext:
             when the cache does not know the workload of a pod (its watch event not seen yet).
     """
 
-    settings: Settings
+    settings: InjectionSettings
     levels: Mapping[str, str] = field(default_factory=dict)
     workloads: Lookup = lambda _ns, _kind, _name: None
     post: Callable[[dict[str, Any], str, str, str], None] | None = None
@@ -65,7 +65,7 @@ _configured: AdmissionContext | None = None
 
 
 def configure(
-    settings: Settings,
+    settings: InjectionSettings,
     *,
     levels: Mapping[str, str] | None = None,
     workloads: Lookup | None = None,
@@ -78,17 +78,17 @@ def configure(
 
 
 @functools.cache
-def _from_environment() -> Settings:
+def _from_environment() -> InjectionSettings:
     no_overrides: dict[str, Any] = {}
-    return Settings(**no_overrides)  # every field from BOTTLENECK_* or its default
+    return Settings(**no_overrides).injection  # every field from BOTTLENECK_* or its default
 
 
-def current_settings(memo: Any = None) -> Settings:
-    """The settings to inject with: ``memo.settings`` or ``memo.state.settings`` if the operator put
+def current_settings(memo: Any = None) -> InjectionSettings:
+    """The injection settings: ``memo.settings`` or ``memo.state.injection`` if the operator put
     them there, else those given to :func:`configure`, else the environment."""
     if memo is not None:
-        for candidate in (getattr(memo, "settings", None), getattr(getattr(memo, "state", None), "settings", None)):
-            if isinstance(candidate, Settings):
+        for candidate in (getattr(memo, "settings", None), getattr(getattr(memo, "state", None), "injection", None)):
+            if isinstance(candidate, InjectionSettings):
                 return candidate
     return _configured.settings if _configured is not None else _from_environment()
 
@@ -272,7 +272,7 @@ def _hand_to_kopf(patch: kopf.Patch, mutated: dict[str, Any]) -> None:
     patch.fns.append(_apply)
 
 
-def register(registry: kopf.OperatorRegistry, settings: Settings | None = None) -> None:
+def register(registry: kopf.OperatorRegistry, settings: InjectionSettings | None = None) -> None:
     """Register :func:`inject_sidecar` (Jobs) and :func:`inject_workload_pod` (training workloads' pods)."""
     if settings is not None:
         configure(settings)

@@ -20,7 +20,7 @@ from bottleneck_operator.contract.annotations import wants_collector, wants_host
 from bottleneck_operator.contract.names import COLLECTOR_CONTAINER as CONTAINER_NAME
 from bottleneck_operator.contract.names import COLLECTOR_LABEL
 from bottleneck_operator.contract.names import COLLECTOR_PORT_NAME as PORT_NAME
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.settings import InjectionSettings
 from bottleneck_operator.webhook.podsecurity import admitted
 
 CGROUP_VOLUME = "bottleneck-host-cgroup"
@@ -45,7 +45,7 @@ def wants_injection(job: Mapping[str, Any]) -> bool:
     return isinstance(meta, Mapping) and wants_collector(meta)
 
 
-def collector_container(settings: Settings, *, host_cgroup: bool, processes: bool) -> dict[str, Any]:
+def collector_container(settings: InjectionSettings, *, host_cgroup: bool, processes: bool) -> dict[str, Any]:
     """The collector as a native sidecar (an init container with ``restartPolicy: Always``).
 
     Args:
@@ -98,7 +98,7 @@ def collector_container(settings: Settings, *, host_cgroup: bool, processes: boo
     return container
 
 
-def inject(job: Mapping[str, Any], settings: Settings, *, level: str = "privileged") -> dict[str, Any] | None:
+def inject(job: Mapping[str, Any], settings: InjectionSettings, *, level: str = "privileged") -> dict[str, Any] | None:
     """A copy of ``job`` with the collector added, or None when nothing should change.
 
     Nothing changes for: objects that are not opted-in batch/v1 Jobs, Jobs opted out of the
@@ -118,7 +118,7 @@ def inject(job: Mapping[str, Any], settings: Settings, *, level: str = "privileg
 
 
 def injection(
-    job: Mapping[str, Any], settings: Settings, *, level: str = "privileged"
+    job: Mapping[str, Any], settings: InjectionSettings, *, level: str = "privileged"
 ) -> tuple[dict[str, Any] | None, str | None]:
     """As :func:`inject`, with the reason when the Pod Security level cut the injection down."""
     if _pod_spec(job) is None:
@@ -140,7 +140,9 @@ class Injected:
     note: str | None = None
 
 
-def inject_template(template: Mapping[str, Any], settings: Settings, *, host_cgroup: bool, level: str) -> Injected:
+def inject_template(
+    template: Mapping[str, Any], settings: InjectionSettings, *, host_cgroup: bool, level: str
+) -> Injected:
     """Add the collector to a pod template or a pod (both have ``metadata`` and ``spec``).
 
     Args:
@@ -223,7 +225,7 @@ def _all_containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     return everyone if len(everyone) == len(containers) + len(init_containers) else None
 
 
-def plan_injection(job: Mapping[str, Any], settings: Settings) -> list[dict[str, Any]]:
+def plan_injection(job: Mapping[str, Any], settings: InjectionSettings) -> list[dict[str, Any]]:
     """The JSON-patch operations that turn ``job`` into its profiled form; [] when nothing changes.
 
     Args:

@@ -1,8 +1,8 @@
 """Serving the admission webhook with kopf's own HTTPS server.
 
 - :func:`configure_admission` sets kopf's ``settings.admission`` for ``bottleneck-operator run``:
-  kopf's :class:`kopf.WebhookServer` on ``Settings.webhook_port`` with the certificate pair from
-  ``Settings.webhook_cert_dir`` (``tls.crt``/``tls.key``). cert-manager renews the Secret, the
+  kopf's :class:`kopf.WebhookServer` on ``webhook_port`` with the certificate pair from
+  ``webhook_cert_dir`` (``tls.crt``/``tls.key``). cert-manager renews the Secret, the
   kubelet swaps the mounted files atomically, and kopf's server, which hashes the files every
   :data:`CERT_CHECK_INTERVAL` seconds, restarts its listener with a new SSL context when they
   change: the next handshake presents the new certificate, with no restart of the operator.
@@ -28,7 +28,7 @@ from typing import Any, cast
 import kopf
 from aiohttp import web
 
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.settings import InjectionSettings
 from bottleneck_operator.webhook import handlers
 from bottleneck_operator.webhook.workloads import Lookup
 
@@ -43,7 +43,7 @@ _HANDLERS: dict[tuple[Any, Any, Any], Callable[..., Any]] = {
 
 
 def admission_server(
-    settings: Settings, *, addr: str = "0.0.0.0", check_interval: float = CERT_CHECK_INTERVAL
+    settings: InjectionSettings, *, addr: str = "0.0.0.0", check_interval: float = CERT_CHECK_INTERVAL
 ) -> kopf.WebhookServer:
     """kopf's HTTPS webhook server as the settings describe it.
 
@@ -65,12 +65,13 @@ def admission_server(
     )
 
 
-def configure_admission(kopf_settings: kopf.OperatorSettings, settings: Settings) -> None:
+def configure_admission(kopf_settings: kopf.OperatorSettings, settings: InjectionSettings) -> None:
     """Point kopf's admission machinery at our server (call from the operator's startup handler).
 
     Args:
         kopf_settings: the ``settings`` kopf passes to ``@kopf.on.startup`` handlers.
-        settings: the operator's settings; with ``webhook_enabled`` false nothing is served.
+        settings: the injection group (``Settings.injection``); with ``webhook_enabled`` false
+            nothing is served.
     """
     handlers.configure(settings)
     if not settings.webhook_enabled:
@@ -81,7 +82,7 @@ def configure_admission(kopf_settings: kopf.OperatorSettings, settings: Settings
 
 @contextlib.asynccontextmanager
 async def serve_admission(
-    settings: Settings,
+    settings: InjectionSettings,
     *,
     addr: str = "127.0.0.1",
     port: int | None = None,
