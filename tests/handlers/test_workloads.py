@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from operator_harness import fast_settings, reports, run_operator, wait_for
 from workload_support import (
+    api_version,
     child_jobs_status,
     condition,
     create,
@@ -67,8 +68,13 @@ class PodsAnalyzer:
         return out
 
 
+def _kind(key: str) -> str:
+    """The kind of a CRD key of workload_support.FILES ("MPIJob/v1" is an MPIJob)."""
+    return key.split("/")[0]
+
+
 def _running_status(kind: str) -> dict[str, Any]:
-    if kind in ("PyTorchJob", "MPIJob"):
+    if _kind(kind) in ("PyTorchJob", "MPIJob"):
         return kubeflow_status(START)
     status = child_jobs_status(kind)
     status["conditions"] = [condition("Created" if kind == "TrainJob" else "StartupPolicyCompleted", START)]
@@ -76,7 +82,7 @@ def _running_status(kind: str) -> dict[str, Any]:
 
 
 def _ended_status(kind: str, end: float, *, failed: bool = False) -> dict[str, Any]:
-    if kind in ("PyTorchJob", "MPIJob"):
+    if _kind(kind) in ("PyTorchJob", "MPIJob"):
         return kubeflow_status(START, end=end, failed=failed)
     status = child_jobs_status(kind, end_at=end, failed=failed)
     first = condition("Created" if kind == "TrainJob" else "StartupPolicyCompleted", START)
@@ -84,9 +90,9 @@ def _ended_status(kind: str, end: float, *, failed: bool = False) -> dict[str, A
     return status
 
 
-@pytest.mark.parametrize("kind", ["PyTorchJob", "MPIJob", "JobSet", "TrainJob"])
+@pytest.mark.parametrize("kind", ["PyTorchJob", "MPIJob", "MPIJob/v1", "JobSet", "TrainJob"])
 def test_each_kind_reads_its_own_status(kind: str) -> None:
-    phase = BY_KIND[kind].phase
+    phase = BY_KIND[_kind(kind)].phase
     meta = {"creationTimestamp": ts(START - 30)}
     assert phase(None, meta) == ("Pending", None, None)
     running = validate_status(kind, _running_status(kind))
@@ -98,7 +104,7 @@ def test_each_kind_reads_its_own_status(kind: str) -> None:
     failed = validate_status(kind, _ended_status(kind, NOW - 30, failed=True))
     assert phase(failed, meta)[0] == "Failed" and phase(failed, meta)[2] == pytest.approx(NOW - 30, abs=1)
     suspended = {**running, "conditions": [condition("Suspended", START)]}
-    if kind in ("PyTorchJob", "MPIJob"):
+    if _kind(kind) in ("PyTorchJob", "MPIJob"):
         suspended.pop("startTime")
     assert phase(validate_status(kind, suspended), meta)[0] == "Pending"
 
@@ -131,7 +137,7 @@ def test_workloads_get_reports_named_after_them(cluster: LocalCluster) -> None:
                 "name": name,
                 "uid": created["metadata"]["uid"],
                 "kind": kind,
-                "apiVersion": "kubeflow.org/v1",
+                "apiVersion": api_version(kind),
             }
             assert report["status"]["phase"] == "Running"
             types = {p["pod"]: p.get("replicaType") for p in report["status"]["pods"]}
@@ -183,6 +189,21 @@ def test_a_crd_installed_later_is_noticed(cluster: LocalCluster) -> None:
         assert "jobset-late-node-0" not in reports(cluster, "ml")
         set_status(cluster, "TrainJob", "ml", "trainjob-late", _ended_status("TrainJob", time.time() - 1, failed=True))
         wait_for("the failed TrainJob's final report", lambda: _phase(cluster, "trainjob-late") == "Failed")
+    assert runner.exception is None
+
+
+def test_an_mpijob_of_training_operator_v1_is_profiled_too(cluster: LocalCluster) -> None:
+    # Clusters that kept Training Operator v1 serve MPIJob as kubeflow.org/v1, not the MPI Operator's v2beta1.
+    analyzer = PodsAnalyzer()
+    install_crd(cluster, "MPIJob/v1")
+    with run_operator(fast_settings("http://127.0.0.1:9"), analyzer_factory=lambda: analyzer) as runner:
+        analyzer.kinds["hpl"] = "MPIJob"
+        created = create(cluster, "MPIJob/v1", "ml", "hpl")
+        set_status(cluster, "MPIJob/v1", "ml", "hpl", _running_status("MPIJob/v1"))
+        report = wait_for("a verdict on the v1 MPIJob", lambda: _verdict(cluster, "hpl"))
+        ref = report["spec"]["jobRef"]
+        assert (ref["apiVersion"], ref["kind"], ref["uid"]) == ("kubeflow.org/v1", "MPIJob", created["metadata"]["uid"])
+        assert {p.get("replicaType") for p in report["status"]["pods"]} == {"launcher", "worker"}
     assert runner.exception is None
 
 
