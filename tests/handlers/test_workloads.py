@@ -207,6 +207,38 @@ def test_an_mpijob_of_training_operator_v1_is_profiled_too(cluster: LocalCluster
     assert runner.exception is None
 
 
+def test_a_job_and_a_pytorchjob_of_one_name_keep_their_own_reports(cluster: LocalCluster) -> None:
+    analyzer = PodsAnalyzer()
+    install_crd(cluster, "PyTorchJob")
+    with run_operator(fast_settings("http://127.0.0.1:9"), analyzer_factory=lambda: analyzer) as runner:
+        job = cluster.create(JOBS, "ml", job_body("ml", "train", start=START))
+        wait_for("the Job's verdict", lambda: _verdict(cluster, "train"))
+        created = create(cluster, "PyTorchJob", "ml", "train")
+        set_status(cluster, "PyTorchJob", "ml", "train", _running_status("PyTorchJob"))
+        wait_for("the PyTorchJob's verdict", lambda: _verdict(cluster, "train-pytorchjob"))
+        refs = {name: r["spec"]["jobRef"] for name, r in reports(cluster, "ml").items()}
+        assert (refs["train"]["kind"], refs["train"]["uid"]) == ("Job", job["metadata"]["uid"])
+        assert (refs["train-pytorchjob"]["kind"], refs["train-pytorchjob"]["uid"]) == (
+            "PyTorchJob",
+            created["metadata"]["uid"],
+        )
+        # Each follows its own workload: the PyTorchJob ends, the Job runs on.
+        set_status(cluster, "PyTorchJob", "ml", "train", _ended_status("PyTorchJob", time.time() - 1))
+        wait_for("the PyTorchJob's final report", lambda: _phase(cluster, "train-pytorchjob") == "Completed")
+        time.sleep(1.0)  # a pass more
+        assert _phase(cluster, "train") == "Running"
+        assert reports(cluster, "ml")["train"]["spec"]["jobRef"]["uid"] == job["metadata"]["uid"]
+    assert runner.exception is None
+    # After a restart each workload adopts its own report again: no third report, no new Event.
+    created_events = len([e for e in cluster.list(EVENTS, "ml") if e["reason"] == "ReportCreated"])
+    with run_operator(fast_settings("http://127.0.0.1:9"), analyzer_factory=lambda: analyzer) as runner:
+        time.sleep(2.0)  # two passes
+        assert sorted(reports(cluster, "ml")) == ["train", "train-pytorchjob"]
+        assert _phase(cluster, "train-pytorchjob") == "Completed" and _phase(cluster, "train") == "Running"
+    assert runner.exception is None
+    assert len([e for e in cluster.list(EVENTS, "ml") if e["reason"] == "ReportCreated"]) == created_events == 2
+
+
 def _verdict(cluster: LocalCluster, name: str) -> dict[str, Any] | None:
     report = reports(cluster, "ml").get(name)
     return report if report and (report.get("status") or {}).get("bottleneck") else None

@@ -103,7 +103,7 @@ def current_context(memo: Any = None) -> AdmissionContext:
         return AdmissionContext(settings, base.levels, base.workloads, base.post, base.fetch)
 
     def lookup(namespace: str, kind: str, name: str) -> Profiled | None:
-        tracked = state.jobs.get((namespace, name))
+        tracked = state.jobs.get((namespace, kind, name))
         if tracked is None or tracked.kind != kind or tracked.finished:
             return None
         return Profiled(collector=tracked.collector, host_cgroup=tracked.host_cgroup, api_version=tracked.api_version)
