@@ -32,6 +32,7 @@ from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.workloads import BY_KIND, PYTORCHJOB, replica_type
 from bottleneck_operator.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
 from bottleneck_operator.reports import AnalysisWindow, PodBreakdown, ReportStatus, rfc3339
+from bottleneck_operator.webhook.handlers import current_context
 
 NOW = float(int(time.time()))  # whole seconds, as the API writes times
 START = NOW - 600
@@ -261,3 +262,24 @@ def test_the_reports_client_reads_a_workload(cluster: LocalCluster) -> None:
 
     found, missing = asyncio.run(read())
     assert found["metadata"]["uid"] == created["metadata"]["uid"] and missing is None
+
+
+def test_the_webhook_reads_an_mpijob_in_the_version_the_cluster_serves(cluster: LocalCluster) -> None:
+    # Only Training Operator v1's MPIJob is installed: the read of the MPI Operator's v2beta1 finds
+    # nothing, the v1 read finds the workload (a pod admitted before the watch brought it).
+    install_crd(cluster, "MPIJob/v1")
+    created = create(cluster, "MPIJob/v1", "ml", "hpl")
+
+    async def read() -> tuple[Any, Any]:
+        api = ReportsApi(lambda: SimpleNamespace(server=cluster.url, token="t"))
+        state = SimpleNamespace(jobs={}, api=api, namespace_levels={}, poster=None, settings=fast_settings("http://x"))
+        try:
+            ctx = current_context(SimpleNamespace(state=state))
+            assert ctx.fetch is not None
+            return await ctx.fetch("ml", "MPIJob", "hpl"), await ctx.fetch("ml", "MPIJob", "nope")
+        finally:
+            await api.close()
+
+    found, missing = asyncio.run(read())
+    assert found["apiVersion"] == "kubeflow.org/v1" and found["metadata"]["uid"] == created["metadata"]["uid"]
+    assert missing is None
