@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import fields
 from pathlib import Path
 
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.settings import GROUPS, Settings
 
 TARGET = Path(__file__).resolve().parent.parent / "docs" / "settings.md"
 
@@ -24,13 +25,18 @@ def render() -> str:
         "Each setting is read from a command-line flag where the command has one, else from the environment",
         "variable shown, else the default. Lists and mappings are JSON in the environment.",
         "",
-        "| environment variable | default | description |",
-        "| --- | --- | --- |",
+        "The settings are loaded in one place and handed out by concern: each part of the code takes only",
+        "its group (`Settings.prometheus`, `Settings.labels`, ...), one table below each.",
     ]
-    for name, field in Settings.model_fields.items():
-        default = field.get_default(call_default_factory=True)
-        shown = "(none)" if default is None else f"`{json.dumps(default, default=str)}`"
-        lines.append(f"| `BOTTLENECK_{name.upper()}` | {shown} | {field.description or ''} |")
+    for prop, group in GROUPS:
+        summary = (group.__doc__ or "").split(" (see")[0].strip().rstrip(".")
+        lines += ["", f"## {summary} (`Settings.{prop}`)", "", "| environment variable | default | description |"]
+        lines.append("| --- | --- | --- |")
+        for f in fields(group):
+            field = Settings.model_fields[f.name]
+            default = field.get_default(call_default_factory=True)
+            shown = "(none)" if default is None else f"`{json.dumps(default, default=str)}`"
+            lines.append(f"| `BOTTLENECK_{f.name.upper()}` | {shown} | {field.description or ''} |")
     return "\n".join(lines) + "\n"
 
 

@@ -4,7 +4,7 @@
   over promtool-backfilled OpenMetrics (a path or the text itself), stopped at the session's end.
 - ``basic_prometheus``: Prometheus over the hand-made scenario ``tests/data/basic/metrics.om``.
 - ``sim_dataset``: a small fixed, seeded set of simulated jobs of every class, backfilled into a
-  Prometheus (``.prom``, ``.jobs``, ``.openmetrics``); skipped while the simulator is not available.
+  Prometheus (``.prom``, ``.jobs``, ``.openmetrics``); skipped only when the Prometheus binaries are missing.
 - ``node_exporter``: the real prometheus-node-exporter on a loopback port.
 - ``bad_server``: an HTTP server that misbehaves on purpose (``.url(mode)`` for mode in slow,
   error500, error503, error400, badjson, notprom, html, ok, midpass; ``.refused_url``; ``.hits(mode)`` and

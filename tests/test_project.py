@@ -34,6 +34,18 @@ def test_every_setting_is_documented() -> None:
     assert missing == []
 
 
+def test_every_setting_is_in_exactly_one_group() -> None:
+    from dataclasses import fields
+
+    from bottleneck_operator.settings import GROUPS
+
+    placed = [f.name for _, group in GROUPS for f in fields(group)]
+    assert sorted(placed) == sorted(Settings.model_fields)
+    settings = Settings()
+    for prop, group in GROUPS:
+        assert isinstance(getattr(settings, prop), group)
+
+
 def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BOTTLENECK_PROMETHEUS_URL", "http://prom.example:9090")
     monkeypatch.setenv("BOTTLENECK_NAMESPACES", '["ml", "research"]')

@@ -100,6 +100,16 @@ class OperatorSettings:
     liveness_endpoint: str
 
 
+# Each group under the name of the Settings property that gives it; every field is in exactly one.
+GROUPS: tuple[tuple[str, type], ...] = (
+    ("prometheus", PrometheusSettings),
+    ("labels", LabelSettings),
+    ("analysis", AnalysisSettings),
+    ("injection", InjectionSettings),
+    ("operator", OperatorSettings),
+)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BOTTLENECK_", extra="ignore", validate_default=True)
 

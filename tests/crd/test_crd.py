@@ -206,12 +206,12 @@ def test_statuses_validate(version: dict[str, Any], cls: Bottleneck) -> None:
     validator.validate(_report(status.dump()))
     now = window.end + 5
     running = analysed_status(pending_status(now), status, phase="Running", now=now, timeline_length=3)
-    validator.validate(_report(running))
+    validator.validate(_report(running.dump()))
     down = unavailable_status(running, "connection refused", now=now + 60, phase="Completed")
-    validator.validate(_report(down))
+    validator.validate(_report(down.dump()))
     final = analysed_status(down, status, phase="Failed", now=now + 120, timeline_length=3)
-    validator.validate(_report(final))
-    assert {c["type"] for c in final["conditions"]} == {"Ready", "MetricsAvailable"}
+    validator.validate(_report(final.dump()))
+    assert {c.type for c in final.conditions or []} == {"Ready", "MetricsAvailable"}
 
 
 def test_schema_rejects_what_it_should(version: dict[str, Any]) -> None:
@@ -268,8 +268,8 @@ def test_status_carries_the_mechanism(version: dict[str, Any]) -> None:
     assert status.dump()["mechanism"] == "launch-bound"
     now = window.end + 5
     running = analysed_status(pending_status(now), status, phase="Running", now=now, timeline_length=3)
-    assert running["mechanism"] == "launch-bound"
-    validator.validate(_report(running))
+    assert running.dump()["mechanism"] == "launch-bound"
+    validator.validate(_report(running.dump()))
     schema = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["mechanism"]
     assert sorted(schema["enum"]) == sorted(m.value for m in Mechanism)
     assert not validator.is_valid(_report({**status.dump(), "mechanism": "slow-disk"}))

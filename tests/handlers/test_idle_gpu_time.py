@@ -6,6 +6,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.passes import count_idle_gpu_time
+from bottleneck_operator.reports import ClassName, DataQualityStatus, ReportStatus
 
 
 def _wasted(metrics: OperatorMetrics) -> dict[str, float]:
@@ -15,14 +16,19 @@ def _wasted(metrics: OperatorMetrics) -> dict[str, float]:
     raise AssertionError("counter not exported")
 
 
+def _status(bottleneck: ClassName, gpu_active: float | None, gpus: int) -> ReportStatus:
+    quality = DataQualityStatus(families=["dcgm"], missing_families=[], coverage=1.0, pods=1, gpus=gpus)
+    return ReportStatus(bottleneck=bottleneck, gpu_active=gpu_active, data_quality=quality)
+
+
 def test_idle_gpu_time_is_charged_to_the_verdict() -> None:
     metrics = OperatorMetrics()
     statuses = [
-        {"bottleneck": "IO", "gpuActive": 0.25, "dataQuality": {"gpus": 8}},
-        {"bottleneck": "IO", "gpuActive": 0.5, "dataQuality": {"gpus": 2}},
-        {"bottleneck": "GPU", "gpuActive": 1.2, "dataQuality": {"gpus": 4}},  # over 1: never negative
-        {"bottleneck": "CPU", "dataQuality": {"gpus": 4}},  # no activity figure: not charged
-        {"bottleneck": "Memory", "gpuActive": 0.1, "dataQuality": {"gpus": 0}},
+        _status("IO", 0.25, 8),
+        _status("IO", 0.5, 2),
+        _status("GPU", 1.2, 4),  # over 1: never negative
+        _status("CPU", None, 4),  # no activity figure: not charged
+        _status("Memory", 0.1, 0),
     ]
     count_idle_gpu_time(metrics, statuses, 60.0)
     wasted = _wasted(metrics)

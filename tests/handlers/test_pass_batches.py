@@ -72,7 +72,7 @@ def _state(analyzer: _Analyzer, n: int) -> tuple[OperatorState, list[TrackedJob]
     for i in range(n):
         job = TrackedJob(namespace="ml", name=f"job-{i}", uid=f"uid-{i}", start=time.time() - 600, phase="Running")
         job.report_ready = True
-        job.status = {"bottleneck": "GPU", "confidence": 0.8, "phase": "Running"}
+        job.status = ReportStatus(bottleneck="GPU", confidence=0.8, phase="Running")
         state.jobs[job.key] = job
         jobs.append(job)
     return state, jobs
@@ -90,7 +90,7 @@ def test_every_job_is_analysed_and_written_once(monkeypatch: pytest.MonkeyPatch,
     assert verdicts == {"IO": 5}
     written = sorted(name for name, _ in state.api.patched)  # type: ignore[attr-defined]
     assert written == [f"job-{i}" for i in range(5)]
-    assert all(j.status and j.status["bottleneck"] == "IO" for j in jobs)
+    assert all(j.status and j.status.bottleneck == "IO" for j in jobs)
 
 
 @pytest.mark.parametrize("in_flight", [1, 2])
@@ -102,11 +102,11 @@ def test_an_outage_mid_pass_keeps_the_remaining_verdicts(monkeypatch: pytest.Mon
     verdicts = asyncio.run(passes._analyse(state, analyzer, jobs, phase="Running"))
     assert verdicts == {"IO": 2}
     assert analyzer.calls[:2] == [2, 2] and len(analyzer.calls) <= 2 + (in_flight - 1)
-    by_job = {j.name: j.status or {} for j in jobs}
-    assert by_job["job-0"]["bottleneck"] == "IO" and by_job["job-1"]["bottleneck"] == "IO"
+    by_job = {j.name: j.status or ReportStatus() for j in jobs}
+    assert by_job["job-0"].bottleneck == "IO" and by_job["job-1"].bottleneck == "IO"
     for name in ("job-2", "job-3", "job-4"):  # the failed batch and the ones after it
         status = by_job[name]
-        assert status["bottleneck"] == "GPU", name  # the last verdict stays
-        metrics = next(c for c in status["conditions"] if c["type"] == "MetricsAvailable")
-        assert metrics["status"] == "False" and "cannot connect" in metrics["message"]
+        assert status.bottleneck == "GPU", name  # the last verdict stays
+        metrics = next(c for c in status.conditions or [] if c.type == "MetricsAvailable")
+        assert metrics.status == "False" and "cannot connect" in metrics.message
     assert sorted(name for name, _ in state.api.patched) == [f"job-{i}" for i in range(5)]  # type: ignore[attr-defined]

@@ -1,16 +1,27 @@
-"""AdmissionReview requests as kube-apiserver sends them, and their patches decoded."""
+"""AdmissionReview requests as kube-apiserver sends them, their patches decoded, and a running operator.
+
+``running_operator`` and ``wait_for_review`` are the one start-up harness of the tests that run kopf
+with the webhook (test_webhook_operator.py, test_webhook_workload_pods.py).
+"""
 
 from __future__ import annotations
 
 import base64
 import json
 import ssl
+import time
+import urllib.error
+import urllib.request
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import jsonpatch
+import kopf
+from kopf.testing import KopfRunner
 
 
 def make_job(
@@ -114,3 +125,50 @@ class Endpoint:
         assert status == 200, body
         assert isinstance(body, dict)
         return body
+
+
+def post_review(url: str, payload: dict[str, Any], ctx: ssl.SSLContext) -> tuple[int, Any]:
+    """POST one AdmissionReview synchronously: (HTTP status, JSON body); (0, why) while nothing listens."""
+    request = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, context=ctx, timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except OSError as exc:
+        return 0, str(exc)
+
+
+def wait_for_review(
+    url: str,
+    payload: dict[str, Any],
+    ctx: ssl.SSLContext,
+    *,
+    until: Callable[[int, Any], bool],
+    what: str,
+    timeout: float = 45.0,
+) -> tuple[int, Any]:
+    """POST the review again until ``until(status, body)`` holds; fails with ``what`` after ``timeout`` s.
+
+    A starting operator serves its webhook only once kopf has discovered the resources it watches,
+    and answers for a workload only once its watch has shown it.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        status, body = post_review(url, payload, ctx)
+        if until(status, body):
+            return status, body
+        assert time.monotonic() < deadline, f"{what}: {status} {body}"
+        time.sleep(0.2)
+
+
+@contextmanager
+def running_operator(registry: kopf.OperatorRegistry) -> Iterator[KopfRunner]:
+    """kopf run, standalone over all namespaces, with ``registry``; its own errors fail the test."""
+    with KopfRunner(
+        ["run", "--standalone", "--all-namespaces"], registry=registry, settings=kopf.OperatorSettings(), timeout=60
+    ) as runner:
+        yield runner
+    assert runner.exception is None, runner.output

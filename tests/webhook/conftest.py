@@ -5,13 +5,15 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
 from _webhook_support import Endpoint
 
+from bottleneck_operator.demo import cluster as cluster_mod
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook.server import serve_admission
 
@@ -46,6 +48,25 @@ def tls_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         capture_output=True,
     )
     return cert, key
+
+
+@pytest.fixture
+def cert_dir(tls_pair: tuple[Path, Path], tmp_path: Path) -> Path:
+    """A directory holding ``tls.crt`` and ``tls.key``, as the chart mounts the webhook's Secret."""
+    cert, key = tls_pair
+    d = tmp_path / "certs"
+    d.mkdir()
+    shutil.copy(cert, d / "tls.crt")
+    shutil.copy(key, d / "tls.key")
+    return d
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The emulated API server, with ``KUBECONFIG`` pointing at it (kopf logs in through it)."""
+    with cluster_mod.LocalCluster() as c:
+        monkeypatch.setenv("KUBECONFIG", str(c.write_kubeconfig(tmp_path / "kubeconfig")))
+        yield c
 
 
 @pytest.fixture

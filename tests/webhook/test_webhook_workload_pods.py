@@ -9,21 +9,25 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 import ssl
 import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import kopf
 import pytest
-from _webhook_support import Endpoint, admission_review, apply, patch_of
-from kopf.testing import KopfRunner
+from _webhook_support import (
+    Endpoint,
+    admission_review,
+    apply,
+    patch_of,
+    post_review,
+    running_operator,
+    wait_for_review,
+)
 
 from bottleneck_operator.demo import cluster as cluster_mod
 from bottleneck_operator.handlers import register_handlers
@@ -142,26 +146,6 @@ def test_candidates_come_from_owners_then_labels() -> None:
     assert candidates({"metadata": "garbage"}) == []
 
 
-@pytest.fixture
-def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with cluster_mod.LocalCluster() as c:
-        monkeypatch.setenv("KUBECONFIG", str(c.write_kubeconfig(tmp_path / "kubeconfig")))
-        yield c
-
-
-def _post(url: str, payload: dict[str, Any], ctx: ssl.SSLContext) -> tuple[int, Any]:
-    request = urllib.request.Request(
-        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
-    try:
-        with urllib.request.urlopen(request, context=ctx, timeout=5) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-    except OSError as exc:
-        return 0, str(exc)
-
-
 class _Idle:
     queries_issued = 0
 
@@ -169,14 +153,14 @@ class _Idle:
         return []
 
 
+def _injected(status: int, body: Any) -> bool:
+    return status == 200 and "patch" in body["response"]
+
+
 def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
-    cluster: Any, tls_pair: tuple[Path, Path], tmp_path: Path
+    cluster: Any, tls_pair: tuple[Path, Path], cert_dir: Path
 ) -> None:
-    cert, key = tls_pair
-    cert_dir = tmp_path / "certs"
-    cert_dir.mkdir()
-    shutil.copy(cert, cert_dir / "tls.crt")
-    shutil.copy(key, cert_dir / "tls.key")
+    cert, _ = tls_pair
     port = free_port()
     settings = Settings(
         prometheus_url="http://127.0.0.1:9",
@@ -198,37 +182,25 @@ def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
         _pod("bert-worker-1", owner=("PyTorchJob", "bert")), resource=("", "v1", "pods"), kind="Pod"
     )
     stranger = admission_review(_pod("x-worker-0", owner=("PyTorchJob", "x")), resource=("", "v1", "pods"), kind="Pod")
-    with KopfRunner(
-        ["run", "--standalone", "--all-namespaces"], registry=registry, settings=kopf.OperatorSettings(), timeout=60
-    ) as runner:
-        deadline = time.monotonic() + 45
-        while True:
-            status, body = _post(url, review, ctx)
-            if status == 200 and "patch" in body["response"]:
-                break  # served, and the PyTorchJob is in the operator's cache
-            assert time.monotonic() < deadline, f"the pod was never injected: {status} {body}"
-            time.sleep(0.2)
-        other_status, other = _post(url, stranger, ctx)
+    with running_operator(registry):
+        # Served, and the PyTorchJob is in the operator's cache.
+        _, body = wait_for_review(url, review, ctx, until=_injected, what="the pod was never injected")
+        other_status, other = post_review(url, stranger, ctx)
         # A namespace the operator's namespace watch has not shown: no host mount, and an Event says so.
         create(cluster, "PyTorchJob", "fresh", "late")
         late = _pod("late-worker-0", owner=("PyTorchJob", "late"))
         late["metadata"]["namespace"] = "fresh"
         late_review = admission_review(late, resource=("", "v1", "pods"), kind="Pod", namespace="fresh")
-        while True:
-            status, late_body = _post(url, late_review, ctx)
-            if status == 200 and "patch" in late_body["response"]:
-                break
-            assert time.monotonic() < deadline + 30, f"the late pod was never injected: {status} {late_body}"
-            time.sleep(0.2)
+        _, late_body = wait_for_review(url, late_review, ctx, until=_injected, what="the late pod was never injected")
         events: list[dict[str, Any]] = []
-        while not events and time.monotonic() < deadline + 30:
+        deadline = time.monotonic() + 30
+        while not events and time.monotonic() < deadline:
             events = [
                 e
                 for e in cluster.list(cluster_mod.EVENTS, "fresh")
                 if e.get("reason") == "CollectorRestricted" and e["involvedObject"]["kind"] == "PyTorchJob"
             ]
             time.sleep(0.2)
-    assert runner.exception is None, runner.output
     late_pod = apply(late, json.loads(base64.b64decode(late_body["response"]["patch"])))
     assert len(_collectors(late_pod)) == 1 and "volumes" not in late_pod["spec"]
     assert events and events[0]["involvedObject"]["name"] == "late" and "not known yet" in events[0]["message"]

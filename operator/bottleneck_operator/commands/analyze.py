@@ -139,7 +139,7 @@ def from_report(args: argparse.Namespace) -> int:
     report = get_report(target, namespace, validate_k8s_name("report", args.from_report))
     status = typed_status(report)
     job = ((report.get("spec") or {}).get("jobRef") or {}).get("name") or args.from_report
-    _write_html(args, report.get("status") or {}, None, f"{namespace}/{args.from_report}")
+    _write_html(args, status.dump(), None, f"{namespace}/{args.from_report}")
     _print(namespace, str(job), status, args.output)
     return EXIT_NO_DATA if _is_data_problem(status) else EXIT_OK
 

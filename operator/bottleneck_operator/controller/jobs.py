@@ -7,7 +7,7 @@ status belongs to its controller, and the operator's state lives in the Bottlene
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast, get_args
 
 from bottleneck_operator.contract.annotations import Choice, parse_switch, wants_collector, wants_host_cgroup
 from bottleneck_operator.contract.names import COLLECTOR_LABEL, COLLECTOR_SKIPPED_ANNOTATION, PROFILE_ANNOTATION
@@ -22,6 +22,7 @@ from bottleneck_operator.controller.workloads import (
     parse_time,
     replica_type,
 )
+from bottleneck_operator.reports import Phase, ReportStatus, read_status
 
 __all__ = ["ensure_report", "job_phase", "missed_by_webhook", "observe", "parse_time", "report_names"]
 COLLECTOR_CONDITION = "CollectorInjected"
@@ -76,16 +77,21 @@ async def _claim(state: OperatorState, job: TrackedJob) -> bool:
                 new_ref = {"name": job.name, "uid": job.uid, "kind": job.kind, "apiVersion": job.api_version}
                 await api.patch(job.namespace, job.report, {"spec": {"jobRef": new_ref}})
                 fresh = pending_status(now)
-                await api.patch_status(job.namespace, job.report, merge_patch(existing.get("status"), fresh))
+                await api.patch_status(job.namespace, job.report, merge_patch(_read(existing), fresh))
                 job.status = fresh
                 state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=True))
             else:
-                job.status = dict(existing.get("status") or {})
+                job.status = _read(existing)
             return True
     job.status = with_collector_condition(pending_status(now), job, now)
-    await api.patch_status(job.namespace, job.report, job.status)
+    await api.patch_status(job.namespace, job.report, job.status.dump())
     state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=False))
     return True
+
+
+def _read(report: Mapping[str, Any]) -> ReportStatus:
+    """An existing report's status; values an older operator wrote that this one refuses are left out."""
+    return read_status(report.get("status"), drop_invalid=True)
 
 
 def _warn_invalid(state: OperatorState, probe: TrackedJob, value: Any) -> None:
@@ -127,31 +133,41 @@ def missed_by_webhook(job: Mapping[str, Any]) -> bool:
     return COLLECTOR_LABEL not in labels and COLLECTOR_SKIPPED_ANNOTATION not in annotations
 
 
-def with_collector_condition(status: dict[str, Any], job: TrackedJob, now: float) -> dict[str, Any]:
+def with_collector_condition(status: ReportStatus, job: TrackedJob, now: float) -> ReportStatus:
     """The status with the ``CollectorInjected=False`` condition of a Job the webhook missed."""
-    if job.no_collector:
-        status["conditions"] = set_condition(
-            status.get("conditions"), COLLECTOR_CONDITION, "False", "WebhookUnavailable", NO_COLLECTOR, now
-        )
-    return status
+    if not job.no_collector:
+        return status
+    conditions = set_condition(status.conditions, COLLECTOR_CONDITION, "False", "WebhookUnavailable", NO_COLLECTOR, now)
+    return status.model_copy(update={"conditions": conditions})
 
 
-def annotate_status(status: dict[str, Any], job: TrackedJob, now: float) -> dict[str, Any]:
+def annotate_status(status: ReportStatus, job: TrackedJob, now: float) -> ReportStatus:
     """What the operator knows of the workload beyond the telemetry: replica types, a missing collector."""
     status = with_collector_condition(with_replica_types(status, job), job, now)
-    quality = status.get("dataQuality")
-    if job.no_collector and isinstance(quality, dict) and NO_COLLECTOR not in (quality.get("notes") or []):
-        quality["notes"] = [*(quality.get("notes") or []), NO_COLLECTOR]
+    quality = status.data_quality
+    if job.no_collector and quality is not None and NO_COLLECTOR not in quality.notes:
+        quality = quality.model_copy(update={"notes": [*quality.notes, NO_COLLECTOR]})
+        status = status.model_copy(update={"data_quality": quality})
     return status
 
 
-def with_replica_types(status: dict[str, Any], job: TrackedJob) -> dict[str, Any]:
+def with_replica_types(status: ReportStatus, job: TrackedJob) -> ReportStatus:
     """The status with each pod's replica type (master, worker, launcher...) for a training workload."""
-    for pod in status.get("pods") or ():
-        replica = replica_type(job.kind, job.name, str(pod.get("pod", "")))
-        if replica is not None:
-            pod["replicaType"] = replica
-    return status
+    if not status.pods:
+        return status
+    pods = []
+    for pod in status.pods:
+        replica = replica_type(job.kind, job.name, pod.pod)
+        pods.append(pod if replica is None else pod.model_copy(update={"replica_type": replica}))
+    return status.model_copy(update={"pods": pods})
+
+
+def _report_phase(phase: str) -> Phase:
+    """The workload's phase as a report phase (every workload kind reads its phase into these four)."""
+    for known in get_args(Phase):
+        if phase == known:
+            return cast(Phase, known)
+    raise ValueError(f"not a report phase: {phase!r}")
 
 
 def _created_message(job: TrackedJob, *, reset: bool) -> str:
@@ -201,15 +217,15 @@ def observe(
 
     phase, start, end = kind.phase(body.get("status"), meta)
     if tracked is None or (uid and tracked.uid != uid):
-        retention = state.settings.report_retention
+        retention = state.operator.report_retention
         if phase in ("Completed", "Failed") and retention and end and end < state.clock() - retention:
             return None  # ended before the retention horizon: its report would be deleted at once
         tracked = TrackedJob(namespace=namespace, name=name, uid=uid, kind=kind.kind, api_version=kind.api_version)
         state.jobs[key] = tracked
     was_finished = tracked.finished
     tracked.collector, tracked.host_cgroup = wants_collector(meta), wants_host_cgroup(meta)
-    tracked.no_collector = kind is JOB and state.settings.webhook_enabled and missed_by_webhook(body)
-    tracked.phase, tracked.start, tracked.end = phase, start, end
+    tracked.no_collector = kind is JOB and state.injection.webhook_enabled and missed_by_webhook(body)
+    tracked.phase, tracked.start, tracked.end = _report_phase(phase), start, end
     if not tracked.report_ready:
         return tracked
     if tracked.finished and (not was_finished or needs_final(tracked.status)):

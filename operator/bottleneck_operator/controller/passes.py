@@ -13,7 +13,7 @@ import ctypes
 import gc
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bottleneck_operator.controller import retention
@@ -25,11 +25,10 @@ from bottleneck_operator.controller.status import (
     analysed_status,
     merge_patch,
     needs_final,
-    same_status,
     unavailable_status,
 )
 from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
-from bottleneck_operator.reports import Phase
+from bottleneck_operator.reports import Phase, ReportStatus
 
 if TYPE_CHECKING:
     from bottleneck_operator.pipeline import JobRequest, JobResult
@@ -52,7 +51,7 @@ _WRITE_CONCURRENCY = 16
 
 async def run_loop(state: OperatorState) -> None:
     """Run passes forever (until cancelled): on schedule, and early when woken."""
-    interval = state.settings.interval
+    interval = state.analysis.interval
     next_running = time.monotonic()
     next_sweep = time.monotonic() + min(interval, 30.0)
     while True:
@@ -79,7 +78,7 @@ async def run_loop(state: OperatorState) -> None:
             except ReportsApiError as exc:
                 state.metrics.errors.labels("kubernetes").inc()
                 logger.warning("retention sweep failed: %s", exc)
-            next_sweep = time.monotonic() + retention.sweep_period(state.settings)
+            next_sweep = time.monotonic() + retention.sweep_period(state.analysis, state.operator)
 
 
 def _analyzer(state: OperatorState) -> AnalyzerLike:
@@ -136,7 +135,7 @@ async def run_pass(state: OperatorState, *, running: bool = True) -> Counter[str
     # Between scheduled passes, Jobs never analysed yet (new reports) get their first verdict now.
     jobs = state.running_jobs()
     if not running:
-        jobs = [j for j in jobs if not (j.status or {}).get("lastAnalysisTime")]
+        jobs = [j for j in jobs if not _analysed_once(j)]
     if jobs:
         verdicts += await _analyse(state, analyzer, jobs, phase="Running")
 
@@ -165,18 +164,28 @@ def _update_gauges(state: OperatorState) -> None:
     running = sum(1 for j in state.jobs.values() if not j.finished)
     m.jobs.labels("running").set(running)
     m.jobs.labels("finished").set(len(state.jobs) - running)
-    current: Counter[str] = Counter(str((j.status or {}).get("bottleneck") or "None") for j in state.jobs.values())
+    current: Counter[str] = Counter(_current_class(j) for j in state.jobs.values())
     for label in ("IO", "CPU", "Interconnect", "GPU", "Memory", "Unknown", "None"):
         m.reports_by_class.labels(label).set(current.get(label, 0))
+
+
+def _analysed_once(job: TrackedJob) -> bool:
+    status = job.status
+    return status is not None and status.last_analysis_time is not None
+
+
+def _current_class(job: TrackedJob) -> str:
+    status = job.status
+    return (status.bottleneck if status else None) or "None"
 
 
 def _window(state: OperatorState, job: TrackedJob, phase: str, now: float) -> tuple[float, float]:
     if phase == "Running":
         end = now
-        start = max(job.start or now, now - state.settings.window)
+        start = max(job.start or now, now - state.analysis.window)
     else:
         end = job.end or now
-        start = job.start if job.start is not None else end - state.settings.window
+        start = job.start if job.start is not None else end - state.analysis.window
     return start, max(end, start)
 
 
@@ -188,7 +197,7 @@ async def _analyse(
     # Up to IN_FLIGHT batches are analysed at once, each in a thread: while one is assembled and
     # classified (Python, one core), the next one's queries keep Prometheus busy (another core).
     # Batch k's reports are written while later batches are analysed.
-    pending: deque[asyncio.Task[list[tuple[TrackedJob, dict[str, Any]]]]] = deque()
+    pending: deque[asyncio.Task[list[tuple[TrackedJob, ReportStatus]]]] = deque()
     writing: asyncio.Task[None] | None = None
     launched = done = 0
     try:
@@ -211,11 +220,11 @@ async def _analyse(
                 await _write_all(state, updates, phase)
                 break
             done += 1
-            counted: Counter[str] = Counter(new.get("bottleneck") or "Unknown" for _, new in updates)
+            counted: Counter[str] = Counter(new.bottleneck or "Unknown" for _, new in updates)
             for label, n in counted.items():
                 state.metrics.verdicts.labels(label).inc(n)
             if phase == "Running":
-                count_idle_gpu_time(state.metrics, [new for _, new in updates], state.settings.interval)
+                count_idle_gpu_time(state.metrics, [new for _, new in updates], state.analysis.interval)
             verdicts += counted
             if writing is not None:
                 await writing
@@ -238,19 +247,19 @@ async def _cancel_all(tasks: deque[asyncio.Task[Any]]) -> None:
     tasks.clear()
 
 
-def count_idle_gpu_time(metrics: OperatorMetrics, statuses: Sequence[Mapping[str, Any]], seconds: float) -> None:
+def count_idle_gpu_time(metrics: OperatorMetrics, statuses: Sequence[ReportStatus], seconds: float) -> None:
     """Charge each running Job's idle GPU time over one interval to its current verdict.
 
     The dashboard's "wasted GPU-hours by bottleneck" reads this counter: (1 - mean GPU activity) x
     GPUs x the time one pass stands for. Jobs without a GPU activity figure are not charged.
     """
     for status in statuses:
-        active = status.get("gpuActive")
-        gpus = (status.get("dataQuality") or {}).get("gpus")
+        active = status.gpu_active
+        gpus = status.data_quality.gpus if status.data_quality else 0
         if active is None or not gpus:
             continue
-        idle = max(0.0, 1.0 - float(active)) * float(gpus) * seconds
-        metrics.wasted_gpu_seconds.labels(status.get("bottleneck") or "Unknown").inc(idle)
+        idle = max(0.0, 1.0 - active) * gpus * seconds
+        metrics.wasted_gpu_seconds.labels(status.bottleneck or "Unknown").inc(idle)
 
 
 class _Unavailable(Exception):
@@ -259,7 +268,7 @@ class _Unavailable(Exception):
 
 async def _analyse_batch(
     state: OperatorState, analyzer: AnalyzerLike, jobs: Sequence[TrackedJob], *, phase: Phase
-) -> list[tuple[TrackedJob, dict[str, Any]]]:
+) -> list[tuple[TrackedJob, ReportStatus]]:
     """Analyse one batch; returns the new status of each Job (not written yet)."""
     from bottleneck_operator.pipeline import JobRequest
 
@@ -282,13 +291,13 @@ async def _analyse_batch(
 
     # By request, not by name: a Job and a PyTorchJob of one name may share a batch.
     by_request = {id(r): j for r, j in zip(requests, jobs, strict=True)}
-    updates: list[tuple[TrackedJob, dict[str, Any]]] = []
+    updates: list[tuple[TrackedJob, ReportStatus]] = []
     for res in results:
         job = by_request.get(id(res.request))
         if job is None:
             continue
         new = analysed_status(
-            job.status, res.status, phase=phase, now=now, timeline_length=state.settings.timeline_length
+            job.status, res.status, phase=phase, now=now, timeline_length=state.operator.timeline_length
         )
         updates.append((job, annotate_status(new, job, now)))
     return updates
@@ -318,21 +327,21 @@ def _find_malloc_trim() -> Callable[[int], int] | None:
 _MALLOC_TRIM = _find_malloc_trim()
 
 
-async def _write_all(state: OperatorState, updates: Sequence[tuple[TrackedJob, dict[str, Any]]], phase: str) -> None:
+async def _write_all(state: OperatorState, updates: Sequence[tuple[TrackedJob, ReportStatus]], phase: str) -> None:
     # A bounded number of PATCHes in flight: a batch's hundreds of requests at once would hold
     # their bodies and connections together while the next batch is being analysed.
     limit = asyncio.Semaphore(_WRITE_CONCURRENCY)
 
-    async def one(job: TrackedJob, new: dict[str, Any]) -> None:
+    async def one(job: TrackedJob, new: ReportStatus) -> None:
         async with limit:
             await _write(state, job, new, phase)
 
     await asyncio.gather(*(one(job, new) for job, new in updates))
 
 
-async def _write(state: OperatorState, job: TrackedJob, new: dict[str, Any], phase: str) -> None:
-    old = job.status or {}
-    if same_status(old, new):
+async def _write(state: OperatorState, job: TrackedJob, new: ReportStatus, phase: str) -> None:
+    old = job.status
+    if old == new:
         return
     try:
         await state.api.patch_status(job.namespace, job.report, merge_patch(old, new))
@@ -351,11 +360,11 @@ async def _write(state: OperatorState, job: TrackedJob, new: dict[str, Any], pha
 
 
 def _post_verdict_events(
-    state: OperatorState, job: TrackedJob, old: dict[str, Any], new: dict[str, Any], phase: str
+    state: OperatorState, job: TrackedJob, old: ReportStatus | None, new: ReportStatus, phase: str
 ) -> None:
-    before, after = old.get("bottleneck"), new.get("bottleneck")
-    confidence = float(new.get("confidence") or 0.0)
-    final_now = phase != "Running" and (old.get("phase") != phase or needs_final(old))
+    before, after = (old.bottleneck if old else None), new.bottleneck
+    confidence = float(new.confidence or 0.0)
+    final_now = phase != "Running" and (old is None or old.phase != phase or needs_final(old))
     if final_now and after:
         state.post_event(
             job,
@@ -373,9 +382,7 @@ def _post_verdict_events(
         state.post_event(job, "Normal", "BottleneckChanged", message)
 
 
-def _hint(status: dict[str, Any]) -> str:
-    recs = status.get("recommendations") or []
-    if recs:
-        return f"; try: {recs[0].get('action')}"
-    reason = status.get("reason")
-    return f"; {reason}" if reason else ""
+def _hint(status: ReportStatus) -> str:
+    if status.recommendations:
+        return f"; try: {status.recommendations[0].action}"
+    return f"; {status.reason}" if status.reason else ""

@@ -13,23 +13,24 @@ from typing import Any
 
 from bottleneck_operator.controller.jobs import parse_time
 from bottleneck_operator.controller.state import OperatorState, TrackedJob, logger
-from bottleneck_operator.controller.status import FINAL_PHASES, READY, set_condition
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.controller.status import FINAL_PHASES, READY, merge_patch, set_condition
+from bottleneck_operator.reports import ReportStatus, read_status
+from bottleneck_operator.settings import AnalysisSettings, OperatorSettings
 
 
-def sweep_period(settings: Settings) -> float:
+def sweep_period(analysis: AnalysisSettings, operator: OperatorSettings) -> float:
     """Seconds between sweeps: often enough for the retention, never more than every pass."""
-    retention = settings.report_retention or 3600.0
-    return max(settings.interval, min(600.0, retention / 4))
+    retention = operator.report_retention or 3600.0
+    return max(analysis.interval, min(600.0, retention / 4))
 
 
-def finished_at(status: dict[str, Any]) -> float | None:
+def finished_at(status: ReportStatus) -> float | None:
     """When the report's Job ended, as far as the report tells (window end, else last analysis)."""
-    return parse_time((status.get("window") or {}).get("end")) or parse_time(status.get("lastAnalysisTime"))
+    return parse_time(status.window.end if status.window else None) or parse_time(status.last_analysis_time)
 
 
 async def _list(state: OperatorState) -> list[dict[str, Any]]:
-    patterns = state.settings.namespaces
+    patterns = list(state.operator.namespaces)
     if not patterns or any(ch in p for p in patterns for ch in "*?[!"):
         items = await state.api.list(None)
         if patterns:
@@ -62,21 +63,21 @@ async def sweep(state: OperatorState) -> int:
     Returns:
         The number of reports deleted.
     """
-    settings, now = state.settings, state.clock()
-    retention = settings.report_retention
+    now = state.clock()
+    retention = state.operator.report_retention
     # Orphans can only be told apart once the watch has listed every Job at least once.
-    settled = time.monotonic() - state.started > 2 * settings.interval
+    settled = time.monotonic() - state.started > 2 * state.analysis.interval
     deleted = 0
     by_report = _tracked_reports(state)
     for item in await _list(state):
         meta = item.get("metadata") or {}
         ns, name = meta.get("namespace") or "", meta.get("name") or ""
-        status = dict(item.get("status") or {})
+        status = read_status(item.get("status"), drop_invalid=True)
         tracked = by_report.get((ns, name))
         ref_kind = ((item.get("spec") or {}).get("jobRef") or {}).get("kind") or "Job"
         if tracked is not None and not tracked.report_ready and tracked.kind != ref_kind:
             tracked = None  # another kind's report of that name: this workload's will be named apart
-        if status.get("phase") in FINAL_PHASES:
+        if status.phase in FINAL_PHASES:
             ended = finished_at(status)
             if retention and ended is not None and ended < now - retention:
                 if tracked is not None and not tracked.finished:
@@ -88,13 +89,14 @@ async def sweep(state: OperatorState) -> int:
                     state.jobs.pop(tracked.key, None)
         elif tracked is None and settled:
             conditions = set_condition(
-                status.get("conditions"),
+                status.conditions,
                 READY,
                 "False",
                 "JobDeleted",
                 "the Job is gone (or no longer profiled) and the report was never finalised",
                 now,
             )
-            await state.api.patch_status(ns, name, {"phase": "Failed", "conditions": conditions})
+            closed = status.model_copy(update={"phase": "Failed", "conditions": conditions})
+            await state.api.patch_status(ns, name, merge_patch(status, closed))
             logger.info("%s/%s: Job gone, report closed", ns, name)
     return deleted

@@ -7,21 +7,21 @@ state is a cache rebuilt from the watch stream and the reports after a restart.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.status import FINAL_PHASES
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.reports import Phase, ReportStatus
+from bottleneck_operator.settings import AnalysisSettings, InjectionSettings, Settings
+from bottleneck_operator.settings import OperatorSettings as OperatorGroup
 
 if TYPE_CHECKING:
     from bottleneck_operator.pipeline import JobRequest, JobResult
-    from bottleneck_operator.reports import Phase
 
 logger = logging.getLogger("bottleneck_operator.operator")
 
@@ -70,7 +70,7 @@ class TrackedJob:
     no_collector: bool = False
     start: float | None = None
     end: float | None = None
-    phase: str = "Pending"
+    phase: Phase = "Pending"
     report_ready: bool = False
     deleted: bool = False
     report: str = ""
@@ -80,13 +80,13 @@ class TrackedJob:
     _status: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
-    def status(self) -> dict[str, Any] | None:
+    def status(self) -> ReportStatus | None:
         """The report's status as last read or written (a fresh copy; None: report not ensured yet)."""
-        return None if self._status is None else cast(dict[str, Any], json.loads(self._status))
+        return None if self._status is None else ReportStatus.model_validate_json(self._status)
 
     @status.setter
-    def status(self, value: Mapping[str, Any] | None) -> None:
-        self._status = None if value is None else json.dumps(value, separators=(",", ":")).encode()
+    def status(self, value: ReportStatus | None) -> None:
+        self._status = None if value is None else value.model_dump_json(by_alias=True, exclude_none=True).encode()
 
     def __post_init__(self) -> None:
         self.report = self.report or self.name
@@ -127,6 +127,15 @@ class OperatorState:
     loop_task: asyncio.Task[None] | None = None
     # Set by the handlers once an event poster is reachable (kopf's lives in handler contexts).
     poster: EventPoster | None = None
+    # The groups the controller reads, taken from ``settings`` once.
+    analysis: AnalysisSettings = field(init=False, repr=False)
+    operator: OperatorGroup = field(init=False, repr=False)
+    injection: InjectionSettings = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.analysis = self.settings.analysis
+        self.operator = self.settings.operator
+        self.injection = self.settings.injection
 
     def post_event(self, job: TrackedJob, type_: str, reason: str, message: str) -> None:
         """A Kubernetes Event on the Job, through the handlers' poster (logged too)."""

@@ -6,11 +6,11 @@ fields a merge patch must clear) are tested without a cluster.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from bottleneck_operator.contract.verdict import Abstention
-from bottleneck_operator.reports import Condition, ReportStatus, TimelineEntry, rfc3339
+from bottleneck_operator.reports import Condition, Phase, ReportStatus, TimelineEntry, rfc3339
 
 READY = "Ready"
 METRICS = "MetricsAvailable"
@@ -19,15 +19,17 @@ FINAL_PHASES = frozenset({"Completed", "Failed"})
 # example Prometheus was down when the Job ended): a restarted operator finds it in the report.
 FINAL_PENDING = "FinalAnalysisPending"
 
+ConditionStatus = Literal["True", "False", "Unknown"]
+
 
 def set_condition(
-    conditions: Sequence[Mapping[str, Any]] | None,
+    conditions: Sequence[Condition] | None,
     type_: str,
-    status: str,
+    status: ConditionStatus,
     reason: str,
     message: str,
     now: float,
-) -> list[dict[str, Any]]:
+) -> list[Condition]:
     """Conditions with ``type_`` set; ``lastTransitionTime`` moves only when ``status`` flips.
 
     Args:
@@ -41,53 +43,44 @@ def set_condition(
     Returns:
         A new list, other conditions kept in their order.
     """
-    out: list[dict[str, Any]] = []
+    out: list[Condition] = []
     found = False
     for cond in conditions or ():
-        if cond.get("type") != type_:
-            out.append(dict(cond))
+        if cond.type != type_:
+            out.append(cond)
             continue
         found = True
-        changed = cond.get("status") != status
-        since = rfc3339(now) if changed else cond.get("lastTransitionTime", rfc3339(now))
-        out.append(_condition(type_, status, reason, message, since))
+        since = rfc3339(now) if cond.status != status else cond.last_transition_time
+        out.append(Condition(type=type_, status=status, reason=reason, message=message, last_transition_time=since))
     if not found:
-        out.append(_condition(type_, status, reason, message, rfc3339(now)))
+        out.append(
+            Condition(type=type_, status=status, reason=reason, message=message, last_transition_time=rfc3339(now))
+        )
     return out
 
 
-def _condition(type_: str, status: str, reason: str, message: str, since: str) -> dict[str, Any]:
-    # Built through the model, so a condition the operator writes always has the CRD's shape.
-    model = Condition.model_validate(
-        {"type": type_, "status": status, "reason": reason, "message": message, "last_transition_time": since}
-    )
-    return model.dump()
-
-
-def append_timeline(
-    timeline: Sequence[Mapping[str, Any]] | None, entry: Mapping[str, Any], limit: int
-) -> list[dict[str, Any]]:
+def append_timeline(timeline: Sequence[TimelineEntry] | None, entry: TimelineEntry, limit: int) -> list[TimelineEntry]:
     """The timeline with ``entry`` appended (replacing an entry for the same window), last ``limit`` kept."""
-    items = [dict(e) for e in timeline or () if not (e.get("start") == entry["start"] and e.get("end") == entry["end"])]
-    items.append(dict(entry))
+    items = [e for e in timeline or () if not (e.start == entry.start and e.end == entry.end)]
+    items.append(entry)
     return items[-limit:]
 
 
-def pending_status(now: float) -> dict[str, Any]:
+def pending_status(now: float) -> ReportStatus:
     """The status of a freshly created report."""
     conditions = set_condition(None, READY, "False", "Pending", "waiting for the first analysis pass", now)
     conditions = set_condition(conditions, METRICS, "Unknown", "Pending", "Prometheus not queried yet", now)
-    return {"phase": "Pending", "conditions": conditions}
+    return ReportStatus(phase="Pending", conditions=conditions)
 
 
 def analysed_status(
-    previous: Mapping[str, Any] | None,
+    previous: ReportStatus | None,
     result: ReportStatus,
     *,
-    phase: str,
+    phase: Phase,
     now: float,
     timeline_length: int,
-) -> dict[str, Any]:
+) -> ReportStatus:
     """The full new status after a successful analysis of one window.
 
     Args:
@@ -98,34 +91,31 @@ def analysed_status(
         timeline_length: entries kept in the timeline.
 
     Returns:
-        A JSON-ready status dict in the CRD's camelCase.
+        The new status: the result's fields, the carried timeline and conditions, this analysis's time.
     """
-    prev = dict(previous or {})
-    typed = result.model_copy(update={"phase": phase})
-    bottleneck = typed.bottleneck or "Unknown"
-    confidence = float(typed.confidence or 0.0)
-    timeline = prev.get("timeline")
-    if typed.window is not None:
+    prev = previous or ReportStatus()
+    bottleneck = result.bottleneck or "Unknown"
+    confidence = float(result.confidence or 0.0)
+    timeline = prev.timeline or []
+    if result.window is not None:
         entry = TimelineEntry(
-            start=typed.window.start, end=typed.window.end, bottleneck=bottleneck, confidence=round(confidence, 4)
+            start=result.window.start, end=result.window.end, bottleneck=bottleneck, confidence=round(confidence, 4)
         )
-        timeline = append_timeline(timeline, entry.dump(), timeline_length)
-    conditions = _metrics_condition(prev.get("conditions"), typed, now)
+        timeline = append_timeline(timeline, entry, timeline_length)
+    conditions = _metrics_condition(prev.conditions, result, now)
     final = phase in FINAL_PHASES
     if bottleneck != "Unknown":
         what = f"{bottleneck} ({confidence:.0%})"
         message = f"final verdict over the whole run: {what}" if final else f"verdict for the last window: {what}"
         conditions = set_condition(conditions, READY, "True", "Finalised" if final else "Analysed", message, now)
     else:
-        conditions = set_condition(conditions, READY, "False", *_abstained(typed), now)
-    status = typed.dump()
-    status["timeline"] = timeline or []
-    status["conditions"] = conditions
-    status["lastAnalysisTime"] = rfc3339(now)
-    return status
+        conditions = set_condition(conditions, READY, "False", *_abstained(result), now)
+    return result.model_copy(
+        update={"phase": phase, "timeline": timeline, "conditions": conditions, "last_analysis_time": rfc3339(now)}
+    )
 
 
-def _metrics_condition(conditions: Any, result: ReportStatus, now: float) -> list[dict[str, Any]]:
+def _metrics_condition(conditions: Sequence[Condition] | None, result: ReportStatus, now: float) -> list[Condition]:
     quality = result.data_quality
     if quality is not None and quality.pods > 0 and quality.coverage > 0:
         families = ", ".join(quality.families) or "none"
@@ -142,12 +132,12 @@ def _abstained(result: ReportStatus) -> tuple[str, str]:
 
 
 def unavailable_status(
-    previous: Mapping[str, Any] | None,
+    previous: ReportStatus | None,
     message: str,
     *,
     now: float,
-    phase: str | None = None,
-) -> dict[str, Any]:
+    phase: Phase | None = None,
+) -> ReportStatus:
     """The status when Prometheus could not be queried: last verdict kept, MetricsAvailable=False.
 
     Args:
@@ -159,42 +149,40 @@ def unavailable_status(
     Returns:
         The full new status.
     """
-    status = dict(previous or {})
-    conditions = set_condition(status.get("conditions"), METRICS, "False", "PrometheusUnavailable", message, now)
+    prev = previous or ReportStatus()
+    conditions = set_condition(prev.conditions, METRICS, "False", "PrometheusUnavailable", message, now)
     if phase in FINAL_PHASES:
         conditions = set_condition(
             conditions, READY, "False", FINAL_PENDING, "the Job ended; the final analysis waits for Prometheus", now
         )
-    status["conditions"] = conditions
+    update: dict[str, Any] = {"conditions": conditions}
     if phase is not None:
-        status["phase"] = phase
-    status.setdefault("phase", "Pending")
-    return status
+        update["phase"] = phase
+    return prev.model_copy(update=update)
 
 
-def condition(status: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
+def condition(status: ReportStatus | None, type_: str) -> Condition | None:
     """The condition of that type in a status, or None."""
-    for cond in (status or {}).get("conditions") or ():
-        if cond.get("type") == type_:
-            return dict(cond)
+    for cond in (status.conditions if status else None) or ():
+        if cond.type == type_:
+            return cond
     return None
 
 
-def needs_final(status: Mapping[str, Any] | None) -> bool:
+def needs_final(status: ReportStatus | None) -> bool:
     """True when a report still lacks its final analysis (not finished, or marked pending)."""
-    if not status or status.get("phase") not in FINAL_PHASES:
+    if status is None or status.phase not in FINAL_PHASES:
         return True
     ready = condition(status, READY)
-    return bool(ready and ready.get("reason") == FINAL_PENDING)
+    return bool(ready and ready.reason == FINAL_PENDING)
 
 
-def merge_patch(previous: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
-    """A JSON merge patch that turns ``previous`` into ``new`` at the top level (stale keys -> null)."""
-    patch: dict[str, Any] = {key: None for key in (previous or {}) if key not in new}
-    patch.update(new)
+def merge_patch(previous: ReportStatus | None, new: ReportStatus) -> dict[str, Any]:
+    """The JSON merge patch (the API's camelCase) that turns ``previous`` into ``new`` at the top level.
+
+    Fields ``previous`` had and ``new`` lacks are sent as null, so the API drops them.
+    """
+    body = new.dump()
+    patch: dict[str, Any] = {key: None for key in (previous.dump() if previous else {}) if key not in body}
+    patch.update(body)
     return patch
-
-
-def same_status(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
-    """True when writing ``b`` over ``a`` would change nothing."""
-    return dict(a or {}) == dict(b or {})

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bottleneck_operator.reports import ReportStatus
+from bottleneck_operator.reports import ReportStatus, read_status
 from bottleneck_operator.reports.age import kubectl_age
 
 _age = kubectl_age
@@ -79,9 +79,7 @@ def typed_status(report: Mapping[str, Any]) -> ReportStatus:
     Fields this version does not know (a newer operator's) are left out rather than refused: the demo
     shows what it can read.
     """
-    raw = report.get("status") or {}
-    known = {f.alias or name for name, f in ReportStatus.model_fields.items()} | set(ReportStatus.model_fields)
-    return ReportStatus.model_validate({k: v for k, v in raw.items() if k in known})
+    return read_status(report.get("status"))
 
 
 def _mechanism_part(status: ReportStatus, truth: str | None, known: bool) -> tuple[str | None, bool]:

@@ -90,7 +90,7 @@ def register_handlers(
     _register_startup(registry, settings, factory, clock, configure_kopf, login)
     _register_login(registry, login)
     kopf.on.cleanup(id="shutdown", registry=registry)(_shutdown)
-    if not settings.namespaces:
+    if not settings.operator.namespaces:
         # Namespaces' Pod Security levels, for the webhook (what a Job's pods may be given). Only
         # cluster-wide, where the chart grants the namespace watch; a namespaced install knows no
         # level, and the webhook then leaves the host mount out everywhere.
@@ -146,7 +146,7 @@ def _register_startup(
             raise kopf.PermanentError(f"cannot start the analysis: {exc}") from exc
         check_at_start(operator_settings, state.metrics.registry)
         freeze_long_lived()
-        await state.metrics.serve(operator_settings.metrics_port)
+        await state.metrics.serve(state.operator.metrics_port)
         state.loop_task = asyncio.create_task(run_loop(state), name="bottleneck analysis loop")
         memo.state = state
 

@@ -23,7 +23,7 @@ from bottleneck_operator.kube import (
     Unauthorized,
 )
 from bottleneck_operator.plugin.kubeconfig import Target
-from bottleneck_operator.reports import ReportStatus
+from bottleneck_operator.reports import ReportStatus, read_status
 
 T = TypeVar("T")
 RESOURCE_NAME = f"{REPORT_PLURAL}.{API_GROUP}"
@@ -75,24 +75,14 @@ def list_reports(target: Target, namespace: str | None) -> list[dict[str, Any]]:
     return sorted(found, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"].get("name", "")))
 
 
-_KNOWN = {f.alias or n for n, f in ReportStatus.model_fields.items()}
-
-
 def typed_status(report: Mapping[str, Any]) -> ReportStatus:
     """A report's status as the typed model.
 
     Fields a newer operator added are left out rather than refused, so an older plugin still
     reads a newer report (the raw dict keeps them for who wants them).
     """
-    raw = report.get("status") or {}
-    known = {k: v for k, v in raw.items() if k in _KNOWN}
-    if isinstance(known.get("timeline"), list):
-        keep = {"start", "end", "bottleneck", "confidence"}
-        known["timeline"] = [
-            {k: v for k, v in e.items() if k in keep} for e in known["timeline"] if isinstance(e, dict)
-        ]
     try:
-        return ReportStatus.model_validate(known)
+        return read_status(report.get("status"))
     except ValueError as exc:
         meta = report.get("metadata") or {}
         raise PluginError(

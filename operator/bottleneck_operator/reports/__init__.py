@@ -1,7 +1,8 @@
 """BottleneckReport: the pydantic models (:mod:`.model`) and how a verdict becomes a status (:mod:`.build`).
 
 ``ReportStatus`` is what the operator writes to ``.status`` and what ``analyze --output json`` prints:
-one shape for both, snake_case in Python, the CRD's camelCase only when dumped for the API.
+one shape for both, snake_case in Python, the CRD's camelCase only at the API boundary: read with
+:func:`read_status`, written with ``ReportStatus.dump()``.
 """
 
 from bottleneck_operator.reports.build import rfc3339, status_from_verdict
@@ -21,6 +22,7 @@ from bottleneck_operator.reports.model import (
     ReportStatus,
     TimelineEntry,
 )
+from bottleneck_operator.reports.read import read_status
 
 __all__ = [
     "AnalysisWindow",
@@ -37,6 +39,7 @@ __all__ = [
     "ReportSpec",
     "ReportStatus",
     "TimelineEntry",
+    "read_status",
     "rfc3339",
     "status_from_verdict",
 ]

@@ -128,13 +128,7 @@ def sample_environment(
     tags: list[str] = []
     fieldset, missing, si, sidecar = _draw_exporters(rng, cat.GPU_KINDS[gpu], dcgm_fieldset, scrape_interval, tags)
     paths = _draw_data_paths(rng, si, n_nodes, tags)
-    if storage_network:
-        tags.append("network_storage")
-    if n_nodes > 1:
-        tags.append("multi_node")
-    # Multi-node all-reduce that dominates: NCCL kernels keep GPU_UTIL high while the SMs mostly wait.
-    if n_nodes > 1 and comm_share > 0.99 and kernel_share < 0.4:
-        tags.append("nccl_busy")
+    tags.extend(_placement_tags(storage_network, n_nodes, comm_share, kernel_share))
     n_pods, nb_cpu, nb_disk, nb_net, nb_iow = _draw_neighbours(rng, node_cpus, tags)
     mem_limit, ws, node_used, swap, swap_used, fb = _draw_memory(rng, mechanism, node_mem, tags)
     env = Environment(
@@ -157,6 +151,17 @@ def sample_environment(
         **_draw_rest(rng),
     )
     return env, tuple(tags)
+
+
+def _placement_tags(storage_network: bool, n_nodes: int, comm_share: float, kernel_share: float) -> list[str]:
+    """Tags for where the job reads and runs (no draw)."""
+    tags = ["network_storage"] if storage_network else []
+    if n_nodes > 1:
+        tags.append("multi_node")
+    # Multi-node all-reduce that dominates: NCCL kernels keep GPU_UTIL high while the SMs mostly wait.
+    if n_nodes > 1 and comm_share > 0.99 and kernel_share < 0.4:
+        tags.append("nccl_busy")
+    return tags
 
 
 def _draw_data_paths(rng: np.random.Generator, si: float, n_nodes: int, tags: list[str]) -> dict[str, Any]:

@@ -218,6 +218,32 @@ def _check_arguments(
     return pool
 
 
+def _draw_job(
+    root: np.random.Generator,
+    target: Bottleneck,
+    *,
+    include_ambiguous: bool,
+    holdout: bool,
+    scrape_interval: float | None,
+    dcgm_fieldset: str | None,
+    where: tuple[str, float, float],
+) -> SimulatedJob:
+    """One job of ``target`` class (``where``: namespace, start, duration), from its own seed drawn from ``root``."""
+    ambiguous = include_ambiguous and bool(root.random() < 0.2)
+    job_seed = int(root.integers(2**62))
+    rng = np.random.default_rng(job_seed)
+    sc = draw_scenario(
+        rng,
+        target,
+        ambiguous=ambiguous,
+        holdout=holdout,
+        seed=job_seed,
+        scrape_interval=scrape_interval,
+        dcgm_fieldset=dcgm_fieldset,
+    )
+    return _build_job(rng, sc, *where)
+
+
 def generate_jobs(
     seed: int,
     n: int,
@@ -260,20 +286,15 @@ def generate_jobs(
     while len(jobs) < n:
         if not order:
             order = [pool[int(i)] for i in root.permutation(len(pool))]
-        target = order.pop(0)
-        ambiguous = include_ambiguous and bool(root.random() < 0.2)
-        job_seed = int(root.integers(2**62))
-        rng = np.random.default_rng(job_seed)
-        sc = draw_scenario(
-            rng,
-            target,
-            ambiguous=ambiguous,
+        job = _draw_job(
+            root,
+            order.pop(0),
+            include_ambiguous=include_ambiguous,
             holdout=holdout,
-            seed=job_seed,
             scrape_interval=scrape_interval,
             dcgm_fieldset=dcgm_fieldset,
+            where=(namespace, start, duration),
         )
-        job = _build_job(rng, sc, namespace, start, duration)
         if job.name in names:
             continue
         names.add(job.name)
