@@ -34,6 +34,13 @@ PROMETHEUS_OPERATOR_APIS = [
     "monitoring.coreos.com/v1/ServiceMonitor",
     "monitoring.coreos.com/v1/PrometheusRule",
 ]
+# The training operators' kinds, as a cluster with their CRDs tells Helm (MPIJob: the MPI operator's v2beta1).
+TRAINING_APIS: dict[str, list[str]] = {
+    "pytorchjobs": ["kubeflow.org/v1", "kubeflow.org/v1/PyTorchJob"],
+    "mpijobs": ["kubeflow.org/v2beta1", "kubeflow.org/v2beta1/MPIJob"],
+    "jobsets": ["jobset.x-k8s.io/v1alpha2", "jobset.x-k8s.io/v1alpha2/JobSet"],
+    "trainjobs": ["trainer.kubeflow.org/v1alpha1", "trainer.kubeflow.org/v1alpha1/TrainJob"],
+}
 # helm lint takes no API versions: lint renders as a cluster without them, where the PodMonitor (on by
 # default with the webhook) must be turned off explicitly.
 NO_POD_MONITOR: dict[str, Any] = {"sidecar": {"podMonitor": {"enabled": False}}}

@@ -6,27 +6,29 @@ from typing import Any
 
 import pytest
 
-from ._helpers import NAMESPACE, SCENARIOS, WATCHED, Manifest, find, one, operator_container, render_docs
+from ._helpers import (
+    NAMESPACE,
+    NAMESPACED_VALUES,
+    PROMETHEUS_OPERATOR_APIS,
+    SCENARIOS,
+    TRAINING_APIS,
+    WATCHED,
+    Manifest,
+    find,
+    one,
+    operator_container,
+    render_docs,
+)
 
 Grant = tuple[str, str, str]  # (apiGroup, resource, verb)
 
 OPERATOR_ROLE = "bn-bottleneck-operator"
 AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
 
-# What the operator does in a watched namespace: read Jobs, the training workloads and Pods, own its reports and their
-# status, post Events (kopf posts core/v1 Events; events.k8s.io for newer clients).
+# What the operator does in a watched namespace: read Jobs and Pods, own its reports and their status, post Events
+# (kopf posts core/v1 Events; events.k8s.io for newer clients).
 NAMESPACED_GRANTS: set[Grant] = {
     *{("batch", "jobs", v) for v in ("get", "list", "watch")},
-    *{
-        (g, r, v)
-        for g, r in (
-            ("kubeflow.org", "pytorchjobs"),
-            ("kubeflow.org", "mpijobs"),
-            ("jobset.x-k8s.io", "jobsets"),
-            ("trainer.kubeflow.org", "trainjobs"),
-        )
-        for v in ("get", "list", "watch")
-    },
     *{("", "pods", v) for v in ("get", "list", "watch")},
     *{
         ("bottleneck.dev", "bottleneckreports", v)
@@ -35,6 +37,17 @@ NAMESPACED_GRANTS: set[Grant] = {
     *{("bottleneck.dev", "bottleneckreports/status", v) for v in ("get", "update", "patch")},
     *{(g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")},
 }
+# Read access to each training operator's kind, granted only where the cluster serves it.
+WORKLOAD_GRANTS: dict[str, set[Grant]] = {
+    r: {(g, r, v) for v in ("get", "list", "watch")}
+    for g, r in (
+        ("kubeflow.org", "pytorchjobs"),
+        ("kubeflow.org", "mpijobs"),
+        ("jobset.x-k8s.io", "jobsets"),
+        ("trainer.kubeflow.org", "trainjobs"),
+    )
+}
+ALL_WORKLOAD_GRANTS: set[Grant] = set().union(*WORKLOAD_GRANTS.values())
 # What kopf needs at cluster scope: the CRD scan, and the namespaces when it serves the whole cluster.
 CRD_SCAN: set[Grant] = {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")}
 NAMESPACE_WATCH: set[Grant] = {("", "namespaces", v) for v in ("list", "watch")}
@@ -67,6 +80,39 @@ def test_cluster_wide_grants_exactly_what_is_needed(rendered: dict[str, list[Man
     assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == NAMESPACED_GRANTS | CRD_SCAN | NAMESPACE_WATCH
     assert not find(docs, "Role")
     assert not find(docs, "RoleBinding")
+
+
+@pytest.mark.parametrize("resource", list(TRAINING_APIS))
+def test_a_training_kind_is_read_only_where_the_cluster_serves_it(chart: Any, resource: str) -> None:
+    docs = render_docs(chart, api_versions=PROMETHEUS_OPERATOR_APIS + TRAINING_APIS[resource])
+    granted = grants(one(docs, "ClusterRole", OPERATOR_ROLE))
+    assert granted & ALL_WORKLOAD_GRANTS == WORKLOAD_GRANTS[resource]
+    namespaced = render_docs(chart, NAMESPACED_VALUES, api_versions=PROMETHEUS_OPERATOR_APIS + TRAINING_APIS[resource])
+    for role in find(namespaced, "Role"):
+        assert grants(role) == NAMESPACED_GRANTS | WORKLOAD_GRANTS[resource]
+
+
+def test_every_installed_training_kind_is_read(chart: Any) -> None:
+    served = PROMETHEUS_OPERATOR_APIS + [api for apis in TRAINING_APIS.values() for api in apis]
+    granted = grants(one(render_docs(chart, api_versions=served), "ClusterRole", OPERATOR_ROLE))
+    assert granted == NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CRD_SCAN | NAMESPACE_WATCH
+    # training-operator v1 served MPIJob as kubeflow.org/v1; the MPI operator serves v2beta1.
+    v1 = render_docs(chart, api_versions=[*PROMETHEUS_OPERATOR_APIS, "kubeflow.org/v1", "kubeflow.org/v1/MPIJob"])
+    assert grants(one(v1, "ClusterRole", OPERATOR_ROLE)) & ALL_WORKLOAD_GRANTS == WORKLOAD_GRANTS["mpijobs"]
+    # A group served without the kind (another of its CRDs) grants nothing.
+    other = render_docs(chart, api_versions=[*PROMETHEUS_OPERATOR_APIS, "kubeflow.org/v1", "kubeflow.org/v1/Notebook"])
+    assert not grants(one(other, "ClusterRole", OPERATOR_ROLE)) & ALL_WORKLOAD_GRANTS
+
+
+def test_all_training_kinds_can_be_granted_without_the_apis(chart: Any) -> None:
+    # As `helm template` renders without the cluster's API versions (the PodMonitor left out with them).
+    values = {"rbac": {"allWorkloadKinds": True}, "sidecar": {"podMonitor": {"enabled": False}}}
+    docs = render_docs(chart, values, api_versions=[])
+    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == (
+        NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CRD_SCAN | NAMESPACE_WATCH
+    )
+    for role in find(render_docs(chart, {**values, **NAMESPACED_VALUES}, api_versions=[]), "Role"):
+        assert grants(role) == NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS
 
 
 def test_no_write_access_to_jobs_pods_or_secrets(rendered: dict[str, list[Manifest]]) -> None:

@@ -94,11 +94,21 @@ def test_names_scope_and_subresource(crd: dict[str, Any], version: dict[str, Any
         "Job": ".spec.jobRef.name",
         "Bottleneck": ".status.bottleneck",
         "Mechanism": ".status.mechanism",
+        "Secondary": ".status.secondary",
         "Confidence": ".status.confidence",
         "GPU": ".status.gpuActive",
+        "Headroom": ".status.headroom.high",
         "Phase": ".status.phase",
+        "Reason": ".status.reason",
         "Age": ".metadata.creationTimestamp",
     }
+
+
+def test_reports_are_in_no_category(crd: dict[str, Any]) -> None:
+    # In the "all" category, `kubectl delete all --all` would delete the reports meant to outlive Jobs.
+    assert "all" not in (crd["spec"]["names"].get("categories") or [])
+    chart_copy = yaml.safe_load((CRD_PATH.parents[1] / "charts/bottleneck-operator/crds" / CRD_PATH.name).read_text())
+    assert "categories" not in chart_copy["spec"]["names"]
 
 
 def _structural_problems(schema: dict[str, Any], path: str = "") -> list[str]:
@@ -213,12 +223,41 @@ def test_schema_rejects_what_it_should(version: dict[str, Any]) -> None:
     assert not validator.is_valid({**_report(status), "spec": {}})
 
 
-def test_mechanism_column_shows_only_in_wide_output(version: dict[str, Any]) -> None:
+WIDE = {"Mechanism", "Secondary", "Headroom", "Reason"}
+
+
+def test_detail_columns_show_only_in_wide_output(version: dict[str, Any]) -> None:
     priority = {c["name"]: c.get("priority", 0) for c in version["additionalPrinterColumns"]}
-    assert priority["Mechanism"] == 1  # kubectl shows priority > 0 columns only with -o wide
-    assert all(p == 0 for name, p in priority.items() if name != "Mechanism")
+    # kubectl shows priority > 0 columns only with -o wide; the default view stays as DESIGN.md lists it.
+    assert {name for name, p in priority.items() if p == 1} == WIDE
+    assert all(p == 0 for name, p in priority.items() if name not in WIDE)
     names = [c["name"] for c in version["additionalPrinterColumns"]]
     assert names.index("Mechanism") == names.index("Bottleneck") + 1
+    assert names[-1] == "Age"
+
+
+def _schema_at(root: dict[str, Any], json_path: str) -> dict[str, Any] | None:
+    node: dict[str, Any] | None = root
+    for part in json_path.lstrip(".").split("."):
+        node = (node or {}).get("properties", {}).get(part)
+    return node
+
+
+def test_every_column_reads_a_field_of_the_schema(version: dict[str, Any]) -> None:
+    root = version["schema"]["openAPIV3Schema"]
+    root = {**root, "properties": {**root["properties"], "metadata": {"properties": {"creationTimestamp": {}}}}}
+    for column in version["additionalPrinterColumns"]:
+        field = _schema_at(root, column["jsonPath"])
+        assert field is not None, column
+        if column["type"] in ("string", "number"):
+            assert field["type"] == column["type"], column
+
+
+def test_wide_columns_are_filled_by_a_verdict(version: dict[str, Any]) -> None:
+    verdict, window = _verdict(Bottleneck.UNKNOWN)
+    status = status_from_verdict(verdict, window).dump()
+    _validator(version).validate(_report(status))
+    assert (status["secondary"], status["headroom"]["high"], status["reason"]) == ("CPU", 2.2, "the model abstained")
 
 
 def test_status_carries_the_mechanism(version: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """Finding the training workloads' pods in a real Prometheus, as kube-state-metrics exports them.
 
-PyTorchJob and MPIJob pods name their workload in ``kube_pod_info``'s ``created_by_*`` labels;
-JobSet pods name a child Job, which ``kube_job_owner`` links to the JobSet (a TrainJob runs as a
+PyTorchJob and MPIJob pods name their workload in ``kube_pod_info``'s ``created_by_*`` labels (the
+MPI Operator's launcher pod names its launcher Job); JobSet pods name a child Job, which ``kube_job_owner`` links to the JobSet (a TrainJob runs as a
 JobSet of its own name). The data are written relative to the time the test runs.
 """
 
@@ -33,6 +33,10 @@ PODS = [
     ("ml", "bert-worker-0", "PyTorchJob", "bert"),
     ("ml", "hpl-launcher", "MPIJob", "hpl"),
     ("ml", "hpl-worker-0", "MPIJob", "hpl"),
+    # The MPI Operator's MPIJob (v2beta1): workers owned by it, the launcher's pod by its launcher Job.
+    ("ml", "nccl-launcher-7fx2q", "Job", "nccl-launcher"),
+    ("ml", "nccl-worker-0", "MPIJob", "nccl"),
+    ("ml", "nccl-worker-1", "MPIJob", "nccl"),
     ("ml", "llm-node-0-0-x7k2p", "Job", "llm-node-0"),
     ("ml", "llm-node-1-0-q9zzt", "Job", "llm-node-1"),
     ("ml", "ft-dataset-initializer-0-0-a1b2c", "Job", "ft-dataset-initializer-0"),
@@ -49,11 +53,12 @@ JOB_OWNERS = [
     ("ml", "llm-node-1", "JobSet", "llm"),
     ("ml", "ft-dataset-initializer-0", "JobSet", "ft"),
     ("ml", "ft-node-0", "JobSet", "ft"),
+    ("ml", "nccl-launcher", "MPIJob", "nccl"),
     ("ml", "plain", "<none>", "<none>"),
     ("ml", "llm-extra", "<none>", "<none>"),
     ("other", "llm-node-0", "JobSet", "llm"),
 ]
-REQUESTED = {("ml", "bert"), ("ml", "hpl"), ("ml", "llm"), ("ml", "ft"), ("ml", "plain")}
+REQUESTED = {("ml", "bert"), ("ml", "hpl"), ("ml", "nccl"), ("ml", "llm"), ("ml", "ft"), ("ml", "plain")}
 
 
 def _openmetrics() -> str:
@@ -95,6 +100,7 @@ def test_each_workloads_pods_are_found_through_its_owners(client: PrometheusClie
     assert by_job == {
         "bert": ["bert-master-0", "bert-worker-0"],
         "hpl": ["hpl-launcher", "hpl-worker-0"],
+        "nccl": ["nccl-launcher-7fx2q", "nccl-worker-0", "nccl-worker-1"],
         "llm": ["llm-node-0-0-x7k2p", "llm-node-1-0-q9zzt"],
         "ft": ["ft-dataset-initializer-0-0-a1b2c", "ft-node-0-0-d3e4f"],
         "plain": ["plain-x1"],
@@ -113,3 +119,4 @@ def test_the_batched_fetch_gives_each_workload_its_pods(client: PrometheusClient
     assert pods["ft"] == ["ft-dataset-initializer-0-0-a1b2c", "ft-node-0-0-d3e4f"]
     assert pods["bert"] == ["bert-master-0", "bert-worker-0"]
     assert pods["hpl"] == ["hpl-launcher", "hpl-worker-0"]
+    assert pods["nccl"] == ["nccl-launcher-7fx2q", "nccl-worker-0", "nccl-worker-1"]

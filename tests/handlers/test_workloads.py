@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from operator_harness import fast_settings, reports, run_operator, wait_for
 from workload_support import (
+    api_version,
     child_jobs_status,
     condition,
     create,
@@ -31,6 +32,7 @@ from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.workloads import BY_KIND, PYTORCHJOB, replica_type
 from bottleneck_operator.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
 from bottleneck_operator.reports import AnalysisWindow, PodBreakdown, ReportStatus, rfc3339
+from bottleneck_operator.webhook.handlers import current_context
 
 NOW = float(int(time.time()))  # whole seconds, as the API writes times
 START = NOW - 600
@@ -67,8 +69,13 @@ class PodsAnalyzer:
         return out
 
 
+def _kind(key: str) -> str:
+    """The kind of a CRD key of workload_support.FILES ("MPIJob/v1" is an MPIJob)."""
+    return key.split("/")[0]
+
+
 def _running_status(kind: str) -> dict[str, Any]:
-    if kind in ("PyTorchJob", "MPIJob"):
+    if _kind(kind) in ("PyTorchJob", "MPIJob"):
         return kubeflow_status(START)
     status = child_jobs_status(kind)
     status["conditions"] = [condition("Created" if kind == "TrainJob" else "StartupPolicyCompleted", START)]
@@ -76,7 +83,7 @@ def _running_status(kind: str) -> dict[str, Any]:
 
 
 def _ended_status(kind: str, end: float, *, failed: bool = False) -> dict[str, Any]:
-    if kind in ("PyTorchJob", "MPIJob"):
+    if _kind(kind) in ("PyTorchJob", "MPIJob"):
         return kubeflow_status(START, end=end, failed=failed)
     status = child_jobs_status(kind, end_at=end, failed=failed)
     first = condition("Created" if kind == "TrainJob" else "StartupPolicyCompleted", START)
@@ -84,9 +91,9 @@ def _ended_status(kind: str, end: float, *, failed: bool = False) -> dict[str, A
     return status
 
 
-@pytest.mark.parametrize("kind", ["PyTorchJob", "MPIJob", "JobSet", "TrainJob"])
+@pytest.mark.parametrize("kind", ["PyTorchJob", "MPIJob", "MPIJob/v1", "JobSet", "TrainJob"])
 def test_each_kind_reads_its_own_status(kind: str) -> None:
-    phase = BY_KIND[kind].phase
+    phase = BY_KIND[_kind(kind)].phase
     meta = {"creationTimestamp": ts(START - 30)}
     assert phase(None, meta) == ("Pending", None, None)
     running = validate_status(kind, _running_status(kind))
@@ -98,7 +105,7 @@ def test_each_kind_reads_its_own_status(kind: str) -> None:
     failed = validate_status(kind, _ended_status(kind, NOW - 30, failed=True))
     assert phase(failed, meta)[0] == "Failed" and phase(failed, meta)[2] == pytest.approx(NOW - 30, abs=1)
     suspended = {**running, "conditions": [condition("Suspended", START)]}
-    if kind in ("PyTorchJob", "MPIJob"):
+    if _kind(kind) in ("PyTorchJob", "MPIJob"):
         suspended.pop("startTime")
     assert phase(validate_status(kind, suspended), meta)[0] == "Pending"
 
@@ -131,7 +138,7 @@ def test_workloads_get_reports_named_after_them(cluster: LocalCluster) -> None:
                 "name": name,
                 "uid": created["metadata"]["uid"],
                 "kind": kind,
-                "apiVersion": "kubeflow.org/v1",
+                "apiVersion": api_version(kind),
             }
             assert report["status"]["phase"] == "Running"
             types = {p["pod"]: p.get("replicaType") for p in report["status"]["pods"]}
@@ -186,6 +193,53 @@ def test_a_crd_installed_later_is_noticed(cluster: LocalCluster) -> None:
     assert runner.exception is None
 
 
+def test_an_mpijob_of_training_operator_v1_is_profiled_too(cluster: LocalCluster) -> None:
+    # Clusters that kept Training Operator v1 serve MPIJob as kubeflow.org/v1, not the MPI Operator's v2beta1.
+    analyzer = PodsAnalyzer()
+    install_crd(cluster, "MPIJob/v1")
+    with run_operator(fast_settings("http://127.0.0.1:9"), analyzer_factory=lambda: analyzer) as runner:
+        analyzer.kinds["hpl"] = "MPIJob"
+        created = create(cluster, "MPIJob/v1", "ml", "hpl")
+        set_status(cluster, "MPIJob/v1", "ml", "hpl", _running_status("MPIJob/v1"))
+        report = wait_for("a verdict on the v1 MPIJob", lambda: _verdict(cluster, "hpl"))
+        ref = report["spec"]["jobRef"]
+        assert (ref["apiVersion"], ref["kind"], ref["uid"]) == ("kubeflow.org/v1", "MPIJob", created["metadata"]["uid"])
+        assert {p.get("replicaType") for p in report["status"]["pods"]} == {"launcher", "worker"}
+    assert runner.exception is None
+
+
+def test_a_job_and_a_pytorchjob_of_one_name_keep_their_own_reports(cluster: LocalCluster) -> None:
+    analyzer = PodsAnalyzer()
+    install_crd(cluster, "PyTorchJob")
+    with run_operator(fast_settings("http://127.0.0.1:9"), analyzer_factory=lambda: analyzer) as runner:
+        job = cluster.create(JOBS, "ml", job_body("ml", "train", start=START))
+        wait_for("the Job's verdict", lambda: _verdict(cluster, "train"))
+        created = create(cluster, "PyTorchJob", "ml", "train")
+        set_status(cluster, "PyTorchJob", "ml", "train", _running_status("PyTorchJob"))
+        wait_for("the PyTorchJob's verdict", lambda: _verdict(cluster, "train-pytorchjob"))
+        refs = {name: r["spec"]["jobRef"] for name, r in reports(cluster, "ml").items()}
+        assert (refs["train"]["kind"], refs["train"]["uid"]) == ("Job", job["metadata"]["uid"])
+        assert (refs["train-pytorchjob"]["kind"], refs["train-pytorchjob"]["uid"]) == (
+            "PyTorchJob",
+            created["metadata"]["uid"],
+        )
+        # Each follows its own workload: the PyTorchJob ends, the Job runs on.
+        set_status(cluster, "PyTorchJob", "ml", "train", _ended_status("PyTorchJob", time.time() - 1))
+        wait_for("the PyTorchJob's final report", lambda: _phase(cluster, "train-pytorchjob") == "Completed")
+        time.sleep(1.0)  # a pass more
+        assert _phase(cluster, "train") == "Running"
+        assert reports(cluster, "ml")["train"]["spec"]["jobRef"]["uid"] == job["metadata"]["uid"]
+    assert runner.exception is None
+    # After a restart each workload adopts its own report again: no third report, no new Event.
+    created_events = len([e for e in cluster.list(EVENTS, "ml") if e["reason"] == "ReportCreated"])
+    with run_operator(fast_settings("http://127.0.0.1:9"), analyzer_factory=lambda: analyzer) as runner:
+        time.sleep(2.0)  # two passes
+        assert sorted(reports(cluster, "ml")) == ["train", "train-pytorchjob"]
+        assert _phase(cluster, "train-pytorchjob") == "Completed" and _phase(cluster, "train") == "Running"
+    assert runner.exception is None
+    assert len([e for e in cluster.list(EVENTS, "ml") if e["reason"] == "ReportCreated"]) == created_events == 2
+
+
 def _verdict(cluster: LocalCluster, name: str) -> dict[str, Any] | None:
     report = reports(cluster, "ml").get(name)
     return report if report and (report.get("status") or {}).get("bottleneck") else None
@@ -208,3 +262,24 @@ def test_the_reports_client_reads_a_workload(cluster: LocalCluster) -> None:
 
     found, missing = asyncio.run(read())
     assert found["metadata"]["uid"] == created["metadata"]["uid"] and missing is None
+
+
+def test_the_webhook_reads_an_mpijob_in_the_version_the_cluster_serves(cluster: LocalCluster) -> None:
+    # Only Training Operator v1's MPIJob is installed: the read of the MPI Operator's v2beta1 finds
+    # nothing, the v1 read finds the workload (a pod admitted before the watch brought it).
+    install_crd(cluster, "MPIJob/v1")
+    created = create(cluster, "MPIJob/v1", "ml", "hpl")
+
+    async def read() -> tuple[Any, Any]:
+        api = ReportsApi(lambda: SimpleNamespace(server=cluster.url, token="t"))
+        state = SimpleNamespace(jobs={}, api=api, namespace_levels={}, poster=None, settings=fast_settings("http://x"))
+        try:
+            ctx = current_context(SimpleNamespace(state=state))
+            assert ctx.fetch is not None
+            return await ctx.fetch("ml", "MPIJob", "hpl"), await ctx.fetch("ml", "MPIJob", "nope")
+        finally:
+            await api.close()
+
+    found, missing = asyncio.run(read())
+    assert found["apiVersion"] == "kubeflow.org/v1" and found["metadata"]["uid"] == created["metadata"]["uid"]
+    assert missing is None

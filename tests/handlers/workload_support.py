@@ -20,9 +20,12 @@ import yaml
 from bottleneck_operator.demo.cluster import LocalCluster
 
 CRDS = Path(__file__).parent.parent / "data" / "crds"
+# Kind (or "kind/version" for an older version) -> its CRD. MPIJob: the MPI Operator's v2beta1; "MPIJob/v1" is
+# Training Operator v1's. Both are mpijobs.kubeflow.org: a cluster has one of them.
 FILES = {
     "PyTorchJob": "kubeflow.org_pytorchjobs.yaml",
-    "MPIJob": "kubeflow.org_mpijobs.yaml",
+    "MPIJob": "mpi-operator_kubeflow.org_mpijobs.yaml",
+    "MPIJob/v1": "kubeflow.org_mpijobs.yaml",
     "JobSet": "jobset.x-k8s.io_jobsets.yaml",
     "TrainJob": "trainer.kubeflow.org_trainjobs.yaml",
 }
@@ -30,7 +33,7 @@ _VERBS = {"list", "watch", "get", "create", "patch", "update", "delete"}
 
 
 def crd(kind: str) -> dict[str, Any]:
-    """The vendored CRD of ``kind``."""
+    """The vendored CRD of ``kind`` (a key of FILES)."""
     loaded: dict[str, Any] = yaml.safe_load((CRDS / FILES[kind]).read_text())
     return loaded
 
@@ -38,6 +41,12 @@ def crd(kind: str) -> dict[str, Any]:
 def served_version(definition: dict[str, Any]) -> dict[str, Any]:
     version: dict[str, Any] = next(v for v in definition["spec"]["versions"] if v.get("served") and v.get("storage"))
     return version
+
+
+def api_version(kind: str) -> str:
+    """The apiVersion the vendored CRD of ``kind`` serves."""
+    definition = crd(kind)
+    return f"{definition['spec']['group']}/{served_version(definition)['name']}"
 
 
 def path(kind: str, namespace: str, name: str | None = None, *, status: bool = False) -> str:
@@ -93,7 +102,7 @@ def create(
         meta["annotations"] = {"bottleneck.dev/profile": profile}
     body = {
         "apiVersion": f"{definition['spec']['group']}/{served_version(definition)['name']}",
-        "kind": kind,
+        "kind": definition["spec"]["names"]["kind"],
         "metadata": meta,
         "spec": {},
     }

@@ -74,8 +74,10 @@ def test_doctor_on_each_layout(
         assert d.layout.describe() == {"dcgm": "exported-labels", "node": "pod-join", "cadvisor": "no-spec"}
         assert "host label hostname" in f["dcgm-exporter"].found
         assert "/metrics/resource" in f["cadvisor"].found
+        assert "pod PSI" in f["cadvisor"].found and "pressure" in f["cadvisor"].can  # the kubelet's (>= 1.34)
     else:
         assert d.layout.describe() == {"dcgm": "pod-labels", "node": "uname-join", "cadvisor": "with-spec"}
+        assert "pod PSI" not in f["cadvisor"].found
     assert all(x.status == "ok" for x in d.findings if x.family != "kube-state-metrics")
     if layout == "multi-cluster":
         assert f["kube-state-metrics"].status == "degraded"

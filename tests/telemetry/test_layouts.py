@@ -22,11 +22,13 @@ from bottleneck_operator.settings import Settings
 from bottleneck_operator.simulation import generate_jobs
 from bottleneck_operator.simulation.layouts import kernel_hostname, layout_series, write_layout
 from bottleneck_operator.telemetry import InvalidName, PrometheusClient, WindowRequest, fetch_windows
+from bottleneck_operator.telemetry.catalog import KUBELET_PSI
 from bottleneck_operator.telemetry.layouts import LayoutCache
 from bottleneck_operator.telemetry.names import add_matchers, validate_matchers
 
 pytestmark = pytest.mark.prometheus
 STEP = 30.0
+PSI_ATOL = 0.03  # on a window's mean pressure (0..1): the largest seen was 0.02
 
 
 def _serve(jobs: list[Any], layout: str, start_prometheus: Any, tmp: Path) -> Any:
@@ -61,12 +63,24 @@ def _verdicts(url: str, jobs: list[Any], **settings: Any) -> list[Bottleneck]:
     return [r.verdict.bottleneck for r in analyzer.analyze_jobs(reqs, phase="Completed")]
 
 
-def _assert_same(got: JobWindow, want: JobWindow, scale: float = 1.0, relaxed_limit: bool = False) -> None:
+PSI = frozenset(KUBELET_PSI)
+
+
+def _assert_same(
+    got: JobWindow, want: JobWindow, scale: float = 1.0, relaxed_limit: bool = False, kubelet_psi: bool = False
+) -> None:
     assert [p.pod for p in got.pods] == [p.pod for p in want.pods]
     for g, w in zip(got.pods, want.pods, strict=True):
         assert (g.node, g.gpu_count, g.gpu_model) == (w.node, w.gpu_count, w.gpu_model), g.pod
-        assert set(g.signals) == set(w.signals), (g.pod, set(g.signals) ^ set(w.signals))
+        if kubelet_psi:
+            # The kubelet's PSI gives every pod the pressure signals, with or without the collector.
+            assert set(g.signals) >= PSI, g.pod
+            _assert_psi_close(g.signals, w.signals)
+        skip = PSI if kubelet_psi else frozenset()
+        assert set(g.signals) - skip == set(w.signals) - skip, (g.pod, set(g.signals) ^ set(w.signals))
         for name, values in w.signals.items():
+            if name in skip:
+                continue
             if name == "mem_limit_bytes" and relaxed_limit:
                 # Without container_spec_* the limit comes from kube-state-metrics (exact) or, without
                 # it, from the collector's pod cgroup memory.max (the collector's own 64Mi included),
@@ -79,12 +93,24 @@ def _assert_same(got: JobWindow, want: JobWindow, scale: float = 1.0, relaxed_li
             np.testing.assert_allclose(g.signals[name], values * scale, rtol=1e-9, atol=1e-12, err_msg=name)
 
 
+def _assert_psi_close(kubelet: dict[str, np.ndarray], collector: dict[str, np.ndarray]) -> None:
+    """Where the collector ran too, the kubelet's PSI is the same pressure, read at the kubelet's scrapes.
+
+    The two exporters sample the same counters at different instants, so single rates of a bursty
+    pressure differ; over the window they agree.
+    """
+    for name in PSI & set(collector):
+        both = np.isfinite(kubelet[name]) & np.isfinite(collector[name])
+        assert both.mean() > 0.8, name
+        assert kubelet[name][both].mean() == pytest.approx(collector[name][both].mean(), abs=PSI_ATOL), name
+
+
 def test_kube_prometheus_stack_reads_like_the_project_layout(kps: Any, sim_dataset: Any) -> None:
     got = _windows(kps.url, sim_dataset.jobs)
     want = _windows(sim_dataset.prom.url, sim_dataset.jobs)
     for key, window in want.items():
         assert window.pods, key
-        _assert_same(got[key], window, relaxed_limit=True)
+        _assert_same(got[key], window, relaxed_limit=True, kubelet_psi=True)
         assert got[key].quality.layout == {"dcgm": "exported-labels", "node": "pod-join", "cadvisor": "no-spec"}
         assert window.quality.layout == {"dcgm": "pod-labels", "node": "uname-join", "cadvisor": "with-spec"}
         assert "label layout read: dcgm exported-labels, node pod-join, cadvisor no-spec" in got[key].quality.notes
@@ -106,6 +132,13 @@ def test_the_simulated_stack_is_what_kube_prometheus_stack_stores(sim_jobs: list
     assert all("hostname" in s.labels and "Hostname" not in s.labels for s in dcgm)
     paths = {s.scrape.get("metrics_path") for s in series if s.name == "container_cpu_usage_seconds_total"}
     assert paths == {"/metrics/cadvisor", "/metrics/resource"}
+    # The kubelet's per-cgroup PSI (Kubernetes >= 1.34): the pod-level cgroup and the trainer's container.
+    psi = {s.name for s in series if s.name.startswith("container_pressure_")}
+    assert psi == {
+        f"container_pressure_{r}_{k}_seconds_total" for r in ("cpu", "io", "memory") for k in ("waiting", "stalled")
+    }
+    assert {s.labels["container"] for s in series if s.name in psi} == {"", "trainer"}
+    assert not any(s.name in psi for s in layout_series(job, "project"))
     uname = [s for s in series if s.name == "node_uname_info"]
     assert uname and all(s.labels["nodename"] not in {nd.name for nd in job.nodes} for s in uname)
     assert kernel_hostname("gpu-node-1", "10.0.0.1") != "gpu-node-1"

@@ -143,21 +143,44 @@ The names under which the API server reaches the webhook Service: the certificat
 The rules the operator needs in each namespace it watches (or cluster-wide). Least privilege, no
 wildcards: it reads Jobs and Pods, owns BottleneckReports, and posts Events.
 */}}
+{{/*
+Read access to the training operators' workloads (their phase and the profiling annotation), only
+for the kinds the cluster serves when the chart is installed or upgraded, unless
+rbac.allWorkloadKinds grants them all (a render without the cluster's API versions, or a training
+operator installed later). Each line is the kind's resource and the API versions that serve it.
+*/}}
+{{- define "bottleneck-operator.workloadRules" -}}
+{{- $all := .Values.rbac.allWorkloadKinds }}
+{{- $caps := .Capabilities.APIVersions }}
+{{- $kubeflow := list }}
+{{- if or $all ($caps.Has "kubeflow.org/v1/PyTorchJob") }}
+{{- $kubeflow = append $kubeflow "pytorchjobs" }}
+{{- end }}
+{{- if or $all ($caps.Has "kubeflow.org/v2beta1/MPIJob") ($caps.Has "kubeflow.org/v1/MPIJob") }}
+{{- $kubeflow = append $kubeflow "mpijobs" }}
+{{- end }}
+{{- with $kubeflow }}
+- apiGroups: ["kubeflow.org"]
+  resources: {{ toJson . }}
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- if or $all ($caps.Has "jobset.x-k8s.io/v1alpha2/JobSet") }}
+- apiGroups: ["jobset.x-k8s.io"]
+  resources: ["jobsets"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- if or $all ($caps.Has "trainer.kubeflow.org/v1alpha1/TrainJob") }}
+- apiGroups: ["trainer.kubeflow.org"]
+  resources: ["trainjobs"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- end }}
+
 {{- define "bottleneck-operator.namespacedRules" -}}
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "list", "watch"]
-# The training operators' workloads, read only (their phase and the profiling annotation). A kind
-# whose CRD is not installed is simply not served until it is.
-- apiGroups: ["kubeflow.org"]
-  resources: ["pytorchjobs", "mpijobs"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: ["jobset.x-k8s.io"]
-  resources: ["jobsets"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: ["trainer.kubeflow.org"]
-  resources: ["trainjobs"]
-  verbs: ["get", "list", "watch"]
+{{- include "bottleneck-operator.workloadRules" . }}
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch"]

@@ -24,7 +24,7 @@ from bottleneck_operator.controller.workloads import (
 )
 from bottleneck_operator.reports import Phase, ReportStatus, read_status
 
-__all__ = ["ensure_report", "job_phase", "missed_by_webhook", "observe", "parse_time"]
+__all__ = ["ensure_report", "job_phase", "missed_by_webhook", "observe", "parse_time", "report_names"]
 COLLECTOR_CONDITION = "CollectorInjected"
 CUSTOM_KIND_NAMES = frozenset(k.kind for k in CUSTOM_KINDS)
 
@@ -33,43 +33,60 @@ async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
     """Create the Job's report, or adopt the existing one (a restart, or a retried create).
 
     Creation is idempotent: a 409 means the report exists, and its status becomes the cache. A
-    report left by an older Job of the same name (different uid) is reset for the new Job. The
-    "started" Event is posted only when a report is really created, so restarts post nothing.
+    report left by an older Job of the same name (different uid) is reset for the new Job. A report
+    of a workload of another kind with the same name (a Job and a PyTorchJob both called "train")
+    is left alone: this workload's report takes the next of :func:`report_names`. The "started"
+    Event is posted only when a report is really created, so restarts post nothing.
     """
     async with job.lock:
         if job.report_ready:
             return
-        api, now = state.api, state.clock()
-        created = False
-        try:
-            await api.create(
-                job.namespace, report_body(job.namespace, job.name, job.uid, kind=job.kind, api_version=job.api_version)
-            )
-            created = True
-        except ReportConflict:
-            existing = await api.get(job.namespace, job.name)
-            if existing is None:  # deleted between the two calls: try once more
-                await api.create(
-                    job.namespace,
-                    report_body(job.namespace, job.name, job.uid, kind=job.kind, api_version=job.api_version),
-                )
-                created = True
+        for report in report_names(job):
+            job.report = report
+            if await _claim(state, job):
+                job.report_ready = True
+                return
+        raise ReportConflict(f"every report name of {job.kind} {job.namespace}/{job.name} is another's")
+
+
+def report_names(job: TrackedJob) -> list[str]:
+    """The names its report may take, in order: the workload's own, then with its kind (and uid)."""
+    kind = job.kind.lower()
+    return [job.name, f"{job.name}-{kind}", f"{job.name}-{kind}-{(job.uid or '0')[:8]}"]
+
+
+def _body(job: TrackedJob) -> dict[str, Any]:
+    return report_body(job.namespace, job.name, job.uid, kind=job.kind, api_version=job.api_version, report=job.report)
+
+
+async def _claim(state: OperatorState, job: TrackedJob) -> bool:
+    """Create ``job.report``, or adopt it when it is this workload's; False when another's has it."""
+    api, now = state.api, state.clock()
+    try:
+        await api.create(job.namespace, _body(job))
+    except ReportConflict:
+        existing = await api.get(job.namespace, job.report)
+        if existing is None:  # deleted between the two calls: try once more
+            await api.create(job.namespace, _body(job))
+        else:
+            ref = (existing.get("spec") or {}).get("jobRef") or {}
+            if (ref.get("kind") or "Job", ref.get("name")) != (job.kind, job.name):
+                return False
+            ref_uid = ref.get("uid")
+            if job.uid and ref_uid and ref_uid != job.uid:
+                new_ref = {"name": job.name, "uid": job.uid, "kind": job.kind, "apiVersion": job.api_version}
+                await api.patch(job.namespace, job.report, {"spec": {"jobRef": new_ref}})
+                fresh = pending_status(now)
+                await api.patch_status(job.namespace, job.report, merge_patch(_read(existing), fresh))
+                job.status = fresh
+                state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=True))
             else:
-                ref_uid = ((existing.get("spec") or {}).get("jobRef") or {}).get("uid")
-                if job.uid and ref_uid and ref_uid != job.uid:
-                    ref = {"name": job.name, "uid": job.uid, "kind": job.kind, "apiVersion": job.api_version}
-                    await api.patch(job.namespace, job.name, {"spec": {"jobRef": ref}})
-                    fresh = pending_status(now)
-                    await api.patch_status(job.namespace, job.name, merge_patch(_read(existing), fresh))
-                    job.status = fresh
-                    state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=True))
-                else:
-                    job.status = _read(existing)
-        if created:
-            job.status = with_collector_condition(pending_status(now), job, now)
-            await api.patch_status(job.namespace, job.name, job.status.dump())
-            state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=False))
-        job.report_ready = True
+                job.status = _read(existing)
+            return True
+    job.status = with_collector_condition(pending_status(now), job, now)
+    await api.patch_status(job.namespace, job.report, job.status.dump())
+    state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=False))
+    return True
 
 
 def _read(report: Mapping[str, Any]) -> ReportStatus:
@@ -155,7 +172,9 @@ def _report_phase(phase: str) -> Phase:
 
 def _created_message(job: TrackedJob, *, reset: bool) -> str:
     what = "reset for this Job" if reset else "created"
-    return f"BottleneckReport {job.namespace}/{job.name} {what}; see `kubectl get bnr -n {job.namespace} {job.name}`"
+    return (
+        f"BottleneckReport {job.namespace}/{job.report} {what}; see `kubectl get bnr -n {job.namespace} {job.report}`"
+    )
 
 
 def observe(
@@ -173,7 +192,7 @@ def observe(
         # would make two objects of the same name fight over one report.
         return None
     namespace, name, uid = meta.get("namespace") or "", meta.get("name") or "", meta.get("uid")
-    key = (namespace, name)
+    key = (namespace, kind.kind, name)
     value = (meta.get("annotations") or {}).get(PROFILE_ANNOTATION)
     tracked = state.jobs.get(key)
 

@@ -289,10 +289,11 @@ async def _analyse_batch(
         logger.error("analysis failed for %d job(s): %s", len(jobs), exc)
         return []
 
-    by_key = {j.key: j for j in jobs}
+    # By request, not by name: a Job and a PyTorchJob of one name may share a batch.
+    by_request = {id(r): j for r, j in zip(requests, jobs, strict=True)}
     updates: list[tuple[TrackedJob, ReportStatus]] = []
     for res in results:
-        job = by_key.get((res.request.namespace, res.request.job))
+        job = by_request.get(id(res.request))
         if job is None:
             continue
         new = analysed_status(
@@ -343,7 +344,7 @@ async def _write(state: OperatorState, job: TrackedJob, new: ReportStatus, phase
     if old == new:
         return
     try:
-        await state.api.patch_status(job.namespace, job.name, merge_patch(old, new))
+        await state.api.patch_status(job.namespace, job.report, merge_patch(old, new))
     except ReportNotFound:
         # Someone deleted the report: create it again on the next pass (the cache starts over).
         job.report_ready, job.status = False, None

@@ -104,20 +104,27 @@ class ReportsApi:
 
 
 def report_body(
-    namespace: str, job: str, uid: str | None, *, kind: str = "Job", api_version: str = "batch/v1"
+    namespace: str,
+    job: str,
+    uid: str | None,
+    *,
+    kind: str = "Job",
+    api_version: str = "batch/v1",
+    report: str | None = None,
 ) -> dict[str, Any]:
     """A new report for a Job: labels per the chart's conventions, no ownerReference.
 
     Reports must outlive their Job (Jobs with ``ttlSecondsAfterFinished`` vanish), so the Job is
     referenced by kind, name and uid in the spec, never as an owner (a PyTorchJob's report is named
     after the PyTorchJob, a TrainJob's after the TrainJob). The status is written afterwards
-    through the status subresource (an API server drops ``.status`` sent with a create).
+    through the status subresource (an API server drops ``.status`` sent with a create). The
+    report is named ``report`` where another workload's report has the workload's name.
     """
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {
-            "name": job,
+            "name": report or job,
             "namespace": namespace,
             "labels": {JOB_LABEL: job[:63], MANAGED_BY_LABEL: MANAGED_BY},
         },

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from bottleneck_operator.controller.jobs import parse_time
-from bottleneck_operator.controller.state import OperatorState, logger
+from bottleneck_operator.controller.state import OperatorState, TrackedJob, logger
 from bottleneck_operator.controller.status import FINAL_PHASES, READY, merge_patch, set_condition
 from bottleneck_operator.reports import ReportStatus, read_status
 from bottleneck_operator.settings import AnalysisSettings, OperatorSettings
@@ -49,6 +49,14 @@ def _matches(namespace: str, patterns: list[str]) -> bool:
     return ok and not any(fnmatch.fnmatchcase(namespace, p) for p in excluded)
 
 
+def _tracked_reports(state: OperatorState) -> dict[tuple[str, str], TrackedJob]:
+    """(namespace, report name) -> its tracked workload; one whose report is in place wins."""
+    out: dict[tuple[str, str], TrackedJob] = {}
+    for job in sorted(state.jobs.values(), key=lambda j: j.report_ready):
+        out[(job.namespace, job.report)] = job
+    return out
+
+
 async def sweep(state: OperatorState) -> int:
     """Delete expired reports and close orphaned ones.
 
@@ -60,11 +68,15 @@ async def sweep(state: OperatorState) -> int:
     # Orphans can only be told apart once the watch has listed every Job at least once.
     settled = time.monotonic() - state.started > 2 * state.analysis.interval
     deleted = 0
+    by_report = _tracked_reports(state)
     for item in await _list(state):
         meta = item.get("metadata") or {}
         ns, name = meta.get("namespace") or "", meta.get("name") or ""
         status = read_status(item.get("status"), drop_invalid=True)
-        tracked = state.jobs.get((ns, name))
+        tracked = by_report.get((ns, name))
+        ref_kind = ((item.get("spec") or {}).get("jobRef") or {}).get("kind") or "Job"
+        if tracked is not None and not tracked.report_ready and tracked.kind != ref_kind:
+            tracked = None  # another kind's report of that name: this workload's will be named apart
         if status.phase in FINAL_PHASES:
             ended = finished_at(status)
             if retention and ended is not None and ended < now - retention:
@@ -73,7 +85,8 @@ async def sweep(state: OperatorState) -> int:
                 if await state.api.delete(ns, name):
                     deleted += 1
                     logger.info("%s/%s: report deleted after the retention period", ns, name)
-                state.jobs.pop((ns, name), None)
+                if tracked is not None:
+                    state.jobs.pop(tracked.key, None)
         elif tracked is None and settled:
             conditions = set_condition(
                 status.conditions,

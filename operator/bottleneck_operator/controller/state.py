@@ -54,6 +54,8 @@ class TrackedJob:
         kind, api_version: the workload's kind (a batch/v1 Job or a training operator's, see
             :mod:`.workloads`); Events are posted on it and the report's ``jobRef`` names it.
         collector, host_cgroup: whether its annotations ask for the collector and its host mount.
+        report: its report's name: the workload's own, unless a workload of another kind and the
+            same name had it first (see ``jobs.report_names``).
     """
 
     namespace: str
@@ -71,6 +73,7 @@ class TrackedJob:
     phase: Phase = "Pending"
     report_ready: bool = False
     deleted: bool = False
+    report: str = ""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False, compare=False)
     # The status is kept as compact JSON: with its timeline of up to 48 windows it weighs ~20 KB as
     # Python objects and ~5 KB as text, for every profiled Job, for as long as the operator runs.
@@ -85,9 +88,13 @@ class TrackedJob:
     def status(self, value: ReportStatus | None) -> None:
         self._status = None if value is None else value.model_dump_json(by_alias=True, exclude_none=True).encode()
 
+    def __post_init__(self) -> None:
+        self.report = self.report or self.name
+
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.namespace, self.name)
+    def key(self) -> tuple[str, str, str]:
+        """(namespace, kind, name): a Job and a PyTorchJob of one name are two workloads."""
+        return (self.namespace, self.kind, self.name)
 
     @property
     def finished(self) -> bool:
@@ -110,7 +117,7 @@ class OperatorState:
     analyzer_factory: Callable[[], AnalyzerLike]
     clock: Clock = time.time
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
-    jobs: dict[tuple[str, str], TrackedJob] = field(default_factory=dict)
+    jobs: dict[tuple[str, str, str], TrackedJob] = field(default_factory=dict)
     warned: dict[str, str] = field(default_factory=dict)
     # Namespace -> its labels' Pod Security enforce level ("" when unlabelled), from the watch.
     namespace_levels: dict[str, str] = field(default_factory=dict)

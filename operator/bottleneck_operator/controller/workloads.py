@@ -4,8 +4,12 @@ Each kind says where its phase is read (its own ``.status``: every operator writ
 conditions) and how its pods are found:
 
 - ``Job``: pods owned by the Job (``kube_pod_info{created_by_kind="Job"}``);
-- ``PyTorchJob`` and ``MPIJob`` (Kubeflow Training Operator, ``kubeflow.org/v1``): pods owned by
-  the workload itself, named ``<name>-<replica type>-<index>`` (``<name>-launcher`` for MPI);
+- ``PyTorchJob`` (Kubeflow Training Operator, ``kubeflow.org/v1``): pods owned by the workload
+  itself, named ``<name>-<replica type>-<index>``;
+- ``MPIJob``: the Kubeflow MPI Operator's ``kubeflow.org/v2beta1`` (workers owned by the MPIJob,
+  the launcher's pod by a ``<name>-launcher`` Job that ``kube_job_owner`` links to it), or
+  Training Operator v1's ``kubeflow.org/v1`` (every pod owned by the MPIJob). A cluster serves one
+  of the two (both are the CRD ``mpijobs.kubeflow.org``); the operator watches both versions;
 - ``JobSet`` (``jobset.x-k8s.io/v1alpha2``): pods owned by child Jobs named
   ``<name>-<replicated job>-<index>``, which kube-state-metrics links back through
   ``kube_job_owner{owner_kind="JobSet"}``;
@@ -131,8 +135,9 @@ class WorkloadKind:
     Attributes:
         kind, group, version, plural: the API resource.
         owner_kind: the ``created_by_kind`` of its pods in kube_pod_info (``Job`` for child Jobs).
-        child_jobs: its pods belong to child Jobs that kube_job_owner links to ``job_owner_kind``.
-        job_owner_kind: the owner kind of those child Jobs (a TrainJob's are its JobSet's).
+        child_jobs: all its pods belong to child Jobs that kube_job_owner links to ``job_owner_kind``.
+        job_owner_kind: the owner kind kube_job_owner gives its child Jobs (a TrainJob's are its
+            JobSet's; the MPI Operator's MPIJob owns its launcher Job, its workers directly).
         phase: reads (phase, start, end) from the object's ``.status`` and ``.metadata``.
     """
 
@@ -149,10 +154,18 @@ class WorkloadKind:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    @property
+    def handler_id(self) -> str:
+        """The id of its watch handler: one per kind and version (MPIJob has two)."""
+        base = f"profiled_{self.kind.lower()}"
+        return base if self is BY_KIND.get(self.kind, self) else f"{base}_{self.version}"
+
 
 JOB = WorkloadKind("Job", "batch", "v1", "jobs", "Job", job_phase)
 PYTORCHJOB = WorkloadKind("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", kubeflow_phase)
-MPIJOB = WorkloadKind("MPIJob", "kubeflow.org", "v1", "mpijobs", "MPIJob", kubeflow_phase)
+# The MPI Operator's launcher Job is owned by the MPIJob: kube_job_owner links it, like a JobSet's Jobs.
+MPIJOB = WorkloadKind("MPIJob", "kubeflow.org", "v2beta1", "mpijobs", "MPIJob", kubeflow_phase, job_owner_kind="MPIJob")
+MPIJOB_V1 = WorkloadKind("MPIJob", "kubeflow.org", "v1", "mpijobs", "MPIJob", kubeflow_phase)
 JOBSET = WorkloadKind(
     "JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", "Job", jobset_phase, child_jobs=True, job_owner_kind="JobSet"
 )
@@ -166,8 +179,10 @@ TRAINJOB = WorkloadKind(
     child_jobs=True,
     job_owner_kind="JobSet",
 )
-KINDS: tuple[WorkloadKind, ...] = (JOB, PYTORCHJOB, MPIJOB, JOBSET, TRAINJOB)
-BY_KIND: dict[str, WorkloadKind] = {k.kind: k for k in KINDS}
+KINDS: tuple[WorkloadKind, ...] = (JOB, PYTORCHJOB, MPIJOB, MPIJOB_V1, JOBSET, TRAINJOB)
+# Kind -> every version watched, the current one first.
+VERSIONS: dict[str, tuple[WorkloadKind, ...]] = {k.kind: tuple(v for v in KINDS if v.kind == k.kind) for k in KINDS}
+BY_KIND: dict[str, WorkloadKind] = {kind: versions[0] for kind, versions in VERSIONS.items()}
 CUSTOM_KINDS: tuple[WorkloadKind, ...] = tuple(k for k in KINDS if k is not JOB)
 
 _INDEX = re.compile(r"^\d+$")

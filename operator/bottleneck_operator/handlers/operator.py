@@ -25,7 +25,7 @@ from bottleneck_operator.controller.passes import freeze_long_lived, run_loop
 from bottleneck_operator.controller.reports_api import ReportsApi, ReportsApiError
 from bottleneck_operator.controller.state import AnalyzerLike, Clock, EventPoster, OperatorState
 from bottleneck_operator.controller.state import logger as log
-from bottleneck_operator.controller.workloads import JOB, KINDS, WorkloadKind
+from bottleneck_operator.controller.workloads import KINDS, WorkloadKind
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.kube import refuse_exec_plugins
 from bottleneck_operator.settings import Settings
@@ -102,7 +102,7 @@ def register_handlers(
             kind.group,
             kind.version,
             kind.plural,
-            id="profiled_job" if kind is JOB else f"profiled_{kind.kind.lower()}",
+            id=kind.handler_id,
             annotations={PROFILE_ANNOTATION: kopf.PRESENT},
             registry=registry,
         )(_workload_handler(kind))
@@ -209,7 +209,7 @@ def _workload_handler(kind: WorkloadKind) -> Callable[..., Any]:
     async def profiled(event: kopf.RawEvent, body: kopf.Body, memo: Any, logger: Logger, **_: Any) -> None:
         await _profiled(kind, event, body, memo, logger)
 
-    profiled.__name__ = profiled.__qualname__ = f"profiled_{kind.kind.lower()}"
+    profiled.__name__ = profiled.__qualname__ = kind.handler_id
     return profiled
 
 

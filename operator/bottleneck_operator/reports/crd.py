@@ -30,6 +30,13 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
         "description": "How the bottleneck limits the Job (compute, launch-bound, network-storage, ...).",
         "jsonPath": ".status.mechanism",
     },
+    {
+        "name": "Secondary",
+        "type": "string",
+        "priority": 1,
+        "description": "A close runner-up class, when there is one.",
+        "jsonPath": ".status.secondary",
+    },
     {"name": "Confidence", "type": "number", "format": "float", "jsonPath": ".status.confidence"},
     {
         "name": "GPU",
@@ -38,7 +45,22 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
         "description": "Mean GPU activity (0..1) over the analysed window.",
         "jsonPath": ".status.gpuActive",
     },
+    {
+        "name": "Headroom",
+        "type": "number",
+        "format": "float",
+        "priority": 1,
+        "description": "Up to how many times faster the Job could run without the bottleneck (the range's high end).",
+        "jsonPath": ".status.headroom.high",
+    },
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+    {
+        "name": "Reason",
+        "type": "string",
+        "priority": 1,
+        "description": "Why the verdict is Unknown, when it is.",
+        "jsonPath": ".status.reason",
+    },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 
@@ -138,8 +160,9 @@ def crd() -> dict[str, Any]:
                 "listKind": f"{REPORT_KIND}List",
                 "plural": REPORT_PLURAL,
                 "singular": REPORT_KIND.lower(),
+                # No categories: "all" would put reports in the path of `kubectl delete all`, and a
+                # report is meant to outlive its Job.
                 "shortNames": ["bnr"],
-                "categories": ["all"],
             },
             "versions": [version],
         },

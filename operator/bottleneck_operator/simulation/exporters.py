@@ -249,6 +249,40 @@ SIDECAR_PSI = (("cpu", "psi_cpu_some_c", "psi_cpu_full_c"), ("io", "psi_io_some_
                ("memory", "psi_mem_some_c", "psi_mem_full_c"))  # fmt: skip
 
 
+def kubelet_psi_series(job: JobRecord) -> Iterator[Series]:
+    """The kubelet's per-cgroup PSI (cAdvisor's ``container_pressure_*``, KubeletPSI: Kubernetes >= 1.34).
+
+    The pod-level cgroup (``container=""``) carries the pressure the collector reads from the pod's
+    cgroup; the trainer's container the same (it is the pod's only busy process). Not part of
+    :data:`EXPORTER_SERIES`: older clusters have none, and the ``kube-prometheus-stack`` layout
+    (:mod:`.layouts`) adds them.
+
+    Args:
+        job: the job.
+
+    Yields:
+        Series, waiting (some) and stalled (full) seconds per resource.
+    """
+    st = job.state
+    node_ip = {nd.name: nd.ip for nd in job.nodes}
+    for p, pod in enumerate(job.pods):
+        scrape = {"instance": f"{node_ip[pod.node]}:10250", "job": "kubelet", "metrics_path": "/metrics/cadvisor"}
+        pod_id = _cgroup(pod.uid, True)
+        cid = f"{zlib.crc32(pod.pod.encode()):08x}" * 8
+        base = {"namespace": job.namespace, "pod": pod.pod}
+        cgroups = ({**base, "container": "", "id": pod_id, "image": "", "name": ""},
+                   {**base, "container": TRAINER, "id": f"{pod_id}/cri-containerd-{cid}.scope",
+                    "image": "registry.example.com/ml/trainer:2.3", "name": cid})  # fmt: skip
+        for labels in cgroups:
+            s = series_maker("cadvisor", up=st.up["cadvisor"], scrape=scrape, base=labels)
+            for res, some, full in SIDECAR_PSI:
+                what = f"due to {res} congestion" if res != "cpu" else "for CPU"
+                yield s(f"container_pressure_{res}_waiting_seconds_total", "counter",
+                        f"Total time duration tasks in the container have waited {what}.", st.pod[some][p])  # fmt: skip
+                yield s(f"container_pressure_{res}_stalled_seconds_total", "counter",
+                        f"Total time duration no tasks in the container could make progress {what}.", st.pod[full][p])  # fmt: skip
+
+
 def sidecar_series(job: JobRecord) -> Iterator[Series]:
     """The collector sidecar's series for each pod (nothing when the scenario has no sidecar).
 
@@ -324,4 +358,4 @@ def job_series(job: JobRecord, *, extra_pods: bool = True) -> Iterator[Series]:
             yield series
 
 
-__all__ = ["EXPORTER_SERIES", "Series", "dcgm_fields", "job_series"]
+__all__ = ["EXPORTER_SERIES", "Series", "dcgm_fields", "job_series", "kubelet_psi_series"]

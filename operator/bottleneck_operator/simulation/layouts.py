@@ -8,7 +8,8 @@ store the same names differently; each layout here rewrites the series the way o
 - ``kube-prometheus-stack``: dcgm-exporter behind a ServiceMonitor with ``honorLabels: false`` (the
   exporter pod in ``namespace``/``pod``/``container``, the workload in ``exported_*``) and the
   ``hostname`` label of newer dcgm-exporter builds; cAdvisor without ``container_spec_*`` and with
-  its CPU and working-set series served twice (``metrics_path="/metrics/resource"``); node-exporter
+  its CPU and working-set series served twice (``metrics_path="/metrics/resource"``) and the
+  kubelet's per-cgroup PSI (``container_pressure_*``, Kubernetes >= 1.34); node-exporter
   labelled with its own pod, kernel host names that are not the node names (cloud names, upper
   case), and kube-state-metrics' ``kube_pod_info`` for the node-exporter pods (the join that finds
   their nodes).
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
-from bottleneck_operator.simulation.exporters import job_series
+from bottleneck_operator.simulation.exporters import job_series, kubelet_psi_series
 from bottleneck_operator.simulation.openmetrics import format_timestamps, write_series
 from bottleneck_operator.simulation.series import Series
 
@@ -129,7 +130,7 @@ def _exporter_pods(job: SimulatedJob) -> Iterator[Series]:
 
 
 def kube_prometheus_stack(job: SimulatedJob, series: Iterable[Series]) -> Iterator[Series]:
-    """One job's series as kube-prometheus-stack with NVIDIA's dcgm-exporter chart stores them."""
+    """One job's series as kube-prometheus-stack with NVIDIA's dcgm-exporter chart stores them (on Kubernetes >= 1.34)."""
     hosts = {nd.ip: (nd.name, nd.instance) for nd in job.nodes}
     for s in series:
         if s.exporter == "dcgm":
@@ -140,6 +141,7 @@ def kube_prometheus_stack(job: SimulatedJob, series: Iterable[Series]) -> Iterat
             yield from _cadvisor_kps(s)
         else:
             yield s
+    yield from kubelet_psi_series(job)
     yield from _exporter_pods(job)
 
 

@@ -103,6 +103,8 @@ def _pod_window(
 ) -> PodWindow:
     own = store.pod_signals.get((ns, pod), {})
     signals = al.take_many(((n, c) for n, c in own.items() if n in cat.ENTRIES), lo, hi, grids)
+    if _prefer_kubelet_psi(signals):
+        notes.append("pod pressure (PSI) from the kubelet (container_pressure_*), the collector's where it has none")
     co_located = 0
     if not info.node and (ns, pod) in store.hints:
         info = Pod(node=store.hints[(ns, pod)], presence=info.presence, by_prefix=info.by_prefix)
@@ -127,6 +129,23 @@ def _pod_window(
     return PodWindow(
         pod=pod, node=info.node, gpu_model=model, gpu_count=gpu_count, signals=signals, co_located_pods=co_located
     )
+
+
+def _prefer_kubelet_psi(signals: dict[str, FloatArray]) -> bool:
+    """Put the kubelet's pod PSI in the collector's PSI signals (the collector's fill its gaps).
+
+    Both read the pod's cgroup pressure files; the kubelet's needs no collector in the pod and no
+    host mount. The kubelet's entries are removed either way. Returns whether any was used.
+    """
+    used = False
+    for signal, kubelet in cat.KUBELET_PSI.items():
+        series = signals.pop(kubelet, None)
+        if series is None or not np.isfinite(series).any():
+            continue
+        collector = signals.get(signal)
+        signals[signal] = series if collector is None else np.where(np.isfinite(series), series, collector)
+        used = True
+    return used
 
 
 def _cpu_shares(

@@ -242,6 +242,43 @@ def _psi(resource: str, kind: str) -> Callable[[QueryContext], str]:
     return _sc_rate(metric, f"resource={quote(resource)}")
 
 
+def _kubelet_psi(resource: str, kind: str) -> Callable[[QueryContext], str]:
+    # The kubelet's cAdvisor (KubeletPSI, on by default from Kubernetes 1.34, cgroup v2 nodes only):
+    # the pod's own cgroup (container="") is what the collector reads; where relabelling dropped
+    # it, the pod's most pressured workload container stands in.
+    metric = f"container_pressure_{resource}_{kind}_seconds_total"
+
+    def build(c: QueryContext) -> str:
+        r = c.rate_range(Group.CADVISOR)
+        pod_cgroup = c.podsel(metric, 'container=""')
+        pod_level = f"max by (namespace, pod) (rate({pod_cgroup}[{r}]))"
+        containers = f"max by (namespace, pod) ({ONE_PATH} (rate({c.containersel(metric)}[{r}])))"
+        return f"{pod_level} or on (namespace, pod) {containers}"
+
+    return build
+
+
+# The collector's pod PSI signals and the kubelet's entries that fill them where the kubelet serves
+# PSI (assembly prefers the kubelet's; the collector's fill its gaps). waiting = some, stalled = full.
+KUBELET_PSI: dict[str, str] = {
+    "sc_psi_cpu_some": "_kubelet_psi_cpu_some",
+    "sc_psi_io_some": "_kubelet_psi_io_some",
+    "sc_psi_io_full": "_kubelet_psi_io_full",
+    "sc_psi_mem_some": "_kubelet_psi_mem_some",
+    "sc_psi_mem_full": "_kubelet_psi_mem_full",
+}
+_PSI_SOURCES = {"cpu": "cpu", "io": "io", "mem": "memory"}
+
+
+def _kubelet_psi_entry(signal: str) -> Entry:
+    _, _, resource, kind = signal.split("_")
+    return Entry(
+        KUBELET_PSI[signal],
+        Group.CADVISOR,
+        _kubelet_psi(_PSI_SOURCES[resource], "waiting" if kind == "some" else "stalled"),
+    )
+
+
 # Bytes/s of one unit of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (docs/telemetry.md, "What the signals mean").
 NVLINK_TOTAL_UNIT_BYTES = 1.024e6
 INTERNAL_UNAME = "_node_uname"  # which node-exporter instance is which node, per step
@@ -272,6 +309,7 @@ CATALOG: tuple[Entry, ...] = (
     Entry("mem_limit_bytes", G.CADVISOR, _mem_limit),
     Entry("fs_read_bps", G.CADVISOR, _cad_rate("container_fs_reads_bytes_total")),
     Entry("cpu_throttled_frac", G.CADVISOR, _throttled),
+    *(_kubelet_psi_entry(signal) for signal in KUBELET_PSI),
     # kube-state-metrics
     Entry("cpu_limit_cores", G.KSM, _cpu_limit),
     Entry(INTERNAL_ON_NODE, G.KSM, _on_node),

@@ -19,8 +19,9 @@ from bottleneck_operator.telemetry.selectors import GROUP_LABEL, Group, QueryCon
 # the Kubeflow Training Operator's PyTorchJob and MPIJob (which create their pods themselves).
 POD_OWNER_KINDS = ("Job", "PyTorchJob", "MPIJob")
 # Owners of child Jobs whose pods belong to the owner: JobSet (a Trainer v2 TrainJob runs as a
-# JobSet of its own name). kube-state-metrics links a Job to its owner in ``kube_job_owner``.
-JOB_OWNER_KINDS = ("JobSet",)
+# JobSet of its own name), and the MPI Operator's MPIJob (v2beta1), whose launcher runs as a
+# ``<name>-launcher`` Job. kube-state-metrics links a Job to its owner in ``kube_job_owner``.
+JOB_OWNER_KINDS = ("JobSet", "MPIJob")
 
 
 def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float, matchers: Sequence[str] = ()) -> str:

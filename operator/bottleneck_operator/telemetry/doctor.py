@@ -95,6 +95,7 @@ def _queries(labels: LabelSettings, namespace: str | None) -> dict[str, tuple[st
         "ksm_limits": (sel("kube_pod_container_resource_limits", *ns), "present"),
         "cadvisor": (sel("container_cpu_usage_seconds_total", 'container!=""', *ns), "interval"),
         "cadvisor_cfs": (sel("container_cpu_cfs_periods_total", *ns), "present"),
+        "cadvisor_psi": (sel("container_pressure_cpu_waiting_seconds_total", 'pod!=""', *ns), "present"),
         "node": (sel("node_cpu_seconds_total", 'mode="idle"'), "interval"),
         "node_psi": (sel("node_pressure_cpu_waiting_seconds_total"), "present"),
         "sidecar": (sel("bottleneck_sidecar_info", *ns), "interval"),
@@ -181,7 +182,10 @@ def _cadvisor(found: dict[str, float], layout: Layout) -> Finding:
     what = f"{layout.cadvisor}, {paths}, {_interval(found, 'cadvisor')}"
     if "cadvisor_cfs" not in found:
         what += ", no CFS series (no CPU limits)"
-    return Finding("cadvisor", "ok", False, what, can="the job's CPU use, working set, throttling, memory limit")
+    can = "the job's CPU use, working set, throttling, memory limit"
+    if "cadvisor_psi" in found:  # the kubelet's PSI (KubeletPSI, Kubernetes >= 1.34)
+        what, can = what + ", pod PSI", can + ", the pod's own pressure (PSI)"
+    return Finding("cadvisor", "ok", False, what, can=can)
 
 
 def _node(found: dict[str, float], layout: Layout) -> Finding:
@@ -205,9 +209,14 @@ def _node(found: dict[str, float], layout: Layout) -> Finding:
 
 def _sidecar(found: dict[str, float], _: Layout) -> Finding:
     if "sidecar" not in found:
+        lost = (
+            "process states and the pod's own I/O"
+            if "cadvisor_psi" in found
+            else "the pod's own pressure stall and process states"
+        )
         return Finding(
             "collector", "degraded", False, "no bottleneck_sidecar_* series",
-            cannot="the pod's own pressure stall and process states (the analysis uses cAdvisor and node-exporter)",
+            cannot=f"{lost} (the analysis uses cAdvisor and node-exporter)",
             fix="annotate the Job bottleneck.dev/profile: \"true\" with the webhook on (webhook.enabled=true) "
             "and let Prometheus scrape the collector (the chart's PodMonitor: sidecar.podMonitor.enabled=true)",
         )  # fmt: skip

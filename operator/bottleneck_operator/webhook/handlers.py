@@ -22,7 +22,7 @@ import kopf
 
 from bottleneck_operator.contract.annotations import Choice, profile_choice, wants_collector, wants_host_cgroup
 from bottleneck_operator.contract.names import COLLECTOR_SKIPPED_ANNOTATION
-from bottleneck_operator.controller.workloads import BY_KIND
+from bottleneck_operator.controller.workloads import BY_KIND, VERSIONS
 from bottleneck_operator.settings import InjectionSettings, Settings
 from bottleneck_operator.webhook.inject import inject_template, injection, wants_injection
 from bottleneck_operator.webhook.podsecurity import ENFORCE_LABEL, enforce_level
@@ -103,14 +103,18 @@ def current_context(memo: Any = None) -> AdmissionContext:
         return AdmissionContext(settings, base.levels, base.workloads, base.post, base.fetch)
 
     def lookup(namespace: str, kind: str, name: str) -> Profiled | None:
-        tracked = state.jobs.get((namespace, name))
+        tracked = state.jobs.get((namespace, kind, name))
         if tracked is None or tracked.kind != kind or tracked.finished:
             return None
-        return Profiled(collector=tracked.collector, host_cgroup=tracked.host_cgroup)
+        return Profiled(collector=tracked.collector, host_cgroup=tracked.host_cgroup, api_version=tracked.api_version)
 
     async def fetch(namespace: str, kind: str, name: str) -> Mapping[str, Any] | None:
-        found: Mapping[str, Any] | None = await state.api.get_workload(BY_KIND[kind], namespace, name)
-        return found
+        # MPIJob is served as v2beta1 (MPI Operator) or v1 (Training Operator): the other is a 404.
+        for version in VERSIONS[kind]:
+            found: Mapping[str, Any] | None = await state.api.get_workload(version, namespace, name)
+            if found is not None:
+                return found
+        return None
 
     return AdmissionContext(settings, state.namespace_levels, lookup, state.poster, fetch)
 
@@ -213,7 +217,8 @@ async def inject_workload_pod(
         return
     # Once per workload, not once per pod (once per namespace while its level is not known).
     if result.note is not None and _first_time(ns, kind, None if unknown else name, result.note, always=False):
-        target = {"apiVersion": _API_VERSIONS.get(kind, ""), "kind": kind, "metadata": {"name": name, "namespace": ns}}
+        api_version = profiled.api_version or _API_VERSIONS.get(kind, "")
+        target = {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": ns}}
         _post(ctx, target, f"{result.note} ({unknown})" if unknown else result.note)
     if result.obj is not None:
         _hand_to_kopf(patch, result.obj)
@@ -232,7 +237,8 @@ async def _fetch_profiled(ctx: AdmissionContext, pod: Mapping[str, Any], namespa
             continue
         meta = (obj or {}).get("metadata") or {}
         if obj is not None and profile_choice(meta) is Choice.ON:
-            return kind, name, Profiled(collector=wants_collector(meta), host_cgroup=wants_host_cgroup(meta))
+            switches = Profiled(wants_collector(meta), wants_host_cgroup(meta), str(obj.get("apiVersion") or ""))
+            return kind, name, switches
     return None
 
 
@@ -256,12 +262,7 @@ def _first_time(namespace: str, kind: str, name: str | None, note: str, *, alway
     return True
 
 
-_API_VERSIONS = {
-    "PyTorchJob": "kubeflow.org/v1",
-    "MPIJob": "kubeflow.org/v1",
-    "JobSet": "jobset.x-k8s.io/v1alpha2",
-    "TrainJob": "trainer.kubeflow.org/v1alpha1",
-}
+_API_VERSIONS = {kind: workload.api_version for kind, workload in BY_KIND.items()}
 
 
 def _hand_to_kopf(patch: kopf.Patch, mutated: dict[str, Any]) -> None:

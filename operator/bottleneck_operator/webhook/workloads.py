@@ -27,6 +27,8 @@ class Profiled:
 
     collector: bool = True
     host_cgroup: bool = True
+    # Its apiVersion, for the Events posted on it (MPIJob is v2beta1 or v1); "" when not known.
+    api_version: str = ""
 
 
 # (namespace, kind, name) -> the profiled workload, None when it is not (or not yet) known.
