@@ -158,23 +158,25 @@ def drop_dcgm_repeats(raw: FloatArray) -> FloatArray:
     if raw.shape[2] < 2:
         return raw
     power = raw[:, _RAW["power_w"], :]
-    # Power equal to the previous sample is rare in fresh readings: test it first, and the other GPU
-    # fields only where it holds (NaN never equals, so a missing power sample is never a repeat).
+    # Power equal to the previous sample is rare in fresh readings: where none repeats, no other field
+    # needs testing (NaN never equals, so a missing power sample is never a repeat).
     repeat = power[:, 1:] == power[:, :-1]
     if not repeat.any():
         return raw
-    first, span = _DCGM[0], list(range(_DCGM[0], _DCGM[0] + len(_DCGM)))
-    # a slice (a view, no copy) when the GPU fields are neighbours in the catalogue
-    rows: slice | list[int] = slice(first, first + len(span)) if span == _DCGM else _DCGM
-    dcgm = raw[:, rows, :]
-    cur, prev = dcgm[:, :, 1:], dcgm[:, :, :-1]
-    missing = np.isnan(cur)
-    repeat &= ((cur == prev) | missing).all(axis=1)
-    repeat &= len(_DCGM) - np.add.reduce(missing, axis=1, dtype=np.intp) >= 3
+    present = np.zeros(repeat.shape, dtype=np.intp)
+    # field by field on (pods x time) planes: a 3-D comparison and a reduction across fields would cost
+    # several passes over every GPU field of every pod
+    for i in _DCGM:
+        cur, prev = raw[:, i, 1:], raw[:, i, :-1]
+        missing = np.isnan(cur)
+        repeat &= (cur == prev) | missing
+        present += ~missing
+    repeat &= present >= 3
     if not repeat.any():
         return raw
     out = raw.copy()
-    out[:, rows, 1:] = np.where(repeat[:, None, :], np.nan, cur)
+    for i in _DCGM:
+        np.copyto(out[:, i, 1:], np.nan, where=repeat)
     return out
 
 

@@ -85,17 +85,30 @@ class LeafMasks:
         both[:, 0, :] = x.T
         both[:, 1, :] = x.T
         np.putmask(both[:, 1, :], np.isnan(x.T), -np.inf)
-        seen = both.reshape(2 * width, rows).take(self.key.ravel(), axis=0).reshape(trees, n_splits, rows)
-        passed = seen <= self.threshold[:, :, None]
+        features = both.reshape(2 * width, rows)
+        index = np.empty((trees, rows), dtype=np.intp)
+        # a block of trees at a time, so that the (trees x splits x rows) values stay in cache
+        step = max(1, _BLOCK // max(n_splits * rows, 1))
+        for start in range(0, trees, step):
+            stop = min(start + step, trees)
+            index[start:stop] = self._lowest_leaf(features, slice(start, stop))
+        index += (np.arange(trees, dtype=np.intp) * self.leaf.shape[1])[:, None]
+        return np.asarray(self.leaf.ravel().take(index.T), dtype=np.intp)
+
+    def _lowest_leaf(self, features: FloatArray, block: slice) -> IntArray:
+        """Per tree of ``block`` and row: the position of the row's leaf among the tree's leaves."""
+        key, threshold, mask = self.key[block], self.threshold[block], self.mask[block]
+        seen = features.take(key.ravel(), axis=0).reshape(*key.shape, features.shape[1])
         # a passed split keeps every leaf possible (all ones), a failed one its mask
-        kept = np.negative(passed, dtype=self.mask.dtype)
-        kept |= self.mask[:, :, None]
+        kept = np.negative(seen <= threshold[:, :, None], dtype=mask.dtype)
+        kept |= mask[:, :, None]
         possible = np.bitwise_and.reduce(kept, axis=1)
-        lowest = (possible & np.negative(possible)).T
         # a power of two is exact in float64: its exponent is the bit's position (+1)
-        index = np.frexp(lowest.astype(np.float64))[1].astype(np.intp) - 1
-        index += np.arange(trees, dtype=np.intp) * self.leaf.shape[1]
-        return np.asarray(self.leaf.ravel().take(index), dtype=np.intp)
+        lowest = (possible & np.negative(possible)).astype(np.float64)
+        return np.asarray(np.frexp(lowest)[1], dtype=np.intp) - 1
+
+
+_BLOCK = 1 << 17  # split tests per block: 1 MiB of float64
 
 
 def _tree(ensemble: Any, root: int) -> tuple[list[tuple[int, int, int]], list[int]]:
