@@ -112,3 +112,18 @@ def test_a_cycle_in_a_damaged_file_falls_back_to_the_bounded_walk(ensemble: Tree
     damaged = TreeEnsemble.from_arrays(arrays)
     assert LeafMasks.of(damaged) is None
     assert damaged.decision_function(_rows(int(ensemble.feature.max()) + 1, 3)).shape[1] == ensemble.columns
+
+
+@pytest.mark.parametrize("leaves", [6, 30, 60])
+def test_masks_of_every_width_give_scikit_learns_scores(leaves: int) -> None:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(leaves)
+    x = rng.normal(size=(3000, 6))
+    y = np.digitize(np.sin(3 * x[:, 0]) + x[:, 1] * x[:, 2], [-0.5, 0.5])
+    x[rng.random(x.shape) < 0.1] = np.nan
+    model = HistGradientBoostingClassifier(max_iter=3, max_leaf_nodes=leaves, min_samples_leaf=2).fit(x, y)
+    ensemble = export_ensemble(model)
+    masks = LeafMasks.of(ensemble)
+    assert masks is not None and masks.mask.dtype.itemsize * 8 >= masks.leaf.shape[1]
+    np.testing.assert_allclose(ensemble.decision_function(x[:300]), model.decision_function(x[:300]), atol=1e-9)

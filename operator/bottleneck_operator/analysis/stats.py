@@ -30,9 +30,14 @@ def sorted_valid(d: FloatArray) -> tuple[FloatArray, IntArray]:
     """
     ordered = np.sort(d, axis=-1)
     missing = np.isnan(ordered)
-    n = d.shape[-1] - np.add.reduce(missing, axis=-1, dtype=np.intp)
+    # the first NaN's position is the valid count; a series whose last sample is valid has no NaN
+    n = (
+        np.where(missing[..., -1], missing.argmax(axis=-1), d.shape[-1])
+        if d.shape[-1]
+        else np.zeros(d.shape[:-1], np.intp)
+    )
     np.putmask(ordered, missing, 0.0)
-    return ordered, n
+    return ordered, np.asarray(n, dtype=np.intp)
 
 
 def summary(d: FloatArray, quantiles: Sequence[float]) -> FloatArray:
@@ -51,23 +56,30 @@ def summary(d: FloatArray, quantiles: Sequence[float]) -> FloatArray:
         has no valid sample.
     """
     lead, t = d.shape[:-1], d.shape[-1]
-    rows = d.reshape(-1, t)
+    rows = d.reshape(int(np.prod(lead)), t)
     out = np.empty((len(rows), len(quantiles) + 2))
-    q = np.asarray(quantiles, dtype=np.float64)
+    if t == 0:
+        out[:] = np.nan
+        return out.reshape(*lead, len(quantiles) + 2)
+    # the rank of each quantile for each possible number of valid samples, looked up per series
+    valid = np.maximum(np.arange(t + 1) - 1, 0)
+    ranks = np.rint(np.multiply.outer(valid, np.asarray(quantiles, dtype=np.float64))).astype(np.intp)
     # A block of series at a time, small enough to stay in cache through the several passes below;
     # the whole (pods x series x time) array would go to memory and back at each of them.
     step = max(1, _BLOCK // max(t, 1))
+    row_start = (np.arange(min(step, len(rows)), dtype=np.intp) * t)[:, None]
     for start in range(0, len(rows), step):
-        _summary_rows(rows[start : start + step], q, out[start : start + step])
+        block = rows[start : start + step]
+        _summary_rows(block, ranks, row_start[: len(block)], out[start : start + step])
     return out.reshape(*lead, len(quantiles) + 2)
 
 
-_BLOCK = 1 << 16  # samples per block: 512 KiB of float64
+_BLOCK = 1 << 17  # samples per block: 1 MiB of float64
 
 
-def _summary_rows(rows: FloatArray, quantiles: FloatArray, out: FloatArray) -> None:
-    """:func:`summary` of 2-D ``rows`` (series x time), written into ``out``."""
-    t = rows.shape[1]
+def _summary_rows(rows: FloatArray, ranks: IntArray, row_start: IntArray, out: FloatArray) -> None:
+    """:func:`summary` of 2-D ``rows`` (series x time) into ``out``, with the quantile ``ranks`` by
+    valid count and each row's offset in the flattened block."""
     ordered, count = sorted_valid(rows)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = ordered.sum(axis=1) / count
@@ -75,9 +87,7 @@ def _summary_rows(rows: FloatArray, quantiles: FloatArray, out: FloatArray) -> N
         var = np.maximum(np.einsum("ij,ij->i", ordered, ordered) / count - mean * mean, 0.0)
         cv = np.minimum(np.sqrt(var) / np.maximum(np.abs(mean), 1e-3), 10.0)
     out[:, 0] = mean
-    ranks = np.rint(np.multiply.outer(np.maximum(count - 1, 0), quantiles)).astype(np.intp)
-    ranks += (np.arange(len(count), dtype=np.intp) * t)[:, None]
-    out[:, 1:-1] = ordered.ravel().take(ranks)
+    out[:, 1:-1] = ordered.ravel().take(ranks.take(count, axis=0) + row_start)
     out[:, -1] = cv
     out[count == 0] = np.nan
 
