@@ -1,4 +1,5 @@
-"""The numpy tree evaluator gives scikit-learn's scores exactly, and its file is data only."""
+"""The numpy tree evaluator gives scikit-learn's scores exactly, by leaf masks or by a walk, and its file is
+data only."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bottleneck_operator.analysis.model import BottleneckModel
+from bottleneck_operator.analysis.model import BottleneckModel, load_model
+from bottleneck_operator.analysis.tree_masks import LeafMasks
 from bottleneck_operator.analysis.trees import TreeEnsemble, export_ensemble
 
 
@@ -70,3 +72,58 @@ def test_out_of_range_indices_are_refused(ensemble: TreeEnsemble, tmp_path: Path
     )  # fmt: skip
     with pytest.raises(ValueError, match="outside"):
         TreeEnsemble.load(path)
+
+
+def test_leaf_masks_reach_the_leaves_of_a_walk(ensemble: TreeEnsemble) -> None:
+    masks = LeafMasks.of(ensemble)
+    assert masks is not None
+    for seed, missing in ((0, 0.0), (1, 0.3), (2, 1.0)):
+        x = _rows(int(ensemble.feature.max()) + 1, seed, missing=missing)
+        np.testing.assert_array_equal(masks.leaves(x), ensemble._walk(x))
+
+
+def test_shipped_model_leaves_are_those_of_a_walk() -> None:
+    shipped = load_model().ensemble
+    masks = LeafMasks.of(shipped)
+    assert masks is not None
+    x = _rows(int(shipped.feature.max()) + 1, 7, rows=200, missing=0.3)
+    np.testing.assert_array_equal(masks.leaves(x), shipped._walk(x))
+
+
+def test_trees_too_large_for_masks_are_walked() -> None:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3000, 6))
+    y = np.digitize(np.sin(3 * x[:, 0]) + x[:, 1] * x[:, 2], [-0.5, 0.5])  # three classes
+    x[rng.random(x.shape) < 0.1] = np.nan
+    big = HistGradientBoostingClassifier(max_iter=3, max_leaf_nodes=100, min_samples_leaf=2).fit(x, y)
+    ensemble = export_ensemble(big)
+    assert LeafMasks.of(ensemble) is None
+    np.testing.assert_allclose(ensemble.decision_function(x[:300]), big.decision_function(x[:300]), atol=1e-9)
+
+
+def test_a_cycle_in_a_damaged_file_falls_back_to_the_bounded_walk(ensemble: TreeEnsemble) -> None:
+    arrays = dict(ensemble.arrays())
+    root = int(ensemble.roots[0])
+    left = ensemble.left.copy()
+    left[int(ensemble.left[root])] = root  # a child that points back to its parent
+    arrays["left"] = left
+    damaged = TreeEnsemble.from_arrays(arrays)
+    assert LeafMasks.of(damaged) is None
+    assert damaged.decision_function(_rows(int(ensemble.feature.max()) + 1, 3)).shape[1] == ensemble.columns
+
+
+@pytest.mark.parametrize("leaves", [6, 30, 60])
+def test_masks_of_every_width_give_scikit_learns_scores(leaves: int) -> None:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(leaves)
+    x = rng.normal(size=(3000, 6))
+    y = np.digitize(np.sin(3 * x[:, 0]) + x[:, 1] * x[:, 2], [-0.5, 0.5])
+    x[rng.random(x.shape) < 0.1] = np.nan
+    model = HistGradientBoostingClassifier(max_iter=3, max_leaf_nodes=leaves, min_samples_leaf=2).fit(x, y)
+    ensemble = export_ensemble(model)
+    masks = LeafMasks.of(ensemble)
+    assert masks is not None and masks.mask.dtype.itemsize * 8 >= masks.leaf.shape[1]
+    np.testing.assert_allclose(ensemble.decision_function(x[:300]), model.decision_function(x[:300]), atol=1e-9)

@@ -99,31 +99,34 @@ def _coalesce(*arrays: FloatArray) -> FloatArray:
     """First non-NaN value per element, in argument order."""
     out = arrays[0].copy()
     for a in arrays[1:]:
-        mask = np.isnan(out)
-        out[mask] = a[mask]
+        np.copyto(out, a, where=np.isnan(out))
     return out
 
 
 def _div(a: FloatArray, b: FloatArray | float) -> FloatArray:
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.divide(a, b)
-    out[~np.isfinite(out)] = np.nan
+    # a NaN quotient is already NaN: only the infinite ones need blanking
+    np.copyto(out, np.nan, where=np.isinf(out))
     return np.asarray(out, dtype=np.float64)
 
 
 def _nan_sum(a: FloatArray, b: FloatArray) -> FloatArray:
     """a + b treating NaN as 0 unless both are NaN."""
-    both = np.isnan(a) & np.isnan(b)
-    out = np.nan_to_num(a) + np.nan_to_num(b)
-    out[both] = np.nan
+    a_nan, b_nan = np.isnan(a), np.isnan(b)
+    # an infinite term counts as the largest finite float, as np.nan_to_num reads it
+    big = np.finfo(np.float64).max
+    out = np.clip(np.where(a_nan, 0.0, a), -big, big)
+    out += np.clip(np.where(b_nan, 0.0, b), -big, big)
+    np.copyto(out, np.nan, where=a_nan & b_nan)
     return out
 
 
 def _rel_peak(x: FloatArray) -> FloatArray:
     """Each sample over its pod's peak in the window (NaN when the pod has no positive sample)."""
     with np.errstate(invalid="ignore"):
-        peak = np.where(np.isnan(x), -np.inf, x).max(axis=1, keepdims=True)
-    peak[~np.isfinite(peak) | (peak <= 0)] = np.nan
+        peak = np.fmax.reduce(x, axis=1, keepdims=True)  # NaN only where every sample is
+    np.copyto(peak, np.nan, where=~(peak > 0) | np.isinf(peak))
     return _div(x, peak)
 
 
@@ -154,19 +157,26 @@ def drop_dcgm_repeats(raw: FloatArray) -> FloatArray:
     """
     if raw.shape[2] < 2:
         return raw
-    dcgm = raw[:, _DCGM, :]
-    cur, prev = dcgm[:, :, 1:], dcgm[:, :, :-1]
-    present = ~np.isnan(cur)
-    same = np.where(present, cur == prev, True).all(axis=1)
-    power = raw[:, _RAW["power_w"], 1:]
-    repeat = same & ~np.isnan(power) & (power == raw[:, _RAW["power_w"], :-1]) & (present.sum(axis=1) >= 3)
+    power = raw[:, _RAW["power_w"], :]
+    # Power equal to the previous sample is rare in fresh readings: where none repeats, no other field
+    # needs testing (NaN never equals, so a missing power sample is never a repeat).
+    repeat = power[:, 1:] == power[:, :-1]
+    if not repeat.any():
+        return raw
+    present = np.zeros(repeat.shape, dtype=np.intp)
+    # field by field on (pods x time) planes: a 3-D comparison and a reduction across fields would cost
+    # several passes over every GPU field of every pod
+    for i in _DCGM:
+        cur, prev = raw[:, i, 1:], raw[:, i, :-1]
+        missing = np.isnan(cur)
+        repeat &= (cur == prev) | missing
+        present += ~missing
+    repeat &= present >= 3
     if not repeat.any():
         return raw
     out = raw.copy()
-    blank = np.zeros(raw.shape[::2], dtype=bool)
-    blank[:, 1:] = repeat
     for i in _DCGM:
-        out[:, i, :][blank] = np.nan
+        np.copyto(out[:, i, 1:], np.nan, where=repeat)
     return out
 
 

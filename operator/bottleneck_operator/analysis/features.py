@@ -24,6 +24,7 @@ import numpy.typing as npt
 from bottleneck_operator.analysis.derived import SERIES, SERIES_INDEX, derived_series
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.hardware import spec_for
+from bottleneck_operator.analysis.stats import nan_corr, nan_segment_mean, summary
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 STATS: tuple[str, ...] = ("mean", "p10", "p50", "p90", "cv")
@@ -80,44 +81,12 @@ def feature_schema_hash() -> str:
 
 def _stats(d: FloatArray) -> FloatArray:
     """Per pod and series: mean, p10, p50, p90, cv over time; shape (pods, series, len(STATS))."""
-    p, s, t = d.shape
-    ordered = np.sort(d, axis=2)  # NaN sorts last, so the valid samples are the first n
-    n = t - np.count_nonzero(np.isnan(ordered), axis=2)
-    # NaN -> 0 in place: the quantiles below read only the first n (valid) samples of each row
-    filled = np.nan_to_num(ordered, copy=False, nan=0.0, posinf=np.inf, neginf=-np.inf)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = filled.sum(axis=2) / n
-        # einsum sums the squares without a temporary (pods x series x time) array
-        var = np.maximum(np.einsum("ijk,ijk->ij", filled, filled) / n - mean * mean, 0.0)
-        cv = np.minimum(np.sqrt(var) / np.maximum(np.abs(mean), 1e-3), 10.0)
-    out = np.empty((p, s, len(STATS)))
-    out[..., 0] = mean
-    # Quantiles by nearest rank among the valid samples: one flat gather per quantile.
-    last = np.maximum(n - 1, 0).ravel()
-    flat = filled.reshape(p * s, t)
-    rows = np.arange(p * s)
-    for k, q in enumerate(QUANTILES):
-        out[..., 1 + k] = flat[rows, np.rint(q * last).astype(np.intp)].reshape(p, s)
-    out[..., 4] = cv
-    out[n == 0] = np.nan
-    return out
+    return summary(d, QUANTILES)
 
 
 def _corr(a: FloatArray, b: FloatArray) -> FloatArray:
     """Pearson correlation over time per pod, NaN-aware; NaN when either side is flat or missing."""
-    valid = ~(np.isnan(a) | np.isnan(b))
-    n = valid.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        am = np.where(valid, a, 0.0).sum(axis=1) / n
-        bm = np.where(valid, b, 0.0).sum(axis=1) / n
-        da = np.where(valid, a - am[:, None], 0.0)
-        db = np.where(valid, b - bm[:, None], 0.0)
-        cov = (da * db).sum(axis=1)
-        sa = np.sqrt((da * da).sum(axis=1))
-        sb = np.sqrt((db * db).sum(axis=1))
-        r = cov / (sa * sb)
-    r[(n < 4) | (sa < 1e-9) | (sb < 1e-9)] = np.nan
-    return np.asarray(r, dtype=np.float64)
+    return nan_corr(a, b)
 
 
 def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, list[int]]:
@@ -156,11 +125,7 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
 
 def _segment_mean(x: FloatArray, starts: npt.NDArray[np.intp]) -> FloatArray:
     """NaN-ignoring mean of consecutive row segments beginning at ``starts`` (non-empty segments)."""
-    valid = ~np.isnan(x)
-    total = np.add.reduceat(np.where(valid, x, 0.0), starts, axis=0)
-    count = np.add.reduceat(valid.astype(np.float64), starts, axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(total / count, dtype=np.float64)
+    return nan_segment_mean(x, starts)
 
 
 _SPREAD_IDX = [SERIES_INDEX[s] for s in POD_SPREAD]

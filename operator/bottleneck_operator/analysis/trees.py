@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from bottleneck_operator.analysis.tree_masks import LeafMasks
 from bottleneck_operator.contract.window import FloatArray
 
 __all__ = ["TreeEnsemble", "export_ensemble"]
@@ -73,6 +75,13 @@ class TreeEnsemble:
             baseline + the sum of every tree's leaf value, per column.
         """
         x = np.asarray(x, dtype=np.float64)
+        masks = self._masks
+        leaves = masks.leaves(x) if masks is not None else self._walk(x)
+        one_hot = (self.tree_column[:, None] == np.arange(self.columns)[None, :]).astype(np.float64)
+        return np.asarray(self.value.take(leaves) @ one_hot + self.baseline, dtype=np.float64)
+
+    def _walk(self, x: FloatArray) -> npt.NDArray[np.intp]:
+        """The leaf each row reaches in each tree, shape (rows, trees), by walking all trees at once."""
         rows, width = x.shape
         flat = x.ravel()
         row_start = (np.arange(rows, dtype=np.intp) * width)[:, None]
@@ -87,8 +96,12 @@ class TreeEnsemble:
             seen = flat.take(row_start + feature.take(at))
             go_left = (seen <= self.threshold.take(at)) | (np.isnan(seen) & self.missing_left.take(at))
             node[:, :live] = children.take(2 * at + go_left)
-        one_hot = (self.tree_column[:, None] == np.arange(self.columns)[None, :]).astype(np.float64)
-        return np.asarray(self.value.take(node) @ one_hot + self.baseline, dtype=np.float64)
+        return node
+
+    @cached_property
+    def _masks(self) -> LeafMasks | None:
+        """The trees as leaf masks (built once), or None when a tree has too many leaves for them."""
+        return LeafMasks.of(self)
 
     def arrays(self) -> dict[str, Any]:
         """The ensemble as named plain arrays (what :meth:`save` writes)."""

@@ -1,0 +1,132 @@
+"""Evaluating small trees by leaf bit masks instead of walking them (after QuickScorer, Lucchese et al.,
+SIGIR 2015).
+
+Number a tree's leaves left to right. A split that sends a row right rules out every leaf of its left
+subtree, and the leaf the row reaches is the leftmost leaf that no such split rules out. So each split
+carries a mask of the leaves it leaves possible; a row's leaf is the lowest bit set in the AND of the
+masks of the splits it fails, and every split of every tree is tested for all rows in a few array
+operations, with no step-by-step walk through node indices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from bottleneck_operator.contract.window import FloatArray
+
+__all__ = ["LeafMasks"]
+
+IntArray = npt.NDArray[np.intp]
+# The narrowest unsigned type holding one bit per leaf; trees with more leaves are walked instead.
+_MASK_TYPES = ((8, np.uint8), (16, np.uint16), (32, np.uint32), (64, np.uint64))
+
+
+@dataclass(frozen=True)
+class LeafMasks:
+    """Every tree's splits and leaves, padded to the same count per tree.
+
+    Attributes:
+        key: per tree and split, ``2·feature + missing_left``: the row of the doubled feature matrix
+            the split reads (see :meth:`leaves`); padding splits read row 0.
+        threshold: a row passes a split (goes left) when its value is ``<= threshold``.
+        mask: per split, the leaves still possible when a row fails it; all ones for padding.
+        leaf: per tree, the node index of each leaf, left to right.
+    """
+
+    key: IntArray
+    threshold: FloatArray
+    mask: npt.NDArray[Any]
+    leaf: IntArray
+
+    @classmethod
+    def of(cls, ensemble: Any) -> LeafMasks | None:
+        """Masks of a :class:`~.trees.TreeEnsemble`'s trees, or None if a tree has more than 64 leaves
+        or is not a binary tree of depth below 64."""
+        # each tree's nodes are one block of the node arrays, and a binary tree of n nodes has (n+1)/2 leaves
+        blocks = np.diff(np.append(np.sort(ensemble.roots), ensemble.feature.size))
+        if blocks.size and blocks.max() > 2 * 64 - 1:
+            return None
+        try:
+            trees = [_tree(ensemble, int(root)) for root in ensemble.roots]
+        except RecursionError:
+            return None
+        n_leaves = max((len(leaves) for _, leaves in trees), default=1)
+        dtype = next((t for bits, t in _MASK_TYPES if n_leaves <= bits), None)
+        if dtype is None:
+            return None
+        n_splits = max(max((len(splits) for splits, _ in trees), default=1), 1)
+        key = np.zeros((len(trees), n_splits), dtype=np.intp)
+        threshold = np.zeros((len(trees), n_splits))
+        mask = np.full((len(trees), n_splits), np.iinfo(dtype).max, dtype=dtype)
+        leaf = np.zeros((len(trees), n_leaves), dtype=np.intp)
+        for i, (splits, leaves) in enumerate(trees):
+            leaf[i, : len(leaves)] = leaves
+            for j, (node, lo, hi) in enumerate(splits):
+                key[i, j] = 2 * int(ensemble.feature[node]) + int(ensemble.missing_left[node])
+                threshold[i, j] = ensemble.threshold[node]
+                mask[i, j] = ((1 << n_leaves) - 1) & ~((1 << (hi + 1)) - (1 << lo))
+        return cls(key, threshold, mask, leaf)
+
+    def leaves(self, x: FloatArray) -> IntArray:
+        """The leaf node each row reaches in each tree, shape (rows, trees).
+
+        Args:
+            x: feature rows, NaN where a feature is missing.
+        """
+        rows, width = x.shape
+        trees, n_splits = self.key.shape
+        # Each feature twice: as given (NaN fails every "<=", so it goes right) and with NaN as -inf
+        # (passes every "<=", so it goes left); a split reads the copy its missing-value side selects.
+        both = np.empty((width, 2, rows))
+        both[:, 0, :] = x.T
+        both[:, 1, :] = x.T
+        np.putmask(both[:, 1, :], np.isnan(x.T), -np.inf)
+        features = both.reshape(2 * width, rows)
+        index = np.empty((trees, rows), dtype=np.intp)
+        # a block of trees at a time, so that the (trees x splits x rows) values stay in cache
+        step = max(1, _BLOCK // max(n_splits * rows, 1))
+        for start in range(0, trees, step):
+            stop = min(start + step, trees)
+            index[start:stop] = self._lowest_leaf(features, slice(start, stop))
+        index += (np.arange(trees, dtype=np.intp) * self.leaf.shape[1])[:, None]
+        return np.asarray(self.leaf.ravel().take(index.T), dtype=np.intp)
+
+    def _lowest_leaf(self, features: FloatArray, block: slice) -> IntArray:
+        """Per tree of ``block`` and row: the position of the row's leaf among the tree's leaves."""
+        key, threshold, mask = self.key[block], self.threshold[block], self.mask[block]
+        seen = features.take(key.ravel(), axis=0).reshape(*key.shape, features.shape[1])
+        # a passed split keeps every leaf possible (all ones), a failed one its mask
+        kept = np.negative(seen <= threshold[:, :, None], dtype=mask.dtype)
+        kept |= mask[:, :, None]
+        possible = np.bitwise_and.reduce(kept, axis=1)
+        # a power of two is exact in float64: its exponent is the bit's position (+1)
+        lowest = (possible & np.negative(possible)).astype(np.float64)
+        return np.asarray(np.frexp(lowest)[1], dtype=np.intp) - 1
+
+
+_BLOCK = 1 << 17  # split tests per block: 1 MiB of float64
+
+
+def _tree(ensemble: Any, root: int) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """A tree's splits, each with the range of leaves of its left subtree, and its leaves left to right."""
+    splits: list[tuple[int, int, int]] = []
+    leaves: list[int] = []
+    left, right = ensemble.left, ensemble.right
+
+    def visit(node: int, depth: int = 0) -> None:
+        if depth > 64:  # a cycle in a damaged file, or a tree deeper than any mask
+            raise RecursionError("tree too deep for leaf masks")
+        if int(left[node]) == node:
+            leaves.append(node)
+            return
+        first = len(leaves)
+        visit(int(left[node]), depth + 1)
+        splits.append((node, first, len(leaves) - 1))
+        visit(int(right[node]), depth + 1)
+
+    visit(root)
+    return splits, leaves

@@ -1,0 +1,150 @@
+"""The fast numeric primitives give the values of straightforward numpy references, and features and
+verdicts are what the plain per-series computation gives."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bottleneck_operator.analysis import derived, stats
+from bottleneck_operator.analysis.derived import SERIES_INDEX, derived_series
+from bottleneck_operator.analysis.features import CORRELATIONS, QUANTILES, extract_features, features_from_pods
+from bottleneck_operator.analysis.gather import gather
+from bottleneck_operator.analysis.model import load_model
+from bottleneck_operator.commands.train import simulated_windows
+from bottleneck_operator.contract.window import FloatArray, JobWindow
+
+
+def _series(seed: int, shape: tuple[int, ...], missing: float) -> FloatArray:
+    rng = np.random.default_rng(seed)
+    d = rng.normal(size=shape) * rng.choice([1e-4, 1.0, 1e3], size=(*shape[:-1], 1))
+    d[rng.random(shape) < missing] = np.nan
+    d.reshape(-1, shape[-1])[::7] = np.nan  # series with no sample at all
+    d.reshape(-1, shape[-1])[1::11, 1:] = np.nan  # series with one sample
+    d.reshape(-1, shape[-1])[2::13] = np.round(d.reshape(-1, shape[-1])[2::13])  # ties
+    return d
+
+
+def _reference_summary(d: FloatArray) -> FloatArray:
+    """Mean, nearest-rank quantiles and capped cv, one numpy call each."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(d, axis=-1)
+        q = np.moveaxis(np.nanquantile(d, QUANTILES, axis=-1, method="nearest"), 0, -1)
+        cv = np.minimum(np.nanstd(d, axis=-1) / np.maximum(np.abs(mean), 1e-3), 10.0)
+    return np.concatenate([mean[..., None], q, cv[..., None]], axis=-1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    missing=st.sampled_from([0.0, 0.3, 0.9]),
+    t=st.integers(1, 40),
+    block=st.sampled_from([1, 37, 1 << 16]),
+)
+def test_summary_equals_nanmean_nanquantile_nanstd(seed: int, missing: float, t: int, block: int) -> None:
+    d = _series(seed, (5, 9, t), missing)
+    old_block = stats._BLOCK
+    stats._BLOCK = block  # blocks of one series, of a few, and of all
+    try:
+        got = stats.summary(d, QUANTILES)
+    finally:
+        stats._BLOCK = old_block
+    want = _reference_summary(d)
+    assert got.shape == (5, 9, len(QUANTILES) + 2)
+    np.testing.assert_array_equal(got[..., 1:-1], want[..., 1:-1])  # quantiles are samples: exact
+    # sums in another order: equal to rounding, relative to the series' largest value
+    scale = np.nanmax(np.abs(d), axis=-1, initial=0.0)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.all(np.nan_to_num(np.abs(got[..., 0] - want[..., 0])) <= 1e-13 * scale)
+    # cv from the mean of squares: numpy's two-pass std to rounding, and both capped at 10
+    np.testing.assert_allclose(got[..., -1], want[..., -1], rtol=1e-6, atol=1e-6)
+
+
+def test_summary_leaves_its_input_alone() -> None:
+    d = _series(3, (4, 6, 12), 0.3)
+    before = d.copy()
+    stats.summary(d, QUANTILES)
+    np.testing.assert_array_equal(d, before)
+
+
+def _reference_corr(a: FloatArray, b: FloatArray) -> FloatArray:
+    out = np.full(len(a), np.nan)
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        ok = ~(np.isnan(x) | np.isnan(y))
+        if ok.sum() >= 4 and np.std(x[ok]) * np.sqrt(ok.sum()) >= 1e-9 and np.std(y[ok]) * np.sqrt(ok.sum()) >= 1e-9:
+            out[i] = np.corrcoef(x[ok], y[ok])[0, 1]
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_corr_equals_corrcoef_over_shared_samples(seed: int) -> None:
+    a = _series(seed, (60, 25), 0.3)
+    b = 0.5 * a + _series(seed + 100, (60, 25), 0.3)
+    b[5] = 1.0  # flat
+    b[6, :22] = np.nan  # three shared samples
+    got = stats.nan_corr(a, b)
+    np.testing.assert_allclose(got, _reference_corr(a, b), rtol=1e-9, atol=1e-12)
+    assert np.isnan(got[5]) and np.isnan(got[6])
+
+
+def test_segment_mean_equals_nanmean_per_segment() -> None:
+    x = _series(4, (30, 7), 0.4)
+    starts = np.array([0, 3, 4, 12, 29], dtype=np.intp)
+    ends = [*starts[1:], len(x)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.stack([np.nanmean(x[s:e], axis=0) for s, e in zip(starts, ends, strict=True)])
+    np.testing.assert_allclose(stats.nan_segment_mean(x, starts), want, rtol=1e-12)
+
+
+def test_derived_helpers_equal_plain_numpy() -> None:
+    a = _series(5, (20, 16), 0.3)
+    b = _series(6, (20, 16), 0.3)
+    a[0, :3] = [np.inf, -np.inf, 0.0]
+    b[0, :3] = [1.0, np.inf, 0.0]
+    both = np.isnan(a) & np.isnan(b)
+    want_sum = np.nan_to_num(a) + np.nan_to_num(b)
+    want_sum[both] = np.nan
+    np.testing.assert_array_equal(derived._nan_sum(a, b), want_sum)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want_div = a / b
+    want_div[~np.isfinite(want_div)] = np.nan
+    np.testing.assert_array_equal(derived._div(a, b), want_div)
+    np.testing.assert_array_equal(derived._coalesce(a, b), np.where(np.isnan(a), b, a))
+    peak = np.where(np.isnan(a), -np.inf, a).max(axis=1, keepdims=True)
+    peak[~np.isfinite(peak) | (peak <= 0)] = np.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want_peak = a / peak
+    want_peak[~np.isfinite(want_peak)] = np.nan
+    np.testing.assert_array_equal(derived._rel_peak(a), want_peak)
+
+
+@pytest.fixture(scope="module")
+def held_out() -> list[JobWindow]:
+    return simulated_windows(4242, 40, holdout=True)[1]
+
+
+def _plain_features(windows: list[JobWindow]) -> FloatArray:
+    """Features from per-series statistics taken with plain numpy, one correlation per pod at a time."""
+    pods = [p for w in windows for p in w.pods]
+    lengths = [len(w.timestamps) for w in windows for _ in w.pods]
+    d = derived_series(*gather(pods, lengths, max(lengths)))
+    act = d[:, SERIES_INDEX["act"], :]
+    corr = np.stack([_reference_corr(act, d[:, SERIES_INDEX[s], :]) for s in CORRELATIONS], axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = (act < 0.3).sum(axis=1) / (~np.isnan(act)).sum(axis=1)
+    offsets = list(np.cumsum([0] + [len(w.pods) for w in windows])[:-1])
+    return features_from_pods(windows, _reference_summary(d), np.column_stack([corr, low]), offsets)
+
+
+def test_features_and_verdicts_equal_the_plain_computation(held_out: list[JobWindow]) -> None:
+    fast, plain = extract_features(held_out), _plain_features(held_out)
+    # to rounding; a flat series' cv reads ~1e-8 from a mean of squares, 0 from a two-pass std
+    np.testing.assert_allclose(fast, plain, rtol=1e-6, atol=1e-6)
+    model = load_model()
+    np.testing.assert_array_equal(model.predict_proba(fast).argmax(axis=1), model.predict_proba(plain).argmax(axis=1))
