@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import time
 from typing import Any
 
 import numpy as np
 
-from bottleneck_operator.contract.verdict import CLASSES
+from bottleneck_operator.contract.verdict import CLASSES, Mechanism
 from bottleneck_operator.demo.progress import Progress
 from bottleneck_operator.demo.report import format_report, next_steps, timeline_lines
-from bottleneck_operator.demo.story import DemoJob, changing_job, class_jobs
+from bottleneck_operator.demo.story import DemoJob, changing_job, class_jobs, observable
 from bottleneck_operator.demo.watch import story_told
 from bottleneck_operator.reports import ReportStatus
 from bottleneck_operator.simulation.live import LiveExporters
@@ -31,6 +32,19 @@ def test_one_job_per_class_drawn_the_same_each_time() -> None:
     assert [j.truth for j in first] == [c.value for c in CLASSES]
     assert [j.key for j in first] == [j.key for j in again]
     assert all(not j.changes and j.first.params.env.gap_prob == 0 for j in first)
+
+
+def test_the_demo_shows_jobs_whose_bottleneck_shows_in_what_is_collected() -> None:
+    now = time.time()
+    shown = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)
+    assert all(observable(j.first) for j in shown)
+    # the same PCIe-bound Job behind an exporter that collects no profiling fields is no clear case
+    (pcie,) = [j.first for j in shown if j.truth == "Interconnect"]
+    assert pcie.mechanism is Mechanism.PCIE
+    blind = dataclasses.replace(
+        pcie, params=dataclasses.replace(pcie.params, env=dataclasses.replace(pcie.params.env, dcgm_fieldset="dev"))
+    )
+    assert not observable(blind)
 
 
 def test_changing_job_serves_its_cached_phase_only_after_the_switch() -> None:
