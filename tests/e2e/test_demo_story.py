@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features
+from bottleneck_operator.analysis.model import load_model
 from bottleneck_operator.contract.verdict import CLASSES, Mechanism
 from bottleneck_operator.demo.progress import Progress
 from bottleneck_operator.demo.report import format_report, next_steps, timeline_lines
@@ -45,6 +47,21 @@ def test_the_demo_shows_jobs_whose_bottleneck_shows_in_what_is_collected() -> No
         pcie, params=dataclasses.replace(pcie.params, env=dataclasses.replace(pcie.params.env, dcgm_fieldset="dev"))
     )
     assert not observable(blind)
+
+
+def test_the_demo_jobs_are_familiar_to_the_model() -> None:
+    """Whole runs and the one-minute windows the demo analyses lie inside the model's training envelope."""
+    model = load_model()
+    assert model.envelope is not None
+    now = time.time()
+    jobs = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)
+    jobs.append(changing_job(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0))
+    for job in jobs:
+        for record in job.records:
+            ends = np.arange(record.start + 120.0, now + 300.0, 60.0)
+            windows = [record.to_window(step=15.0)] + [record.to_window(step=15.0, start=e - 60, end=e) for e in ends]
+            x = extract_features(windows)
+            assert all(not model.envelope.unfamiliar(row, FEATURE_NAMES) for row in x), job.key
 
 
 def test_changing_job_serves_its_cached_phase_only_after_the_switch() -> None:
