@@ -5,7 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from bottleneck_operator.analysis.evaluation import format_report, round_seeds, score
+from bottleneck_operator.analysis.evaluation import round_seeds, score
+from bottleneck_operator.analysis.evaluation_report import format_report
 from bottleneck_operator.commands.train import DEFAULT_SEED as TRAIN_SEED
 from bottleneck_operator.contract.verdict import Bottleneck, Verdict
 
@@ -56,7 +57,8 @@ def test_score_aggregates_rounds_and_lists_the_errors() -> None:
 
 
 def test_sidecar_ablation_strips_only_the_collector_signals_and_scores_both() -> None:
-    from bottleneck_operator.analysis.evaluation import format_report, sidecar_gain
+    from bottleneck_operator.analysis.evaluation import sidecar_gain
+    from bottleneck_operator.analysis.evaluation_report import format_report
     from bottleneck_operator.commands.evaluate import _without_sidecar
     from bottleneck_operator.contract.signals import Family, signals_of
     from bottleneck_operator.settings import Settings
