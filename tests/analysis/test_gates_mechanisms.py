@@ -1,8 +1,11 @@
-"""Gates of mechanisms that leave no node-level trace: GPUDirect RDMA, kernel-launch overhead, loaders at a ceiling."""
+"""Gates and advice of mechanisms that leave no node-level trace: GPUDirect RDMA, kernel-launch overhead, loaders at a ceiling."""
 
 from __future__ import annotations
 
+from bottleneck_operator.analysis.advice import Facts, launch_bound, tensor_pipes_underused
 from bottleneck_operator.analysis.classify import analyze_window
+from bottleneck_operator.analysis.features import extract_features
+from bottleneck_operator.analysis.summary import summarize
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import JobWindow
 
@@ -65,6 +68,8 @@ def test_kernel_launch_gaps_are_gpu_evidence_only_with_quiet_links() -> None:
     v = analyze_window(_launch_bound(), FixedModel({B.GPU: 0.9, B.INTERCONNECT: 0.1}))
     assert v.bottleneck is B.GPU
     assert any(e.signal == "gpu_launch_gaps" for e in v.evidence)
+    actions = [r.action for r in v.recommendations]
+    assert "Launch fewer, larger kernels" in actions and "Use more or faster GPUs" not in actions
     # the same gap with NVLink busy is communication kernels: not the launch gate's to claim
     busy_links = _launch_bound(nvlink_total_bps=200 * GB, nvlink_tx_bps=100 * GB, nvlink_rx_bps=100 * GB)
     v = analyze_window(busy_links, FixedModel({B.GPU: 0.9, B.INTERCONNECT: 0.1}))
@@ -94,3 +99,17 @@ def test_a_neighbour_s_io_pressure_does_not_hide_loaders_at_their_ceiling() -> N
     own = make_window(B.CPU, overrides={**LOADERS_AT_CEILING, "node_psi_io_some": 0.15, "sc_psi_io_some": 0.3})
     v = analyze_window(own, FixedModel({B.CPU: 0.9, B.IO: 0.1}))
     assert v.bottleneck is not B.CPU
+
+
+def test_compute_bound_advice_needs_compute_bound_kernels_and_idle_tensor_pipes() -> None:
+    busy = make_window(B.GPU, noise=0.0, overrides={"tensor_active": 0.2})
+    facts = Facts(summarize(busy), extract_features([busy])[0])
+    assert not launch_bound(facts) and tensor_pipes_underused(facts)
+    actions = [r.action for r in analyze_window(busy, FixedModel({B.GPU: 0.95})).recommendations]
+    assert "Launch fewer, larger kernels" not in actions
+    assert "Train in mixed precision (BF16/FP16) or enable TF32" in actions
+    # tensor pipes already busy most of the time: lower precision has little left to give
+    saturated = make_window(B.GPU, noise=0.0, overrides={"tensor_active": 0.7})
+    assert not tensor_pipes_underused(Facts(summarize(saturated), extract_features([saturated])[0]))
+    actions = [r.action for r in analyze_window(saturated, FixedModel({B.GPU: 0.95})).recommendations]
+    assert "Train in mixed precision (BF16/FP16) or enable TF32" not in actions

@@ -24,6 +24,7 @@ NET_VOLUME_LOG = 8.0  # 100 MB/s per GPU: below it, balanced traffic is not grad
 # the floor sits low; input copies are one-way and fail the balance test instead.
 PEER_VOLUME = 0.01
 EXPOSED_COMM = 0.1  # share of wall time in communication-only kernels that counts as a stall
+LAUNCH_GAP = 0.2  # GPU_UTIL over SM activity, links quiet, from which small kernels' launches bind
 
 
 @dataclass(frozen=True)
@@ -149,16 +150,22 @@ def _both_ways_at_volume(g: GateInput) -> float | None:
     return (10**total) * sym / (1.0 + sym) / 10**NET_VOLUME_LOG
 
 
-def _launch_gaps(g: GateInput) -> float | None:
+def launch_gap(f: Callable[[str], float | None]) -> float | None:
     """GPU_UTIL above SM activity with the links quiet: small kernels launched one after another.
 
     ``GPU_UTIL`` reads 100 % when one kernel runs on one SM, so a stream of small kernels keeps it high
     while SM activity stays low; the GPU waits on the host thread that launches them, not on a data
     stage. With links busy the same gap is communication kernels (Interconnect's gate reads it then).
+
+    Args:
+        f: reads a feature by name (None when missing).
+
+    Returns:
+        The gap (it implies launch overhead from ``LAUNCH_GAP``), or None when missing or the links are busy.
     """
-    gap = g.f("util_gap.mean")
-    net = g.f("log_net_per_gpu.mean") or 0.0
-    links = max(g.f("nvlink_frac.p90") or 0.0, g.f("pcie_rx_frac.p90") or 0.0, g.f("pcie_tx_frac.p90") or 0.0)
+    gap = f("util_gap.mean")
+    net = f("log_net_per_gpu.mean") or 0.0
+    links = max(f("nvlink_frac.p90") or 0.0, f("pcie_rx_frac.p90") or 0.0, f("pcie_tx_frac.p90") or 0.0)
     if gap is None or net >= NET_VOLUME_LOG or links >= 0.1:
         return None
     return gap
@@ -225,7 +232,12 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
     Bottleneck.GPU: (
         Gate("gpu_busy", 0.6, "GPUs busy on training samples", lambda g: g.busy),
         Gate("gpu_util", 0.8, "kernels running most of the time", _feat("gpu_util.mean")),
-        Gate("gpu_launch_gaps", 0.2, "kernels running back to back on mostly idle SMs (launch overhead)", _launch_gaps),
+        Gate(
+            "gpu_launch_gaps",
+            LAUNCH_GAP,
+            "kernels running back to back on mostly idle SMs (launch overhead)",
+            lambda g: launch_gap(g.f),
+        ),
     ),
 }
 
