@@ -91,7 +91,9 @@ LOADERS_AT_CEILING = {  # 8 loader processes at 100 % of a core each, far from t
 
 
 def test_a_neighbour_s_io_pressure_does_not_hide_loaders_at_their_ceiling() -> None:
-    neighbour = make_window(B.CPU, overrides={**LOADERS_AT_CEILING, "node_psi_io_some": 0.15, "sc_psi_io_some": 0.01})
+    # the node's IO pressure and iowait at levels where IO's node gates hold, the pod's own IO calm
+    noisy_node = {"node_psi_io_some": 0.3, "node_cpu_iowait_frac": 0.08, "sc_psi_io_some": 0.01}
+    neighbour = make_window(B.CPU, overrides={**LOADERS_AT_CEILING, **noisy_node})
     v = analyze_window(neighbour, FixedModel({B.CPU: 0.9, B.IO: 0.1}))
     assert v.bottleneck is B.CPU
     assert any(e.signal == "cpu_workers_saturated" for e in v.evidence)

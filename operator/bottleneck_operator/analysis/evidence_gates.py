@@ -102,13 +102,18 @@ def _workers_saturated(g: GateInput) -> float | None:
 
 
 def _waits_on_storage(g: GateInput) -> bool:
-    """One of IO's waiting gates holds: the pod's or the node's tasks stalled on IO, or CPUs idle in iowait.
+    """The job's own readers wait on storage: the pod's IO pressure, or its trainer processes in D state.
 
-    The same levels as IO's own gates: IO pressure of a few percent on a node is what a noisy
-    neighbour's writes or a memory-mapped dataset leave, while this job's loaders sit at their ceiling.
+    The pod's cgroup accounts its own tasks' IO waits, a network file system's reads included (they
+    sleep in ``io_schedule``). The node's iowait and IO pressure are not the job's: a neighbour's
+    writes or another pod's memory-mapped dataset raise them while this job's loaders sit at their
+    CPU ceiling, as node CPU signals are not evidence for CPU. Where they do come from this job, IO's
+    own gates hold on them too, and the model weighs the two.
     """
     return any(
-        (lv := gate.level(g)) is not None and lv >= 1.0 for gate in GATES[Bottleneck.IO] if gate.name in _STORAGE_WAITS
+        (lv := gate.level(g)) is not None and lv >= 1.0
+        for gate in GATES[Bottleneck.IO]
+        if gate.name in _POD_STORAGE_WAITS
     )
 
 
@@ -171,8 +176,8 @@ def launch_gap(f: Callable[[str], float | None]) -> float | None:
     return gap
 
 
-# IO's gates that read waiting on storage (not the remote-read plateau, which CPU-bound readers share).
-_STORAGE_WAITS = frozenset({"sc_psi_io_some", "sc_procs_iowait", "node_psi_io_some", "node_cpu_iowait_frac"})
+# IO's gates that read the pod's own tasks waiting on storage.
+_POD_STORAGE_WAITS = frozenset({"sc_psi_io_some", "sc_procs_iowait"})
 
 GATES: dict[Bottleneck, tuple[Gate, ...]] = {
     Bottleneck.IO: (
