@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+import numpy.typing as npt
 
 from bottleneck_operator.contract.window import FloatArray
 
@@ -36,9 +38,10 @@ def signal_of(name: str) -> str:
     return name.split(".", 1)[0]
 
 
-def _counts(name: str) -> bool:
-    """Whether a feature may make a window unfamiliar (spread statistics may not)."""
-    return not name.endswith(".cv")
+@lru_cache(maxsize=4)
+def _counted(names: tuple[str, ...]) -> npt.NDArray[np.bool_]:
+    """Which features may make a window unfamiliar (spread statistics may not)."""
+    return np.array([not n.endswith(".cv") for n in names], dtype=np.bool_)
 
 
 @dataclass(frozen=True)
@@ -84,8 +87,9 @@ class Envelope:
             Their descriptions (at most ``min_signals``), or [] when the window is familiar enough.
         """
         row = np.asarray(row, dtype=np.float64)
-        counted = np.array([_counts(n) for n in names], dtype=np.bool_)
-        outside = self.outside(row[None, :])[0] & counted
+        outside = self.outside(row[None, :])[0] & _counted(tuple(names))
+        if not outside.any():
+            return []
         signals = {signal_of(names[i]) for i in np.flatnonzero(outside).tolist()}
         if len(signals) < min_signals:
             return []
