@@ -17,6 +17,7 @@ from bottleneck_operator.analysis.features import extract_features, value
 from bottleneck_operator.analysis.headroom_account import STALL_FLOOR
 from bottleneck_operator.analysis.metrics import figures
 from bottleneck_operator.contract.signals import Family, signals_of
+from bottleneck_operator.contract.verdict import Abstention
 from bottleneck_operator.contract.window import JobWindow
 
 ROUND_SEED_STRIDE = 7_919  # round k draws seed + k x stride: far from training's seed and seed + 1_000_003
@@ -163,7 +164,17 @@ def score(
         "errors": errors,
         "mechanisms": mechanism_accuracy(jobs, results),
         "invariants": invariants(results),
+        "abstentions": abstentions(results),
     }
+
+
+def abstentions(results: Sequence[Any]) -> dict[str, int]:
+    """Unknown verdicts by why (the ``Abstention`` value), every kind listed, most frequent first."""
+    counts = dict.fromkeys((a.value for a in Abstention), 0)
+    for r in results:
+        if r.verdict.abstention is not None:
+            counts[r.verdict.abstention.value] += 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def mechanism_accuracy(jobs: Sequence[Any], results: Sequence[Any]) -> dict[str, dict[str, Any]]:

@@ -65,6 +65,9 @@ def format_report(report: dict[str, Any]) -> str:
         f"macro-F1 {b.macro_f1:.3f}  accuracy {b.accuracy:.3f}",
         "",
     ]
+    if report.get("abstentions"):
+        kinds = ", ".join(f"{k} {n}" for k, n in report["abstentions"].items())
+        lines += [f"abstentions by kind: {kinds}", ""]
     lines += _invariant_lines(report.get("invariants"))
     lines += _side_by_side(report)
     lines += ["", *mechanism_lines(report.get("mechanisms") or {})]
