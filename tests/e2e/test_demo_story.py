@@ -17,6 +17,7 @@ from bottleneck_operator.demo.report import format_report, next_steps, timeline_
 from bottleneck_operator.demo.story import DemoJob, changing_job, class_jobs, observable
 from bottleneck_operator.demo.watch import story_told
 from bottleneck_operator.reports import ReportStatus
+from bottleneck_operator.simulation import generate_jobs
 from bottleneck_operator.simulation.live import LiveExporters
 
 GR = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -40,6 +41,7 @@ def test_the_demo_shows_jobs_whose_bottleneck_shows_in_what_is_collected() -> No
     now = time.time()
     shown = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)
     assert all(observable(j.first) for j in shown)
+    drawn = generate_jobs(7, 15, start=now - 600, duration=900, classes=list(CLASSES), scrape_interval=15.0)
     # the same PCIe-bound Job behind an exporter that collects no profiling fields is no clear case
     (pcie,) = [j.first for j in shown if j.truth == "Interconnect"]
     assert pcie.mechanism is Mechanism.PCIE
@@ -47,6 +49,9 @@ def test_the_demo_shows_jobs_whose_bottleneck_shows_in_what_is_collected() -> No
         pcie, params=dataclasses.replace(pcie.params, env=dataclasses.replace(pcie.params.env, dcgm_fieldset="dev"))
     )
     assert not observable(blind)
+    # a remote-storage reader without the collector shows only its network plateau
+    remote = next(j for j in drawn if j.mechanism is Mechanism.NETWORK_STORAGE and "sidecar" not in j.tags)
+    assert not observable(remote)
 
 
 def test_the_demo_jobs_are_familiar_to_the_model() -> None:

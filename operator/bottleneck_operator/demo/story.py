@@ -153,9 +153,14 @@ _PROF_ONLY = frozenset({Mechanism.PCIE, Mechanism.HBM_BANDWIDTH})
 
 
 def observable(job: SimulatedJob) -> bool:
-    """Whether what binds the Job shows in the fields its dcgm-exporter collects.
+    """Whether what binds the Job shows in what its exporters collect, not only through a pattern.
 
     A PCIe-bound Job whose exporter collects no profiling fields can be told from a remote-storage reader
-    only by the model's guess (both leave GPUs idle and the network carrying the input): not a clear case.
+    only by the model's guess (both leave GPUs idle and the network carrying the input). A Job bound by
+    remote storage without the collector leaves no wait anywhere (object-store readers sleep in S state):
+    only its network rate's plateau shows, a reading a one-minute window makes borderline. Neither is a
+    clear case.
     """
-    return not (job.params.dcgm_fieldset == "dev" and job.mechanism in _PROF_ONLY)
+    if job.params.dcgm_fieldset == "dev" and job.mechanism in _PROF_ONLY:
+        return False
+    return not (job.mechanism is Mechanism.NETWORK_STORAGE and "sidecar" not in job.tags)
