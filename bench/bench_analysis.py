@@ -98,7 +98,7 @@ def framebuffer_check() -> None:
 
 
 def main() -> None:
-    from bottleneck_operator.analysis.evaluation import format_report
+    from bottleneck_operator.analysis.evaluation_report import format_report
     from bottleneck_operator.commands.evaluate import DEFAULT_JOBS, DEFAULT_ROUND, DEFAULT_SEED, run_evaluation
 
     def say(msg: str) -> None:

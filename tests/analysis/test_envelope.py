@@ -1,14 +1,19 @@
-"""The training envelope: familiar rows stay inside, rows from elsewhere are named, files keep it."""
+"""The training envelope: familiar rows stay inside, rows from elsewhere are named and abstained on, files keep it."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 
-from bottleneck_operator.analysis.envelope import fit_envelope
+from bottleneck_operator.analysis.classify import analyze_window, analyze_windows
+from bottleneck_operator.analysis.envelope import MIN_SIGNALS, fit_envelope, signal_of
 from bottleneck_operator.analysis.features import FEATURE_NAMES
 from bottleneck_operator.analysis.model import BottleneckModel, load_model, save_model
+from bottleneck_operator.commands.train import simulated_windows
+from bottleneck_operator.contract.verdict import Abstention, Bottleneck
+from bottleneck_operator.contract.window import JobWindow
 
 
 def _training(rows: int = 5000, width: int = 6, seed: int = 0) -> np.ndarray:
@@ -60,3 +65,43 @@ def test_model_file_keeps_the_envelope(tiny_model: BottleneckModel, tmp_path: Pa
     bare = BottleneckModel(tiny_model.estimator, temperature=tiny_model.temperature, version="bare")
     save_model(bare, tmp_path)  # a model without one loads without one
     assert load_model(path).envelope is None
+
+
+def test_several_signals_must_be_outside_and_spread_statistics_never_count() -> None:
+    names = ["a.mean", "a.p90", "b.mean", "c.mean", "c.cv", "d.cv"]
+    envelope = fit_envelope(_training())
+    one_signal = np.array([60.0, 60.0, 10.0, 10.0, 10.0, 10.0])  # one signal far out, in two features
+    assert envelope.unfamiliar(one_signal, names) == []
+    spreads = np.array([10.0, 10.0, 60.0, 10.0, 1e6, 1e6])  # a near-zero signal's cv blows up: not counted
+    assert envelope.unfamiliar(spreads, names) == []
+    # a third signal out (a flag training never saw set) makes it unfamiliar, named once per signal
+    words = envelope.unfamiliar(np.array([60.0, 60.0, 60.0, 1.0, 10.0, 10.0]), names)
+    assert sorted(signal_of(w.split(" = ")[0]) for w in words) == ["a", "b", "c"]
+    assert envelope.unfamiliar(np.array([60.0, 60.0, 60.0, 1.0, 10.0, 10.0]), names, min_signals=4) == []
+
+
+def _far(window: JobWindow, factor: float) -> JobWindow:
+    pods = tuple(dataclasses.replace(p, signals={k: v * factor for k, v in p.signals.items()}) for p in window.pods)
+    return dataclasses.replace(window, pods=pods)
+
+
+def test_a_window_far_outside_the_training_data_is_unknown_saying_which_features() -> None:
+    model = load_model()
+    _, windows = simulated_windows(4242, 4, holdout=True)
+    for w in windows:
+        assert analyze_window(w, model).abstention is not Abstention.OUT_OF_DISTRIBUTION
+        v = analyze_window(_far(w, 100.0), model)  # every signal 100x what it was
+        assert v.bottleneck is Bottleneck.UNKNOWN and v.abstention is Abstention.OUT_OF_DISTRIBUTION
+        assert v.reason is not None and v.reason.startswith("outside what the model knows: ")
+        assert len(v.reason.split("; ")) == MIN_SIGNALS and "familiar range" in v.reason
+        assert not v.evidence and not v.recommendations and v.headroom is None
+
+
+def test_held_out_simulated_jobs_are_familiar() -> None:
+    model = load_model()
+    assert model.envelope is not None
+    _, windows = simulated_windows(5151, 60, holdout=True)
+    flagged = [
+        v for v in analyze_windows(windows, model, with_details=False) if v.abstention is Abstention.OUT_OF_DISTRIBUTION
+    ]
+    assert len(flagged) <= 1, [v.reason for v in flagged]

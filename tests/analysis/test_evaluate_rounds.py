@@ -5,9 +5,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from bottleneck_operator.analysis.evaluation import format_report, round_seeds, score
+from bottleneck_operator.analysis.evaluation import round_seeds, score
+from bottleneck_operator.analysis.evaluation_report import format_report
 from bottleneck_operator.commands.train import DEFAULT_SEED as TRAIN_SEED
-from bottleneck_operator.contract.verdict import Bottleneck, Verdict
+from bottleneck_operator.contract.verdict import Abstention, Bottleneck, Verdict
 
 from .synth import make_window
 
@@ -27,8 +28,15 @@ def _job(name: str, label: Bottleneck, tags: tuple[str, ...]) -> Any:
 
 
 def _result(bottleneck: Bottleneck, confidence: float) -> Any:
-    reason = "too little GPU data" if bottleneck is Bottleneck.UNKNOWN else None
-    verdict = Verdict(bottleneck=bottleneck, confidence=confidence, probabilities={}, reason=reason)
+    unknown = bottleneck is Bottleneck.UNKNOWN
+    reason = "too little GPU data" if unknown else None
+    verdict = Verdict(
+        bottleneck=bottleneck,
+        confidence=confidence,
+        probabilities={},
+        reason=reason,
+        abstention=Abstention.LOW_COVERAGE if unknown else None,
+    )
     return SimpleNamespace(verdict=verdict, window=make_window(Bottleneck.IO))
 
 
@@ -53,10 +61,13 @@ def test_score_aggregates_rounds_and_lists_the_errors() -> None:
     assert [e["job"] for e in report["errors"]] == ["b", "d"]
     text = format_report(report)
     assert "misclassified jobs (2)" in text and "b: IO -> CPU" in text and "too little GPU data" in text
+    assert report["abstentions"]["LowCoverage"] == 1 and report["abstentions"]["OutOfDistribution"] == 0
+    assert "abstentions by kind: LowCoverage 1, " in text
 
 
 def test_sidecar_ablation_strips_only_the_collector_signals_and_scores_both() -> None:
-    from bottleneck_operator.analysis.evaluation import format_report, sidecar_gain
+    from bottleneck_operator.analysis.evaluation import sidecar_gain
+    from bottleneck_operator.analysis.evaluation_report import format_report
     from bottleneck_operator.commands.evaluate import _without_sidecar
     from bottleneck_operator.contract.signals import Family, signals_of
     from bottleneck_operator.settings import Settings

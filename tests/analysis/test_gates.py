@@ -106,6 +106,8 @@ NFS_READER = {  # the CPU verdict of the issue: node signals only, a reader on r
     "node_cpu_busy_frac": 0.73,
     "node_psi_cpu_some": 0.16,
     "node_cpu_iowait_frac": 0.08,
+    # its loaders sleep in io_schedule on NFS page reads: the pod's own cgroup accounts the IO pressure
+    "sc_psi_io_some": 0.3,
 }
 
 

@@ -16,6 +16,7 @@ MODEL_NAMES = [
     ("NVIDIA H100 NVL", "H100 NVL", True),
     ("NVIDIA H800", "H800 SXM5", True),
     ("NVIDIA H800 PCIe", "H800 PCIe", False),
+    ("NVIDIA H800 80GB HBM3", "H800 SXM5", True),
     ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB", True),
     ("NVIDIA A100-SXM4-40GB", "A100 SXM4 40GB", True),
     ("NVIDIA A100-PCIE-40GB", "A100 PCIe 40GB", False),
@@ -60,16 +61,34 @@ def test_unknown_parts_say_so(model_name: str | None) -> None:
         ("NVIDIA A100-SXM4-80GB", "3g.40gb", 3, 40),
         ("NVIDIA A100-SXM4-40GB", "2g.10gb", 2, 10),
         ("NVIDIA H100 80GB HBM3", "7g.80gb", 7, 80),
-        ("NVIDIA A30", "1g.6gb", 1, 6),
+        ("NVIDIA H100 80GB HBM3", "1g.20gb", 1, 20),
+        ("NVIDIA H100 80GB HBM3", "1g.10gb+me", 1, 10),
+        ("NVIDIA H100 NVL", "3g.47gb", 3, 47),
+        ("NVIDIA H200", "1g.18gb", 1, 18),
+        ("NVIDIA H200", "4g.71gb", 4, 71),
+        ("NVIDIA B200", "1g.23gb", 1, 23),
+        ("NVIDIA B200", "7g.180gb", 7, 180),
     ],
 )
 def test_mig_instances_get_their_share(model_name: str, profile: str, slices: int, memory_gb: int) -> None:
     whole, part = spec_for(model_name), spec_for(model_name, profile)
+    assert whole.mig_slices == 7
     assert part.tflops == pytest.approx(whole.tflops * slices / 7)
     assert part.memory_gb == memory_gb
     assert part.memory_bw_bps == pytest.approx(whole.memory_bw_bps * min(memory_gb / whole.memory_gb, 1.0))
     assert part.nvlink_bps == 0.0  # MIG instances have no NVLink peer access
     assert profile in part.name and part.known
+
+
+@pytest.mark.parametrize(("profile", "slices", "memory_gb"), [("1g.6gb", 1, 6), ("2g.12gb", 2, 12), ("4g.24gb", 4, 24)])
+def test_a30_divides_into_four_compute_slices_not_seven(profile: str, slices: int, memory_gb: int) -> None:
+    whole, part = spec_for("NVIDIA A30"), spec_for("NVIDIA A30", profile)
+    assert part.tflops == pytest.approx(whole.tflops * slices / 4)
+    assert part.memory_gb == memory_gb and part.nvlink_bps == 0.0
+
+
+def test_an_unrecognised_mig_profile_leaves_the_whole_part() -> None:
+    assert spec_for("NVIDIA A100-SXM4-80GB", "not-a-profile") == spec_for("NVIDIA A100-SXM4-80GB")
 
 
 def test_pcie_generation_follows_the_part() -> None:

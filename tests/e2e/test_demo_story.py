@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import time
 from typing import Any
 
 import numpy as np
 
-from bottleneck_operator.contract.verdict import CLASSES
+from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features
+from bottleneck_operator.analysis.model import load_model
+from bottleneck_operator.contract.verdict import CLASSES, Mechanism
 from bottleneck_operator.demo.progress import Progress
 from bottleneck_operator.demo.report import format_report, next_steps, timeline_lines
-from bottleneck_operator.demo.story import DemoJob, changing_job, class_jobs
+from bottleneck_operator.demo.story import DemoJob, changing_job, class_jobs, observable
 from bottleneck_operator.demo.watch import story_told
 from bottleneck_operator.reports import ReportStatus
+from bottleneck_operator.simulation import generate_jobs
 from bottleneck_operator.simulation.live import LiveExporters
 
 GR = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -31,6 +35,38 @@ def test_one_job_per_class_drawn_the_same_each_time() -> None:
     assert [j.truth for j in first] == [c.value for c in CLASSES]
     assert [j.key for j in first] == [j.key for j in again]
     assert all(not j.changes and j.first.params.env.gap_prob == 0 for j in first)
+
+
+def test_the_demo_shows_jobs_whose_bottleneck_shows_in_what_is_collected() -> None:
+    now = time.time()
+    shown = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)
+    assert all(observable(j.first) for j in shown)
+    drawn = generate_jobs(7, 15, start=now - 600, duration=900, classes=list(CLASSES), scrape_interval=15.0)
+    # the same PCIe-bound Job behind an exporter that collects no profiling fields is no clear case
+    (pcie,) = [j.first for j in shown if j.truth == "Interconnect"]
+    assert pcie.mechanism is Mechanism.PCIE
+    blind = dataclasses.replace(
+        pcie, params=dataclasses.replace(pcie.params, env=dataclasses.replace(pcie.params.env, dcgm_fieldset="dev"))
+    )
+    assert not observable(blind)
+    # a remote-storage reader without the collector shows only its network plateau
+    remote = next(j for j in drawn if j.mechanism is Mechanism.NETWORK_STORAGE and "sidecar" not in j.tags)
+    assert not observable(remote)
+
+
+def test_the_demo_jobs_are_familiar_to_the_model() -> None:
+    """Whole runs and the one-minute windows the demo analyses lie inside the model's training envelope."""
+    model = load_model()
+    assert model.envelope is not None
+    now = time.time()
+    jobs = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)
+    jobs.append(changing_job(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0))
+    for job in jobs:
+        for record in job.records:
+            ends = np.arange(record.start + 120.0, now + 300.0, 60.0)
+            windows = [record.to_window(step=15.0)] + [record.to_window(step=15.0, start=e - 60, end=e) for e in ends]
+            x = extract_features(windows)
+            assert all(not model.envelope.unfamiliar(row, FEATURE_NAMES) for row in x), job.key
 
 
 def test_changing_job_serves_its_cached_phase_only_after_the_switch() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bottleneck_operator.contract.verdict import Verdict
+from bottleneck_operator.contract.verdict import Abstention, Verdict
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -114,6 +114,12 @@ def test_recording_gets_its_class(name: str, verdicts: dict[str, tuple[Shifted, 
     assert [p.pod for p in verdict.pods] == [truth["pod"]]
     probs = {k: round(v, 2) for k, v in verdict.probabilities.items()}
     assert verdict.bottleneck.value == truth["class"], f"{name}: got {verdict.bottleneck.value} {probs}"
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_no_recording_is_outside_what_the_model_knows(name: str, verdicts: dict[str, tuple[Shifted, Verdict]]) -> None:
+    _, verdict = verdicts[name]
+    assert verdict.abstention is not Abstention.OUT_OF_DISTRIBUTION, verdict.reason
 
 
 def test_recordings_measured_their_limit() -> None:

@@ -4,7 +4,8 @@ Recommendations are chosen by the signals that appear in the evidence (:mod:`.ev
 names what justifies it; advice tied to no signal is general and comes last. Each piece of advice
 carries a precondition (a predicate next to it): more DataLoader workers only when the job's cgroup
 has CPU headroom and its node has idle cores; pinned host memory never for peer-to-peer or GPUDirect
-traffic, which does not pass through pageable host memory.
+traffic, which does not pass through pageable host memory; more or faster GPUs never for a job bound
+by kernel launches, and lower precision only while the tensor pipes have room.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bottleneck_operator.analysis.evidence_gates import LAUNCH_GAP, launch_gap
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.analysis.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation
@@ -79,6 +81,26 @@ def host_memory_pressure(k: Facts) -> bool:
     faults = k.f("log_majfault.mean") or 0.0
     working = k.f("mem_limit_frac.mean") or 0.0
     return psi >= 0.05 or faults >= 2.5 or working >= 0.9
+
+
+def launch_bound(k: Facts) -> bool:
+    """Small kernels launched one after another bind the step: the GPU waits on the launching host thread."""
+    gap = launch_gap(k.f)
+    return gap is not None and gap >= LAUNCH_GAP
+
+
+def compute_bound(k: Facts) -> bool:
+    """The kernels themselves take the time: more or faster GPUs shorten it (launch overhead they do not)."""
+    return not launch_bound(k)
+
+
+TENSOR_BUSY = 0.5  # tensor-pipe activity from which lower precision has little left to give
+
+
+def tensor_pipes_underused(k: Facts) -> bool:
+    """Tensor pipes active under ``TENSOR_BUSY`` (or unmeasured): BF16/FP16/TF32 math has room to help."""
+    tensor = k.f("tensor_active.mean")
+    return tensor is None or tensor < TENSOR_BUSY
 
 
 def _always(_k: Facts) -> bool:
@@ -220,16 +242,25 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "gpu_active",
         ),
         _a(
+            "Launch fewer, larger kernels",
+            'CUDA graphs (torch.compile mode="reduce-overhead") replay a step\'s kernels with one launch, and a '
+            "larger batch gives each kernel more work: the GPU waits on the host thread launching small kernels.",
+            "gpu_launch_gaps",
+            when=launch_bound,
+        ),
+        _a(
             "Train in mixed precision (BF16/FP16) or enable TF32",
             "Tensor cores run several times faster than FP32 math; low tensor-pipe activity means they are underused.",
             "tensor_active",
             "gpu_active",
+            when=tensor_pipes_underused,
         ),
         _a(
             "Compile the model",
             "torch.compile (or XLA) fuses kernels and cuts launch overhead.",
             "gpu_active",
             "sm_occupancy",
+            "gpu_launch_gaps",
         ),
         _a(
             "Make the model cheaper",
@@ -240,6 +271,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "Use more or faster GPUs",
             "The job is compute-bound: it scales with GPU throughput, and its input pipeline has room to spare.",
             "gpu_active",
+            when=compute_bound,
         ),
     ),
     Bottleneck.MEMORY: (

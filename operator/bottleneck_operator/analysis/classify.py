@@ -1,7 +1,8 @@
 """From job windows to verdicts: features, calibrated prediction, checks, abstention, evidence, headroom.
 
 Abstention comes first from the data (no pods, a window shorter than ``min_window``, GPU sample
-coverage below ``min_coverage``). The model's probabilities are then checked against the window's
+coverage below ``min_coverage``), then from the model's reach: a window with features of several
+signals far outside the training envelope (:mod:`.envelope`) is Unknown, "outside what the model knows". The model's probabilities are then checked against the window's
 step-time account and evidence gates (:mod:`.classify_gates`): a class whose evidence does not hold is
 ruled out, and a stall that would gain less than x1.15 counts as GPU-bound. The verdict is Unknown
 when the top checked probability is below ``abstain_threshold``; the ``reason`` says why. A runner-up
@@ -18,8 +19,9 @@ import numpy as np
 
 from bottleneck_operator.analysis.advice import build_recommendations
 from bottleneck_operator.analysis.classify_gates import Checked, check_window, leaning
+from bottleneck_operator.analysis.envelope import Envelope
 from bottleneck_operator.analysis.evidence import build_evidence, context_notes, framebuffer_p90
-from bottleneck_operator.analysis.features import extract_features, single_pod_windows
+from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features, single_pod_windows
 from bottleneck_operator.analysis.headroom import capacity_needs, estimate_headroom
 from bottleneck_operator.analysis.mechanism import decide_mechanism
 from bottleneck_operator.analysis.summary import JobSummary, summarize
@@ -47,6 +49,16 @@ def _data_reason(window: JobWindow, *, min_coverage: float, min_window: float) -
             f"min_coverage {100 * min_coverage:.0f} %"
         )
     return None
+
+
+def _unfamiliar(model: Classifier, row: FloatArray) -> tuple[Abstention, str] | None:
+    """Out of distribution: features of several signals far outside the model's training envelope."""
+    # Models trained before envelopes were kept (and test doubles) carry none: nothing is unfamiliar.
+    envelope: Envelope | None = getattr(model, "envelope", None)
+    far = envelope.unfamiliar(row, FEATURE_NAMES) if envelope is not None else []
+    if not far:
+        return None
+    return Abstention.OUT_OF_DISTRIBUTION, "outside what the model knows: " + "; ".join(far)
 
 
 def _probabilities(model: Classifier, row: FloatArray) -> dict[str, float]:
@@ -99,7 +111,7 @@ def analyze_windows(
     verdicts: list[Verdict] = []
     for i, w in enumerate(windows):
         probs = _probabilities(model, proba[i])
-        problem = _data_reason(w, min_coverage=min_coverage, min_window=min_window)
+        problem = _data_reason(w, min_coverage=min_coverage, min_window=min_window) or _unfamiliar(model, x[i])
         summary = summarize(w) if with_details or problem is None else None
         gpu_active = summary.gpu_active if summary else None
         if problem is not None:

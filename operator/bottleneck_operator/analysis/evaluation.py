@@ -1,8 +1,8 @@
-"""Scoring an evaluation: figures of the model and the rule baseline, breakdowns by condition, the report text.
+"""Scoring an evaluation: figures of the model and the rule baseline, breakdowns by condition, invariants.
 
 Pure: it reads simulated jobs (``label``, ``name``, ``params``) and the pipeline's results (``verdict``,
 ``window``) by attribute, so it needs neither the simulator nor Prometheus; ``commands/evaluate.py``
-generates, backfills and analyses the jobs.
+generates, backfills and analyses the jobs; :mod:`.evaluation_report` prints the result.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from bottleneck_operator.analysis.baseline import rule_verdict
 from bottleneck_operator.analysis.evidence_gates import GATES
 from bottleneck_operator.analysis.features import extract_features, value
 from bottleneck_operator.analysis.headroom_account import STALL_FLOOR
-from bottleneck_operator.analysis.metrics import ClassFigures, Figures, figures, format_confusion, format_per_class
+from bottleneck_operator.analysis.metrics import figures
 from bottleneck_operator.contract.signals import Family, signals_of
+from bottleneck_operator.contract.verdict import Abstention
 from bottleneck_operator.contract.window import JobWindow
 
 ROUND_SEED_STRIDE = 7_919  # round k draws seed + k x stride: far from training's seed and seed + 1_000_003
@@ -163,7 +164,17 @@ def score(
         "errors": errors,
         "mechanisms": mechanism_accuracy(jobs, results),
         "invariants": invariants(results),
+        "abstentions": abstentions(results),
     }
+
+
+def abstentions(results: Sequence[Any]) -> dict[str, int]:
+    """Unknown verdicts by why (the ``Abstention`` value), every kind listed, most frequent first."""
+    counts = dict.fromkeys((a.value for a in Abstention), 0)
+    for r in results:
+        if r.verdict.abstention is not None:
+            counts[r.verdict.abstention.value] += 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def mechanism_accuracy(jobs: Sequence[Any], results: Sequence[Any]) -> dict[str, dict[str, Any]]:
@@ -200,19 +211,6 @@ def mechanism_accuracy(jobs: Sequence[Any], results: Sequence[Any]) -> dict[str,
         }
         for k, t in sorted(tally.items(), key=lambda kv: (kv[0] == "all", kv[0]))
     }
-
-
-def mechanism_lines(mechanisms: dict[str, Any]) -> list[str]:
-    """The mechanism accuracies as printed lines (empty when the report has none)."""
-    if not mechanisms:
-        return []
-    lines = [
-        "== mechanisms (accuracy over jobs whose class is right; end to end: class and mechanism right)",
-        f"{'mechanism':<24}{'jobs':>6}{'class ok':>10}{'accuracy':>10}{'end to end':>12}",
-    ]
-    for name, d in mechanisms.items():
-        lines.append(f"{name:<24}{d['jobs']:>6}{d['n']:>10}{d['accuracy']:>10.3f}{d['end_to_end']:>12.3f}")
-    return lines
 
 
 _STALL_CLASSES = frozenset({"IO", "CPU", "Interconnect", "Memory"})
@@ -295,110 +293,6 @@ def _errors(
         for i, j in enumerate(jobs)
         if pred[i] != truth[i]
     ]
-
-
-def _figures(d: dict[str, Any]) -> Figures:
-    """A report's figures dict back as :class:`Figures`."""
-    return Figures(
-        n=d["n"],
-        confusion=d["confusion"],
-        per_class={
-            k: ClassFigures(v["precision"], v["recall"], v["f1"], v["support"]) for k, v in d["per_class"].items()
-        },
-        macro_f1=d["macro_f1"],
-        accuracy=d["accuracy"],
-        abstention=d["abstention"],
-        ece=d["ece"],
-    )
-
-
-def format_report(report: dict[str, Any]) -> str:
-    """The evaluation as printed text."""
-    o = report["overall"]
-    m, b = _figures(o["model"]), _figures(o["baseline"])
-    lines = [
-        f"model {report['model_version']} on {report['jobs']} held-out jobs (seed {report['seed']}, "
-        f"{report.get('rounds', 1)} rounds), {report['queries']} Prometheus queries",
-        "",
-        "== model: confusion matrix",
-        format_confusion(m),
-        "",
-        "== model: per class",
-        format_per_class(m),
-        f"macro-F1 {m.macro_f1:.3f}  accuracy {m.accuracy:.3f}  abstention {m.abstention:.3f}  ECE {m.ece:.3f}",
-        "",
-        "== baseline (threshold rules): confusion matrix",
-        format_confusion(b),
-        "",
-        "== baseline: per class",
-        format_per_class(b),
-        f"macro-F1 {b.macro_f1:.3f}  accuracy {b.accuracy:.3f}",
-        "",
-    ]
-    lines += _invariant_lines(report.get("invariants"))
-    lines += _side_by_side(report)
-    lines += ["", *mechanism_lines(report.get("mechanisms") or {})]
-    lines += _sidecar_lines(report.get("sidecar_gain") or {})
-    lines += _error_lines(report.get("errors", []))
-    return "\n".join(lines)
-
-
-def _invariant_lines(inv: dict[str, int] | None) -> list[str]:
-    if not inv:
-        return []
-    return [
-        f"== invariants over {inv['verdicts']} verdicts (each must be 0)",
-        f"stall class with headroom < x{STALL_FLOOR:.2f}: {inv['stall_headroom_below_floor']}",
-        f"evidence under its threshold: {inv['evidence_under_threshold']}",
-        f"framebuffer fill as evidence: {inv['fb_as_evidence']}",
-        f"(not confirmed, the implying signal not collected: {inv.get('not_confirmed', 0)})",
-        "",
-    ]
-
-
-def _side_by_side(report: dict[str, Any]) -> list[str]:
-    def row(name: str, d: dict[str, Any]) -> str:
-        mm, bb = d["model"], d["baseline"]
-        return (
-            f"{name:<34}{d['n']:>5}{mm['macro_f1']:>10.3f}{mm['accuracy']:>7.3f}{mm['abstention']:>7.3f}"
-            f"{bb['macro_f1']:>10.3f}{bb['accuracy']:>7.3f}"
-        )
-
-    lines = [
-        "== side by side (macro-F1 / accuracy / abstention; baseline macro-F1 / accuracy)",
-        f"{'group':<34}{'n':>5}{'model F1':>10}{'acc':>7}{'abst':>7}{'rules F1':>10}{'acc':>7}",
-        row("all", report["overall"]),
-        row("hard cases (any tag)", report["hard_cases"]),
-    ]
-    for key, groups in report["breakdowns"].items():
-        for name, d in groups.items():
-            lines.append(row(f"{key}={name}", d))
-    return lines
-
-
-def _sidecar_lines(gain: dict[str, Any]) -> list[str]:
-    if not gain:
-        return []
-    lines = [
-        "",
-        "== what the collector sidecar adds (same windows, its signals taken out; accuracy)",
-        f"{'group':<34}{'n':>5}{'with':>10}{'without':>10}{'gain':>8}",
-    ]
-    for name, d in gain.items():
-        lines.append(f"{name:<34}{d['n']:>5}{d['with']:>10.3f}{d['without']:>10.3f}{d['with'] - d['without']:>+8.3f}")
-    return lines
-
-
-def _error_lines(errors: list[dict[str, Any]]) -> list[str]:
-    lines = ["", f"== model: misclassified jobs ({len(errors)})"]
-    for e in errors:
-        why = f" ({e['reason']})" if e.get("reason") else ""
-        lines.append(
-            f"{e['job']}: {e['truth']} -> {e['verdict']} p={e['confidence']:.2f}{why} "
-            f"[{e['fieldset']}, {e['scrape']} s; {','.join(e['tags']) or 'no tags'}]"
-        )
-        lines.append(f"    {e['signals']}")
-    return lines
 
 
 def strip_sidecar(window: JobWindow | None) -> JobWindow | None:

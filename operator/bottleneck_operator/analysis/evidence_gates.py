@@ -18,7 +18,13 @@ from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import FloatArray
 
 NET_VOLUME_LOG = 8.0  # 100 MB/s per GPU: below it, balanced traffic is not gradient exchange
+# Share of the PCIe link each way under which balanced traffic is not a collective: 1 % of the slowest
+# link in the hardware table (Gen3 x16, ~16 GB/s) is 160 MB/s each way, above the network's floor.
+# GPUDirect RDMA moves all-reduce over PCIe at a few percent of the link (NIC rate / link rate), so
+# the floor sits low; input copies are one-way and fail the balance test instead.
+PEER_VOLUME = 0.01
 EXPOSED_COMM = 0.1  # share of wall time in communication-only kernels that counts as a stall
+LAUNCH_GAP = 0.2  # GPU_UTIL over SM activity, links quiet, from which small kernels' launches bind
 
 
 @dataclass(frozen=True)
@@ -90,13 +96,25 @@ def _workers_saturated(g: GateInput) -> float | None:
     wait in IO pressure instead, and a job the GPUs pace has no GPU idle time to explain.
     """
     flat, busy = g.cpu_plateau, g.busy
-    if flat is None or busy is None or busy > 0.8:
-        return None
-    io = max(g.f("node_psi_io_some.mean") or 0.0, g.f("sc_psi_io_some.mean") or 0.0)
-    iowait = g.f("node_cpu_iowait_frac.mean") or 0.0
-    if io >= 0.1 or iowait >= 0.05:
+    if flat is None or busy is None or busy > 0.8 or _waits_on_storage(g):
         return None
     return flat
+
+
+def _waits_on_storage(g: GateInput) -> bool:
+    """The job's own readers wait on storage: the pod's IO pressure, or its trainer processes in D state.
+
+    The pod's cgroup accounts its own tasks' IO waits, a network file system's reads included (they
+    sleep in ``io_schedule``). The node's iowait and IO pressure are not the job's: a neighbour's
+    writes or another pod's memory-mapped dataset raise them while this job's loaders sit at their
+    CPU ceiling, as node CPU signals are not evidence for CPU. Where they do come from this job, IO's
+    own gates hold on them too, and the model weighs the two.
+    """
+    return any(
+        (lv := gate.level(g)) is not None and lv >= 1.0
+        for gate in GATES[Bottleneck.IO]
+        if gate.name in _POD_STORAGE_WAITS
+    )
 
 
 def _pcie_covers_wait(g: GateInput) -> float | None:
@@ -112,9 +130,13 @@ def _pcie_covers_wait(g: GateInput) -> float | None:
 
 
 def _pcie_peer_traffic(g: GateInput) -> float | None:
-    """PCIe receive and transmit balanced at volume: peer-to-peer collectives or GPUDirect RDMA, not input copies."""
+    """PCIe receive and transmit balanced at volume: peer-to-peer collectives or GPUDirect RDMA, not input copies.
+
+    RDMA (InfiniBand, RoCE, EFA) bypasses ``node_network_*``; with GPUDirect the NIC reads and writes
+    GPU memory across PCIe, as much each way (docs/telemetry.md).
+    """
     rx, tx = g.f("pcie_rx_frac.mean"), g.f("pcie_tx_frac.mean")
-    if rx is None or tx is None or min(rx, tx) < 0.15:
+    if rx is None or tx is None or min(rx, tx) < PEER_VOLUME:
         return None
     return min(rx, tx) / max(rx, tx)
 
@@ -132,6 +154,30 @@ def _both_ways_at_volume(g: GateInput) -> float | None:
         return None
     return (10**total) * sym / (1.0 + sym) / 10**NET_VOLUME_LOG
 
+
+def launch_gap(f: Callable[[str], float | None]) -> float | None:
+    """GPU_UTIL above SM activity with the links quiet: small kernels launched one after another.
+
+    ``GPU_UTIL`` reads 100 % when one kernel runs on one SM, so a stream of small kernels keeps it high
+    while SM activity stays low; the GPU waits on the host thread that launches them, not on a data
+    stage. With links busy the same gap is communication kernels (Interconnect's gate reads it then).
+
+    Args:
+        f: reads a feature by name (None when missing).
+
+    Returns:
+        The gap (it implies launch overhead from ``LAUNCH_GAP``), or None when missing or the links are busy.
+    """
+    gap = f("util_gap.mean")
+    net = f("log_net_per_gpu.mean") or 0.0
+    links = max(f("nvlink_frac.p90") or 0.0, f("pcie_rx_frac.p90") or 0.0, f("pcie_tx_frac.p90") or 0.0)
+    if gap is None or net >= NET_VOLUME_LOG or links >= 0.1:
+        return None
+    return gap
+
+
+# IO's gates that read the pod's own tasks waiting on storage.
+_POD_STORAGE_WAITS = frozenset({"sc_psi_io_some", "sc_procs_iowait"})
 
 GATES: dict[Bottleneck, tuple[Gate, ...]] = {
     Bottleneck.IO: (
@@ -191,6 +237,12 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
     Bottleneck.GPU: (
         Gate("gpu_busy", 0.6, "GPUs busy on training samples", lambda g: g.busy),
         Gate("gpu_util", 0.8, "kernels running most of the time", _feat("gpu_util.mean")),
+        Gate(
+            "gpu_launch_gaps",
+            LAUNCH_GAP,
+            "kernels running back to back on mostly idle SMs (launch overhead)",
+            lambda g: launch_gap(g.f),
+        ),
     ),
 }
 

@@ -30,6 +30,7 @@ class GpuSpec:
     memory_bw_bps: float  # HBM/GDDR bandwidth, bytes/s
     nvlink_bps: float  # NVLink bandwidth per GPU, bytes/s, 0 when the part has none
     pcie_gen: int
+    mig_slices: int = 7  # compute slices a MIG-capable part divides into (A30: 4)
 
     @property
     def pcie_bps(self) -> float:
@@ -69,7 +70,7 @@ _PARTS: dict[str, tuple[tuple[str, int, GpuSpec], ...]] = {
         ("", 40, _spec("A100 SXM4 40GB", 312.0, 40, 1.555, 600, 4)),
         ("", 0, _spec("A100 SXM4 80GB", 312.0, 80, 2.039, 600, 4)),
     ),
-    "A30": (("", 0, _spec("A30", 165.0, 24, 0.933, 0, 4)),),
+    "A30": (("", 0, replace(_spec("A30", 165.0, 24, 0.933, 0, 4), mig_slices=4)),),
     "A10G": (("", 0, _spec("A10G", 125.0, 24, 0.6, 0, 4)),),
     "A10": (("", 0, _spec("A10", 125.0, 24, 0.6, 0, 4)),),
     "L40S": (("", 0, _spec("L40S", 362.0, 48, 0.864, 0, 4)),),
@@ -92,7 +93,8 @@ DEFAULT_SPEC = GpuSpec("unknown", 125.0, 24, 0.6e12, 0.0, 4)
 _TOKEN = re.compile(r"[A-Z0-9]+")
 _MEMORY = re.compile(r"^(\d+)GB$")
 _FORMS = {"SXM": "SXM", "SXM2": "SXM", "SXM4": "SXM", "SXM5": "SXM", "HBM3": "SXM", "PCIE": "PCIE", "NVL": "NVL"}
-_MIG = re.compile(r"^(\d)g\.(\d+)gb$")
+# "1g.10gb", and "1g.10gb+me" for the instance that also holds the media engines.
+_MIG = re.compile(r"^(\d)g\.(\d+)gb(?:\+me)?$")
 
 
 def spec_for(model_name: str | None, mig_profile: str | None = None) -> GpuSpec:
@@ -122,7 +124,7 @@ def spec_for(model_name: str | None, mig_profile: str | None = None) -> GpuSpec:
 
 
 def _mig_share(spec: GpuSpec, profile: str) -> GpuSpec:
-    """A MIG instance: g of 7 compute slices and its own memory slice; no NVLink peer access."""
+    """A MIG instance: g of the part's compute slices (7, or 4 on an A30) and its own memory slice; no NVLink."""
     match = _MIG.match(profile.strip().lower())
     if not match:
         return spec
@@ -131,7 +133,7 @@ def _mig_share(spec: GpuSpec, profile: str) -> GpuSpec:
     return replace(
         spec,
         name=f"{spec.name} MIG {profile}",
-        tflops=spec.tflops * slices / 7,
+        tflops=spec.tflops * min(slices, spec.mig_slices) / spec.mig_slices,
         memory_gb=memory_gb,
         memory_bw_bps=spec.memory_bw_bps * share,
         nvlink_bps=0.0,

@@ -167,7 +167,7 @@ def _without_sidecar(results: Sequence[Any], analyzer: Any) -> list[str | None]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bottleneck_operator.analysis.evaluation import format_report
+    from bottleneck_operator.analysis.evaluation_report import format_report
     from bottleneck_operator.errors import UsageError
 
     if args.jobs < 10:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.simulation import SimulatedJob, generate_jobs
 from bottleneck_operator.simulation.stages import label_of
@@ -134,7 +134,7 @@ def changing_job(seed: int, *, namespace: str, start: float, end: float, scrape:
 
 
 def class_jobs(seed: int, *, namespace: str, start: float, end: float, scrape: float) -> list[DemoJob]:
-    """One Job per class: of a few drawn per class, the one whose class is clearest (largest margin).
+    """One Job per class: of a few drawn per class, the clearest (what binds it observable, then the largest margin).
 
     The demo shows what a verdict looks like on a clear case; accuracy over hard and ambiguous cases is
     measured by ``make bench`` and ``make evaluate``, not here.
@@ -143,5 +143,24 @@ def class_jobs(seed: int, *, namespace: str, start: float, end: float, scrape: f
         seed, _DRAWS * len(CLASSES), start=start, duration=end - start, classes=list(CLASSES),
         scrape_interval=scrape, namespace=namespace,
     )  # fmt: skip
-    best = {c: max((j for j in drawn if j.label is c), key=lambda j: j.margin) for c in CLASSES}
+    best = {c: max((j for j in drawn if j.label is c), key=lambda j: (observable(j), j.margin)) for c in CLASSES}
     return [DemoJob((steady(best[c]),), (c.value,)) for c in CLASSES]
+
+
+# Mechanisms whose only implying signal is a DCGM profiling field (analysis.evidence_gates.UNOBSERVABLE_WITHOUT):
+# host-to-device copies show only in PCIe bytes, bandwidth-bound kernels only in DRAM activity.
+_PROF_ONLY = frozenset({Mechanism.PCIE, Mechanism.HBM_BANDWIDTH})
+
+
+def observable(job: SimulatedJob) -> bool:
+    """Whether what binds the Job shows in what its exporters collect, not only through a pattern.
+
+    A PCIe-bound Job whose exporter collects no profiling fields can be told from a remote-storage reader
+    only by the model's guess (both leave GPUs idle and the network carrying the input). A Job bound by
+    remote storage without the collector leaves no wait anywhere (object-store readers sleep in S state):
+    only its network rate's plateau shows, a reading a one-minute window makes borderline. Neither is a
+    clear case.
+    """
+    if job.params.dcgm_fieldset == "dev" and job.mechanism in _PROF_ONLY:
+        return False
+    return not (job.mechanism is Mechanism.NETWORK_STORAGE and "sidecar" not in job.tags)

@@ -1,0 +1,255 @@
+"""The candidate signals of each class's evidence: what is compared with what, and how it reads.
+
+Each class's typical signatures (docs/analysis.md) as a table: the feature read, the reference it is
+compared with (a capacity or a typical value), the level at which it starts to count and the sentence
+that says it. :mod:`.evidence` picks the strongest present ones for a verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bottleneck_operator.contract.verdict import Bottleneck
+
+__all__ = ["CANDIDATES", "IDLE", "Candidate"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One signal that can support a class.
+
+    Attributes:
+        feature: the feature name read from the feature row.
+        signal: the name shown in the report.
+        unit: unit of observed and reference.
+        reference: the capacity or typical value compared with.
+        low: the value at which the signal starts to count (strength 0).
+        high_is_bad: False when a low value is the evidence (e.g. GPU activity for stall classes).
+        message: sentence template with {v} (observed, formatted) and {r} (reference).
+    """
+
+    feature: str
+    signal: str
+    unit: str
+    reference: float
+    low: float
+    message: str
+    high_is_bad: bool = True
+
+    def strength(self, v: float) -> float:
+        span = self.reference - self.low
+        s = (v - self.low) / span if span else 0.0
+        return max(0.0, min(1.5, s))
+
+
+IDLE = Candidate(
+    "act.mean",
+    "gpu_active",
+    "ratio",
+    0.8,
+    0.8,
+    "GPUs were active {v} of the time; effective use needs about {r} (so they waited on something else).",
+)
+
+CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
+    Bottleneck.IO: (
+        Candidate(
+            "node_cpu_iowait_frac.mean",
+            "node_cpu_iowait_frac",
+            "ratio",
+            0.3,
+            0.03,
+            "CPUs sat in iowait {v} of the time (typical under {r} is a healthy input pipeline's ceiling).",
+        ),
+        Candidate(
+            "node_psi_io_some.mean",
+            "node_psi_io_some",
+            "ratio",
+            0.5,
+            0.05,
+            "Tasks on the node were stalled on IO {v} of the time (IO pressure); {r} counts as severe.",
+        ),
+        Candidate(
+            "sc_psi_io_some.mean",
+            "sc_psi_io_some",
+            "ratio",
+            0.5,
+            0.05,
+            "The pod's own processes were stalled on IO {v} of the time (cgroup IO pressure).",
+        ),
+        Candidate(
+            "sc_iowait_procs_share.mean",
+            "sc_procs_iowait",
+            "ratio",
+            0.5,
+            0.05,
+            "{v} of the trainer's busy processes were blocked in disk/network reads (state D).",
+        ),
+        Candidate(
+            "node_disk_busy_frac.mean",
+            "node_disk_busy_frac",
+            "ratio",
+            0.9,
+            0.3,
+            "The busiest local disk was busy {v} of the time; near {r} it is saturated.",
+        ),
+        Candidate(
+            "read_rel_peak.p50",
+            "read_rate_vs_peak",
+            "ratio",
+            0.9,
+            0.5,
+            "Reads sat at {v} of their own peak for most of the window: a flat ceiling, typical of a saturated source.",
+        ),
+        Candidate(
+            "net_rx_share.mean",
+            "node_net_rx_share",
+            "ratio",
+            0.9,
+            0.5,
+            "{v} of the bytes read arrived over the network: the dataset lives on remote storage.",
+        ),
+    ),
+    Bottleneck.CPU: (
+        Candidate("cpu_limit_frac.mean", "cpu_cores_vs_limit", "ratio", 1.0, 0.7, "The job used {v} of its CPU limit."),
+        Candidate(
+            "cpu_throttled_frac.mean",
+            "cpu_throttled_frac",
+            "ratio",
+            0.5,
+            0.05,
+            "The container was CPU-throttled (CFS) in {v} of scheduling periods; {r} is heavy throttling.",
+        ),
+        Candidate(
+            "sc_throttled_frac.mean",
+            "sc_throttled_frac",
+            "ratio",
+            0.5,
+            0.05,
+            "The pod's cgroup was throttled in {v} of periods.",
+        ),
+        Candidate(
+            "sc_psi_cpu_some.mean",
+            "sc_psi_cpu_some",
+            "ratio",
+            0.5,
+            0.05,
+            "The pod's processes waited for a CPU {v} of the time (cgroup CPU pressure).",
+        ),
+    ),
+    Bottleneck.INTERCONNECT: (
+        Candidate(
+            "pcie_rx_frac.p90",
+            "pcie_rx_bps",
+            "ratio",
+            0.8,
+            0.5,
+            "Host-to-GPU PCIe traffic reached {v} of the link's capacity (p90); near {r} it saturates.",
+        ),
+        Candidate(
+            "pcie_tx_frac.p90",
+            "pcie_tx_bps",
+            "ratio",
+            0.8,
+            0.5,
+            "GPU-to-host PCIe traffic reached {v} of the link's capacity (p90).",
+        ),
+        Candidate(
+            "nvlink_frac.p90",
+            "nvlink_bps",
+            "ratio",
+            0.7,
+            0.25,
+            "NVLink traffic reached {v} of the GPUs' NVLink bandwidth (p90).",
+        ),
+        Candidate(
+            "util_gap.mean",
+            "gpu_util_minus_sm_active",
+            "ratio",
+            0.5,
+            0.15,
+            "GPU_UTIL exceeded SM/graphics activity by {v}: kernels such as NCCL collectives kept the GPU 'busy' without computing.",
+        ),
+        Candidate(
+            "net_symmetry.mean",
+            "node_net_rx_tx_symmetry",
+            "ratio",
+            0.9,
+            0.5,
+            "Network receive and transmit were balanced ({v}) at all-reduce volume, the pattern of gradient exchange rather than data loading.",
+        ),
+        Candidate(
+            "log_net_per_gpu.mean",
+            "node_net_bytes_per_gpu",
+            "log10 B/s",
+            9.0,
+            7.5,
+            "The nodes' network moved {v} per GPU.",
+        ),
+    ),
+    Bottleneck.GPU: (
+        Candidate(
+            "act.mean",
+            "gpu_active",
+            "ratio",
+            0.9,
+            0.6,
+            "GPUs were active {v} of the time: compute is the busiest stage.",
+        ),
+        Candidate("tensor_active.mean", "tensor_active", "ratio", 0.5, 0.1, "Tensor pipes were active {v} of cycles."),
+        Candidate("sm_occupancy.mean", "sm_occupancy", "ratio", 0.5, 0.2, "SM occupancy averaged {v}."),
+    ),
+    Bottleneck.MEMORY: (
+        Candidate(
+            "dram_active.mean",
+            "dram_active",
+            "ratio",
+            0.8,
+            0.45,
+            "GPU memory bandwidth was in use {v} of cycles; about {r} is the practical peak.",
+        ),
+        Candidate(
+            "dram_minus_tensor.mean",
+            "dram_active_minus_tensor_active",
+            "ratio",
+            0.6,
+            0.2,
+            "DRAM activity exceeded tensor-pipe activity by {v}: kernels wait on memory, not on math.",
+        ),
+        Candidate(
+            "node_psi_mem_some.mean",
+            "node_psi_mem_some",
+            "ratio",
+            0.3,
+            0.02,
+            "Tasks on the node stalled on memory {v} of the time (reclaim/swap).",
+        ),
+        Candidate(
+            "sc_psi_mem_some.mean",
+            "sc_psi_mem_some",
+            "ratio",
+            0.3,
+            0.02,
+            "The pod's processes stalled on memory {v} of the time.",
+        ),
+        Candidate(
+            "log_majfault.mean",
+            "node_majfault_ps",
+            "log10 1/s",
+            4.0,
+            2.0,
+            "Major page faults ran at {v} per second (pages read back from disk or swap).",
+        ),
+        Candidate(
+            "mem_limit_frac.mean",
+            "mem_working_set_vs_limit",
+            "ratio",
+            0.95,
+            0.8,
+            "The working set was {v} of the memory limit.",
+        ),
+        Candidate(
+            "node_swap_used_frac.mean", "node_swap_used_frac", "ratio", 0.5, 0.05, "{v} of the node's swap was in use."
+        ),
+    ),
+}

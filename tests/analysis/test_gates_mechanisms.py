@@ -1,0 +1,117 @@
+"""Gates and advice of mechanisms that leave no node-level trace: GPUDirect RDMA, kernel-launch overhead, loaders at a ceiling."""
+
+from __future__ import annotations
+
+from bottleneck_operator.analysis.advice import Facts, launch_bound, tensor_pipes_underused
+from bottleneck_operator.analysis.classify import analyze_window
+from bottleneck_operator.analysis.features import extract_features
+from bottleneck_operator.analysis.summary import summarize
+from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.window import JobWindow
+
+from .conftest import FixedModel
+from .synth import GB, make_window
+
+B = Bottleneck
+PCIE = 31.5e9  # the A100's PCIe link in the hardware table
+
+QUIET_LINKS = {
+    "nvlink_total_bps": 0.0,
+    "nvlink_tx_bps": 0.0,
+    "nvlink_rx_bps": 0.0,
+    "node_net_rx_bps": 0.02 * GB,
+    "node_net_tx_bps": 0.01 * GB,
+    "pcie_rx_bps": 0.3 * GB,
+    "pcie_tx_bps": 0.05 * GB,
+}
+
+
+def _rdma(per_way: float) -> JobWindow:
+    """A multi-node all-reduce over InfiniBand with GPUDirect: nothing on node_network_*, PCIe as much each way."""
+    return make_window(
+        B.INTERCONNECT,
+        noise=0.0,
+        overrides={
+            **QUIET_LINKS,
+            "gpu_util": 0.3,
+            "gr_engine_active": 0.25,
+            "sm_active": 0.2,
+            "pcie_rx_bps": per_way,
+            "pcie_tx_bps": 0.97 * per_way,
+        },
+    )
+
+
+def test_gpudirect_rdma_is_interconnect_evidence_from_balanced_pcie() -> None:
+    v = analyze_window(_rdma(0.03 * PCIE), FixedModel({B.INTERCONNECT: 0.9, B.GPU: 0.1}))
+    assert v.bottleneck is B.INTERCONNECT
+    assert any(e.signal == "pcie_peer_symmetry" and e.observed >= (e.reference or 1.0) for e in v.evidence)
+    # 100 MB/s each way is below the volume a collective moves: balance alone is no evidence
+    v = analyze_window(_rdma(0.1 * GB), FixedModel({B.INTERCONNECT: 0.9, B.GPU: 0.1}))
+    assert v.bottleneck is B.UNKNOWN
+
+
+def _launch_bound(**over: float) -> JobWindow:
+    """Small kernels one after another: GPU_UTIL high, SMs and tensor pipes nearly idle."""
+    signals = {
+        **QUIET_LINKS,
+        "gpu_util": 0.75,
+        "gr_engine_active": 0.5,
+        "sm_active": 0.08,
+        "tensor_active": 0.02,
+        "dram_active": 0.05,
+    }
+    return make_window(B.GPU, noise=0.0, overrides={**signals, **over})
+
+
+def test_kernel_launch_gaps_are_gpu_evidence_only_with_quiet_links() -> None:
+    v = analyze_window(_launch_bound(), FixedModel({B.GPU: 0.9, B.INTERCONNECT: 0.1}))
+    assert v.bottleneck is B.GPU
+    assert any(e.signal == "gpu_launch_gaps" for e in v.evidence)
+    actions = [r.action for r in v.recommendations]
+    assert "Launch fewer, larger kernels" in actions and "Use more or faster GPUs" not in actions
+    # the same gap with NVLink busy is communication kernels: not the launch gate's to claim
+    busy_links = _launch_bound(nvlink_total_bps=200 * GB, nvlink_tx_bps=100 * GB, nvlink_rx_bps=100 * GB)
+    v = analyze_window(busy_links, FixedModel({B.GPU: 0.9, B.INTERCONNECT: 0.1}))
+    assert not any(e.signal == "gpu_launch_gaps" for e in v.evidence)
+
+
+LOADERS_AT_CEILING = {  # 8 loader processes at 100 % of a core each, far from the limit and the node's size
+    "gpu_util": 0.3,
+    "gr_engine_active": 0.25,
+    "sm_active": 0.22,
+    "cpu_cores": 8.0,
+    "sc_cpu_cores": 8.0,
+    "cpu_limit_cores": 64.0,
+    "cpu_throttled_frac": 0.0,
+    "sc_throttled_frac": 0.0,
+    "sc_psi_cpu_some": 0.02,
+    "node_cpu_busy_frac": 0.1,
+}
+
+
+def test_a_neighbour_s_io_pressure_does_not_hide_loaders_at_their_ceiling() -> None:
+    # the node's IO pressure and iowait at levels where IO's node gates hold, the pod's own IO calm
+    noisy_node = {"node_psi_io_some": 0.3, "node_cpu_iowait_frac": 0.08, "sc_psi_io_some": 0.01}
+    neighbour = make_window(B.CPU, overrides={**LOADERS_AT_CEILING, **noisy_node})
+    v = analyze_window(neighbour, FixedModel({B.CPU: 0.9, B.IO: 0.1}))
+    assert v.bottleneck is B.CPU
+    assert any(e.signal == "cpu_workers_saturated" for e in v.evidence)
+    # the pod's own readers stalled on IO: the plateau is a storage rate, not a CPU ceiling
+    own = make_window(B.CPU, overrides={**LOADERS_AT_CEILING, "node_psi_io_some": 0.15, "sc_psi_io_some": 0.3})
+    v = analyze_window(own, FixedModel({B.CPU: 0.9, B.IO: 0.1}))
+    assert v.bottleneck is not B.CPU
+
+
+def test_compute_bound_advice_needs_compute_bound_kernels_and_idle_tensor_pipes() -> None:
+    busy = make_window(B.GPU, noise=0.0, overrides={"tensor_active": 0.2})
+    facts = Facts(summarize(busy), extract_features([busy])[0])
+    assert not launch_bound(facts) and tensor_pipes_underused(facts)
+    actions = [r.action for r in analyze_window(busy, FixedModel({B.GPU: 0.95})).recommendations]
+    assert "Launch fewer, larger kernels" not in actions
+    assert "Train in mixed precision (BF16/FP16) or enable TF32" in actions
+    # tensor pipes already busy most of the time: lower precision has little left to give
+    saturated = make_window(B.GPU, noise=0.0, overrides={"tensor_active": 0.7})
+    assert not tensor_pipes_underused(Facts(summarize(saturated), extract_features([saturated])[0]))
+    actions = [r.action for r in analyze_window(saturated, FixedModel({B.GPU: 0.95})).recommendations]
+    assert "Train in mixed precision (BF16/FP16) or enable TF32" not in actions
