@@ -186,3 +186,68 @@ def test_repeated_dcgm_samples_count_once() -> None:
     raw[0, SIGNAL_NAMES.index("power_w")] = [300.0, 300.0, 310.5, 290.25, 290.25, 305.0]
     kept = ~np.isnan(drop_dcgm_repeats(raw)[0, SIGNAL_NAMES.index("gpu_util")])
     assert kept.tolist() == [True, False, True, True, False, True]
+
+
+def _with(w: JobWindow, **series: object) -> JobWindow:
+    """The window with some of its first pod's signals replaced (scalars fill the whole window)."""
+    n = len(w.timestamps)
+    signals = dict(w.pods[0].signals)
+    for name, v in series.items():
+        signals[name] = np.asarray(v, dtype=np.float64) if np.ndim(v) else np.full(n, float(v))  # type: ignore[arg-type]
+    return replace(w, pods=(replace(w.pods[0], signals=signals),))
+
+
+def test_idle_phases_with_quiet_inputs_are_left_out() -> None:
+    """A checkpoint (GPU idle, no input moving) leaves the busy fractions; a stall (input busy) stays."""
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    n = len(w.timestamps)
+    w = _with(w, power_w=np.linspace(300.0, 310.0, n))  # power moves: no sample is a dcgm-exporter repeat
+    pause = np.zeros(n, dtype=bool)
+    pause[10:14] = True
+    idle = np.where(pause, 0.0, 0.95)
+    quiet = {name: np.where(pause, 0.0, w.pods[0].signals[name]) for name in ("pcie_rx_bps", "node_net_rx_bps")}
+    reads = {name: np.where(pause, 0.0, w.pods[0].signals[name]) for name in ("node_disk_read_bps", "fs_read_bps")}
+    checkpoint = _with(w, gr_engine_active=idle, sc_io_read_bps=0.0, **quiet, **reads)
+    x = extract_features([checkpoint])[0]
+    assert abs(value(x, "act.mean") - 0.95) < 1e-9  # type: ignore[operator]
+    # the same dips with the reads still flowing are the job waiting on its input: they count
+    stall = _with(w, gr_engine_active=idle)
+    xs = extract_features([stall])[0]
+    assert abs(value(xs, "act.mean") - 0.95 * (n - 4) / n) < 1e-9  # type: ignore[operator]
+
+
+def test_cpu_saturation_is_the_jobs_own_not_the_nodes() -> None:
+    """Neighbours keeping a node busy do not make a job that uses little CPU look saturated."""
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    alone = _with(w, cpu_cores=2.0, sc_cpu_cores=2.0, cpu_limit_cores=np.nan, node_cpus=32.0, node_cpu_busy_frac=0.1)
+    crowded = _with(alone, node_cpu_busy_frac=0.99, node_psi_cpu_some=0.8)
+    capped = _with(alone, cpu_limit_cores=2.0)
+    x = extract_features([alone, crowded, capped])
+    # 2 cores of 2 + 32 x 0.9 free; of 2 + 1 when neighbours hold the rest (the scheduler still gives
+    # the job a share of one core); of a 2-core limit
+    assert abs(value(x[0], "cpu_own_sat.mean") - 2.0 / (2.0 + 32 * 0.9)) < 1e-9  # type: ignore[operator]
+    assert abs(value(x[1], "cpu_own_sat.mean") - 2.0 / (2.0 + 1.0)) < 1e-9  # type: ignore[operator]
+    assert abs(value(x[2], "cpu_own_sat.mean") - 1.0) < 1e-9  # type: ignore[operator]
+    assert value(x[0], "cpu_node_frac.mean") == value(x[1], "cpu_node_frac.mean")
+
+
+def test_gpu_saturation_reads_any_pipe_and_launch_gaps_need_quiet_links() -> None:
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    hbm = _with(w, tensor_active=0.1, dram_active=0.72, sm_active=0.5)
+    launch = _with(w, gpu_util=0.97, sm_active=0.2, tensor_active=0.05, dram_active=0.05, pcie_rx_bps=0.1 * GB)
+    launch = _with(launch, pcie_tx_bps=0.1 * GB, nvlink_tx_bps=0.0, nvlink_rx_bps=0.0, nvlink_total_bps=0.0)
+    nccl = _with(launch, nvlink_tx_bps=100 * GB, nvlink_rx_bps=100 * GB)
+    x = extract_features([hbm, launch, nccl])
+    assert abs(value(x[0], "gpu_any_pipe.mean") - 0.9) < 1e-9  # type: ignore[operator]
+    assert abs(value(x[1], "launch_gap.mean") - (0.97 - 0.2)) < 1e-9  # type: ignore[operator]
+    assert value(x[2], "launch_gap.mean") == 0.0
+    assert value(x[2], "link_busy.mean") > 0.3  # type: ignore[operator]
+
+
+def test_symmetric_pcie_reads_as_fabric_traffic() -> None:
+    w = make_window(Bottleneck.INTERCONNECT, noise=0.0)
+    rdma = _with(w, pcie_rx_bps=12 * GB, pcie_tx_bps=11 * GB)
+    h2d = _with(w, pcie_rx_bps=12 * GB, pcie_tx_bps=0.2 * GB)
+    x = extract_features([rdma, h2d])
+    assert abs(value(x[0], "pcie_fabric_frac.mean") - 11 * GB / 31.5e9) < 1e-9  # type: ignore[operator]
+    assert value(x[1], "pcie_fabric_frac.mean") < 0.01  # type: ignore[operator]

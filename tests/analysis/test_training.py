@@ -69,3 +69,19 @@ def test_degrade_does_not_depend_on_the_order_signals_were_stored_in() -> None:
             assert sorted(pa.signals) == sorted(pb.signals)
             for name, values in pa.signals.items():
                 np.testing.assert_array_equal(values, pb.signals[name])
+
+
+def test_context_features_never_move_a_verdict() -> None:
+    """Node-wide CPU busy and pressure describe the node, not the job: the model does not read them."""
+    from bottleneck_operator.analysis.features import CONTEXT_ONLY, FEATURE_INDEX, extract_features
+
+    classes = [c for c in Bottleneck if c is not Bottleneck.UNKNOWN]
+    windows = [make_window(c, seed=s) for s in range(12) for c in classes]
+    labels = [c for _ in range(12) for c in classes]
+    model = fit_model(build_training_set(windows, labels, copies=1, seed=5), seed=5, version="test-ctx", max_iter=15)
+    x = extract_features([make_window(c, seed=99) for c in classes])
+    moved = x.copy()
+    for name in CONTEXT_ONLY:
+        moved[:, FEATURE_INDEX[name]] = 0.97
+    np.testing.assert_allclose(model.predict_proba(moved), model.predict_proba(x))
+    assert "node_cpu_busy_frac.mean" in CONTEXT_ONLY and "sc_psi_cpu_some_band.mean" not in CONTEXT_ONLY

@@ -32,16 +32,11 @@ RECORDINGS = sorted(p.parent.name for p in DATA.glob("real-*/metrics.om"))
 # with what the model said and why (recordings/README.md, "What the model said").
 KNOWN_WRONG: dict[str, str] = {
     "real-interconnect": (
-        "the model says CPU (0.97): the recording node was saturated by unrelated processes (node CPU busy "
-        "0.99, node CPU pressure 0.79) and node-wide CPU signals outweigh the job's own cgroup (CPU pressure "
-        "0.20, 0.12 cores, no quota); the all-reduce traffic (38 MB/s, symmetric, flat near its own peak) is "
-        "small in absolute terms and no feature carries the link's capacity"
-    ),
-    "real-memory": (
-        "the model says CPU (0.80, Memory 0.20): node CPU pressure 0.91 from unrelated processes and the "
-        "pod's CPU pressure 0.54 (contention, no quota) outweigh 1,065 major faults/s, 843 MB in swap and a "
-        "working set at 0.86 of its limit; the verdict turns to Memory (0.58-0.68) when the samples sit "
-        "10-20 s later against the analysis grid"
+        "the model says CPU (1.00): node-wide CPU signals no longer weigh in, but the pod's own cgroup CPU "
+        "pressure (0.21, contention with the unrelated processes that saturated the node; 0.12 cores, no "
+        "quota) is what marks CPU-bound jobs in the simulated training family; the all-reduce traffic "
+        "(38 MB/s, symmetric, flat near its own peak) is small in absolute terms and no exporter gives "
+        "the link's capacity"
     ),
 }
 

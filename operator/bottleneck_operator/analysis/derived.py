@@ -16,6 +16,24 @@ import numpy as np
 from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
 from bottleneck_operator.contract.window import FloatArray
 
+# Shares of time that every busy machine shows a little of (a throttled period now and then, pressure
+# from a short burst): below DEAD_BAND they carry the exporters' and the node's background, which
+# differs from one cluster to the next, not a stall of the job.
+DEAD_BAND = 0.05
+BANDED: tuple[str, ...] = (
+    "cpu_throttled_frac",
+    "sc_throttled_frac",
+    "sc_psi_cpu_some",
+    "sc_psi_io_some",
+    "sc_psi_io_full",
+    "sc_psi_mem_some",
+    "sc_psi_mem_full",
+    "node_psi_io_some",
+    "node_psi_io_full",
+    "node_psi_mem_some",
+    "node_psi_mem_full",
+)
+
 # --- derived per-pod series (name -> meaning). Order is the feature schema: append only.
 SERIES: tuple[str, ...] = (
     # time the GPU was busy: gr_engine_active > sm_active > gpu_util. SM_ACTIVE also measures spatial
@@ -81,6 +99,32 @@ SERIES: tuple[str, ...] = (
     # min(rx, tx) / max(rx, tx) on PCIe: GPUDirect RDMA collectives cross it equally both ways, while
     # input batches only go host to device (RDMA bypasses node_network_*, so net_symmetry misses them)
     "pcie_symmetry",
+    # --- features that read the same in any scenario family (docs/scenarios.md, "Where the gap is")
+    # GPU saturated by whichever pipe limits its kernels: tensor cores, HBM (DRAM_ACTIVE tops out near
+    # 0.8 in practice) or SM issue; compute-, bandwidth- and small-kernel-bound models all read high
+    "gpu_any_pipe",
+    # kernels running on GPU_UTIL's clock with the SMs mostly idle and no collective bytes moving:
+    # launch/host-overhead-bound (NCCL kernels open the same gap, but with bytes on a link)
+    "launch_gap",
+    # the busiest GPU link against its datasheet ceiling: PCIe either way, NVLink
+    "link_busy",
+    # bytes that cross PCIe equally both ways, against the link: GPUDirect RDMA collectives
+    "pcie_fabric_frac",
+    # the job's cores against the cores it may use: min(limit, node cores not used by neighbours)
+    "cpu_own_sat",
+    # the pod's runnable processes per core it may use (the sidecar sees its own cgroup only)
+    "sc_runnable_per_core",
+    # the job's cores per runnable process: ~1 when each process (loader worker) keeps a core busy
+    "cpu_per_running",
+    # input bytes (network receive plus block reads) against the window's own peak
+    "input_rel_peak",
+    # power against its peak per unit of GPU activity: ~1 when power follows activity
+    "power_per_act",
+    # major faults together with kernel CPU time: reclaim and swap-in (memory-mapped reads fault without
+    # the system time of reclaim)
+    "fault_sys",
+    # stall shares with their background removed (see DEAD_BAND); the raw shares stay for the evidence
+    *(f"{name}_band" for name in BANDED),
 )
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
 _DCGM = [
@@ -200,6 +244,9 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
     cols = _gpu_columns(g, gpus, pcie, nvlink)
     cols.update(_host_columns(g, gpus))
     cols["pcie_per_act"] = _div(cols["pcie_rx_frac"], np.maximum(cols["act"], 0.05))
+    cols.update(_transfer_columns(g, cols))
+    for name in BANDED:
+        cols[f"{name}_band"] = np.maximum(cols[name] - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)
     for name, values in cols.items():
         d[:, SERIES_INDEX[name], :] = values
     return d
@@ -275,3 +322,38 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray) -> dict[str,
     cols["sc_iowait_procs_share"] = _div(waiting, running + waiting)
     cols["iowait_of_idle"] = np.clip(_div(g("node_cpu_iowait_frac"), np.maximum(1.0 - busy, 0.02)), 0.0, 1.0)
     return cols
+
+
+LAUNCH_UTIL = 0.7  # GPU_UTIL above this reads as "kernels always queued"
+COLLECTIVE_LINK = 0.05  # link share above which a GPU_UTIL-SM gap is collectives, not launches
+
+
+def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray]) -> dict[str, FloatArray]:
+    """Class-level quantities that hold whatever mechanism or hardware produced them."""
+    out: dict[str, FloatArray] = {}
+    pipes = np.fmax(np.fmax(g("tensor_active"), g("dram_active") / 0.8), g("sm_active"))
+    out["gpu_any_pipe"] = np.clip(_coalesce(pipes, cols["act"]), 0.0, 1.0)
+    link = np.fmax(np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]), cols["nvlink_frac"])
+    out["link_busy"] = link
+    out["pcie_fabric_frac"] = np.fmin(cols["pcie_rx_frac"], cols["pcie_tx_frac"])
+    quiet = ~(np.nan_to_num(link) > COLLECTIVE_LINK)
+    gap = np.clip(cols["util_gap"], 0.0, 1.0)
+    out["launch_gap"] = np.where(quiet & (cols["gpu_util"] >= LAUNCH_UTIL), gap, 0.0)
+    out["launch_gap"][np.isnan(gap)] = np.nan
+    cpu, limit, node_cpus = g("cpu_cores"), g("cpu_limit_cores"), g("node_cpus")
+    sc_cpu = g("sc_cpu_cores")
+    own = _coalesce(sc_cpu, cpu)
+    # node cores the neighbours leave to the job; at least one: a saturated node still time-slices
+    free = np.fmax(node_cpus * (1.0 - g("node_cpu_busy_frac")), 1.0) + own
+    usable = np.fmin(limit, free)
+    out["cpu_own_sat"] = np.clip(_div(own, usable), 0.0, 1.5)
+    out["cpu_per_running"] = np.clip(_div(own, np.maximum(g("sc_procs_running"), 1.0)), 0.0, 2.0)
+    out["sc_runnable_per_core"] = np.clip(_div(g("sc_procs_running"), _coalesce(usable, node_cpus)), 0.0, 4.0)
+    rx = g("node_net_rx_bps")
+    reads = np.fmax(np.fmax(g("node_disk_read_bps"), g("fs_read_bps")), g("sc_io_read_bps"))
+    out["input_rel_peak"] = _rel_peak(_nan_sum(rx, reads))
+    out["power_per_act"] = np.clip(_div(cols["power_rel_peak"], np.maximum(cols["act"], 0.05)), 0.0, 5.0)
+    faults = np.fmax(cols["log_majfault"], cols["sc_log_majfault"])
+    out["fault_sys"] = faults * np.clip(np.nan_to_num(g("node_cpu_system_frac")) * 10.0, 0.0, 1.0)
+    out["fault_sys"][np.isnan(faults)] = np.nan
+    return out

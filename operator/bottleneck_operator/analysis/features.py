@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.analysis.derived import SERIES, SERIES_INDEX, derived_series
+from bottleneck_operator.analysis.derived import BANDED, SERIES, SERIES_INDEX, derived_series
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.hardware import spec_for
 from bottleneck_operator.analysis.stats import nan_corr, nan_segment_mean, summary
@@ -71,6 +71,23 @@ FEATURE_NAMES: tuple[str, ...] = (
     *EXTRA,
 )
 FEATURE_INDEX: dict[str, int] = {n: i for i, n in enumerate(FEATURE_NAMES)}
+
+# Series that describe the node or the job's size rather than what the job waits for: node-wide CPU
+# busy and pressure come from every process on the node (a neighbour saturating it says nothing of
+# the job's own loader), and cores per GPU is a habit of the workload. They stay in the row for the
+# evidence and the report; the classifier never splits on them (see ``training.fit_model``). The
+# correlations over time follow the window's phase structure, not the bottleneck.
+CONTEXT_SERIES: tuple[str, ...] = (
+    "node_cpu_busy_frac",
+    "node_psi_cpu_some",
+    "job_share_node_cpu",
+    "cpu_node_frac",
+    "cpu_per_gpu",
+    *BANDED,  # read by the classifier with their background removed (``<name>_band``)
+)
+CONTEXT_ONLY: tuple[str, ...] = tuple(
+    n for n in FEATURE_NAMES if n.split(".")[0] in CONTEXT_SERIES or n.startswith("corr.")
+)
 N_FEATURES = len(FEATURE_NAMES)
 
 
@@ -111,7 +128,7 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
     lengths = [len(w.timestamps) for w in windows for _ in w.pods]
     t = max(1, max(lengths))
     raw, gpus, pcie, nvlink = gather(pods, lengths, t)
-    d = derived_series(raw, gpus, pcie, nvlink)
+    d = training_samples(derived_series(raw, gpus, pcie, nvlink))
     stats = _stats(d)
     act = d[:, SERIES_INDEX["act"], :]
     corr = np.stack([_corr(act, d[:, SERIES_INDEX[s], :]) for s in CORRELATIONS], axis=1)
@@ -121,6 +138,33 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
         low_share = low.sum(axis=1) / n_act
     # The low-activity share travels as one more column after the correlations (see EXTRA).
     return stats, np.column_stack([corr, low_share]), offsets
+
+
+IDLE_ACT = 0.15  # GPU activity below this, with every input source quiet, is not the training loop
+IDLE_INPUT = 0.15  # an input source below this share of its window peak is quiet
+MIN_TRAINING = 4  # fewer training samples than this: keep the whole window
+
+
+def training_samples(d: FloatArray) -> FloatArray:
+    """The derived series with samples outside the training loop blanked (NaN).
+
+    A sample in which the GPU is idle and every input source (host-to-device copies, network receive,
+    block reads) is quiet too is start-up, evaluation or a checkpoint write: nothing the training loop
+    waits for. Its statistics would describe the job's phase structure, not its bottleneck. A stall
+    keeps its source busy (or the GPU), so stalls stay in.
+    """
+    act = d[:, SERIES_INDEX["act"], :]
+    quiet = act < IDLE_ACT
+    for name in ("input_rel_peak", "pcie_rel_peak"):
+        src = d[:, SERIES_INDEX[name], :]
+        quiet &= ~(src >= IDLE_INPUT)
+    keep = ~quiet
+    few = keep.sum(axis=1) < MIN_TRAINING
+    if few.any():
+        keep[few] = True
+    if keep.all():
+        return d
+    return np.where(keep[:, None, :], d, np.nan)
 
 
 def _segment_mean(x: FloatArray, starts: npt.NDArray[np.intp]) -> FloatArray:

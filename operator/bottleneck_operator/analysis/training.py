@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from bottleneck_operator.analysis.envelope import fit_envelope
-from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features, feature_schema_hash
+from bottleneck_operator.analysis.features import (
+    CONTEXT_ONLY,
+    FEATURE_INDEX,
+    FEATURE_NAMES,
+    extract_features,
+    feature_schema_hash,
+)
 from bottleneck_operator.analysis.model import BottleneckModel, fit_temperature
 from bottleneck_operator.contract.signals import Family, signals_of
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
@@ -225,7 +231,7 @@ def fit_model(
     )
     names = np.array([c.value for c in CLASSES])
     x_train = data.x[~calib]
-    estimator.fit(x_train, names[data.y[~calib]])
+    estimator.fit(blind_context(x_train), names[data.y[~calib]])
     model = BottleneckModel(
         estimator, temperature=1.0, version=version, metadata=metadata, envelope=fit_envelope(x_train)
     )
@@ -242,6 +248,20 @@ def fit_model(
         }
     )
     return model
+
+
+_CONTEXT_COLUMNS = [FEATURE_INDEX[n] for n in CONTEXT_ONLY]
+
+
+def blind_context(x: FloatArray) -> FloatArray:
+    """The rows with the context-only features held constant, so that no tree can split on them.
+
+    Trees grown on a constant column never read it, whatever value it holds at prediction time; the
+    feature schema stays whole for the evidence and the report.
+    """
+    out = x.copy()
+    out[:, _CONTEXT_COLUMNS] = 0.0
+    return out
 
 
 def degrade_pod(pod: PodWindow, drop: Sequence[Family]) -> PodWindow:
