@@ -186,6 +186,24 @@ def build_training_set(
     )
 
 
+def _estimator(*, seed: int, max_iter: int, learning_rate: float) -> Any:
+    """The unfitted gradient-boosted classifier (scikit-learn is needed for training only)."""
+    try:
+        from sklearn.ensemble import HistGradientBoostingClassifier
+    except ImportError as exc:  # the image carries no scikit-learn: training is a development task
+        raise ModelError("training needs scikit-learn: pip install 'bottleneck-operator[train]'") from exc
+    return HistGradientBoostingClassifier(
+        max_iter=max_iter,
+        learning_rate=learning_rate,
+        max_leaf_nodes=15,
+        min_samples_leaf=20,
+        l2_regularization=1.0,
+        max_features=0.5,
+        early_stopping=False,
+        random_state=seed,
+    )
+
+
 def fit_model(
     data: TrainingSet,
     *,
@@ -210,25 +228,11 @@ def fit_model(
     Returns:
         The fitted model.
     """
-    try:
-        from sklearn.ensemble import HistGradientBoostingClassifier
-    except ImportError as exc:  # the image carries no scikit-learn: training is a development task
-        raise ModelError("training needs scikit-learn: pip install 'bottleneck-operator[train]'") from exc
-
     rng = np.random.default_rng(seed)
     unique = np.unique(data.groups)
     held = set(rng.choice(unique, size=max(1, int(len(unique) * calibration_share)), replace=False).tolist())
     calib = np.array([g in held for g in data.groups])
-    estimator = HistGradientBoostingClassifier(
-        max_iter=max_iter,
-        learning_rate=learning_rate,
-        max_leaf_nodes=15,
-        min_samples_leaf=20,
-        l2_regularization=1.0,
-        max_features=0.5,
-        early_stopping=False,
-        random_state=seed,
-    )
+    estimator = _estimator(seed=seed, max_iter=max_iter, learning_rate=learning_rate)
     names = np.array([c.value for c in CLASSES])
     x_train = data.x[~calib]
     estimator.fit(blind_context(x_train), names[data.y[~calib]])

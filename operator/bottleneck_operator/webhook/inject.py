@@ -191,16 +191,23 @@ def inject_template(
         ]
     if share:
         pod_out["shareProcessNamespace"] = True
+    if not _mark_collector(mutated):
+        return Injected(None)
+    return Injected(mutated, allowed.note)
+
+
+def _mark_collector(mutated: dict[str, Any]) -> bool:
+    """Label and annotate the template as carrying the collector; False when its metadata is not a map."""
     tmeta = mutated.setdefault("metadata", {})
     if not isinstance(tmeta, dict):
-        return Injected(None)
+        return False
     labels = tmeta.setdefault("labels", {})
     if isinstance(labels, dict):
         labels[COLLECTOR_LABEL] = "true"  # lets a PodMonitor select exactly the pods with a collector
     tann = tmeta.setdefault("annotations", {})
     if isinstance(tann, dict):
         tann[f"{COLLECTOR_LABEL}-version"] = __version__
-    return Injected(mutated, allowed.note)
+    return True
 
 
 def _pod_spec(job: Mapping[str, Any]) -> Mapping[str, Any] | None:
