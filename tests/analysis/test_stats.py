@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 
 from bottleneck_operator.analysis import derived, stats
 from bottleneck_operator.analysis.derived import SERIES_INDEX, derived_series
-from bottleneck_operator.analysis.features import CORRELATIONS, QUANTILES, extract_features, features_from_pods
+from bottleneck_operator.analysis.features import (
+    CORRELATIONS,
+    QUANTILES,
+    extract_features,
+    features_from_pods,
+    training_samples,
+)
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.model import load_model
 from bottleneck_operator.commands.train import simulated_windows
@@ -133,7 +139,7 @@ def _plain_features(windows: list[JobWindow]) -> FloatArray:
     """Features from per-series statistics taken with plain numpy, one correlation per pod at a time."""
     pods = [p for w in windows for p in w.pods]
     lengths = [len(w.timestamps) for w in windows for _ in w.pods]
-    d = derived_series(*gather(pods, lengths, max(lengths)))
+    d = training_samples(derived_series(*gather(pods, lengths, max(lengths))))
     act = d[:, SERIES_INDEX["act"], :]
     corr = np.stack([_reference_corr(act, d[:, SERIES_INDEX[s], :]) for s in CORRELATIONS], axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -72,7 +72,9 @@ def window(start_prometheus: Any) -> Any:
     prom = start_prometheus(_openmetrics())
     settings = Settings(prometheus_url=prom.url, prometheus_retries=0, step=STEP)
     request = WindowRequest("ml", "train", START + 300, NOW - 60)
-    return fetch_windows(PrometheusClient(settings), [request], settings)[("ml", "train")]
+    return fetch_windows(
+        PrometheusClient(settings.prometheus), [request], settings.labels, step=settings.analysis.step
+    )[("ml", "train")]
 
 
 def _psi(window: Any, pod: str) -> tuple[np.ndarray, np.ndarray]:
