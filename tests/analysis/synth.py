@@ -10,6 +10,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from bottleneck_operator.analysis.advice import Facts
+from bottleneck_operator.analysis.features import extract_features
+from bottleneck_operator.analysis.summary import summarize
 from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow
@@ -211,3 +214,24 @@ CPU_STARVED: dict[str, float] = {
         "sc_psi_cpu_some",
     )
 }
+
+
+# Eight loader processes at a full core each (num_workers=0 with 8 GPUs, or 8 workers at their ceiling):
+# 8 cores busy, far from the 64-core limit and the node's size, nothing throttled.
+LOADERS_AT_CEILING: dict[str, float] = {
+    "gpu_util": 0.3,
+    "gr_engine_active": 0.25,
+    "sm_active": 0.22,
+    "cpu_cores": 8.0,
+    "sc_cpu_cores": 8.0,
+    "cpu_limit_cores": 64.0,
+    "cpu_throttled_frac": 0.0,
+    "sc_throttled_frac": 0.0,
+    "sc_psi_cpu_some": 0.02,
+    "node_cpu_busy_frac": 0.1,
+}
+
+
+def facts(w: JobWindow) -> Facts:
+    """What the advice rules read of one window."""
+    return Facts(summarize(w), extract_features([w])[0])

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from bottleneck_operator.analysis.advice import (
-    Facts,
     host_memory_pressure,
     host_to_device_copies,
     more_workers_help,
@@ -16,15 +15,13 @@ from bottleneck_operator.analysis.advice import (
 )
 from bottleneck_operator.analysis.classify import analyze_window
 from bottleneck_operator.analysis.evaluation import invariants
-from bottleneck_operator.analysis.features import extract_features
-from bottleneck_operator.analysis.summary import summarize
 from bottleneck_operator.analysis.summary_phases import segment_phases
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import Bottleneck, Headroom
 from bottleneck_operator.contract.window import JobWindow
 
 from .conftest import FixedModel
-from .synth import CPU_STARVED, GB, make_window
+from .synth import CPU_STARVED, GB, LOADERS_AT_CEILING, facts, make_window
 
 B = Bottleneck
 PCIE = 31.5e9  # the A100's PCIe link in the hardware table
@@ -183,27 +180,9 @@ def test_a_full_framebuffer_is_never_evidence() -> None:
         assert not any("smaller batch" in r.action for r in v.recommendations)
 
 
-def _facts(w: JobWindow) -> Facts:
-    return Facts(summarize(w), extract_features([w])[0])
-
-
-NUM_WORKERS_0 = {  # 8 GPU processes, each loading its own batches: 8 cores busy of 96, no limit reached
-    "gpu_util": 0.3,
-    "gr_engine_active": 0.25,
-    "sm_active": 0.22,
-    "cpu_cores": 8.0,
-    "sc_cpu_cores": 8.0,
-    "cpu_limit_cores": 64.0,
-    "cpu_throttled_frac": 0.0,
-    "sc_throttled_frac": 0.0,
-    "sc_psi_cpu_some": 0.02,
-    "node_cpu_busy_frac": 0.1,
-}
-
-
 def test_num_workers_0_is_caught_and_advised() -> None:
-    w = make_window(B.CPU, overrides=NUM_WORKERS_0)
-    assert one_core_per_process(_facts(w)) and more_workers_help(_facts(w))
+    w = make_window(B.CPU, overrides=LOADERS_AT_CEILING)
+    assert one_core_per_process(facts(w)) and more_workers_help(facts(w))
     v = analyze_window(w, FixedModel({B.CPU: 0.9, B.IO: 0.1}))
     assert v.bottleneck is B.CPU
     assert any(e.signal == "cpu_workers_saturated" for e in v.evidence)
@@ -213,10 +192,10 @@ def test_num_workers_0_is_caught_and_advised() -> None:
 
 
 def test_more_workers_only_with_cgroup_headroom_and_idle_cores() -> None:
-    busy_node = make_window(B.CPU, overrides={**NUM_WORKERS_0, "node_cpu_busy_frac": 0.95})
-    assert not more_workers_help(_facts(busy_node)) and not one_core_per_process(_facts(busy_node))
+    busy_node = make_window(B.CPU, overrides={**LOADERS_AT_CEILING, "node_cpu_busy_frac": 0.95})
+    assert not more_workers_help(facts(busy_node)) and not one_core_per_process(facts(busy_node))
     at_limit = make_window(B.CPU)  # 15.9 of 16 cores, throttled 70 % of periods
-    assert not more_workers_help(_facts(at_limit))
+    assert not more_workers_help(facts(at_limit))
     v = analyze_window(at_limit, FixedModel({B.CPU: 0.9}))
     actions = [r.action for r in v.recommendations]
     assert "Use more DataLoader workers" not in actions and "Raise the CPU limit" in actions
@@ -224,11 +203,11 @@ def test_more_workers_only_with_cgroup_headroom_and_idle_cores() -> None:
 
 def test_pinned_memory_never_for_peer_traffic() -> None:
     copies = _idle_interconnect(pcie_rx_bps=0.55 * PCIE, pcie_tx_bps=0.02 * PCIE)
-    assert host_to_device_copies(_facts(copies))
+    assert host_to_device_copies(facts(copies))
     v = analyze_window(copies, FixedModel({B.INTERCONNECT: 0.9}))
     assert any("pinned memory" in r.action for r in v.recommendations)
     gpudirect = _idle_interconnect(pcie_rx_bps=0.55 * PCIE, pcie_tx_bps=0.5 * PCIE)  # RX ~ TX: GPUDirect RDMA
-    assert not host_to_device_copies(_facts(gpudirect))
+    assert not host_to_device_copies(facts(gpudirect))
     v = analyze_window(gpudirect, FixedModel({B.INTERCONNECT: 0.9}))
     assert v.bottleneck is B.INTERCONNECT
     assert not any("pinned memory" in r.action for r in v.recommendations)
@@ -317,12 +296,12 @@ def test_bandwidth_bound_kernels_without_dram_data_are_not_confirmed_nor_gpu_bou
 
 def test_raising_the_memory_limit_only_under_host_memory_pressure() -> None:
     hbm = make_window(B.MEMORY)  # DRAM 82 % busy, host memory calm
-    assert not host_memory_pressure(_facts(hbm))
+    assert not host_memory_pressure(facts(hbm))
     v = analyze_window(hbm, FixedModel({B.MEMORY: 0.9}))
     assert "Raise the memory limit" not in [r.action for r in v.recommendations]
     reclaim = {"dram_active": 0.2, "sc_psi_mem_some": 0.4, "node_psi_mem_some": 0.3}
     idle = {"gr_engine_active": 0.5, "gpu_util": 0.55, "sm_active": 0.45}  # the GPUs wait on reclaim
     host = make_window(B.MEMORY, overrides={**reclaim, **idle})
-    assert host_memory_pressure(_facts(host))
+    assert host_memory_pressure(facts(host))
     v = analyze_window(host, FixedModel({B.MEMORY: 0.9}))
     assert "Raise the memory limit" in [r.action for r in v.recommendations]

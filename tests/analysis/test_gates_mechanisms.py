@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from bottleneck_operator.analysis.advice import Facts, launch_bound, tensor_pipes_underused
+from bottleneck_operator.analysis.advice import launch_bound, tensor_pipes_underused
 from bottleneck_operator.analysis.classify import analyze_window
-from bottleneck_operator.analysis.features import extract_features
-from bottleneck_operator.analysis.summary import summarize
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import JobWindow
 
 from .conftest import FixedModel
-from .synth import GB, make_window
+from .synth import GB, LOADERS_AT_CEILING, facts, make_window
 
 B = Bottleneck
 PCIE = 31.5e9  # the A100's PCIe link in the hardware table
@@ -76,20 +74,6 @@ def test_kernel_launch_gaps_are_gpu_evidence_only_with_quiet_links() -> None:
     assert not any(e.signal == "gpu_launch_gaps" for e in v.evidence)
 
 
-LOADERS_AT_CEILING = {  # 8 loader processes at 100 % of a core each, far from the limit and the node's size
-    "gpu_util": 0.3,
-    "gr_engine_active": 0.25,
-    "sm_active": 0.22,
-    "cpu_cores": 8.0,
-    "sc_cpu_cores": 8.0,
-    "cpu_limit_cores": 64.0,
-    "cpu_throttled_frac": 0.0,
-    "sc_throttled_frac": 0.0,
-    "sc_psi_cpu_some": 0.02,
-    "node_cpu_busy_frac": 0.1,
-}
-
-
 def test_a_neighbour_s_io_pressure_does_not_hide_loaders_at_their_ceiling() -> None:
     # the node's IO pressure and iowait at levels where IO's node gates hold, the pod's own IO calm
     noisy_node = {"node_psi_io_some": 0.3, "node_cpu_iowait_frac": 0.08, "sc_psi_io_some": 0.01}
@@ -105,13 +89,13 @@ def test_a_neighbour_s_io_pressure_does_not_hide_loaders_at_their_ceiling() -> N
 
 def test_compute_bound_advice_needs_compute_bound_kernels_and_idle_tensor_pipes() -> None:
     busy = make_window(B.GPU, noise=0.0, overrides={"tensor_active": 0.2})
-    facts = Facts(summarize(busy), extract_features([busy])[0])
-    assert not launch_bound(facts) and tensor_pipes_underused(facts)
+    read = facts(busy)
+    assert not launch_bound(read) and tensor_pipes_underused(read)
     actions = [r.action for r in analyze_window(busy, FixedModel({B.GPU: 0.95})).recommendations]
     assert "Launch fewer, larger kernels" not in actions
     assert "Train in mixed precision (BF16/FP16) or enable TF32" in actions
     # tensor pipes already busy most of the time: lower precision has little left to give
     saturated = make_window(B.GPU, noise=0.0, overrides={"tensor_active": 0.7})
-    assert not tensor_pipes_underused(Facts(summarize(saturated), extract_features([saturated])[0]))
+    assert not tensor_pipes_underused(facts(saturated))
     actions = [r.action for r in analyze_window(saturated, FixedModel({B.GPU: 0.95})).recommendations]
     assert "Train in mixed precision (BF16/FP16) or enable TF32" not in actions
