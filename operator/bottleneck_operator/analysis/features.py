@@ -19,7 +19,6 @@ import hashlib
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 
 from bottleneck_operator.analysis.derived import BANDED, SERIES, SERIES_INDEX, derived_series
 from bottleneck_operator.analysis.gather import gather
@@ -96,16 +95,6 @@ def feature_schema_hash() -> str:
     return hashlib.sha256("\n".join(FEATURE_NAMES).encode()).hexdigest()[:16]
 
 
-def _stats(d: FloatArray) -> FloatArray:
-    """Per pod and series: mean, p10, p50, p90, cv over time; shape (pods, series, len(STATS))."""
-    return summary(d, QUANTILES)
-
-
-def _corr(a: FloatArray, b: FloatArray) -> FloatArray:
-    """Pearson correlation over time per pod, NaN-aware; NaN when either side is flat or missing."""
-    return nan_corr(a, b)
-
-
 def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, list[int]]:
     """Per-pod statistics and correlations for every pod of every window.
 
@@ -129,9 +118,9 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
     t = max(1, max(lengths))
     raw, gpus, pcie, nvlink = gather(pods, lengths, t)
     d = training_samples(derived_series(raw, gpus, pcie, nvlink))
-    stats = _stats(d)
+    stats = summary(d, QUANTILES)
     act = d[:, SERIES_INDEX["act"], :]
-    corr = np.stack([_corr(act, d[:, SERIES_INDEX[s], :]) for s in CORRELATIONS], axis=1)
+    corr = np.stack([nan_corr(act, d[:, SERIES_INDEX[s], :]) for s in CORRELATIONS], axis=1)
     low = act < 0.3
     n_act = (~np.isnan(act)).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -167,11 +156,6 @@ def training_samples(d: FloatArray) -> FloatArray:
     return np.where(keep[:, None, :], d, np.nan)
 
 
-def _segment_mean(x: FloatArray, starts: npt.NDArray[np.intp]) -> FloatArray:
-    """NaN-ignoring mean of consecutive row segments beginning at ``starts`` (non-empty segments)."""
-    return nan_segment_mean(x, starts)
-
-
 _SPREAD_IDX = [SERIES_INDEX[s] for s in POD_SPREAD]
 
 
@@ -188,13 +172,13 @@ def features_from_pods(
     n_spread = 2 * len(POD_SPREAD)
     n_corr = len(CORRELATIONS)
     flat = stats.reshape(len(stats), -1)
-    x[rows, :n_stat] = _segment_mean(flat, starts)
+    x[rows, :n_stat] = nan_segment_mean(flat, starts)
     means = stats[:, _SPREAD_IDX, 0]
     podmax = np.fmax.reduceat(means, starts, axis=0)
     podmin = np.fmin.reduceat(means, starts, axis=0)
     x[rows, n_stat : n_stat + n_spread] = np.stack([podmax, podmin], axis=2).reshape(len(rows), -1)
     base = n_stat + n_spread
-    x[rows, base : base + n_corr + 1] = _segment_mean(extra, starts)
+    x[rows, base : base + n_corr + 1] = nan_segment_mean(extra, starts)
     spread = np.fmax.reduceat(stats[:, SERIES_INDEX["act"], 0], starts) - np.fmin.reduceat(
         stats[:, SERIES_INDEX["act"], 0], starts
     )
