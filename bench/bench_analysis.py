@@ -29,7 +29,7 @@ def throughput() -> None:
     from bottleneck_operator.analysis.model import load_model
     from bottleneck_operator.commands.train import simulated_windows
 
-    target = 10_000  # issue 12: features + prediction, windows/s on one core
+    target = 10_000  # features + prediction, windows/s on one core
     model = load_model()
     _, windows = simulated_windows(4242, 200, holdout=True)
     batch = (windows * (THROUGHPUT_WINDOWS // max(1, len(windows)) + 1))[:THROUGHPUT_WINDOWS]

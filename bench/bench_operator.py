@@ -6,7 +6,7 @@ a kubeconfig, so its peak RSS is its own. Figures printed (targets in brackets):
 - time from the operator's start until every report carries a verdict [<= 60 s];
 - one scheduled analysis pass over all 1,000 running Jobs, from the operator's summary line [<= 10 s];
 - queries per pass (does not grow with the number of Jobs);
-- the operator's peak RSS (VmHWM) at 1,000 Jobs [<= 150 MB, issue 12].
+- the operator's peak RSS (VmHWM) at 1,000 Jobs [<= 150 MB].
 
 To fit the run in a few minutes the telemetry is 8 minutes per Job at a 60 s scrape, with the
 ``dev`` dcgm field set, no neighbour pods, and node-exporter's per-CPU series kept for 4 CPUs per
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 N_JOBS = 1000
-RSS_TARGET_MB = 150  # issue 12: operator RSS at 1,000 Jobs
+RSS_TARGET_MB = 150  # operator RSS at 1,000 Jobs
 HISTORY = 480.0
 SCRAPE = 60.0
 INTERVAL = 10.0
