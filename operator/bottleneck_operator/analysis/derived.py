@@ -185,7 +185,7 @@ def drop_impossible_shares(raw: FloatArray) -> FloatArray:
     bad = (shares > 1.05) | (shares < -0.05)
     if not bad.any():
         return raw
-    out = raw.copy()
+    out = raw.copy(order="K")  # keeps gather's signal-major layout
     out[:, _SHARES, :] = np.where(bad, np.nan, shares)
     return out
 
@@ -218,7 +218,7 @@ def drop_dcgm_repeats(raw: FloatArray) -> FloatArray:
     repeat &= present >= 3
     if not repeat.any():
         return raw
-    out = raw.copy()
+    out = raw.copy(order="K")  # keeps gather's signal-major layout
     for i in _DCGM:
         np.copyto(out[:, i, 1:], np.nan, where=repeat)
     return out
@@ -232,10 +232,11 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
         gpus / pcie / nvlink: per pod (pods, 1): GPU count, PCIe and NVLink capacity in bytes/s.
 
     Returns:
-        Shape (pods, len(SERIES), T).
+        Shape (pods, len(SERIES), T), a view of a series-major array: ``d[:, k, :]`` is contiguous, as
+        the signals' planes are in :func:`~.gather.gather`'s array.
     """
     p, _, t = raw.shape
-    d = np.full((p, len(SERIES), t), np.nan)
+    d = np.empty((len(SERIES), p, t)).transpose(1, 0, 2)
     raw = drop_dcgm_repeats(drop_impossible_shares(raw))
 
     def g(name: str) -> FloatArray:
@@ -249,6 +250,8 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
         cols[f"{name}_band"] = np.maximum(cols[name] - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)
     for name, values in cols.items():
         d[:, SERIES_INDEX[name], :] = values
+    for name in SERIES_INDEX.keys() - cols.keys():
+        d[:, SERIES_INDEX[name], :] = np.nan
     return d
 
 

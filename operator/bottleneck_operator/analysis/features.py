@@ -118,7 +118,8 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
     t = max(1, max(lengths))
     raw, gpus, pcie, nvlink = gather(pods, lengths, t)
     d = training_samples(derived_series(raw, gpus, pcie, nvlink))
-    stats = summary(d, QUANTILES)
+    # summarised in the series-major order the derived series are stored in, without a copy
+    stats = summary(d.transpose(1, 0, 2), QUANTILES).transpose(1, 0, 2)
     act = d[:, SERIES_INDEX["act"], :]
     corr = np.stack([nan_corr(act, d[:, SERIES_INDEX[s], :]) for s in CORRELATIONS], axis=1)
     low = act < 0.3
