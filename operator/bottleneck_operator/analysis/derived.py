@@ -179,19 +179,21 @@ def _rel_peak(x: FloatArray) -> FloatArray:
 _SHARES = [i for name, i in _RAW.items() if "psi" in name]
 
 
-def drop_impossible_shares(raw: FloatArray) -> FloatArray:
-    """The pods' signals with PSI shares outside [0, 1] (beyond rounding) blanked (NaN)."""
+def drop_impossible_shares(raw: FloatArray, *, in_place: bool = False) -> FloatArray:
+    """The pods' signals with PSI shares outside [0, 1] (beyond rounding) blanked (NaN); ``in_place``
+    blanks them in ``raw`` itself rather than in a copy."""
     shares = raw[:, _SHARES, :]
     bad = (shares > 1.05) | (shares < -0.05)
     if not bad.any():
         return raw
-    out = raw.copy(order="K")  # keeps gather's signal-major layout
+    out = raw if in_place else raw.copy(order="K")  # keeps gather's signal-major layout
     out[:, _SHARES, :] = np.where(bad, np.nan, shares)
     return out
 
 
-def drop_dcgm_repeats(raw: FloatArray) -> FloatArray:
-    """The pods' signals with repeated dcgm-exporter samples blanked (NaN).
+def drop_dcgm_repeats(raw: FloatArray, *, in_place: bool = False) -> FloatArray:
+    """The pods' signals with repeated dcgm-exporter samples blanked (NaN), in ``raw`` itself with
+    ``in_place``.
 
     dcgm-exporter serves what it last collected (every 30 s by default), so 15 s scrapes, or a query
     step finer than the scrape interval, show each collection twice. Counted twice, such repeats would
@@ -218,7 +220,7 @@ def drop_dcgm_repeats(raw: FloatArray) -> FloatArray:
     repeat &= present >= 3
     if not repeat.any():
         return raw
-    out = raw.copy(order="K")  # keeps gather's signal-major layout
+    out = raw if in_place else raw.copy(order="K")  # keeps gather's signal-major layout
     for i in _DCGM:
         np.copyto(out[:, i, 1:], np.nan, where=repeat)
     return out
@@ -237,7 +239,23 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
     """
     p, _, t = raw.shape
     d = np.empty((len(SERIES), p, t)).transpose(1, 0, 2)
-    raw = drop_dcgm_repeats(drop_impossible_shares(raw))
+    cols = derived_columns(raw, gpus, pcie, nvlink)
+    for name, index in SERIES_INDEX.items():
+        d[:, index, :] = cols.get(name, np.nan)
+    return d
+
+
+def derived_columns(
+    raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: FloatArray, *, scratch: bool = False
+) -> dict[str, FloatArray]:
+    """The derived series of every pod as separate (pods x time) planes, name -> plane.
+
+    What :func:`derived_series` stacks; feature extraction summarises the planes one by one instead,
+    without the (pods x series x time) copy. A plane may be a view of ``raw`` (a signal taken as it
+    is); with ``scratch``, ``raw`` belongs to the caller's pipeline and implausible samples are
+    blanked in it rather than in a copy. A series missing from the mapping is NaN throughout.
+    """
+    raw = drop_dcgm_repeats(drop_impossible_shares(raw, in_place=scratch), in_place=scratch)
 
     def g(name: str) -> FloatArray:
         return _raw(raw, name)
@@ -248,11 +266,7 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
     cols.update(_transfer_columns(g, cols))
     for name in BANDED:
         cols[f"{name}_band"] = np.maximum(cols[name] - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)
-    for name, values in cols.items():
-        d[:, SERIES_INDEX[name], :] = values
-    for name in SERIES_INDEX.keys() - cols.keys():
-        d[:, SERIES_INDEX[name], :] = np.nan
-    return d
+    return cols
 
 
 def _gpu_columns(

@@ -16,14 +16,15 @@ thousands of job windows per second on one core.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
-from bottleneck_operator.analysis.derived import BANDED, SERIES, SERIES_INDEX, derived_series
+from bottleneck_operator.analysis.derived import BANDED, SERIES, SERIES_INDEX, derived_columns
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.hardware import spec_for
-from bottleneck_operator.analysis.stats import nan_corr, nan_segment_mean, summary
+from bottleneck_operator.analysis.stats import nan_corr, nan_segment_mean, quantile_ranks, summarise_rows
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 STATS: tuple[str, ...] = ("mean", "p10", "p50", "p90", "cv")
@@ -116,12 +117,24 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
         return np.empty((0, len(SERIES), len(STATS))), np.empty((0, len(CORRELATIONS) + 1)), offsets
     lengths = [len(w.timestamps) for w in windows for _ in w.pods]
     t = max(1, max(lengths))
-    raw, gpus, pcie, nvlink = gather(pods, lengths, t)
-    d = training_samples(derived_series(raw, gpus, pcie, nvlink))
-    # summarised in the series-major order the derived series are stored in, without a copy
-    stats = summary(d.transpose(1, 0, 2), QUANTILES).transpose(1, 0, 2)
-    act = d[:, SERIES_INDEX["act"], :]
-    corr = np.stack([nan_corr(act, d[:, SERIES_INDEX[s], :]) for s in CORRELATIONS], axis=1)
+    cols = derived_columns(*gather(pods, lengths, t), scratch=True)
+    keep = training_mask(cols.__getitem__)
+    # The training-loop samples of each series in turn, summarised at once: each plane is blanked into
+    # a fresh array that is sorted in place, so the (pods x series x time) array is never built.
+    stats = np.empty((len(pods), len(SERIES), len(STATS)))
+    ranks = quantile_ranks(t, QUANTILES)
+    kept: dict[str, FloatArray] = {}
+    for name, i in SERIES_INDEX.items():
+        plane = cols.get(name)
+        if plane is None:
+            stats[:, i, :] = np.nan
+            continue
+        blanked = np.where(keep, plane, np.nan)
+        if name == "act" or name in CORRELATIONS:
+            kept[name] = blanked.copy()
+        summarise_rows(blanked, ranks, stats[:, i, :])
+    act = kept["act"]
+    corr = np.stack([nan_corr(act, kept[s]) for s in CORRELATIONS], axis=1)
     low = act < 0.3
     n_act = (~np.isnan(act)).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -143,18 +156,29 @@ def training_samples(d: FloatArray) -> FloatArray:
     waits for. Its statistics would describe the job's phase structure, not its bottleneck. A stall
     keeps its source busy (or the GPU), so stalls stay in.
     """
-    act = d[:, SERIES_INDEX["act"], :]
-    quiet = act < IDLE_ACT
+    keep = training_mask(lambda name: d[:, SERIES_INDEX[name], :])
+    if keep.all():
+        return d
+    return np.where(keep[:, None, :], d, np.nan)
+
+
+def training_mask(series: Callable[[str], FloatArray]) -> npt.NDArray[np.bool_]:
+    """Which samples of each pod belong to the training loop (see :func:`training_samples`).
+
+    Args:
+        series: a derived series' (pods x time) plane by name.
+
+    Returns:
+        Shape (pods, time), True where a sample is kept.
+    """
+    quiet = series("act") < IDLE_ACT
     for name in ("input_rel_peak", "pcie_rel_peak"):
-        src = d[:, SERIES_INDEX[name], :]
-        quiet &= ~(src >= IDLE_INPUT)
+        quiet &= ~(series(name) >= IDLE_INPUT)
     keep = ~quiet
     few = keep.sum(axis=1) < MIN_TRAINING
     if few.any():
         keep[few] = True
-    if keep.all():
-        return d
-    return np.where(keep[:, None, :], d, np.nan)
+    return keep
 
 
 _SPREAD_IDX = [SERIES_INDEX[s] for s in POD_SPREAD]

@@ -59,7 +59,8 @@ class SignalBlock(Mapping[str, FloatArray]):
         return cls(tuple(signals), np.stack([np.asarray(v, dtype=np.float64) for v in signals.values()]))
 
     def __getitem__(self, name: str) -> FloatArray:
-        return self.array[self._index[name]]
+        row: FloatArray = self.array[self._index[name]]
+        return row
 
     def __contains__(self, name: object) -> bool:
         return name in self._index
