@@ -204,16 +204,19 @@ def drop_dcgm_repeats(raw: FloatArray, *, in_place: bool = False) -> FloatArray:
     if raw.shape[2] < 2:
         return raw
     power = raw[:, _RAW["power_w"], :]
-    # Power equal to the previous sample is rare in fresh readings: where none repeats, no other field
-    # needs testing (NaN never equals, so a missing power sample is never a repeat).
+    # Power equal to the previous sample is rare in fresh readings: only pods where it repeats need
+    # their other fields tested (NaN never equals, so a missing power sample is never a repeat).
     repeat = power[:, 1:] == power[:, :-1]
-    if not repeat.any():
+    pods = np.flatnonzero(repeat.any(axis=1))
+    if not len(pods):
         return raw
+    repeat = repeat[pods]
     present = np.zeros(repeat.shape, dtype=np.intp)
     # field by field on (pods x time) planes: a 3-D comparison and a reduction across fields would cost
     # several passes over every GPU field of every pod
     for i in _DCGM:
-        cur, prev = raw[:, i, 1:], raw[:, i, :-1]
+        field = raw[pods, i, :]
+        cur, prev = field[:, 1:], field[:, :-1]
         missing = np.isnan(cur)
         repeat &= (cur == prev) | missing
         present += ~missing
@@ -222,7 +225,9 @@ def drop_dcgm_repeats(raw: FloatArray, *, in_place: bool = False) -> FloatArray:
         return raw
     out = raw if in_place else raw.copy(order="K")  # keeps gather's signal-major layout
     for i in _DCGM:
-        np.copyto(out[:, i, 1:], np.nan, where=repeat)
+        field = out[pods, i, :]
+        np.copyto(field[:, 1:], np.nan, where=repeat)
+        out[pods, i, :] = field
     return out
 
 
