@@ -119,28 +119,36 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
     t = max(1, max(lengths))
     cols = derived_columns(*gather(pods, lengths, t), scratch=True)
     keep = training_mask(cols.__getitem__)
-    # The training-loop samples of each series in turn, summarised at once: each plane is blanked into
-    # a fresh array that is sorted in place, so the (pods x series x time) array is never built.
-    stats = np.empty((len(pods), len(SERIES), len(STATS)))
-    ranks = quantile_ranks(t, QUANTILES)
-    kept: dict[str, FloatArray] = {}
-    for name, i in SERIES_INDEX.items():
-        plane = cols.get(name)
-        if plane is None:
-            stats[:, i, :] = np.nan
-            continue
-        blanked = np.where(keep, plane, np.nan)
-        if name == "act" or name in CORRELATIONS:
-            kept[name] = blanked.copy()
-        summarise_rows(blanked, ranks, stats[:, i, :])
+    # The correlations read the training-loop samples in time order, before they are sorted.
+    kept = {name: np.where(keep, cols[name], np.nan) for name in ("act", *CORRELATIONS)}
     act = kept["act"]
     corr = np.stack([nan_corr(act, kept[s]) for s in CORRELATIONS], axis=1)
     low = act < 0.3
     n_act = (~np.isnan(act)).sum(axis=1)
+    stats = _summarise_planes(cols, keep, kept, t)
     with np.errstate(invalid="ignore", divide="ignore"):
         low_share = low.sum(axis=1) / n_act
     # The low-activity share travels as one more column after the correlations (see EXTRA).
     return stats, np.column_stack([corr, low_share]), offsets
+
+
+def _summarise_planes(
+    cols: dict[str, FloatArray], keep: npt.NDArray[np.bool_], kept: dict[str, FloatArray], t: int
+) -> FloatArray:
+    """The statistics of each derived series' training-loop samples, shape (pods, len(SERIES), len(STATS)).
+
+    Each plane is blanked into a fresh array (or taken from ``kept``, already blanked) that is sorted
+    in place, so the (pods x series x time) array is never built.
+    """
+    stats = np.empty((len(keep), len(SERIES), len(STATS)))
+    ranks = quantile_ranks(t, QUANTILES)
+    for name, i in SERIES_INDEX.items():
+        plane = cols.get(name)
+        if plane is None:
+            stats[:, i, :] = np.nan
+        else:
+            summarise_rows(kept.pop(name) if name in kept else np.where(keep, plane, np.nan), ranks, stats[:, i, :])
+    return stats
 
 
 IDLE_ACT = 0.15  # GPU activity below this, with every input source quiet, is not the training loop

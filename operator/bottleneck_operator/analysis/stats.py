@@ -34,16 +34,23 @@ def sorted_valid(d: FloatArray) -> tuple[FloatArray, IntArray]:
 
 def _sort_valid(rows: FloatArray) -> IntArray:
     """Sort ``rows`` in place along the last axis, zero their missing samples, and count the valid ones."""
-    rows.sort(axis=-1)
-    missing = np.isnan(rows)
-    # the first NaN's position is the valid count; a series whose last sample is valid has no NaN
-    n = (
-        np.where(missing[..., -1], missing.argmax(axis=-1), rows.shape[-1])
-        if rows.shape[-1]
-        else np.zeros(rows.shape[:-1], np.intp)
-    )
+    missing = _sort_count(rows)
     np.putmask(rows, missing, 0.0)
-    return np.asarray(n, dtype=np.intp)
+    return _count(missing)
+
+
+def _sort_count(rows: FloatArray) -> npt.NDArray[np.bool_]:
+    """Sort ``rows`` in place along the last axis (NaN last); where they are NaN."""
+    rows.sort(axis=-1)
+    return np.isnan(rows)
+
+
+def _count(missing: npt.NDArray[np.bool_]) -> IntArray:
+    """The valid count of each sorted row: the first NaN's position (a row whose last sample is valid
+    has no NaN)."""
+    if not missing.shape[-1]:
+        return np.zeros(missing.shape[:-1], np.intp)
+    return np.asarray(np.where(missing[..., -1], missing.argmax(axis=-1), missing.shape[-1]), dtype=np.intp)
 
 
 def quantile_ranks(t: int, quantiles: Sequence[float]) -> IntArray:
@@ -94,17 +101,19 @@ def summarise_rows(rows: FloatArray, ranks: IntArray, out: FloatArray) -> None:
     ``out`` (series x (len(quantiles) + 2)) may be a strided view.
     """
     t = rows.shape[1]
-    count = _sort_valid(rows)
+    missing = _sort_count(rows)
+    count = _count(missing)
+    # taken before the missing samples are zeroed: a series with none valid reads NaN at rank 0
+    row_start = np.arange(0, len(rows) * t, t, dtype=np.intp)[:, None]
+    out[:, 1:-1] = rows.ravel().take(ranks.take(count, axis=0) + row_start)
+    np.putmask(rows, missing, 0.0)
+    # a series with no valid sample: 0 / 0, NaN mean and cv
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = rows.sum(axis=1) / count
         # einsum sums the squares without a temporary (series x time) array
         var = np.maximum(np.einsum("ij,ij->i", rows, rows) / count - mean * mean, 0.0)
-        cv = np.minimum(np.sqrt(var) / np.maximum(np.abs(mean), 1e-3), 10.0)
+        out[:, -1] = np.minimum(np.sqrt(var) / np.maximum(np.abs(mean), 1e-3), 10.0)
     out[:, 0] = mean
-    row_start = np.arange(0, len(rows) * t, t, dtype=np.intp)[:, None]
-    out[:, 1:-1] = rows.ravel().take(ranks.take(count, axis=0) + row_start)
-    out[:, -1] = cv
-    out[count == 0] = np.nan
 
 
 def nan_corr(a: FloatArray, b: FloatArray, min_samples: int = 4) -> FloatArray:
