@@ -109,21 +109,22 @@ def _group(
     for i, pod in enumerate(pods):
         sig = pod.signals
         block = sig.array if isinstance(sig, SignalBlock) else None
-        keys = sig.names if isinstance(sig, SignalBlock) else tuple(sig)
-        if keys in layouts:
-            layout = layouts[keys]
-        else:  # pods of one batch mostly share a layout: map it to rows once
+        keys = sig.names if block is not None else tuple(sig)  # type: ignore[attr-defined]
+        layout = layouts.get(keys, _UNSEEN)
+        if layout is _UNSEEN:  # pods of one batch mostly share a layout: map it to rows once
             known = all(k in _RAW for k in keys)
             layout = layouts[keys] = np.array([_RAW[k] for k in keys], dtype=np.intp) if known else None
         m = min(lengths[i], t)
         if layout is not None and (block is None or block.shape[1] == m):
-            pod_layouts, owners, arrays = groups.setdefault(m, ([], [], []))
-            pod_layouts.append(layout)
-            owners.append(i)
+            group = groups.get(m)
+            if group is None:
+                group = groups[m] = ([], [], [])
+            group[0].append(layout)
+            group[1].append(i)
             if block is not None:
-                arrays.append(block)
+                group[2].append(block)
             else:
-                arrays.extend(sig.values())
+                group[2].extend(sig.values())
         else:
             odd.append(i)
         caps = specs.get(pod.gpu_model)
@@ -132,6 +133,9 @@ def _group(
             caps = specs[pod.gpu_model] = (spec.pcie_bps, spec.nvlink_bps)
         scalars.append((float(pod.gpu_count), *caps))
     return groups, odd, scalars
+
+
+_UNSEEN = np.empty(0, dtype=np.intp)  # a layout not mapped yet (None: one that cannot be)
 
 
 def _copy_pod(row: FloatArray, signals: Mapping[str, FloatArray], t: int) -> None:
