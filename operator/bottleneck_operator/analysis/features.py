@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
@@ -221,7 +222,10 @@ def features_from_pods(
     for p in pods:
         if p.gpu_model not in has_nvlink:
             has_nvlink[p.gpu_model] = float(spec_for(p.gpu_model).nvlink_bps > 0)
-    per_pod = np.array([(p.gpu_count, p.co_located_pods, has_nvlink[p.gpu_model]) for p in pods], dtype=np.float64)
+    per_pod = np.empty((len(pods), 3))
+    per_pod[:, 0] = np.fromiter(map(attrgetter("gpu_count"), pods), dtype=np.float64, count=len(pods))
+    per_pod[:, 1] = np.fromiter(map(attrgetter("co_located_pods"), pods), dtype=np.float64, count=len(pods))
+    per_pod[:, 2] = np.fromiter((has_nvlink[p.gpu_model] for p in pods), dtype=np.float64, count=len(pods))
     local = np.concatenate([[0], np.cumsum([len(windows[i].pods) for i in rows])[:-1]]).astype(np.intp)
     n_pods = np.add.reduceat(np.ones(len(pods)), local)
     gpus = np.add.reduceat(per_pod[:, 0], local)
