@@ -139,12 +139,14 @@ def _summarise_planes(
     """The statistics of each derived series' training-loop samples, shape (pods, len(SERIES), len(STATS)).
 
     Each plane is blanked into a fresh array (or taken from ``kept``, already blanked) that is sorted
-    in place, so the (pods x series x time) array is never built.
+    in place, so the (pods x series x time) array is never built. Planes are taken out of ``cols``
+    and ``kept`` as they are summarised: each is freed as soon as it is read, and the next one reuses
+    its memory while it is still in cache.
     """
     stats = np.empty((len(keep), len(SERIES), len(STATS)))
     ranks = quantile_ranks(t, QUANTILES)
     for name, i in SERIES_INDEX.items():
-        plane = cols.get(name)
+        plane = cols.pop(name, None)
         if plane is None:
             stats[:, i, :] = np.nan
         else:
