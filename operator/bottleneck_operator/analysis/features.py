@@ -121,7 +121,8 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
     cols = derived_columns(*gather(pods, lengths, t), scratch=True)
     keep = training_mask(cols.__getitem__)
     # The correlations read the training-loop samples in time order, before they are sorted.
-    kept = {name: np.where(keep, cols[name], np.nan) for name in ("act", *CORRELATIONS)}
+    drop = ~keep
+    kept = {name: _blanked(cols[name], drop) for name in ("act", *CORRELATIONS)}
     act = kept["act"]
     corr = np.stack([nan_corr(act, kept[s]) for s in CORRELATIONS], axis=1)
     low = act < 0.3
@@ -145,13 +146,23 @@ def _summarise_planes(
     """
     stats = np.empty((len(keep), len(SERIES), len(STATS)))
     ranks = quantile_ranks(t, QUANTILES)
+    drop = ~keep
     for name, i in SERIES_INDEX.items():
         plane = cols.pop(name, None)
         if plane is None:
             stats[:, i, :] = np.nan
         else:
-            summarise_rows(kept.pop(name) if name in kept else np.where(keep, plane, np.nan), ranks, stats[:, i, :])
+            summarise_rows(kept.pop(name) if name in kept else _blanked(plane, drop), ranks, stats[:, i, :])
     return stats
+
+
+def _blanked(plane: FloatArray, drop: npt.NDArray[np.bool_]) -> FloatArray:
+    """A fresh copy of ``plane`` (broadcast to ``drop``'s shape) with NaN where ``drop`` is set: a copy
+    and a masked fill cost less than ``np.where``'s three-way select."""
+    out = np.empty(drop.shape)
+    np.copyto(out, plane)
+    np.copyto(out, np.nan, where=drop)
+    return out
 
 
 IDLE_ACT = 0.15  # GPU activity below this, with every input source quiet, is not the training loop
