@@ -127,7 +127,7 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
     corr = np.stack([nan_corr(act, kept[s]) for s in CORRELATIONS], axis=1)
     low = act < 0.3
     n_act = (~np.isnan(act)).sum(axis=1)
-    stats = _summarise_planes(cols, keep, kept, t)
+    stats = _summarise_planes(cols, drop, kept, t)
     with np.errstate(invalid="ignore", divide="ignore"):
         low_share = low.sum(axis=1) / n_act
     # The low-activity share travels as one more column after the correlations (see EXTRA).
@@ -135,18 +135,17 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
 
 
 def _summarise_planes(
-    cols: dict[str, FloatArray], keep: npt.NDArray[np.bool_], kept: dict[str, FloatArray], t: int
+    cols: dict[str, FloatArray], drop: npt.NDArray[np.bool_], kept: dict[str, FloatArray], t: int
 ) -> FloatArray:
     """The statistics of each derived series' training-loop samples, shape (pods, len(SERIES), len(STATS)).
 
-    Each plane is blanked into a fresh array (or taken from ``kept``, already blanked) that is sorted
+    Each plane is blanked (NaN where ``drop``, the samples outside the training loop) into a fresh array (or taken from ``kept``, already blanked) that is sorted
     in place, so the (pods x series x time) array is never built. Planes are taken out of ``cols``
     and ``kept`` as they are summarised: each is freed as soon as it is read, and the next one reuses
     its memory while it is still in cache.
     """
-    stats = np.empty((len(keep), len(SERIES), len(STATS)))
+    stats = np.empty((len(drop), len(SERIES), len(STATS)))
     ranks = quantile_ranks(t, QUANTILES)
-    drop = ~keep
     for name, i in SERIES_INDEX.items():
         plane = cols.pop(name, None)
         if plane is None:

@@ -104,7 +104,7 @@ def _group(
     scalars: list[tuple[float, float, float]] = []
     specs: dict[str | None, tuple[float, float]] = {}
     layouts: dict[tuple[str, ...], npt.NDArray[np.intp] | None] = {}
-    odd: list[int] = []  # pods with a signal outside the catalogue, or a block too long: one by one
+    odd: list[int] = []  # pods with a signal outside the catalogue, or a block not of its window's length: one by one
     groups: _Groups = {}
     for i, pod in enumerate(pods):
         sig = pod.signals
