@@ -179,19 +179,21 @@ def _rel_peak(x: FloatArray) -> FloatArray:
 _SHARES = [i for name, i in _RAW.items() if "psi" in name]
 
 
-def drop_impossible_shares(raw: FloatArray) -> FloatArray:
-    """The pods' signals with PSI shares outside [0, 1] (beyond rounding) blanked (NaN)."""
+def drop_impossible_shares(raw: FloatArray, *, in_place: bool = False) -> FloatArray:
+    """The pods' signals with PSI shares outside [0, 1] (beyond rounding) blanked (NaN); ``in_place``
+    blanks them in ``raw`` itself rather than in a copy."""
     shares = raw[:, _SHARES, :]
     bad = (shares > 1.05) | (shares < -0.05)
     if not bad.any():
         return raw
-    out = raw.copy()
+    out = raw if in_place else raw.copy(order="K")  # keeps gather's signal-major layout
     out[:, _SHARES, :] = np.where(bad, np.nan, shares)
     return out
 
 
-def drop_dcgm_repeats(raw: FloatArray) -> FloatArray:
-    """The pods' signals with repeated dcgm-exporter samples blanked (NaN).
+def drop_dcgm_repeats(raw: FloatArray, *, in_place: bool = False) -> FloatArray:
+    """The pods' signals with repeated dcgm-exporter samples blanked (NaN), in ``raw`` itself with
+    ``in_place``.
 
     dcgm-exporter serves what it last collected (every 30 s by default), so 15 s scrapes, or a query
     step finer than the scrape interval, show each collection twice. Counted twice, such repeats would
@@ -202,25 +204,30 @@ def drop_dcgm_repeats(raw: FloatArray) -> FloatArray:
     if raw.shape[2] < 2:
         return raw
     power = raw[:, _RAW["power_w"], :]
-    # Power equal to the previous sample is rare in fresh readings: where none repeats, no other field
-    # needs testing (NaN never equals, so a missing power sample is never a repeat).
+    # Power equal to the previous sample is rare in fresh readings: only pods where it repeats need
+    # their other fields tested (NaN never equals, so a missing power sample is never a repeat).
     repeat = power[:, 1:] == power[:, :-1]
-    if not repeat.any():
+    pods = np.flatnonzero(repeat.any(axis=1))
+    if not len(pods):
         return raw
+    repeat = repeat[pods]
     present = np.zeros(repeat.shape, dtype=np.intp)
     # field by field on (pods x time) planes: a 3-D comparison and a reduction across fields would cost
     # several passes over every GPU field of every pod
     for i in _DCGM:
-        cur, prev = raw[:, i, 1:], raw[:, i, :-1]
+        field = raw[pods, i, :]
+        cur, prev = field[:, 1:], field[:, :-1]
         missing = np.isnan(cur)
         repeat &= (cur == prev) | missing
         present += ~missing
     repeat &= present >= 3
     if not repeat.any():
         return raw
-    out = raw.copy()
+    out = raw if in_place else raw.copy(order="K")  # keeps gather's signal-major layout
     for i in _DCGM:
-        np.copyto(out[:, i, 1:], np.nan, where=repeat)
+        field = out[pods, i, :]
+        np.copyto(field[:, 1:], np.nan, where=repeat)
+        out[pods, i, :] = field
     return out
 
 
@@ -232,11 +239,28 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
         gpus / pcie / nvlink: per pod (pods, 1): GPU count, PCIe and NVLink capacity in bytes/s.
 
     Returns:
-        Shape (pods, len(SERIES), T).
+        Shape (pods, len(SERIES), T), a view of a series-major array: ``d[:, k, :]`` is contiguous, as
+        the signals' planes are in :func:`~.gather.gather`'s array.
     """
     p, _, t = raw.shape
-    d = np.full((p, len(SERIES), t), np.nan)
-    raw = drop_dcgm_repeats(drop_impossible_shares(raw))
+    d = np.empty((len(SERIES), p, t)).transpose(1, 0, 2)
+    cols = derived_columns(raw, gpus, pcie, nvlink)
+    for name, index in SERIES_INDEX.items():
+        d[:, index, :] = cols.get(name, np.nan)
+    return d
+
+
+def derived_columns(
+    raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: FloatArray, *, scratch: bool = False
+) -> dict[str, FloatArray]:
+    """The derived series of every pod as separate (pods x time) planes, name -> plane.
+
+    What :func:`derived_series` stacks; feature extraction summarises the planes one by one instead,
+    without the (pods x series x time) copy. A plane may be a view of ``raw`` (a signal taken as it
+    is); with ``scratch``, ``raw`` belongs to the caller's pipeline and implausible samples are
+    blanked in it rather than in a copy. A series missing from the mapping is NaN throughout.
+    """
+    raw = drop_dcgm_repeats(drop_impossible_shares(raw, in_place=scratch), in_place=scratch)
 
     def g(name: str) -> FloatArray:
         return _raw(raw, name)
@@ -247,9 +271,7 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
     cols.update(_transfer_columns(g, cols))
     for name in BANDED:
         cols[f"{name}_band"] = np.maximum(cols[name] - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)
-    for name, values in cols.items():
-        d[:, SERIES_INDEX[name], :] = values
-    return d
+    return cols
 
 
 def _gpu_columns(

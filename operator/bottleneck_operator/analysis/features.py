@@ -16,14 +16,16 @@ thousands of job windows per second on one core.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 import numpy as np
+import numpy.typing as npt
 
-from bottleneck_operator.analysis.derived import BANDED, SERIES, SERIES_INDEX, derived_series
+from bottleneck_operator.analysis.derived import BANDED, SERIES, SERIES_INDEX, derived_columns
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.hardware import spec_for
-from bottleneck_operator.analysis.stats import nan_corr, nan_segment_mean, summary
+from bottleneck_operator.analysis.stats import nan_corr, nan_segment_mean, quantile_ranks, summarise_rows
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 STATS: tuple[str, ...] = ("mean", "p10", "p50", "p90", "cv")
@@ -116,17 +118,50 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
         return np.empty((0, len(SERIES), len(STATS))), np.empty((0, len(CORRELATIONS) + 1)), offsets
     lengths = [len(w.timestamps) for w in windows for _ in w.pods]
     t = max(1, max(lengths))
-    raw, gpus, pcie, nvlink = gather(pods, lengths, t)
-    d = training_samples(derived_series(raw, gpus, pcie, nvlink))
-    stats = summary(d, QUANTILES)
-    act = d[:, SERIES_INDEX["act"], :]
-    corr = np.stack([nan_corr(act, d[:, SERIES_INDEX[s], :]) for s in CORRELATIONS], axis=1)
+    cols = derived_columns(*gather(pods, lengths, t), scratch=True)
+    keep = training_mask(cols.__getitem__)
+    # The correlations read the training-loop samples in time order, before they are sorted.
+    drop = ~keep
+    kept = {name: _blanked(cols[name], drop) for name in ("act", *CORRELATIONS)}
+    act = kept["act"]
+    corr = np.stack([nan_corr(act, kept[s]) for s in CORRELATIONS], axis=1)
     low = act < 0.3
     n_act = (~np.isnan(act)).sum(axis=1)
+    stats = _summarise_planes(cols, drop, kept, t)
     with np.errstate(invalid="ignore", divide="ignore"):
         low_share = low.sum(axis=1) / n_act
     # The low-activity share travels as one more column after the correlations (see EXTRA).
     return stats, np.column_stack([corr, low_share]), offsets
+
+
+def _summarise_planes(
+    cols: dict[str, FloatArray], drop: npt.NDArray[np.bool_], kept: dict[str, FloatArray], t: int
+) -> FloatArray:
+    """The statistics of each derived series' training-loop samples, shape (pods, len(SERIES), len(STATS)).
+
+    Each plane is blanked (NaN where ``drop``, the samples outside the training loop) into a fresh array (or taken from ``kept``, already blanked) that is sorted
+    in place, so the (pods x series x time) array is never built. Planes are taken out of ``cols``
+    and ``kept`` as they are summarised: each is freed as soon as it is read, and the next one reuses
+    its memory while it is still in cache.
+    """
+    stats = np.empty((len(drop), len(SERIES), len(STATS)))
+    ranks = quantile_ranks(t, QUANTILES)
+    for name, i in SERIES_INDEX.items():
+        plane = cols.pop(name, None)
+        if plane is None:
+            stats[:, i, :] = np.nan
+        else:
+            summarise_rows(kept.pop(name) if name in kept else _blanked(plane, drop), ranks, stats[:, i, :])
+    return stats
+
+
+def _blanked(plane: FloatArray, drop: npt.NDArray[np.bool_]) -> FloatArray:
+    """A fresh copy of ``plane`` (broadcast to ``drop``'s shape) with NaN where ``drop`` is set: a copy
+    and a masked fill cost less than ``np.where``'s three-way select."""
+    out = np.empty(drop.shape)
+    np.copyto(out, plane)
+    np.copyto(out, np.nan, where=drop)
+    return out
 
 
 IDLE_ACT = 0.15  # GPU activity below this, with every input source quiet, is not the training loop
@@ -142,18 +177,29 @@ def training_samples(d: FloatArray) -> FloatArray:
     waits for. Its statistics would describe the job's phase structure, not its bottleneck. A stall
     keeps its source busy (or the GPU), so stalls stay in.
     """
-    act = d[:, SERIES_INDEX["act"], :]
-    quiet = act < IDLE_ACT
+    keep = training_mask(lambda name: d[:, SERIES_INDEX[name], :])
+    if keep.all():
+        return d
+    return np.where(keep[:, None, :], d, np.nan)
+
+
+def training_mask(series: Callable[[str], FloatArray]) -> npt.NDArray[np.bool_]:
+    """Which samples of each pod belong to the training loop (see :func:`training_samples`).
+
+    Args:
+        series: a derived series' (pods x time) plane by name.
+
+    Returns:
+        Shape (pods, time), True where a sample is kept.
+    """
+    quiet = series("act") < IDLE_ACT
     for name in ("input_rel_peak", "pcie_rel_peak"):
-        src = d[:, SERIES_INDEX[name], :]
-        quiet &= ~(src >= IDLE_INPUT)
+        quiet &= ~(series(name) >= IDLE_INPUT)
     keep = ~quiet
     few = keep.sum(axis=1) < MIN_TRAINING
     if few.any():
         keep[few] = True
-    if keep.all():
-        return d
-    return np.where(keep[:, None, :], d, np.nan)
+    return keep
 
 
 _SPREAD_IDX = [SERIES_INDEX[s] for s in POD_SPREAD]
@@ -188,7 +234,10 @@ def features_from_pods(
     for p in pods:
         if p.gpu_model not in has_nvlink:
             has_nvlink[p.gpu_model] = float(spec_for(p.gpu_model).nvlink_bps > 0)
-    per_pod = np.array([(p.gpu_count, p.co_located_pods, has_nvlink[p.gpu_model]) for p in pods], dtype=np.float64)
+    per_pod = np.empty((len(pods), 3))
+    per_pod[:, 0] = np.fromiter(map(attrgetter("gpu_count"), pods), dtype=np.float64, count=len(pods))
+    per_pod[:, 1] = np.fromiter(map(attrgetter("co_located_pods"), pods), dtype=np.float64, count=len(pods))
+    per_pod[:, 2] = np.fromiter((has_nvlink[p.gpu_model] for p in pods), dtype=np.float64, count=len(pods))
     local = np.concatenate([[0], np.cumsum([len(windows[i].pods) for i in rows])[:-1]]).astype(np.intp)
     n_pods = np.add.reduceat(np.ones(len(pods)), local)
     gpus = np.add.reduceat(per_pod[:, 0], local)

@@ -1,8 +1,13 @@
 """Copying many pods' signal series into one (pods x signals x time) array, fast.
 
 Feature extraction handles thousands of job windows per second, each with a few pods of ~50 series of
-~30 samples: per-array numpy calls would cost more than the arithmetic. The series of all pods are
-joined once per window length and written with one indexed assignment.
+~30 samples: per-array numpy calls would cost more than the arithmetic. A pod whose signals come as a
+:class:`~bottleneck_operator.contract.window.SignalBlock` is one array already; the blocks (or the
+series of plain mappings) of all pods are joined once per window length and written with one indexed
+assignment.
+
+The array is laid out signal-major: each signal's (pods x time) plane is contiguous, so the derived
+series, computed plane by plane, read and write whole blocks of memory rather than strided rows.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import numpy.typing as npt
 
 from bottleneck_operator.analysis.hardware import spec_for
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
-from bottleneck_operator.contract.window import FloatArray, PodWindow
+from bottleneck_operator.contract.window import FloatArray, PodWindow, SignalBlock
 
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
 
@@ -25,7 +30,7 @@ _DTYPE = attrgetter("dtype")
 
 
 def _join(arrays: list[FloatArray]) -> FloatArray:
-    """The arrays end to end, as one float64 array.
+    """The arrays' values end to end, as one flat float64 array.
 
     Joining the raw buffers of contiguous float64 arrays costs a fraction of ``np.concatenate``'s
     per-array overhead, which dominates for tens of thousands of 30-sample series; any other dtype or
@@ -36,7 +41,7 @@ def _join(arrays: list[FloatArray]) -> FloatArray:
             return np.frombuffer(b"".join(arrays), dtype=np.float64)  # type: ignore[arg-type]
         except (BufferError, TypeError, ValueError):  # a non-contiguous view
             pass
-    return np.concatenate(arrays) if arrays else np.empty(0)
+    return np.concatenate([np.ravel(a) for a in arrays]) if arrays else np.empty(0)
 
 
 def gather(
@@ -50,25 +55,28 @@ def gather(
         t: the longest window; shorter ones are padded with NaN.
 
     Returns:
-        (raw of shape (pods, len(SIGNAL_NAMES), t) with NaN where a signal is missing,
+        (raw of shape (pods, len(SIGNAL_NAMES), t) with NaN where a signal is missing, a view of a
+        signal-major array: ``raw[:, j, :]`` is contiguous;
         GPU count, PCIe bytes/s and NVLink bytes/s of each pod, each of shape (pods, 1)).
     """
-    n_sig = len(SIGNAL_NAMES)
+    n, n_sig = len(pods), len(SIGNAL_NAMES)
     # Left uninitialised: every row is either copied from a series or set to NaN below, so the
-    # (pods x signals x time) array is written once instead of filled with NaN and then overwritten.
-    raw = np.empty((len(pods), n_sig, t))
-    flat = raw.reshape(len(pods) * n_sig, t)
+    # (signals x pods x time) array is written once instead of filled with NaN and then overwritten.
+    store = np.empty((n_sig, n, t))
+    flat = store.reshape(n_sig * n, t)
+    raw = store.transpose(1, 0, 2)
     groups, odd, scalars = _group(pods, lengths, t)
     copied = np.zeros(len(flat), dtype=bool)
     for m, (pod_layouts, owners, arrays) in groups.items():
-        block = _join(arrays)
-        if len(block) != m * len(arrays):  # a series of another length than its window: pod by pod
-            copied[:] = False
-            odd = list(range(len(pods)))
-            break
         sizes = np.fromiter(map(len, pod_layouts), dtype=np.intp, count=len(pod_layouts))
-        idx = np.concatenate(pod_layouts) + np.repeat(np.asarray(owners, dtype=np.intp) * n_sig, sizes)
-        flat[idx, :m] = block.reshape(len(arrays), m)
+        block = _join(arrays)
+        if len(block) != m * int(sizes.sum()):  # a series of another length than its window: pod by pod
+            copied[:] = False
+            odd = list(range(n))
+            break
+        # signal j of pod i is flat row j * n + i
+        idx = np.concatenate(pod_layouts) * n + np.repeat(np.asarray(owners, dtype=np.intp), sizes)
+        flat[idx, :m] = block.reshape(len(idx), m)
         if m < t:
             flat[idx, m:] = np.nan
         copied[idx] = True
@@ -76,11 +84,11 @@ def gather(
     for i in odd:
         raw[i] = np.nan
         _copy_pod(raw[i], pods[i].signals, t)
-    scal = np.asarray(scalars, dtype=np.float64).reshape(len(pods), 3)
+    scal = np.asarray(scalars, dtype=np.float64).reshape(n, 3)
     return raw, scal[:, 0:1], scal[:, 1:2], scal[:, 2:3]
 
 
-# window length -> (each pod's signal rows, the pods' indices, their series in order)
+# window length -> (each pod's signal rows, the pods' indices, their blocks or series in order)
 _Groups = dict[int, tuple[list[npt.NDArray[np.intp]], list[int], list[FloatArray]]]
 
 
@@ -96,21 +104,27 @@ def _group(
     scalars: list[tuple[float, float, float]] = []
     specs: dict[str | None, tuple[float, float]] = {}
     layouts: dict[tuple[str, ...], npt.NDArray[np.intp] | None] = {}
-    odd: list[int] = []  # pods with a signal outside the catalogue: copied one by one
+    odd: list[int] = []  # pods with a signal outside the catalogue, or a block not of its window's length: one by one
     groups: _Groups = {}
     for i, pod in enumerate(pods):
         sig = pod.signals
-        keys = tuple(sig)
-        if keys in layouts:
-            layout = layouts[keys]
-        else:  # pods of one batch mostly share a layout: map it to rows once
+        block = sig.array if isinstance(sig, SignalBlock) else None
+        keys = sig.names if block is not None else tuple(sig)  # type: ignore[attr-defined]
+        layout = layouts.get(keys, _UNSEEN)
+        if layout is _UNSEEN:  # pods of one batch mostly share a layout: map it to rows once
             known = all(k in _RAW for k in keys)
             layout = layouts[keys] = np.array([_RAW[k] for k in keys], dtype=np.intp) if known else None
-        if layout is not None:
-            pod_layouts, owners, arrays = groups.setdefault(min(lengths[i], t), ([], [], []))
-            pod_layouts.append(layout)
-            owners.append(i)
-            arrays.extend(sig.values())
+        m = min(lengths[i], t)
+        if layout is not None and (block is None or block.shape[1] == m):
+            group = groups.get(m)
+            if group is None:
+                group = groups[m] = ([], [], [])
+            group[0].append(layout)
+            group[1].append(i)
+            if block is not None:
+                group[2].append(block)
+            else:
+                group[2].extend(sig.values())
         else:
             odd.append(i)
         caps = specs.get(pod.gpu_model)
@@ -119,6 +133,9 @@ def _group(
             caps = specs[pod.gpu_model] = (spec.pcie_bps, spec.nvlink_bps)
         scalars.append((float(pod.gpu_count), *caps))
     return groups, odd, scalars
+
+
+_UNSEEN = np.empty(0, dtype=np.intp)  # a layout not mapped yet (None: one that cannot be)
 
 
 def _copy_pod(row: FloatArray, signals: Mapping[str, FloatArray], t: int) -> None:

@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from bottleneck_operator.contract.window import FloatArray
 
-__all__ = ["nan_corr", "nan_segment_mean", "sorted_valid", "summary"]
+__all__ = ["nan_corr", "nan_segment_mean", "quantile_ranks", "sorted_valid", "summarise_rows", "summary"]
 
 IntArray = npt.NDArray[np.intp]
 
@@ -28,16 +28,36 @@ def sorted_valid(d: FloatArray) -> tuple[FloatArray, IntArray]:
     Returns:
         (sorted values, same shape as ``d``; number of valid samples, shape ``d.shape[:-1]``).
     """
-    ordered = np.sort(d, axis=-1)
-    missing = np.isnan(ordered)
-    # the first NaN's position is the valid count; a series whose last sample is valid has no NaN
-    n = (
-        np.where(missing[..., -1], missing.argmax(axis=-1), d.shape[-1])
-        if d.shape[-1]
-        else np.zeros(d.shape[:-1], np.intp)
-    )
-    np.putmask(ordered, missing, 0.0)
-    return ordered, np.asarray(n, dtype=np.intp)
+    ordered = d.copy()
+    return ordered, _sort_valid(ordered)
+
+
+def _sort_valid(rows: FloatArray) -> IntArray:
+    """Sort ``rows`` in place along the last axis, zero their missing samples, and count the valid ones."""
+    missing = _sort_count(rows)
+    np.putmask(rows, missing, 0.0)
+    return _count(missing)
+
+
+def _sort_count(rows: FloatArray) -> npt.NDArray[np.bool_]:
+    """Sort ``rows`` in place along the last axis (NaN last); where they are NaN."""
+    rows.sort(axis=-1)
+    return np.isnan(rows)
+
+
+def _count(missing: npt.NDArray[np.bool_]) -> IntArray:
+    """The valid count of each sorted row: the first NaN's position (a row whose last sample is valid
+    has no NaN)."""
+    if not missing.shape[-1]:
+        return np.zeros(missing.shape[:-1], np.intp)
+    return np.asarray(np.where(missing[..., -1], missing.argmax(axis=-1), missing.shape[-1]), dtype=np.intp)
+
+
+def quantile_ranks(t: int, quantiles: Sequence[float]) -> IntArray:
+    """The sorted position of each quantile for each possible number of valid samples 0..t, shape
+    (t + 1, len(quantiles)): ``round(q * (n - 1))``, half to even."""
+    valid = np.maximum(np.arange(t + 1) - 1, 0)
+    return np.rint(np.multiply.outer(valid, np.asarray(quantiles, dtype=np.float64))).astype(np.intp)
 
 
 def summary(d: FloatArray, quantiles: Sequence[float]) -> FloatArray:
@@ -61,35 +81,39 @@ def summary(d: FloatArray, quantiles: Sequence[float]) -> FloatArray:
     if t == 0:
         out[:] = np.nan
         return out.reshape(*lead, len(quantiles) + 2)
-    # the rank of each quantile for each possible number of valid samples, looked up per series
-    valid = np.maximum(np.arange(t + 1) - 1, 0)
-    ranks = np.rint(np.multiply.outer(valid, np.asarray(quantiles, dtype=np.float64))).astype(np.intp)
+    ranks = quantile_ranks(t, quantiles)
     # A block of series at a time, small enough to stay in cache through the several passes below;
     # the whole (pods x series x time) array would go to memory and back at each of them.
     step = max(1, _BLOCK // max(t, 1))
-    row_start = (np.arange(min(step, len(rows)), dtype=np.intp) * t)[:, None]
     for start in range(0, len(rows), step):
-        block = rows[start : start + step]
-        _summary_rows(block, ranks, row_start[: len(block)], out[start : start + step])
+        summarise_rows(rows[start : start + step].copy(), ranks, out[start : start + step])
     return out.reshape(*lead, len(quantiles) + 2)
 
 
 _BLOCK = 1 << 17  # samples per block: 1 MiB of float64
 
 
-def _summary_rows(rows: FloatArray, ranks: IntArray, row_start: IntArray, out: FloatArray) -> None:
-    """:func:`summary` of 2-D ``rows`` (series x time) into ``out``, with the quantile ``ranks`` by
-    valid count and each row's offset in the flattened block."""
-    ordered, count = sorted_valid(rows)
+def summarise_rows(rows: FloatArray, ranks: IntArray, out: FloatArray) -> None:
+    """:func:`summary` of 2-D ``rows`` (series x time, at least one sample each) into ``out``.
+
+    ``rows`` is sorted in place (its order is lost): a caller that made it for the purpose spares
+    the copy :func:`summary` makes. ``ranks`` is :func:`quantile_ranks` for ``rows``' length;
+    ``out`` (series x (len(quantiles) + 2)) may be a strided view.
+    """
+    t = rows.shape[1]
+    missing = _sort_count(rows)
+    count = _count(missing)
+    # taken before the missing samples are zeroed: a series with none valid reads NaN at rank 0
+    row_start = np.arange(0, len(rows) * t, t, dtype=np.intp)[:, None]
+    out[:, 1:-1] = rows.ravel().take(ranks.take(count, axis=0) + row_start)
+    np.putmask(rows, missing, 0.0)
+    # a series with no valid sample: 0 / 0, NaN mean and cv
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = ordered.sum(axis=1) / count
+        mean = rows.sum(axis=1) / count
         # einsum sums the squares without a temporary (series x time) array
-        var = np.maximum(np.einsum("ij,ij->i", ordered, ordered) / count - mean * mean, 0.0)
-        cv = np.minimum(np.sqrt(var) / np.maximum(np.abs(mean), 1e-3), 10.0)
+        var = np.maximum(np.einsum("ij,ij->i", rows, rows) / count - mean * mean, 0.0)
+        out[:, -1] = np.minimum(np.sqrt(var) / np.maximum(np.abs(mean), 1e-3), 10.0)
     out[:, 0] = mean
-    out[:, 1:-1] = ordered.ravel().take(ranks.take(count, axis=0) + row_start)
-    out[:, -1] = cv
-    out[count == 0] = np.nan
 
 
 def nan_corr(a: FloatArray, b: FloatArray, min_samples: int = 4) -> FloatArray:
@@ -117,7 +141,35 @@ def nan_corr(a: FloatArray, b: FloatArray, min_samples: int = 4) -> FloatArray:
 def nan_segment_mean(x: FloatArray, starts: IntArray) -> FloatArray:
     """NaN-ignoring mean over consecutive row segments of ``x`` beginning at ``starts`` (non-empty)."""
     valid = ~np.isnan(x)
-    total = np.add.reduceat(np.where(valid, x, 0.0), starts, axis=0)
-    count = np.add.reduceat(valid, starts, axis=0, dtype=np.float64)
+    zeroed = np.where(valid, x, 0.0)
+    total = _segment_sum(zeroed, starts)
+    count = _segment_sum(valid.astype(np.float64), starts)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(total / count, dtype=np.float64)
+
+
+_FEW_ROWS = 8  # numpy sums up to 7 rows one after the other; more in an unrolled, pairwise order
+
+
+def _segment_sum(x: FloatArray, starts: IntArray) -> FloatArray:
+    """``np.add.reduceat(x, starts, axis=0)``, to the last bit, for a few rows per segment (a Job's pods).
+
+    reduceat adds a segment's first row to the sum of the others, taken one after the other for up to
+    seven; adding every short segment's k-th row in turn gives the same numbers in a few wide
+    operations instead of one per segment. Longer segments go through reduceat one by one.
+    """
+    sizes = np.diff(starts, append=len(x))
+    total = x[starts]
+    long = np.flatnonzero(sizes > _FEW_ROWS)
+    short = sizes.copy()
+    short[long] = 1
+    if len(starts) and short.max() > 1:
+        more = np.flatnonzero(short > 1)
+        rest = x[starts[more] + 1]
+        for k in range(2, int(short.max())):
+            deeper = np.flatnonzero(short[more] > k)
+            rest[deeper] += x[starts[more[deeper]] + k]
+        total[more] += rest
+    for i in long:
+        total[i] = np.add.reduceat(x[starts[i] : starts[i] + sizes[i]], [0], axis=0)[0]
+    return total

@@ -7,7 +7,7 @@ a signal that no exporter provided is simply absent from the mapping.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +16,63 @@ import numpy.typing as npt
 from bottleneck_operator.contract.signals import SIGNALS, Family
 
 FloatArray = npt.NDArray[np.float64]
+
+
+class SignalBlock(Mapping[str, FloatArray]):
+    """A pod's signals as the rows of one (signals x time) float64 array.
+
+    A mapping like any other (name -> that signal's row, a view into the block), which lets the
+    analysis copy a pod's ~50 series in one piece instead of one by one. The producers of windows
+    (the data layer, the simulator) build one; a plain ``dict`` of arrays is as valid a value of
+    :attr:`PodWindow.signals`.
+
+    Attributes:
+        names: the signal names, in row order (no duplicates).
+        array: shape (len(names), T), C-contiguous float64.
+    """
+
+    __slots__ = ("_index", "array", "names")
+
+    def __init__(self, names: Sequence[str], array: npt.ArrayLike) -> None:
+        block = np.ascontiguousarray(array, dtype=np.float64)
+        if block.ndim != 2 or block.shape[0] != len(names):
+            raise ValueError(f"a block of {len(names)} signals needs shape ({len(names)}, T), not {block.shape}")
+        self.names: tuple[str, ...] = tuple(names)
+        self._index = {name: i for i, name in enumerate(self.names)}
+        if len(self._index) != len(self.names):
+            raise ValueError("duplicate signal names in a block")
+        self.array: FloatArray = block
+
+    @classmethod
+    def of(cls, signals: Mapping[str, npt.ArrayLike], length: int | None = None) -> SignalBlock:
+        """The signals of a mapping stacked into one block.
+
+        Args:
+            signals: name -> values, all of one length.
+            length: the number of samples when ``signals`` is empty (default 0).
+
+        Raises:
+            ValueError: the series differ in length.
+        """
+        if not signals:
+            return cls((), np.empty((0, length or 0)))
+        return cls(tuple(signals), np.stack([np.asarray(v, dtype=np.float64) for v in signals.values()]))
+
+    def __getitem__(self, name: str) -> FloatArray:
+        row: FloatArray = self.array[self._index[name]]
+        return row
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __repr__(self) -> str:
+        return f"SignalBlock({list(self.names)!r}, shape={self.array.shape})"
 
 
 @dataclass(frozen=True)

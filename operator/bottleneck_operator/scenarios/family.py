@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
-from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, families_and_coverage
+from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, SignalBlock, families_and_coverage
 from bottleneck_operator.scenarios.plans import Plan, draw_plan
 from bottleneck_operator.scenarios.render import (
     Exporters,
@@ -142,7 +142,7 @@ def _group(
             co = neighbours[pl.node_of_pod[p]] + (1 if pair else 0)
             gm = pl.plan.part.model_name
             pods.append(PodWindow(f"{pl.name}-{p}", f"node-{index:05d}-{pl.node_of_pod[p]}", gm,
-                                  pl.plan.gpus_per_pod, sig, co))  # fmt: skip
+                                  pl.plan.gpus_per_pod, SignalBlock.of(sig, len(ts)), co))  # fmt: skip
         tags = pl.plan.tags + (("shared-node",) if pair else ()) + (("time-sliced",) if sliced else ())
         window = JobWindow(ns, pl.name, float(ts[0]), float(ts[-1]), step, ts, tuple(pods), _quality(pods, exp))
         partner = placed[1 - k].name if pair else None

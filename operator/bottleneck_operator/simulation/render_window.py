@@ -28,7 +28,7 @@ from bottleneck_operator.contract.sampling import (
     rate_range,
 )
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, families_and_coverage
+from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, SignalBlock, families_and_coverage
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.exporters import dcgm_fields
 from bottleneck_operator.simulation.state import CPU_MODES, B, F
@@ -109,7 +109,9 @@ def render_window(
                 node=pod.node,
                 gpu_model=pod.gpu_model,
                 gpu_count=pod.gpu_count,
-                signals={**_pod_signals(job, p, smp, fields), **node_sig[j]} | _sidecar_of(job, p, smp),
+                signals=SignalBlock.of(
+                    {**_pod_signals(job, p, smp, fields), **node_sig[j]} | _sidecar_of(job, p, smp), len(ts)
+                ),
                 co_located_pods=len(job.neighbours[j]) if job.neighbours else 0,
             )
         )

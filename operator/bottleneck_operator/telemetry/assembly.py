@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from bottleneck_operator.contract.signals import SIGNALS, Family
-from bottleneck_operator.contract.window import DataQuality, FloatArray, JobWindow, PodWindow
+from bottleneck_operator.contract.window import DataQuality, FloatArray, JobWindow, PodWindow, SignalBlock
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
 from bottleneck_operator.telemetry import selectors as sq
@@ -126,8 +126,10 @@ def _pod_window(
     gpu_count, model = _gpus(store.gpus.get((ns, pod), {}), lo, hi)
     if gpu_count == 0 and info.node and al.present(store.unmapped.get(info.node, []), lo, hi):
         notes.append(f"GPUs on node {info.node} carry no pod label: is dcgm-exporter's Kubernetes pod mapping on?")
+    # every series spans lo..hi: one block, which the analysis copies in one piece
+    block = SignalBlock.of(signals, hi - lo + 1)
     return PodWindow(
-        pod=pod, node=info.node, gpu_model=model, gpu_count=gpu_count, signals=signals, co_located_pods=co_located
+        pod=pod, node=info.node, gpu_model=model, gpu_count=gpu_count, signals=block, co_located_pods=co_located
     )
 
 
