@@ -125,6 +125,16 @@ SERIES: tuple[str, ...] = (
     "fault_sys",
     # stall shares with their background removed (see DEAD_BAND); the raw shares stay for the evidence
     *(f"{name}_band" for name in BANDED),
+    # the job's IO pressure (its own cgroup, else the node's) while its GPU is idle: storage stalls that
+    # cost GPU time, whatever level of pressure a busy GPU's readers show beside it
+    "io_stall_idle",
+    # the job's own CPU pressure or throttling while its GPU is idle (pressure as in cpu_psi_own)
+    "cpu_stall_idle",
+    # the job's own CPU pressure where it can be the job's limit: throttling counts in full, pressure
+    # only as far as the job's cgroup uses the cores it may use (cpu_own_sat) or its processes keep a
+    # core each busy (cpu_per_running). A cgroup far below both and never throttled waits for cores
+    # that other processes hold: a busy node, not a loader that needs more CPU
+    "cpu_psi_own",
 )
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
 _DCGM = [
@@ -246,7 +256,7 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
     cols["pcie_per_act"] = _div(cols["pcie_rx_frac"], np.maximum(cols["act"], 0.05))
     cols.update(_transfer_columns(g, cols))
     for name in BANDED:
-        cols[f"{name}_band"] = np.maximum(cols[name] - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)
+        cols[f"{name}_band"] = _band(cols[name])
     for name, values in cols.items():
         d[:, SERIES_INDEX[name], :] = values
     return d
@@ -324,8 +334,11 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray) -> dict[str,
     return cols
 
 
+# a cgroup using this share of the cores it may use counts its CPU pressure in full
+OWN_SAT_FULL = 0.6
 LAUNCH_UTIL = 0.7  # GPU_UTIL above this reads as "kernels always queued"
 COLLECTIVE_LINK = 0.05  # link share above which a GPU_UTIL-SM gap is collectives, not launches
+COLLECTIVE_NET = 0.7  # network receive/transmit symmetry above which the node's traffic is collectives
 
 
 def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray]) -> dict[str, FloatArray]:
@@ -336,7 +349,10 @@ def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray
     link = np.fmax(np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]), cols["nvlink_frac"])
     out["link_busy"] = link
     out["pcie_fabric_frac"] = np.fmin(cols["pcie_rx_frac"], cols["pcie_tx_frac"])
-    quiet = ~(np.nan_to_num(link) > COLLECTIVE_LINK)
+    # only collective bytes (NVLink, PCIe crossed equally both ways, or network traffic as much sent as
+    # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class
+    collective = np.fmax(cols["nvlink_frac"], out["pcie_fabric_frac"])
+    quiet = ~(np.nan_to_num(collective) > COLLECTIVE_LINK) & ~(np.nan_to_num(cols["net_symmetry"]) > COLLECTIVE_NET)
     gap = np.clip(cols["util_gap"], 0.0, 1.0)
     out["launch_gap"] = np.where(quiet & (cols["gpu_util"] >= LAUNCH_UTIL), gap, 0.0)
     out["launch_gap"][np.isnan(gap)] = np.nan
@@ -356,4 +372,19 @@ def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray
     faults = np.fmax(cols["log_majfault"], cols["sc_log_majfault"])
     out["fault_sys"] = faults * np.clip(np.nan_to_num(g("node_cpu_system_frac")) * 10.0, 0.0, 1.0)
     out["fault_sys"][np.isnan(faults)] = np.nan
+    idle = 1.0 - np.clip(cols["act"], 0.0, 1.0)
+    io = _band(_coalesce(g("sc_psi_io_some"), g("node_psi_io_some")))
+    out["io_stall_idle"] = io * idle
+    # near its limit: the cgroup uses most of the cores it may use, or each of its running processes
+    # keeps a core busy (a single-threaded loader is at its limit on an idle node)
+    busy = np.fmax(np.nan_to_num(out["cpu_own_sat"]), np.nan_to_num(out["cpu_per_running"]))
+    near_limit = np.clip(busy / OWN_SAT_FULL, 0.0, 1.0)
+    throttled = _band(_coalesce(g("sc_throttled_frac"), g("cpu_throttled_frac")))
+    out["cpu_psi_own"] = np.fmax(_band(g("sc_psi_cpu_some")) * near_limit, throttled)
+    out["cpu_stall_idle"] = out["cpu_psi_own"] * idle
     return out
+
+
+def _band(x: FloatArray) -> FloatArray:
+    """A stall share with its background below DEAD_BAND removed."""
+    return np.maximum(x - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)
