@@ -135,6 +135,13 @@ SERIES: tuple[str, ...] = (
     # core each busy (cpu_per_running). A cgroup far below both and never throttled waits for cores
     # that other processes hold: a busy node, not a loader that needs more CPU
     "cpu_psi_own",
+    # the job's memory pressure (its cgroup, else the node's) while its GPU is idle
+    "mem_stall_idle",
+    # each stall's share of the job's stalls while its GPU idles (plus a floor, STALL_FLOOR_SHARE):
+    # which wait explains the idle GPU, whatever level of pressure a cluster's exporters read
+    "io_stall_share",
+    "cpu_stall_share",
+    "mem_stall_share",
 )
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
 _DCGM = [
@@ -338,6 +345,8 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray) -> dict[str,
 OWN_SAT_FULL = 0.6
 LAUNCH_UTIL = 0.7  # GPU_UTIL above this reads as "kernels always queued"
 COLLECTIVE_LINK = 0.05  # link share above which a GPU_UTIL-SM gap is collectives, not launches
+# stall time (share of the window) below which no stall explains the GPU's idle time
+STALL_FLOOR_SHARE = 0.05
 COLLECTIVE_NET = 0.7  # network receive/transmit symmetry above which the node's traffic is collectives
 
 
@@ -382,6 +391,11 @@ def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray
     throttled = _band(_coalesce(g("sc_throttled_frac"), g("cpu_throttled_frac")))
     out["cpu_psi_own"] = np.fmax(_band(g("sc_psi_cpu_some")) * near_limit, throttled)
     out["cpu_stall_idle"] = out["cpu_psi_own"] * idle
+    out["mem_stall_idle"] = _band(_coalesce(g("sc_psi_mem_some"), g("node_psi_mem_some"))) * idle
+    stalls = ("io_stall_idle", "cpu_stall_idle", "mem_stall_idle")
+    total = sum(np.nan_to_num(out[k]) for k in stalls) + STALL_FLOOR_SHARE
+    for k in stalls:
+        out[k.replace("_idle", "_share")] = out[k] / total
     return out
 
 
