@@ -19,7 +19,7 @@ MECHANISMS: dict[Bottleneck, tuple[str, ...]] = {
     Bottleneck.INTERCONNECT: ("network", "nvlink", "pcie", "all-to-all", "pipeline"),
     Bottleneck.CPU: ("saturated", "throttled", "too-few-workers"),
     Bottleneck.IO: ("local-disk", "network-storage", "object-store", "mmap"),
-    # HBM-bandwidth-bound kernels are Memory by the design card (memory bandwidth on the GPU bounds the
+    # HBM-bandwidth-bound kernels are Memory by DESIGN.md (memory bandwidth on the GPU bounds the
     # job), although the stage that bounds the step is the kernels' own time
     Bottleneck.MEMORY: ("host-memory", "hbm-bandwidth"),
 }
