@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from bottleneck_operator.analysis.derived import drop_dcgm_repeats
 from bottleneck_operator.analysis.features import (
     FEATURE_INDEX,
     FEATURE_NAMES,
@@ -15,6 +14,7 @@ from bottleneck_operator.analysis.features import (
     feature_schema_hash,
     value,
 )
+from bottleneck_operator.analysis.implausible import drop_dcgm_repeats
 from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import JobWindow
@@ -251,3 +251,47 @@ def test_symmetric_pcie_reads_as_fabric_traffic() -> None:
     x = extract_features([rdma, h2d])
     assert abs(value(x[0], "pcie_fabric_frac.mean") - 11 * GB / 31.5e9) < 1e-9  # type: ignore[operator]
     assert value(x[1], "pcie_fabric_frac.mean") < 0.01  # type: ignore[operator]
+
+
+def test_launch_gaps_survive_input_copies_but_not_collective_traffic() -> None:
+    """One-way host-to-device copies are input, in every class; symmetric network traffic is collectives."""
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    launch = _with(w, gpu_util=0.97, sm_active=0.2, tensor_active=0.05, dram_active=0.05, nvlink_tx_bps=0.0)
+    launch = _with(launch, nvlink_rx_bps=0.0, nvlink_total_bps=0.0, node_net_rx_bps=1e6, node_net_tx_bps=1e4)
+    copies = _with(launch, pcie_rx_bps=8 * GB, pcie_tx_bps=0.1 * GB)
+    allreduce = _with(launch, node_net_rx_bps=2 * GB, node_net_tx_bps=2 * GB)
+    x = extract_features([copies, allreduce])
+    assert abs(value(x[0], "launch_gap.mean") - (0.97 - 0.2)) < 1e-9  # type: ignore[operator]
+    assert value(x[1], "launch_gap.mean") == 0.0
+
+
+def test_cpu_pressure_counts_where_the_cgroup_is_near_its_limit() -> None:
+    """Pressure on a cgroup that uses a sliver of a core on a crowded node is its neighbours' doing."""
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    base = dict(cpu_limit_cores=np.nan, node_cpus=32.0, sc_procs_running=4.0, sc_psi_cpu_some=0.3)
+    starved = _with(w, cpu_cores=0.12, sc_cpu_cores=0.12, node_cpu_busy_frac=0.99, **base)
+    loaders = _with(w, cpu_cores=4.0, sc_cpu_cores=4.0, node_cpu_busy_frac=0.2, **base)
+    throttled = _with(starved, cpu_limit_cores=0.5, sc_throttled_frac=0.4, cpu_throttled_frac=0.4)
+    x = extract_features([starved, loaders, throttled])
+    band = (0.3 - 0.05) / 0.95
+    own = value(x[0], "cpu_psi_own.mean")
+    assert own is not None and own < 0.25 * band
+    assert abs(value(x[1], "cpu_psi_own.mean") - band) < 1e-9  # type: ignore[operator]
+    assert abs(value(x[2], "cpu_psi_own.mean") - (0.4 - 0.05) / 0.95) < 1e-9  # type: ignore[operator]
+    # raw pressure is unchanged for the evidence and the report
+    assert value(x[0], "sc_psi_cpu_some.mean") == value(x[1], "sc_psi_cpu_some.mean")
+
+
+def test_stall_shares_say_which_wait_explains_the_idle_gpu() -> None:
+    """The same idle GPU reads as IO, CPU or memory by the stall that fills its idle time."""
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    idle = _with(w, gr_engine_active=0.4, sc_psi_io_some=0.0, sc_psi_cpu_some=0.0, sc_psi_mem_some=0.0)
+    idle = _with(idle, sc_throttled_frac=0.0, cpu_throttled_frac=0.0, node_psi_io_some=0.0, node_psi_mem_some=0.0)
+    io = _with(idle, sc_psi_io_some=0.5)
+    mem = _with(idle, sc_psi_mem_some=0.5)
+    x = extract_features([idle, io, mem])
+    assert value(x[0], "io_stall_share.mean") == 0.0
+    stall = (0.5 - 0.05) / 0.95 * 0.6
+    assert abs(value(x[1], "io_stall_share.mean") - stall / (stall + 0.05)) < 1e-9  # type: ignore[operator]
+    assert value(x[1], "mem_stall_share.mean") == 0.0
+    assert abs(value(x[2], "mem_stall_share.mean") - stall / (stall + 0.05)) < 1e-9  # type: ignore[operator]

@@ -84,4 +84,6 @@ def test_context_features_never_move_a_verdict() -> None:
     for name in CONTEXT_ONLY:
         moved[:, FEATURE_INDEX[name]] = 0.97
     np.testing.assert_allclose(model.predict_proba(moved), model.predict_proba(x))
-    assert "node_cpu_busy_frac.mean" in CONTEXT_ONLY and "sc_psi_cpu_some_band.mean" not in CONTEXT_ONLY
+    assert "node_cpu_busy_frac.mean" in CONTEXT_ONLY and "cpu_psi_own.mean" not in CONTEXT_ONLY
+    # the pod's raw CPU pressure is read only through cpu_psi_own (discounted far from the cgroup's limit)
+    assert "sc_psi_cpu_some_band.mean" in CONTEXT_ONLY

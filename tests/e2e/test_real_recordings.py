@@ -32,11 +32,12 @@ RECORDINGS = sorted(p.parent.name for p in DATA.glob("real-*/metrics.om"))
 # with what the model said and why (recordings/README.md, "What the model said").
 KNOWN_WRONG: dict[str, str] = {
     "real-interconnect": (
-        "the model says CPU (1.00): node-wide CPU signals no longer weigh in, but the pod's own cgroup CPU "
-        "pressure (0.21, contention with the unrelated processes that saturated the node; 0.12 cores, no "
-        "quota) is what marks CPU-bound jobs in the simulated training family; the all-reduce traffic "
-        "(38 MB/s, symmetric, flat near its own peak) is small in absolute terms and no exporter gives "
-        "the link's capacity"
+        "the model says CPU (0.78; 1.00 after the evidence gates): the pod's cgroup CPU pressure (0.21, from "
+        "the unrelated processes that saturated the node; 0.12 cores, no quota) now counts only as far as the "
+        "cgroup nears its limit (cpu_psi_own 0.04), but nothing marks Interconnect either: the virtual GPU "
+        "idles while the ranks exchange tensors (a real GPU runs NCCL kernels then, as the simulated "
+        "Interconnect-bound jobs do), and the all-reduce traffic (38 MB/s, symmetric) is small in absolute "
+        "terms with no exporter giving the link's capacity"
     ),
 }
 

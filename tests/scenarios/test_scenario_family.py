@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
-from bottleneck_operator.contract.verdict import CLASSES
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.scenarios import MECHANISMS, ScenarioJob, generate_family
 from bottleneck_operator.scenarios.stages import StageTimes, truth
 
@@ -135,3 +135,16 @@ def test_scrape_interval_is_recorded(jobs: list[ScenarioJob]) -> None:
 def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="at least two steps"):
         generate_family(1, 3, start=START, duration=10.0)
+
+
+def test_hbm_bandwidth_bound_jobs_are_memory_as_the_design_card_says(jobs: list[ScenarioJob]) -> None:
+    hbm = [j for j in jobs if j.mechanism == "hbm-bandwidth" and not j.partner]
+    assert hbm and "hbm-bandwidth" in MECHANISMS[Bottleneck.MEMORY]
+    assert "hbm-bandwidth" not in MECHANISMS[Bottleneck.GPU]
+    for j in hbm:
+        assert j.label is Bottleneck.MEMORY
+        if "dram_active" in j.window.pods[0].signals:
+            assert _median(j, "dram_active") > 0.45 and _median(j, "tensor_active") < 0.15
+        # bound in the kernels, not by host memory: no memory stalls (major faults may be mmap reads)
+        if "node_psi_mem_some" in j.window.pods[0].signals:
+            assert _median(j, "node_psi_mem_some") < 0.05

@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
+from bottleneck_operator.analysis.implausible import drop_dcgm_repeats, drop_impossible_shares
+from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import FloatArray
 
 # Shares of time that every busy machine shows a little of (a throttled period now and then, pressure
@@ -125,13 +126,25 @@ SERIES: tuple[str, ...] = (
     "fault_sys",
     # stall shares with their background removed (see DEAD_BAND); the raw shares stay for the evidence
     *(f"{name}_band" for name in BANDED),
+    # the job's IO pressure (its own cgroup, else the node's) while its GPU is idle: storage stalls that
+    # cost GPU time, whatever level of pressure a busy GPU's readers show beside it
+    "io_stall_idle",
+    # the job's own CPU pressure or throttling while its GPU is idle (pressure as in cpu_psi_own)
+    "cpu_stall_idle",
+    # the job's own CPU pressure where it can be the job's limit: throttling counts in full, pressure
+    # only as far as the job's cgroup uses the cores it may use (cpu_own_sat) or its processes keep a
+    # core each busy (cpu_per_running). A cgroup far below both and never throttled waits for cores
+    # that other processes hold: a busy node, not a loader that needs more CPU
+    "cpu_psi_own",
+    # the job's memory pressure (its cgroup, else the node's) while its GPU is idle
+    "mem_stall_idle",
+    # each stall's share of the job's stalls while its GPU idles (plus a floor, STALL_FLOOR_SHARE):
+    # which wait explains the idle GPU, whatever level of pressure a cluster's exporters read
+    "io_stall_share",
+    "cpu_stall_share",
+    "mem_stall_share",
 )
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
-_DCGM = [
-    _RAW[n]
-    for f in (Family.DCGM_DEV, Family.DCGM_PROF, Family.DCGM_PROF_SM, Family.DCGM_PROF_NVLINK)
-    for n in signals_of(f)
-]
 SERIES_INDEX: dict[str, int] = {name: i for i, name in enumerate(SERIES)}
 
 
@@ -174,63 +187,6 @@ def _rel_peak(x: FloatArray) -> FloatArray:
     return _div(x, peak)
 
 
-# Pressure (PSI) signals are shares of wall time: a value above 1 is a counter reset or a rate taken
-# across an exporter restart, not a measurement.
-_SHARES = [i for name, i in _RAW.items() if "psi" in name]
-
-
-def drop_impossible_shares(raw: FloatArray, *, in_place: bool = False) -> FloatArray:
-    """The pods' signals with PSI shares outside [0, 1] (beyond rounding) blanked (NaN); ``in_place``
-    blanks them in ``raw`` itself rather than in a copy."""
-    shares = raw[:, _SHARES, :]
-    bad = (shares > 1.05) | (shares < -0.05)
-    if not bad.any():
-        return raw
-    out = raw if in_place else raw.copy(order="K")  # keeps gather's signal-major layout
-    out[:, _SHARES, :] = np.where(bad, np.nan, shares)
-    return out
-
-
-def drop_dcgm_repeats(raw: FloatArray, *, in_place: bool = False) -> FloatArray:
-    """The pods' signals with repeated dcgm-exporter samples blanked (NaN), in ``raw`` itself with
-    ``in_place``.
-
-    dcgm-exporter serves what it last collected (every 30 s by default), so 15 s scrapes, or a query
-    step finer than the scrape interval, show each collection twice. Counted twice, such repeats would
-    look like a flat signal and weigh twice in every statistic. A sample is a repeat when every GPU
-    field present equals the previous sample's, power included (a real power reading never repeats
-    to the last digit between two collections).
-    """
-    if raw.shape[2] < 2:
-        return raw
-    power = raw[:, _RAW["power_w"], :]
-    # Power equal to the previous sample is rare in fresh readings: only pods where it repeats need
-    # their other fields tested (NaN never equals, so a missing power sample is never a repeat).
-    repeat = power[:, 1:] == power[:, :-1]
-    pods = np.flatnonzero(repeat.any(axis=1))
-    if not len(pods):
-        return raw
-    repeat = repeat[pods]
-    present = np.zeros(repeat.shape, dtype=np.intp)
-    # field by field on (pods x time) planes: a 3-D comparison and a reduction across fields would cost
-    # several passes over every GPU field of every pod
-    for i in _DCGM:
-        field = raw[pods, i, :]
-        cur, prev = field[:, 1:], field[:, :-1]
-        missing = np.isnan(cur)
-        repeat &= (cur == prev) | missing
-        present += ~missing
-    repeat &= present >= 3
-    if not repeat.any():
-        return raw
-    out = raw if in_place else raw.copy(order="K")  # keeps gather's signal-major layout
-    for i in _DCGM:
-        field = out[pods, i, :]
-        np.copyto(field[:, 1:], np.nan, where=repeat)
-        out[pods, i, :] = field
-    return out
-
-
 def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: FloatArray) -> FloatArray:
     """Derived series for every pod.
 
@@ -270,7 +226,7 @@ def derived_columns(
     cols["pcie_per_act"] = _div(cols["pcie_rx_frac"], np.maximum(cols["act"], 0.05))
     cols.update(_transfer_columns(g, cols))
     for name in BANDED:
-        cols[f"{name}_band"] = np.maximum(cols[name] - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)
+        cols[f"{name}_band"] = _band(cols[name])
     return cols
 
 
@@ -346,8 +302,13 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray) -> dict[str,
     return cols
 
 
+# a cgroup using this share of the cores it may use counts its CPU pressure in full
+OWN_SAT_FULL = 0.6
 LAUNCH_UTIL = 0.7  # GPU_UTIL above this reads as "kernels always queued"
 COLLECTIVE_LINK = 0.05  # link share above which a GPU_UTIL-SM gap is collectives, not launches
+# stall time (share of the window) below which no stall explains the GPU's idle time
+STALL_FLOOR_SHARE = 0.05
+COLLECTIVE_NET = 0.7  # network receive/transmit symmetry above which the node's traffic is collectives
 
 
 def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray]) -> dict[str, FloatArray]:
@@ -358,7 +319,10 @@ def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray
     link = np.fmax(np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]), cols["nvlink_frac"])
     out["link_busy"] = link
     out["pcie_fabric_frac"] = np.fmin(cols["pcie_rx_frac"], cols["pcie_tx_frac"])
-    quiet = ~(np.nan_to_num(link) > COLLECTIVE_LINK)
+    # only collective bytes (NVLink, PCIe crossed equally both ways, or network traffic as much sent as
+    # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class
+    collective = np.fmax(cols["nvlink_frac"], out["pcie_fabric_frac"])
+    quiet = ~(np.nan_to_num(collective) > COLLECTIVE_LINK) & ~(np.nan_to_num(cols["net_symmetry"]) > COLLECTIVE_NET)
     gap = np.clip(cols["util_gap"], 0.0, 1.0)
     out["launch_gap"] = np.where(quiet & (cols["gpu_util"] >= LAUNCH_UTIL), gap, 0.0)
     out["launch_gap"][np.isnan(gap)] = np.nan
@@ -378,4 +342,24 @@ def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray
     faults = np.fmax(cols["log_majfault"], cols["sc_log_majfault"])
     out["fault_sys"] = faults * np.clip(np.nan_to_num(g("node_cpu_system_frac")) * 10.0, 0.0, 1.0)
     out["fault_sys"][np.isnan(faults)] = np.nan
+    idle = 1.0 - np.clip(cols["act"], 0.0, 1.0)
+    io = _band(_coalesce(g("sc_psi_io_some"), g("node_psi_io_some")))
+    out["io_stall_idle"] = io * idle
+    # near its limit: the cgroup uses most of the cores it may use, or each of its running processes
+    # keeps a core busy (a single-threaded loader is at its limit on an idle node)
+    busy = np.fmax(np.nan_to_num(out["cpu_own_sat"]), np.nan_to_num(out["cpu_per_running"]))
+    near_limit = np.clip(busy / OWN_SAT_FULL, 0.0, 1.0)
+    throttled = _band(_coalesce(g("sc_throttled_frac"), g("cpu_throttled_frac")))
+    out["cpu_psi_own"] = np.fmax(_band(g("sc_psi_cpu_some")) * near_limit, throttled)
+    out["cpu_stall_idle"] = out["cpu_psi_own"] * idle
+    out["mem_stall_idle"] = _band(_coalesce(g("sc_psi_mem_some"), g("node_psi_mem_some"))) * idle
+    stalls = ("io_stall_idle", "cpu_stall_idle", "mem_stall_idle")
+    total = sum(np.nan_to_num(out[k]) for k in stalls) + STALL_FLOOR_SHARE
+    for k in stalls:
+        out[k.replace("_idle", "_share")] = out[k] / total
     return out
+
+
+def _band(x: FloatArray) -> FloatArray:
+    """A stall share with its background below DEAD_BAND removed."""
+    return np.maximum(x - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)

@@ -84,6 +84,23 @@ CONTEXT_SERIES: tuple[str, ...] = (
     "job_share_node_cpu",
     "cpu_node_frac",
     "cpu_per_gpu",
+    # the pod's CPU pressure on a busy node is its neighbours' as much as its own: read gated by how
+    # far the job's cgroup uses its cores (``cpu_psi_own``)
+    "sc_psi_cpu_some_band",
+    # raw GPU activity levels follow each workload's kernel efficiency and the exporter's sampling:
+    # the classifier reads how full the pipes are (gpu_any_pipe, sm_fill, tensor_per_act, launch_gap)
+    "gpu_util",
+    "gr_engine_active",
+    "sm_occupancy",
+    # one-way PCIe bytes are every workload's input copies, in every class: the link's load reads from
+    # link_busy (its busiest direction against the datasheet) and pcie_fabric_frac
+    "pcie_rx_frac",
+    "pcie_tx_frac",
+    "pcie_per_act",
+    "pcie_rel_peak",
+    # runnable processes per usable core: on a node saturated by neighbours the usable cores shrink to
+    # one, and any runnable process reads as a queue (the job's own use reads in cpu_own_sat)
+    "sc_runnable_per_core",
     *BANDED,  # read by the classifier with their background removed (``<name>_band``)
 )
 CONTEXT_ONLY: tuple[str, ...] = tuple(

@@ -14,7 +14,7 @@ import numpy as np
 
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, SignalBlock, families_and_coverage
-from bottleneck_operator.scenarios.plans import Plan, draw_plan
+from bottleneck_operator.scenarios.plans import HOST_MEMORY, Plan, draw_plan
 from bottleneck_operator.scenarios.render import (
     Exporters,
     Sampling,
@@ -192,7 +192,7 @@ def _node_load(
     load["net_rx"] = load["net_rx"] + neighbours * rng.uniform(1e5, 5e7)
     load["net_tx"] = load["net_tx"] + neighbours * rng.uniform(1e5, 2e7)
     load["mem"] = load["mem"] + host.node_mem_bytes * rng.uniform(0.03, 0.15) + neighbours * 4e9
-    if host.label is Bottleneck.MEMORY and host.mem_limit_bytes is None:
+    if host.mechanism == HOST_MEMORY and host.mem_limit_bytes is None:
         load["mem"] = np.maximum(load["mem"], host.node_mem_bytes * rng.uniform(0.96, 0.995))
     if any(pl.plan.storage.kind in BLOCKING and pl.plan.storage.kind in LOCAL_STORAGE for pl in placed):
         load["disk_read"] = load["disk_read"] + rng.uniform(0.0, 2e6)
