@@ -24,6 +24,7 @@ def _launch(ctx: Context) -> None:
 SCENARIO = Scenario(
     name="cpu",
     label="CPU",
+    mechanism="throttled",
     limited="CPU quota of 0.25 cores on the loader's cgroup (two decode workers)",
     limits=Limits(cpu_cores=0.25),
     compute_s=0.05,

@@ -73,6 +73,7 @@ class Scenario:
 
     name: str
     label: str  # the verdict class the recording must get
+    mechanism: str  # and the mechanism within it (contract.verdict.Mechanism's value)
     limited: str  # what was limited, in words
     limits: Limits
     compute_s: float
@@ -150,18 +151,18 @@ def record(sc: Scenario, *, seconds: float, scrape: float, workroot: Path) -> di
         _ready(ctx, sc.ranks)  # start-up (worker pools, datasets loaded) is not part of the window
         first = cg.read()
         start = time.time()
-        batches0, wire0 = read_progress([ctx.progress_file(r) for r in range(sc.ranks)])
+        batches0, wire0, coll0 = read_progress([ctx.progress_file(r) for r in range(sc.ranks)])
         _wait(ctx, start + seconds)
         end = time.time()
         last = cg.read()
-        batches, wire = read_progress([ctx.progress_file(r) for r in range(sc.ranks)])
-        batches, wire = batches - batches0, wire - wire0
+        batches, wire, coll = read_progress([ctx.progress_file(r) for r in range(sc.ranks)])
+        batches, wire, coll = batches - batches0, wire - wire0, coll - coll0
         _stop(ctx)
         time.sleep(scrape * 1.5)  # the scrape that follows the end is in the TSDB before the export
         out_dir = DATA / f"real-{sc.name}"
         out_dir.mkdir(parents=True, exist_ok=True)
         n_series = export_openmetrics(prom.url, start, end, out_dir / "metrics.om")
-        truth = _truth(sc, ctx, who, (start, end), (first, last), (batches, wire), scrape, n_series)
+        truth = _truth(sc, ctx, who, (start, end), (first, last), (batches, wire, coll), scrape, n_series)
         (out_dir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
         return truth
     finally:
@@ -205,11 +206,11 @@ def _stop(ctx: Context) -> None:
 
 
 def _truth(sc: Scenario, ctx: Context, who: PodIdentity, window: tuple[float, float],
-           counters: tuple[Counters, Counters], work: tuple[float, float], scrape: float,
+           counters: tuple[Counters, Counters], work: tuple[float, float, float], scrape: float,
            n_series: int) -> dict[str, Any]:  # fmt: skip
     start, end = window
     first, last = counters
-    batches, wire = work
+    batches, wire, collective = work
     dt = end - start
     periods = last.nr_periods - first.nr_periods
     figures: dict[str, Any] = {
@@ -225,6 +226,8 @@ def _truth(sc: Scenario, ctx: Context, who: PodIdentity, window: tuple[float, fl
     }
     if wire:
         figures["wire_mb_per_s"] = round(wire / dt / 1e6, 2)
+    if collective:
+        figures["virtual_gpu_collective_busy"] = round(min(1.0, collective / dt), 3)
     for res in ("cpu", "io", "memory"):
         some = (last.psi_some or {}).get(res, 0.0) - (first.psi_some or {}).get(res, 0.0)
         figures[f"{res}_pressure_some_fraction"] = round(some / dt, 3)
@@ -232,6 +235,7 @@ def _truth(sc: Scenario, ctx: Context, who: PodIdentity, window: tuple[float, fl
         figures.update(sc.extra_figures(ctx, first, last, dt))
     return {
         "class": sc.label,
+        "mechanism": sc.mechanism,
         "limited": sc.limited,
         "namespace": who.namespace,
         "job": who.job,

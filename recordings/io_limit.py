@@ -42,6 +42,7 @@ def scenario() -> Scenario:
     return Scenario(
         name="io",
         label="IO",
+        mechanism="local-disk",
         limited=f"reads limited to {READ_BPS / 1e6:g} MB/s on {name} ({dev}), page cache evicted after each read",
         limits=Limits(read_bps=(dev, READ_BPS)),
         compute_s=0.05,

@@ -46,6 +46,7 @@ def _launch(ctx: Context) -> None:
 SCENARIO = Scenario(
     name="memory",
     label="Memory",
+    mechanism="host-memory-pressure",
     limited="384 MiB memory limit with 2 GiB of swap allowed, for a 1 GiB working set",
     limits=Limits(memory_bytes=384 << 20, swap_bytes=2 << 30),
     compute_s=0.05,

@@ -126,13 +126,16 @@ def allreduce(rank: int, host: str, port: int, progress: Path | None, grad_bytes
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     grad = np.random.default_rng(rank).standard_normal(grad_bytes // 4).astype(np.float32)
     done = wire = 0
+    collective = 0.0
     while True:
         time.sleep(compute_s)  # the host waits on the step's kernels (the virtual GPU's compute)
+        t0 = time.perf_counter()
         grad = _exchange(sock, grad)
+        collective += time.perf_counter() - t0  # the GPU's collective kernels wait this long
         done += 1
         wire += 2 * grad.nbytes  # sent + received
         if progress is not None:
-            write_progress(progress, done, wire)
+            write_progress(progress, done, wire, collective)
 
 
 def main() -> None:

@@ -30,16 +30,7 @@ RECORDINGS = sorted(p.parent.name for p in DATA.glob("real-*/metrics.om"))
 
 # A recording the current model gets wrong stays as recorded; its assertion is an expected failure
 # with what the model said and why (recordings/README.md, "What the model said").
-KNOWN_WRONG: dict[str, str] = {
-    "real-interconnect": (
-        "the model says CPU (0.78; 1.00 after the evidence gates): the pod's cgroup CPU pressure (0.21, from "
-        "the unrelated processes that saturated the node; 0.12 cores, no quota) now counts only as far as the "
-        "cgroup nears its limit (cpu_psi_own 0.04), but nothing marks Interconnect either: the virtual GPU "
-        "idles while the ranks exchange tensors (a real GPU runs NCCL kernels then, as the simulated "
-        "Interconnect-bound jobs do), and the all-reduce traffic (38 MB/s, symmetric) is small in absolute "
-        "terms with no exporter giving the link's capacity"
-    ),
-}
+KNOWN_WRONG: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -110,6 +101,9 @@ def test_recording_gets_its_class(name: str, verdicts: dict[str, tuple[Shifted, 
     assert [p.pod for p in verdict.pods] == [truth["pod"]]
     probs = {k: round(v, 2) for k, v in verdict.probabilities.items()}
     assert verdict.bottleneck.value == truth["class"], f"{name}: got {verdict.bottleneck.value} {probs}"
+    assert verdict.mechanism is not None and verdict.mechanism.value == truth["mechanism"], (
+        f"{name}: mechanism {verdict.mechanism}, recorded {truth['mechanism']}"
+    )
 
 
 @pytest.mark.parametrize("name", RECORDINGS)
@@ -125,6 +119,9 @@ def test_recordings_measured_their_limit() -> None:
     assert figures["real-cpu"]["cfs_throttled_fraction"] > 0.2
     assert figures["real-io"]["read_mb_per_s"] > 5 and figures["real-io"]["io_pressure_some_fraction"] > 0.3
     assert figures["real-memory"]["major_faults_per_s"] > 100 and figures["real-memory"]["swap_mb_at_end"] > 100
-    assert figures["real-interconnect"]["wire_mb_per_s"] > 5
+    # gradient volume (100 MB/s per GPU both ways, from which balanced traffic is an exchange), with the
+    # virtual GPU's collective kernels resident for most of the window
+    assert figures["real-interconnect"]["wire_mb_per_s"] > 100
+    assert figures["real-interconnect"]["virtual_gpu_collective_busy"] > 0.5
     for f in figures.values():
         assert f["virtual_gpu_busy"] < 0.6

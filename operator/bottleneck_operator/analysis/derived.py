@@ -143,6 +143,10 @@ SERIES: tuple[str, ...] = (
     "io_stall_share",
     "cpu_stall_share",
     "mem_stall_share",
+    # kernels running on GPU_UTIL's clock with the SMs mostly idle while collective bytes move (NVLink,
+    # PCIe both ways, or the network both ways at gradient volume): NCCL kernels waiting on their links,
+    # the counterpart of launch_gap
+    "collective_gap",
 )
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
 SERIES_INDEX: dict[str, int] = {name: i for i, name in enumerate(SERIES)}
@@ -309,6 +313,9 @@ COLLECTIVE_LINK = 0.05  # link share above which a GPU_UTIL-SM gap is collective
 # stall time (share of the window) below which no stall explains the GPU's idle time
 STALL_FLOOR_SHARE = 0.05
 COLLECTIVE_NET = 0.7  # network receive/transmit symmetry above which the node's traffic is collectives
+# bytes per second per GPU (log10, both ways) from which balanced network traffic is gradient exchange:
+# 100 MB/s, as the Interconnect evidence reads it
+COLLECTIVE_NET_LOG = 8.0
 
 
 def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray]) -> dict[str, FloatArray]:
@@ -322,10 +329,17 @@ def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray
     # only collective bytes (NVLink, PCIe crossed equally both ways, or network traffic as much sent as
     # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class
     collective = np.fmax(cols["nvlink_frac"], out["pcie_fabric_frac"])
-    quiet = ~(np.nan_to_num(collective) > COLLECTIVE_LINK) & ~(np.nan_to_num(cols["net_symmetry"]) > COLLECTIVE_NET)
+    net_both = np.nan_to_num(cols["net_symmetry"]) > COLLECTIVE_NET
+    quiet = ~(np.nan_to_num(collective) > COLLECTIVE_LINK) & ~net_both
     gap = np.clip(cols["util_gap"], 0.0, 1.0)
-    out["launch_gap"] = np.where(quiet & (cols["gpu_util"] >= LAUNCH_UTIL), gap, 0.0)
+    kernels = cols["gpu_util"] >= LAUNCH_UTIL
+    out["launch_gap"] = np.where(quiet & kernels, gap, 0.0)
+    exchange = (np.nan_to_num(collective) > COLLECTIVE_LINK) | (
+        net_both & (cols["log_net_per_gpu"] >= COLLECTIVE_NET_LOG)
+    )
+    out["collective_gap"] = np.where(exchange & kernels, gap, 0.0)
     out["launch_gap"][np.isnan(gap)] = np.nan
+    out["collective_gap"][np.isnan(gap)] = np.nan
     cpu, limit, node_cpus = g("cpu_cores"), g("cpu_limit_cores"), g("node_cpus")
     sc_cpu = g("sc_cpu_cores")
     own = _coalesce(sc_cpu, cpu)

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bottleneck_operator.analysis.derived import COLLECTIVE_NET_LOG
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import FloatArray
 
-NET_VOLUME_LOG = 8.0  # 100 MB/s per GPU: below it, balanced traffic is not gradient exchange
+NET_VOLUME_LOG = COLLECTIVE_NET_LOG  # 100 MB/s per GPU: below it, balanced traffic is not gradient exchange
 # Share of the PCIe link each way under which balanced traffic is not a collective: 1 % of the slowest
 # link in the hardware table (Gen3 x16, ~16 GB/s) is 160 MB/s each way, above the network's floor.
 # GPUDirect RDMA moves all-reduce over PCIe at a few percent of the link (NIC rate / link rate), so

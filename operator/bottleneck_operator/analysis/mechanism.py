@@ -11,7 +11,8 @@ them, so these are plain documented rules over the window's features, not a seco
 - Memory: ``host-memory-pressure`` when the pod or node stalls on memory (PSI), faults heavily or
   swaps; else ``hbm-bandwidth`` when DRAM activity is high with the tensor pipes idle.
 - Interconnect: ``pcie`` when host-to-device copies fill the link one way; ``network`` for a job that
-  spans nodes (its all-reduce crosses the NIC, or the PCIe bus both ways with GPUDirect RDMA);
+  spans nodes (its all-reduce crosses the NIC, or the PCIe bus both ways with GPUDirect RDMA) or whose
+  network traffic is as much sent as received at gradient volume;
   ``nvlink`` when NVLink carries more of the link than PCIe; else ``pcie`` (peer copies without NVLink).
 - IO: ``network-storage`` when reads arrive over the NIC (receive far above block reads, one way),
   else ``local-disk``.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bottleneck_operator.analysis.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.contract.window import FloatArray
@@ -113,12 +115,20 @@ def _interconnect(x: FloatArray) -> Mechanism:
     if rx is not None and rx >= H2D_FRAC_MIN and (tx is None or tx <= H2D_ONE_WAY_MAX * rx):
         return Mechanism.PCIE
     nodes = _f(x, "n_nodes") or 1.0
-    if nodes > 1:
+    if nodes > 1 or _exchanges_over_network(x):
         return Mechanism.NETWORK
     nvlink = _f(x, "nvlink_frac.mean")
     if nvlink is not None and (_f(x, "has_nvlink") or 0.0) > 0 and nvlink >= (rx or 0.0):
         return Mechanism.NVLINK
     return Mechanism.PCIE
+
+
+def _exchanges_over_network(x: FloatArray) -> bool:
+    """Traffic as much sent as received at gradient volume: the collectives cross the NIC, even when
+    the telemetry shows the job's pods on one node (its peers may be another Job's, or unseen)."""
+    symmetry = _f(x, "net_symmetry.mean")
+    volume = _f(x, "log_net_per_gpu.mean")
+    return symmetry is not None and volume is not None and symmetry >= COLLECTIVE_NET and volume >= COLLECTIVE_NET_LOG
 
 
 def _io(x: FloatArray) -> Mechanism | None:
