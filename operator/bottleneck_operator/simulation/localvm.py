@@ -20,8 +20,10 @@ The query-length limit (``-search.maxQueryLen``) is left at its default (16 KiB)
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Iterator
@@ -137,17 +139,46 @@ class LocalVictoriaMetrics:
         )
 
     def import_openmetrics(self, path: Path) -> None:
-        """Import a file of timestamped samples, then force a flush so every sample is searchable."""
+        """Import a file of timestamped samples and wait until every series it holds is searchable.
+
+        Raises:
+            LocalPrometheusError: the import was refused, or the series did not become searchable.
+        """
         batch: list[str] = []
+        series: set[str] = set()
         with Path(path).open() as source:
             for line in to_prometheus_text(source):
                 batch.append(line)
+                series.add(line.rsplit(" ", 2)[0])
                 if len(batch) >= _CHUNK_LINES:
                     self._post("/api/v1/import/prometheus", "\n".join(batch) + "\n")
                     batch.clear()
         if batch:
             self._post("/api/v1/import/prometheus", "\n".join(batch) + "\n")
-        self._post("/internal/force_flush", None)
+        self._wait_searchable(len(series))
+
+    def _wait_searchable(self, expected: int, timeout: float = 30.0) -> None:
+        """Flush until the index counts ``expected`` series: ``/internal/force_flush`` makes the buffered
+        samples searchable, but a busy machine can register the newest series in the index a moment later."""
+        deadline = time.monotonic() + timeout
+        found = 0
+        while True:
+            self._post("/internal/force_flush", None)
+            found = self._series_count()
+            if found >= expected or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if found < expected:
+            raise LocalPrometheusError(
+                f"VictoriaMetrics shows {found} of the {expected} imported series after {timeout:.0f} s (see {self.log_path})"
+            )
+
+    def _series_count(self) -> int:
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v1/series/count", timeout=30) as resp:  # noqa: S310 - loopback URL we built
+                return int(json.loads(resp.read())["data"][0])
+        except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LocalPrometheusError(f"VictoriaMetrics at {self.url} failed on /api/v1/series/count: {exc}") from exc
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
