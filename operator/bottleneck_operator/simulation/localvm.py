@@ -20,7 +20,6 @@ The query-length limit (``-search.maxQueryLen``) is left at its default (16 KiB)
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import time
@@ -139,46 +138,50 @@ class LocalVictoriaMetrics:
         )
 
     def import_openmetrics(self, path: Path) -> None:
-        """Import a file of timestamped samples and wait until every series it holds is searchable.
+        """Import a file of timestamped samples and wait until every one of them is searchable.
 
         Raises:
-            LocalPrometheusError: the import was refused, or the series did not become searchable.
+            LocalPrometheusError: the import was refused, or the samples did not reach the storage.
         """
         batch: list[str] = []
-        series: set[str] = set()
+        rows = 0
         with Path(path).open() as source:
             for line in to_prometheus_text(source):
                 batch.append(line)
-                series.add(line.rsplit(" ", 2)[0])
                 if len(batch) >= _CHUNK_LINES:
                     self._post("/api/v1/import/prometheus", "\n".join(batch) + "\n")
+                    rows += len(batch)
                     batch.clear()
         if batch:
             self._post("/api/v1/import/prometheus", "\n".join(batch) + "\n")
-        self._wait_searchable(len(series))
+            rows += len(batch)
+        self._wait_stored(rows)
+        self._post("/internal/force_flush", None)
 
-    def _wait_searchable(self, expected: int, timeout: float = 30.0) -> None:
-        """Flush until the index counts ``expected`` series: ``/internal/force_flush`` makes the buffered
-        samples searchable, but a busy machine can register the newest series in the index a moment later."""
+    def _wait_stored(self, rows: int, timeout: float = 60.0) -> None:
+        """Wait until the storage has taken ``rows`` samples: the import answers once it has read a chunk,
+        and on a busy machine the last chunk's samples can reach the storage after the flush that
+        should make them searchable (queries near the end of the data then find nothing)."""
         deadline = time.monotonic() + timeout
-        found = 0
-        while True:
-            self._post("/internal/force_flush", None)
-            found = self._series_count()
-            if found >= expected or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        if found < expected:
+        added = self._rows_added()
+        while added < rows and time.monotonic() < deadline:
+            time.sleep(0.1)
+            added = self._rows_added()
+        if added < rows:
             raise LocalPrometheusError(
-                f"VictoriaMetrics shows {found} of the {expected} imported series after {timeout:.0f} s (see {self.log_path})"
+                f"VictoriaMetrics stored {added} of {rows} imported samples after {timeout:.0f} s (see {self.log_path})"
             )
 
-    def _series_count(self) -> int:
+    def _rows_added(self) -> int:
         try:
-            with urllib.request.urlopen(f"{self.url}/api/v1/series/count", timeout=30) as resp:  # noqa: S310 - loopback URL we built
-                return int(json.loads(resp.read())["data"][0])
-        except (urllib.error.URLError, OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-            raise LocalPrometheusError(f"VictoriaMetrics at {self.url} failed on /api/v1/series/count: {exc}") from exc
+            with urllib.request.urlopen(f"{self.url}/metrics", timeout=30) as resp:  # noqa: S310 - loopback URL we built
+                text = resp.read().decode()
+        except (urllib.error.URLError, OSError) as exc:
+            raise LocalPrometheusError(f"VictoriaMetrics at {self.url} failed on /metrics: {exc}") from exc
+        for line in text.splitlines():
+            if line.startswith("vm_rows_added_to_storage_total "):
+                return int(float(line.split()[1]))
+        raise LocalPrometheusError(f"VictoriaMetrics at {self.url} does not report vm_rows_added_to_storage_total")
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
