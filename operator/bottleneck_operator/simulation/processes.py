@@ -126,7 +126,10 @@ def launch_on_free_port(
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and proc.poll() is None:
             if http_ok(ready_url(port), timeout=2.0):
-                return proc, port
+                # a server that lost the port to another one exits; the answer then came from that other
+                if proc.poll() is None:
+                    return proc, port
+                break
             time.sleep(0.1)
         last_error = tail_log(log_path)
         stop_process(proc)
