@@ -226,9 +226,10 @@ def derived_columns(
         return _raw(raw, name)
 
     cols = _gpu_columns(g, gpus, pcie, nvlink)
-    cols.update(_host_columns(g, gpus))
+    reads = _reads(g)
+    cols.update(_host_columns(g, gpus, reads))
     cols["pcie_per_act"] = _div(cols["pcie_rx_frac"], np.maximum(cols["act"], 0.05))
-    cols.update(_transfer_columns(g, cols))
+    cols.update(_transfer_columns(g, cols, reads))
     for name in BANDED:
         cols[f"{name}_band"] = _band(cols[name])
     return cols
@@ -268,7 +269,12 @@ def _gpu_columns(
     return cols
 
 
-def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray) -> dict[str, FloatArray]:
+def _reads(g: Callable[[str], FloatArray]) -> FloatArray:
+    """Bytes/s the job reads from storage: the busiest of the node's disks, its filesystem and its cgroup."""
+    return np.fmax(np.fmax(g("node_disk_read_bps"), g("fs_read_bps")), g("sc_io_read_bps"))
+
+
+def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: FloatArray) -> dict[str, FloatArray]:
     """CPU, memory, pressure, network and storage of the pod and its node."""
     cols: dict[str, FloatArray] = {}
     cpu, limit, node_cpus = g("cpu_cores"), g("cpu_limit_cores"), g("node_cpus")
@@ -289,7 +295,6 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray) -> dict[str,
         cols[f"node_psi_{name}"] = g(f"node_psi_{name}")
         cols[f"sc_psi_{name}"] = g(f"sc_psi_{name}")
     rx, tx = g("node_net_rx_bps"), g("node_net_tx_bps")
-    reads = np.fmax(np.fmax(g("node_disk_read_bps"), g("fs_read_bps")), g("sc_io_read_bps"))
     cols["net_rx_share"] = _div(rx, _nan_sum(rx, reads) + 1.0)
     cols["net_symmetry"] = _div(np.fmin(rx, tx), np.fmax(rx, tx) + 1.0)
     per_gpu = np.maximum(gpus, 1.0)
@@ -318,7 +323,9 @@ COLLECTIVE_NET = 0.7  # network receive/transmit symmetry above which the node's
 COLLECTIVE_NET_LOG = 8.0
 
 
-def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray]) -> dict[str, FloatArray]:
+def _transfer_columns(
+    g: Callable[[str], FloatArray], cols: dict[str, FloatArray], reads: FloatArray
+) -> dict[str, FloatArray]:
     """Class-level quantities that hold whatever mechanism or hardware produced them."""
     out: dict[str, FloatArray] = {}
     pipes = np.fmax(np.fmax(g("tensor_active"), g("dram_active") / 0.8), g("sm_active"))
@@ -349,9 +356,7 @@ def _transfer_columns(g: Callable[[str], FloatArray], cols: dict[str, FloatArray
     out["cpu_own_sat"] = np.clip(_div(own, usable), 0.0, 1.5)
     out["cpu_per_running"] = np.clip(_div(own, np.maximum(g("sc_procs_running"), 1.0)), 0.0, 2.0)
     out["sc_runnable_per_core"] = np.clip(_div(g("sc_procs_running"), _coalesce(usable, node_cpus)), 0.0, 4.0)
-    rx = g("node_net_rx_bps")
-    reads = np.fmax(np.fmax(g("node_disk_read_bps"), g("fs_read_bps")), g("sc_io_read_bps"))
-    out["input_rel_peak"] = _rel_peak(_nan_sum(rx, reads))
+    out["input_rel_peak"] = _rel_peak(_nan_sum(g("node_net_rx_bps"), reads))
     out["power_per_act"] = np.clip(_div(cols["power_rel_peak"], np.maximum(cols["act"], 0.05)), 0.0, 5.0)
     faults = np.fmax(cols["log_majfault"], cols["sc_log_majfault"])
     out["fault_sys"] = faults * np.clip(np.nan_to_num(g("node_cpu_system_frac")) * 10.0, 0.0, 1.0)

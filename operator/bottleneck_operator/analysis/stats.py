@@ -14,29 +14,9 @@ import numpy.typing as npt
 
 from bottleneck_operator.contract.window import FloatArray
 
-__all__ = ["nan_corr", "nan_segment_mean", "quantile_ranks", "sorted_valid", "summarise_rows", "summary"]
+__all__ = ["nan_corr", "nan_segment_mean", "quantile_ranks", "summarise_rows", "summary"]
 
 IntArray = npt.NDArray[np.intp]
-
-
-def sorted_valid(d: FloatArray) -> tuple[FloatArray, IntArray]:
-    """Each series sorted along the last axis with its missing samples set to 0, and its valid count.
-
-    NaN sorts last, so the first ``n`` values of each sorted series are its valid samples in order
-    and the zeros after them add nothing to sums.
-
-    Returns:
-        (sorted values, same shape as ``d``; number of valid samples, shape ``d.shape[:-1]``).
-    """
-    ordered = d.copy()
-    return ordered, _sort_valid(ordered)
-
-
-def _sort_valid(rows: FloatArray) -> IntArray:
-    """Sort ``rows`` in place along the last axis, zero their missing samples, and count the valid ones."""
-    missing = _sort_count(rows)
-    np.putmask(rows, missing, 0.0)
-    return _count(missing)
 
 
 def _sort_count(rows: FloatArray) -> npt.NDArray[np.bool_]:
