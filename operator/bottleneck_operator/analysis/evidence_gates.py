@@ -64,13 +64,18 @@ def _feat(name: str) -> Callable[[GateInput], float | None]:
     return lambda g: g.f(name)
 
 
+def _links_carry_traffic(f: Callable[[str], float | None]) -> bool:
+    """Links carry real volume: the network at 100 MB/s per GPU or more, or NVLink or PCIe busy."""
+    net = f("log_net_per_gpu.mean") or 0.0
+    links = max(f("nvlink_frac.p90") or 0.0, f("pcie_rx_frac.p90") or 0.0, f("pcie_tx_frac.p90") or 0.0)
+    return net >= NET_VOLUME_LOG or links >= 0.1
+
+
 def _with_traffic(read: Callable[[GateInput], float | None]) -> Callable[[GateInput], float | None]:
-    """The reading only when links carry real volume (network >= 100 MB/s per GPU, NVLink or PCIe busy)."""
+    """The reading only when links carry real volume (:func:`_links_carry_traffic`)."""
 
     def gated(g: GateInput) -> float | None:
-        net = g.f("log_net_per_gpu.mean") or 0.0
-        links = max(g.f("nvlink_frac.p90") or 0.0, g.f("pcie_rx_frac.p90") or 0.0, g.f("pcie_tx_frac.p90") or 0.0)
-        return read(g) if net >= NET_VOLUME_LOG or links >= 0.1 else None
+        return read(g) if _links_carry_traffic(g.f) else None
 
     return gated
 
@@ -170,9 +175,7 @@ def launch_gap(f: Callable[[str], float | None]) -> float | None:
         The gap (it implies launch overhead from ``LAUNCH_GAP``), or None when missing or the links are busy.
     """
     gap = f("util_gap.mean")
-    net = f("log_net_per_gpu.mean") or 0.0
-    links = max(f("nvlink_frac.p90") or 0.0, f("pcie_rx_frac.p90") or 0.0, f("pcie_tx_frac.p90") or 0.0)
-    if gap is None or net >= NET_VOLUME_LOG or links >= 0.1:
+    if gap is None or _links_carry_traffic(f):
         return None
     return gap
 
