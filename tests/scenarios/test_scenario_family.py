@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from bottleneck_operator.analysis.hardware import spec_for
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.scenarios import MECHANISMS, ScenarioJob, generate_family
@@ -62,6 +65,13 @@ def test_truth_follows_stage_times() -> None:
     # with num_workers=0 the same input work adds to every step: no longer hidden behind the GPU
     serial = StageTimes(t_gpu=1.0, t_comm=0.0, overlap=0.8, t_cpu=0.6, t_io=0.0, t_mem=0.0, serial_input=True)
     assert truth(serial)[0].value == "CPU"
+    # copies from pageable memory are synchronous: in series with the kernels they bound the step;
+    # the same copies from pinned memory run beside the kernels and cost nothing
+    pageable = StageTimes(
+        t_gpu=1.0, t_comm=0.1, overlap=0.8, t_cpu=0.3, t_io=0.3, t_mem=0.0, serial_input=False, t_h2d=0.8, pinned=False
+    )
+    assert truth(pageable)[0] is Bottleneck.INTERCONNECT
+    assert truth(replace(pageable, pinned=True))[0] is Bottleneck.GPU
 
 
 def test_http_streaming_waits_without_iowait(jobs: list[ScenarioJob]) -> None:
@@ -148,3 +158,20 @@ def test_hbm_bandwidth_bound_jobs_are_memory_as_the_design_card_says(jobs: list[
         # bound in the kernels, not by host memory: no memory stalls (major faults may be mmap reads)
         if "node_psi_mem_some" in j.window.pods[0].signals:
             assert _median(j, "node_psi_mem_some") < 0.05
+
+
+def _link_share(job: ScenarioJob, name: str) -> float:
+    return _median(job, name) / spec_for(job.window.pods[0].gpu_model).pcie_bps
+
+
+def test_host_to_device_bound_jobs_fill_the_link_one_way(jobs: list[ScenarioJob]) -> None:
+    h2d = [j for j in jobs if j.mechanism == "host-to-device" and "pcie_rx_bps" in j.window.pods[0].signals]
+    assert h2d and all(j.label is Bottleneck.INTERCONNECT for j in h2d)
+    others = [j for j in jobs if j.label is Bottleneck.GPU and "pcie_rx_bps" in j.window.pods[0].signals]
+    # input copies of GPU-bound jobs move a small share of the link; copy-bound jobs several times it
+    assert np.median([_link_share(j, "pcie_rx_bps") for j in h2d]) > 2 * np.median(
+        [_link_share(j, "pcie_rx_bps") for j in others]
+    )
+    for j in h2d:
+        # the copies go one way (a collective over PCIe or GPUDirect RDMA beside them adds as much each way)
+        assert _link_share(j, "pcie_rx_bps") - _link_share(j, "pcie_tx_bps") > 0.05

@@ -6,7 +6,7 @@ mechanism's stage strongly, the others weakly, and is kept only when :func:`stag
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -16,7 +16,8 @@ from bottleneck_operator.scenarios.stages import StageTimes, truth
 
 MECHANISMS: dict[Bottleneck, tuple[str, ...]] = {
     Bottleneck.GPU: ("compute", "launch-bound", "throttled"),
-    Bottleneck.INTERCONNECT: ("network", "nvlink", "pcie", "all-to-all", "pipeline"),
+    # "pcie" is peer-to-peer collectives over PCIe; "host-to-device" the batch copies themselves
+    Bottleneck.INTERCONNECT: ("network", "nvlink", "pcie", "all-to-all", "pipeline", "host-to-device"),
     Bottleneck.CPU: ("saturated", "throttled", "too-few-workers"),
     Bottleneck.IO: ("local-disk", "network-storage", "object-store", "mmap"),
     # HBM-bandwidth-bound kernels are Memory by DESIGN.md (memory bandwidth on the GPU bounds the
@@ -24,6 +25,12 @@ MECHANISMS: dict[Bottleneck, tuple[str, ...]] = {
     Bottleneck.MEMORY: ("host-memory", "hbm-bandwidth"),
 }
 HOST_MEMORY = "host-memory"
+HOST_TO_DEVICE = "host-to-device"
+# What a host-to-device copy achieves against the link's datasheet rate: from pageable memory the
+# driver stages each copy through a pinned buffer with a CPU memcpy, from pinned memory DMA runs near
+# the link's practical peak.
+PAGEABLE_COPY = (0.25, 0.45)
+PINNED_COPY = (0.7, 0.85)
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,9 @@ def _stage_draw(rng: np.random.Generator, label: Bottleneck, mechanism: str, t_g
         "t_comm", "t_cpu", "t_io")}  # fmt: skip
     weak["t_mem"] = t_gpu * float(rng.choice([0.0, _u(rng, 0.0, 0.08)], p=[0.8, 0.2]))
     strong = t_gpu * float(rng.choice([_u(rng, 1.25, 2.0), _u(rng, 2.0, 6.0)], p=[0.55, 0.45]))
-    if label is Bottleneck.INTERCONNECT:
+    if mechanism == HOST_TO_DEVICE:
+        weak["t_h2d"] = strong
+    elif label is Bottleneck.INTERCONNECT:
         weak["t_comm"] = strong * 1.3
     elif label is Bottleneck.CPU:
         weak["t_cpu"] = strong
@@ -164,6 +173,7 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, *, tries: int = 200) 
     for _ in range(tries):
         t_gpu = _u(rng, 0.08, 1.2)
         st = StageTimes(serial_input=False, overlap=_u(rng, 0.3, 0.9), t_gpu=t_gpu,
+                        pinned=mechanism != HOST_TO_DEVICE or bool(rng.random() < 0.25),
                         **_stage_draw(rng, stage_label, mechanism, t_gpu))  # fmt: skip
         workers = int(rng.choice([2, 4, 6, 8, 10, 12, 16]))
         if label is Bottleneck.CPU and mechanism == "too-few-workers":
@@ -171,7 +181,7 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, *, tries: int = 200) 
         elif label is not Bottleneck.CPU and rng.random() < 0.08:
             workers = 0
         if workers == 0:
-            st = StageTimes(st.t_gpu, st.t_comm, st.overlap, st.t_cpu * 0.6, st.t_io * 0.5, st.t_mem, True)
+            st = replace(st, t_cpu=st.t_cpu * 0.6, t_io=st.t_io * 0.5, serial_input=True)
         got, margin = truth(st)
         if got is stage_label and margin > 0.12:
             return _finish(rng, label, mechanism, margin, part, fabric, storage, st, (n_pods, gpp, ppn), workers)
@@ -236,13 +246,16 @@ def _finish(
     if mechanism == HOST_MEMORY:
         mem_limit = ws * _u(rng, 0.97, 1.0) if rng.random() < 0.5 else None
         swap = mem_limit is None or bool(rng.random() < 0.6)
-    h2d_share = _u(rng, 0.02, 0.25)
+    if mechanism == HOST_TO_DEVICE:
+        h2d_bytes = st.t_h2d * part.pcie_bps * _u(rng, *(PINNED_COPY if st.pinned else PAGEABLE_COPY))
+    else:  # input copies beside the kernels, a small share of the link
+        h2d_bytes = _u(rng, 0.02, 0.25) * part.pcie_bps * st.t_gpu
     tags = _tags(mechanism, storage, fabric, path, workers=workers, node_gpus=node_gpus, mig=mig)
     return Plan(
         label=label, mechanism=mechanism, margin=margin, part=part, fabric=fabric, storage=storage, stages=st,
         kernels=_kernels(rng, mechanism, part), n_pods=n_pods, gpus_per_pod=gpp, pods_per_node=ppn,
         node_cpus=node_cpus, node_mem_bytes=node_mem, workers=workers, cpu_limit=cpu_limit, loader_cores=loader,
-        h2d_bytes=h2d_share * part.pcie_bps * st.t_gpu, comm_bytes=st.t_comm * comm_bw, comm_path=path,
+        h2d_bytes=h2d_bytes, comm_bytes=st.t_comm * comm_bw, comm_path=path,
         mem_limit_bytes=mem_limit, working_set_bytes=ws, swap=swap, fb_frac=_u(rng, 0.3, 0.99),
         mig=mig, straggler=_u(rng, 0.55, 0.8) if mechanism == "throttled" and label is Bottleneck.GPU else 1.0,
         bubble=_u(rng, 0.15, 0.45) if mechanism == "pipeline" else 0.0,

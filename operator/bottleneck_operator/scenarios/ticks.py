@@ -85,14 +85,16 @@ def _step_shares(plan: Plan, rng: np.random.Generator, n: int, ph: npt.NDArray[n
     sd_io = 0.25 if plan.storage.kind in NETWORK_STORAGE else 0.1
     tio = st.t_io * _wander(rng, n, sd_io)
     tm = st.t_mem * _wander(rng, n, 0.2)
+    th2d = st.t_h2d * _wander(rng, n, 0.06)
     ev = ph == EVAL
     tg = np.where(ev, tg * 0.35, tg)  # forward only
     tc = np.where(ev, 0.0, tc)
     tcpu, tio = np.where(ev, tcpu * 0.3, tcpu), np.where(ev, tio * 0.3, tio)
     exposed = np.maximum(tc * (1.0 - st.overlap), tc - tg)
+    device = np.maximum(tg + exposed, th2d) if st.pinned else tg + exposed + th2d
     inp = tcpu + tio if st.serial_input else np.maximum(tcpu, tio)
-    step = (tg + exposed + inp if st.serial_input else np.maximum(tg + exposed, inp)) + tm
-    return {"tg": tg, "tc": tc, "tcpu": tcpu, "tio": tio, "tm": tm, "exposed": exposed, "step": step}
+    step = (device + inp if st.serial_input else np.maximum(device, inp)) + tm
+    return {"tg": tg, "tc": tc, "tcpu": tcpu, "tio": tio, "tm": tm, "th2d": th2d, "exposed": exposed, "step": step}
 
 
 def _one_pod(
@@ -154,6 +156,8 @@ def _host(
     cpu_share = np.where(startup | ckpt, 0.0, s["tcpu"] / step)
     loader = cpu_share * plan.loader_cores * rng.uniform(0.95, 1.02, n)
     main = gpus * np.where(plan.launch_core, rng.uniform(0.95, 1.0, n), 0.2 + 0.4 * u)
+    if not plan.stages.pinned:  # pageable copies: the driver's memcpy into its staging buffer
+        main = main + gpus * np.where(startup | ckpt, 0.0, s["th2d"] / step)
     if plan.workers == 0:
         main = main + gpus * cpu_share
         loader = np.zeros(n)
