@@ -175,3 +175,15 @@ def test_host_to_device_bound_jobs_fill_the_link_one_way(jobs: list[ScenarioJob]
     for j in h2d:
         # the copies go one way (a collective over PCIe or GPUDirect RDMA beside them adds as much each way)
         assert _link_share(j, "pcie_rx_bps") - _link_share(j, "pcie_tx_bps") > 0.05
+
+
+def test_cpu_pressure_follows_from_the_cores_not_the_label(jobs: list[ScenarioJob]) -> None:
+    """One busy worker per core on a node with cores to spare never waits for a CPU: a loader with too
+    few workers shows no pressure beyond its throttling, whatever its class; a saturated loader does."""
+    few = [j for j in jobs if j.mechanism == "too-few-workers" and "sc_psi_cpu_some" in j.window.pods[0].signals]
+    assert few
+    for j in few:
+        throttled = _median(j, "cpu_throttled_frac") if "cpu_throttled_frac" in j.window.pods[0].signals else 0.0
+        assert _median(j, "sc_psi_cpu_some") <= 0.8 * throttled + 0.08
+    saturated = [j for j in jobs if j.mechanism == "saturated" and "sc_psi_cpu_some" in j.window.pods[0].signals]
+    assert saturated and np.median([_median(j, "sc_psi_cpu_some") for j in saturated]) > 0.2

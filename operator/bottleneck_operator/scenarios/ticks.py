@@ -172,6 +172,10 @@ def _host(
         demand = cpu / plan.cpu_limit
         throttled = np.clip((demand - 0.9) * 6.0, 0.0, 0.99) + rng.uniform(0.0, 0.03, n)
         cpu = np.minimum(cpu, plan.cpu_limit * rng.uniform(0.97, 1.0, n))
+    # The pod's threads wait for a core when throttled, or when its loader fills the cores the node
+    # leaves it (threads queue behind each other); one worker per core on an idle node never waits.
+    fill = (plan.loader_cores + gpus) / (plan.node_cpus / plan.pods_per_node)
+    contention = cpu_share * float(np.clip((fill - 0.85) / 0.15, 0.0, 1.0))
     waiting_readers = io_share * max(1, plan.workers) if storage.kind in BLOCKING else np.zeros(n)
     majfault = read / READAHEAD_BYTES if storage.kind == "mmap" else np.zeros(n)
     majfault = majfault + mem_stall * rng.uniform(2e4, 8e4, n) * plan.swap + rng.uniform(0, 5, n)
@@ -185,7 +189,7 @@ def _host(
     ckpt_tx = np.where(ckpt, rng.uniform(0.3, 1.0, n) * 1e9, 0.0)
     pod = {
         "cpu": cpu, "throttled": throttled, "ws": ws, "fs_read": disk_read, "majfault": majfault,
-        "psi_cpu_some": np.clip(throttled * 0.8 + cpu_share * (plan.label.value == "CPU") * 0.3, 0, 1),
+        "psi_cpu_some": np.clip(throttled * 0.8 + contention, 0, 1),
         "psi_io_some": np.clip(waiting_readers / max(1, plan.workers) * 1.1, 0, 1),
         "psi_io_full": np.clip(waiting_readers / max(1, plan.workers) * 0.7 * (u < 0.6), 0, 1),
         "psi_mem_some": np.clip(mem_stall * 1.1, 0, 1), "psi_mem_full": np.clip(mem_stall * 0.75, 0, 1),
@@ -197,6 +201,6 @@ def _host(
         "disk_read": disk_read, "majfault": majfault, "net_rx": net_comm + net_read + 1e5,
         "net_tx": net_comm + 0.02 * net_read + ckpt_tx + 1e5, "mem": ws,
         "swap": mem_stall * plan.swap, "mem_stall": mem_stall,
-        "runnable": cpu + (plan.loader_cores * cpu_share if plan.label.value == "CPU" else 0.0),
+        "runnable": cpu + plan.loader_cores * contention,
     }  # fmt: skip
     return pod, node
