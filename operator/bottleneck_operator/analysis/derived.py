@@ -335,15 +335,13 @@ def _transfer_columns(
     out["pcie_fabric_frac"] = np.fmin(cols["pcie_rx_frac"], cols["pcie_tx_frac"])
     # only collective bytes (NVLink, PCIe crossed equally both ways, or network traffic as much sent as
     # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class
-    collective = np.fmax(cols["nvlink_frac"], out["pcie_fabric_frac"])
+    collective = np.nan_to_num(np.fmax(cols["nvlink_frac"], out["pcie_fabric_frac"])) > COLLECTIVE_LINK
     net_both = np.nan_to_num(cols["net_symmetry"]) > COLLECTIVE_NET
-    quiet = ~(np.nan_to_num(collective) > COLLECTIVE_LINK) & ~net_both
+    quiet = ~collective & ~net_both
     gap = np.clip(cols["util_gap"], 0.0, 1.0)
     kernels = cols["gpu_util"] >= LAUNCH_UTIL
     out["launch_gap"] = np.where(quiet & kernels, gap, 0.0)
-    exchange = (np.nan_to_num(collective) > COLLECTIVE_LINK) | (
-        net_both & (cols["log_net_per_gpu"] >= COLLECTIVE_NET_LOG)
-    )
+    exchange = collective | (net_both & (cols["log_net_per_gpu"] >= COLLECTIVE_NET_LOG))
     out["collective_gap"] = np.where(exchange & kernels, gap, 0.0)
     out["launch_gap"][np.isnan(gap)] = np.nan
     out["collective_gap"][np.isnan(gap)] = np.nan

@@ -156,8 +156,9 @@ def _summarise_planes(
 ) -> FloatArray:
     """The statistics of each derived series' training-loop samples, shape (pods, len(SERIES), len(STATS)).
 
-    Each plane is blanked (NaN where ``drop``, the samples outside the training loop) into a fresh array (or taken from ``kept``, already blanked) that is sorted
-    in place, so the (pods x series x time) array is never built. Planes are taken out of ``cols``
+    Each plane is blanked (NaN where ``drop``, the samples outside the training loop) into a fresh
+    array (or taken from ``kept``, already blanked) that is sorted in place, so the
+    (pods x series x time) array is never built. Planes are taken out of ``cols``
     and ``kept`` as they are summarised: each is freed as soon as it is read, and the next one reuses
     its memory while it is still in cache.
     """

@@ -19,20 +19,6 @@ __all__ = ["nan_corr", "nan_segment_mean", "quantile_ranks", "summarise_rows", "
 IntArray = npt.NDArray[np.intp]
 
 
-def _sort_count(rows: FloatArray) -> npt.NDArray[np.bool_]:
-    """Sort ``rows`` in place along the last axis (NaN last); where they are NaN."""
-    rows.sort(axis=-1)
-    return np.isnan(rows)
-
-
-def _count(missing: npt.NDArray[np.bool_]) -> IntArray:
-    """The valid count of each sorted row: the first NaN's position (a row whose last sample is valid
-    has no NaN)."""
-    if not missing.shape[-1]:
-        return np.zeros(missing.shape[:-1], np.intp)
-    return np.asarray(np.where(missing[..., -1], missing.argmax(axis=-1), missing.shape[-1]), dtype=np.intp)
-
-
 def quantile_ranks(t: int, quantiles: Sequence[float]) -> IntArray:
     """The sorted position of each quantile for each possible number of valid samples 0..t, shape
     (t + 1, len(quantiles)): ``round(q * (n - 1))``, half to even."""
@@ -81,8 +67,10 @@ def summarise_rows(rows: FloatArray, ranks: IntArray, out: FloatArray) -> None:
     ``out`` (series x (len(quantiles) + 2)) may be a strided view.
     """
     t = rows.shape[1]
-    missing = _sort_count(rows)
-    count = _count(missing)
+    rows.sort(axis=-1)  # NaN last
+    missing = np.isnan(rows)
+    # the first NaN's position is the valid count; a row whose last sample is valid has no NaN
+    count = np.where(missing[:, -1], missing.argmax(axis=1), t)
     # taken before the missing samples are zeroed: a series with none valid reads NaN at rank 0
     row_start = np.arange(0, len(rows) * t, t, dtype=np.intp)[:, None]
     out[:, 1:-1] = rows.ravel().take(ranks.take(count, axis=0) + row_start)

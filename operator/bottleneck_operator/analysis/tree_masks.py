@@ -105,15 +105,19 @@ class LeafMasks:
         possible = np.bitwise_and.reduce(kept, axis=1)
         if possible.dtype.itemsize <= 2:  # the lowest set bit's position, looked up
             return np.asarray(_LOWEST_BIT.take(possible), dtype=np.intp)
-        # a power of two is exact in float64: its exponent is the bit's position (+1)
-        lowest = (possible & np.negative(possible)).astype(np.float64)
-        return np.asarray(np.frexp(lowest)[1], dtype=np.intp) - 1
+        return _lowest_bit(possible)
+
+
+def _lowest_bit(masks: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.intp]:
+    """The position of each mask's lowest set bit (-1 for 0)."""
+    # a power of two is exact in float64: its exponent is the bit's position (+1)
+    lowest = (masks & np.negative(masks)).astype(np.float64)
+    return np.asarray(np.frexp(lowest)[1], dtype=np.intp) - 1
 
 
 _BLOCK = 1 << 17  # split tests per block: 1 MiB of float64
 # position of the lowest set bit of every 16-bit mask (0 for 0: no row has an empty mask)
-_LOWEST_BIT = np.frexp((np.arange(1 << 16) & -np.arange(1 << 16)).astype(np.float64))[1].astype(np.intp) - 1
-_LOWEST_BIT[0] = 0
+_LOWEST_BIT = np.maximum(_lowest_bit(np.arange(1 << 16)), 0)
 
 
 def _tree(ensemble: Any, root: int) -> tuple[list[tuple[int, int, int]], list[int]]:

@@ -149,14 +149,14 @@ class LocalVictoriaMetrics:
             for line in to_prometheus_text(source):
                 batch.append(line)
                 if len(batch) >= _CHUNK_LINES:
-                    self._post("/api/v1/import/prometheus", "\n".join(batch) + "\n")
+                    self._request("/api/v1/import/prometheus", "\n".join(batch) + "\n")
                     rows += len(batch)
                     batch.clear()
         if batch:
-            self._post("/api/v1/import/prometheus", "\n".join(batch) + "\n")
+            self._request("/api/v1/import/prometheus", "\n".join(batch) + "\n")
             rows += len(batch)
         self._wait_stored(rows)
-        self._post("/internal/force_flush", None)
+        self._request("/internal/force_flush", None)
 
     def _wait_stored(self, rows: int, timeout: float = 60.0) -> None:
         """Wait until the storage has taken ``rows`` samples: the import answers once it has read a chunk,
@@ -173,12 +173,7 @@ class LocalVictoriaMetrics:
             )
 
     def _rows_added(self) -> int:
-        try:
-            with urllib.request.urlopen(f"{self.url}/metrics", timeout=30) as resp:  # noqa: S310 - loopback URL we built
-                text = resp.read().decode()
-        except (urllib.error.URLError, OSError) as exc:
-            raise LocalPrometheusError(f"VictoriaMetrics at {self.url} failed on /metrics: {exc}") from exc
-        for line in text.splitlines():
+        for line in self._request("/metrics", None).splitlines():
             if line.startswith("vm_rows_added_to_storage_total "):
                 return int(float(line.split()[1]))
         raise LocalPrometheusError(f"VictoriaMetrics at {self.url} does not report vm_rows_added_to_storage_total")
@@ -207,12 +202,13 @@ class LocalVictoriaMetrics:
 
     # --- internals
 
-    def _post(self, path: str, body: str | None) -> None:
+    def _request(self, path: str, body: str | None) -> str:
+        """POST ``body`` to ``path`` (GET without one); the answer's text."""
         data = body.encode() if body is not None else None
         request = urllib.request.Request(f"{self.url}{path}", data=data, method="POST" if data else "GET")  # noqa: S310 - loopback URL we built
         try:
             with urllib.request.urlopen(request, timeout=120) as resp:  # noqa: S310 - loopback URL we built
-                resp.read()
+                return str(resp.read().decode(errors="replace"))
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode(errors="replace")[:500]
             raise LocalPrometheusError(f"VictoriaMetrics refused {path} (HTTP {exc.code}): {detail}") from exc
