@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help demo test lint typecheck unit bench train evaluate lock image crd chart-sync chart-package chart-push system-deps clean record record-as-root
+.PHONY: help demo test lint typecheck unit bench train evaluate lock image crd chart-sync chart-package chart-push system-deps clean record record-as-root record-gpu
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -45,6 +45,12 @@ record-as-root:
 record: record-as-root $(STAMP) system-deps  ## re-record the real bottlenecks under tests/data/real-* (needs root)
 	$(BIN)/pip install --quiet 'Pillow>=10'
 	PYTHONPATH=$(CURDIR):$(CURDIR)/operator $(BIN)/python -m recordings
+
+GPU_SCENARIOS := gpu-compute gpu-hbm gpu-h2d gpu-loader gpu-io gpu-launch
+
+record-gpu: record-as-root $(STAMP) system-deps  ## record real PyTorch loops on this machine's GPU under tests/data/gpu-* (root, NVIDIA GPU)
+	$(BIN)/pip install --quiet 'Pillow>=10' 'nvidia-ml-py>=12' 'torch>=2.4'
+	PYTHONPATH=$(CURDIR):$(CURDIR)/operator $(BIN)/python -m recordings $(GPU_SCENARIOS) --seconds 124 --scrape 5
 
 train: $(STAMP)  ## retrain the shipped model from its seed
 	$(BIN)/bottleneck-operator train --output operator/bottleneck_operator/model

@@ -2,7 +2,7 @@
 
 Each path serves what that exporter publishes for the pod on a Kubernetes node, with its names and
 labels, computed at scrape time: the container series from the pod's real cgroup counters, the
-GPU series from the virtual GPU (:mod:`recordings.virtual_gpu`). Prometheus scrapes them beside a
+GPU series from the virtual GPU (:mod:`recordings.virtual_gpu`) or a real one (:mod:`recordings.nvml_gpu`). Prometheus scrapes them beside a
 real node-exporter.
 """
 
@@ -15,11 +15,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Protocol
 
 from recordings.cgroups import PERIOD_US, Cgroup, Counters
-from recordings.virtual_gpu import VirtualGpu
 
 TRAINER = "trainer"
+
+
+class GpuSource(Protocol):
+    """The pod's GPU: the virtual one (:mod:`recordings.virtual_gpu`) or a real one through NVML."""
+
+    model_name: str
+
+    def sample(self) -> dict[str, float]: ...
+
+    def device_labels(self) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -60,7 +70,7 @@ class _Text:
 class PodExporter:
     """Serves ``/cadvisor``, ``/ksm``, ``/sidecar`` and ``/dcgm`` for one pod on 127.0.0.1."""
 
-    def __init__(self, who: PodIdentity, cgroup: Cgroup, gpu: VirtualGpu, disk: str) -> None:
+    def __init__(self, who: PodIdentity, cgroup: Cgroup, gpu: GpuSource, disk: str) -> None:
         self.who = who
         self.disk = disk
         self.cgroup = cgroup
@@ -188,6 +198,7 @@ class PodExporter:
         labels = {"gpu": "0", "UUID": f"GPU-{zlib.crc32(w.node.encode()):08x}-0000-4000-8000-00000000rec0"[:40],
                   "pci_bus_id": "00000000:07:00.0", "device": "nvidia0", "modelName": self.gpu.model_name,
                   "Hostname": w.node, "container": TRAINER, "namespace": w.namespace, "pod": w.pod}  # fmt: skip
+        labels.update(self.gpu.device_labels())
         out = _Text()
         for name, value in self.gpu.sample().items():
             out.add(name, "gauge", value, labels)

@@ -4,11 +4,12 @@ The recording Prometheus (Debian's, through the project's :class:`LocalPrometheu
 real node-exporter and the pod's exporters (:mod:`recordings.exporter`) every few seconds while the
 workload runs. Afterwards every raw sample of the families the metric contract names is read back
 with range selectors (``name[<window>]``: the TSDB's own samples and timestamps, no resampling) and
-written as OpenMetrics that ``promtool tsdb create-blocks-from openmetrics`` accepts.
+written as gzipped OpenMetrics that ``promtool tsdb create-blocks-from openmetrics`` accepts once unpacked.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -20,12 +21,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bottleneck_operator.simulation.localprom import LocalPrometheus, NodeExporter, hostname
 from recordings.cgroups import Cgroup, Counters, Limits, block_device_of
 from recordings.exporter import PodExporter, PodIdentity
 from recordings.virtual_gpu import VirtualGpu, read_progress
+
+if TYPE_CHECKING:
+    from recordings.nvml_gpu import NvmlGpu
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -55,9 +59,10 @@ class Context:
     def progress_file(self, rank: int) -> Path:
         return self.progress_dir / f"rank{rank}.progress"
 
-    def spawn(self, argv: list[str], *, prefix: list[str] | None = None, join: bool = True) -> subprocess.Popen[bytes]:
-        """Start ``python -m recordings.workloads ARGV`` in the pod's cgroup (or not), optionally behind PREFIX."""
-        cmd = [*(prefix or []), sys.executable, "-m", "recordings.workloads", *argv]
+    def spawn(self, argv: list[str], module: str = "recordings.workloads", *, prefix: list[str] | None = None,
+              join: bool = True) -> subprocess.Popen[bytes]:  # fmt: skip
+        """Start ``python -m MODULE ARGV`` in the pod's cgroup (or not), optionally behind PREFIX."""
+        cmd = [*(prefix or []), sys.executable, "-m", module, *argv]
         cg = self.cgroup
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "operator")])}
         log = (self.workdir / f"workload-{len(self.processes)}.log").open("ab")
@@ -76,13 +81,19 @@ class Scenario:
     mechanism: str  # and the mechanism within it (contract.verdict.Mechanism's value)
     limited: str  # what was limited, in words
     limits: Limits
-    compute_s: float
-    h2d_bytes: float
     launch: Callable[[Context], None]
+    compute_s: float = 0.0  # the virtual GPU's kernel time per batch (unused with a real GPU)
+    h2d_bytes: float = 0.0  # and its host-to-device bytes per batch
+    real_gpu: bool = False  # GPU 0 of this machine through NVML, instead of the virtual GPU
     ranks: int = 1
     setup: Callable[[Context], None] | None = None
     teardown: Callable[[Context], None] | None = None
     extra_figures: Callable[[Context, Counters, Counters, float], dict[str, Any]] | None = None
+
+    @property
+    def job(self) -> str:
+        """The Job's name, which is also the recording's folder under tests/data/."""
+        return f"{'gpu' if self.real_gpu else 'real'}-{self.name}"
 
 
 def _prom_get(url: str, path: str, params: dict[str, str]) -> Any:
@@ -111,7 +122,11 @@ def export_openmetrics(url: str, start: float, end: float, out: Path) -> int:
             head = f"{name}{{{text}}}" if text else name
             lines += [f"{head} {v} {t:.3f}" for t, v in row["values"] if start <= float(t) <= end]
             count += 1
-    out.write_text("\n".join(lines) + "\n# EOF\n")
+    text = "\n".join(lines) + "\n# EOF\n"
+    if out.suffix == ".gz":  # a 16-CPU node's per-CPU counters make a recording large; gzip keeps it ~30x smaller
+        out.write_bytes(gzip.compress(text.encode(), mtime=0))
+    else:
+        out.write_text(text)
     return count
 
 
@@ -119,8 +134,16 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+def _gpu_for(sc: Scenario, ctx: Context) -> VirtualGpu | NvmlGpu:
+    if sc.real_gpu:
+        from recordings.nvml_gpu import NvmlGpu
+
+        return NvmlGpu()
+    return VirtualGpu(sc.compute_s, sc.h2d_bytes, [ctx.progress_file(r) for r in range(sc.ranks)])
+
+
 def record(sc: Scenario, *, seconds: float, scrape: float, workroot: Path) -> dict[str, Any]:
-    """Run the scenario for ``seconds`` and write ``tests/data/real-<name>/{metrics.om,truth.json}``."""
+    """Run the scenario for ``seconds`` and write ``tests/data/<job>/{metrics.om,truth.json}``."""
     workdir = workroot / sc.name
     workdir.mkdir(parents=True, exist_ok=True)
     progress = Path("/dev/shm") / f"bnr-recording-{sc.name}"  # memory-backed: outside the limits under test
@@ -129,8 +152,8 @@ def record(sc: Scenario, *, seconds: float, scrape: float, workroot: Path) -> di
         old.unlink()
     cg = Cgroup(f"bnr-recording-{sc.name}", sc.limits)
     ctx = Context(sc.name, workdir, cg, progress)
-    gpu = VirtualGpu(sc.compute_s, sc.h2d_bytes, [ctx.progress_file(r) for r in range(sc.ranks)])
-    job = f"real-{sc.name}"
+    gpu = _gpu_for(sc, ctx)
+    job = sc.job
     who = PodIdentity(NAMESPACE, job, f"{job}-0-{uuid.uuid4().hex[:5]}", str(uuid.uuid4()), hostname())
     _, disk = block_device_of(REPO)
     exporter = PodExporter(who, cg, gpu, disk)
@@ -159,10 +182,13 @@ def record(sc: Scenario, *, seconds: float, scrape: float, workroot: Path) -> di
         batches, wire, coll = batches - batches0, wire - wire0, coll - coll0
         _stop(ctx)
         time.sleep(scrape * 1.5)  # the scrape that follows the end is in the TSDB before the export
-        out_dir = DATA / f"real-{sc.name}"
+        out_dir = DATA / job
         out_dir.mkdir(parents=True, exist_ok=True)
-        n_series = export_openmetrics(prom.url, start, end, out_dir / "metrics.om")
+        (out_dir / "metrics.om").unlink(missing_ok=True)
+        n_series = export_openmetrics(prom.url, start, end, out_dir / "metrics.om.gz")
         truth = _truth(sc, ctx, who, (start, end), (first, last), (batches, wire, coll), scrape, n_series)
+        if not isinstance(gpu, VirtualGpu):
+            _real_gpu_truth(truth, gpu, start, end)
         (out_dir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
         return truth
     finally:
@@ -171,6 +197,8 @@ def record(sc: Scenario, *, seconds: float, scrape: float, workroot: Path) -> di
             prom.stop()
         exporter.stop()
         node.stop()
+        if not isinstance(gpu, VirtualGpu):
+            gpu.close()
         if sc.teardown:
             sc.teardown(ctx)
         cg.remove()
@@ -252,3 +280,11 @@ def _truth(sc: Scenario, ctx: Context, who: PodIdentity, window: tuple[float, fl
             "cpus": os.cpu_count(),
         },
     }
+
+
+def _real_gpu_truth(truth: dict[str, Any], gpu: NvmlGpu, start: float, end: float) -> None:
+    """A real GPU's truth: what NVML read over the window, in place of the virtual GPU's model."""
+    del truth["virtual_gpu"]
+    truth["measured"].pop("virtual_gpu_busy", None)
+    truth["gpu"] = {"model": gpu.model_name, "profiling": "GPM" if gpu.gpm else "device fields only",
+                    "nvml_readings": gpu.summary(start, end)}  # fmt: skip

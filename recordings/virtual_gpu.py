@@ -65,6 +65,9 @@ class VirtualGpu:
     wire_bytes_per_s: float = 0.0
     collective_busy: float = 0.0
 
+    def device_labels(self) -> dict[str, str]:
+        return {}  # the exporter's made-up UUID and bus id stand
+
     def sample(self) -> dict[str, float]:
         """Advance to now and return dcgm-exporter's field values (its names, its units)."""
         now = time.time()

@@ -1,0 +1,60 @@
+"""The GPU recordings: real PyTorch training loops on a real GPU, one known bottleneck each.
+
+Each runs in the pod's cgroup beside a real node-exporter and Prometheus, like the other recordings,
+and the GPU side is GPU 0 read through NVML (:mod:`recordings.nvml_gpu`) instead of the virtual GPU.
+They need a machine with an NVIDIA GPU, PyTorch and ``nvidia-ml-py``; ``make record-gpu`` runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from recordings.cgroups import Limits, block_device_of
+from recordings.harness import Context, Scenario
+from recordings.io_limit import _setup as _write_samples
+from recordings.workloads import make_jpegs
+
+READ_BPS = 40_000_000
+LOADER_BATCH = 64
+
+
+def _jpegs(ctx: Context) -> None:
+    make_jpegs(ctx.workdir / "images", 96, 512)
+
+
+def scenarios(workroot: Path) -> dict[str, Scenario]:
+    """The GPU scenarios by name; the IO one limits reads on the disk that holds ``workroot``."""
+    workroot.mkdir(parents=True, exist_ok=True)
+    dev, disk = block_device_of(workroot)
+    found = [
+        Scenario("compute", "GPU", "compute", "nothing: 8192x8192 bf16 matrix products back to back",
+                 Limits(), launch=_launcher("matmul"), real_gpu=True),
+        Scenario("hbm", "Memory", "hbm-bandwidth", "nothing: fp32 adds and scales over 1 GiB tensors (HBM-bound)",
+                 Limits(), launch=_launcher("elementwise"), real_gpu=True),
+        Scenario("launch", "GPU", "launch-bound",
+                 "nothing: a 1,000-layer 256-wide MLP at batch 32 in eager mode (host launches bound the step)",
+                 Limits(), launch=_launcher("launch"), real_gpu=True),
+        Scenario("h2d", "Interconnect", "pcie", "nothing: a 1 GiB batch in pageable host memory copied each step",
+                 Limits(), launch=_launcher("h2d"), real_gpu=True),
+        Scenario("loader", "CPU", "too-few-workers",
+                 f"one DataLoader worker decoding and augmenting {LOADER_BATCH} JPEGs (512x512) per batch",
+                 Limits(), launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH), "--workers", "1"),
+                 real_gpu=True, setup=_jpegs),
+        Scenario("io", "IO", "local-disk",
+                 f"reads limited to {READ_BPS / 1e6:g} MB/s on {disk} ({dev}), page cache evicted after each read",
+                 Limits(read_bps=(dev, READ_BPS)),
+                 launch=_launcher("read", "--file", "{workdir}/samples.bin", "--batch", "16"),
+                 real_gpu=True, setup=_write_samples),
+    ]  # fmt: skip
+    return {f"gpu-{sc.name}": sc for sc in found}
+
+
+def _launcher(kind: str, *args: str) -> Callable[[Context], None]:
+    """Start ``python -m recordings.gpu_workloads KIND ARGS`` ("{workdir}" in ARGS: the scenario's folder)."""
+
+    def launch(ctx: Context) -> None:
+        argv = [kind, *(a.format(workdir=ctx.workdir) for a in args), "--progress", str(ctx.progress_file(0))]
+        ctx.spawn(argv, "recordings.gpu_workloads")
+
+    return launch

@@ -1,0 +1,161 @@
+"""The GPU recordings' training loops, run as ``python -m recordings.gpu_workloads KIND ...`` in the pod's cgroup.
+
+Each loop runs real PyTorch work on GPU 0 and publishes its step count after every step
+(:func:`recordings.virtual_gpu.write_progress`) until it is terminated. One thing bounds each:
+
+- ``matmul``: large bf16 matrix products (tensor cores, compute-bound).
+- ``elementwise``: adds over tensors far larger than L2 (HBM bandwidth-bound, tensor pipes idle).
+- ``launch``: eager-mode steps of hundreds of tiny kernels (the host's launches bound the step).
+- ``h2d``: a large batch in pageable host memory copied to the GPU every step (the copy bounds it).
+- ``loader``: JPEG decoding and augmentation in one DataLoader worker feeding a small model.
+- ``read``: samples read at random offsets of a file under a read-bandwidth limit, page cache evicted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recordings.virtual_gpu import write_progress
+from recordings.workloads import _decode
+
+
+def _loop(progress: Path, step: Callable[[], None], sync: Callable[[], None]) -> None:
+    done = 0
+    while True:
+        step()
+        sync()
+        done += 1
+        write_progress(progress, done)
+
+
+def matmul(torch: Any, progress: Path, size: int) -> None:
+    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty_like(a)
+
+    def step() -> None:
+        for _ in range(8):
+            torch.matmul(a, b, out=c)
+
+    _loop(progress, step, torch.cuda.synchronize)
+
+
+def elementwise(torch: Any, progress: Path, elements: int) -> None:
+    x = torch.ones(elements, device="cuda")
+    y = torch.ones(elements, device="cuda")
+    z = torch.empty_like(x)
+
+    def step() -> None:
+        for _ in range(20):
+            torch.add(x, y, alpha=0.5, out=z)
+            torch.mul(z, 0.999, out=x)
+
+    _loop(progress, step, torch.cuda.synchronize)
+
+
+def launch(torch: Any, progress: Path, kernels: int) -> None:
+    # A deep, narrow MLP at batch 32 in eager mode: each layer is a matmul of a few thread blocks and
+    # an activation, so the GPU finishes each kernel about as fast as the host can launch the next.
+    weights = [torch.randn(256, 256, device="cuda") / 16 for _ in range(16)]
+    h0 = torch.randn(32, 256, device="cuda")
+
+    def step() -> None:
+        h = h0
+        for i in range(kernels // 2):
+            h = torch.tanh(h @ weights[i % 16])
+
+    _loop(progress, step, torch.cuda.synchronize)
+
+
+def h2d(torch: Any, progress: Path, mib: int) -> None:
+    host = torch.ones(mib * 1024 * 1024 // 4)  # pageable: the driver stages it through a pinned buffer
+    weight = torch.randn(1024, 1024, device="cuda")
+
+    def step() -> None:
+        batch = host.to("cuda", non_blocking=False)
+        torch.matmul(batch[: 1024 * 1024].view(1024, 1024), weight)
+
+    _loop(progress, step, torch.cuda.synchronize)
+
+
+class _Jpegs:
+    def __init__(self, files: list[str]) -> None:
+        self.files = files
+
+    def __len__(self) -> int:
+        return 1 << 30
+
+    def __getitem__(self, i: int) -> Any:
+        import torch
+
+        return torch.tensor(_decode(self.files[i % len(self.files)]))
+
+
+def loader(torch: Any, progress: Path, images: Path, batch: int, workers: int) -> None:
+    files = sorted(str(p) for p in images.glob("*.jpg"))
+    data = torch.utils.data.DataLoader(_Jpegs(files), batch_size=batch, num_workers=workers, shuffle=False)
+    batches = iter(data)  # the workers fork before this process touches CUDA
+    weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    for done, x in enumerate(batches, start=1):
+        y = x.to("cuda").to(torch.bfloat16).mean() * weight
+        for _ in range(4):
+            y = y @ weight
+        torch.cuda.synchronize()
+        write_progress(progress, done)
+
+
+def read(torch: Any, progress: Path, path: Path, batch: int, sample_bytes: int) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    size = os.fstat(fd).st_size
+    rng = np.random.default_rng(2)
+    weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    buf = np.empty(batch * sample_bytes, dtype=np.uint8)
+
+    def step() -> None:
+        for j, off in enumerate(rng.integers(0, (size - sample_bytes) // 4096, batch) * 4096):
+            data = os.pread(fd, sample_bytes, int(off))
+            os.posix_fadvise(fd, int(off), sample_bytes, os.POSIX_FADV_DONTNEED)
+            buf[j * sample_bytes : j * sample_bytes + len(data)] = np.frombuffer(data, dtype=np.uint8)
+        x = torch.from_numpy(buf).to("cuda")
+        y = x[: 4096 * 4096].view(4096, 4096).to(torch.bfloat16)
+        for _ in range(4):
+            y = y @ weight
+
+    _loop(progress, step, torch.cuda.synchronize)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m recordings.gpu_workloads")
+    ap.add_argument("kind", choices=["matmul", "elementwise", "launch", "h2d", "loader", "read"])
+    ap.add_argument("--progress", type=Path, required=True)
+    ap.add_argument("--size", type=int, default=8192)
+    ap.add_argument("--elements", type=int, default=1 << 28)
+    ap.add_argument("--kernels", type=int, default=2000)
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--images", type=Path)
+    ap.add_argument("--file", type=Path)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--workers", type=int, default=1)
+    ns = ap.parse_args(argv)
+    import torch
+
+    p = ns.progress
+    runs: dict[str, Callable[[], None]] = {
+        "matmul": lambda: matmul(torch, p, ns.size),
+        "elementwise": lambda: elementwise(torch, p, ns.elements),
+        "launch": lambda: launch(torch, p, ns.kernels),
+        "h2d": lambda: h2d(torch, p, ns.mib),
+        "loader": lambda: loader(torch, p, ns.images, ns.batch, ns.workers),
+        "read": lambda: read(torch, p, ns.file, ns.batch, 1 << 20),
+    }
+    runs[ns.kind]()
+
+
+if __name__ == "__main__":
+    main()
