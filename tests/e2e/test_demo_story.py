@@ -11,7 +11,7 @@ import numpy as np
 
 from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features
 from bottleneck_operator.analysis.model import load_model
-from bottleneck_operator.contract.verdict import CLASSES, Mechanism
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.demo.progress import Progress
 from bottleneck_operator.demo.report import format_report, next_steps, timeline_lines
 from bottleneck_operator.demo.story import DemoJob, changing_job, class_jobs, observable
@@ -24,7 +24,10 @@ GR = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 
 
 def _gpu_activity(exporters: LiveExporters, at: float) -> list[float]:
-    lines = [line for line in exporters.render("dcgm", at).splitlines() if line.startswith(GR)]
+    # The node's GPUs no pod holds are exported too, with empty pod labels: only the Job's count here.
+    lines = [
+        line for line in exporters.render("dcgm", at).splitlines() if line.startswith(GR) and 'container=""' not in line
+    ]
     return [float(line.rsplit(" ", 1)[1]) for line in lines]
 
 
@@ -41,16 +44,16 @@ def test_the_demo_shows_jobs_whose_bottleneck_shows_in_what_is_collected() -> No
     now = time.time()
     shown = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=15.0)
     assert all(observable(j.first) for j in shown)
-    drawn = generate_jobs(7, 15, start=now - 600, duration=900, classes=list(CLASSES), scrape_interval=15.0)
     # the same PCIe-bound Job behind an exporter that collects no profiling fields is no clear case
-    (pcie,) = [j.first for j in shown if j.truth == "Interconnect"]
-    assert pcie.mechanism is Mechanism.PCIE
+    links = generate_jobs(7, 30, start=now - 600, duration=900, classes=[Bottleneck.INTERCONNECT], scrape_interval=15.0)
+    pcie = next(j for j in links if j.mechanism is Mechanism.PCIE)
     blind = dataclasses.replace(
         pcie, params=dataclasses.replace(pcie.params, env=dataclasses.replace(pcie.params.env, dcgm_fieldset="dev"))
     )
     assert not observable(blind)
     # a remote-storage reader without the collector shows only its network plateau
-    remote = next(j for j in drawn if j.mechanism is Mechanism.NETWORK_STORAGE and "sidecar" not in j.tags)
+    readers = generate_jobs(7, 40, start=now - 600, duration=900, classes=[Bottleneck.IO], scrape_interval=15.0)
+    remote = next(j for j in readers if j.mechanism is Mechanism.NETWORK_STORAGE and "sidecar" not in j.tags)
     assert not observable(remote)
 
 

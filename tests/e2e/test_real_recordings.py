@@ -45,10 +45,9 @@ def _openmetrics_text(name: str) -> str:
 # A recording the current model gets wrong stays as recorded; its assertion is an expected failure
 # with what the model said and why (recordings/README.md, "What the model said").
 KNOWN_WRONG: dict[str, str] = {
-    "gpu-h2d": "pageable copies at 9.5 GB/s (0.15 of PCIe Gen5) with the SMs idle read as GPU 0.99 and abstain: "
-    "GPU_UTIL counts the copies (0.19 above the graphics engine), which no simulated job shows",
-    "gpu-loader": "one loader worker at one core of 16, the dataset in the page cache: no disk or network reads "
-    "at all, which no simulated job has, so the classifier leans to IO 0.78 and the evidence gates abstain",
+    "gpu-h2d": "pageable copies at 9.5 GB/s, 0.15 of PCIe Gen5, with the SMs idle: below the rate either "
+    "scenario family draws for pageable copies, so the classifier leans to GPU and the evidence gates abstain "
+    "(docs/scenarios.md, What remains)",
 }
 
 

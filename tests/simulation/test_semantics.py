@@ -66,8 +66,9 @@ def test_nvme_reads_busy_below_its_throughput() -> None:
     assert nvme
     busy = [j for j in nvme if np.nanmedian(_training(j, "node_disk_busy_frac")) > 0.7]
     assert busy, "NVMe drives read mostly busy"
-    for job in busy:
-        assert np.nanmedian(_training(job, "node_disk_read_bps")) < 0.8 * job.params.storage_cap_bps
+    for job in busy:  # the node's reads include a noisy neighbour's, which may fill the drive itself
+        own = np.nanmedian(_training(job, "node_disk_read_bps")) - job.params.env.neighbour_disk_bps
+        assert own < 0.8 * job.params.storage_cap_bps
 
 
 def test_http_readers_leave_no_iowait() -> None:

@@ -97,11 +97,12 @@ def _assert_psi_close(kubelet: dict[str, np.ndarray], collector: dict[str, np.nd
     """Where the collector ran too, the kubelet's PSI is the same pressure, read at the kubelet's scrapes.
 
     The two exporters sample the same counters at different instants, so single rates of a bursty
-    pressure differ; over the window they agree.
+    pressure differ; over the window they agree. The simulator drops stretches of one exporter's
+    scrapes (an exporter gap), so the two overlap on most, not all, of the window.
     """
     for name in PSI & set(collector):
         both = np.isfinite(kubelet[name]) & np.isfinite(collector[name])
-        assert both.mean() > 0.8, name
+        assert both.mean() > 0.5, name
         assert kubelet[name][both].mean() == pytest.approx(collector[name][both].mean(), abs=PSI_ATOL), name
 
 

@@ -56,6 +56,9 @@ class Environment:
             link in both directions.
         mmap_dataset: the loader reads a memory-mapped dataset (Arrow, LMDB, NumPy memmap): its reads
             are major page faults, with no memory pressure behind them.
+        dataset_cached: the dataset fits in the node's page cache and was read once before the window:
+            the loader copies samples from memory, so neither the disk nor the network moves a byte (as
+            in the gpu-loader recording, tests/data/gpu-loader). Never drawn for an IO-bound job.
         active_cache_frac: page cache of the files the job reads, on the active list, as a share of
             its memory cap: cAdvisor's working set counts it, so a Job with no memory pressure can show
             a working set near its limit.
@@ -91,6 +94,7 @@ class Environment:
     rdma: bool = False
     mmap_dataset: bool = False
     active_cache_frac: float = 0.0
+    dataset_cached: bool = False
 
 
 def sample_environment(
@@ -127,7 +131,7 @@ def sample_environment(
     """
     tags: list[str] = []
     fieldset, missing, si, sidecar = _draw_exporters(rng, cat.GPU_KINDS[gpu], dcgm_fieldset, scrape_interval, tags)
-    paths = _draw_data_paths(rng, si, n_nodes, tags)
+    paths = _draw_data_paths(rng, si, n_nodes, tags, io_bound=mechanism.startswith("io"))
     tags.extend(_placement_tags(storage_network, n_nodes, comm_share, kernel_share))
     n_pods, nb_cpu, nb_disk, nb_net, nb_iow = _draw_neighbours(rng, node_cpus, tags)
     mem_limit, ws, node_used, swap, swap_used, fb = _draw_memory(rng, mechanism, node_mem, tags)
@@ -164,15 +168,20 @@ def _placement_tags(storage_network: bool, n_nodes: int, comm_share: float, kern
     return tags
 
 
-def _draw_data_paths(rng: np.random.Generator, si: float, n_nodes: int, tags: list[str]) -> dict[str, Any]:
+def _draw_data_paths(
+    rng: np.random.Generator, si: float, n_nodes: int, tags: list[str], *, io_bound: bool
+) -> dict[str, Any]:
     """How data reaches the job and how dcgm-exporter samples it; tags appended."""
     # Most installations keep dcgm-exporter's default collection interval; some lower it.
     collect = float(rng.choice([30.0, 10.0, 5.0], p=[0.75, 0.15, 0.1]))
     rdma = n_nodes > 1 and bool(rng.random() < 0.5)
     mmap_dataset = bool(rng.random() < 0.3)
     active_cache = float(rng.uniform(0.05, 0.6)) if rng.random() < 0.5 else 0.0
-    tags.extend(t for t, on in (("dcgm_repeats", collect > si), ("rdma", rdma), ("mmap_dataset", mmap_dataset)) if on)
-    return {"dcgm_collect_s": collect, "rdma": rdma, "mmap_dataset": mmap_dataset, "active_cache_frac": active_cache}
+    cached = not io_bound and bool(rng.random() < 0.2)
+    flags = (("dcgm_repeats", collect > si), ("rdma", rdma), ("mmap_dataset", mmap_dataset), ("dataset_cached", cached))
+    tags.extend(t for t, on in flags if on)
+    return {"dcgm_collect_s": collect, "rdma": rdma, "mmap_dataset": mmap_dataset, "active_cache_frac": active_cache,
+            "dataset_cached": cached}  # fmt: skip
 
 
 def _draw_exporters(

@@ -123,7 +123,7 @@ def _pod_cpu(c: _Step) -> tuple[F, F, F, F, F]:
     main = gpp * (1.0 if sc.kernel_duty < 1 else rng.uniform(0.5, 1.0)) * (0.3 + 0.7 * a)
     startup = (1 - a) * (1 - c.ckpt) * rng.uniform(1.0, 2.5) * (c.rel < sc.env.startup_s * 1.5)
     faults_ps = c.sps * gpp * sc.faults_per_sample + rng.uniform(0.0, 2.0, (P, n))
-    if sc.env.mmap_dataset:  # every page-cache miss is a major fault, one per 128 KiB readahead window
+    if sc.env.mmap_dataset and not sc.env.dataset_cached:  # a major fault per page-cache miss (128 KiB readahead)
         faults_ps = faults_ps + c.sps * gpp * sc.bytes_per_sample / (128 * 1024)
     demand = _jit(rng, decode + main + startup + c.ckpt * 1.0, 0.04) + faults_ps * FAULT_CPU_S
     limit = sc.cpu_limit
@@ -171,7 +171,8 @@ def _pod_reads(c: _Step) -> tuple[F, float, float, F]:
     P, n = c.step.shape
     # Start-up reads the model/checkpoint (weights + optimizer state, ~2x the gradient bytes) once.
     load = (c.rel < env.startup_s) * (1 - c.a) * sc.grad_bytes * 2 / max(env.startup_s, 1.0) / sc.n_pods
-    read_bps = c.sps * sc.gpus_per_pod * sc.bytes_per_sample + load
+    samples = 0.0 if env.dataset_cached else 1.0  # served from the page cache: no device or network reads
+    read_bps = c.sps * sc.gpus_per_pod * sc.bytes_per_sample * samples + load
     req = rng.uniform(64e3, 512e3)
     local = 0.0 if cat.STORAGE_KINDS[sc.storage].network else 1.0
     block_bps = read_bps * local + rng.uniform(0, 2e4, (P, n))
