@@ -202,17 +202,16 @@ def make_window(
     )
 
 
-# The CPU class's own-cgroup signals: with these on an IO window, both classes' evidence holds.
+# The CPU class's own-cgroup signals: with these on an IO window, both classes' evidence holds. The
+# loader's bursts are throttled while its average leaves a quarter of the limit: were it at the limit,
+# the CPU would bind as soon as IO were fixed, and IO's stall could gain nothing (headroom's ceiling).
 CPU_STARVED: dict[str, float] = {
-    k: SIGNATURE[Bottleneck.CPU][k]
-    for k in (
-        "cpu_cores",
-        "sc_cpu_cores",
-        "cpu_limit_cores",
-        "cpu_throttled_frac",
-        "sc_throttled_frac",
-        "sc_psi_cpu_some",
-    )
+    **{
+        k: SIGNATURE[Bottleneck.CPU][k]
+        for k in ("cpu_limit_cores", "cpu_throttled_frac", "sc_throttled_frac", "sc_psi_cpu_some")
+    },
+    "cpu_cores": 12.0,
+    "sc_cpu_cores": 12.0,
 }
 
 

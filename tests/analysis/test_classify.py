@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bottleneck_operator.analysis.classify import analyze_window, analyze_windows
+from bottleneck_operator.analysis.headroom_account import STALL_FLOOR
 from bottleneck_operator.analysis.model import BottleneckModel
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck
@@ -103,3 +104,14 @@ def test_tiny_model_recognises_textbook_windows(tiny_model) -> None:  # type: ig
     verdicts = analyze_windows(windows, tiny_model, abstain_threshold=0.0)
     assert [v.bottleneck for v in verdicts] == list(CLASSES)
     assert all(v.model_version == "test-tiny" for v in verdicts)
+
+
+def test_a_stall_the_next_stage_would_cap_is_not_named() -> None:
+    # IO keeps the GPUs waiting, but the loader's CPU sits at its limit: with IO fixed the CPU binds at
+    # once, so removing IO gains under x1.15 and the verdict cannot name it beside such a headroom.
+    at_limit = {**CPU_STARVED, "cpu_cores": 15.9, "sc_cpu_cores": 15.9}
+    v = analyze_window(make_window(B.IO, overrides=at_limit), FixedModel({B.IO: 0.8, B.CPU: 0.2}))
+    assert v.bottleneck is B.CPU and v.probabilities["IO"] == 0.0
+    assert v.headroom is not None and v.headroom.high >= STALL_FLOOR
+    below = analyze_window(make_window(B.IO, overrides=CPU_STARVED), FixedModel({B.IO: 0.8, B.CPU: 0.2}))
+    assert below.bottleneck is B.IO and below.headroom is not None and below.headroom.high >= STALL_FLOOR

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bottleneck_operator.analysis.classify import analyze_window
-from bottleneck_operator.analysis.headroom import stall_range
+from bottleneck_operator.analysis.headroom_account import stall_range
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 

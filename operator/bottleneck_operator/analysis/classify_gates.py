@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bottleneck_operator.analysis.evidence_gates import GateInput, GateResult, holding
-from bottleneck_operator.analysis.headroom_account import STALL_FLOOR, StepAccount, exposed_comm, step_account
+from bottleneck_operator.analysis.headroom_account import (
+    STALL_FLOOR,
+    StepAccount,
+    exposed_comm,
+    stall_ceiling,
+    step_account,
+)
 from bottleneck_operator.analysis.summary_phases import segment_phases
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import FloatArray, JobWindow
@@ -74,7 +80,7 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
         for c in _STALLS:
             if c is Bottleneck.MEMORY and hbm:
                 continue
-            gain = account.speedup(c)
+            gain = stall_ceiling(c, x, account)
             if probs[c.value] > 0 and gain < STALL_FLOOR:
                 # The mass goes to GPU only when the GPUs are busy enough to bind; several small stalls
                 # sharing a large idle time are not a GPU-bound job.

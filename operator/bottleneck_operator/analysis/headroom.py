@@ -15,58 +15,17 @@ from __future__ import annotations
 
 from bottleneck_operator.analysis.classify_gates import Checked
 from bottleneck_operator.analysis.features import value
-from bottleneck_operator.analysis.headroom_account import StepAccount
+from bottleneck_operator.analysis.headroom_account import StepAccount, next_stage, stall_range
 from bottleneck_operator.analysis.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, CapacityNeed, Headroom
 from bottleneck_operator.contract.window import FloatArray
 
-MAX_SPEEDUP = 10.0
 DRAM_PRACTICAL = 0.8  # DCGM profiling docs: ~0.8 is the practical maximum of DRAM activity
 PROFILE_HINT = (
     "further gains are inside the kernels: a PyTorch profiler trace (read with Holistic Trace Analysis) "
     "shows the split between matrix-multiply, memory-bound and communication kernels and the launch gaps "
     "between them, which telemetry cannot"
 )
-
-
-def stall_range(busy: float, next_stage: float | None) -> tuple[float, float]:
-    """Speed-up range when a stall stage is removed.
-
-    Args:
-        busy: share of wall time the step spends outside the stall (0..1).
-        next_stage: busy fraction of the next stage that would bind, or None when unknown.
-
-    Returns:
-        (low, high) speed-up factors, both >= 1.
-    """
-    a = min(max(busy, 1.0 / MAX_SPEEDUP), 1.0)
-    high = 1.0 / a
-    if next_stage is not None and next_stage > 0:
-        high = min(high, 1.0 / min(max(next_stage, 1.0 / MAX_SPEEDUP), 1.0))
-    high = max(1.0, high)
-    low = 1.0 + (high - 1.0) / 2.0
-    return low, high
-
-
-def _next_stage(cls: Bottleneck, x: FloatArray) -> tuple[float | None, str]:
-    """The busiest other stage (busy fraction, name) that would bind once ``cls`` is removed.
-
-    A disk's busy time is no such fraction: NVMe serves many requests at once, so ``io_time`` at 100 %
-    is not saturation (TELEMETRY.md), and storage never caps the range.
-    """
-    stages = {
-        "CPU": value(x, "cpu_limit_frac.mean"),
-        "PCIe": value(x, "pcie_rx_frac.mean"),
-        "NVLink": value(x, "nvlink_frac.mean"),
-    }
-    exclude = {Bottleneck.CPU: "CPU", Bottleneck.INTERCONNECT: "PCIe"}.get(cls)
-    best: tuple[float | None, str] = (None, "")
-    for name, v in stages.items():
-        if name == exclude or (cls is Bottleneck.INTERCONNECT and name == "NVLink") or v is None:
-            continue
-        if best[0] is None or v > best[0]:
-            best = (min(v, 1.0), name)
-    return best
 
 
 def estimate_headroom(cls: Bottleneck, x: FloatArray, checked: Checked) -> Headroom | None:
@@ -113,7 +72,7 @@ def _gpu_headroom(acc: StepAccount) -> Headroom:
 def _stall_headroom(cls: Bottleneck, x: FloatArray, acc: StepAccount) -> Headroom:
     share = acc.shares.get(cls, 0.0)
     gain = acc.speedup(cls)
-    nxt, name = _next_stage(cls, x)
+    nxt, name = next_stage(cls, x)
     low, high = stall_range(1.0 / gain, nxt)
     basis = f"{cls.value} keeps the GPUs waiting {pct(share)} of training time: removing it allows up to {gain:.2g}x"
     if acc.unmeasured and cls is Bottleneck.INTERCONNECT:

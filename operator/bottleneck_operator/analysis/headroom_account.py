@@ -19,10 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from bottleneck_operator.analysis.features import value
 from bottleneck_operator.analysis.summary_phases import Phases
 from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.window import FloatArray
 
 STALL_FLOOR = 1.15  # below this speed-up a stall costs too little to be the job's bottleneck
+MAX_SPEEDUP = 10.0
 # SM activity of compute kernels on a GPU that runs them all the time; SM_ACTIVE also measures spatial
 # fill, so a lower reading is not idleness by itself (DCGM profiling metrics documentation).
 SM_FILL = 0.85
@@ -139,3 +142,52 @@ def step_account(
     shares[Bottleneck.GPU] = compute
     unmeasured = comm_bound(phases) if comm is None else 0.0
     return StepAccount(busy, compute, comm, shares, phases, unmeasured)
+
+
+def stall_range(busy: float, next_stage: float | None) -> tuple[float, float]:
+    """Speed-up range when a stall stage is removed.
+
+    Args:
+        busy: share of wall time the step spends outside the stall (0..1).
+        next_stage: busy fraction of the next stage that would bind, or None when unknown.
+
+    Returns:
+        (low, high) speed-up factors, both >= 1.
+    """
+    a = min(max(busy, 1.0 / MAX_SPEEDUP), 1.0)
+    high = 1.0 / a
+    if next_stage is not None and next_stage > 0:
+        high = min(high, 1.0 / min(max(next_stage, 1.0 / MAX_SPEEDUP), 1.0))
+    high = max(1.0, high)
+    low = 1.0 + (high - 1.0) / 2.0
+    return low, high
+
+
+def next_stage(cls: Bottleneck, x: FloatArray) -> tuple[float | None, str]:
+    """The busiest other stage (busy fraction, name) that would bind once ``cls`` is removed.
+
+    A disk's busy time is no such fraction: NVMe serves many requests at once, so ``io_time`` at 100 %
+    is not saturation (TELEMETRY.md), and storage never caps the range.
+    """
+    stages = {
+        "CPU": value(x, "cpu_limit_frac.mean"),
+        "PCIe": value(x, "pcie_rx_frac.mean"),
+        "NVLink": value(x, "nvlink_frac.mean"),
+    }
+    exclude = {Bottleneck.CPU: "CPU", Bottleneck.INTERCONNECT: "PCIe"}.get(cls)
+    best: tuple[float | None, str] = (None, "")
+    for name, v in stages.items():
+        if name == exclude or (cls is Bottleneck.INTERCONNECT and name == "NVLink") or v is None:
+            continue
+        if best[0] is None or v > best[0]:
+            best = (min(v, 1.0), name)
+    return best
+
+
+def stall_ceiling(cls: Bottleneck, x: FloatArray, account: StepAccount) -> float:
+    """The most removing ``cls``'s stall could gain: the account's speed-up, capped where the next stage binds.
+
+    The class gate and the headroom both read it, so a verdict never names a stall whose removal its
+    own headroom says gains less than ``STALL_FLOOR``.
+    """
+    return stall_range(1.0 / account.speedup(cls), next_stage(cls, x)[0])[1]
