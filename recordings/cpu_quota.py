@@ -12,7 +12,8 @@ from recordings.harness import Context, Scenario
 from recordings.workloads import make_jpegs
 
 
-def _setup(ctx: Context) -> None:
+def write_jpegs(ctx: Context) -> None:
+    """The photos the decoding loaders read (96 JPEGs, 512x512)."""
     make_jpegs(ctx.workdir / "images", 96, 512)
 
 
@@ -30,7 +31,7 @@ SCENARIO = Scenario(
     compute_s=0.05,
     h2d_bytes=16 * 3 * 224 * 224 * 4,
     launch=_launch,
-    setup=_setup,
+    setup=write_jpegs,
 )
 
 if __name__ == "__main__":

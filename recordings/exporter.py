@@ -2,8 +2,8 @@
 
 Each path serves what that exporter publishes for the pod on a Kubernetes node, with its names and
 labels, computed at scrape time: the container series from the pod's real cgroup counters, the
-GPU series from the virtual GPU (:mod:`recordings.virtual_gpu`) or a real one (:mod:`recordings.nvml_gpu`). Prometheus scrapes them beside a
-real node-exporter.
+GPU series from the virtual GPU (:mod:`recordings.virtual_gpu`) or a real one
+(:mod:`recordings.nvml_gpu`). Prometheus scrapes them beside a real node-exporter.
 """
 
 from __future__ import annotations

@@ -11,16 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from recordings.cgroups import Limits, block_device_of
+from recordings.cpu_quota import write_jpegs
 from recordings.harness import Context, Scenario
-from recordings.io_limit import _setup as _write_samples
-from recordings.workloads import make_jpegs
+from recordings.io_limit import write_samples
 
 READ_BPS = 40_000_000
 LOADER_BATCH = 64
-
-
-def _jpegs(ctx: Context) -> None:
-    make_jpegs(ctx.workdir / "images", 96, 512)
 
 
 def scenarios(workroot: Path) -> dict[str, Scenario]:
@@ -40,12 +36,12 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
         Scenario("loader", "CPU", "too-few-workers",
                  f"one DataLoader worker decoding and augmenting {LOADER_BATCH} JPEGs (512x512) per batch",
                  Limits(), launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH), "--workers", "1"),
-                 real_gpu=True, setup=_jpegs),
+                 real_gpu=True, setup=write_jpegs),
         Scenario("io", "IO", "local-disk",
                  f"reads limited to {READ_BPS / 1e6:g} MB/s on {disk} ({dev}), page cache evicted after each read",
                  Limits(read_bps=(dev, READ_BPS)),
                  launch=_launcher("read", "--file", "{workdir}/samples.bin", "--batch", "16"),
-                 real_gpu=True, setup=_write_samples),
+                 real_gpu=True, setup=write_samples),
     ]  # fmt: skip
     return {f"gpu-{sc.name}": sc for sc in found}
 

@@ -187,8 +187,7 @@ def record(sc: Scenario, *, seconds: float, scrape: float, workroot: Path) -> di
         (out_dir / "metrics.om").unlink(missing_ok=True)
         n_series = export_openmetrics(prom.url, start, end, out_dir / "metrics.om.gz")
         truth = _truth(sc, ctx, who, (start, end), (first, last), (batches, wire, coll), scrape, n_series)
-        if not isinstance(gpu, VirtualGpu):
-            _real_gpu_truth(truth, gpu, start, end)
+        _gpu_truth(truth, sc, gpu, (start, end), batches)
         (out_dir / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
         return truth
     finally:
@@ -197,8 +196,7 @@ def record(sc: Scenario, *, seconds: float, scrape: float, workroot: Path) -> di
             prom.stop()
         exporter.stop()
         node.stop()
-        if not isinstance(gpu, VirtualGpu):
-            gpu.close()
+        gpu.close()
         if sc.teardown:
             sc.teardown(ctx)
         cg.remove()
@@ -244,7 +242,6 @@ def _truth(sc: Scenario, ctx: Context, who: PodIdentity, window: tuple[float, fl
     figures: dict[str, Any] = {
         "seconds": round(dt, 1),
         "batches_per_s": round(batches / dt, 3),
-        "virtual_gpu_busy": round(min(1.0, batches / dt * sc.compute_s), 3),
         "cpu_cores_used": round((last.cpu_seconds - first.cpu_seconds) / dt, 3),
         "cfs_throttled_fraction": round((last.nr_throttled - first.nr_throttled) / periods, 3) if periods else None,
         "read_mb_per_s": round((last.read_bytes - first.read_bytes) / dt / 1e6, 2),
@@ -272,7 +269,6 @@ def _truth(sc: Scenario, ctx: Context, who: PodIdentity, window: tuple[float, fl
         "end": round(end, 3),
         "scrape_interval_s": scrape,
         "series": n_series,
-        "virtual_gpu": {"compute_s_per_batch": sc.compute_s, "h2d_bytes_per_batch": sc.h2d_bytes},
         "measured": figures,
         "host": {
             "cgroup": "v2" if ctx.cgroup.v2 else "hybrid (v1 controllers, v2 pressure)",
@@ -282,9 +278,13 @@ def _truth(sc: Scenario, ctx: Context, who: PodIdentity, window: tuple[float, fl
     }
 
 
-def _real_gpu_truth(truth: dict[str, Any], gpu: NvmlGpu, start: float, end: float) -> None:
-    """A real GPU's truth: what NVML read over the window, in place of the virtual GPU's model."""
-    del truth["virtual_gpu"]
-    truth["measured"].pop("virtual_gpu_busy", None)
-    truth["gpu"] = {"model": gpu.model_name, "profiling": "GPM" if gpu.gpm else "device fields only",
-                    "nvml_readings": gpu.summary(start, end)}  # fmt: skip
+def _gpu_truth(truth: dict[str, Any], sc: Scenario, gpu: VirtualGpu | NvmlGpu, window: tuple[float, float],
+               batches: float) -> None:  # fmt: skip
+    """The GPU side of the truth: the virtual GPU's model and busy share, or what NVML read over the window."""
+    start, end = window
+    if isinstance(gpu, VirtualGpu):
+        truth["virtual_gpu"] = {"compute_s_per_batch": sc.compute_s, "h2d_bytes_per_batch": sc.h2d_bytes}
+        truth["measured"]["virtual_gpu_busy"] = round(min(1.0, batches / (end - start) * sc.compute_s), 3)
+    else:
+        truth["gpu"] = {"model": gpu.model_name, "profiling": "GPM" if gpu.gpm else "device fields only",
+                        "nvml_readings": gpu.summary(start, end)}  # fmt: skip

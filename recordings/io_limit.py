@@ -17,7 +17,8 @@ FILE_BYTES = 768 << 20
 READ_BPS = 12_000_000
 
 
-def _setup(ctx: Context) -> None:
+def write_samples(ctx: Context) -> None:
+    """The sample file, written once and evicted from the page cache so that every read reaches the disk."""
     path = ctx.workdir / "samples.bin"
     if not path.exists() or path.stat().st_size != FILE_BYTES:
         with path.open("wb") as f:
@@ -48,7 +49,7 @@ def scenario() -> Scenario:
         compute_s=0.05,
         h2d_bytes=32 * 3 * 224 * 224 * 4,
         launch=_launch,
-        setup=_setup,
+        setup=write_samples,
     )
 
 

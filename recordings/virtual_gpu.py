@@ -68,6 +68,9 @@ class VirtualGpu:
     def device_labels(self) -> dict[str, str]:
         return {}  # the exporter's made-up UUID and bus id stand
 
+    def close(self) -> None:
+        """Nothing to release (the real GPU's reader stops its sampling thread here)."""
+
     def sample(self) -> dict[str, float]:
         """Advance to now and return dcgm-exporter's field values (its names, its units)."""
         now = time.time()
