@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from bottleneck_operator.analysis.derived import LINK_IDLE_FULL
 from bottleneck_operator.analysis.features import (
     FEATURE_INDEX,
     FEATURE_NAMES,
@@ -251,6 +252,30 @@ def test_symmetric_pcie_reads_as_fabric_traffic() -> None:
     x = extract_features([rdma, h2d])
     assert abs(value(x[0], "pcie_fabric_frac.mean") - 11 * GB / 31.5e9) < 1e-9  # type: ignore[operator]
     assert value(x[1], "pcie_fabric_frac.mean") < 0.01  # type: ignore[operator]
+
+
+def test_one_way_copies_load_the_link_only_while_the_gpu_waits() -> None:
+    """Input copies at a fifth of the link beside a busy GPU are no Interconnect stall; the same copies
+    beside an idle GPU are, and balanced (GPUDirect) traffic counts whatever the GPU does."""
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    w = _with(w, nvlink_tx_bps=0.0, nvlink_rx_bps=0.0, nvlink_total_bps=0.0, pcie_tx_bps=0.0)
+    busy = _with(w, gr_engine_active=0.95, pcie_rx_bps=0.2 * 31.5e9)
+    waiting = _with(busy, gr_engine_active=0.5)
+    rdma = _with(busy, pcie_tx_bps=0.2 * 31.5e9)
+    x = extract_features([busy, waiting, rdma])
+    assert abs(value(x[0], "link_busy.mean") - 0.2 * 0.05 / LINK_IDLE_FULL) < 1e-9  # type: ignore[operator]
+    assert abs(value(x[1], "link_busy.mean") - 0.2) < 1e-9  # type: ignore[operator]
+    assert abs(value(x[2], "link_busy.mean") - 0.2) < 1e-9  # type: ignore[operator]
+
+
+def test_hbm_bandwidth_reads_dram_activity_first() -> None:
+    """MEM_COPY_UTIL counts time with any access in flight; it stands in only without DRAM_ACTIVE."""
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    prof = _with(w, dram_active=0.4, mem_copy_util=0.9)
+    no_prof = _with(prof, dram_active=float("nan"))
+    x = extract_features([prof, no_prof])
+    assert abs(value(x[0], "hbm_busy.mean") - 0.4 / 0.8) < 1e-9  # type: ignore[operator]
+    assert abs(value(x[1], "hbm_busy.mean") - 0.9) < 1e-9  # type: ignore[operator]
 
 
 def test_launch_gaps_survive_input_copies_but_not_collective_traffic() -> None:

@@ -147,6 +147,9 @@ SERIES: tuple[str, ...] = (
     # PCIe both ways, or the network both ways at gradient volume): NCCL kernels waiting on their links,
     # the counterpart of launch_gap
     "collective_gap",
+    # the HBM's bandwidth in use: DRAM_ACTIVE against its practical ceiling, else MEM_COPY_UTIL, which
+    # counts time with any read or write in flight and reads high under moderate traffic
+    "hbm_busy",
 )
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
 SERIES_INDEX: dict[str, int] = {name: i for i, name in enumerate(SERIES)}
@@ -226,6 +229,7 @@ def derived_columns(
         return _raw(raw, name)
 
     cols = _gpu_columns(g, gpus, pcie, nvlink)
+    cols["hbm_busy"] = np.clip(_coalesce(g("dram_active") / DRAM_CEILING, g("mem_copy_util")), 0.0, 1.0)
     reads = _reads(g)
     cols.update(_host_columns(g, gpus, reads))
     cols["pcie_per_act"] = _div(cols["pcie_rx_frac"], np.maximum(cols["act"], 0.05))
@@ -311,6 +315,13 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
     return cols
 
 
+# DRAM_ACTIVE of a kernel that streams HBM as fast as it can: ~0.8 in practice (0.89 measured on an
+# H200, recordings/README.md)
+DRAM_CEILING = 0.8
+# the GPU's idle share from which one-way PCIe copies count in full against the link (a GPU 95 % busy
+# waits for its input copies a fifth as much)
+LINK_IDLE_FULL = 0.25
+FABRIC_SYMMETRY = 0.5  # PCIe receive/transmit balance from which the bytes are collectives (GPUDirect)
 # a cgroup using this share of the cores it may use counts its CPU pressure in full
 OWN_SAT_FULL = 0.6
 LAUNCH_UTIL = 0.7  # GPU_UTIL above this reads as "kernels always queued"
@@ -328,11 +339,18 @@ def _transfer_columns(
 ) -> dict[str, FloatArray]:
     """Class-level quantities that hold whatever mechanism or hardware produced them."""
     out: dict[str, FloatArray] = {}
-    pipes = np.fmax(np.fmax(g("tensor_active"), g("dram_active") / 0.8), g("sm_active"))
+    pipes = np.fmax(np.fmax(g("tensor_active"), g("dram_active") / DRAM_CEILING), g("sm_active"))
     out["gpu_any_pipe"] = np.clip(_coalesce(pipes, cols["act"]), 0.0, 1.0)
-    link = np.fmax(np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]), cols["nvlink_frac"])
-    out["link_busy"] = link
     out["pcie_fabric_frac"] = np.fmin(cols["pcie_rx_frac"], cols["pcie_tx_frac"])
+    # A link bounds the step when the GPU waits for it. One-way PCIe bytes are input copies, which every
+    # class makes: they count as far as the GPU idles (in full from LINK_IDLE_FULL idle). NVLink and
+    # balanced PCIe (GPUDirect RDMA) carry collectives, whose NCCL kernels keep the GPU busy while
+    # they wait: they count in full.
+    idle_gpu = 1.0 - np.clip(cols["act"], 0.0, 1.0)
+    one_way = np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]) * np.minimum(idle_gpu / LINK_IDLE_FULL, 1.0)
+    fabric = np.where(cols["pcie_symmetry"] >= FABRIC_SYMMETRY, out["pcie_fabric_frac"], 0.0)
+    fabric[np.isnan(out["pcie_fabric_frac"])] = np.nan
+    out["link_busy"] = np.fmax(np.fmax(one_way, cols["nvlink_frac"]), fabric)
     # only collective bytes (NVLink, PCIe crossed equally both ways, or network traffic as much sent as
     # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class
     collective = np.nan_to_num(np.fmax(cols["nvlink_frac"], out["pcie_fabric_frac"])) > COLLECTIVE_LINK

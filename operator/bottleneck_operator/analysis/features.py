@@ -92,12 +92,16 @@ CONTEXT_SERIES: tuple[str, ...] = (
     "gpu_util",
     "gr_engine_active",
     "sm_occupancy",
-    # one-way PCIe bytes are every workload's input copies, in every class: the link's load reads from
-    # link_busy (its busiest direction against the datasheet) and pcie_fabric_frac
+    "mem_copy_util",  # read as hbm_busy, where DRAM_ACTIVE is missing
+    # one-way PCIe bytes are every workload's input copies, in every class: the classifier reads the
+    # links from link_busy (one-way copies as far as the GPU waits for them, balanced PCIe and NVLink
+    # in full)
     "pcie_rx_frac",
     "pcie_tx_frac",
     "pcie_per_act",
     "pcie_rel_peak",
+    "pcie_fabric_frac",
+    "pcie_symmetry",
     # runnable processes per usable core: on a node saturated by neighbours the usable cores shrink to
     # one, and any runnable process reads as a queue (the job's own use reads in cpu_own_sat)
     "sc_runnable_per_core",
