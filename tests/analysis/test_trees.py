@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bottleneck_operator.analysis.model import BottleneckModel, load_model
 from bottleneck_operator.analysis.tree_masks import LeafMasks
-from bottleneck_operator.analysis.trees import TreeEnsemble, export_ensemble
+from bottleneck_operator.analysis.trees import MASK_MIN_ROWS, TreeEnsemble, export_ensemble
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,19 @@ def test_leaf_masks_reach_the_leaves_of_a_walk(ensemble: TreeEnsemble) -> None:
     for seed, missing in ((0, 0.0), (1, 0.3), (2, 1.0)):
         x = _rows(int(ensemble.feature.max()) + 1, seed, missing=missing)
         np.testing.assert_array_equal(masks.leaves(x), ensemble._walk(x))
+
+
+def test_a_few_rows_are_walked_and_batches_build_the_masks_once(tiny_model: BottleneckModel) -> None:
+    """One Job's rows are walked (building the masks would cost more); a batch builds them and keeps them."""
+    fresh = export_ensemble(tiny_model.estimator)
+    x = _rows(tiny_model.estimator.n_features_in_, 3, rows=MASK_MIN_ROWS + 8, missing=0.3)
+    few = fresh.decision_function(x[:2])
+    assert "_masks" not in fresh.__dict__
+    batch = fresh.decision_function(x)
+    assert "_masks" in fresh.__dict__
+    np.testing.assert_allclose(few, tiny_model.estimator.decision_function(x[:2]), atol=1e-9)
+    np.testing.assert_array_equal(fresh.decision_function(x[:2]), few)  # by the masks now: the same scores
+    np.testing.assert_allclose(batch, tiny_model.estimator.decision_function(x), atol=1e-9)
 
 
 def test_shipped_model_leaves_are_those_of_a_walk() -> None:

@@ -24,6 +24,7 @@ from bottleneck_operator.contract.window import FloatArray
 __all__ = ["TreeEnsemble", "export_ensemble"]
 
 IntArray = npt.NDArray[np.int32]
+MASK_MIN_ROWS = 32  # rows from which scoring builds the leaf masks (see decision_function)
 BoolArray = npt.NDArray[np.bool_]
 _FIELDS = (
     "feature", "threshold", "left", "right", "missing_left", "value", "roots", "tree_column", "tree_depth", "baseline",
@@ -75,7 +76,11 @@ class TreeEnsemble:
             baseline + the sum of every tree's leaf value, per column.
         """
         x = np.asarray(x, dtype=np.float64)
-        masks = self._masks
+        # Building the leaf masks costs as much as walking a few hundred rows: a process that scores
+        # a handful of rows once (``analyze`` on one Job) walks; one that scores batches builds them
+        # once and keeps them. Both give the same leaves.
+        built = "_masks" in self.__dict__
+        masks = self._masks if built or len(x) >= MASK_MIN_ROWS else None
         leaves = masks.leaves(x) if masks is not None else self._walk(x)
         one_hot = (self.tree_column[:, None] == np.arange(self.columns)[None, :]).astype(np.float64)
         return np.asarray(self.value.take(leaves) @ one_hot + self.baseline, dtype=np.float64)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 import time
@@ -92,6 +91,8 @@ def main(args: argparse.Namespace) -> int:
     if args.out:
         _write(args.out, lambda f: write_openmetrics(jobs, f))
     if args.live:
+        import asyncio  # only for --live: every other command's start-up is spared it
+
         return asyncio.run(_serve(jobs, args.host, args.port))
     return 0
 
@@ -111,6 +112,8 @@ def _write(target: str, fill: Callable[[TextIO], object]) -> None:
 
 
 async def _serve(jobs: Sequence[SimulatedJob], host: str, port: int) -> int:
+    import asyncio
+
     from bottleneck_operator.simulation import LiveExporters
 
     live = LiveExporters(jobs, base_port=port)
