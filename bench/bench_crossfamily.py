@@ -3,7 +3,9 @@
 Family A is the project's simulator (``bottleneck_operator.simulation``), family B the independently
 written ``bottleneck_operator.scenarios``. A model that learned physics rather than one simulator's
 habits scores well in both directions. The in-family figures are printed beside them for scale.
-Predictions are the model's most probable class (no abstention), so the figures measure the features.
+Predictions are the model's most probable class (no abstention), so the figures measure the features;
+each line ends with what a user would read instead: the verdicts, with abstention and the evidence
+gates, counted right, Unknown and wrong.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Direction:
     train: str
     test: str
     figures: Any  # analysis.metrics.Figures
+    end_to_end: tuple[int, int, int]  # verdicts right, Unknown, wrong (abstention and evidence gates on)
 
 
 def family_a(seed: int, n: int) -> tuple[list[Any], list[str]]:
@@ -71,15 +74,31 @@ def cross_family(train_jobs: int, eval_jobs: int, *, max_iter: int, seed: int = 
     }
     models = {name: _fit(*train, seed=seed, max_iter=max_iter) for name, (train, _) in sets.items()}
     pairs = (("A", "B"), ("B", "A"), ("A", "A"), ("B", "B"))
-    return [Direction(tr, te, _score(models[tr], *sets[te][1])) for tr, te in pairs]
+    return [
+        Direction(tr, te, _score(models[tr], *sets[te][1]), _end_to_end(models[tr], *sets[te][1])) for tr, te in pairs
+    ]
+
+
+def _end_to_end(model: Any, windows: Sequence[Any], labels: Sequence[str]) -> tuple[int, int, int]:
+    """What a user would read: the verdicts with their abstentions and evidence gates, as right,
+    Unknown and wrong counts. A class that its evidence does not support is downgraded (to another
+    class whose evidence holds) or becomes Unknown."""
+    from bottleneck_operator.analysis.classify import analyze_windows
+
+    verdicts = [v.bottleneck.value for v in analyze_windows(windows, model, with_details=False)]
+    unknown = verdicts.count("Unknown")
+    right = sum(v == y for v, y in zip(verdicts, labels, strict=True))
+    return right, unknown, len(verdicts) - right - unknown
 
 
 def format_direction(d: Direction) -> str:
     fig = d.figures
     recall = ", ".join(f"{c} {v.recall:.3f}" for c, v in fig.per_class.items())
+    right, unknown, wrong = d.end_to_end
     return (
         f"train {d.train} -> eval {d.test}: macro-F1 {fig.macro_f1:.3f}, accuracy {fig.accuracy:.3f} "
-        f"(n={fig.n}); recall: {recall}"
+        f"(n={fig.n}); recall: {recall}; verdicts with abstention and evidence gates: right {right}, "
+        f"Unknown {unknown}, wrong {wrong}"
     )
 
 

@@ -22,6 +22,8 @@ def test_cross_family_smoke() -> None:
         assert 0.0 <= fig.macro_f1 <= 1.0 and 0.0 <= fig.accuracy <= 1.0
         assert all(0.0 <= c.recall <= 1.0 for c in fig.per_class.values())
         assert "macro-F1" in format_direction(d)
+        right, unknown, wrong = d.end_to_end
+        assert right + unknown + wrong == fig.n and min(right, unknown, wrong) >= 0
     # in-family figures far above chance (0.2 for five balanced classes): the pipeline works
     assert directions[2].figures.accuracy > 0.5 and directions[3].figures.accuracy > 0.5
     # across families: still above chance
