@@ -160,6 +160,20 @@ def test_pcie_at_39_percent_of_the_link_is_not_evidence() -> None:
     assert any(e.signal == "pcie_busy_during_wait" for e in v.evidence)
 
 
+def test_pageable_copies_fill_the_idle_time_by_the_copy_engines_clock() -> None:
+    """Pageable copies stream at a host memcpy's rate, a small share of the link, but take the GPU's time:
+    GPU_UTIL counts part of it above the graphics engine (0.18 on an H200 with the SMs idle)."""
+    copies = {"gr_engine_active": 0.001, "sm_active": 0.001, "pcie_tx_bps": 0.01 * GB, "pcie_rx_bps": 0.15 * PCIE}
+    quiet = {"nvlink_total_bps": 0.0, "nvlink_tx_bps": 0.0, "nvlink_rx_bps": 0.0}
+    model = FixedModel({B.INTERCONNECT: 0.9, B.CPU: 0.1})
+    v = analyze_window(_idle_interconnect(**copies, **quiet, gpu_util=0.18), model)
+    assert v.bottleneck is B.INTERCONNECT
+    assert any(e.signal == "pcie_busy_during_wait" for e in v.evidence)
+    # the same bytes without the copy engine's time showing: nothing says the GPU waits for them
+    v = analyze_window(_idle_interconnect(**copies, **quiet, gpu_util=0.001), model)
+    assert v.bottleneck is not B.INTERCONNECT
+
+
 def test_balanced_network_traffic_needs_volume() -> None:
     quiet = _idle_interconnect(node_net_rx_bps=0.3e6 * 8, node_net_tx_bps=0.3e6 * 8)  # 0.3 MB/s per GPU
     v = analyze_window(quiet, FixedModel({B.INTERCONNECT: 0.9, B.IO: 0.1}))

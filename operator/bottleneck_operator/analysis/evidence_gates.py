@@ -123,16 +123,30 @@ def _waits_on_storage(g: GateInput) -> bool:
     )
 
 
-def _pcie_covers_wait(g: GateInput) -> float | None:
-    """Host-to-device link busy time over GPU idle time: synchronous copies occupy the link while the GPU waits.
+# GPU_UTIL above the graphics engine when host-to-device copies stream all the time and the SMs idle
+# (0.18 on an H200, tests/data/gpu-h2d), and the one-way link share from which copies count by time
+COPY_UTIL_SHARE = 0.18
+COPY_MIN_LINK = 0.05
 
-    Only with volume (the link at least 15 % busy on average), and only for copies: traffic as heavy
-    both ways is peer-to-peer or GPUDirect (:func:`_pcie_peer_traffic`).
+
+def _pcie_covers_wait(g: GateInput) -> float | None:
+    """The share of the GPUs' idle time that host-to-device copies fill.
+
+    Read from the link's bytes (pinned copies run near the link's rate, so its busy share is their
+    time; with volume: the link at least 15 % busy), or from the copy engine's time where the GPUs
+    mostly idle: pageable copies run at a host memcpy's 5-12 GB/s, a small share of a fast link, and
+    ``GPU_UTIL`` counts part of their time above the graphics engine's (COPY_UTIL_SHARE). Only for
+    copies: traffic as heavy both ways is peer-to-peer or GPUDirect (:func:`_pcie_peer_traffic`).
     """
     rx, busy = g.f("pcie_rx_frac.mean"), g.busy
-    if rx is None or busy is None or rx < 0.15 or (g.f("pcie_tx_frac.mean") or 0.0) >= 0.5 * rx:
+    if rx is None or busy is None or (g.f("pcie_tx_frac.mean") or 0.0) >= 0.5 * rx:
         return None
-    return rx / max(1.0 - busy, 0.05)
+    idle = max(1.0 - busy, 0.05)
+    levels = [rx / idle] if rx >= 0.15 else []
+    gap = g.f("util_gr_gap.mean")
+    if gap is not None and rx >= COPY_MIN_LINK and busy <= 0.5:
+        levels.append(gap / COPY_UTIL_SHARE / idle)
+    return max(levels) if levels else None
 
 
 def _pcie_peer_traffic(g: GateInput) -> float | None:
