@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.simulation import SimulatedJob, generate_jobs
+from bottleneck_operator.simulation.catalog import STORAGE_KINDS
 from bottleneck_operator.simulation.stages import label_of
 
 # After caching, reads come this much faster than from the storage the Job was drawn with.
@@ -157,10 +158,13 @@ def observable(job: SimulatedJob) -> bool:
 
     A PCIe-bound Job whose exporter collects no profiling fields can be told from a remote-storage reader
     only by the model's guess (both leave GPUs idle and the network carrying the input). A Job bound by
-    remote storage without the collector leaves no wait anywhere (object-store readers sleep in S state):
-    only its network rate's plateau shows, a reading a one-minute window makes borderline. Neither is a
-    clear case.
+    remote storage leaves a wait only where its readers block in D state (NFS, FUSE) and the collector
+    reads its cgroup: object-store readers sleep in S state, so only their network rate's plateau shows,
+    a reading a one-minute window makes borderline (about one window in ten reads Unknown). Neither is
+    a clear case.
     """
     if job.params.dcgm_fieldset == "dev" and job.mechanism in _PROF_ONLY:
         return False
-    return not (job.mechanism is Mechanism.NETWORK_STORAGE and "sidecar" not in job.tags)
+    if job.mechanism is not Mechanism.NETWORK_STORAGE:
+        return True
+    return "sidecar" in job.tags and STORAGE_KINDS[job.params.storage].iowait_factor > 0
