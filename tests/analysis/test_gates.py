@@ -133,6 +133,9 @@ def test_nothing_left_is_unknown_saying_where_the_evidence_points() -> None:
     v = analyze_window(w, FixedModel({B.CPU: 0.95, B.GPU: 0.05}))
     assert v.bottleneck is B.UNKNOWN and v.reason is not None
     assert "leaned to CPU" in v.reason and "most towards IO" in v.reason
+    # IO's own evidence holds here (the pod's IO pressure): the reason must not say that none does
+    assert "no class's evidence holds" not in v.reason
+    assert "whose evidence does not hold" in v.reason and "a class the model gives 0.00" in v.reason
 
 
 def _idle_interconnect(**over: float) -> JobWindow:

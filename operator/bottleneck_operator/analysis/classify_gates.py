@@ -126,7 +126,12 @@ def leaning(checked: Checked, original: Mapping[str, float]) -> str:
         return f"the model leaned to {model_top[0]} ({model_top[1]:.2f}) but no signal implies any class"
     level, cls = ranked[0]
     g = checked.gates[cls]
-    return (
-        f"no class's evidence holds: the model leaned to {model_top[0]} ({model_top[1]:.2f}); the evidence points "
-        f"most towards {cls.value} ({g.what}: {100 * level:.0f} % of the level that implies it)"
+    pointing = (
+        f"the evidence points most towards {cls.value} ({g.what}: {100 * level:.0f} % of the level that implies it)"
     )
+    if level >= 1.0:  # that class's evidence holds, but the model gives it too little to name it
+        return (
+            f"the model leaned to {model_top[0]} ({model_top[1]:.2f}), whose evidence does not hold; {pointing}, "
+            f"a class the model gives {original.get(cls.value, 0.0):.2f}"
+        )
+    return f"no class's evidence holds: the model leaned to {model_top[0]} ({model_top[1]:.2f}); {pointing}"
