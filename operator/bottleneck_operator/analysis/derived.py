@@ -229,7 +229,6 @@ def derived_columns(
         return _raw(raw, name)
 
     cols = _gpu_columns(g, gpus, pcie, nvlink)
-    cols["hbm_busy"] = np.clip(_coalesce(g("dram_active") / DRAM_CEILING, g("mem_copy_util")), 0.0, 1.0)
     reads = _reads(g)
     cols.update(_host_columns(g, gpus, reads))
     cols["pcie_per_act"] = _div(cols["pcie_rx_frac"], np.maximum(cols["act"], 0.05))
@@ -259,6 +258,7 @@ def _gpu_columns(
         "util_gap": gpu_util - _coalesce(sm, gr),
         "tensor_per_act": _div(tensor, np.maximum(act, 0.02)),
         "dram_minus_tensor": dram - tensor,
+        "hbm_busy": np.clip(_coalesce(dram / DRAM_CEILING, g("mem_copy_util")), 0.0, 1.0),
         "util_gr_gap": gpu_util - gr,
         "sm_fill": np.clip(_div(sm, np.maximum(gr, 0.05)), 0.0, 1.5),
         "pcie_rx_frac": _div(g("pcie_rx_bps"), pcie),
@@ -348,8 +348,8 @@ def _transfer_columns(
     # they wait: they count in full.
     idle_gpu = 1.0 - np.clip(cols["act"], 0.0, 1.0)
     one_way = np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]) * np.minimum(idle_gpu / LINK_IDLE_FULL, 1.0)
-    fabric = np.where(cols["pcie_symmetry"] >= FABRIC_SYMMETRY, out["pcie_fabric_frac"], 0.0)
-    fabric[np.isnan(out["pcie_fabric_frac"])] = np.nan
+    # the symmetry is missing exactly where the balanced share is: the comparison keeps it missing
+    fabric = np.where(cols["pcie_symmetry"] < FABRIC_SYMMETRY, 0.0, out["pcie_fabric_frac"])
     out["link_busy"] = np.fmax(np.fmax(one_way, cols["nvlink_frac"]), fabric)
     # only collective bytes (NVLink, PCIe crossed equally both ways, or network traffic as much sent as
     # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class
