@@ -12,7 +12,7 @@ from pathlib import Path
 from recordings.harness import Scenario, record
 
 # What each scenario runs besides Prometheus and node-exporter.
-NEEDS = {"interconnect": ("ip", "tc"), "memory": ("mkswap", "swapon")}
+NEEDS = {"interconnect": ("ip", "tc"), "memory": ("mkswap", "swapon"), "gpu-memory": ("mkswap", "swapon")}
 
 
 def scenarios(workroot: Path) -> dict[str, Scenario]:

@@ -14,9 +14,12 @@ from recordings.cgroups import Limits, block_device_of
 from recordings.cpu_quota import write_jpegs
 from recordings.harness import Context, Scenario
 from recordings.io_limit import write_samples
+from recordings.memory_swap import remove_swapfile, swapfile
 
 READ_BPS = 40_000_000
 LOADER_BATCH = 64
+DATASET = 3 << 30
+MEMORY_LIMIT = 1280 << 20  # the CUDA context's host memory plus about a third of the dataset
 
 
 def scenarios(workroot: Path) -> dict[str, Scenario]:
@@ -30,9 +33,15 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  Limits(), launch=_launcher("elementwise"), real_gpu=True),
         Scenario("launch", "GPU", "launch-bound",
                  "nothing: a 1,000-layer 256-wide MLP at batch 32 in eager mode (host launches bound the step)",
-                 Limits(), launch=_launcher("launch"), real_gpu=True),
+                 Limits(), launch=_launcher("launch", "--batch", "32"), real_gpu=True),
+        Scenario("launch-wide", "GPU", "launch-bound",
+                 "nothing: a 600-layer 512-wide MLP at batch 256 in eager mode (larger kernels, still launch-bound)",
+                 Limits(), launch=_launcher("launch", "--kernels", "1200", "--width", "512", "--batch", "256"),
+                 real_gpu=True),
         Scenario("h2d", "Interconnect", "pcie", "nothing: a 1 GiB batch in pageable host memory copied each step",
                  Limits(), launch=_launcher("h2d"), real_gpu=True),
+        Scenario("h2d-pinned", "Interconnect", "pcie", "nothing: a 1 GiB batch in pinned host memory copied each step",
+                 Limits(), launch=_launcher("h2d", "--pinned"), real_gpu=True),
         Scenario("loader", "CPU", "too-few-workers",
                  f"one DataLoader worker decoding and augmenting {LOADER_BATCH} JPEGs (512x512) per batch",
                  Limits(), launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH), "--workers", "1"),
@@ -42,6 +51,12 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  Limits(read_bps=(dev, READ_BPS)),
                  launch=_launcher("read", "--file", "{workdir}/samples.bin", "--batch", "16"),
                  real_gpu=True, setup=write_samples),
+        Scenario("memory", "Memory", "host-memory-pressure",
+                 f"{MEMORY_LIMIT >> 20} MiB memory limit with swap, for a {DATASET >> 30} GiB in-memory dataset "
+                 "sampled at random (32 x 1 MiB a batch)",
+                 Limits(memory_bytes=MEMORY_LIMIT, swap_bytes=6 << 30),
+                 launch=_launcher("swapped", "--dataset-bytes", str(DATASET), "--batch", "32"),
+                 real_gpu=True, setup=swapfile(6 << 30), teardown=remove_swapfile),
     ]  # fmt: skip
     return {f"gpu-{sc.name}": sc for sc in found}
 

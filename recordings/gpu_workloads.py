@@ -9,6 +9,7 @@ Each loop runs real PyTorch work on GPU 0 and publishes its step count after eve
 - ``h2d``: a large batch in pageable host memory copied to the GPU every step (the copy bounds it).
 - ``loader``: JPEG decoding and augmentation in one DataLoader worker feeding a small model.
 - ``read``: samples read at random offsets of a file under a read-bandwidth limit, page cache evicted.
+- ``swapped``: samples gathered at random from an in-memory dataset larger than the pod's memory limit.
 """
 
 from __future__ import annotations
@@ -59,11 +60,11 @@ def elementwise(torch: Any, progress: Path, elements: int) -> None:
     _loop(progress, step, torch.cuda.synchronize)
 
 
-def launch(torch: Any, progress: Path, kernels: int) -> None:
-    # A deep, narrow MLP at batch 32 in eager mode: each layer is a matmul of a few thread blocks and
-    # an activation, so the GPU finishes each kernel about as fast as the host can launch the next.
-    weights = [torch.randn(256, 256, device="cuda") / 16 for _ in range(16)]
-    h0 = torch.randn(32, 256, device="cuda")
+def launch(torch: Any, progress: Path, kernels: int, width: int, batch: int) -> None:
+    # A deep, narrow MLP in eager mode: each layer is a matmul of a few thread blocks and an
+    # activation, so the GPU finishes each kernel about as fast as the host can launch the next.
+    weights = [torch.randn(width, width, device="cuda") / width**0.5 for _ in range(16)]
+    h0 = torch.randn(batch, width, device="cuda")
 
     def step() -> None:
         h = h0
@@ -73,8 +74,10 @@ def launch(torch: Any, progress: Path, kernels: int) -> None:
     _loop(progress, step, torch.cuda.synchronize)
 
 
-def h2d(torch: Any, progress: Path, mib: int) -> None:
+def h2d(torch: Any, progress: Path, mib: int, pinned: bool) -> None:
     host = torch.ones(mib * 1024 * 1024 // 4)  # pageable: the driver stages it through a pinned buffer
+    if pinned:  # page-locked: the copy engine reads it directly, at the link's rate
+        host = host.pin_memory()
     weight = torch.randn(1024, 1024, device="cuda")
 
     def step() -> None:
@@ -130,18 +133,40 @@ def read(torch: Any, progress: Path, path: Path, batch: int, sample_bytes: int) 
     _loop(progress, step, torch.cuda.synchronize)
 
 
+def swapped(torch: Any, progress: Path, dataset_bytes: int, batch: int, sample_bytes: int) -> None:
+    # The CUDA context's host memory is made resident first, as a training process's is before its
+    # dataset loads; what the limit leaves of the dataset then lives in swap.
+    weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    samples = dataset_bytes // sample_bytes
+    data = np.empty((samples, sample_bytes), dtype=np.uint8)
+    for i in range(samples):
+        data[i] = i % 251
+    rng = np.random.default_rng(3)
+
+    def step() -> None:
+        x = torch.from_numpy(data[np.sort(rng.integers(0, samples, batch))]).to("cuda")
+        y = x.view(-1)[: 4096 * 4096].view(4096, 4096).to(torch.bfloat16)
+        for _ in range(4):
+            y = y @ weight
+
+    _loop(progress, step, torch.cuda.synchronize)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m recordings.gpu_workloads")
-    ap.add_argument("kind", choices=["matmul", "elementwise", "launch", "h2d", "loader", "read"])
+    ap.add_argument("kind", choices=["matmul", "elementwise", "launch", "h2d", "loader", "read", "swapped"])
     ap.add_argument("--progress", type=Path, required=True)
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--elements", type=int, default=1 << 28)
     ap.add_argument("--kernels", type=int, default=2000)
+    ap.add_argument("--width", type=int, default=256)
+    ap.add_argument("--pinned", action="store_true")
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--images", type=Path)
     ap.add_argument("--file", type=Path)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--dataset-bytes", type=int, default=3 << 30)
     ns = ap.parse_args(argv)
     import torch
 
@@ -149,10 +174,11 @@ def main(argv: list[str] | None = None) -> None:
     runs: dict[str, Callable[[], None]] = {
         "matmul": lambda: matmul(torch, p, ns.size),
         "elementwise": lambda: elementwise(torch, p, ns.elements),
-        "launch": lambda: launch(torch, p, ns.kernels),
-        "h2d": lambda: h2d(torch, p, ns.mib),
+        "launch": lambda: launch(torch, p, ns.kernels, ns.width, ns.batch),
+        "h2d": lambda: h2d(torch, p, ns.mib, ns.pinned),
         "loader": lambda: loader(torch, p, ns.images, ns.batch, ns.workers),
         "read": lambda: read(torch, p, ns.file, ns.batch, 1 << 20),
+        "swapped": lambda: swapped(torch, p, ns.dataset_bytes, ns.batch, 1 << 20),
     }
     runs[ns.kind]()
 

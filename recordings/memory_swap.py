@@ -9,6 +9,7 @@ faults and swap-ins. A swapfile is made (and removed afterwards) when the machin
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from recordings.cgroups import Limits
@@ -22,17 +23,24 @@ def _swap_active() -> bool:
     return len(Path("/proc/swaps").read_text().splitlines()) > 1
 
 
-def _setup(ctx: Context) -> None:
-    if _swap_active():
-        return
-    subprocess.run(["dd", "if=/dev/zero", f"of={SWAPFILE}", "bs=1M", "count=2048", "status=none"], check=True)
-    SWAPFILE.chmod(0o600)
-    subprocess.run(["mkswap", "-q", str(SWAPFILE)], check=True)
-    subprocess.run(["swapon", str(SWAPFILE)], check=True)
-    (ctx.workdir / "made-swap").touch()
+def swapfile(size_bytes: int) -> Callable[[Context], None]:
+    """A setup that makes and enables a swapfile of ``size_bytes`` when the machine has no swap."""
+
+    def setup(ctx: Context) -> None:
+        if _swap_active():
+            return
+        count = str(size_bytes >> 20)
+        subprocess.run(["dd", "if=/dev/zero", f"of={SWAPFILE}", "bs=1M", f"count={count}", "status=none"], check=True)
+        SWAPFILE.chmod(0o600)
+        subprocess.run(["mkswap", "-q", str(SWAPFILE)], check=True)
+        subprocess.run(["swapon", str(SWAPFILE)], check=True)
+        (ctx.workdir / "made-swap").touch()
+
+    return setup
 
 
-def _teardown(ctx: Context) -> None:
+def remove_swapfile(ctx: Context) -> None:
+    """Undo :func:`swapfile`'s setup, if it made one."""
     if (ctx.workdir / "made-swap").exists():
         subprocess.run(["swapoff", str(SWAPFILE)], check=False)
         SWAPFILE.unlink(missing_ok=True)
@@ -52,8 +60,8 @@ SCENARIO = Scenario(
     compute_s=0.05,
     h2d_bytes=32 * (1 << 20),
     launch=_launch,
-    setup=_setup,
-    teardown=_teardown,
+    setup=swapfile(2 << 30),
+    teardown=remove_swapfile,
 )
 
 if __name__ == "__main__":

@@ -296,6 +296,11 @@ def test_a_mechanism_nobody_collects_is_not_ruled_out() -> None:
     assert any("not confirmed" in n and "DCGM_FI_PROF_PCIE_RX_BYTES" in n for n in v.notes)
     assert invariants([_Result(v)])["not_confirmed"] == 1
     assert analyze_window(w, FixedModel({B.INTERCONNECT: 0.9, B.IO: 0.1})).bottleneck is B.UNKNOWN
+    # named in place of a favourite whose evidence fails, it says so too
+    v = analyze_window(unseen, FixedModel({B.IO: 0.5, B.INTERCONNECT: 0.45, B.MEMORY: 0.05}))
+    assert v.bottleneck is B.INTERCONNECT, v.reason
+    assert any("Interconnect not confirmed" in n for n in v.notes)
+    assert invariants([_Result(v)]) == {**invariants([_Result(v)]), "evidence_under_threshold": 0}
 
 
 def test_bandwidth_bound_kernels_without_dram_data_are_not_confirmed_nor_gpu_bound() -> None:

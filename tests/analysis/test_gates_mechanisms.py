@@ -53,11 +53,11 @@ def _launch_bound(**over: float) -> JobWindow:
     """Small kernels one after another: GPU_UTIL high, SMs and tensor pipes nearly idle."""
     signals = {
         **QUIET_LINKS,
-        "gpu_util": 0.75,
+        "gpu_util": 0.52,
         "gr_engine_active": 0.5,
         "sm_active": 0.08,
-        "tensor_active": 0.02,
-        "dram_active": 0.05,
+        "tensor_active": 0.0,
+        "dram_active": 0.01,
     }
     return make_window(B.GPU, noise=0.0, overrides={**signals, **over})
 

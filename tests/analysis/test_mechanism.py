@@ -37,24 +37,24 @@ def test_every_class_names_only_its_own_mechanisms() -> None:
 
 
 def test_gpu_small_kernels_are_launch_bound() -> None:
-    launch = row(gpu_util__mean=0.85, sm_active__mean=0.18, tensor_active__mean=0.05, cpu_per_gpu__mean=1.1)
-    assert decide_mechanism(B.GPU, launch) is M.LAUNCH_BOUND
-    assert decide_mechanism(B.GPU, row(gpu_util__mean=0.85, sm_active__mean=0.7, cpu_per_gpu__mean=1.1)) is M.COMPUTE
-
-
-def test_gpu_launch_bound_without_sm_needs_idle_memory_and_tensor_pipes() -> None:
-    quiet = row(gpu_util__mean=0.8, dram_active__mean=0.06, tensor_active__mean=0.04, cpu_per_gpu__mean=1.0)
-    assert decide_mechanism(B.GPU, quiet) is M.LAUNCH_BOUND
-    fp32 = row(gpu_util__mean=0.8, dram_active__mean=0.3, tensor_active__mean=0.04, cpu_per_gpu__mean=1.0)
-    assert decide_mechanism(B.GPU, fp32) is M.COMPUTE
-    # GPU_UTIL alone (DEV fields, no memory figure): nothing tells small kernels apart.
-    assert decide_mechanism(B.GPU, row(gpu_util__mean=0.9)) is M.COMPUTE
+    # half the time in kernels that keep neither the tensor pipes nor HBM busy (tests/data/gpu-launch)
+    small = dict(gr_engine_active__mean=0.48, tensor_active__mean=0.0, hbm_busy__mean=0.0)
+    assert decide_mechanism(B.GPU, row(**small, cpu_per_gpu__mean=1.0)) is M.LAUNCH_BOUND
+    # the same share of time in kernels that keep HBM or the tensor pipes busy is compute
+    busy_pipes = {**small, "hbm_busy__mean": 0.2}
+    assert decide_mechanism(B.GPU, row(**busy_pipes, cpu_per_gpu__mean=1.1)) is M.COMPUTE
+    assert decide_mechanism(B.GPU, row(**{**small, "tensor_active__mean": 0.3}, cpu_per_gpu__mean=1.1)) is M.COMPUTE
+    # without the graphics engine, GPU_UTIL less the copy engines' time (one-way PCIe at 0.9 of the link)
+    dev = dict(gpu_util__mean=0.5, mem_copy_util__mean=0.0, hbm_busy__mean=0.0, cpu_per_gpu__mean=1.0)
+    assert decide_mechanism(B.GPU, row(**dev)) is M.LAUNCH_BOUND
+    assert decide_mechanism(B.GPU, row(**dev, pcie_rx_frac__mean=0.36, pcie_tx_frac__mean=0.0)) is M.COMPUTE
+    # without the pipes' figures nothing tells small kernels apart
+    assert decide_mechanism(B.GPU, row(gpu_util__mean=0.9, cpu_per_gpu__mean=1.0)) is M.COMPUTE
 
 
 def test_gpu_without_a_busy_host_thread_is_compute() -> None:
-    idle_host = row(gpu_util__mean=0.85, sm_active__mean=0.18, cpu_per_gpu__mean=0.2)
+    idle_host = row(gr_engine_active__mean=0.48, tensor_active__mean=0.0, hbm_busy__mean=0.0, cpu_per_gpu__mean=0.2)
     assert decide_mechanism(B.GPU, idle_host) is M.COMPUTE
-    assert decide_mechanism(B.GPU, row(gpu_util__mean=0.4, sm_active__mean=0.1)) is M.COMPUTE
 
 
 @pytest.mark.parametrize(

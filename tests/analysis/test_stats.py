@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bottleneck_operator.analysis import derived, stats
-from bottleneck_operator.analysis.derived import SERIES_INDEX, derived_series
+from bottleneck_operator.analysis.derived import derived_series
 from bottleneck_operator.analysis.features import (
     CORRELATIONS,
     QUANTILES,
@@ -21,6 +21,7 @@ from bottleneck_operator.analysis.features import (
 )
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.model import load_model
+from bottleneck_operator.analysis.series_names import SERIES_INDEX
 from bottleneck_operator.commands.train import simulated_windows
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 

@@ -157,3 +157,18 @@ def test_recordings_measured_their_limit() -> None:
     assert figures["real-interconnect"]["virtual_gpu_collective_busy"] > 0.5
     for f in figures.values():
         assert f["virtual_gpu_busy"] < 0.6
+
+
+def test_gpu_recordings_measured_their_bound() -> None:
+    truth = {n: json.loads((DATA / n / "truth.json").read_text()) for n in GPU_RECORDINGS}
+    nvml = {n: t["gpu"]["nvml_readings"] for n, t in truth.items()}
+    # pinned copies stream near the link's rate, pageable ones at a host memcpy's
+    pinned, pageable = (nvml[n]["pcie_rx_gb_per_s"] for n in ("gpu-h2d-pinned", "gpu-h2d"))
+    assert pinned > 40 and pinned > 5 * pageable
+    # launch-bound: kernels part of the time, neither tensor pipes nor HBM busy, one host core launching
+    for name in ("gpu-launch", "gpu-launch-wide"):
+        assert 0.3 < nvml[name]["gr_engine_active"] < 0.8, name
+        assert nvml[name]["tensor_active"] < 0.01 and nvml[name]["dram_active"] < 0.01, name
+        assert truth[name]["measured"]["cpu_cores_used"] > 0.8, name
+    memory = truth["gpu-memory"]["measured"]
+    assert memory["swap_mb_at_end"] > 1000 and memory["major_faults_per_s"] > 1000

@@ -84,15 +84,19 @@ def test_http_readers_leave_no_iowait() -> None:
     assert max(np.nanmean(_training(j, "node_cpu_iowait_frac")) for j in nfs) > 0.01
 
 
-def test_launch_bound_gpus_read_busy_with_few_sms() -> None:
+def test_launch_bound_gpus_run_small_kernels_part_of_the_time() -> None:
     jobs = generate_jobs(13, 30, start=START, duration=900.0, classes=[Bottleneck.GPU], dcgm_fieldset="full")
     jobs = [j for j in jobs if not j.params.env.prof_missing]  # T4/L4/A10G may lack SM activity
     launch = [j for j in jobs if j.params.mechanism == "gpu-launch"]
     compute = [j for j in jobs if j.params.mechanism == "gpu"]
     assert launch and compute
     for job in launch:
+        # GPU_UTIL reads the kernels' time share, as the graphics engine does; the kernels keep
+        # neither the tensor pipes nor HBM busy (an H200: 0.49, 0.48 and 0.0; tests/data/gpu-launch)
         util, gr, sm = (np.nanmedian(_training(job, s)) for s in ("gpu_util", "gr_engine_active", "sm_active"))
-        assert util > 0.85 and sm < 0.35 and gr < util - 0.08
+        tensor, dram = (np.nanmedian(_training(job, s)) for s in ("tensor_active", "dram_active"))
+        assert 0.3 < util < 0.95 and abs(util - gr) < 0.1 and sm <= 0.6 * gr + 0.02
+        assert tensor < 0.03 and dram < 0.06
     for job in compute:
         assert np.nanmedian(_training(job, "sm_active")) > 0.5
 

@@ -96,6 +96,11 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
         notes.append(account.describe())
     if not open_classes[top] and max(probs.values()) < RUNNER_UP_MIN:
         probs = dict.fromkeys(probs, 0.0)
+    named = max(CLASSES, key=lambda c: probs[c.value])
+    if named is not top and probs[named.value] > 0 and not gates[named].holds:
+        # the runner-up named in the favourite's place is open only because its signal was not
+        # collected: the verdict says so, as it does for a favourite
+        notes.append(_unconfirmed(named, gates[named]))
     total = sum(probs.values())
     if total > 0:
         probs = {k: v / total for k, v in probs.items()}

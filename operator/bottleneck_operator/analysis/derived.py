@@ -4,7 +4,8 @@ Fractions of a known capacity (PCIe and NVLink against the GPU's datasheet link,
 pod's limit and the node's cores, memory against the limit), pressure-stall shares, ratios between
 signals (network vs disk reads, receive vs transmit symmetry, ``GPU_UTIL`` minus SM/graphics-engine
 activity — the gap that NCCL and tiny kernels open, TELEMETRY.md "Reading the profiling metrics") and
-a few rates on a log scale. :mod:`.features` summarises each series over time.
+a few rates on a log scale (their names and meanings: :mod:`.series_names`). :mod:`.features`
+summarises each series over time.
 """
 
 from __future__ import annotations
@@ -14,145 +15,11 @@ from collections.abc import Callable
 import numpy as np
 
 from bottleneck_operator.analysis.implausible import drop_dcgm_repeats, drop_impossible_shares
+from bottleneck_operator.analysis.series_names import BANDED, DEAD_BAND, SERIES, SERIES_INDEX
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import FloatArray
 
-# Shares of time that every busy machine shows a little of (a throttled period now and then, pressure
-# from a short burst): below DEAD_BAND they carry the exporters' and the node's background, which
-# differs from one cluster to the next, not a stall of the job.
-DEAD_BAND = 0.05
-BANDED: tuple[str, ...] = (
-    "cpu_throttled_frac",
-    "sc_throttled_frac",
-    "sc_psi_cpu_some",
-    "sc_psi_io_some",
-    "sc_psi_io_full",
-    "sc_psi_mem_some",
-    "sc_psi_mem_full",
-    "node_psi_io_some",
-    "node_psi_io_full",
-    "node_psi_mem_some",
-    "node_psi_mem_full",
-)
-
-# --- derived per-pod series (name -> meaning). Order is the feature schema: append only.
-SERIES: tuple[str, ...] = (
-    # time the GPU was busy: gr_engine_active > sm_active > gpu_util. SM_ACTIVE also measures spatial
-    # fill (a kernel on a fifth of the SMs reads 0.2), and GPU_UTIL reads 100 % for one kernel on one SM.
-    "act",
-    "gpu_util",
-    "gr_engine_active",
-    "sm_active",
-    "sm_occupancy",
-    "tensor_active",
-    "dram_active",
-    "mem_copy_util",
-    "util_gap",  # gpu_util - (sm_active or gr_engine_active): kernels running but SMs idle (NCCL, tiny kernels)
-    "tensor_per_act",  # tensor pipe share while the GPU is active
-    "dram_minus_tensor",  # bandwidth-bound kernels: DRAM busy, tensor pipes not
-    "pcie_rx_frac",  # host -> device vs link capacity
-    "pcie_tx_frac",
-    "nvlink_frac",  # NVLink bytes vs the GPU's NVLink capacity
-    "cpu_per_gpu",  # cores used per GPU
-    "cpu_limit_frac",  # cores used / CPU limit
-    "cpu_node_frac",  # cores used / node CPUs
-    "job_share_node_cpu",  # this pod's share of the node's busy CPU (low: neighbours make the noise)
-    "cpu_throttled_frac",
-    "mem_limit_frac",
-    "node_cpu_busy_frac",
-    "node_cpu_iowait_frac",
-    "node_cpu_system_frac",
-    "node_disk_busy_frac",
-    "node_mem_used_frac",
-    "node_swap_used_frac",
-    "log_majfault",
-    "node_psi_cpu_some",
-    "node_psi_io_some",
-    "node_psi_io_full",
-    "node_psi_mem_some",
-    "node_psi_mem_full",
-    "net_rx_share",  # network receive / (network receive + block reads): remote storage reads
-    "net_symmetry",  # min(rx, tx) / max(rx, tx): ~1 for all-reduce traffic, ~0 for storage reads
-    "log_net_per_gpu",
-    "log_read_per_gpu",
-    "read_rel_peak",  # reads / the window's own peak: a flat plateau near 1 suggests a saturated source
-    "net_rel_peak",
-    "sc_psi_cpu_some",
-    "sc_psi_io_some",
-    "sc_psi_io_full",
-    "sc_psi_mem_some",
-    "sc_psi_mem_full",
-    "sc_cpu_limit_frac",
-    "sc_throttled_frac",
-    "sc_log_majfault",
-    "sc_iowait_procs_share",
-    "pcie_rel_peak",  # host-to-device bytes / the window's own peak: a saturated link runs flat at its ceiling
-    "pcie_per_act",  # host-to-device link share per unit of GPU activity: bytes the GPUs wait for
-    "power_rel_peak",  # power / the window's own peak: dips mark stalls even without PROF fields
-    # iowait over the node's CPU time not spent busy: waiting on storage while cores are free to run
-    # (remote storage through FUSE/NFS sits in iowait while the CPU is not saturated; a CPU-bound node
-    # has no idle time left to wait in)
-    "iowait_of_idle",
-    # GPU_UTIL minus the graphics engine's busy time: small kernels with launch gaps in between read as
-    # busy on GPU_UTIL's short sample period, not on GR_ENGINE_ACTIVE (NCCL kernels read busy on both)
-    "util_gr_gap",
-    "sm_fill",  # sm_active / gr_engine_active: how much of the GPU its kernels fill while it is busy
-    # min(rx, tx) / max(rx, tx) on PCIe: GPUDirect RDMA collectives cross it equally both ways, while
-    # input batches only go host to device (RDMA bypasses node_network_*, so net_symmetry misses them)
-    "pcie_symmetry",
-    # --- features that read the same in any scenario family (docs/scenarios.md, "Where the gap is")
-    # GPU saturated by whichever pipe limits its kernels: tensor cores, HBM (DRAM_ACTIVE tops out near
-    # 0.8 in practice) or SM issue; compute-, bandwidth- and small-kernel-bound models all read high
-    "gpu_any_pipe",
-    # kernels running on GPU_UTIL's clock with the SMs mostly idle and no collective bytes moving:
-    # launch/host-overhead-bound (NCCL kernels open the same gap, but with bytes on a link)
-    "launch_gap",
-    # the busiest GPU link against its datasheet ceiling: PCIe either way, NVLink
-    "link_busy",
-    # bytes that cross PCIe equally both ways, against the link: GPUDirect RDMA collectives
-    "pcie_fabric_frac",
-    # the job's cores against the cores it may use: min(limit, node cores not used by neighbours)
-    "cpu_own_sat",
-    # the pod's runnable processes per core it may use (the sidecar sees its own cgroup only)
-    "sc_runnable_per_core",
-    # the job's cores per runnable process: ~1 when each process (loader worker) keeps a core busy
-    "cpu_per_running",
-    # input bytes (network receive plus block reads) against the window's own peak
-    "input_rel_peak",
-    # power against its peak per unit of GPU activity: ~1 when power follows activity
-    "power_per_act",
-    # major faults together with kernel CPU time: reclaim and swap-in (memory-mapped reads fault without
-    # the system time of reclaim)
-    "fault_sys",
-    # stall shares with their background removed (see DEAD_BAND); the raw shares stay for the evidence
-    *(f"{name}_band" for name in BANDED),
-    # the job's IO pressure (its own cgroup, else the node's) while its GPU is idle: storage stalls that
-    # cost GPU time, whatever level of pressure a busy GPU's readers show beside it
-    "io_stall_idle",
-    # the job's own CPU pressure or throttling while its GPU is idle (pressure as in cpu_psi_own)
-    "cpu_stall_idle",
-    # the job's own CPU pressure where it can be the job's limit: throttling counts in full, pressure
-    # only as far as the job's cgroup uses the cores it may use (cpu_own_sat) or its processes keep a
-    # core each busy (cpu_per_running). A cgroup far below both and never throttled waits for cores
-    # that other processes hold: a busy node, not a loader that needs more CPU
-    "cpu_psi_own",
-    # the job's memory pressure (its cgroup, else the node's) while its GPU is idle
-    "mem_stall_idle",
-    # each stall's share of the job's stalls while its GPU idles (plus a floor, STALL_FLOOR_SHARE):
-    # which wait explains the idle GPU, whatever level of pressure a cluster's exporters read
-    "io_stall_share",
-    "cpu_stall_share",
-    "mem_stall_share",
-    # kernels running on GPU_UTIL's clock with the SMs mostly idle while collective bytes move (NVLink,
-    # PCIe both ways, or the network both ways at gradient volume): NCCL kernels waiting on their links,
-    # the counterpart of launch_gap
-    "collective_gap",
-    # the HBM's bandwidth in use: DRAM_ACTIVE against its practical ceiling, else MEM_COPY_UTIL, which
-    # counts time with any read or write in flight and reads high under moderate traffic
-    "hbm_busy",
-)
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
-SERIES_INDEX: dict[str, int] = {name: i for i, name in enumerate(SERIES)}
 
 
 def _raw(r: FloatArray, name: str) -> FloatArray:
@@ -243,11 +110,17 @@ def _gpu_columns(
 ) -> dict[str, FloatArray]:
     """GPU activity, pipes, memory and links."""
     gpu_util, gr, sm = g("gpu_util"), g("gr_engine_active"), g("sm_active")
-    act = _coalesce(gr, sm, gpu_util)
     tensor, dram = g("tensor_active"), g("dram_active")
     pcie_rx, pcie_tx = g("pcie_rx_bps"), g("pcie_tx_bps")
+    rx_frac, tx_frac = _div(pcie_rx, pcie), _div(pcie_tx, pcie)
+    # GPU_UTIL counts the copy engines' time beside the kernels': one-way copies streaming at the
+    # link's rate read 0.99 with the SMs idle (tests/data/gpu-h2d-pinned). What is left is kernels.
+    copying = np.nan_to_num(np.clip(np.abs(rx_frac - tx_frac) / COPY_ENGINE_RATE, 0.0, 1.0))
+    kernels = np.clip(gpu_util - copying, 0.0, 1.0)
+    act = _coalesce(gr, sm, kernels)
     cols: dict[str, FloatArray] = {
         "act": act,
+        "kernel_time": _coalesce(gr, kernels),
         "gpu_util": gpu_util,
         "gr_engine_active": gr,
         "sm_active": sm,
@@ -255,14 +128,14 @@ def _gpu_columns(
         "tensor_active": tensor,
         "dram_active": dram,
         "mem_copy_util": g("mem_copy_util"),
-        "util_gap": gpu_util - _coalesce(sm, gr),
+        "util_gap": kernels - _coalesce(sm, gr),
         "tensor_per_act": _div(tensor, np.maximum(act, 0.02)),
         "dram_minus_tensor": dram - tensor,
         "hbm_busy": np.clip(_coalesce(dram / DRAM_CEILING, g("mem_copy_util")), 0.0, 1.0),
         "util_gr_gap": gpu_util - gr,
         "sm_fill": np.clip(_div(sm, np.maximum(gr, 0.05)), 0.0, 1.5),
-        "pcie_rx_frac": _div(g("pcie_rx_bps"), pcie),
-        "pcie_tx_frac": _div(g("pcie_tx_bps"), pcie),
+        "pcie_rx_frac": rx_frac,
+        "pcie_tx_frac": tx_frac,
         "pcie_symmetry": _div(np.fmin(pcie_rx, pcie_tx), np.fmax(pcie_rx, pcie_tx) + 1.0),
     }
     nv_prof = _nan_sum(g("nvlink_tx_bps"), g("nvlink_rx_bps"))
@@ -318,13 +191,20 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
 # DRAM_ACTIVE of a kernel that streams HBM as fast as it can: ~0.8 in practice (0.89 measured on an
 # H200, recordings/README.md)
 DRAM_CEILING = 0.8
+# the link share at which a copy engine streams without a pause: 58 GB/s of PCIe Gen5 x16's 64 on an
+# H200 (tests/data/gpu-h2d-pinned)
+COPY_ENGINE_RATE = 0.9
+# tensor-pipe or HBM use per unit of kernel time below which a GPU's kernels are small: a 256- or
+# 512-wide MLP's read 0.0 on an H200 (tests/data/gpu-launch, gpu-launch-wide); compute kernels keep
+# one pipe or the other busy
+LAUNCH_PIPES = 0.2
 # the GPU's idle share from which one-way PCIe copies count in full against the link (a GPU 95 % busy
 # waits for its input copies a fifth as much)
 LINK_IDLE_FULL = 0.25
 FABRIC_SYMMETRY = 0.5  # PCIe receive/transmit balance from which the bytes are collectives (GPUDirect)
 # a cgroup using this share of the cores it may use counts its CPU pressure in full
 OWN_SAT_FULL = 0.6
-LAUNCH_UTIL = 0.7  # GPU_UTIL above this reads as "kernels always queued"
+LAUNCH_UTIL = 0.7  # GPU_UTIL above this reads as "kernels always queued" (NCCL's, waiting on a link)
 COLLECTIVE_LINK = 0.05  # link share above which a GPU_UTIL-SM gap is collectives, not launches
 # stall time (share of the window) below which no stall explains the GPU's idle time
 STALL_FLOOR_SHARE = 0.05
@@ -351,18 +231,7 @@ def _transfer_columns(
     # the symmetry is missing exactly where the balanced share is: the comparison keeps it missing
     fabric = np.where(cols["pcie_symmetry"] < FABRIC_SYMMETRY, 0.0, out["pcie_fabric_frac"])
     out["link_busy"] = np.fmax(np.fmax(one_way, cols["nvlink_frac"]), fabric)
-    # only collective bytes (NVLink, PCIe crossed equally both ways, or network traffic as much sent as
-    # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class
-    collective = np.nan_to_num(np.fmax(cols["nvlink_frac"], out["pcie_fabric_frac"])) > COLLECTIVE_LINK
-    net_both = np.nan_to_num(cols["net_symmetry"]) > COLLECTIVE_NET
-    quiet = ~collective & ~net_both
-    gap = np.clip(cols["util_gap"], 0.0, 1.0)
-    kernels = cols["gpu_util"] >= LAUNCH_UTIL
-    out["launch_gap"] = np.where(quiet & kernels, gap, 0.0)
-    exchange = collective | (net_both & (cols["log_net_per_gpu"] >= COLLECTIVE_NET_LOG))
-    out["collective_gap"] = np.where(exchange & kernels, gap, 0.0)
-    out["launch_gap"][np.isnan(gap)] = np.nan
-    out["collective_gap"][np.isnan(gap)] = np.nan
+    out.update(_kernel_gaps(g, cols, out["pcie_fabric_frac"]))
     cpu, limit, node_cpus = g("cpu_cores"), g("cpu_limit_cores"), g("node_cpus")
     sc_cpu = g("sc_cpu_cores")
     own = _coalesce(sc_cpu, cpu)
@@ -392,6 +261,29 @@ def _transfer_columns(
     total = sum(np.nan_to_num(out[k]) for k in stalls) + STALL_FLOOR_SHARE
     for k in stalls:
         out[k.replace("_idle", "_share")] = out[k] / total
+    return out
+
+
+def _kernel_gaps(
+    g: Callable[[str], FloatArray], cols: dict[str, FloatArray], fabric: FloatArray
+) -> dict[str, FloatArray]:
+    """Time in small kernels with the links quiet (``launch_gap``), and NCCL kernels waiting on busy links."""
+    # only collective bytes (NVLink, PCIe crossed equally both ways, or network traffic as much sent as
+    # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class
+    collective = np.nan_to_num(np.fmax(cols["nvlink_frac"], fabric)) > COLLECTIVE_LINK
+    net_both = np.nan_to_num(cols["net_symmetry"]) > COLLECTIVE_NET
+    # time in small kernels: kernels running that use neither the tensor pipes nor HBM. With the links
+    # quiet the GPU idles between them while the host launches the next (NCCL kernels read the same,
+    # with bytes on a link)
+    ktime = cols["kernel_time"]
+    pipes = np.fmax(g("tensor_active"), cols["hbm_busy"])
+    small = ktime * np.clip(1.0 - _div(pipes, np.maximum(ktime, 0.05)) / LAUNCH_PIPES, 0.0, 1.0)
+    out = {"launch_gap": np.where(~collective & ~net_both, small, 0.0)}
+    out["launch_gap"][np.isnan(small)] = np.nan
+    gap = np.clip(cols["util_gap"], 0.0, 1.0)
+    exchange = collective | (net_both & (cols["log_net_per_gpu"] >= COLLECTIVE_NET_LOG))
+    out["collective_gap"] = np.where(exchange & (cols["gpu_util"] >= LAUNCH_UTIL), gap, 0.0)
+    out["collective_gap"][np.isnan(gap)] = np.nan
     return out
 
 

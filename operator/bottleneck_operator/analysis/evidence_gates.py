@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bottleneck_operator.analysis.derived import COLLECTIVE_NET_LOG
+from bottleneck_operator.analysis.derived import COLLECTIVE_NET_LOG, COPY_ENGINE_RATE, LAUNCH_PIPES
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import FloatArray
@@ -25,7 +25,7 @@ NET_VOLUME_LOG = COLLECTIVE_NET_LOG  # 100 MB/s per GPU: below it, balanced traf
 # the floor sits low; input copies are one-way and fail the balance test instead.
 PEER_VOLUME = 0.01
 EXPOSED_COMM = 0.1  # share of wall time in communication-only kernels that counts as a stall
-LAUNCH_GAP = 0.2  # GPU_UTIL over SM activity, links quiet, from which small kernels' launches bind
+LAUNCH_GAP = 0.2  # time in small kernels, links quiet, from which their launches bind the step
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,9 @@ def _pcie_covers_wait(g: GateInput) -> float | None:
     Read from the link's bytes (pinned copies run near the link's rate, so its busy share is their
     time; with volume: the link at least 15 % busy), or from the copy engine's time where the GPUs
     mostly idle: pageable copies run at a host memcpy's 5-12 GB/s, a small share of a fast link, and
-    ``GPU_UTIL`` counts part of their time above the graphics engine's (COPY_UTIL_SHARE). Only for
+    ``GPU_UTIL`` counts the copy engine's time above the graphics engine's: 0.18 for pageable copies
+    streaming all the time, their bytes at the engine's rate, while a host core stages the next
+    chunk (COPY_UTIL_SHARE; tests/data/gpu-h2d). Only for
     copies: traffic as heavy both ways is peer-to-peer or GPUDirect (:func:`_pcie_peer_traffic`).
     """
     rx, busy = g.f("pcie_rx_frac.mean"), g.busy
@@ -176,22 +178,53 @@ def _both_ways_at_volume(g: GateInput) -> float | None:
 
 
 def launch_gap(f: Callable[[str], float | None]) -> float | None:
-    """GPU_UTIL above SM activity with the links quiet: small kernels launched one after another.
+    """Time in small kernels with the links quiet: kernels launched one after another.
 
-    ``GPU_UTIL`` reads 100 % when one kernel runs on one SM, so a stream of small kernels keeps it high
-    while SM activity stays low; the GPU waits on the host thread that launches them, not on a data
-    stage. With links busy the same gap is communication kernels (Interconnect's gate reads it then).
+    Kernels that keep neither the tensor pipes nor HBM busy (``launch_gap`` in :mod:`.derived`) run
+    for a share of the time and the GPU idles between them: it waits on the host thread that launches
+    them, not on a data stage (an H200 ran a 256-wide MLP's kernels 48 % of the time with tensor and
+    DRAM activity at 0.0, tests/data/gpu-launch). With links busy such kernels are communication
+    kernels (Interconnect's gate reads them then).
 
     Args:
         f: reads a feature by name (None when missing).
 
     Returns:
-        The gap (it implies launch overhead from ``LAUNCH_GAP``), or None when missing or the links are busy.
+        The share (it implies launch overhead from ``LAUNCH_GAP``), or None when missing or the links are busy.
     """
-    gap = f("util_gap.mean")
+    gap = f("launch_gap.mean")
     if gap is None or _links_carry_traffic(f):
         return None
     return gap
+
+
+def kernel_time(f: Callable[[str], float | None]) -> float | None:
+    """The share of time kernels ran: the graphics engine's, else ``GPU_UTIL`` less the copy engines'.
+
+    ``GPU_UTIL`` counts copies too: pinned copies streaming at the link's rate read 0.99 with the SMs
+    idle (tests/data/gpu-h2d-pinned).
+    """
+    gr = f("gr_engine_active.mean")
+    if gr is not None:
+        return gr
+    util = f("gpu_util.mean")
+    if util is None:
+        return None
+    one_way = abs((f("pcie_rx_frac.mean") or 0.0) - (f("pcie_tx_frac.mean") or 0.0))
+    return max(util - min(one_way / COPY_ENGINE_RATE, 1.0), 0.0)
+
+
+def small_kernel_time(f: Callable[[str], float | None]) -> float | None:
+    """The window's time in kernels that keep neither the tensor pipes nor HBM busy, links or not.
+
+    What ``launch_gap`` reads sample by sample with the links quiet; once the class is GPU, the links
+    are not what the kernels wait on, so the mechanism reads it without that condition.
+    """
+    kt = kernel_time(f)
+    pipes = [v for v in (f("tensor_active.mean"), f("hbm_busy.mean")) if v is not None]
+    if kt is None or not pipes:
+        return None
+    return kt * min(max(1.0 - max(pipes) / max(kt, 0.05) / LAUNCH_PIPES, 0.0), 1.0)
 
 
 # IO's gates that read the pod's own tasks waiting on storage.
@@ -254,7 +287,7 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
     ),
     Bottleneck.GPU: (
         Gate("gpu_busy", 0.6, "GPUs busy on training samples", lambda g: g.busy),
-        Gate("gpu_util", 0.8, "kernels running most of the time", _feat("gpu_util.mean")),
+        Gate("gpu_util", 0.8, "kernels running most of the time", lambda g: kernel_time(g.f)),
         Gate(
             "gpu_launch_gaps",
             LAUNCH_GAP,

@@ -22,9 +22,10 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.analysis.derived import BANDED, SERIES, SERIES_INDEX, derived_columns
+from bottleneck_operator.analysis.derived import derived_columns
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.hardware import spec_for
+from bottleneck_operator.analysis.series_names import BANDED, SERIES, SERIES_INDEX
 from bottleneck_operator.analysis.stats import nan_corr, nan_segment_mean, quantile_ranks, summarise_rows
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 

@@ -5,9 +5,9 @@ acts on (more workers or a higher CPU limit; a local cache or a faster store; fe
 Each class has few mechanisms and each is told apart by one or two signals that physically separate
 them, so these are plain documented rules over the window's features, not a second model:
 
-- GPU: ``launch-bound`` when ``GPU_UTIL`` says a kernel is resident almost all the time while SM and
-  tensor activity say the kernels fill little of the chip and the host launches from at least half a
-  core per GPU (small kernels, eager mode); else ``compute``.
+- GPU: ``launch-bound`` when the GPU spends a fifth of its time or more in small kernels (neither
+  the tensor pipes nor HBM busy) and the host launches from at least half a core per GPU (small
+  kernels, eager mode); else ``compute``.
 - Memory: ``host-memory-pressure`` when the pod or node stalls on memory (PSI), faults heavily or
   swaps; else ``hbm-bandwidth`` when DRAM activity is high with the tensor pipes idle.
 - Interconnect: ``pcie`` when host-to-device copies fill the link one way; ``network`` for a job that
@@ -28,17 +28,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bottleneck_operator.analysis.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG
+from bottleneck_operator.analysis.evidence_gates import LAUNCH_GAP, small_kernel_time
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.contract.window import FloatArray
 
-# GPU: a kernel resident this much of the window (start-up and evaluation included)...
-LAUNCH_UTIL_MIN = 0.55
-# ...while SMs are this little active (SM_ACTIVE is also spatial fill: few blocks read low)...
-LAUNCH_SM_MAX = 0.35
-# ...or, without SM activity, memory and tensor pipes this little used.
-LAUNCH_MEMORY_MAX = 0.11
-LAUNCH_TENSOR_MAX = 0.12
+# GPU: the share of time in small kernels, links quiet, from which their launches bind the step
+LAUNCH_SMALL_KERNELS_MIN = LAUNCH_GAP
 # The launching host thread: about a core per GPU process.
 LAUNCH_CPU_PER_GPU_MIN = 0.5
 # Memory: a pressure-stall share, major faults a second (log10) and swap use that mean host pressure.
@@ -72,20 +68,9 @@ def _f(x: FloatArray, *names: str) -> float | None:
 
 
 def _gpu(x: FloatArray) -> Mechanism:
-    util = _f(x, "gpu_util.mean", "gr_engine_active.mean")
-    if util is None or util < LAUNCH_UTIL_MIN:
-        return Mechanism.COMPUTE
+    small = small_kernel_time(lambda name: value(x, name))
     cpu = _f(x, "cpu_per_gpu.mean")
-    if cpu is not None and cpu < LAUNCH_CPU_PER_GPU_MIN:
-        return Mechanism.COMPUTE
-    sm = _f(x, "sm_active.mean")
-    if sm is not None:
-        return Mechanism.LAUNCH_BOUND if sm <= LAUNCH_SM_MAX else Mechanism.COMPUTE
-    # Without SM activity (shipped counters, DEV fields only): a resident kernel that neither moves
-    # memory nor uses the tensor pipes is doing little work; big FP32 kernels still move DRAM.
-    tensor = _f(x, "tensor_active.mean")
-    memory = _f(x, "dram_active.mean", "mem_copy_util.mean")
-    if memory is None or memory > LAUNCH_MEMORY_MAX or (tensor is not None and tensor > LAUNCH_TENSOR_MAX):
+    if small is None or small < LAUNCH_SMALL_KERNELS_MIN or (cpu is not None and cpu < LAUNCH_CPU_PER_GPU_MIN):
         return Mechanism.COMPUTE
     return Mechanism.LAUNCH_BOUND
 

@@ -20,6 +20,9 @@ from bottleneck_operator.simulation.state import EXPORTERS, B, F, JobState, roun
 
 # Class order of ``JobState.pod["bound_class"]``.
 BOUND_CLASSES = (Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT, Bottleneck.GPU, Bottleneck.MEMORY)
+# the link share at which a copy engine streams without a pause: pinned copies moved 58 GB/s, 0.9 of
+# PCIe Gen5 x16, on an H200 (tests/data/gpu-h2d-pinned)
+COPY_ENGINE_RATE = 0.9
 
 
 def _slow(rng: np.random.Generator, shape: tuple[int, ...], t: F, amp: float) -> F:
@@ -179,19 +182,21 @@ def _gpu_activity(
     """GPU and SM activity, tensor and DRAM pipes; returns (busy, SM active, DRAM active) per pod and sample."""
     G = sc.gpus_per_pod
     kernel = np.maximum(x["flops"], x["dram"])
-    launching = np.clip(a * kernel / step, 0, 1)  # share of time the GPU's work is being issued
-    u = launching * sc.kernel_duty  # share of time compute kernels run (launch gaps excluded)
+    # the share of time the GPU's work is being issued, and the share in which its kernels run
+    u = np.clip(a * kernel / step, 0, 1) * sc.kernel_duty
     c = np.clip(a * (np.minimum(x["comm"], step) / step + wait), 0, 1)  # NCCL kernels running
     # Start-up: a few kernels (warm-up, cuDNN autotuning) while the model and data load.
     warmup = (1 - a) * (rel < sc.env.startup_s) * rng.uniform(0.0, 0.08)
     busy = np.clip(u + c * (1 - u) + warmup, 0, 1)
-    # GPU_UTIL: was any kernel running during NVML's short sample period. A stream of small kernels
-    # with launch gaps in between reads as busy nearly throughout; GR_ENGINE_ACTIVE is the time share.
-    # Host-to-device copies count in part: pageable copies streaming all the time read 0.18 on an
-    # H200 whose SMs were idle (tests/data/gpu-h2d), while the graphics engine read 0.0005.
+    # GPU_UTIL: the share of time in which a kernel or a copy ran. Small kernels with launch gaps in
+    # between read their time share, as the graphics engine does (0.49 against 0.48 on an H200,
+    # tests/data/gpu-launch). The copy engines count for the time they move bytes: pinned copies
+    # streaming at the link's rate read 0.99 with the SMs idle, pageable ones at 0.15 of it 0.18
+    # (gpu-h2d-pinned, gpu-h2d).
     copying = np.clip(a * np.minimum(x["h2d"], step) / step, 0, 1)
-    util = np.clip(launching + c * (1 - launching) + warmup, 0, 1)
-    util = util + (1 - util) * copying * rng.uniform(0.12, 0.25)
+    copy_engine = copying * min(sc.pcie_eff / COPY_ENGINE_RATE, 1.0)
+    util = np.clip(u + c * (1 - u) + warmup, 0, 1)
+    util = util + (1 - util) * copy_engine
     st.gpu["gpu_util"] = rounded(_per_gpu(rng, util, G, 0.04, 0.0, 1.0) * 100.0)
     st.gpu["gr_engine_active"] = _per_gpu(rng, busy * rng.uniform(0.93, 0.99), G, 0.04, 0.0, 1.0)
     # NCCL keeps a handful of SMs spinning; warps waiting on memory still count as SM-active.
@@ -199,6 +204,8 @@ def _gpu_activity(
     st.gpu["sm_active"] = _per_gpu(rng, sm, G, 0.05, 0.0, 1.0)
     dram_bound = x["dram"] > x["flops"]
     occ = np.where(dram_bound, rng.uniform(0.45, 0.75), rng.uniform(0.2, 0.45))
+    if sc.kernel_duty < 1:  # a few warps a kernel: 0.03 and 0.13 of SM activity (gpu-launch, gpu-launch-wide)
+        occ = np.full(occ.shape, rng.uniform(0.02, 0.15))
     st.gpu["sm_occupancy"] = _per_gpu(rng, sm * occ, G, 0.06, 0.0, 1.0)
     st.gpu["tensor_active"] = _per_gpu(rng, u * sc.tensor_eff * x["flops"] / kernel, G, 0.06, 0.0, 1.0)
     # DRAM activity: ~0.8 is the practical peak of HBM/GDDR (DCGM profiling documentation).
