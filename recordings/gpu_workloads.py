@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from recordings.virtual_gpu import write_progress
-from recordings.workloads import _decode
+from recordings.workloads import _decode, in_memory_dataset, random_batch
 
 
 def _loop(progress: Path, step: Callable[[], None], sync: Callable[[], None]) -> None:
@@ -137,14 +137,11 @@ def swapped(torch: Any, progress: Path, dataset_bytes: int, batch: int, sample_b
     # The CUDA context's host memory is made resident first, as a training process's is before its
     # dataset loads; what the limit leaves of the dataset then lives in swap.
     weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    samples = dataset_bytes // sample_bytes
-    data = np.empty((samples, sample_bytes), dtype=np.uint8)
-    for i in range(samples):
-        data[i] = i % 251
+    data = in_memory_dataset(dataset_bytes, sample_bytes)
     rng = np.random.default_rng(3)
 
     def step() -> None:
-        x = torch.from_numpy(data[np.sort(rng.integers(0, samples, batch))]).to("cuda")
+        x = torch.from_numpy(random_batch(data, rng, batch)).to("cuda")
         y = x.view(-1)[: 4096 * 4096].view(4096, 4096).to(torch.bfloat16)
         for _ in range(4):
             y = y @ weight

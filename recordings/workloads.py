@@ -78,17 +78,26 @@ def read(path: Path, progress: Path, batch: int, sample_bytes: int) -> None:
         write_progress(progress, done)
 
 
-def memory(progress: Path, dataset_bytes: int, batch: int, sample_bytes: int) -> None:
-    samples = dataset_bytes // sample_bytes
-    data = np.empty((samples, sample_bytes), dtype=np.uint8)
-    for i in range(samples):  # written once, like a dataset cached in RAM at start-up
+def in_memory_dataset(dataset_bytes: int, sample_bytes: int) -> np.ndarray:
+    """A dataset held in RAM, one row a sample, written once as a loader caches it at start-up."""
+    data = np.empty((dataset_bytes // sample_bytes, sample_bytes), dtype=np.uint8)
+    for i in range(len(data)):
         data[i] = i % 251
+    return data
+
+
+def random_batch(data: np.ndarray, rng: np.random.Generator, batch: int) -> np.ndarray:
+    """``batch`` samples drawn at random, gathered in index order as a sampler's batch is read."""
+    return data[np.sort(rng.integers(0, len(data), batch))]
+
+
+def memory(progress: Path, dataset_bytes: int, batch: int, sample_bytes: int) -> None:
+    data = in_memory_dataset(dataset_bytes, sample_bytes)
     rng = np.random.default_rng(3)
     done = 0
     write_progress(progress, done)
     while True:
-        picks = np.sort(rng.integers(0, samples, batch))
-        _ = data[picks].astype(np.float32).mean()
+        _ = random_batch(data, rng, batch).astype(np.float32).mean()
         done += 1
         write_progress(progress, done)
 

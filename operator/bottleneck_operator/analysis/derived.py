@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 
 from bottleneck_operator.analysis.implausible import drop_dcgm_repeats, drop_impossible_shares
 from bottleneck_operator.analysis.series_names import BANDED, DEAD_BAND, SERIES, SERIES_INDEX
@@ -115,7 +116,7 @@ def _gpu_columns(
     rx_frac, tx_frac = _div(pcie_rx, pcie), _div(pcie_tx, pcie)
     # GPU_UTIL counts the copy engines' time beside the kernels': one-way copies streaming at the
     # link's rate read 0.99 with the SMs idle (tests/data/gpu-h2d-pinned). What is left is kernels.
-    copying = np.nan_to_num(np.clip(np.abs(rx_frac - tx_frac) / COPY_ENGINE_RATE, 0.0, 1.0))
+    copying = np.nan_to_num(copy_engine_share(rx_frac, tx_frac))
     kernels = np.clip(gpu_util - copying, 0.0, 1.0)
     act = _coalesce(gr, sm, kernels)
     cols: dict[str, FloatArray] = {
@@ -277,7 +278,7 @@ def _kernel_gaps(
     # with bytes on a link)
     ktime = cols["kernel_time"]
     pipes = np.fmax(g("tensor_active"), cols["hbm_busy"])
-    small = ktime * np.clip(1.0 - _div(pipes, np.maximum(ktime, 0.05)) / LAUNCH_PIPES, 0.0, 1.0)
+    small = small_kernel_share(ktime, pipes)
     out = {"launch_gap": np.where(~collective & ~net_both, small, 0.0)}
     out["launch_gap"][np.isnan(small)] = np.nan
     gap = np.clip(cols["util_gap"], 0.0, 1.0)
@@ -285,6 +286,27 @@ def _kernel_gaps(
     out["collective_gap"] = np.where(exchange & (cols["gpu_util"] >= LAUNCH_UTIL), gap, 0.0)
     out["collective_gap"][np.isnan(gap)] = np.nan
     return out
+
+
+def copy_engine_share(rx_frac: npt.ArrayLike, tx_frac: npt.ArrayLike) -> FloatArray:
+    """The share of time the copy engines move bytes: one-way PCIe bytes at COPY_ENGINE_RATE of the link.
+
+    Per sample here, over a window's means in the evidence gates; ``GPU_UTIL`` counts this time beside
+    the kernels' (tests/data/gpu-h2d-pinned).
+    """
+    one_way = np.abs(np.subtract(rx_frac, tx_frac))
+    return np.asarray(np.clip(one_way / COPY_ENGINE_RATE, 0.0, 1.0), dtype=np.float64)
+
+
+def small_kernel_share(kernel_time: npt.ArrayLike, pipes: npt.ArrayLike) -> FloatArray:
+    """Time in kernels that keep neither the tensor pipes nor HBM busy (``pipes``: the busier of the two).
+
+    The kernels' time, scaled down by how busy the pipes are per unit of it (none left from LAUNCH_PIPES).
+    Per sample here (``launch_gap``), over a window's means in the evidence gates and the mechanism.
+    """
+    kt = np.asarray(kernel_time, dtype=np.float64)
+    per_kernel_time = np.divide(pipes, np.maximum(kt, 0.05))
+    return np.asarray(kt * np.clip(1.0 - per_kernel_time / LAUNCH_PIPES, 0.0, 1.0), dtype=np.float64)
 
 
 def _band(x: FloatArray) -> FloatArray:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bottleneck_operator.analysis.derived import COLLECTIVE_NET_LOG, COPY_ENGINE_RATE, LAUNCH_PIPES
+from bottleneck_operator.analysis.derived import COLLECTIVE_NET_LOG, copy_engine_share, small_kernel_share
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import FloatArray
@@ -210,8 +210,8 @@ def kernel_time(f: Callable[[str], float | None]) -> float | None:
     util = f("gpu_util.mean")
     if util is None:
         return None
-    one_way = abs((f("pcie_rx_frac.mean") or 0.0) - (f("pcie_tx_frac.mean") or 0.0))
-    return max(util - min(one_way / COPY_ENGINE_RATE, 1.0), 0.0)
+    copying = float(copy_engine_share(f("pcie_rx_frac.mean") or 0.0, f("pcie_tx_frac.mean") or 0.0))
+    return max(util - copying, 0.0)
 
 
 def small_kernel_time(f: Callable[[str], float | None]) -> float | None:
@@ -224,7 +224,7 @@ def small_kernel_time(f: Callable[[str], float | None]) -> float | None:
     pipes = [v for v in (f("tensor_active.mean"), f("hbm_busy.mean")) if v is not None]
     if kt is None or not pipes:
         return None
-    return kt * min(max(1.0 - max(pipes) / max(kt, 0.05) / LAUNCH_PIPES, 0.0), 1.0)
+    return float(small_kernel_share(kt, max(pipes)))
 
 
 # IO's gates that read the pod's own tasks waiting on storage.

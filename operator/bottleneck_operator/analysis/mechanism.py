@@ -33,7 +33,8 @@ from bottleneck_operator.analysis.features import value
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.contract.window import FloatArray
 
-# GPU: the share of time in small kernels, links quiet, from which their launches bind the step
+# GPU: the share of time in small kernels from which their launches bind the step (the launch gate's
+# level; the mechanism reads it whatever the links carry)
 LAUNCH_SMALL_KERNELS_MIN = LAUNCH_GAP
 # The launching host thread: about a core per GPU process.
 LAUNCH_CPU_PER_GPU_MIN = 0.5

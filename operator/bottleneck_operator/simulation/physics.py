@@ -182,7 +182,7 @@ def _gpu_activity(
     """GPU and SM activity, tensor and DRAM pipes; returns (busy, SM active, DRAM active) per pod and sample."""
     G = sc.gpus_per_pod
     kernel = np.maximum(x["flops"], x["dram"])
-    # the share of time the GPU's work is being issued, and the share in which its kernels run
+    # the share of time in which kernels run: the GPU's work being issued, less the launch gaps
     u = np.clip(a * kernel / step, 0, 1) * sc.kernel_duty
     c = np.clip(a * (np.minimum(x["comm"], step) / step + wait), 0, 1)  # NCCL kernels running
     # Start-up: a few kernels (warm-up, cuDNN autotuning) while the model and data load.
