@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from bottleneck_operator.analysis.derived import LINK_IDLE_FULL
+from bottleneck_operator.analysis.derived import LINK_IDLE_FULL, STAGED_COPY_BPS
 from bottleneck_operator.analysis.features import (
     FEATURE_INDEX,
     FEATURE_NAMES,
@@ -15,6 +15,7 @@ from bottleneck_operator.analysis.features import (
     feature_schema_hash,
     value,
 )
+from bottleneck_operator.analysis.hardware import spec_for
 from bottleneck_operator.analysis.implausible import drop_dcgm_repeats
 from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
 from bottleneck_operator.contract.verdict import Bottleneck
@@ -278,17 +279,33 @@ def test_symmetric_pcie_reads_as_fabric_traffic() -> None:
 
 
 def test_one_way_copies_load_the_link_only_while_the_gpu_waits() -> None:
-    """Input copies at a fifth of the link beside a busy GPU are no Interconnect stall; the same copies
-    beside an idle GPU are, and balanced (GPUDirect) traffic counts whatever the GPU does."""
+    """Input copies beside a busy GPU are no Interconnect stall; the same copies beside an idle GPU
+    are, and balanced (GPUDirect) traffic counts whatever the GPU does."""
     w = make_window(Bottleneck.GPU, noise=0.0)
     w = _with(w, nvlink_tx_bps=0.0, nvlink_rx_bps=0.0, nvlink_total_bps=0.0, pcie_tx_bps=0.0)
     busy = _with(w, gr_engine_active=0.95, pcie_rx_bps=0.2 * 31.5e9)
     waiting = _with(busy, gr_engine_active=0.5)
     rdma = _with(busy, pcie_tx_bps=0.2 * 31.5e9)
     x = extract_features([busy, waiting, rdma])
-    assert abs(value(x[0], "link_busy.mean") - 0.2 * 0.05 / LINK_IDLE_FULL) < 1e-9  # type: ignore[operator]
-    assert abs(value(x[1], "link_busy.mean") - 0.2) < 1e-9  # type: ignore[operator]
+    # 6.3 GB/s against the copy path's 10 GB/s (a staging memcpy, slower than 0.9 of PCIe Gen4 x16)
+    copies = 0.2 * 31.5e9 / STAGED_COPY_BPS
+    assert abs(value(x[0], "link_busy.mean") - copies * 0.05 / LINK_IDLE_FULL) < 1e-9  # type: ignore[operator]
+    assert abs(value(x[1], "link_busy.mean") - copies) < 1e-9  # type: ignore[operator]
     assert abs(value(x[2], "link_busy.mean") - 0.2) < 1e-9  # type: ignore[operator]
+
+
+def test_copies_read_against_the_slower_leg_of_their_path() -> None:
+    """Pageable copies at a host memcpy's rate fill their path on a Gen5 link, at 0.15 of its bytes
+    (tests/data/gpu-h2d); pinned copies fill it only near the link's own rate."""
+    w = make_window(Bottleneck.INTERCONNECT, noise=0.0, gpu_model="NVIDIA H100 80GB HBM3")
+    w = _with(w, nvlink_tx_bps=0.0, nvlink_rx_bps=0.0, nvlink_total_bps=0.0, pcie_tx_bps=0.0, gr_engine_active=0.0)
+    link = spec_for("NVIDIA H100 80GB HBM3").pcie_bps
+    pageable = _with(w, pcie_rx_bps=9.5 * GB)
+    pinned = _with(w, pcie_rx_bps=0.9 * link)
+    x = extract_features([pageable, pinned])
+    assert abs(value(x[0], "link_busy.mean") - 9.5 * GB / STAGED_COPY_BPS) < 1e-9  # type: ignore[operator]
+    assert value(x[0], "pcie_rx_frac.mean") < 0.2  # type: ignore[operator]
+    assert value(x[1], "link_busy.mean") == 1.0
 
 
 def test_hbm_bandwidth_reads_dram_activity_first() -> None:

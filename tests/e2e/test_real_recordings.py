@@ -44,11 +44,7 @@ def _openmetrics_text(name: str) -> str:
 
 # A recording the current model gets wrong stays as recorded; its assertion is an expected failure
 # with what the model said and why (recordings/README.md, "What the model said").
-KNOWN_WRONG: dict[str, str] = {
-    "gpu-h2d": "pageable copies at 9.5 GB/s, 0.15 of PCIe Gen5, with the SMs idle: below the rate either "
-    "scenario family draws for pageable copies, so the classifier leans to GPU; the Interconnect evidence holds "
-    "(copy time filling the idle GPU), and the verdict abstains (docs/scenarios.md, What remains)",
-}
+KNOWN_WRONG: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -129,11 +125,13 @@ def test_recording_gets_its_class(name: str, verdicts: dict[str, tuple[Shifted, 
 
 
 def test_pageable_copies_are_evidence_for_the_link(verdicts: dict[str, tuple[Shifted, Verdict]]) -> None:
-    """gpu-h2d's copies fill the GPU's idle time though they move 0.15 of the link: the evidence names
-    them, by the copy engine's time, while the classifier still leans elsewhere (KNOWN_WRONG)."""
+    """gpu-h2d's copies fill the GPU's idle time though they move 0.15 of the link: a host memcpy stages
+    them at 9.5 GB/s, and the copy path reads busy against that rate, not the link's."""
     _, verdict = verdicts["gpu-h2d"]
-    assert verdict.abstention is Abstention.LOW_CONFIDENCE, verdict.reason
-    assert "the evidence points most towards Interconnect (host-to-GPU copies filling" in (verdict.reason or "")
+    assert verdict.bottleneck.value == "Interconnect", verdict.reason
+    messages = [e.message for e in verdict.evidence]
+    assert any("host-to-GPU copies filling the GPUs' idle time" in m for m in messages), messages
+    assert any("pageable ones stop at a host memcpy's ~10 GB/s" in m for m in messages), messages
 
 
 @pytest.mark.parametrize("name", RECORDINGS)

@@ -100,7 +100,7 @@ def derived_columns(
     reads = _reads(g)
     cols.update(_host_columns(g, gpus, reads))
     cols["pcie_per_act"] = _div(cols["pcie_rx_frac"], np.maximum(cols["act"], 0.05))
-    cols.update(_transfer_columns(g, cols, reads))
+    cols.update(_transfer_columns(g, cols, reads, pcie))
     for name in BANDED:
         cols[f"{name}_band"] = _band(cols[name])
     return cols
@@ -199,6 +199,9 @@ COPY_ENGINE_RATE = 0.9
 # 512-wide MLP's read 0.0 on an H200 (tests/data/gpu-launch, gpu-launch-wide); compute kernels keep
 # one pipe or the other busy
 LAUNCH_PIPES = 0.2
+# bytes/s of a copy from pageable memory, which the driver stages through a pinned buffer with one
+# CPU memcpy whatever the link: 9.47 GB/s on an H200's Gen5 link, 0.15 of it (tests/data/gpu-h2d)
+STAGED_COPY_BPS = 10e9
 # the GPU's idle share from which one-way PCIe copies count in full against the link (a GPU 95 % busy
 # waits for its input copies a fifth as much)
 LINK_IDLE_FULL = 0.25
@@ -216,7 +219,7 @@ COLLECTIVE_NET_LOG = 8.0
 
 
 def _transfer_columns(
-    g: Callable[[str], FloatArray], cols: dict[str, FloatArray], reads: FloatArray
+    g: Callable[[str], FloatArray], cols: dict[str, FloatArray], reads: FloatArray, link: FloatArray
 ) -> dict[str, FloatArray]:
     """Class-level quantities that hold whatever mechanism or hardware produced them."""
     out: dict[str, FloatArray] = {}
@@ -227,8 +230,13 @@ def _transfer_columns(
     # class makes: they count as far as the GPU idles (in full from LINK_IDLE_FULL idle). NVLink and
     # balanced PCIe (GPUDirect RDMA) carry collectives, whose NCCL kernels keep the GPU busy while
     # they wait: they count in full.
+    # A copy runs as fast as its slower leg: DMA near the link's rate from pinned memory, the staging
+    # memcpy from pageable memory. Against the slower of the two a copy-bound GPU's copies read busy
+    # whichever memory they come from, on any PCIe generation.
     idle_gpu = 1.0 - np.clip(cols["act"], 0.0, 1.0)
-    one_way = np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]) * np.minimum(idle_gpu / LINK_IDLE_FULL, 1.0)
+    path = np.minimum(_div(np.full_like(link, STAGED_COPY_BPS), link), COPY_ENGINE_RATE)  # as a share of the link
+    copies = np.clip(_div(np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]), path), 0.0, 1.0)
+    one_way = copies * np.minimum(idle_gpu / LINK_IDLE_FULL, 1.0)
     # the symmetry is missing exactly where the balanced share is: the comparison keeps it missing
     fabric = np.where(cols["pcie_symmetry"] < FABRIC_SYMMETRY, 0.0, out["pcie_fabric_frac"])
     out["link_busy"] = np.fmax(np.fmax(one_way, cols["nvlink_frac"]), fabric)

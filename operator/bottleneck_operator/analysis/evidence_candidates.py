@@ -144,7 +144,8 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "ratio",
             0.8,
             0.5,
-            "Host-to-GPU PCIe traffic reached {v} of the link's capacity (p90); near {r} it saturates.",
+            "Host-to-GPU PCIe traffic reached {v} of the link's capacity (p90); pinned copies fill it near {r}, "
+            "pageable ones stop at a host memcpy's ~10 GB/s.",
         ),
         Candidate(
             "pcie_tx_frac.p90",

@@ -31,6 +31,11 @@ HOST_TO_DEVICE = "host-to-device"
 # the link's practical peak.
 PAGEABLE_COPY = (0.25, 0.45)
 PINNED_COPY = (0.7, 0.85)
+# Input copies beside busy kernels, as a share of the link, log-uniform: ResNet-50 at ~2,470 img/s on
+# an A100 moves 0.4-1.5 GB/s of uint8 or float32 224x224 images, 0.01-0.05 of PCIe Gen4
+# (TELEMETRY.md, derived); token batches a few thousandths of that; the H200 recordings' loops under
+# 0.005 (tests/data/gpu-compute, gpu-launch).
+INPUT_COPY = (0.001, 0.06)
 
 
 @dataclass(frozen=True)
@@ -253,7 +258,7 @@ def _finish(
     if mechanism == HOST_TO_DEVICE:
         h2d_bytes = st.t_h2d * part.pcie_bps * _u(rng, *(PINNED_COPY if st.pinned else PAGEABLE_COPY))
     else:  # input copies beside the kernels, a small share of the link
-        h2d_bytes = _u(rng, 0.02, 0.25) * part.pcie_bps * st.t_gpu
+        h2d_bytes = float(np.exp(_u(rng, *np.log(INPUT_COPY)))) * part.pcie_bps * st.t_gpu
     tags = _tags(mechanism, storage, fabric, path, workers=workers, node_gpus=node_gpus, mig=mig)
     return Plan(
         label=label, mechanism=mechanism, margin=margin, part=part, fabric=fabric, storage=storage, stages=st,

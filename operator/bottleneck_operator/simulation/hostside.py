@@ -187,7 +187,13 @@ def _pod_pressure(c: _Step, decode: F, thr: F, usage: F) -> tuple[F, F, F, float
     P, n = step.shape
     io_share = np.clip(a * np.minimum(x["io"], step) / step, 0, 1) * (x["io"] / (x["io"] + x["cpu"]))
     io_some = np.clip(1.2 * io_share * cat.STORAGE_KINDS[sc.storage].iowait_factor + rng.normal(0, 0.02, (P, n)), 0, 1)
-    cpu_some = np.clip(thr * 0.85 + 0.35 * decode / max(sc.loader_cores, 1e-9) * (sc.cpu_limit is None), 0, 1)
+    # Without a quota a runnable loader waits only when the cores it may use are nearly all busy: a
+    # few workers on a node with cores to spare read no CPU pressure (tests/data/gpu-loader: one busy
+    # core of 16, pressure 0.0).
+    contention = np.clip((sc.loader_cores / (sc.node_cpus / sc.pods_per_node) - 0.5) / 0.4, 0, 1)
+    cpu_some = np.clip(
+        thr * 0.85 + 0.35 * decode / max(sc.loader_cores, 1e-9) * contention * (sc.cpu_limit is None), 0, 1
+    )
     mem_some = np.clip(a * np.minimum(x["host_mem"], step) / step * 0.9 + rng.uniform(0, 0.01, (P, n)), 0, 1)
     pod_psi = {"cpu_some": cpu_some, "cpu_full": cpu_some * 0.1, "io_some": io_some,
                "io_full": io_some * rng.uniform(0.2, 0.6), "mem_some": mem_some, "mem_full": mem_some * 0.5}  # fmt: skip
