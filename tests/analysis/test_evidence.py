@@ -87,3 +87,45 @@ def test_unknown_has_no_recommendations() -> None:
     v = analyze_window(both, FixedModel({B.IO: 0.4, B.CPU: 0.35, B.GPU: 0.25}))
     assert v.bottleneck is B.UNKNOWN
     assert v.recommendations == () and v.headroom is None and v.capacity == ()
+
+
+HOST_SIGNALS = {
+    "node_psi_mem_some",
+    "sc_psi_mem_some",
+    "node_majfault_ps",
+    "node_swap_used_frac",
+    "mem_working_set_vs_limit",
+}
+HBM_SIGNALS = {"dram_active", "dram_active_minus_tensor_active", "mem_copy_util"}
+
+
+def test_memory_evidence_speaks_for_its_mechanism() -> None:
+    """Host memory pressure says nothing of an HBM-bound GPU (busy, waiting on memory inside its kernels),
+    nor DRAM activity of a pod stalled on swap: each Memory verdict shows its own mechanism's signals."""
+    hbm = analyze_window(make_window(B.MEMORY, noise=0.0), FixedModel({B.MEMORY: 0.9}))
+    assert hbm.mechanism is not None and hbm.mechanism.value == "hbm-bandwidth"
+    signals = {e.signal for e in hbm.evidence}
+    assert signals & HBM_SIGNALS and not signals & HOST_SIGNALS
+    assert "sm_active" not in signals  # no "waited on something else" for a busy GPU
+    swapping = make_window(
+        B.MEMORY,
+        noise=0.0,
+        overrides={
+            "node_psi_mem_some": 0.4, "sc_psi_mem_some": 0.4, "node_majfault_ps": 2e4, "sc_majfault_ps": 2e4,
+            "node_swap_used_frac": 0.6, "dram_active": 0.05, "mem_copy_util": 0.05, "tensor_active": 0.05,
+            "gr_engine_active": 0.3, "sm_active": 0.25, "gpu_util": 0.3,
+        },
+    )  # fmt: skip
+    host = analyze_window(swapping, FixedModel({B.MEMORY: 0.9}))
+    assert host.mechanism is not None and host.mechanism.value == "host-memory-pressure"
+    signals = {e.signal for e in host.evidence}
+    assert signals & HOST_SIGNALS and not signals & HBM_SIGNALS
+    assert [r.action for r in host.recommendations] == ["Raise the memory limit"]
+
+
+def test_hbm_advice_without_profiling_fields() -> None:
+    """Without DRAM_ACTIVE (DEV fields only), MEM_COPY_UTIL carries the HBM evidence and its advice."""
+    w = make_window(B.MEMORY, noise=0.0, drop=[Family.DCGM_PROF])
+    v = analyze_window(w, FixedModel({B.MEMORY: 0.9}))
+    assert "mem_copy_util" in {e.signal for e in v.evidence}
+    assert "Fuse bandwidth-bound kernels" in [r.action for r in v.recommendations]

@@ -197,7 +197,9 @@ def _detailed(
     cls, secondary = bare.bottleneck, bare.secondary
     # Evidence for Unknown speaks for the most likely class, so a user sees what the model leaned to.
     basis = cls if cls is not Bottleneck.UNKNOWN else (secondary or Bottleneck.UNKNOWN)
-    evidence = build_evidence(basis, x, summary, checked) if basis is not Bottleneck.UNKNOWN else ()
+    evidence = (
+        build_evidence(basis, x, summary, checked, mechanism=bare.mechanism) if basis is not Bottleneck.UNKNOWN else ()
+    )
     known = cls is not Bottleneck.UNKNOWN
     return Verdict(
         bottleneck=cls,

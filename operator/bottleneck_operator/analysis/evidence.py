@@ -17,7 +17,7 @@ from bottleneck_operator.analysis.evidence_candidates import CANDIDATES, IDLE, C
 from bottleneck_operator.analysis.evidence_gates import GATES, NET_VOLUME_LOG
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.analysis.summary import JobSummary, human_bytes, pct
-from bottleneck_operator.contract.verdict import Bottleneck, Evidence
+from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Mechanism
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 _STALL = (Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT)
@@ -32,7 +32,13 @@ _NEEDS_VOLUME = {"net_symmetry.mean"}
 
 
 def build_evidence(
-    cls: Bottleneck, x: FloatArray, summary: JobSummary, checked: Checked, *, limit: int = 5
+    cls: Bottleneck,
+    x: FloatArray,
+    summary: JobSummary,
+    checked: Checked,
+    *,
+    mechanism: Mechanism | None = None,
+    limit: int = 5,
 ) -> tuple[Evidence, ...]:
     """The gate that holds, then the strongest present signals for ``cls``: 3-5 items.
 
@@ -41,6 +47,8 @@ def build_evidence(
         x: the job's feature row.
         summary: whole-job totals (for rates in sentences).
         checked: the checked classification (its gates).
+        mechanism: the verdict's mechanism: signals that speak for another mechanism of the class are
+            left out (host memory pressure says nothing of an HBM-bound GPU, nor DRAM activity of swap).
         limit: most items returned.
 
     Returns:
@@ -50,7 +58,7 @@ def build_evidence(
     scored: list[tuple[float, Evidence]] = []
     for c in CANDIDATES.get(cls, ()):
         v = value(x, c.feature)
-        if v is None:
+        if v is None or (mechanism is not None and c.mechanism not in (None, mechanism)):
             continue
         if c.feature in _NEEDS_VOLUME and not volume:
             # Shown as what was looked at, saying why it does not count.
@@ -60,7 +68,8 @@ def build_evidence(
         scored.append((c.strength(v), _evidence(c, v)))
     scored.sort(key=lambda t: -t[0])
     items: list[Evidence] = []
-    if cls in _STALL or cls is Bottleneck.MEMORY:
+    # An HBM-bound GPU is busy: its kernels wait on memory inside, not for anything outside
+    if cls in _STALL or (cls is Bottleneck.MEMORY and mechanism is not Mechanism.HBM_BANDWIDTH):
         idle = _idle_evidence(summary)
         if idle:
             items.append(idle)

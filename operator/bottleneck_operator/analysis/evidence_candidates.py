@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 
 __all__ = ["CANDIDATES", "IDLE", "Candidate"]
 
@@ -26,6 +26,7 @@ class Candidate:
         low: the value at which the signal starts to count (strength 0).
         high_is_bad: False when a low value is the evidence (e.g. GPU activity for stall classes).
         message: sentence template with {v} (observed, formatted) and {r} (reference).
+        mechanism: the one mechanism of its class it speaks for (host memory or HBM), None for any.
     """
 
     feature: str
@@ -35,6 +36,7 @@ class Candidate:
     low: float
     message: str
     high_is_bad: bool = True
+    mechanism: Mechanism | None = None
 
     def strength(self, v: float) -> float:
         span = self.reference - self.low
@@ -208,6 +210,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.8,
             0.45,
             "GPU memory bandwidth was in use {v} of cycles; about {r} is the practical peak.",
+            mechanism=Mechanism.HBM_BANDWIDTH,
         ),
         Candidate(
             "dram_minus_tensor.mean",
@@ -216,6 +219,16 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.6,
             0.2,
             "DRAM activity exceeded tensor-pipe activity by {v}: kernels wait on memory, not on math.",
+            mechanism=Mechanism.HBM_BANDWIDTH,
+        ),
+        Candidate(
+            "mem_copy_util.mean",
+            "mem_copy_util",
+            "ratio",
+            0.9,
+            0.6,
+            "The GPU memory interface was busy {v} of the time (MEM_COPY_UTIL, which reads high under moderate traffic).",
+            mechanism=Mechanism.HBM_BANDWIDTH,
         ),
         Candidate(
             "node_psi_mem_some.mean",
@@ -224,6 +237,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.3,
             0.02,
             "Tasks on the node stalled on memory {v} of the time (reclaim/swap).",
+            mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
         Candidate(
             "sc_psi_mem_some.mean",
@@ -232,6 +246,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.3,
             0.02,
             "The pod's processes stalled on memory {v} of the time.",
+            mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
         Candidate(
             "log_majfault.mean",
@@ -240,6 +255,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             4.0,
             2.0,
             "Major page faults ran at {v} per second (pages read back from disk or swap).",
+            mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
         Candidate(
             "mem_limit_frac.mean",
@@ -248,9 +264,16 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.95,
             0.8,
             "The working set was {v} of the memory limit.",
+            mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
         Candidate(
-            "node_swap_used_frac.mean", "node_swap_used_frac", "ratio", 0.5, 0.05, "{v} of the node's swap was in use."
+            "node_swap_used_frac.mean",
+            "node_swap_used_frac",
+            "ratio",
+            0.5,
+            0.05,
+            "{v} of the node's swap was in use.",
+            mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
     ),
 }
