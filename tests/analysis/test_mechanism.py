@@ -96,6 +96,14 @@ def test_interconnect_in_one_node_is_nvlink_or_peer_pcie() -> None:
     assert decide_mechanism(B.INTERCONNECT, p2p) is M.PCIE
 
 
+def test_nearly_idle_nvlink_is_not_the_link_waited_on() -> None:
+    """Without the PCIe fields (DEV only), NVLink at 1 % of its bandwidth does not make an Interconnect
+    verdict NVLink-bound: the unseen link is PCIe."""
+    dev = row(nvlink_frac__mean=0.01, has_nvlink=1.0, n_nodes=1.0)
+    assert decide_mechanism(B.INTERCONNECT, dev) is M.PCIE
+    assert decide_mechanism(B.INTERCONNECT, row(nvlink_frac__mean=0.3, has_nvlink=1.0, n_nodes=1.0)) is M.NVLINK
+
+
 def test_io_reads_over_the_nic_are_network_storage() -> None:
     nfs = row(net_rx_share__mean=0.95, net_symmetry__mean=0.05, log_read_per_gpu__mean=4.0)
     assert decide_mechanism(B.IO, nfs) is M.NETWORK_STORAGE

@@ -148,6 +148,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.5,
             "Host-to-GPU PCIe traffic reached {v} of the link's capacity (p90); pinned copies fill it near {r}, "
             "pageable ones stop at a host memcpy's ~10 GB/s.",
+            mechanism=Mechanism.PCIE,
         ),
         Candidate(
             "pcie_tx_frac.p90",
@@ -156,6 +157,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.8,
             0.5,
             "GPU-to-host PCIe traffic reached {v} of the link's capacity (p90).",
+            mechanism=Mechanism.PCIE,
         ),
         Candidate(
             "nvlink_frac.p90",
@@ -164,6 +166,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.7,
             0.25,
             "NVLink traffic reached {v} of the GPUs' NVLink bandwidth (p90).",
+            mechanism=Mechanism.NVLINK,
         ),
         Candidate(
             "util_gap.mean",
@@ -180,6 +183,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.9,
             0.5,
             "Network receive and transmit were balanced ({v}) at all-reduce volume, the pattern of gradient exchange rather than data loading.",
+            mechanism=Mechanism.NETWORK,
         ),
         Candidate(
             "log_net_per_gpu.mean",
@@ -188,6 +192,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             9.0,
             7.5,
             "The nodes' network moved {v} per GPU.",
+            mechanism=Mechanism.NETWORK,
         ),
     ),
     Bottleneck.GPU: (

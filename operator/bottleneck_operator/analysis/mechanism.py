@@ -47,6 +47,9 @@ HBM_DRAM_MIN = 0.4
 # Interconnect: host-to-device share of the link, and how one-way it must be to be copies, not peers.
 H2D_FRAC_MIN = 0.18
 H2D_ONE_WAY_MAX = 0.3
+# NVLink busy at least this share of its bandwidth to be the link a job waits on: an all-reduce bound
+# by NVLink moves bytes at its rate for the exposed part of every step
+NVLINK_MIN = 0.1
 # IO: the share of bytes read over the NIC, and the symmetry above which NIC traffic is all-reduce.
 NET_READ_SHARE_MIN = 0.5
 ALLREDUCE_SYMMETRY_MIN = 0.6
@@ -104,8 +107,9 @@ def _interconnect(x: FloatArray) -> Mechanism:
     if nodes > 1 or _exchanges_over_network(x):
         return Mechanism.NETWORK
     nvlink = _f(x, "nvlink_frac.mean")
-    if nvlink is not None and (_f(x, "has_nvlink") or 0.0) > 0 and nvlink >= (rx or 0.0):
+    if nvlink is not None and (_f(x, "has_nvlink") or 0.0) > 0 and nvlink >= max(rx or 0.0, NVLINK_MIN):
         return Mechanism.NVLINK
+    # NVLink nearly idle: the link waited on is PCIe, seen or not (DEV fields carry no PCIe bytes)
     return Mechanism.PCIE
 
 
