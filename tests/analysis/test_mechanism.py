@@ -96,6 +96,15 @@ def test_interconnect_in_one_node_is_nvlink_or_peer_pcie() -> None:
     assert decide_mechanism(B.INTERCONNECT, p2p) is M.PCIE
 
 
+def test_pageable_copies_on_a_fast_link_are_pcie_bound_across_nodes() -> None:
+    """Copies at 0.15 of a Gen5 link fill a staging memcpy's path (tests/data/gpu-h2d): PCIe, though the
+    job spans nodes; the same link share with the path half empty reads as the network."""
+    staged = row(pcie_rx_frac__mean=0.15, pcie_tx_frac__mean=0.01, link_busy__mean=0.9, n_nodes=2.0)
+    assert decide_mechanism(B.INTERCONNECT, staged) is M.PCIE
+    spare = row(pcie_rx_frac__mean=0.15, pcie_tx_frac__mean=0.01, link_busy__mean=0.2, n_nodes=2.0)
+    assert decide_mechanism(B.INTERCONNECT, spare) is M.NETWORK
+
+
 def test_nearly_idle_nvlink_is_not_the_link_waited_on() -> None:
     """Without the PCIe fields (DEV only), NVLink at 1 % of its bandwidth does not make an Interconnect
     verdict NVLink-bound: the unseen link is PCIe."""

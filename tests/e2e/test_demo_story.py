@@ -55,6 +55,10 @@ def test_the_demo_shows_jobs_whose_bottleneck_shows_in_what_is_collected() -> No
     readers = generate_jobs(7, 40, start=now - 600, duration=900, classes=[Bottleneck.IO], scrape_interval=15.0)
     remote = next(j for j in readers if j.mechanism is Mechanism.NETWORK_STORAGE and "sidecar" not in j.tags)
     assert not observable(remote)
+    # nor a local-disk reader seen only through the node's iowait and IO pressure, or beside a busy neighbour
+    local = [j for j in readers if j.mechanism is Mechanism.LOCAL_DISK]
+    assert not any(observable(j) for j in local if "sidecar" not in j.tags or "noisy_neighbour" in j.tags)
+    assert any(observable(j) for j in local)
 
 
 def test_the_demo_jobs_are_familiar_to_the_model() -> None:

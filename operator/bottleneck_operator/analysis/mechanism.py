@@ -47,6 +47,9 @@ HBM_DRAM_MIN = 0.4
 # Interconnect: host-to-device share of the link, and how one-way it must be to be copies, not peers.
 H2D_FRAC_MIN = 0.18
 H2D_ONE_WAY_MAX = 0.3
+# or, below that share, copies at least this share of the link that fill their copy path this much
+H2D_STAGED_MIN = 0.05
+H2D_PATH_MIN = 0.5
 # NVLink busy at least this share of its bandwidth to be the link a job waits on: an all-reduce bound
 # by NVLink moves bytes at its rate for the exposed part of every step
 NVLINK_MIN = 0.1
@@ -101,12 +104,17 @@ def _memory(x: FloatArray) -> Mechanism | None:
 def _interconnect(x: FloatArray) -> Mechanism:
     rx = _f(x, "pcie_rx_frac.mean")
     tx = _f(x, "pcie_tx_frac.mean")
-    if rx is not None and rx >= H2D_FRAC_MIN and (tx is None or tx <= H2D_ONE_WAY_MAX * rx):
+    one_way = rx is not None and (tx is None or tx <= H2D_ONE_WAY_MAX * rx)
+    if one_way and (rx or 0.0) >= H2D_FRAC_MIN:
+        return Mechanism.PCIE
+    # pageable copies fill their path at a host memcpy's rate, a small share of a fast link (0.15 of
+    # Gen5: tests/data/gpu-h2d): the copy path full while the GPUs wait, with NVLink not what fills it
+    path, nvlink = _f(x, "link_busy.mean") or 0.0, _f(x, "nvlink_frac.mean")
+    if one_way and (rx or 0.0) >= H2D_STAGED_MIN and path >= H2D_PATH_MIN and (nvlink or 0.0) < path / 2:
         return Mechanism.PCIE
     nodes = _f(x, "n_nodes") or 1.0
     if nodes > 1 or _exchanges_over_network(x):
         return Mechanism.NETWORK
-    nvlink = _f(x, "nvlink_frac.mean")
     if nvlink is not None and (_f(x, "has_nvlink") or 0.0) > 0 and nvlink >= max(rx or 0.0, NVLINK_MIN):
         return Mechanism.NVLINK
     # NVLink nearly idle: the link waited on is PCIe, seen or not (DEV fields carry no PCIe bytes)
