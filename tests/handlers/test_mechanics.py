@@ -49,6 +49,11 @@ class EchoAnalyzer:
 NOW = time.time()
 
 
+def _status(cluster: LocalCluster, name: str) -> dict[str, Any]:
+    """A report's status, empty until the operator has written one (a poll may see the report first)."""
+    return dict(reports(cluster).get(name, {}).get("status") or {})
+
+
 def _job(cluster: LocalCluster, name: str, *, ns: str = "ml", **kw: Any) -> dict[str, Any]:
     kw.setdefault("start", NOW - 600)
     return cluster.create(JOBS, ns, job_body(ns, name, **kw))
@@ -90,7 +95,7 @@ def test_report_lifecycle_events_and_annotations(cluster: LocalCluster) -> None:
 
         # completion finalises
         cluster.patch(JOBS, "ml", "train-a", {"status": job_status(start=NOW - 600, end=NOW - 10)}, sub="status")
-        final = wait_for("the final phase", lambda: reports(cluster)["train-a"]["status"].get("phase") == "Completed")
+        final = wait_for("the final phase", lambda: _status(cluster, "train-a").get("phase") == "Completed")
         assert final
         status = reports(cluster)["train-a"]["status"]
         conds = {c["type"]: c for c in status["conditions"]}
@@ -117,11 +122,9 @@ def test_restart_resumes_without_duplicates(cluster: LocalCluster, ended_while_d
         if not ended_while_down:
             # The restarted operator adopts the report and analyses again first, then sees the Job end.
             before = reports(cluster)["long"]["status"]["lastAnalysisTime"]
-            wait_for(
-                "a pass after the restart", lambda: reports(cluster)["long"]["status"]["lastAnalysisTime"] != before
-            )
+            wait_for("a pass after the restart", lambda: _status(cluster, "long").get("lastAnalysisTime") != before)
             cluster.patch(JOBS, "ml", "long", ended, sub="status")
-        wait_for("finalised after restart", lambda: reports(cluster)["long"]["status"].get("phase") == "Completed")
+        wait_for("finalised after restart", lambda: _status(cluster, "long").get("phase") == "Completed")
     assert len(cluster.list(REPORTS)) == 1
     assert len([e for e in events_for(cluster, "long") if e["reason"] == "ReportCreated"]) == created_before == 1
 
@@ -135,7 +138,7 @@ def test_retention_deletes_old_finished_reports(cluster: LocalCluster) -> None:
     with run_operator(settings, analyzer_factory=lambda: analyzer, clock=lambda: clock[0]) as runner:
         wait_for("reports", lambda: len(reports(cluster)) == 2)
         cluster.patch(JOBS, "ml", "short", {"status": job_status(start=NOW - 300, end=NOW - 1)}, sub="status")
-        wait_for("the final report", lambda: reports(cluster)["short"]["status"].get("phase") == "Completed")
+        wait_for("the final report", lambda: _status(cluster, "short").get("phase") == "Completed")
         clock[0] = NOW + 10  # the retention has passed for "short"; "keep" still runs
         wait_for("the expired report deleted", lambda: "short" not in reports(cluster))
         assert "keep" in reports(cluster)
