@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bottleneck_operator.analysis.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG
-from bottleneck_operator.analysis.evidence_gates import LAUNCH_GAP, small_kernel_time
+from bottleneck_operator.analysis.evidence_gates import COPY_MIN_LINK, LAUNCH_GAP, small_kernel_time
 from bottleneck_operator.analysis.features import value
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.contract.window import FloatArray
@@ -47,8 +47,9 @@ HBM_DRAM_MIN = 0.4
 # Interconnect: host-to-device share of the link, and how one-way it must be to be copies, not peers.
 H2D_FRAC_MIN = 0.18
 H2D_ONE_WAY_MAX = 0.3
-# or, below that share, copies at least this share of the link that fill their copy path this much
-H2D_STAGED_MIN = 0.05
+# or, below that share, copies from the share at which the copy gate reads them by time that fill
+# their copy path this much
+H2D_STAGED_MIN = COPY_MIN_LINK
 H2D_PATH_MIN = 0.5
 # NVLink busy at least this share of its bandwidth to be the link a job waits on: an all-reduce bound
 # by NVLink moves bytes at its rate for the exposed part of every step

@@ -190,7 +190,7 @@ def _pod_pressure(c: _Step, decode: F, thr: F, usage: F) -> tuple[F, F, F, float
     # Without a quota a runnable loader waits only when the cores it may use are nearly all busy: a
     # few workers on a node with cores to spare read no CPU pressure (tests/data/gpu-loader: one busy
     # core of 16, pressure 0.0).
-    contention = np.clip((sc.loader_cores / (sc.node_cpus / sc.pods_per_node) - 0.5) / 0.4, 0, 1)
+    contention = np.clip((sc.loader_cores / sc.cpu_share - 0.5) / 0.4, 0, 1)
     cpu_some = np.clip(
         thr * 0.85 + 0.35 * decode / max(sc.loader_cores, 1e-9) * contention * (sc.cpu_limit is None), 0, 1
     )

@@ -91,6 +91,11 @@ class Scenario:
         return self.gpus_per_pod * self.n_pods
 
     @property
+    def cpu_share(self) -> float:
+        """The node's cores per pod on it: what a loader may use before it competes with its neighbours."""
+        return self.node_cpus / self.pods_per_node
+
+    @property
     def dcgm_fieldset(self) -> str:
         return self.env.dcgm_fieldset
 
@@ -146,8 +151,7 @@ def true_mechanism(sc: Scenario) -> Mechanism | None:
         # A CFS quota below what the loader workers would use throttles them.
         if sc.cpu_limit is not None and (sc.mechanism == "cpu-throttle" or sc.cpu_limit < sc.loader_cores):
             return Mechanism.THROTTLED
-        share = sc.node_cpus / sc.pods_per_node
-        return Mechanism.TOO_FEW_WORKERS if sc.loader_cores < FEW_WORKERS_SHARE * share else Mechanism.SATURATED
+        return Mechanism.TOO_FEW_WORKERS if sc.loader_cores < FEW_WORKERS_SHARE * sc.cpu_share else Mechanism.SATURATED
     if label is Bottleneck.MEMORY:
         return Mechanism.HOST_MEMORY_PRESSURE if t.host_mem >= t.dram else Mechanism.HBM_BANDWIDTH
     return _interconnect_mechanism(sc)
