@@ -6,11 +6,16 @@ habits scores well in both directions. The in-family figures are printed beside 
 Predictions are the model's most probable class (no abstention), so the figures measure the features;
 each line ends with what a user would read instead: the verdicts, with abstention and the evidence
 gates, counted right, Unknown and wrong.
+
+One seed's figures move by ±0.03 with nothing but the column order changed (adding a column the
+classifier never splits on moved train B -> eval A from 0.790 to 0.762 on seed 11), so the benchmark
+runs three seeds and judges the target on their median.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +26,7 @@ EVAL_JOBS = int(os.environ.get("BENCH_CROSS_EVAL", "500"))
 MAX_ITER = int(os.environ.get("BENCH_CROSS_ITER", "60"))
 START = 1767225600.0  # fixed, so a seed reproduces the same windows
 TARGET = 0.93
+SEEDS = tuple(int(v) for v in os.environ.get("BENCH_CROSS_SEEDS", "11,21,31").split(","))
 
 
 @dataclass(frozen=True)
@@ -108,18 +114,29 @@ def main() -> None:
     from bottleneck_operator.analysis.metrics import format_confusion
 
     t = time.perf_counter()
-    with threadpool_limits(limits=2):
-        directions = cross_family(TRAIN_JOBS, EVAL_JOBS, max_iter=MAX_ITER)
     print("families: A = simulation (the shipped simulator), B = scenarios (the second family)")
     print(f"{TRAIN_JOBS} training jobs, {EVAL_JOBS} evaluation jobs per family, {MAX_ITER} boosting iterations")
-    for d in directions:
-        print(format_direction(d))
-    for d in directions[:2]:
-        print(f"\nconfusion, train {d.train} -> eval {d.test} (rows: truth):")
+    runs = []
+    for seed in SEEDS:
+        with threadpool_limits(limits=2):
+            directions = cross_family(TRAIN_JOBS, EVAL_JOBS, max_iter=MAX_ITER, seed=seed)
+        runs.append(directions)
+        print(f"\nseed {seed}:")
+        for d in directions:
+            print(format_direction(d))
+    for d in runs[0][:2]:
+        print(f"\nconfusion, seed {SEEDS[0]}, train {d.train} -> eval {d.test} (rows: truth):")
         print(format_confusion(d.figures))
-    worst = min(d.figures.macro_f1 for d in directions[:2])
+    medians = [statistics.median(r[k].figures.macro_f1 for r in runs) for k in range(4)]
+    print()
+    for k, (d, m) in enumerate(zip(runs[0], medians, strict=True)):
+        each = ", ".join(f"{r[k].figures.macro_f1:.3f}" for r in runs)
+        print(f"train {d.train} -> eval {d.test}: macro-F1 median {m:.3f} over seeds {SEEDS} ({each})")
+    worst = min(medians[:2])
     verdict = "meets" if worst >= TARGET else "below"
-    print(f"\ncross-family macro-F1 (worse direction) {worst:.3f}: {verdict} the {TARGET} target")
+    print(
+        f"cross-family macro-F1 (worse direction, median of {len(SEEDS)} seeds) {worst:.3f}: {verdict} the {TARGET} target"
+    )
     print(f"({time.perf_counter() - t:.1f} s)")
 
 

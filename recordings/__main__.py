@@ -20,6 +20,7 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
 
     return {
         "cpu": cpu_quota.SCENARIO,
+        "loader": cpu_quota.FEW_WORKERS,
         "io": io_limit.scenario(),
         "memory": memory_swap.SCENARIO,
         "interconnect": interconnect_veth.SCENARIO,
@@ -36,7 +37,7 @@ def _missing(names: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m recordings", description=__doc__)
-    ap.add_argument("names", nargs="*", help="cpu, io, memory, interconnect (the default), or gpu-* (a GPU's)")
+    ap.add_argument("names", nargs="*", help="cpu, loader, io, memory, interconnect (the default), or gpu-* (a GPU's)")
     ap.add_argument("--seconds", type=float, default=150.0, help="length of each recorded window")
     ap.add_argument("--scrape", type=float, default=10.0, help="scrape interval of the recording Prometheus")
     ap.add_argument("--workdir", type=Path, default=Path("/var/tmp/bnr-recordings"))

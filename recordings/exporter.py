@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Protocol
 
+from bottleneck_operator.sidecar.procs import BusyTracker, ProcessCounts, parse_stat
 from recordings.cgroups import PERIOD_US, Cgroup, Counters
 
 TRAINER = "trainer"
@@ -76,6 +78,7 @@ class PodExporter:
         self.cgroup = cgroup
         self.gpu = gpu
         self._lock = threading.Lock()
+        self._tracker = BusyTracker()  # busy processes between scrapes
         routes: dict[str, Callable[[], str]] = {
             "/cadvisor": self.cadvisor,
             "/ksm": self.ksm,
@@ -189,9 +192,23 @@ class PodExporter:
             out.add(p + "memory_max_bytes", "gauge", float(lim.memory_bytes), base)
         out.add(p + "memory_major_faults_total", "counter", c.major_faults, base)
         out.add(p + "memory_oom_kills_total", "counter", c.oom_kills, base)
-        for state, n in _proc_states(self.cgroup.pids()).items():
+        pids = self.cgroup.pids()
+        for state, n in _proc_states(pids).items():
             out.add(p + "processes", "gauge", n, {**base, "state": state})
+        busy = self._busy(pids)
+        if busy is not None:
+            out.add(p + "busy_processes", "gauge", float(busy), base)
         return out.text()
+
+    def _busy(self, pids: list[int]) -> int | None:
+        """The collector's count of processes at a full core since the previous scrape."""
+        ticks = {}
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                parsed = parse_stat(Path(f"/proc/{pid}/stat").read_text())
+                if parsed is not None:
+                    ticks[pid] = parsed[3]
+        return self._tracker.update(ProcessCounts(seen=len(ticks), ticks=ticks), time.monotonic())
 
     def dcgm(self) -> str:
         w = self.who

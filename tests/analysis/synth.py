@@ -70,6 +70,7 @@ CALM: dict[str, float] = {
     "sc_majfault_ps": 1.0,
     "sc_procs_running": 10.0,
     "sc_procs_iowait": 0.2,
+    "sc_procs_busy": 1.0,
 }
 
 SIGNATURE: dict[Bottleneck, dict[str, float]] = {

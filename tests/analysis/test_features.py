@@ -348,6 +348,24 @@ def test_cpu_pressure_counts_where_the_cgroup_is_near_its_limit() -> None:
     assert value(x[0], "sc_psi_cpu_some.mean") == value(x[1], "sc_psi_cpu_some.mean")
 
 
+def test_busy_core_share_is_the_pods_cpu_in_pinned_processes() -> None:
+    """Two workers at a full core each of 2.5 cores used read 0.8; readers asleep on sockets read 0;
+    an older collector without the count reads missing, not 0."""
+    w = make_window(Bottleneck.CPU, noise=0.0)
+    pinned = _with(w, sc_cpu_cores=2.5, cpu_cores=2.5, sc_procs_busy=2.0)
+    asleep = _with(w, sc_cpu_cores=2.5, cpu_cores=2.5, sc_procs_busy=0.0)
+    older = _with(w, sc_cpu_cores=2.5, cpu_cores=2.5)
+    older = replace(older, pods=(replace(older.pods[0], signals={
+        k: v for k, v in older.pods[0].signals.items() if k != "sc_procs_busy"
+    }),))  # fmt: skip
+    small = _with(w, sc_cpu_cores=0.5, cpu_cores=0.5, sc_procs_busy=1.0)  # under one core: counted per core
+    x = extract_features([pinned, asleep, older, small])
+    assert abs(value(x[0], "busy_core_share.mean") - 0.8) < 1e-9  # type: ignore[operator]
+    assert value(x[1], "busy_core_share.mean") == 0.0
+    assert value(x[2], "busy_core_share.mean") is None
+    assert value(x[3], "busy_core_share.mean") == 1.0
+
+
 def test_stall_shares_say_which_wait_explains_the_idle_gpu() -> None:
     """The same idle GPU reads as IO, CPU or memory by the stall that fills its idle time."""
     w = make_window(Bottleneck.GPU, noise=0.0)

@@ -141,6 +141,18 @@ def test_cpu_saturated_when_no_cores_are_idle() -> None:
     assert decide_mechanism(B.CPU, two_pods) is M.SATURATED
 
 
+def test_cpu_too_few_workers_when_its_processes_are_pinned_on_a_busy_node() -> None:
+    """A neighbour filling the node does not make a loader of two pinned workers saturated."""
+    busy_node = dict(node_cpu_busy_frac__mean=0.95, cpu_node_frac__mean=0.05, n_pods=1.0)
+    assert decide_mechanism(B.CPU, row(**busy_node, busy_core_share__mean=0.85)) is M.TOO_FEW_WORKERS
+    assert decide_mechanism(B.CPU, row(**busy_node, busy_core_share__mean=0.2)) is M.SATURATED
+    # every core it may use busy: pinned processes are then the cores' limit, not the workers'
+    full = row(**busy_node, busy_core_share__mean=0.85, cpu_own_sat__mean=0.95)
+    assert decide_mechanism(B.CPU, full) is M.SATURATED
+    # throttling comes first: a quota's workers get less than a core, whatever the reading says
+    assert decide_mechanism(B.CPU, row(busy_core_share__mean=0.9, sc_throttled_frac__mean=0.4)) is M.THROTTLED
+
+
 def test_cpu_too_few_workers_when_cores_stand_idle() -> None:
     idle = row(node_cpu_busy_frac__mean=0.3, cpu_node_frac__mean=0.15, cpu_limit_frac__mean=0.4, n_pods=1.0)
     assert decide_mechanism(B.CPU, idle) is M.TOO_FEW_WORKERS

@@ -98,7 +98,7 @@ def verdicts(start_prometheus: Any) -> dict[str, tuple[Shifted, Verdict]]:
 
 
 def test_every_scenario_is_recorded() -> None:
-    assert {"real-cpu", "real-io", "real-memory", "real-interconnect"} <= set(RECORDINGS)
+    assert {"real-cpu", "real-loader", "real-io", "real-memory", "real-interconnect"} <= set(RECORDINGS)
     # one GPU recording per class (a GPU machine made them; the tests need none)
     assert {json.loads((DATA / n / "truth.json").read_text())["class"] for n in GPU_RECORDINGS} >= {
         "IO", "CPU", "Interconnect", "GPU", "Memory"}  # fmt: skip
@@ -134,6 +134,16 @@ def test_pageable_copies_are_evidence_for_the_link(verdicts: dict[str, tuple[Shi
     assert any("pageable ones stop at a host memcpy's ~10 GB/s" in m for m in messages), messages
 
 
+def test_a_loader_of_too_few_workers_cites_its_pinned_worker(verdicts: dict[str, tuple[Shifted, Verdict]]) -> None:
+    """real-loader's one worker sits at a full core with the machine's other core idle and no CPU
+    pressure: its pinned process is what says CPU, and what names too few workers; real-cpu's
+    throttled workers get a quarter of a core and pin nothing."""
+    _, loader = verdicts["real-loader"]
+    assert any(e.signal == "sc_procs_busy" for e in loader.evidence), [e.message for e in loader.evidence]
+    _, throttled = verdicts["real-cpu"]
+    assert not any(e.signal == "sc_procs_busy" for e in throttled.evidence)
+
+
 @pytest.mark.parametrize("name", RECORDINGS)
 def test_no_recording_is_outside_what_the_model_knows(name: str, verdicts: dict[str, tuple[Shifted, Verdict]]) -> None:
     _, verdict = verdicts[name]
@@ -147,6 +157,9 @@ def test_recordings_measured_their_limit() -> None:
         n: json.loads((DATA / n / "truth.json").read_text())["measured"] for n in RECORDINGS if n.startswith("real-")
     }
     assert figures["real-cpu"]["cfs_throttled_fraction"] > 0.2
+    # one worker at a full core of the machine's two, no quota, nothing waiting for a core
+    assert figures["real-loader"]["cpu_cores_used"] > 0.8 and figures["real-loader"]["cfs_throttled_fraction"] is None
+    assert figures["real-loader"]["cpu_pressure_some_fraction"] < 0.1
     assert figures["real-io"]["read_mb_per_s"] > 5 and figures["real-io"]["io_pressure_some_fraction"] > 0.3
     assert figures["real-memory"]["major_faults_per_s"] > 100 and figures["real-memory"]["swap_mb_at_end"] > 100
     # gradient volume (100 MB/s per GPU both ways, from which balanced traffic is an exchange), with the

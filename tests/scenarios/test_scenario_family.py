@@ -82,6 +82,19 @@ def test_http_streaming_waits_without_iowait(jobs: list[ScenarioJob]) -> None:
         assert _median(j, "node_net_rx_bps") > _median(j, "node_disk_read_bps")
 
 
+def test_few_workers_are_pinned_and_object_store_readers_are_not(jobs: list[ScenarioJob]) -> None:
+    """A loader of one or two workers keeps each at a full core; streaming readers sleep on sockets,
+    and more workers than a quota's cores each get a slice of one."""
+    counted = [j for j in jobs if "sc_procs_busy" in j.window.pods[0].signals and not j.partner]
+    few = [j for j in counted if j.mechanism == "too-few-workers" and "num-workers-0" not in j.tags]
+    streaming = [j for j in counted if "object-store" in j.tags and j.label is Bottleneck.IO]
+    throttled = [j for j in counted if j.mechanism == "throttled" and j.label is Bottleneck.CPU]
+    assert few and streaming and throttled
+    assert np.median([_median(j, "sc_procs_busy") for j in few]) >= 1.0
+    assert max(_median(j, "sc_procs_busy") for j in streaming) == 0.0
+    assert np.median([_median(j, "sc_procs_busy") for j in throttled]) == 0.0
+
+
 def test_memory_mapped_reads_are_major_faults(jobs: list[ScenarioJob]) -> None:
     for j in _pick(jobs, "mmap"):
         if j.mechanism == "mmap":

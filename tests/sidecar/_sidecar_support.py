@@ -77,14 +77,19 @@ def build_tree(
     return pod
 
 
-def write_proc(root: Path, processes: dict[int, tuple[str, str]]) -> Path:
-    """A /proc look-alike: ``{pid: (comm, state)}`` -> ``<root>/<pid>/stat`` in the kernel's format."""
+def write_proc(root: Path, processes: dict[int, tuple[str, str]], ticks: dict[int, int] | None = None) -> Path:
+    """A /proc look-alike: ``{pid: (comm, state)}`` -> ``<root>/<pid>/stat`` in the kernel's format.
+
+    ``ticks`` gives a process's user CPU ticks (utime; stime is 3), 5 where not given; writing the
+    same root again updates the files in place.
+    """
     root.mkdir(parents=True, exist_ok=True)
     for pid, (comm, state) in processes.items():
         d = root / str(pid)
-        d.mkdir()
+        d.mkdir(exist_ok=True)
+        utime = (ticks or {}).get(pid, 5)
         (d / "stat").write_text(
-            f"{pid} ({comm}) {state} 1 {pid} {pid} 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 100 1000 10\n"
+            f"{pid} ({comm}) {state} 1 {pid} {pid} 0 -1 4194560 100 0 0 0 {utime} 3 0 0 20 0 1 0 100 1000 10\n"
         )
     (root / "self").mkdir(exist_ok=True)
     (root / "self" / "cgroup").write_text("0::/\n")

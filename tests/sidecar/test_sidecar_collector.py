@@ -8,18 +8,19 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _sidecar_support import FILES, POD_UID, build_tree, samples, value, write_proc
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from bottleneck_operator.sidecar import cgroup
 from bottleneck_operator.sidecar.collector import Identity, Reader, SnapshotCollector
 from bottleneck_operator.sidecar.gpu import Nvml
-from bottleneck_operator.sidecar.procs import count_states, parse_stat
+from bottleneck_operator.sidecar.procs import ProcessCounts, busy_processes, count_states, parse_stat
 from bottleneck_operator.sidecar.service import CollectorOptions, build
 
 IDENTITY = Identity(namespace="ml", pod="train-resnet-x7k2p", node="gpu-node-3", pod_uid=POD_UID)
@@ -63,7 +64,9 @@ def test_parsers_read_the_kernel_formats() -> None:
 
 
 def test_stat_lines_with_odd_command_names() -> None:
-    assert parse_stat("42 (python3 (worker) 1) D 1 42 42 0 -1 4194560") == ("python3 (worker) 1", "D", 1)
+    assert parse_stat("42 (python3 (worker) 1) D 1 42 42 0 -1 4194560") == ("python3 (worker) 1", "D", 1, 0)
+    full = "7 (pt_data_worker) R 1 7 7 0 -1 4194560 100 0 0 0 250 40 0 0 20 0 1 0 100 1000 10"
+    assert parse_stat(full) == ("pt_data_worker", "R", 1, 290)  # utime + stime
     assert parse_stat("garbage") is None
     assert parse_stat("42 (x)") is None
 
@@ -286,6 +289,53 @@ def test_this_machines_processes() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_busy_processes_are_those_at_a_full_core_between_two_readings(tmp_path: Path) -> None:
+    procs = {1: ("pause", "S"), 10: ("python3", "S"), 11: ("pt_data_worker", "R"), 12: ("pt_data_worker", "R")}
+    root = write_proc(tmp_path / "proc", procs, {1: 0, 10: 100, 11: 100, 12: 100})
+    now = [500.0]
+    reader = Reader(cgroup_root=tmp_path / "none", proc_root=root, identity=IDENTITY, clock=lambda: now[0])
+    reader.busy.ticks_per_second = 100.0
+    assert reader.snapshot().busy_processes is None  # one reading: no interval yet
+    # 10 s later: worker 11 used 9.5 core-seconds, worker 12 (time-sliced with others) 6, the trainer 1
+    now[0] += 10.0
+    write_proc(root, procs, {1: 0, 10: 200, 11: 1050, 12: 700})
+    collector = SnapshotCollector(IDENTITY)
+    collector.update(reader.snapshot())
+    registry = CollectorRegistry()
+    registry.register(collector)
+    text = generate_latest(registry).decode()
+    assert value(text, "bottleneck_sidecar_busy_processes", **LABELS) == 1
+
+
+def test_busy_processes_need_the_same_pid_and_a_long_enough_interval() -> None:
+    before = ProcessCounts(seen=2, ticks={11: 100, 12: 5000})
+    after = ProcessCounts(seen=3, ticks={11: 1100, 12: 40, 13: 9000})  # 12 is a new process, 13 appeared
+    assert busy_processes(before, after, 10.0, 100.0) == 1
+    assert busy_processes(before, after, 0.05, 100.0) is None  # five ticks cannot tell 0.9 from 1.0
+
+
+def test_this_machines_busy_and_sleeping_processes() -> None:
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.3)
+        first = count_states(Path("/proc"), frozenset({os.getpid()}))
+        time.sleep(1.5)
+        second = count_states(Path("/proc"), frozenset({os.getpid()}))
+        tick = float(os.sysconf("SC_CLK_TCK"))
+
+        def only(counts: ProcessCounts, pid: int) -> ProcessCounts:
+            return ProcessCounts(seen=1, ticks={pid: counts.ticks[pid]})
+
+        assert busy_processes(only(first, sleeper.pid), only(second, sleeper.pid), 1.5, tick) == 0
+        used = (second.ticks[spinner.pid] - first.ticks[spinner.pid]) / tick / 1.5
+        assert used > 0.3  # a shared machine may not give it the whole core; a sleeper uses none
+    finally:
+        for p in (spinner, sleeper):
+            p.kill()
+            p.wait()
 
 
 # --- NVML (optional)

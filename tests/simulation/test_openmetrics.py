@@ -26,6 +26,7 @@ SIDECAR_NAMES = {
     "bottleneck_sidecar_io_reads_total", "bottleneck_sidecar_memory_current_bytes",
     "bottleneck_sidecar_memory_max_bytes", "bottleneck_sidecar_memory_major_faults_total",
     "bottleneck_sidecar_memory_oom_kills_total", "bottleneck_sidecar_processes", "bottleneck_sidecar_info",
+    "bottleneck_sidecar_busy_processes",
 }  # fmt: skip
 CONTRACT = {
     "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.simulation import SimulatedJob, generate_jobs
 from bottleneck_operator.simulation import catalog as cat
 
@@ -82,6 +82,16 @@ def test_http_readers_leave_no_iowait() -> None:
         if job.params.env.sidecar:
             assert np.nanmax(_training(job, "sc_procs_iowait")) == 0.0
     assert max(np.nanmean(_training(j, "node_cpu_iowait_frac")) for j in nfs) > 0.01
+
+
+def test_too_few_workers_are_pinned_at_a_core_and_http_readers_are_not() -> None:
+    jobs = generate_jobs(13, 60, start=START, duration=900.0, classes=[Bottleneck.CPU, Bottleneck.IO])
+    counted = [j for j in jobs if j.params.env.sidecar and "sc_procs_busy" in j.to_window(step=30.0).pods[0].signals]
+    few = [j for j in counted if j.mechanism is Mechanism.TOO_FEW_WORKERS]
+    http = [j for j in counted if j.params.storage == "object-http" and j.label is Bottleneck.IO]
+    assert few and http
+    assert np.median([np.nanmedian(_training(j, "sc_procs_busy")) for j in few]) >= 1.0
+    assert np.median([np.nanmedian(_training(j, "sc_procs_busy")) for j in http]) == 0.0
 
 
 def test_launch_bound_gpus_run_small_kernels_part_of_the_time() -> None:

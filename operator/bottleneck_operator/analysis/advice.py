@@ -165,6 +165,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "cpu_cores",
             "cpu_workers_saturated",
             "sc_psi_cpu_some",
+            "sc_procs_busy",
             when=one_core_per_process,
         ),
         _a(
@@ -173,6 +174,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "cpu_cores",
             "cpu_workers_saturated",
             "sc_psi_cpu_some",
+            "sc_procs_busy",
             when=more_workers_help,
         ),
         _a(

@@ -250,6 +250,7 @@ def _transfer_columns(
     out["cpu_own_sat"] = np.clip(_div(own, usable), 0.0, 1.5)
     out["cpu_per_running"] = np.clip(_div(own, np.maximum(g("sc_procs_running"), 1.0)), 0.0, 2.0)
     out["sc_runnable_per_core"] = np.clip(_div(g("sc_procs_running"), _coalesce(usable, node_cpus)), 0.0, 4.0)
+    out["busy_core_share"] = np.clip(_div(g("sc_procs_busy"), np.maximum(own, 1.0)), 0.0, 1.5)
     out["input_rel_peak"] = _rel_peak(_nan_sum(g("node_net_rx_bps"), reads))
     out["power_per_act"] = np.clip(_div(cols["power_rel_peak"], np.maximum(cols["act"], 0.05)), 0.0, 5.0)
     faults = np.fmax(cols["log_majfault"], cols["sc_log_majfault"])

@@ -138,6 +138,16 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.05,
             "The pod's processes waited for a CPU {v} of the time (cgroup CPU pressure).",
         ),
+        Candidate(
+            "busy_core_share.mean",
+            "sc_procs_busy",
+            "ratio",
+            1.0,
+            0.3,
+            "{v} of the pod's CPU time ran in processes each pinned at a full core: loader workers held to "
+            "one core apiece, with cores to spare.",
+            mechanism=Mechanism.TOO_FEW_WORKERS,
+        ),
     ),
     Bottleneck.INTERCONNECT: (
         Candidate(

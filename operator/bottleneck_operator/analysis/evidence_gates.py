@@ -107,6 +107,20 @@ def _workers_saturated(g: GateInput) -> float | None:
     return flat
 
 
+def _processes_pinned(g: GateInput) -> float | None:
+    """The share of the pod's CPU time in processes pinned at a full core each, while the GPUs wait
+    and nothing waits on storage.
+
+    A loader worker held to one core by its own serial speed reads 0.9 of a core or more all the
+    time; a reader of remote storage sleeps on its socket, and workers throttled by a quota or
+    time-sliced on a full node get less than a core each.
+    """
+    busy = g.busy
+    if busy is None or busy > 0.8 or _waits_on_storage(g):
+        return None
+    return g.f("busy_core_share.mean")
+
+
 def _waits_on_storage(g: GateInput) -> bool:
     """The job's own readers wait on storage: the pod's IO pressure, or its trainer processes in D state.
 
@@ -250,6 +264,7 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
         Gate(
             "cpu_workers_saturated", 0.85, "the job's busy cores flat at a ceiling while GPUs wait", _workers_saturated
         ),
+        Gate("sc_procs_busy", 0.6, "the pod's processes pinned at a full core while GPUs wait", _processes_pinned),
     ),
     Bottleneck.INTERCONNECT: (
         Gate("pcie_rx_bps", 0.6, "host-to-GPU PCIe near the link's capacity", _feat("pcie_rx_frac.p90")),

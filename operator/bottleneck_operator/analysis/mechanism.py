@@ -64,6 +64,10 @@ NODE_BUSY_SATURATED = 0.85
 LIMIT_SATURATED = 0.9
 # Loaders that already use this share of their nodes' cores gain little from more workers.
 JOB_SHARE_SATURATED = 0.5
+# Most of the pod's CPU time in processes pinned at a full core each, with the cores it may use not
+# all busy: workers limited by their own serial speed, whatever the node's neighbours do.
+PINNED_SHARE_MIN = 0.6
+OWN_SAT_PINNED_MAX = 0.8
 
 
 def _f(x: FloatArray, *names: str) -> float | None:
@@ -149,6 +153,9 @@ def _cpu(x: FloatArray) -> Mechanism:
     throttled = _f(x, "sc_throttled_frac.mean", "cpu_throttled_frac.mean")
     if throttled is not None and throttled >= THROTTLED_MIN:
         return Mechanism.THROTTLED
+    pinned, own = _f(x, "busy_core_share.mean"), _f(x, "cpu_own_sat.mean")
+    if pinned is not None and pinned >= PINNED_SHARE_MIN and (own is None or own < OWN_SAT_PINNED_MAX):
+        return Mechanism.TOO_FEW_WORKERS
     busy = _f(x, "node_cpu_busy_frac.mean")
     limit = _f(x, "sc_cpu_limit_frac.mean", "cpu_limit_frac.mean")
     per_pod = _f(x, "cpu_node_frac.mean")

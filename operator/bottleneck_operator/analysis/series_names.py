@@ -107,6 +107,10 @@ SERIES: tuple[str, ...] = (
     "sc_runnable_per_core",
     # the job's cores per runnable process: ~1 when each process (loader worker) keeps a core busy
     "cpu_per_running",
+    # the pod's processes pinned at a full core, per core the pod uses: ~1 when its loader is a few
+    # workers, each limited by its own serial speed (too few workers; num_workers=0 pins the trainer);
+    # ~0 for readers that sleep on remote storage, or workers that share cores or a quota
+    "busy_core_share",
     # input bytes (network receive plus block reads) against the window's own peak
     "input_rel_peak",
     # power against its peak per unit of GPU activity: ~1 when power follows activity

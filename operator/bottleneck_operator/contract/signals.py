@@ -95,6 +95,7 @@ _SPECS: tuple[SignalSpec, ...] = (
     SignalSpec("sc_majfault_ps", Family.SIDECAR, "1/s", "pod cgroup memory.stat pgmajfault rate"),
     SignalSpec("sc_procs_running", Family.SIDECAR, "procs", "trainer processes in state R"),
     SignalSpec("sc_procs_iowait", Family.SIDECAR, "procs", "trainer processes in state D"),
+    SignalSpec("sc_procs_busy", Family.SIDECAR, "procs", "trainer processes using 0.9 of a core or more"),
 )
 
 SIGNALS: dict[str, SignalSpec] = {s.name: s for s in _SPECS}

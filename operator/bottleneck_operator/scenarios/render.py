@@ -31,6 +31,7 @@ class Exporters:
     sidecar: bool
     ksm: bool
     dcgm_phase: float  # seconds: offset of dcgm-exporter's collection clock
+    busy_processes: bool = True  # the collector is recent enough to count processes at a full core
 
 
 def draw_exporters(rng: np.random.Generator) -> Exporters:
@@ -131,6 +132,8 @@ def pod_signals(
         out["sc_majfault_ps"] = s.rate(pod["majfault"], 0.05)
         out["sc_procs_running"] = s.gauge(pod["running"])
         out["sc_procs_iowait"] = s.gauge(pod["dstate"])
+        if exp.busy_processes:
+            out["sc_procs_busy"] = s.gauge(pod["pinned"])
     return out
 
 

@@ -172,6 +172,7 @@ def _host(
     mem_stall = np.where(startup | ckpt, 0.0, s["tm"] / step)
     kernel_cpu = mem_stall * rng.uniform(1.0, 3.0) * gpus
     cpu = main + loader + reader_cpu + kernel_cpu + 0.1
+    demand_cores = cpu
     throttled = np.zeros(n)
     if plan.cpu_limit is not None:
         demand = cpu / plan.cpu_limit
@@ -200,6 +201,7 @@ def _host(
         "psi_mem_some": np.clip(mem_stall * 1.1, 0, 1), "psi_mem_full": np.clip(mem_stall * 0.75, 0, 1),
         "running": np.round(main / gpus * gpus + loader + rng.uniform(0, 0.5, n)),
         "dstate": np.round(waiting_readers + mem_stall * 2 * plan.swap),
+        "pinned": _pinned(plan, s, startup | ckpt, main, cpu / np.maximum(demand_cores, 1e-9), fill),
     }  # fmt: skip
     node = {
         "cpu": cpu, "system": 0.08 * cpu + kernel_cpu + reader_cpu * 0.5, "iowait": waiting_readers,
@@ -209,3 +211,25 @@ def _host(
         "runnable": cpu + plan.loader_cores * contention,
     }  # fmt: skip
     return pod, node
+
+
+def _pinned(plan: Plan, s: dict[str, F], idle: npt.NDArray[np.bool_], main: F, granted: F, crowding: float) -> F:
+    """Processes the collector sees at a full core: workers busy all the time and per-GPU trainer
+    processes, each given a whole core. Under a quota (``granted`` < 1) or on cores the loader
+    over-fills (``crowding`` > 1), each gets a slice of one.
+
+    A loader as slow as the slowest overlapped stage never waits for a free prefetch slot: it runs
+    all the time even when the step also spends time elsewhere (``idle``: start-up and checkpoints).
+    """
+    busy_fill = np.where(idle, 0.0, np.clip(s["tcpu"] / np.maximum(s["step"] - s["tm"], 1e-9), 0.0, 1.0))
+    per_core = granted / max(1.0, crowding)
+    if plan.workers == 0:
+        workers = np.zeros_like(busy_fill)
+    else:  # more workers than the cores the loader may use share them
+        workers = plan.workers * _full(busy_fill * per_core * min(1.0, plan.loader_cores / plan.workers))
+    return np.round(workers + plan.gpus_per_pod * _full(main / plan.gpus_per_pod * per_core))
+
+
+def _full(cores: F) -> F:
+    """The share of processes that read 0.9 of a core or more when each uses ``cores`` on average."""
+    return np.clip((cores - 0.87) / 0.06, 0.0, 1.0)

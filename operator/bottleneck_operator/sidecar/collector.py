@@ -22,7 +22,7 @@ from prometheus_client.registry import Collector
 from bottleneck_operator import __version__
 from bottleneck_operator.sidecar import cgroup
 from bottleneck_operator.sidecar.gpu import GpuReading, Nvml
-from bottleneck_operator.sidecar.procs import ProcessCounts, count_states
+from bottleneck_operator.sidecar.procs import BusyTracker, ProcessCounts, count_states
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,7 @@ class Snapshot:
     memory_stat: dict[str, int] = field(default_factory=dict)
     memory_events: dict[str, int] = field(default_factory=dict)
     processes: ProcessCounts | None = None
+    busy_processes: int | None = None  # processes at a full core since the previous reading
     gpus: list[GpuReading] = field(default_factory=list)
     taken_at: float = 0.0
 
@@ -123,6 +124,7 @@ class Reader:
         self._path: Path | None = cgroup_path
         self._last_search = float("-inf")
         self._exclude = frozenset({os.getpid()})
+        self.busy = BusyTracker()
         self.once = OnceLog(log)
 
     # --- locating the cgroup
@@ -194,8 +196,9 @@ class Reader:
             self._read_cgroup(directory, snap)
         if self.processes:
             counts = count_states(self.proc_root, self._exclude)
+            busy = self.busy.update(counts, self._clock())
             if counts.seen:
-                snap.processes = counts
+                snap.processes, snap.busy_processes = counts, busy
             else:
                 self.once.info(
                     "no-procs",
@@ -286,6 +289,8 @@ class SnapshotCollector(Collector):
             procs.add_metric([*self._values, "iowait"], snap.processes.iowait)
             procs.add_metric([*self._values, "sleeping"], snap.processes.sleeping)
             yield procs
+        doc = "Workload processes that used at least 0.9 of a CPU core since the previous reading."
+        yield from filter(None, [self._gauge("busy_processes", doc, snap.busy_processes)])
         if snap.gpus:
             yield from self._gpu_metrics(snap.gpus)
         info = GaugeMetricFamily(

@@ -8,18 +8,27 @@ input pipeline waiting on storage.
 
 Each process is counted by the state of its main thread; threads are not walked (a trainer has
 hundreds and the main-thread view is what matters for data-loader worker processes).
+
+A process is *busy* when it used at least :data:`BUSY_CORE` of a core between two readings (its
+``utime + stime``, summed over its threads). Too few data-loader workers show as a few processes
+pinned at a full core while the pod's other cores idle; readers of remote storage sleep on their
+sockets and use a fraction of a core each; workers that share too few cores, or a CFS quota, get
+less than a core each.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Processes that are part of the pod's plumbing rather than the workload.
 _IGNORED_COMMANDS = frozenset({"pause"})
 
 STATES = {"R": "running", "D": "iowait", "S": "sleeping"}
+# A process at this share of one core or more is pinned: its own serial speed limits it, not a quota
+# or its neighbours (a worker throttled by CFS or time-sliced with others reads below it).
+BUSY_CORE = 0.9
 
 
 @dataclass(frozen=True)
@@ -30,13 +39,16 @@ class ProcessCounts:
     iowait: int = 0
     sleeping: int = 0
     seen: int = 0
+    # CPU clock ticks (utime + stime) of each counted process, for :func:`busy_processes`
+    ticks: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
 
-def parse_stat(text: str) -> tuple[str, str, int] | None:
-    """``(comm, state, ppid)`` from a /proc/<pid>/stat line, or None when malformed.
+def parse_stat(text: str) -> tuple[str, str, int, int] | None:
+    """``(comm, state, ppid, cpu ticks)`` from a /proc/<pid>/stat line, or None when malformed.
 
     The command name is in parentheses and may itself contain spaces and parentheses, so the state
-    is read after the *last* closing parenthesis.
+    is read after the *last* closing parenthesis. The CPU ticks are ``utime + stime`` (fields 14
+    and 15 of ``proc(5)``); a line cut short of them reads 0.
     """
     open_at = text.find("(")
     close_at = text.rfind(")")
@@ -47,9 +59,10 @@ def parse_stat(text: str) -> tuple[str, str, int] | None:
         return None
     try:
         ppid = int(rest[1])
+        ticks = int(rest[11]) + int(rest[12]) if len(rest) > 12 else 0
     except ValueError:
         return None
-    return text[open_at + 1 : close_at], rest[0], ppid
+    return text[open_at + 1 : close_at], rest[0], ppid, ticks
 
 
 def count_states(proc_root: Path, exclude: frozenset[int]) -> ProcessCounts:
@@ -63,6 +76,7 @@ def count_states(proc_root: Path, exclude: frozenset[int]) -> ProcessCounts:
         Counts per state; ``seen`` is the number of workload processes found in any state.
     """
     running = iowait = sleeping = seen = 0
+    ticks: dict[int, int] = {}
     try:
         entries = os.listdir(proc_root)
     except OSError:
@@ -77,14 +91,48 @@ def count_states(proc_root: Path, exclude: frozenset[int]) -> ProcessCounts:
             continue  # the process ended between listing and reading, or is hidden from us
         if parsed is None:
             continue
-        comm, state, _ = parsed
+        comm, state, _, cpu = parsed
         if comm in _IGNORED_COMMANDS:
             continue
         seen += 1
+        ticks[int(name)] = cpu
         if state == "R":
             running += 1
         elif state == "D":
             iowait += 1
         elif state == "S":
             sleeping += 1
-    return ProcessCounts(running=running, iowait=iowait, sleeping=sleeping, seen=seen)
+    return ProcessCounts(running=running, iowait=iowait, sleeping=sleeping, seen=seen, ticks=ticks)
+
+
+def busy_processes(before: ProcessCounts, after: ProcessCounts, seconds: float, ticks_per_second: float) -> int | None:
+    """How many processes seen in both readings used at least :data:`BUSY_CORE` of a core between them.
+
+    Args:
+        before, after: two readings of :func:`count_states`.
+        seconds: the time between them.
+        ticks_per_second: the kernel's clock ticks per second (``SC_CLK_TCK``).
+
+    Returns:
+        The count, or None when the interval is too short to tell (under one tick per process).
+    """
+    if seconds * ticks_per_second < 1.0 / (1.0 - BUSY_CORE):
+        return None
+    need = BUSY_CORE * seconds * ticks_per_second
+    # a pid reused by a new process between the readings counts from zero, never below it
+    return sum(1 for pid, t in after.ticks.items() if pid in before.ticks and t - before.ticks[pid] >= need)
+
+
+class BusyTracker:
+    """:func:`busy_processes` between each reading and the one before it."""
+
+    def __init__(self, ticks_per_second: float | None = None) -> None:
+        self.ticks_per_second = ticks_per_second or float(os.sysconf("SC_CLK_TCK"))
+        self._previous: tuple[ProcessCounts, float] | None = None
+
+    def update(self, counts: ProcessCounts, now: float) -> int | None:
+        """Busy processes since the previous reading (None for the first one), ``now`` in seconds."""
+        before, self._previous = self._previous, (counts, now)
+        if before is None:
+            return None
+        return busy_processes(before[0], counts, now - before[1], self.ticks_per_second)

@@ -283,6 +283,16 @@ def kubelet_psi_series(job: JobRecord) -> Iterator[Series]:
                         f"Total time duration no tasks in the container could make progress {what}.", st.pod[full][p])  # fmt: skip
 
 
+def counts_busy_processes(job_name: str) -> bool:
+    """Whether the job's collector reports its busy processes.
+
+    A quarter of jobs run an earlier collector without them (a cluster part-way through an upgrade),
+    so that a model learns to read the rest without them. Keyed on the name rather than drawn, so
+    that every other draw stays as it was.
+    """
+    return zlib.crc32(job_name.encode()) % 4 != 0
+
+
 def sidecar_series(job: JobRecord) -> Iterator[Series]:
     """The collector sidecar's series for each pod (nothing when the scenario has no sidecar).
 
@@ -329,6 +339,8 @@ def sidecar_series(job: JobRecord) -> Iterator[Series]:
         yield s("memory_oom_kills_total", "counter", "memory.events oom_kill.", st.pod["oom_c"][p])
         for state, key in (("running", "procs_running"), ("iowait", "procs_iowait"), ("sleeping", "procs_sleeping")):
             yield s("processes", "gauge", "Trainer processes by state.", st.pod[key][p], {"state": state})
+        if counts_busy_processes(job.name):
+            yield s("busy_processes", "gauge", "Processes at a full core.", st.pod["procs_busy"][p])
 
 
 EXPORTER_SERIES = {
@@ -358,4 +370,4 @@ def job_series(job: JobRecord, *, extra_pods: bool = True) -> Iterator[Series]:
             yield series
 
 
-__all__ = ["EXPORTER_SERIES", "Series", "dcgm_fields", "job_series", "kubelet_psi_series"]
+__all__ = ["EXPORTER_SERIES", "Series", "counts_busy_processes", "dcgm_fields", "job_series", "kubelet_psi_series"]

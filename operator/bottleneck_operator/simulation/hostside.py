@@ -139,9 +139,34 @@ def _pod_cpu(c: _Step) -> tuple[F, F, F, F, F]:
         usage = demand
         thr = np.zeros((P, n))
     sidecar_cpu = rng.uniform(0.002, 0.01, (P, n))
+    # A loader that is the slowest stage never waits (its prefetch queue never fills): it is busy all
+    # the time, whatever else the step spends; otherwise as far as it keeps up with the slowest stage.
+    slowest = np.max(np.stack([c.x[k] for k in ("io", "cpu", "h2d", "comm", "flops", "host_mem", "dram")]), axis=0)
+    fill = a * np.clip(c.x["cpu"] / np.maximum(slowest, 1e-9), 0.0, 1.0)
+    st.pod["procs_busy"] = _busy_processes(sc, fill, main, usage / np.maximum(demand, 1e-9))
     st.pod["cpu_c"] = cumulative(usage, dt)
     st.pod["cpu_sc_c"] = cumulative(sidecar_cpu, dt)
     return decode, usage, thr, faults_ps, sidecar_cpu
+
+
+def _busy_processes(sc: Scenario, fill: F, main: F, quota: F) -> F:
+    """Processes at a full core: loader workers and trainer processes, each at 0.9 of a core or more.
+
+    A worker is pinned when the loader is busy all the time (``fill``, its busy share) and nothing
+    shares its core: a CFS quota (``quota``, the share of demand it grants) or a node whose cores the
+    loaders fill (they time-slice, as in the CPU pressure of :func:`_pod_pressure`) leaves each
+    worker less.
+    """
+    workers = max(1.0, round(sc.loader_cores))
+    contention = np.clip((sc.loader_cores / sc.cpu_share - 0.5) / 0.4, 0, 1)
+    share = quota * (1.0 - 0.25 * contention**2)
+    gpp = sc.gpus_per_pod
+    return np.asarray(np.round(workers * _pinned(fill * share) + gpp * _pinned(main / gpp * share)))
+
+
+def _pinned(cores: F) -> F:
+    """The share of processes using ``cores`` each (on average) that read 0.9 of a core or more."""
+    return np.clip((cores - 0.85) / 0.1, 0.0, 1.0)
 
 
 def _pod_memory(c: _Step, faults_ps: F) -> F:

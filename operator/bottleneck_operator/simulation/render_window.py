@@ -30,7 +30,7 @@ from bottleneck_operator.contract.sampling import (
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, SignalBlock, families_and_coverage
 from bottleneck_operator.simulation import catalog as cat
-from bottleneck_operator.simulation.exporters import dcgm_fields
+from bottleneck_operator.simulation.exporters import counts_busy_processes, dcgm_fields
 from bottleneck_operator.simulation.state import CPU_MODES, B, F
 
 if TYPE_CHECKING:
@@ -192,6 +192,8 @@ def _sidecar_signals(job: JobRecord, p: int, s: _Sampler) -> dict[str, F]:
     out["sc_majfault_ps"] = s.rate(st.pod["majfault_c"][p])
     out["sc_procs_running"] = s.gauge(st.pod["procs_running"][p])
     out["sc_procs_iowait"] = s.gauge(st.pod["procs_iowait"][p])
+    if counts_busy_processes(job.name):
+        out["sc_procs_busy"] = s.gauge(st.pod["procs_busy"][p])
     return out
 
 

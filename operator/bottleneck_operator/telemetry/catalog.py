@@ -352,6 +352,7 @@ CATALOG: tuple[Entry, ...] = (
     Entry("sc_majfault_ps", G.SIDECAR, _sc_rate("bottleneck_sidecar_memory_major_faults_total")),
     Entry("sc_procs_running", G.SIDECAR, _sc_gauge("bottleneck_sidecar_processes", 'state="running"')),
     Entry("sc_procs_iowait", G.SIDECAR, _sc_gauge("bottleneck_sidecar_processes", 'state="iowait"')),
+    Entry("sc_procs_busy", G.SIDECAR, _sc_gauge("bottleneck_sidecar_busy_processes")),
 )
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in CATALOG}
