@@ -12,11 +12,16 @@ from pathlib import Path
 from recordings.harness import Scenario, record
 
 # What each scenario runs besides Prometheus and node-exporter.
-NEEDS = {"interconnect": ("ip", "tc"), "memory": ("mkswap", "swapon"), "gpu-memory": ("mkswap", "swapon")}
+NEEDS = {
+    "interconnect": ("ip", "tc"),
+    "objectstore": ("ip", "tc"),
+    "memory": ("mkswap", "swapon"),
+    "gpu-memory": ("mkswap", "swapon"),
+}
 
 
 def scenarios(workroot: Path) -> dict[str, Scenario]:
-    from recordings import cpu_quota, gpu_scenarios, interconnect_veth, io_limit, memory_swap
+    from recordings import cpu_quota, gpu_scenarios, interconnect_veth, io_limit, memory_swap, object_store
 
     return {
         "cpu": cpu_quota.SCENARIO,
@@ -24,6 +29,7 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
         "io": io_limit.scenario(),
         "memory": memory_swap.SCENARIO,
         "interconnect": interconnect_veth.SCENARIO,
+        "objectstore": object_store.SCENARIO,
         **gpu_scenarios.scenarios(workroot),
     }
 
@@ -37,7 +43,9 @@ def _missing(names: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m recordings", description=__doc__)
-    ap.add_argument("names", nargs="*", help="cpu, loader, io, memory, interconnect (the default), or gpu-* (a GPU's)")
+    ap.add_argument(
+        "names", nargs="*", help="cpu, loader, io, objectstore, memory, interconnect (the default), or gpu-* (a GPU's)"
+    )
     ap.add_argument("--seconds", type=float, default=150.0, help="length of each recorded window")
     ap.add_argument("--scrape", type=float, default=10.0, help="scrape interval of the recording Prometheus")
     ap.add_argument("--workdir", type=Path, default=Path("/var/tmp/bnr-recordings"))

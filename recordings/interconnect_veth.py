@@ -9,52 +9,34 @@ swap their gradient tensors (numpy arrays over TCP) and average them, as a two-r
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any
 
 from recordings.cgroups import Counters, Limits
 from recordings.harness import Context, Scenario
+from recordings.netns import ShapedLink
 
-NETNS = "bnr-recording-peer"
-HOST_IF, PEER_IF = "fab0", "fab1"
-HOST_IP, PEER_IP = "10.254.77.1", "10.254.77.2"
 # 125 MB/s each way: 250 MB/s both ways, well above the 100 MB/s per GPU under which the analysis
 # reads balanced traffic as something other than gradient exchange; the ranks send and receive from
 # the arrays' own memory, so they can move more than the link carries and the link binds
 RATE = "1gbit"
+LINK = ShapedLink("bnr-recording-peer", "fab0", "fab1", "10.254.77.1", "10.254.77.2", RATE)
+PEER_IP = LINK.peer_ip
 GRAD_BYTES = 64 << 20
 COMPUTE_S = 0.05
 
 
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True)
-
-
 def _setup(ctx: Context) -> None:
-    _teardown(ctx)
-    _ip("netns", "add", NETNS)
-    _ip("link", "add", HOST_IF, "type", "veth", "peer", "name", PEER_IF)
-    _ip("link", "set", PEER_IF, "netns", NETNS)
-    _ip("addr", "add", f"{HOST_IP}/30", "dev", HOST_IF)
-    _ip("link", "set", HOST_IF, "up")
-    _ip("-n", NETNS, "addr", "add", f"{PEER_IP}/30", "dev", PEER_IF)
-    _ip("-n", NETNS, "link", "set", PEER_IF, "up")
-    _ip("-n", NETNS, "link", "set", "lo", "up")
-    tbf = ["root", "tbf", "rate", RATE, "burst", "1mb", "latency", "100ms"]
-    subprocess.run(["tc", "qdisc", "add", "dev", HOST_IF, *tbf], check=True)
-    subprocess.run(["ip", "netns", "exec", NETNS, "tc", "qdisc", "add", "dev", PEER_IF, *tbf], check=True)
+    LINK.up()
 
 
 def _teardown(ctx: Context) -> None:
-    subprocess.run(["ip", "link", "del", HOST_IF], check=False, capture_output=True)
-    subprocess.run(["ip", "netns", "del", NETNS], check=False, capture_output=True)
+    LINK.down()
 
 
 def _launch(ctx: Context) -> None:
     common = ["--port", "29500", "--grad-bytes", str(GRAD_BYTES), "--compute-s", str(COMPUTE_S)]
     # The peer rank is the other node: outside the recorded pod's cgroup.
-    ctx.spawn(["allreduce", "--rank", "1", "--host", PEER_IP, *common], prefix=["ip", "netns", "exec", NETNS],
-              join=False)  # fmt: skip
+    ctx.spawn(["allreduce", "--rank", "1", "--host", PEER_IP, *common], prefix=LINK.inside, join=False)
     ctx.spawn(["allreduce", "--rank", "0", "--host", PEER_IP, *common, "--progress", str(ctx.progress_file(0))])
 
 

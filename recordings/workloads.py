@@ -10,6 +10,8 @@ Each loop delivers batches to the virtual GPU and publishes its count after ever
   memory limit (the rest lives in swap).
 - ``allreduce``: one data-parallel rank that, after each step's compute, exchanges its gradient
   tensor with its peer over TCP and averages the two, as a two-rank ring all-reduce does.
+- ``objects``: a loader whose worker processes fetch samples from an HTTP object store, as
+  WebDataset or an S3 client streams them; ``objectstore`` is the store.
 """
 
 from __future__ import annotations
@@ -151,6 +153,46 @@ def allreduce(rank: int, host: str, port: int, progress: Path | None, grad_bytes
             write_progress(progress, done, wire, collective)
 
 
+def _fetch(url: str) -> float:
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        data = resp.read()
+    return float(np.frombuffer(data, dtype=np.uint8)[::4096].sum())
+
+
+def objects(url: str, progress: Path, batch: int, workers: int, count: int) -> None:
+    rng = np.random.default_rng(4)
+    done = 0
+    with Pool(workers) as pool:
+        while True:
+            pool.map(_fetch, [f"{url}/shard/{i}" for i in rng.integers(0, count, batch)], chunksize=1)
+            done += 1
+            write_progress(progress, done)
+
+
+def objectstore(host: str, port: int, object_bytes: int) -> None:
+    """Serves ``GET /shard/<n>``: ``object_bytes`` of incompressible bytes (the same for every n)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = np.random.default_rng(5).integers(0, 256, object_bytes, dtype=np.uint8).tobytes()
+
+    class Store(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    ThreadingHTTPServer((host, port), Store).serve_forever()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m recordings.workloads")
     sub = ap.add_subparsers(dest="kind", required=True)
@@ -172,7 +214,16 @@ def main() -> None:
     a.add_argument("--port", type=int, required=True)
     a.add_argument("--grad-bytes", type=int, default=8 << 20)
     a.add_argument("--compute-s", type=float, default=0.05)
-    for p in (j, r, m, a):
+    o = sub.add_parser("objects")
+    o.add_argument("--url", required=True)
+    o.add_argument("--batch", type=int, default=16)
+    o.add_argument("--workers", type=int, default=4)
+    o.add_argument("--count", type=int, default=1000)
+    st = sub.add_parser("objectstore")
+    st.add_argument("--host", required=True)
+    st.add_argument("--port", type=int, required=True)
+    st.add_argument("--object-bytes", type=int, default=1 << 20)
+    for p in (j, r, m, a, o):
         p.add_argument("--progress", type=Path)
     ns = ap.parse_args()
     if ns.kind == "jpeg":
@@ -181,6 +232,10 @@ def main() -> None:
         read(ns.file, ns.progress, ns.batch, ns.sample_bytes)
     elif ns.kind == "memory":
         memory(ns.progress, ns.dataset_bytes, ns.batch, ns.sample_bytes)
+    elif ns.kind == "objects":
+        objects(ns.url, ns.progress, ns.batch, ns.workers, ns.count)
+    elif ns.kind == "objectstore":
+        objectstore(ns.host, ns.port, ns.object_bytes)
     else:
         allreduce(ns.rank, ns.host, ns.port, ns.progress, ns.grad_bytes, ns.compute_s)
 

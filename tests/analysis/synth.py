@@ -229,6 +229,7 @@ LOADERS_AT_CEILING: dict[str, float] = {
     "sc_throttled_frac": 0.0,
     "sc_psi_cpu_some": 0.02,
     "node_cpu_busy_frac": 0.1,
+    "sc_procs_busy": 8.0,  # each of the eight trainer processes at a full core
 }
 
 

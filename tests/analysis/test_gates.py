@@ -202,10 +202,24 @@ def test_num_workers_0_is_caught_and_advised() -> None:
     assert one_core_per_process(facts(w)) and more_workers_help(facts(w))
     v = analyze_window(w, FixedModel({B.CPU: 0.9, B.IO: 0.1}))
     assert v.bottleneck is B.CPU
-    assert any(e.signal == "cpu_workers_saturated" for e in v.evidence)
+    # the collector's count of processes at a full core implies it first; the flat CPU beside it
+    assert any(e.signal in ("sc_procs_busy", "cpu_workers_saturated") for e in v.evidence)
     actions = [r.action for r in v.recommendations]
     assert any("num_workers > 0" in a for a in actions)
     assert "Raise the CPU limit" not in actions
+
+
+def test_a_flat_cpu_is_no_ceiling_without_a_process_at_a_full_core() -> None:
+    """Readers paced by their network hold the job's CPU flat too: below a core per pod, or with the
+    collector seeing no process at a full core, the plateau is not workers at their ceiling."""
+    older = {**LOADERS_AT_CEILING, "sc_procs_busy": float("nan")}  # a collector without the count
+    pinned = make_window(B.CPU, overrides=older)
+    asleep = make_window(B.CPU, overrides={**LOADERS_AT_CEILING, "sc_procs_busy": 0.0})
+    trickle = make_window(B.CPU, overrides={**older, "cpu_cores": 0.1, "sc_cpu_cores": 0.1})
+    model = FixedModel({B.CPU: 0.9, B.IO: 0.1})
+    assert any(e.signal == "cpu_workers_saturated" for e in analyze_window(pinned, model).evidence)
+    for w in (asleep, trickle):
+        assert not any(e.signal == "cpu_workers_saturated" for e in analyze_window(w, model).evidence)
 
 
 def test_more_workers_only_with_cgroup_headroom_and_idle_cores() -> None:

@@ -77,12 +77,13 @@ def test_kernel_launch_gaps_are_gpu_evidence_only_with_quiet_links() -> None:
 def test_a_neighbour_s_io_pressure_does_not_hide_loaders_at_their_ceiling() -> None:
     # the node's IO pressure and iowait at levels where IO's node gates hold, the pod's own IO calm
     noisy_node = {"node_psi_io_some": 0.3, "node_cpu_iowait_frac": 0.08, "sc_psi_io_some": 0.01}
-    neighbour = make_window(B.CPU, overrides={**LOADERS_AT_CEILING, **noisy_node})
+    loaders = {**LOADERS_AT_CEILING, "sc_procs_busy": float("nan")}  # the flat CPU alone, no busy count
+    neighbour = make_window(B.CPU, overrides={**loaders, **noisy_node})
     v = analyze_window(neighbour, FixedModel({B.CPU: 0.9, B.IO: 0.1}))
     assert v.bottleneck is B.CPU
     assert any(e.signal == "cpu_workers_saturated" for e in v.evidence)
     # the pod's own readers stalled on IO: the plateau is a storage rate, not a CPU ceiling
-    own = make_window(B.CPU, overrides={**LOADERS_AT_CEILING, "node_psi_io_some": 0.15, "sc_psi_io_some": 0.3})
+    own = make_window(B.CPU, overrides={**loaders, "node_psi_io_some": 0.15, "sc_psi_io_some": 0.3})
     v = analyze_window(own, FixedModel({B.CPU: 0.9, B.IO: 0.1}))
     assert v.bottleneck is not B.CPU
 

@@ -98,7 +98,9 @@ def verdicts(start_prometheus: Any) -> dict[str, tuple[Shifted, Verdict]]:
 
 
 def test_every_scenario_is_recorded() -> None:
-    assert {"real-cpu", "real-loader", "real-io", "real-memory", "real-interconnect"} <= set(RECORDINGS)
+    assert {"real-cpu", "real-loader", "real-io", "real-objectstore", "real-memory", "real-interconnect"} <= set(
+        RECORDINGS
+    )
     # one GPU recording per class (a GPU machine made them; the tests need none)
     assert {json.loads((DATA / n / "truth.json").read_text())["class"] for n in GPU_RECORDINGS} >= {
         "IO", "CPU", "Interconnect", "GPU", "Memory"}  # fmt: skip
@@ -160,6 +162,9 @@ def test_recordings_measured_their_limit() -> None:
     # one worker at a full core of the machine's two, no quota, nothing waiting for a core
     assert figures["real-loader"]["cpu_cores_used"] > 0.8 and figures["real-loader"]["cfs_throttled_fraction"] is None
     assert figures["real-loader"]["cpu_pressure_some_fraction"] < 0.1
+    # 16 MiB batches streamed at the link's 25 MB/s, with nothing waiting on storage in the pod
+    assert figures["real-objectstore"]["batches_per_s"] * 16 * 2**20 > 15e6
+    assert figures["real-objectstore"]["io_pressure_some_fraction"] < 0.05
     assert figures["real-io"]["read_mb_per_s"] > 5 and figures["real-io"]["io_pressure_some_fraction"] > 0.3
     assert figures["real-memory"]["major_faults_per_s"] > 100 and figures["real-memory"]["swap_mb_at_end"] > 100
     # gradient volume (100 MB/s per GPU both ways, from which balanced traffic is an exchange), with the

@@ -104,7 +104,15 @@ def _workers_saturated(g: GateInput) -> float | None:
     flat, busy = g.cpu_plateau, g.busy
     if flat is None or busy is None or busy > 0.8 or _waits_on_storage(g):
         return None
+    pinned = g.f("busy_core_share.mean")
+    if pinned is not None and pinned < NO_PINNED:  # the collector saw no process at a full core
+        return None
     return flat
+
+
+# The pod's CPU time in processes at a full core under which none is: a flat CPU is then not workers
+# at their ceiling, whatever it is
+NO_PINNED = 0.2
 
 
 def _processes_pinned(g: GateInput) -> float | None:

@@ -124,8 +124,15 @@ def segment_phases(window: JobWindow) -> Phases:
     return Phases(training, tuple(phases), signal, _mean(busy, training), sm, tensor, _plateau(window, training))
 
 
+# The least CPU a pod whose loader workers sit at their ceiling uses: one worker at a full core (the
+# simulator's too-few-workers pods use 1.77 cores and more). A reader paced by its storage or network
+# holds a flat CPU far below it (tests/data/real-objectstore: four HTTP workers, 0.105 cores).
+WORKER_CORE = 0.8
+
+
 def _plateau(window: JobWindow, training: npt.NDArray[np.bool_]) -> float | None:
-    """Median over 90th percentile of the job's CPU on training samples (the pod's own cgroup first)."""
+    """Median over 90th percentile of the job's CPU on training samples (the pod's own cgroup first);
+    None below :data:`WORKER_CORE` per pod."""
     cpu = _job_series(window, "sc_cpu_cores")
     if cpu is None:
         cpu = _job_series(window, "cpu_cores")
@@ -134,8 +141,10 @@ def _plateau(window: JobWindow, training: npt.NDArray[np.bool_]) -> float | None
     picked = cpu[training & ~np.isnan(cpu)]
     if len(picked) < 4:
         return None
-    p90 = float(np.percentile(picked, 90))
-    return float(np.median(picked)) / p90 if p90 > 0 else None
+    p90, median = float(np.percentile(picked, 90)), float(np.median(picked))
+    if median < WORKER_CORE:  # the series is the pods' mean
+        return None
+    return median / p90 if p90 > 0 else None
 
 
 def _mean(series: FloatArray | None, mask: npt.NDArray[np.bool_]) -> float | None:
