@@ -8,7 +8,6 @@ GPU series from the virtual GPU (:mod:`recordings.virtual_gpu`) or a real one
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 import zlib
@@ -18,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Protocol
 
-from bottleneck_operator.sidecar.procs import BusyTracker, ProcessCounts, parse_stat
+from bottleneck_operator.sidecar.procs import BusyTracker, count_states
 from recordings.cgroups import PERIOD_US, Cgroup, Counters
 
 TRAINER = "trainer"
@@ -192,23 +191,19 @@ class PodExporter:
             out.add(p + "memory_max_bytes", "gauge", float(lim.memory_bytes), base)
         out.add(p + "memory_major_faults_total", "counter", c.major_faults, base)
         out.add(p + "memory_oom_kills_total", "counter", c.oom_kills, base)
-        pids = self.cgroup.pids()
-        for state, n in _proc_states(pids).items():
-            out.add(p + "processes", "gauge", n, {**base, "state": state})
-        busy = self._busy(pids)
+        # the collector's own reading, of the cgroup's processes; any state but R and D counts as asleep
+        procs = count_states(Path("/proc"), frozenset(), pids=self.cgroup.pids())
+        states = {
+            "running": procs.running,
+            "iowait": procs.iowait,
+            "sleeping": procs.seen - procs.running - procs.iowait,
+        }
+        for state, n in states.items():
+            out.add(p + "processes", "gauge", float(n), {**base, "state": state})
+        busy = self._tracker.update(procs, time.monotonic())
         if busy is not None:
             out.add(p + "busy_processes", "gauge", float(busy), base)
         return out.text()
-
-    def _busy(self, pids: list[int]) -> int | None:
-        """The collector's count of processes at a full core since the previous scrape."""
-        ticks = {}
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                parsed = parse_stat(Path(f"/proc/{pid}/stat").read_text())
-                if parsed is not None:
-                    ticks[pid] = parsed[3]
-        return self._tracker.update(ProcessCounts(seen=len(ticks), ticks=ticks), time.monotonic())
 
     def dcgm(self) -> str:
         w = self.who
@@ -227,13 +222,3 @@ def _pressure(out: _Text, p: str, base: dict[str, str], c: Counters) -> None:
         out.add(p + "pressure_waiting_seconds_total", "counter", total, {**base, "resource": res})
     for res, total in (c.psi_full or {}).items():
         out.add(p + "pressure_stalled_seconds_total", "counter", total, {**base, "resource": res})
-
-
-def _proc_states(pids: list[int]) -> dict[str, float]:
-    counts = {"running": 0.0, "iowait": 0.0, "sleeping": 0.0}
-    for pid in pids:
-        with contextlib.suppress(OSError, IndexError):
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            key = {"R": "running", "D": "iowait"}.get(state, "sleeping")
-            counts[key] += 1
-    return counts

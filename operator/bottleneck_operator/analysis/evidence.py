@@ -168,7 +168,8 @@ def _rate_evidence(cls: Bottleneck, s: JobSummary) -> Evidence | None:
     if cls is Bottleneck.CPU and s.cpu_cores is not None:
         ref = s.cpu_limit_cores
         tail = f" of a {ref:.3g}-core limit" if ref else ""
-        cores = f"{s.cpu_cores:.3g} core{'' if f'{s.cpu_cores:.3g}' == '1' else 's'}"
+        used = f"{s.cpu_cores:.3g}"
+        cores = f"{used} core{'' if used == '1' else 's'}"
         gpus = f"{s.gpus} GPU{'' if s.gpus == 1 else 's'}"
         return Evidence("cpu_cores", s.cpu_cores, ref, "cores", f"The job used {cores}{tail} for {gpus}.")
     return None

@@ -101,8 +101,8 @@ def _workers_saturated(g: GateInput) -> float | None:
     alone) holds the job's CPU at a ceiling however many cores the node has free; storage-bound readers
     wait in IO pressure instead, and a job the GPUs pace has no GPU idle time to explain.
     """
-    flat, busy = g.cpu_plateau, g.busy
-    if flat is None or busy is None or busy > 0.8 or _waits_on_storage(g):
+    flat = g.cpu_plateau
+    if flat is None or not _gpus_wait_on_the_loader(g):
         return None
     pinned = g.f("busy_core_share.mean")
     if pinned is not None and pinned < NO_PINNED:  # the collector saw no process at a full core
@@ -123,10 +123,12 @@ def _processes_pinned(g: GateInput) -> float | None:
     time; a reader of remote storage sleeps on its socket, and workers throttled by a quota or
     time-sliced on a full node get less than a core each.
     """
-    busy = g.busy
-    if busy is None or busy > 0.8 or _waits_on_storage(g):
-        return None
-    return g.f("busy_core_share.mean")
+    return g.f("busy_core_share.mean") if _gpus_wait_on_the_loader(g) else None
+
+
+def _gpus_wait_on_the_loader(g: GateInput) -> bool:
+    """The GPUs have idle time to explain (busy 0.8 or less) and the pod's readers do not wait on storage."""
+    return g.busy is not None and g.busy <= 0.8 and not _waits_on_storage(g)
 
 
 def _waits_on_storage(g: GateInput) -> bool:

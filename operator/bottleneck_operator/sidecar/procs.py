@@ -19,6 +19,7 @@ less than a core each.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,12 +66,13 @@ def parse_stat(text: str) -> tuple[str, str, int, int] | None:
     return text[open_at + 1 : close_at], rest[0], ppid, ticks
 
 
-def count_states(proc_root: Path, exclude: frozenset[int]) -> ProcessCounts:
+def count_states(proc_root: Path, exclude: frozenset[int], pids: Iterable[int] | None = None) -> ProcessCounts:
     """Count the visible processes by state, leaving out ``exclude`` and the pod's ``pause``.
 
     Args:
         proc_root: the proc file system to read (``/proc``, or a copy in tests).
         exclude: process ids not to count (the collector itself).
+        pids: the processes to read (a cgroup's), instead of every one ``proc_root`` lists.
 
     Returns:
         Counts per state; ``seen`` is the number of workload processes found in any state.
@@ -78,7 +80,7 @@ def count_states(proc_root: Path, exclude: frozenset[int]) -> ProcessCounts:
     running = iowait = sleeping = seen = 0
     ticks: dict[int, int] = {}
     try:
-        entries = os.listdir(proc_root)
+        entries = os.listdir(proc_root) if pids is None else [str(pid) for pid in pids]
     except OSError:
         return ProcessCounts()
     for name in entries:

@@ -141,8 +141,7 @@ def _pod_cpu(c: _Step) -> tuple[F, F, F, F, F]:
     sidecar_cpu = rng.uniform(0.002, 0.01, (P, n))
     # A loader that is the slowest stage never waits (its prefetch queue never fills): it is busy all
     # the time, whatever else the step spends; otherwise as far as it keeps up with the slowest stage.
-    slowest = np.max(np.stack([c.x[k] for k in ("io", "cpu", "h2d", "comm", "flops", "host_mem", "dram")]), axis=0)
-    fill = a * np.clip(c.x["cpu"] / np.maximum(slowest, 1e-9), 0.0, 1.0)
+    fill = a * np.clip(c.x["cpu"] / np.maximum(st.pod["slowest_s"], 1e-9), 0.0, 1.0)
     st.pod["procs_busy"] = _busy_processes(sc, fill, main, usage / np.maximum(demand, 1e-9))
     st.pod["cpu_c"] = cumulative(usage, dt)
     st.pod["cpu_sc_c"] = cumulative(sidecar_cpu, dt)

@@ -163,6 +163,7 @@ def _step_time(sc: Scenario, st: JobState, x: dict[str, F]) -> tuple[F, F]:
     )
     ordered = np.sort(bounds, axis=0)
     step = ordered[-1] + sc.overlap_slack * ordered[-2]  # (P, n) seconds per step, as stages.step_time
+    st.pod["slowest_s"] = ordered[-1]  # the slowest stage's time, before slack and synchronisation
     # Synchronous data parallelism: every rank waits in the all-reduce for the slowest one, with NCCL
     # kernels spinning meanwhile (they count as GPU busy).
     wait = np.zeros_like(step)
