@@ -1,7 +1,7 @@
 """Faults where Prometheus should be: refused, slow, 5xx, 4xx, malformed or foreign answers.
 
-Every public function must raise one of the data layer's own errors (never a requests or urllib3
-type), with the library's exception chained as the cause and the answer's HTTP status as the
+Every public function must raise one of the data layer's own errors (never an http.client, ssl or
+socket type), with the library's exception chained as the cause and the answer's HTTP status as the
 error's ``status`` (None when there was no answer), and must not hang.
 """
 
@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 from bottleneck_operator.errors import EXIT_PROMETHEUS_UNREACHABLE, BottleneckError
 from bottleneck_operator.settings import Settings
@@ -25,6 +24,7 @@ from bottleneck_operator.telemetry import (
     fetch_windows,
     job_lifetime,
 )
+from bottleneck_operator.telemetry.client import HTTPStatusError
 
 T0 = 1767225600.0
 
@@ -51,7 +51,7 @@ def _calls(client: PrometheusClient) -> dict[str, Callable[[], object]]:
 def _assert_ours(exc: BaseException, expected: type[BottleneckError]) -> None:
     assert isinstance(exc, expected), repr(exc)
     assert isinstance(exc, BottleneckError)
-    assert not type(exc).__module__.startswith(("requests", "prometheus_api_client", "urllib3"))
+    assert type(exc).__module__.startswith("bottleneck_operator.")
     assert exc.exit_code == EXIT_PROMETHEUS_UNREACHABLE
 
 
@@ -104,7 +104,7 @@ def test_status_decides_the_error_and_the_retries(
             call()
         _assert_ours(info.value, expected)
         assert info.value.status == code
-        assert isinstance(info.value.__cause__, requests.exceptions.HTTPError)
+        assert isinstance(info.value.__cause__, HTTPStatusError)
         assert f"status {code}" in str(info.value)  # Prometheus's own error text is quoted
         assert status_server.hits(code) - before == attempts
 
@@ -117,7 +117,7 @@ def test_credentials_refused_say_so(status_server: Any) -> None:
 def test_library_exception_is_the_cause(bad_server: Any) -> None:
     with pytest.raises(PrometheusUnavailable) as info:
         _client(bad_server.refused_url).query("up", T0)
-    assert isinstance(info.value.__cause__, requests.exceptions.ConnectionError)
+    assert isinstance(info.value.__cause__, ConnectionRefusedError)
 
 
 def test_5xx_is_retried_with_a_bound(bad_server: Any) -> None:

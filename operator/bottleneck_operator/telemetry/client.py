@@ -1,37 +1,37 @@
 """The one HTTP client to a PromQL API: auth, TLS, headers, timeouts, retries, own errors.
 
 Every query (instant, range, range decoded to a matrix, the readiness check) takes the same path: one
-:class:`requests.Session` configured here (CA bundle or no verification, basic auth), a GET, or a
+:class:`~.transport.Transport` configured here (CA bundle or no verification, basic auth), a GET, or a
 form-encoded POST when the parameters are long (a batched selector over a thousand Jobs easily
 exceeds what proxies accept in a URL; Prometheus accepts a form POST on both query endpoints), and
 this module's own retry loop. Only the standard HTTP API (``/api/v1/query``, ``/api/v1/query_range``;
 ``/-/ready`` is not assumed) is used, so Thanos Query, Mimir, VictoriaMetrics and friends work too.
 
-The transport makes a single attempt per call (urllib3's ``Retry`` is left at zero): retries are a
-loop here because they must count whole queries (``queries_issued`` does not grow with retries),
-double a configured delay from the first retry on, retry a POST like a GET (a query has no side
-effect), keep a read timeout a :class:`QueryTimeout`, and keep the last answer's status and
-Prometheus's own error text for the error that is finally raised.
+The transport makes a single attempt per call: retries are a loop here because they must count
+whole queries (``queries_issued`` does not grow with retries), double a configured delay from the
+first retry on, retry a POST like a GET (a query has no side effect), keep a read timeout a
+:class:`QueryTimeout`, and keep the last answer's status and Prometheus's own error text for the
+error that is finally raised.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
-from urllib.parse import urlencode, urlsplit, urlunsplit
-
-import requests
-from requests.adapters import HTTPAdapter
+from typing import Any, TypeVar
+from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.settings import PrometheusSettings, Settings
 from bottleneck_operator.telemetry.errors import PrometheusUnavailable, QueryRejected, QueryTimeout
 from bottleneck_operator.telemetry.grid import Grid, time_param
 from bottleneck_operator.telemetry.matrix import Matrix, decode_matrix
+from bottleneck_operator.telemetry.transport import USER_AGENT, Transport, basic_auth, tls_context
 
 log = logging.getLogger(__name__)
 
@@ -61,20 +61,31 @@ def _redact(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def _session(config: PrometheusSettings) -> requests.Session:
-    """A session with the TLS and basic-auth settings; the transport makes one attempt per call."""
-    session = requests.Session()
-    adapter = HTTPAdapter(max_retries=0)  # zero: the client's own loop retries (see the module docstring)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    if config.prometheus_insecure_skip_verify:
-        session.verify = False
-    elif config.prometheus_ca_file is not None:
-        session.verify = str(config.prometheus_ca_file)
+class HTTPStatusError(Exception):
+    """An answer with an HTTP error status: the cause chained to the error this module raises."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.body = body
+
+
+def _transport(config: PrometheusSettings, base_url: str) -> Transport:
+    """The transport with the TLS settings; it makes one attempt per call."""
+    ca_file = None if config.prometheus_ca_file is None else str(config.prometheus_ca_file)
+    context = tls_context(ca_file, config.prometheus_insecure_skip_verify) if base_url.startswith("https:") else None
+    return Transport(base_url, timeout=config.prometheus_timeout, context=context)
+
+
+def _basic_auth(config: PrometheusSettings, base_url: str) -> str | None:
+    """The basic-auth header from the settings, else from user info in the URL."""
     if config.prometheus_username is not None:
         password = config.prometheus_password.get_secret_value() if config.prometheus_password else ""
-        session.auth = (config.prometheus_username, password)
-    return session
+        return basic_auth(config.prometheus_username, password)
+    parts = urlsplit(base_url)
+    if parts.username is not None:
+        return basic_auth(unquote(parts.username), unquote(parts.password or ""))
+    return None
 
 
 class PrometheusClient:
@@ -99,7 +110,9 @@ class PrometheusClient:
         self.display_url = _redact(self.base_url)
         self.queries_issued = 0
         self._lock = threading.Lock()
-        self._session = _session(config)
+        self._prefix = urlsplit(self.base_url).path
+        self._basic_auth = _basic_auth(config, self.base_url)
+        self._transport = _transport(config, self.base_url)
 
     # --- public API
 
@@ -179,7 +192,7 @@ class PrometheusClient:
 
     def close(self) -> None:
         """Release the HTTP connections."""
-        self._session.close()
+        self._transport.close()
 
     # --- the one request path
 
@@ -216,42 +229,48 @@ class PrometheusClient:
 
     def _attempt(self, endpoint: str, encoded: str, headers: dict[str, str]) -> bytes:
         """One HTTP request: the 200 body, or our error (retryable ones wrapped in _Retryable)."""
-        url = f"{self.base_url}/api/v1/{endpoint}"
+        target = f"{self._prefix}/api/v1/{endpoint}"
         timeout = self.settings.prometheus_timeout
         try:
             if len(encoded) <= GET_LIMIT:
-                response = self._session.get(f"{url}?{encoded}", headers=headers, timeout=timeout)
+                answer = self._transport.request("GET", f"{target}?{encoded}", None, headers)
             else:
                 form = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
-                response = self._session.post(url, data=encoded, headers=form, timeout=timeout)
-            response.raise_for_status()
-        except requests.exceptions.HTTPError as exc:
-            raise _status_error(self._where(endpoint), exc) from exc
-        except requests.exceptions.Timeout as exc:
+                answer = self._transport.request("POST", target, encoded, form)
+        except TimeoutError as exc:
             timed_out = QueryTimeout(f"Prometheus at {self._where(endpoint)} did not answer within {timeout:g}s")
             raise _Retryable(_chain(timed_out, exc)) from exc
-        except requests.exceptions.SSLError as exc:
+        except ssl.SSLError as exc:
             raise PrometheusUnavailable(f"TLS error talking to Prometheus at {self._where(endpoint)}: {exc}") from exc
-        except requests.exceptions.ConnectionError as exc:
+        except (OSError, http.client.HTTPException) as exc:
             error = PrometheusUnavailable(f"cannot connect to Prometheus at {self._where(endpoint)}: {_short(exc)}")
             raise _Retryable(_chain(error, exc)) from exc
-        except requests.exceptions.RequestException as exc:
-            raise PrometheusUnavailable(
-                f"request to Prometheus at {self._where(endpoint)} failed: {_short(exc)}"
-            ) from exc
-        if response.status_code != _OK:
-            # A 2xx/3xx other than 200 is no query answer either (raise_for_status only covers 4xx/5xx).
+        if answer.elsewhere is not None:
             raise QueryRejected(
-                f"Prometheus at {self._where(endpoint)} answered HTTP {response.status_code}",
-                status=response.status_code,
-            )
-        return response.content
+                f"Prometheus at {self._where(endpoint)} redirects to {_redact(answer.elsewhere)} "
+                f"(HTTP {answer.status}): give that address as the Prometheus URL",
+                status=answer.status,
+            ) from HTTPStatusError(answer.status, answer.body)
+        if answer.status >= 400:
+            failed = HTTPStatusError(answer.status, answer.body)
+            raise _status_error(self._where(endpoint), failed) from failed
+        if answer.status != _OK:
+            # A 2xx/3xx other than 200 is no query answer either.
+            raise QueryRejected(
+                f"Prometheus at {self._where(endpoint)} answered HTTP {answer.status}", status=answer.status
+            ) from HTTPStatusError(answer.status, answer.body)
+        return answer.body
 
     def _headers(self) -> dict[str, str]:
         # Uncompressed by default: compressing a pass's answers costs Prometheus CPU, and the operator
         # usually runs next to it (prometheus_compression turns it on for a remote endpoint).
         encoding = "gzip" if self.settings.prometheus_compression else "identity"
-        headers = {"Accept": "application/json", "Accept-Encoding": encoding, **self.settings.prometheus_headers}
+        headers = {
+            "Accept": "application/json",
+            "Accept-Encoding": encoding,
+            "User-Agent": USER_AGENT,
+            **self.settings.prometheus_headers,
+        }
         token_file = self.settings.prometheus_bearer_token_file
         if token_file is not None:
             # Re-read on every query: projected service-account tokens rotate under a running process.
@@ -260,17 +279,18 @@ class PrometheusClient:
             except OSError as exc:
                 raise PrometheusUnavailable(f"cannot read the bearer token file {token_file}: {exc}") from exc
             headers["Authorization"] = f"Bearer {token}"
+        if self._basic_auth is not None:
+            headers["Authorization"] = self._basic_auth
         return headers
 
     def _where(self, endpoint: str) -> str:
         return f"{self.display_url}/api/v1/{endpoint}"
 
 
-def _status_error(where: str, exc: requests.exceptions.HTTPError) -> BottleneckError | _Retryable:
+def _status_error(where: str, exc: HTTPStatusError) -> BottleneckError | _Retryable:
     """The error for a 4xx/5xx answer, its status as a field; 429 and 5xx wrapped to be retried."""
-    response = cast(requests.Response, exc.response)
-    status = response.status_code
-    detail = _error_detail(response.content)
+    status = exc.status
+    detail = _error_detail(exc.body)
     if status == 429 or status >= 500:
         error = PrometheusUnavailable(f"Prometheus at {where} answered HTTP {status}: {detail}", status=status)
         return _Retryable(_chain(error, exc))

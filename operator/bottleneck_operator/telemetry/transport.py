@@ -1,0 +1,204 @@
+"""HTTP(S) to one PromQL endpoint on the standard library's ``http.client``.
+
+``analyze`` is a one-shot command whose wall time is mostly its imports: requests, urllib3 and
+charset_normalizer cost ~0.1 s at every start for what this module does in a page. It keeps
+connections alive between queries (a pool of idle ones, so a pass's worker threads share them and
+none outlives :meth:`Transport.close`), takes TLS settings and basic auth, goes through the proxy
+that ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` name, and follows redirects within the endpoint.
+
+Failures are the standard library's own: ``TimeoutError``, ``ssl.SSLError``, another ``OSError``
+or ``http.client.HTTPException``. The caller (:mod:`.client`) turns them into the data layer's errors
+and decides what to retry; this module makes one attempt per call, except that a kept-alive
+connection the server has closed in the meantime is replaced once, as any HTTP client does.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import os
+import ssl
+import threading
+from dataclasses import dataclass
+from urllib.parse import SplitResult, unquote, urljoin, urlsplit
+
+from bottleneck_operator import __version__
+
+__all__ = ["USER_AGENT", "Answer", "Transport", "basic_auth", "tls_context"]
+
+USER_AGENT = f"bottleneck-operator/{__version__}"
+
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_IDLE_KEPT = 16  # idle connections kept for reuse: more than a pass's concurrent queries
+# A kept-alive connection the server closed while idle fails like this on the next request.
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One HTTP answer: its status, its (decompressed) body, and where it redirected elsewhere."""
+
+    status: int
+    body: bytes
+    elsewhere: str | None = None  # a redirect out of the endpoint (another scheme, host or port)
+
+
+def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext:
+    """The TLS context for HTTPS endpoints: the system's CAs, a given CA bundle, or no verification."""
+    if insecure:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    return ssl.create_default_context(cafile=ca_file)
+
+
+def basic_auth(username: str, password: str) -> str:
+    """An ``Authorization`` header value for HTTP basic auth (RFC 7617, UTF-8)."""
+    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+
+
+class Transport:
+    """Requests to one endpoint (scheme, host and port of ``base_url``), connections kept alive."""
+
+    def __init__(self, base_url: str, *, timeout: float, context: ssl.SSLContext | None = None) -> None:
+        """Prepare the transport; nothing is connected here.
+
+        Args:
+            base_url: ``http(s)://host[:port][/prefix]``; user info in it is ignored here.
+            timeout: seconds for the connection and for each read.
+            context: TLS settings for an ``https`` endpoint (default: the system's CAs).
+        """
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {base_url!r}")
+        self.origin = parts
+        self.timeout = timeout
+        self._https = parts.scheme == "https"
+        self._context = context if context is not None or not self._https else tls_context(None, False)
+        self._proxy = _proxy_for(parts)
+        auth = _proxy_auth(self._proxy) if self._proxy is not None else None
+        self._proxy_headers = {"Proxy-Authorization": auth} if auth else {}
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def request(self, method: str, target: str, body: str | None, headers: dict[str, str]) -> Answer:
+        """Send one request and read its whole answer, following redirects within the endpoint.
+
+        Args:
+            method: ``GET`` or ``POST``.
+            target: path and query (``/api/v1/query?...``) under the endpoint's origin.
+            body: the form-encoded body of a POST.
+            headers: request headers.
+
+        Raises:
+            TimeoutError, ssl.SSLError, OSError, http.client.HTTPException: as the connection fails.
+        """
+        for _ in range(MAX_REDIRECTS):
+            status, data, location = self._exchange(method, target, body, headers)
+            if status not in _REDIRECTS or not location:
+                return Answer(status, data)
+            # The query is re-sent as it was: it has no side effect, and a POST turned into a body-less
+            # GET (what browsers do on 301-303) would lose it.
+            url = urljoin(self._url(target), location)
+            moved = urlsplit(url)
+            if (moved.scheme, moved.hostname, moved.port) != (
+                self.origin.scheme,
+                self.origin.hostname,
+                self.origin.port,
+            ):
+                return Answer(status, data, elsewhere=url)
+            target = moved.path + (f"?{moved.query}" if moved.query else "")
+        return Answer(status, data)
+
+    def close(self) -> None:
+        """Close the idle connections (those in use close when their request ends)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    # --- connections
+
+    def _exchange(self, method: str, target: str, body: str | None, headers: dict[str, str]) -> tuple[int, bytes, str]:
+        conn, reused = self._take()
+        wire = target
+        if self._proxy is not None and not self._https:
+            wire, headers = self._url(target), {**headers, **self._proxy_headers}
+        try:
+            try:
+                conn.request(method, wire, body=body, headers=headers)
+                response = conn.getresponse()
+            except _STALE:
+                if not reused:
+                    raise
+                conn.close()
+                conn = self._connect()
+                conn.request(method, wire, body=body, headers=headers)
+                response = conn.getresponse()
+            data = response.read()
+        except BaseException:
+            conn.close()
+            raise
+        if response.will_close:
+            conn.close()
+        else:
+            self._give(conn)
+        if (response.getheader("Content-Encoding") or "").lower() == "gzip":
+            import gzip  # only for compressed answers (prometheus_compression)
+
+            data = gzip.decompress(data)
+        return response.status, data, response.getheader("Location") or ""
+
+    def _take(self) -> tuple[http.client.HTTPConnection, bool]:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
+        return self._connect(), False
+
+    def _give(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if len(self._idle) < _IDLE_KEPT:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _connect(self) -> http.client.HTTPConnection:
+        host, port = self.origin.hostname or "", self.origin.port
+        proxy = self._proxy
+        if proxy is None:
+            if self._https:
+                return http.client.HTTPSConnection(host, port, timeout=self.timeout, context=self._context)
+            return http.client.HTTPConnection(host, port, timeout=self.timeout)
+        proxy_host, proxy_port = proxy.hostname or "", proxy.port or 80
+        if not self._https:
+            # A plain-HTTP request goes to the proxy whole (absolute URL and proxy credentials, see _exchange).
+            return http.client.HTTPConnection(proxy_host, proxy_port, timeout=self.timeout)
+        conn = http.client.HTTPSConnection(proxy_host, proxy_port, timeout=self.timeout, context=self._context)
+        conn.set_tunnel(host, port or 443, headers=self._proxy_headers or None)
+        return conn
+
+    def _url(self, target: str) -> str:
+        return f"{self.origin.scheme}://{self.origin.netloc.rpartition('@')[2]}{target}"
+
+
+def _proxy_for(origin: SplitResult) -> SplitResult | None:
+    """The proxy the environment names for ``origin`` (the ``*_proxy`` variables, ``no_proxy`` honoured)."""
+    if not any(name.lower() in ("http_proxy", "https_proxy", "all_proxy") for name in os.environ):
+        return None
+    import urllib.request  # only where a proxy is configured: the import costs what this module saves
+
+    if urllib.request.proxy_bypass(origin.hostname or ""):
+        return None
+    proxies = urllib.request.getproxies()
+    url = proxies.get(origin.scheme) or proxies.get("all")
+    if not url:
+        return None
+    return urlsplit(url if "://" in url else f"http://{url}")
+
+
+def _proxy_auth(proxy: SplitResult) -> str | None:
+    if proxy.username is None:
+        return None
+    return basic_auth(unquote(proxy.username), unquote(proxy.password or ""))
