@@ -341,3 +341,21 @@ def test_raising_the_memory_limit_only_under_host_memory_pressure() -> None:
     assert host_memory_pressure(facts(host))
     v = analyze_window(host, FixedModel({B.MEMORY: 0.9}))
     assert "Raise the memory limit" in [r.action for r in v.recommendations]
+
+
+def test_a_working_set_at_its_limit_alone_is_no_memory_stall() -> None:
+    # cAdvisor's working set counts active page cache: a reader of a cached dataset fills its limit
+    # with nothing stalled. No Memory gate holds on it, and "Raise the memory limit" does not fire.
+    cached = {"mem_working_set_bytes": 196 * GB, "mem_limit_bytes": 200 * GB, "dram_active": 0.2}
+    idle = {"gr_engine_active": 0.5, "gpu_util": 0.55, "sm_active": 0.45}
+    w = make_window(B.MEMORY, overrides={**cached, **idle})
+    assert facts(w).f("mem_limit_frac.mean") == pytest.approx(0.98, abs=0.01)
+    assert not host_memory_pressure(facts(w))
+    v = analyze_window(w, FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
+    assert v.bottleneck is not B.MEMORY
+    assert "Raise the memory limit" not in [r.action for r in v.recommendations]
+    # the same pod stalled on reclaim is Memory, and the advice fires
+    stalled = make_window(B.MEMORY, overrides={**cached, **idle, "sc_psi_mem_some": 0.4})
+    v = analyze_window(stalled, FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
+    assert v.bottleneck is B.MEMORY
+    assert "Raise the memory limit" in [r.action for r in v.recommendations]

@@ -73,14 +73,15 @@ def host_to_device_copies(k: Facts) -> bool:
 
 
 def host_memory_pressure(k: Facts) -> bool:
-    """The host's memory is short: pressure stalls, major faults or a working set at its limit.
+    """The host's memory is short: pressure stalls or major faults.
 
-    A job bound by GPU memory bandwidth gains nothing from a larger host memory limit.
+    A job bound by GPU memory bandwidth gains nothing from a larger host memory limit. Nor does a
+    working set at the limit say so by itself: cAdvisor counts active page cache in it, which a pod
+    reading a cached dataset fills to the limit without a stall.
     """
     psi = max(k.f("sc_psi_mem_some.mean") or 0.0, k.f("node_psi_mem_some.mean") or 0.0)
     faults = k.f("log_majfault.mean") or 0.0
-    working = k.f("mem_limit_frac.mean") or 0.0
-    return psi >= 0.05 or faults >= 2.5 or working >= 0.9
+    return psi >= 0.05 or faults >= 2.5
 
 
 def launch_bound(k: Facts) -> bool:

@@ -308,7 +308,9 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
         Gate("sc_psi_mem_some", 0.05, "the pod's processes stalled on memory", _feat("sc_psi_mem_some.mean")),
         Gate("node_psi_mem_some", 0.05, "tasks on the node stalled on memory", _feat("node_psi_mem_some.mean")),
         Gate("node_majfault_ps", 2.5, "major page faults (log10 per second)", _feat("log_majfault.mean")),
-        Gate("mem_working_set_vs_limit", 0.9, "the working set at its memory limit", _feat("mem_limit_frac.mean")),
+        # No gate on the working set against the limit: cAdvisor's working set counts active page cache,
+        # so a pod reading a cached dataset sits at its limit without a stall. What stalls it shows in
+        # the pressure and fault gates above.
     ),
     Bottleneck.GPU: (
         Gate("gpu_busy", 0.6, "GPUs busy on training samples", lambda g: g.busy),

@@ -106,6 +106,9 @@ CONTEXT_SERIES: tuple[str, ...] = (
     # runnable processes per usable core: on a node saturated by neighbours the usable cores shrink to
     # one, and any runnable process reads as a queue (the job's own use reads in cpu_own_sat)
     "sc_runnable_per_core",
+    # cAdvisor's working set counts active page cache: a pod reading a cached dataset sits near its
+    # limit with no memory stall at all; pressure (PSI, refaults, swap-in) is what stalls it
+    "mem_limit_frac",
     *BANDED,  # read by the classifier with their background removed (``<name>_band``)
 )
 CONTEXT_ONLY: tuple[str, ...] = tuple(
