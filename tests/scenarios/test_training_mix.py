@@ -1,0 +1,54 @@
+"""Training with the second scenario family beside the simulator (`train --scenario-jobs`), on small models."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bottleneck_operator.commands.train import main, scenario_windows, train, write_card
+from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.errors import UsageError
+
+
+@pytest.fixture(scope="module")
+def mixed() -> Any:
+    return train(5, 60, scenario_jobs=25, copies=1, max_iter=5)
+
+
+def test_training_counts_both_families_and_scores_each(mixed: Any) -> None:
+    meta = mixed.metadata
+    assert meta["scenario_jobs"] == 25
+    assert sum(meta["jobs_per_class"].values()) == meta["simulated_jobs"] + 25
+    assert meta["holdout_arrays"]["n"] >= 200
+    assert meta["holdout_scenarios"]["n"] == 100  # a fresh draw, never the training one's
+    assert 0.0 <= meta["holdout_scenarios"]["macro_f1"] <= 1.0
+
+
+def test_the_simulator_alone_when_asked() -> None:
+    model = train(5, 60, scenario_jobs=0, copies=1, max_iter=5)
+    assert model.metadata["scenario_jobs"] == 0
+    assert "holdout_scenarios" not in model.metadata
+
+
+def test_scenario_windows_are_labelled_jobs_of_the_second_family() -> None:
+    labels, windows = scenario_windows(3, 10)
+    assert len(labels) == len(windows) == 10
+    assert {type(y) for y in labels} == {Bottleneck}
+    assert all(w.pods for w in windows)
+
+
+def test_a_negative_count_is_a_usage_error(tmp_path: object) -> None:
+    args = argparse.Namespace(jobs=100, scenario_jobs=-1, seed=7, copies=1, max_iter=5, output=tmp_path)
+    with pytest.raises(UsageError, match="--scenario-jobs"):
+        main(args)
+
+
+def test_the_card_says_what_the_model_learned_from(mixed: Any, tmp_path: Path) -> None:
+    write_card(mixed, tmp_path / "card.md")
+    card = (tmp_path / "card.md").read_text()
+    assert "and 25 of the second scenario family" in card
+    assert "--scenario-jobs 25`" in card
+    assert "On a fresh draw of the second scenario family (100 jobs)" in card
