@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bottleneck_operator.contract.names import COLLECTOR_PERIOD, COLLECTOR_PORT
@@ -119,6 +120,19 @@ class Settings(BaseSettings):
         description="Base URL of any PromQL-compatible API (Prometheus, Thanos Query, Mimir, VictoriaMetrics).",
     )
     prometheus_timeout: float = Field(30.0, gt=0, description="Seconds before one HTTP query is abandoned.")
+
+    @field_validator("prometheus_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        # Checked here, so a typo stops the command or the operator at once with the setting's name,
+        # rather than as a connection error at every query.
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                "must be an http:// or https:// URL with a host, e.g. http://prometheus-operated.monitoring.svc:9090"
+            )
+        return value
+
     prometheus_retries: int = Field(
         2, ge=0, le=10, description="Extra attempts for a failed query (connection errors, 5xx, timeouts)."
     )

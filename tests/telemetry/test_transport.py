@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient, PrometheusUnavailable, QueryRejected
@@ -232,3 +233,9 @@ def test_no_proxy_is_honoured(server: _Server, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("http_proxy", raising=False)
     assert _client(_url(server)).query("up", T0) == []
     assert server.seen.lines[-1].startswith("GET /api/v1/query?")
+
+
+@pytest.mark.parametrize("url", ["prometheus:9090", "ftp://prometheus:9090", "http://", "https:///api"])
+def test_a_url_that_is_not_http_is_refused_by_name(url: str) -> None:
+    with pytest.raises(ValidationError, match=r"prometheus_url[\s\S]*http:// or https:// URL with a host"):
+        Settings(prometheus_url=url)
