@@ -9,6 +9,9 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import select
+import socket
+import socketserver
 import ssl
 import threading
 from collections.abc import Iterator
@@ -239,3 +242,63 @@ def test_no_proxy_is_honoured(server: _Server, monkeypatch: pytest.MonkeyPatch) 
 def test_a_url_that_is_not_http_is_refused_by_name(url: str) -> None:
     with pytest.raises(ValidationError, match=r"prometheus_url[\s\S]*http:// or https:// URL with a host"):
         Settings(prometheus_url=url)
+
+
+class _Tunnel(socketserver.BaseRequestHandler):
+    """A CONNECT proxy: records the request line and credentials, then relays bytes both ways."""
+
+    server: _TunnelServer
+
+    def handle(self) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.request.recv(4096)
+            if not chunk:
+                return
+            head += chunk
+        lines = head.split(b"\r\n\r\n")[0].decode().split("\r\n")
+        self.server.seen.append(lines)
+        host, port = lines[0].split()[1].rsplit(":", 1)
+        with socket.create_connection((host, int(port))) as upstream:
+            self.request.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            ends = [self.request, upstream]
+            while True:
+                ready, _, _ = select.select(ends, [], [], 5.0)
+                if not ready:
+                    return
+                for end in ready:
+                    data = end.recv(65536)
+                    if not data:
+                        return
+                    (upstream if end is self.request else self.request).sendall(data)
+
+
+class _TunnelServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Tunnel)
+        self.seen: list[list[str]] = []
+
+
+def test_https_goes_through_the_environment_proxy_as_a_tunnel(
+    tls_server: _Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = _TunnelServer()
+    thread = threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        for name in ("no_proxy", "NO_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "https_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTPS_PROXY", f"http://carol:pw@127.0.0.1:{proxy.server_address[1]}")
+        client = _client(_url(tls_server, "https"), prometheus_ca_file=TLS / "ca.pem")
+        assert client.query("up", T0) == []
+        connect = proxy.seen[-1]
+        assert connect[0].startswith(f"CONNECT 127.0.0.1:{tls_server.server_address[1]} HTTP/1.")
+        assert any(line.startswith("Proxy-Authorization: Basic ") for line in connect)
+        assert tls_server.seen.lines[-1].startswith("GET /api/v1/query?")  # the request itself, inside TLS
+        client.close()
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
