@@ -9,11 +9,13 @@ produce (401, 403, 422, 429, 501, 502, ...).
 from __future__ import annotations
 
 import json
+import socketserver
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -66,13 +68,22 @@ class StatusServer:
             return self.server.hits.get(code, 0)
 
 
-@pytest.fixture(scope="session")
-def status_server() -> Iterator[StatusServer]:
-    server = _StatusServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+_S = TypeVar("_S", bound=socketserver.BaseServer)
+
+
+@contextmanager
+def serving(server: _S) -> Iterator[_S]:
+    """``server`` answering on a thread of its own, shut down and closed on the way out."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield StatusServer(server)
+        yield server
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="session")
+def status_server() -> Iterator[StatusServer]:
+    with serving(_StatusServer()) as server:
+        yield StatusServer(server)

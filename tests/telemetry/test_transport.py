@@ -26,6 +26,8 @@ from pydantic import ValidationError
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient, PrometheusUnavailable, QueryRejected
 
+from .conftest import serving
+
 TLS = Path(__file__).parent.parent / "data" / "tls"
 T0 = 1767225600.0
 VECTOR = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
@@ -93,19 +95,10 @@ class _Server(ThreadingHTTPServer):
         self.drop_after_answer = drop_after_answer
 
 
-def _serve(server: _Server) -> Iterator[_Server]:
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture
 def server() -> Iterator[_Server]:
-    yield from _serve(_Server())
+    with serving(_Server()) as srv:
+        yield srv
 
 
 @pytest.fixture
@@ -114,7 +107,8 @@ def tls_server() -> Iterator[_Server]:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(TLS / "server.pem", TLS / "server.key")
     srv.socket = context.wrap_socket(srv.socket, server_side=True)
-    yield from _serve(srv)
+    with serving(srv):
+        yield srv
 
 
 def _url(srv: _Server, scheme: str = "http", prefix: str = "") -> str:
@@ -285,10 +279,7 @@ class _TunnelServer(socketserver.ThreadingTCPServer):
 def test_https_goes_through_the_environment_proxy_as_a_tunnel(
     tls_server: _Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    proxy = _TunnelServer()
-    thread = threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(_TunnelServer()) as proxy:
         for name in ("no_proxy", "NO_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "https_proxy"):
             monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv("HTTPS_PROXY", f"http://carol:pw@127.0.0.1:{proxy.server_address[1]}")
@@ -299,6 +290,3 @@ def test_https_goes_through_the_environment_proxy_as_a_tunnel(
         assert any(line.startswith("Proxy-Authorization: Basic ") for line in connect)
         assert tls_server.seen.lines[-1].startswith("GET /api/v1/query?")  # the request itself, inside TLS
         client.close()
-    finally:
-        proxy.shutdown()
-        proxy.server_close()

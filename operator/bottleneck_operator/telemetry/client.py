@@ -24,14 +24,14 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.settings import PrometheusSettings, Settings
 from bottleneck_operator.telemetry.errors import PrometheusUnavailable, QueryRejected, QueryTimeout
 from bottleneck_operator.telemetry.grid import Grid, time_param
 from bottleneck_operator.telemetry.matrix import Matrix, decode_matrix
-from bottleneck_operator.telemetry.transport import USER_AGENT, Transport, basic_auth, tls_context
+from bottleneck_operator.telemetry.transport import USER_AGENT, Transport, basic_auth, url_auth
 
 log = logging.getLogger(__name__)
 
@@ -73,19 +73,17 @@ class HTTPStatusError(Exception):
 def _transport(config: PrometheusSettings, base_url: str) -> Transport:
     """The transport with the TLS settings; it makes one attempt per call."""
     ca_file = None if config.prometheus_ca_file is None else str(config.prometheus_ca_file)
-    context = tls_context(ca_file, config.prometheus_insecure_skip_verify) if base_url.startswith("https:") else None
-    return Transport(base_url, timeout=config.prometheus_timeout, context=context)
+    return Transport(
+        base_url, timeout=config.prometheus_timeout, ca_file=ca_file, insecure=config.prometheus_insecure_skip_verify
+    )
 
 
-def _basic_auth(config: PrometheusSettings, base_url: str) -> str | None:
+def _basic_auth(config: PrometheusSettings, transport: Transport) -> str | None:
     """The basic-auth header from the settings, else from user info in the URL."""
     if config.prometheus_username is not None:
         password = config.prometheus_password.get_secret_value() if config.prometheus_password else ""
         return basic_auth(config.prometheus_username, password)
-    parts = urlsplit(base_url)
-    if parts.username is not None:
-        return basic_auth(unquote(parts.username), unquote(parts.password or ""))
-    return None
+    return url_auth(transport.origin)
 
 
 class PrometheusClient:
@@ -110,9 +108,8 @@ class PrometheusClient:
         self.display_url = _redact(self.base_url)
         self.queries_issued = 0
         self._lock = threading.Lock()
-        self._prefix = urlsplit(self.base_url).path
-        self._basic_auth = _basic_auth(config, self.base_url)
         self._transport = _transport(config, self.base_url)
+        self._basic_auth = _basic_auth(config, self._transport)
 
     # --- public API
 
@@ -229,7 +226,7 @@ class PrometheusClient:
 
     def _attempt(self, endpoint: str, encoded: str, headers: dict[str, str]) -> bytes:
         """One HTTP request: the 200 body, or our error (retryable ones wrapped in _Retryable)."""
-        target = f"{self._prefix}/api/v1/{endpoint}"
+        target = f"{self._transport.origin.path}/api/v1/{endpoint}"
         timeout = self.settings.prometheus_timeout
         try:
             if len(encoded) <= GET_LIMIT:

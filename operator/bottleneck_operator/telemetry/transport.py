@@ -24,7 +24,7 @@ from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from bottleneck_operator import __version__
 
-__all__ = ["USER_AGENT", "Answer", "Transport", "basic_auth", "tls_context"]
+__all__ = ["USER_AGENT", "Answer", "Transport", "basic_auth", "url_auth"]
 
 USER_AGENT = f"bottleneck-operator/{__version__}"
 
@@ -44,7 +44,7 @@ class Answer:
     elsewhere: str | None = None  # a redirect out of the endpoint (another scheme, host or port)
 
 
-def tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext:
+def _tls_context(ca_file: str | None, insecure: bool) -> ssl.SSLContext:
     """The TLS context for HTTPS endpoints: the system's CAs, a given CA bundle, or no verification."""
     if insecure:
         context = ssl.create_default_context()
@@ -59,26 +59,34 @@ def basic_auth(username: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
 
 
+def url_auth(parts: SplitResult) -> str | None:
+    """The basic-auth header from a URL's user info (``http://user:password@host``), None without."""
+    if parts.username is None:
+        return None
+    return basic_auth(unquote(parts.username), unquote(parts.password or ""))
+
+
 class Transport:
     """Requests to one endpoint (scheme, host and port of ``base_url``), connections kept alive."""
 
-    def __init__(self, base_url: str, *, timeout: float, context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, base_url: str, *, timeout: float, ca_file: str | None = None, insecure: bool = False) -> None:
         """Prepare the transport; nothing is connected here.
 
         Args:
-            base_url: ``http(s)://host[:port][/prefix]``; user info in it is ignored here.
+            base_url: ``http(s)://host[:port][/prefix]`` (``Settings`` checks the form); user info in it
+                is ignored here.
             timeout: seconds for the connection and for each read.
-            context: TLS settings for an ``https`` endpoint (default: the system's CAs).
+            ca_file: the CA bundle of an ``https`` endpoint (default: the system's CAs).
+            insecure: no certificate verification for an ``https`` endpoint.
         """
         parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {base_url!r}")
         self.origin = parts
         self.timeout = timeout
         self._https = parts.scheme == "https"
-        self._context = context if context is not None or not self._https else tls_context(None, False)
+        # Loading CA certificates takes a few milliseconds: only an https endpoint needs them.
+        self._context = _tls_context(ca_file, insecure) if self._https else None
         self._proxy = _proxy_for(parts)
-        auth = _proxy_auth(self._proxy) if self._proxy is not None else None
+        auth = url_auth(self._proxy) if self._proxy is not None else None
         self._proxy_headers = {"Proxy-Authorization": auth} if auth else {}
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
@@ -196,9 +204,3 @@ def _proxy_for(origin: SplitResult) -> SplitResult | None:
     if not url:
         return None
     return urlsplit(url if "://" in url else f"http://{url}")
-
-
-def _proxy_auth(proxy: SplitResult) -> str | None:
-    if proxy.username is None:
-        return None
-    return basic_auth(unquote(proxy.username), unquote(proxy.password or ""))
