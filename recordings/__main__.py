@@ -15,6 +15,7 @@ from recordings.harness import Scenario, record
 NEEDS = {
     "interconnect": ("ip", "tc"),
     "objectstore": ("ip", "tc"),
+    "gpu-objectstore": ("ip", "tc"),
     "memory": ("mkswap", "swapon"),
     "gpu-memory": ("mkswap", "swapon"),
 }

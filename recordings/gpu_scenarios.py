@@ -15,10 +15,14 @@ from recordings.cpu_quota import write_jpegs
 from recordings.harness import Context, Scenario
 from recordings.io_limit import write_samples
 from recordings.memory_swap import remove_swapfile, swapfile
+from recordings.object_store import LINK, OBJECT_BYTES, PORT, RATE
 
 READ_BPS = 40_000_000
 LOADER_BATCH = 64
 DATASET = 3 << 30
+THROTTLED_CORES = 1.0
+THROTTLED_WORKERS = 4
+SATURATING_WORKERS = 16  # one per core of the recording machine, as the usual advice has it
 MEMORY_LIMIT = 1280 << 20  # the CUDA context's host memory plus about a third of the dataset
 
 
@@ -46,6 +50,25 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  f"one DataLoader worker decoding and augmenting {LOADER_BATCH} JPEGs (512x512) per batch",
                  Limits(), launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH), "--workers", "1"),
                  real_gpu=True, setup=write_jpegs),
+        Scenario("throttled", "CPU", "throttled",
+                 f"{THROTTLED_WORKERS} DataLoader workers decoding {LOADER_BATCH} JPEGs (512x512) per batch "
+                 f"under a CPU quota of {THROTTLED_CORES:g} core",
+                 Limits(cpu_cores=THROTTLED_CORES),
+                 launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH),
+                                  "--workers", str(THROTTLED_WORKERS)),
+                 real_gpu=True, setup=write_jpegs),
+        Scenario("saturated", "CPU", "saturated",
+                 f"{SATURATING_WORKERS} DataLoader workers decoding {LOADER_BATCH} JPEGs (512x512) per batch, "
+                 "no CPU quota: every core of the node decodes",
+                 Limits(),
+                 launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH),
+                                  "--workers", str(SATURATING_WORKERS)),
+                 real_gpu=True, setup=write_jpegs),
+        Scenario("objectstore", "IO", "network-storage",
+                 f"4 workers fetching 16 x {OBJECT_BYTES >> 20} MiB objects a batch over HTTP, through a "
+                 f"{RATE}/s link (tc tbf) to a store in its own network namespace",
+                 Limits(), launch=_objectstore, real_gpu=True,
+                 setup=lambda ctx: LINK.up(), teardown=lambda ctx: LINK.down()),
         Scenario("io", "IO", "local-disk",
                  f"reads limited to {READ_BPS / 1e6:g} MB/s on {disk} ({dev}), page cache evicted after each read",
                  Limits(read_bps=(dev, READ_BPS)),
@@ -59,6 +82,13 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  real_gpu=True, setup=swapfile(6 << 30), teardown=remove_swapfile),
     ]  # fmt: skip
     return {f"gpu-{sc.name}": sc for sc in found}
+
+
+def _objectstore(ctx: Context) -> None:
+    # The store is a service elsewhere: outside the recorded pod's cgroup, behind the shaped link.
+    ctx.spawn(["objectstore", "--host", LINK.peer_ip, "--port", str(PORT), "--object-bytes", str(OBJECT_BYTES)],
+              prefix=LINK.inside, join=False)  # fmt: skip
+    _launcher("objects", "--url", f"http://{LINK.peer_ip}:{PORT}", "--batch", "16", "--workers", "4")(ctx)
 
 
 def _launcher(kind: str, *args: str) -> Callable[[Context], None]:

@@ -7,7 +7,9 @@ Each loop runs real PyTorch work on GPU 0 and publishes its step count after eve
 - ``elementwise``: adds over tensors far larger than L2 (HBM bandwidth-bound, tensor pipes idle).
 - ``launch``: eager-mode steps of hundreds of tiny kernels (the host's launches bound the step).
 - ``h2d``: a large batch in pageable host memory copied to the GPU every step (the copy bounds it).
-- ``loader``: JPEG decoding and augmentation in one DataLoader worker feeding a small model.
+- ``loader``: JPEG decoding and augmentation in DataLoader workers feeding a small model (one worker,
+  or several under the pod's CPU quota).
+- ``objects``: 1 MiB samples fetched over HTTP from an object store behind a rate-limited link.
 - ``read``: samples read at random offsets of a file under a read-bandwidth limit, page cache evicted.
 - ``swapped``: samples gathered at random from an in-memory dataset larger than the pod's memory limit.
 """
@@ -23,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from recordings.virtual_gpu import write_progress
-from recordings.workloads import _decode, in_memory_dataset, random_batch
+from recordings.workloads import _decode, _fetch, in_memory_dataset, random_batch
 
 
 def _loop(progress: Path, step: Callable[[], None], sync: Callable[[], None]) -> None:
@@ -113,6 +115,24 @@ def loader(torch: Any, progress: Path, images: Path, batch: int, workers: int) -
         write_progress(progress, done)
 
 
+def objects(torch: Any, progress: Path, url: str, batch: int, workers: int) -> None:
+    from multiprocessing import Pool
+
+    rng = np.random.default_rng(4)
+    pool = Pool(workers)  # the workers fork before this process touches CUDA
+    weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    x = torch.empty(batch, 1 << 20, dtype=torch.uint8)
+    done = 0
+    while True:
+        pool.map(_fetch, [f"{url}/shard/{i}" for i in rng.integers(0, 1000, batch)], chunksize=1)
+        y = x.to("cuda").view(-1)[: 4096 * 4096].view(4096, 4096).to(torch.bfloat16)
+        for _ in range(4):
+            y = y @ weight
+        torch.cuda.synchronize()
+        done += 1
+        write_progress(progress, done)
+
+
 def read(torch: Any, progress: Path, path: Path, batch: int, sample_bytes: int) -> None:
     fd = os.open(path, os.O_RDONLY)
     size = os.fstat(fd).st_size
@@ -151,7 +171,7 @@ def swapped(torch: Any, progress: Path, dataset_bytes: int, batch: int, sample_b
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m recordings.gpu_workloads")
-    ap.add_argument("kind", choices=["matmul", "elementwise", "launch", "h2d", "loader", "read", "swapped"])
+    ap.add_argument("kind", choices=["matmul", "elementwise", "launch", "h2d", "loader", "objects", "read", "swapped"])
     ap.add_argument("--progress", type=Path, required=True)
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--elements", type=int, default=1 << 28)
@@ -161,6 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--images", type=Path)
     ap.add_argument("--file", type=Path)
+    ap.add_argument("--url")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--dataset-bytes", type=int, default=3 << 30)
@@ -174,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
         "launch": lambda: launch(torch, p, ns.kernels, ns.width, ns.batch),
         "h2d": lambda: h2d(torch, p, ns.mib, ns.pinned),
         "loader": lambda: loader(torch, p, ns.images, ns.batch, ns.workers),
+        "objects": lambda: objects(torch, p, ns.url, ns.batch, ns.workers),
         "read": lambda: read(torch, p, ns.file, ns.batch, 1 << 20),
         "swapped": lambda: swapped(torch, p, ns.dataset_bytes, ns.batch, 1 << 20),
     }
