@@ -121,3 +121,22 @@ def test_memory_mapped_datasets_fault_without_pressure() -> None:
     assert sum(faulting) >= 0.8 * len(mapped)
     for job in mapped:
         assert np.nanmean(_training(job, "node_psi_mem_some")) < 0.05
+
+
+def test_cpu_pressure_needs_more_runnable_work_than_cores() -> None:
+    jobs = generate_jobs(17, 120, start=START, duration=900.0, classes=[Bottleneck.CPU])
+    saturated = [
+        j for j in jobs if j.mechanism is Mechanism.SATURATED and j.params.env.node_psi and j.params.n_pods == 1
+    ]
+    assert saturated
+    # A busy node is not enough (tests/data/gpu-saturated: 14.6 of 16 cores busy, pressure 0.006):
+    # a node busy below 0.9 reads no pressure, and pressure grows with how far the node is full.
+    busy = np.array([np.nanmean(_training(j, "node_cpu_busy_frac")) for j in saturated])
+    psi = np.array([np.nanmean(_training(j, "node_psi_cpu_some")) for j in saturated])
+    assert (busy < 0.9).any() and (psi[busy < 0.9] < 0.05).all()
+    assert (busy > 0.98).any() and np.median(psi[busy > 0.98]) > 0.2
+    # the workers of a saturated loader keep their cores: some process sits at a full core
+    counted = [
+        j for j in saturated if j.params.env.sidecar and "sc_procs_busy" in j.to_window(step=30.0).pods[0].signals
+    ]
+    assert counted and np.median([np.nanmedian(_training(j, "sc_procs_busy")) for j in counted]) >= 1.0

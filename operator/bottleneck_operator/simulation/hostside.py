@@ -108,9 +108,10 @@ def host_state(
         usage, sidecar_cpu, faults_ps, ws, read_bps, block_bps, req, local, io_share, io_some, mem_some, workers
     )
     nb_cpu, node_faults, mem_stall, reclaim, rx = _node_network(c, ph)
-    busy_cores = _node_cpu(c, ph, nb_cpu, reclaim, rx)
+    oversubscribed = _node_cpu(c, ph, nb_cpu, reclaim, rx)
+    _pod_cpu_pressure(c, decode, thr, oversubscribed)
     _node_disks(c, ph)
-    _node_memory_psi(c, ph, node_faults, mem_stall, busy_cores)
+    _node_memory_psi(c, ph, node_faults, mem_stall, oversubscribed)
 
 
 def _pod_cpu(c: _Step) -> tuple[F, F, F, F, F]:
@@ -153,11 +154,13 @@ def _busy_processes(sc: Scenario, fill: F, main: F, quota: F) -> F:
 
     A worker is pinned when the loader is busy all the time (``fill``, its busy share) and nothing
     shares its core: a CFS quota (``quota``, the share of demand it grants) or a node whose cores the
-    loaders fill (they time-slice, as in the CPU pressure of :func:`_pod_pressure`) leaves each
+    loaders oversubscribe (they time-slice, as in the CPU pressure of :func:`_pod_cpu_pressure`) leaves each
     worker less.
     """
     workers = max(1.0, round(sc.loader_cores))
-    contention = np.clip((sc.loader_cores / sc.cpu_share - 0.5) / 0.4, 0, 1)
+    # Workers time-slice only when there are more of them than cores: sixteen workers on sixteen
+    # cores kept eleven processes at a full core (tests/data/gpu-saturated, busy_processes).
+    contention = np.clip((sc.loader_cores / sc.cpu_share - 1.0) / 0.4, 0, 1)
     share = quota * (1.0 - 0.25 * contention**2)
     gpp = sc.gpus_per_pod
     return np.asarray(np.round(workers * _pinned(fill * share) + gpp * _pinned(main / gpp * share)))
@@ -206,21 +209,15 @@ def _pod_reads(c: _Step) -> tuple[F, float, float, F]:
 
 
 def _pod_pressure(c: _Step, decode: F, thr: F, usage: F) -> tuple[F, F, F, float]:
-    """Pressure and process states of the pod's cgroup: (I/O share, io some, memory some, loader workers)."""
+    """IO and memory pressure and process states of the pod's cgroup: (I/O share, io some, memory
+    some, loader workers); its CPU pressure comes once the node's load is known (:func:`_pod_cpu_pressure`)."""
     sc, st, rng, x, step, a = c.sc, c.st, c.rng, c.x, c.step, c.a
     P, n = step.shape
     io_share = np.clip(a * np.minimum(x["io"], step) / step, 0, 1) * (x["io"] / (x["io"] + x["cpu"]))
     io_some = np.clip(1.2 * io_share * cat.STORAGE_KINDS[sc.storage].iowait_factor + rng.normal(0, 0.02, (P, n)), 0, 1)
-    # Without a quota a runnable loader waits only when the cores it may use are nearly all busy: a
-    # few workers on a node with cores to spare read no CPU pressure (tests/data/gpu-loader: one busy
-    # core of 16, pressure 0.0).
-    contention = np.clip((sc.loader_cores / sc.cpu_share - 0.5) / 0.4, 0, 1)
-    cpu_some = np.clip(
-        thr * 0.85 + 0.35 * decode / max(sc.loader_cores, 1e-9) * contention * (sc.cpu_limit is None), 0, 1
-    )
     mem_some = np.clip(a * np.minimum(x["host_mem"], step) / step * 0.9 + rng.uniform(0, 0.01, (P, n)), 0, 1)
-    pod_psi = {"cpu_some": cpu_some, "cpu_full": cpu_some * 0.1, "io_some": io_some,
-               "io_full": io_some * rng.uniform(0.2, 0.6), "mem_some": mem_some, "mem_full": mem_some * 0.5}  # fmt: skip
+    pod_psi = {"io_some": io_some, "io_full": io_some * rng.uniform(0.2, 0.6), "mem_some": mem_some,
+               "mem_full": mem_some * 0.5}  # fmt: skip
     for k, v in pod_psi.items():
         st.pod[f"psi_{k}_c"] = cumulative(np.clip(v, 0, 1), c.dt)
     workers = max(1.0, round(sc.loader_cores))
@@ -260,8 +257,30 @@ def _node_network(c: _Step, ph: _PodHost) -> tuple[F, F, F, F, F]:
     return nb_cpu, node_faults, mem_stall, reclaim, rx
 
 
+def _pod_cpu_pressure(c: _Step, decode: F, thr: F, oversubscribed: F) -> None:
+    """The pod's CPU pressure: its throttled periods, and without a quota its loader's waits for a core.
+
+    A runnable task waits for a CPU only when the node has more runnable tasks than cores. A busy
+    node is not enough: sixteen loader workers on a 16-core node, 14.6 cores busy, read CPU pressure
+    0.006 (tests/data/gpu-saturated), and one worker with cores to spare 0.0 (tests/data/gpu-loader).
+    """
+    sc, st = c.sc, c.st
+    contention = oversubscribed[np.asarray(st.pod_node)]
+    waits = 0.35 * decode / max(sc.loader_cores, 1e-9) * contention * (sc.cpu_limit is None)
+    cpu_some = np.clip(thr * 0.85 + waits, 0, 1)
+    st.pod["psi_cpu_some_c"] = cumulative(cpu_some, c.dt)
+    st.pod["psi_cpu_full_c"] = cumulative(cpu_some * 0.1, c.dt)
+
+
+# Runnable work against the node's cores from which tasks wait for a CPU, and the excess at which
+# most of them do (the pressure's ramp).
+OVERSUBSCRIBED_FROM = 0.95
+OVERSUBSCRIBED_SPAN = 0.25
+
+
 def _node_cpu(c: _Step, ph: _PodHost, nb_cpu: F, reclaim: F, rx: F) -> F:
-    """Node CPU time per mode; returns the busy cores."""
+    """Node CPU time per mode; returns how far runnable work oversubscribes each node's cores (0:
+    every runnable task has a core, 1: most wait)."""
     sc, st, rng, env, N, pn = c.sc, c.st, c.rng, c.sc.env, c.N, c.st.pod_node
     n = c.step.shape[1]
     ncpu = float(sc.node_cpus)
@@ -271,8 +290,9 @@ def _node_cpu(c: _Step, ph: _PodHost, nb_cpu: F, reclaim: F, rx: F) -> F:
     softirq = rx / 1e9 * 0.25
     nb_user = nb_cpu * 0.85
     system = job_sys + nb_cpu * 0.15 + 0.3 + 0.01 * ncpu
-    busy_cores = np.minimum(job_user + nb_user + system + softirq, ncpu * 0.995)
-    scale = busy_cores / np.maximum(job_user + nb_user + system + softirq, 1e-9)
+    demand = job_user + nb_user + system + softirq
+    busy_cores = np.minimum(demand, ncpu * 0.995)
+    scale = busy_cores / np.maximum(demand, 1e-9)
     idle_cores = ncpu - busy_cores
     storage = cat.STORAGE_KINDS[sc.storage]
     blocked = _node_sum(ph.io_share * ph.workers * storage.iowait_factor, pn, N) + env.neighbour_io_wait * 3
@@ -286,7 +306,8 @@ def _node_cpu(c: _Step, ph: _PodHost, nb_cpu: F, reclaim: F, rx: F) -> F:
     frac = np.stack([cores[m] / ncpu for m in CPU_MODES], axis=1)  # (N, modes, n)
     uptime = rng.uniform(2, 60, (N, 1, 1)) * 86400 * ncpu
     st.node["cpu_c"] = cumulative(frac * ncpu, c.dt, uptime * np.array([0.1, 0, 0.02, 0.86, 0.01, 0, 0.01, 0])[:, None])
-    return np.asarray(busy_cores)
+    oversubscribed = np.clip((demand / ncpu - OVERSUBSCRIBED_FROM) / OVERSUBSCRIBED_SPAN, 0, 1)
+    return np.asarray(oversubscribed)
 
 
 def _node_disks(c: _Step, ph: _PodHost) -> None:
@@ -318,7 +339,7 @@ def _node_disks(c: _Step, ph: _PodHost) -> None:
     st.node["disk_io_time_c"] = cumulative(busy, dt, rng.uniform(1e4, 1e6, (N, len(dev_bps), 1)))
 
 
-def _node_memory_psi(c: _Step, ph: _PodHost, node_faults: F, mem_stall: F, busy_cores: F) -> None:
+def _node_memory_psi(c: _Step, ph: _PodHost, node_faults: F, mem_stall: F, oversubscribed: F) -> None:
     """Node memory, swap, major faults and pressure stalls."""
     sc, st, rng, env, N, dt, pn, rel = c.sc, c.st, c.rng, c.sc.env, c.N, c.dt, c.st.pod_node, c.rel
     n = c.step.shape[1]
@@ -332,9 +353,8 @@ def _node_memory_psi(c: _Step, ph: _PodHost, node_faults: F, mem_stall: F, busy_
     st.node["swap_free"] = env.swap_bytes * np.clip(1 - env.swap_used_frac - growth, 0.0, 1.0)
     st.node["majfault_c"] = cumulative(node_faults, dt, rng.uniform(1e4, 1e7, (N, 1)))
 
-    busy_frac = busy_cores / float(sc.node_cpus)
     node_psi = {
-        "cpu_some": np.clip((busy_frac - 0.7) / 0.3, 0, 1) * 0.8 + 0.01,
+        "cpu_some": oversubscribed * 0.8 + 0.01,
         "io_some": 1 - (1 - np.clip(_node_sum(ph.io_some, pn, N), 0, 1)) * (1 - env.neighbour_io_wait),
         "mem_some": np.clip(mem_stall, 0, 1),
     }
