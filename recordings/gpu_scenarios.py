@@ -50,6 +50,12 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  f"one DataLoader worker decoding and augmenting {LOADER_BATCH} JPEGs (512x512) per batch",
                  Limits(), launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH), "--workers", "1"),
                  real_gpu=True, setup=write_jpegs),
+        Scenario("workers0", "CPU", "too-few-workers",
+                 f"num_workers=0: the training process decodes and augments {LOADER_BATCH} JPEGs (512x512) per "
+                 "batch itself, between its GPU steps",
+                 Limits(), launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH),
+                                            "--workers", "0"),
+                 real_gpu=True, setup=write_jpegs),
         Scenario("throttled", "CPU", "throttled",
                  f"{THROTTLED_WORKERS} DataLoader workers decoding {LOADER_BATCH} JPEGs (512x512) per batch "
                  f"under a CPU quota of {THROTTLED_CORES:g} core",
