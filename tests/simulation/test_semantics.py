@@ -140,3 +140,16 @@ def test_cpu_pressure_needs_more_runnable_work_than_cores() -> None:
         j for j in saturated if j.params.env.sidecar and "sc_procs_busy" in j.to_window(step=30.0).pods[0].signals
     ]
     assert counted and np.median([np.nanmedian(_training(j, "sc_procs_busy")) for j in counted]) >= 1.0
+
+
+def test_the_trainer_spins_while_its_gpu_runs_and_sleeps_while_it_waits() -> None:
+    jobs = generate_jobs(23, 80, start=START, duration=900.0, classes=[Bottleneck.GPU, Bottleneck.IO])
+    counted = [j for j in jobs if j.params.env.sidecar and "sc_procs_busy" in j.to_window(step=30.0).pods[0].signals]
+    compute = [j for j in counted if j.mechanism is Mechanism.COMPUTE]
+    starved = [j for j in counted if j.label is Bottleneck.IO and np.nanmedian(_training(j, "gpu_util")) < 0.3]
+    assert compute and starved
+    # a GPU-bound trainer is a process at a full core (tests/data/gpu-compute: 1.0 core, GPU 0.98 busy)
+    per_gpu = [np.nanmedian(_training(j, "sc_procs_busy")) / j.params.gpus_per_pod for j in compute]
+    assert np.median(per_gpu) >= 0.5
+    # one whose GPU waits for input sleeps on the loader's queue (gpu-objectstore: no busy process)
+    assert np.median([np.nanmedian(_training(j, "sc_procs_busy")) for j in starved]) == 0.0

@@ -218,7 +218,7 @@ def _draw_cpu(d: _Draft) -> tuple[float, float, float | None]:
             decode = min(max(decode * (max(1.0, min(cores, workers * 0.8)) / cores), 1e-6), 0.5)
             cores = batch * gpp * decode / t_cpu / 0.95
         cpu_limit = round(max(cores, 1.0) * 2) / 2
-        loader = max(cpu_limit * 0.95 - 0.3, 0.5)  # the main process keeps ~0.3 core of the quota
+        loader = max(cpu_limit * 0.95 - 0.05 * gpp, 0.5)  # waiting trainers sleep: ~0.05 core each
     else:
         loader = workers
         decode = t_cpu * loader / (batch * gpp)

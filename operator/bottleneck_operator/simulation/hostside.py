@@ -120,8 +120,15 @@ def _pod_cpu(c: _Step) -> tuple[F, F, F, F, F]:
     P, n = c.step.shape
     gpp = sc.gpus_per_pod
     decode = a * np.minimum(c.x["cpu"], c.step) / c.step * sc.loader_cores
-    # Python main loop and kernel launches: a launch-bound job keeps one core per GPU fully busy.
-    main = gpp * (1.0 if sc.kernel_duty < 1 else rng.uniform(0.5, 1.0)) * (0.3 + 0.7 * a)
+    # The training process: a launch-bound one keeps a core per GPU busy launching. Otherwise it
+    # launches, and spins in the CUDA synchronisation while its GPU runs (a bf16 matmul loop and an
+    # HBM-bound one read 1.0 core, tests/data/gpu-compute and gpu-hbm), and sleeps on the loader's
+    # queue while the step waits for input (0.03 and 0.06 cores: gpu-io, gpu-objectstore).
+    spin = 0.4 + 0.6 * rng.uniform(0.5, 1.0)  # 0.7-1.0: not every loop synchronises at every step
+    x = c.x
+    device = np.maximum(np.maximum(x["flops"], np.maximum(x["h2d"], x["comm"])), np.maximum(x["host_mem"], x["dram"]))
+    waiting = np.clip((np.maximum(x["io"], x["cpu"]) - device) / c.step, 0.0, 1.0)
+    main = gpp * (1.0 if sc.kernel_duty < 1 else np.clip(0.05 + spin * (1.0 - waiting), 0.0, 1.0)) * (0.3 + 0.7 * a)
     startup = (1 - a) * (1 - c.ckpt) * rng.uniform(1.0, 2.5) * (c.rel < sc.env.startup_s * 1.5)
     faults_ps = c.sps * gpp * sc.faults_per_sample + rng.uniform(0.0, 2.0, (P, n))
     if sc.env.mmap_dataset and not sc.env.dataset_cached:  # a major fault per page-cache miss (128 KiB readahead)
