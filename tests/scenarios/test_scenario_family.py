@@ -95,6 +95,24 @@ def test_few_workers_are_pinned_and_object_store_readers_are_not(jobs: list[Scen
     assert np.median([_median(j, "sc_procs_busy") for j in throttled]) == 0.0
 
 
+def test_a_trainer_decoding_its_own_batches_holds_a_core() -> None:
+    """With num_workers=0 the training process decodes between its GPU steps and, unless it waits on
+    storage, never sleeps: one process at a full core per GPU (tests/data/gpu-workers0: 1.001 cores,
+    one busy process)."""
+    serial = [
+        j for j in generate_family(7, 600, start=START)
+        if "num-workers-0" in j.tags and not j.partner and "sc_procs_busy" in j.window.pods[0].signals
+        and j.label is Bottleneck.CPU
+    ]  # fmt: skip
+    assert serial
+    for j in serial:
+        assert _median(j, "sc_procs_busy") >= _gpus(j)  # per pod: one per GPU process
+
+
+def _gpus(job: ScenarioJob) -> float:
+    return float(job.window.pods[0].gpu_count)
+
+
 def test_memory_mapped_reads_are_major_faults(jobs: list[ScenarioJob]) -> None:
     for j in _pick(jobs, "mmap"):
         if j.mechanism == "mmap":

@@ -96,7 +96,8 @@ def _step_shares(plan: Plan, rng: np.random.Generator, n: int, ph: npt.NDArray[n
     device = np.maximum(tg + exposed, th2d) if st.pinned else tg + exposed + th2d
     inp = tcpu + tio if st.serial_input else np.maximum(tcpu, tio)
     step = (device + inp if st.serial_input else np.maximum(device, inp)) + tm
-    return {"tg": tg, "tc": tc, "tcpu": tcpu, "tio": tio, "tm": tm, "th2d": th2d, "exposed": exposed, "step": step}
+    return {"tg": tg, "tc": tc, "tcpu": tcpu, "tio": tio, "tm": tm, "th2d": th2d, "exposed": exposed, "device": device,
+            "step": step}  # fmt: skip
 
 
 def _one_pod(
@@ -160,11 +161,8 @@ def _host(
     io_share = np.where(startup | ckpt, 0.0, s["tio"] / step)
     cpu_share = np.where(startup | ckpt, 0.0, s["tcpu"] / step)
     loader = cpu_share * plan.loader_cores * rng.uniform(0.95, 1.02, n)
-    main = gpus * np.where(plan.launch_core, rng.uniform(0.95, 1.0, n), 0.2 + 0.4 * u)
-    if not plan.stages.pinned:  # pageable copies: the driver's memcpy into its staging buffer
-        main = main + gpus * np.where(startup | ckpt, 0.0, s["th2d"] / step)
+    main = gpus * np.where(plan.launch_core, rng.uniform(0.95, 1.0, n), _trainer_cores(plan, s, startup | ckpt))
     if plan.workers == 0:
-        main = main + gpus * cpu_share
         loader = np.zeros(n)
     storage = plan.storage
     read = io_share * storage.bps + np.where(startup, storage.bps * rng.uniform(0.2, 0.6, n), 0.0)
@@ -211,6 +209,20 @@ def _host(
         "runnable": cpu + plan.loader_cores * contention,
     }  # fmt: skip
     return pod, node
+
+
+def _trainer_cores(plan: Plan, s: dict[str, F], idle: npt.NDArray[np.bool_]) -> F:
+    """Cores of one training process that is not launch-bound.
+
+    It is on a core whenever it is not asleep: it launches, copies pageable batches into the driver's
+    staging buffer and spins in the CUDA synchronisation while the device works, and with
+    num_workers=0 decodes its own batches (all the while). It sleeps on the loader's queue, on its own
+    reads and on faults. The H200 recordings: 1.0 core for a compute- or HBM-bound loop and for one
+    that decodes in-process (gpu-compute, gpu-hbm, gpu-workers0), 0.03-0.06 for loops fed by slow
+    input (gpu-io, gpu-objectstore).
+    """
+    awake = 0.9 * s["device"] + (s["tcpu"] if plan.workers == 0 else 0.0)
+    return np.where(idle, 0.2, np.clip(0.05 + awake / s["step"], 0.0, 1.0))
 
 
 def _pinned(plan: Plan, s: dict[str, F], idle: npt.NDArray[np.bool_], main: F, granted: F, crowding: float) -> F:
