@@ -15,7 +15,7 @@ from recordings.cpu_quota import write_jpegs
 from recordings.harness import Context, Scenario
 from recordings.io_limit import write_samples
 from recordings.memory_swap import remove_swapfile, swapfile
-from recordings.object_store import LINK, OBJECT_BYTES, PORT, RATE
+from recordings.object_store import OBJECT_BYTES, RATE, link_down, link_up, start_store
 
 READ_BPS = 40_000_000
 LOADER_BATCH = 64
@@ -48,33 +48,27 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  Limits(), launch=_launcher("h2d", "--pinned"), real_gpu=True),
         Scenario("loader", "CPU", "too-few-workers",
                  f"one DataLoader worker decoding and augmenting {LOADER_BATCH} JPEGs (512x512) per batch",
-                 Limits(), launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH), "--workers", "1"),
+                 Limits(), launch=_loader(1),
                  real_gpu=True, setup=write_jpegs),
         Scenario("workers0", "CPU", "too-few-workers",
                  f"num_workers=0: the training process decodes and augments {LOADER_BATCH} JPEGs (512x512) per "
                  "batch itself, between its GPU steps",
-                 Limits(), launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH),
-                                            "--workers", "0"),
+                 Limits(), launch=_loader(0),
                  real_gpu=True, setup=write_jpegs),
         Scenario("throttled", "CPU", "throttled",
                  f"{THROTTLED_WORKERS} DataLoader workers decoding {LOADER_BATCH} JPEGs (512x512) per batch "
                  f"under a CPU quota of {THROTTLED_CORES:g} core",
-                 Limits(cpu_cores=THROTTLED_CORES),
-                 launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH),
-                                  "--workers", str(THROTTLED_WORKERS)),
+                 Limits(cpu_cores=THROTTLED_CORES), launch=_loader(THROTTLED_WORKERS),
                  real_gpu=True, setup=write_jpegs),
         Scenario("saturated", "CPU", "saturated",
                  f"{SATURATING_WORKERS} DataLoader workers decoding {LOADER_BATCH} JPEGs (512x512) per batch, "
                  "no CPU quota: every core of the node decodes",
-                 Limits(),
-                 launch=_launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH),
-                                  "--workers", str(SATURATING_WORKERS)),
+                 Limits(), launch=_loader(SATURATING_WORKERS),
                  real_gpu=True, setup=write_jpegs),
         Scenario("objectstore", "IO", "network-storage",
                  f"4 workers fetching 16 x {OBJECT_BYTES >> 20} MiB objects a batch over HTTP, through a "
                  f"{RATE}/s link (tc tbf) to a store in its own network namespace",
-                 Limits(), launch=_objectstore, real_gpu=True,
-                 setup=lambda ctx: LINK.up(), teardown=lambda ctx: LINK.down()),
+                 Limits(), launch=_objectstore, real_gpu=True, setup=link_up, teardown=link_down),
         Scenario("io", "IO", "local-disk",
                  f"reads limited to {READ_BPS / 1e6:g} MB/s on {disk} ({dev}), page cache evicted after each read",
                  Limits(read_bps=(dev, READ_BPS)),
@@ -91,10 +85,12 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
 
 
 def _objectstore(ctx: Context) -> None:
-    # The store is a service elsewhere: outside the recorded pod's cgroup, behind the shaped link.
-    ctx.spawn(["objectstore", "--host", LINK.peer_ip, "--port", str(PORT), "--object-bytes", str(OBJECT_BYTES)],
-              prefix=LINK.inside, join=False)  # fmt: skip
-    _launcher("objects", "--url", f"http://{LINK.peer_ip}:{PORT}", "--batch", "16", "--workers", "4")(ctx)
+    _launcher("objects", "--url", start_store(ctx), "--batch", "16", "--workers", "4")(ctx)
+
+
+def _loader(workers: int) -> Callable[[Context], None]:
+    """The JPEG loader with ``workers`` DataLoader workers (0: the training process decodes)."""
+    return _launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH), "--workers", str(workers))
 
 
 def _launcher(kind: str, *args: str) -> Callable[[Context], None]:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from recordings.virtual_gpu import write_progress
-from recordings.workloads import _decode, _fetch, in_memory_dataset, random_batch
+from recordings.workloads import _decode, fetch_batch, in_memory_dataset, random_batch
 
 
 def _loop(progress: Path, step: Callable[[], None], sync: Callable[[], None]) -> None:
@@ -124,7 +124,7 @@ def objects(torch: Any, progress: Path, url: str, batch: int, workers: int) -> N
     x = torch.empty(batch, 1 << 20, dtype=torch.uint8)
     done = 0
     while True:
-        pool.map(_fetch, [f"{url}/shard/{i}" for i in rng.integers(0, 1000, batch)], chunksize=1)
+        fetch_batch(pool, url, rng, batch, 1000)
         y = x.to("cuda").view(-1)[: 4096 * 4096].view(4096, 4096).to(torch.bfloat16)
         for _ in range(4):
             y = y @ weight

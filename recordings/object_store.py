@@ -22,19 +22,24 @@ PORT = 8080
 OBJECT_BYTES = 1 << 20
 
 
-def _setup(ctx: Context) -> None:
+def link_up(ctx: Context) -> None:
     LINK.up()
 
 
-def _teardown(ctx: Context) -> None:
+def link_down(ctx: Context) -> None:
     LINK.down()
 
 
-def _launch(ctx: Context) -> None:
-    # The store is a service elsewhere: outside the recorded pod's cgroup.
+def start_store(ctx: Context) -> str:
+    """Start the store behind the shaped link, outside the recorded pod's cgroup (it is a service
+    elsewhere); returns its URL."""
     ctx.spawn(["objectstore", "--host", LINK.peer_ip, "--port", str(PORT), "--object-bytes", str(OBJECT_BYTES)],
               prefix=LINK.inside, join=False)  # fmt: skip
-    ctx.spawn(["objects", "--url", f"http://{LINK.peer_ip}:{PORT}", "--batch", "16", "--workers", "4",
+    return f"http://{LINK.peer_ip}:{PORT}"
+
+
+def _launch(ctx: Context) -> None:
+    ctx.spawn(["objects", "--url", start_store(ctx), "--batch", "16", "--workers", "4",
                "--progress", str(ctx.progress_file(0))])  # fmt: skip
 
 
@@ -51,8 +56,8 @@ SCENARIO = Scenario(
     compute_s=0.05,
     h2d_bytes=16 * 3 * 224 * 224 * 4,
     launch=_launch,
-    setup=_setup,
-    teardown=_teardown,
+    setup=link_up,
+    teardown=link_down,
     extra_figures=_figures,
 )
 

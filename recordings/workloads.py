@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 from multiprocessing import Pool
+from multiprocessing.pool import Pool as WorkerPool
 from pathlib import Path
 
 import numpy as np
@@ -161,12 +162,17 @@ def _fetch(url: str) -> float:
     return float(np.frombuffer(data, dtype=np.uint8)[::4096].sum())
 
 
+def fetch_batch(pool: WorkerPool, url: str, rng: np.random.Generator, batch: int, count: int) -> None:
+    """Fetch ``batch`` objects picked at random of the store's first ``count``, one per worker task."""
+    pool.map(_fetch, [f"{url}/shard/{i}" for i in rng.integers(0, count, batch)], chunksize=1)
+
+
 def objects(url: str, progress: Path, batch: int, workers: int, count: int) -> None:
     rng = np.random.default_rng(4)
     done = 0
     with Pool(workers) as pool:
         while True:
-            pool.map(_fetch, [f"{url}/shard/{i}" for i in rng.integers(0, count, batch)], chunksize=1)
+            fetch_batch(pool, url, rng, batch, count)
             done += 1
             write_progress(progress, done)
 

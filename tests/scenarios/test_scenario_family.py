@@ -106,11 +106,7 @@ def test_a_trainer_decoding_its_own_batches_holds_a_core() -> None:
     ]  # fmt: skip
     assert serial
     for j in serial:
-        assert _median(j, "sc_procs_busy") >= _gpus(j)  # per pod: one per GPU process
-
-
-def _gpus(job: ScenarioJob) -> float:
-    return float(job.window.pods[0].gpu_count)
+        assert _median(j, "sc_procs_busy") >= j.window.pods[0].gpu_count  # per pod: one per GPU process
 
 
 def test_memory_mapped_reads_are_major_faults(jobs: list[ScenarioJob]) -> None:

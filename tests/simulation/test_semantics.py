@@ -84,9 +84,14 @@ def test_http_readers_leave_no_iowait() -> None:
     assert max(np.nanmean(_training(j, "node_cpu_iowait_frac")) for j in nfs) > 0.01
 
 
+def _busy_counted(jobs: list[SimulatedJob]) -> list[SimulatedJob]:
+    """The jobs whose collector reports its busy processes."""
+    return [j for j in jobs if j.params.env.sidecar and "sc_procs_busy" in j.to_window(step=30.0).pods[0].signals]
+
+
 def test_too_few_workers_are_pinned_at_a_core_and_http_readers_are_not() -> None:
     jobs = generate_jobs(13, 60, start=START, duration=900.0, classes=[Bottleneck.CPU, Bottleneck.IO])
-    counted = [j for j in jobs if j.params.env.sidecar and "sc_procs_busy" in j.to_window(step=30.0).pods[0].signals]
+    counted = _busy_counted(jobs)
     few = [j for j in counted if j.mechanism is Mechanism.TOO_FEW_WORKERS]
     http = [j for j in counted if j.params.storage == "object-http" and j.label is Bottleneck.IO]
     assert few and http
@@ -136,15 +141,13 @@ def test_cpu_pressure_needs_more_runnable_work_than_cores() -> None:
     assert (busy < 0.9).any() and (psi[busy < 0.9] < 0.05).all()
     assert (busy > 0.98).any() and np.median(psi[busy > 0.98]) > 0.2
     # the workers of a saturated loader keep their cores: some process sits at a full core
-    counted = [
-        j for j in saturated if j.params.env.sidecar and "sc_procs_busy" in j.to_window(step=30.0).pods[0].signals
-    ]
+    counted = _busy_counted(saturated)
     assert counted and np.median([np.nanmedian(_training(j, "sc_procs_busy")) for j in counted]) >= 1.0
 
 
 def test_the_trainer_spins_while_its_gpu_runs_and_sleeps_while_it_waits() -> None:
     jobs = generate_jobs(23, 80, start=START, duration=900.0, classes=[Bottleneck.GPU, Bottleneck.IO])
-    counted = [j for j in jobs if j.params.env.sidecar and "sc_procs_busy" in j.to_window(step=30.0).pods[0].signals]
+    counted = _busy_counted(jobs)
     compute = [j for j in counted if j.mechanism is Mechanism.COMPUTE]
     starved = [j for j in counted if j.label is Bottleneck.IO and np.nanmedian(_training(j, "gpu_util")) < 0.3]
     assert compute and starved

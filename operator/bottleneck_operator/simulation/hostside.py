@@ -103,7 +103,7 @@ def host_state(
     decode, usage, thr, faults_ps, sidecar_cpu = _pod_cpu(c)
     ws = _pod_memory(c, faults_ps)
     read_bps, req, local, block_bps = _pod_reads(c)
-    io_share, io_some, mem_some, workers = _pod_pressure(c, decode, thr, usage)
+    io_share, io_some, mem_some, workers = _pod_pressure(c, usage)
     ph = _PodHost(
         usage, sidecar_cpu, faults_ps, ws, read_bps, block_bps, req, local, io_share, io_some, mem_some, workers
     )
@@ -160,9 +160,10 @@ def _busy_processes(sc: Scenario, fill: F, main: F, quota: F) -> F:
     """Processes at a full core: loader workers and trainer processes, each at 0.9 of a core or more.
 
     A worker is pinned when the loader is busy all the time (``fill``, its busy share) and nothing
-    shares its core: a CFS quota (``quota``, the share of demand it grants) or a node whose cores the
-    loaders oversubscribe (they time-slice, as in the CPU pressure of :func:`_pod_cpu_pressure`) leaves each
-    worker less.
+    shares its core: a CFS quota (``quota``, the share of demand it grants) or more workers than the
+    pod's share of the node's cores (they time-slice) leaves each worker less. The pod's CPU pressure
+    reads the whole node's oversubscription instead (:func:`_pod_cpu_pressure`), which is known only
+    once the node's CPU is.
     """
     workers = max(1.0, round(sc.loader_cores))
     # Workers time-slice only when there are more of them than cores: sixteen workers on sixteen
@@ -215,7 +216,7 @@ def _pod_reads(c: _Step) -> tuple[F, float, float, F]:
     return read_bps, float(req), local, block_bps
 
 
-def _pod_pressure(c: _Step, decode: F, thr: F, usage: F) -> tuple[F, F, F, float]:
+def _pod_pressure(c: _Step, usage: F) -> tuple[F, F, F, float]:
     """IO and memory pressure and process states of the pod's cgroup: (I/O share, io some, memory
     some, loader workers); its CPU pressure comes once the node's load is known (:func:`_pod_cpu_pressure`)."""
     sc, st, rng, x, step, a = c.sc, c.st, c.rng, c.x, c.step, c.a
