@@ -77,9 +77,24 @@ def test_util_gap_and_quantiles() -> None:
     ramp = np.linspace(0.0, 1.0, 30)
     w.pods[0].signals["gr_engine_active"][:] = ramp  # type: ignore[index]
     x = extract_features([w])[0]
-    p10, p50, p90 = (value(x, f"gr_engine_active.{q}") for q in ("p10", "p50", "p90"))
+    # GPU activity reads GR_ENGINE_ACTIVE first
+    p10, p50, p90 = (value(x, f"act.{q}") for q in ("p10", "p50", "p90"))
     assert p10 < p50 < p90  # type: ignore[operator]
     assert abs(value(x, "act_low_share") - np.mean(ramp < 0.3)) < 1e-9  # type: ignore[operator]
+
+
+def test_context_series_carry_the_statistics_that_are_read() -> None:
+    """A series the classifier never splits on enters the row with its mean (over the training-loop
+    samples, as every statistic), the PCIe shares also with their p90 (read by the evidence)."""
+    assert "gr_engine_active.mean" in FEATURE_INDEX and "gr_engine_active.p10" not in FEATURE_INDEX
+    assert "pcie_rx_frac.p90" in FEATURE_INDEX and "pcie_rx_frac.cv" not in FEATURE_INDEX
+    assert "act.p10" in FEATURE_INDEX and "act.cv" in FEATURE_INDEX
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    ramp = np.linspace(0.2, 1.0, 30)
+    w.pods[0].signals["gpu_util"][:] = ramp  # type: ignore[index]
+    w.pods[0].signals["gpu_util"][::3] = np.nan  # type: ignore[index]
+    x = extract_features([w])[0]
+    assert abs(value(x, "gpu_util.mean") - np.nanmean(w.pods[0].signals["gpu_util"])) < 1e-12  # type: ignore[operator]
 
 
 def test_samples_lost_are_ignored() -> None:

@@ -26,7 +26,7 @@ from bottleneck_operator.analysis.derived import derived_columns
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.hardware import spec_for
 from bottleneck_operator.analysis.series_names import BANDED, SERIES, SERIES_INDEX
-from bottleneck_operator.analysis.stats import nan_corr, nan_segment_mean, quantile_ranks, summarise_rows
+from bottleneck_operator.analysis.stats import nan_segment_mean, quantile_ranks, summarise_rows
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 STATS: tuple[str, ...] = ("mean", "p10", "p50", "p90", "cv")
@@ -45,16 +45,6 @@ POD_SPREAD: tuple[str, ...] = (
     "log_net_per_gpu",
     "mem_limit_frac",
 )
-# Correlations over time between GPU activity and an input signal: a stage that stalls the GPU moves
-# against it.
-CORRELATIONS: tuple[str, ...] = (
-    "pcie_rx_frac",
-    "power_rel_peak",
-    "log_net_per_gpu",
-    "log_read_per_gpu",
-    "cpu_per_gpu",
-    "node_cpu_iowait_frac",
-)
 EXTRA: tuple[str, ...] = (
     "act_low_share",  # share of samples with GPU activity < 0.3
     "act_pod_spread",  # max - min of the pods' mean activity
@@ -66,19 +56,10 @@ EXTRA: tuple[str, ...] = (
     "has_nvlink",
 )
 
-FEATURE_NAMES: tuple[str, ...] = (
-    *(f"{s}.{st}" for s in SERIES for st in STATS),
-    *(f"{s}.mean.{agg}" for s in POD_SPREAD for agg in ("podmax", "podmin")),
-    *(f"corr.act.{s}" for s in CORRELATIONS),
-    *EXTRA,
-)
-FEATURE_INDEX: dict[str, int] = {n: i for i, n in enumerate(FEATURE_NAMES)}
-
 # Series that describe the node or the job's size rather than what the job waits for: node-wide CPU
 # busy and pressure come from every process on the node (a neighbour saturating it says nothing of
 # the job's own loader), and cores per GPU is a habit of the workload. They stay in the row for the
-# evidence and the report; the classifier never splits on them (see ``training.fit_model``). The
-# correlations over time follow the window's phase structure, not the bottleneck.
+# evidence and the report; the classifier never splits on them (see ``training.fit_model``).
 CONTEXT_SERIES: tuple[str, ...] = (
     "node_cpu_busy_frac",
     "node_psi_cpu_some",
@@ -111,9 +92,29 @@ CONTEXT_SERIES: tuple[str, ...] = (
     "mem_limit_frac",
     *BANDED,  # read by the classifier with their background removed (``<name>_band``)
 )
-CONTEXT_ONLY: tuple[str, ...] = tuple(
-    n for n in FEATURE_NAMES if n.split(".")[0] in CONTEXT_SERIES or n.startswith("corr.")
+# The statistics a context series enters the row with: the ones the evidence and the report read. The
+# classifier never splits on them, so the rest would be sorted and summarised for nothing (a third of
+# the series; the quantiles' sort is most of what a series costs).
+CONTEXT_STATS: dict[str, tuple[str, ...]] = {"pcie_rx_frac": ("mean", "p90"), "pcie_tx_frac": ("mean", "p90")}
+
+
+def _stats_of(series: str) -> tuple[str, ...]:
+    return CONTEXT_STATS.get(series, ("mean",)) if series in CONTEXT_SERIES else STATS
+
+
+# Series summarised by their mean alone (no sort, no quantiles).
+MEAN_ONLY: frozenset[str] = frozenset(s for s in SERIES if _stats_of(s) == ("mean",))
+
+FEATURE_NAMES: tuple[str, ...] = (
+    *(f"{s}.{st}" for s in SERIES for st in _stats_of(s)),
+    *(f"{s}.mean.{agg}" for s in POD_SPREAD for agg in ("podmax", "podmin")),
+    *EXTRA,
 )
+# Where each series statistic of the row sits in the per-pod (series x STATS) statistics, flattened.
+_STAT_COLUMNS = np.array([SERIES_INDEX[s] * len(STATS) + STATS.index(st) for s in SERIES for st in _stats_of(s)])
+FEATURE_INDEX: dict[str, int] = {n: i for i, n in enumerate(FEATURE_NAMES)}
+
+CONTEXT_ONLY: tuple[str, ...] = tuple(n for n in FEATURE_NAMES if n.split(".")[0] in CONTEXT_SERIES)
 N_FEATURES = len(FEATURE_NAMES)
 
 
@@ -123,14 +124,15 @@ def feature_schema_hash() -> str:
 
 
 def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, list[int]]:
-    """Per-pod statistics and correlations for every pod of every window.
+    """Per-pod statistics for every pod of every window.
 
     Args:
         windows: job windows (any lengths: shorter ones are padded with NaN).
 
     Returns:
-        (stats of shape (pods, len(SERIES), len(STATS)), correlations plus the low-activity share
-        (pods, len(CORRELATIONS) + 1),
+        (stats of shape (pods, len(SERIES), len(STATS)), NaN where a statistic is not in the row
+        (:data:`MEAN_ONLY` series have their mean alone),
+        the low-activity share of each pod, shape (pods, 1),
         offsets: index of each window's first pod; a window without pods has an empty slice).
     """
     pods = [p for w in windows for p in w.pods]
@@ -140,45 +142,46 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
         offsets.append(k)
         k += len(w.pods)
     if not pods:
-        return np.empty((0, len(SERIES), len(STATS))), np.empty((0, len(CORRELATIONS) + 1)), offsets
+        return np.empty((0, len(SERIES), len(STATS))), np.empty((0, 1)), offsets
     lengths = [len(w.timestamps) for w in windows for _ in w.pods]
     t = max(1, max(lengths))
     cols = derived_columns(*gather(pods, lengths, t), scratch=True)
-    keep = training_mask(cols.__getitem__)
-    # The correlations read the training-loop samples in time order, before they are sorted.
-    drop = ~keep
-    kept = {name: _blanked(cols[name], drop) for name in ("act", *CORRELATIONS)}
-    act = kept["act"]
-    corr = np.stack([nan_corr(act, kept[s]) for s in CORRELATIONS], axis=1)
-    low = act < 0.3
-    n_act = (~np.isnan(act)).sum(axis=1)
-    stats = _summarise_planes(cols, drop, kept, t)
+    drop = ~training_mask(cols.__getitem__)
+    act = _blanked(cols["act"], drop)
     with np.errstate(invalid="ignore", divide="ignore"):
-        low_share = low.sum(axis=1) / n_act
-    # The low-activity share travels as one more column after the correlations (see EXTRA).
-    return stats, np.column_stack([corr, low_share]), offsets
+        low_share = (act < 0.3).sum(axis=1) / (~np.isnan(act)).sum(axis=1)
+    stats = _summarise_planes(cols, drop, act, t)
+    return stats, low_share[:, None], offsets
 
 
-def _summarise_planes(
-    cols: dict[str, FloatArray], drop: npt.NDArray[np.bool_], kept: dict[str, FloatArray], t: int
-) -> FloatArray:
+def _summarise_planes(cols: dict[str, FloatArray], drop: npt.NDArray[np.bool_], act: FloatArray, t: int) -> FloatArray:
     """The statistics of each derived series' training-loop samples, shape (pods, len(SERIES), len(STATS)).
 
     Each plane is blanked (NaN where ``drop``, the samples outside the training loop) into a fresh
-    array (or taken from ``kept``, already blanked) that is sorted in place, so the
-    (pods x series x time) array is never built. Planes are taken out of ``cols``
-    and ``kept`` as they are summarised: each is freed as soon as it is read, and the next one reuses
-    its memory while it is still in cache.
+    array (``act`` comes blanked already) that is sorted in place, so the (pods x series x time) array
+    is never built. Planes are taken out of ``cols`` as they are summarised: each is freed as soon as
+    it is read, and the next one reuses its memory while it is still in cache.
     """
-    stats = np.empty((len(drop), len(SERIES), len(STATS)))
+    stats = np.full((len(drop), len(SERIES), len(STATS)), np.nan)
     ranks = quantile_ranks(t, QUANTILES)
     for name, i in SERIES_INDEX.items():
         plane = cols.pop(name, None)
         if plane is None:
-            stats[:, i, :] = np.nan
+            continue
+        rows = act if name == "act" else _blanked(plane, drop)
+        if name in MEAN_ONLY:
+            stats[:, i, 0] = _mean_of_rows(rows)
         else:
-            summarise_rows(kept.pop(name) if name in kept else _blanked(plane, drop), ranks, stats[:, i, :])
+            summarise_rows(rows, ranks, stats[:, i, :])
     return stats
+
+
+def _mean_of_rows(rows: FloatArray) -> FloatArray:
+    """The NaN-ignoring mean of each row (NaN for a row with no sample); ``rows`` is zero-filled in place."""
+    missing = np.isnan(rows)
+    np.putmask(rows, missing, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(rows.sum(axis=1) / (rows.shape[1] - missing.sum(axis=1)), dtype=np.float64)
 
 
 def _blanked(plane: FloatArray, drop: npt.NDArray[np.bool_]) -> FloatArray:
@@ -240,17 +243,15 @@ def features_from_pods(
     if len(rows) == 0:
         return x
     starts = np.asarray(offsets, dtype=np.intp)[rows]
-    n_stat = len(SERIES) * len(STATS)
+    n_stat = len(_STAT_COLUMNS)
     n_spread = 2 * len(POD_SPREAD)
-    n_corr = len(CORRELATIONS)
-    flat = stats.reshape(len(stats), -1)
-    x[rows, :n_stat] = nan_segment_mean(flat, starts)
+    x[rows, :n_stat] = nan_segment_mean(stats.reshape(len(stats), -1)[:, _STAT_COLUMNS], starts)
     means = stats[:, _SPREAD_IDX, 0]
     podmax = np.fmax.reduceat(means, starts, axis=0)
     podmin = np.fmin.reduceat(means, starts, axis=0)
     x[rows, n_stat : n_stat + n_spread] = np.stack([podmax, podmin], axis=2).reshape(len(rows), -1)
     base = n_stat + n_spread
-    x[rows, base : base + n_corr + 1] = nan_segment_mean(extra, starts)
+    x[rows, base] = nan_segment_mean(extra, starts)[:, 0]
     spread = np.fmax.reduceat(stats[:, SERIES_INDEX["act"], 0], starts) - np.fmin.reduceat(
         stats[:, SERIES_INDEX["act"], 0], starts
     )
@@ -278,8 +279,8 @@ def features_from_pods(
             np.maximum.reduceat(per_pod[:, 2], local),
         )
     )
-    x[rows, base + n_corr + 1] = np.where(meta[:, 0] > 1, spread, 0.0)
-    x[rows, base + n_corr + 2 :] = meta
+    x[rows, base + 1] = np.where(meta[:, 0] > 1, spread, 0.0)
+    x[rows, base + 2 :] = meta
     return x
 
 
