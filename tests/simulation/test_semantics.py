@@ -151,8 +151,9 @@ def test_the_trainer_spins_while_its_gpu_runs_and_sleeps_while_it_waits() -> Non
     compute = [j for j in counted if j.mechanism is Mechanism.COMPUTE]
     starved = [j for j in counted if j.label is Bottleneck.IO and np.nanmedian(_training(j, "gpu_util")) < 0.3]
     assert compute and starved
-    # a GPU-bound trainer is a process at a full core (tests/data/gpu-compute: 1.0 core, GPU 0.98 busy)
+    # a GPU-bound trainer is a process at a full core, every one of them (six recorded loops with a busy
+    # device held 1.00 core each: tests/data/gpu-compute, gpu-hbm, gpu-launch, gpu-h2d, ...)
     per_gpu = [np.nanmedian(_training(j, "sc_procs_busy")) / j.params.gpus_per_pod for j in compute]
-    assert np.median(per_gpu) >= 0.5
+    assert min(per_gpu) >= 1.0
     # one whose GPU waits for input sleeps on the loader's queue (gpu-objectstore: no busy process)
     assert np.median([np.nanmedian(_training(j, "sc_procs_busy")) for j in starved]) == 0.0

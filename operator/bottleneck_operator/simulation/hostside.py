@@ -121,10 +121,11 @@ def _pod_cpu(c: _Step) -> tuple[F, F, F, F, F]:
     gpp = sc.gpus_per_pod
     decode = a * np.minimum(c.x["cpu"], c.step) / c.step * sc.loader_cores
     # The training process: a launch-bound one keeps a core per GPU busy launching. Otherwise it
-    # launches, and spins in the CUDA synchronisation while its GPU runs (a bf16 matmul loop and an
-    # HBM-bound one read 1.0 core, tests/data/gpu-compute and gpu-hbm), and sleeps on the loader's
-    # queue while the step waits for input (0.03 and 0.06 cores: gpu-io, gpu-objectstore).
-    spin = 0.4 + 0.6 * rng.uniform(0.5, 1.0)  # 0.7-1.0: not every loop synchronises at every step
+    # launches, and spins in the CUDA synchronisation while its GPU runs, and sleeps on the loader's
+    # queue while the step waits for input (0.03 and 0.06 cores: gpu-io, gpu-objectstore). Every
+    # recorded loop whose device was busy held a full core: 1.00 in gpu-compute, gpu-hbm, gpu-launch,
+    # gpu-launch-wide, gpu-h2d and gpu-h2d-pinned alike, so it counts among the busy processes.
+    spin = rng.uniform(0.9, 1.0)
     x = c.x
     device = np.maximum(np.maximum(x["flops"], np.maximum(x["h2d"], x["comm"])), np.maximum(x["host_mem"], x["dram"]))
     waiting = np.clip((np.maximum(x["io"], x["cpu"]) - device) / c.step, 0.0, 1.0)
