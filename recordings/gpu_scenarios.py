@@ -74,6 +74,12 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  Limits(read_bps=(dev, READ_BPS)),
                  launch=_launcher("read", "--file", "{workdir}/samples.bin", "--batch", "16"),
                  real_gpu=True, setup=write_samples),
+        Scenario("mmap", "IO", "local-disk",
+                 f"a memory-mapped sample file read by touching its pages (as Arrow, LMDB and np.memmap datasets "
+                 f"are), reads limited to {READ_BPS / 1e6:g} MB/s on {disk} ({dev}), pages dropped after each read",
+                 Limits(read_bps=(dev, READ_BPS)),
+                 launch=_launcher("read", "--file", "{workdir}/samples.bin", "--batch", "16", "--mapped"),
+                 real_gpu=True, setup=write_samples),
         Scenario("memory", "Memory", "host-memory-pressure",
                  f"{MEMORY_LIMIT >> 20} MiB memory limit with swap, for a {DATASET >> 30} GiB in-memory dataset "
                  "sampled at random (32 x 1 MiB a batch)",

@@ -10,13 +10,16 @@ Each loop runs real PyTorch work on GPU 0 and publishes its step count after eve
 - ``loader``: JPEG decoding and augmentation in DataLoader workers feeding a small model (one worker,
   or several under the pod's CPU quota).
 - ``objects``: 1 MiB samples fetched over HTTP from an object store behind a rate-limited link.
-- ``read``: samples read at random offsets of a file under a read-bandwidth limit, page cache evicted.
+- ``read``: samples read at random offsets of a file under a read-bandwidth limit, page cache evicted;
+  with ``--mapped`` the file is memory-mapped and read by touching its pages, as Arrow, LMDB and
+  ``np.memmap`` datasets are (each page-cache miss a major fault, not a ``read()`` call).
 - ``swapped``: samples gathered at random from an in-memory dataset larger than the pod's memory limit.
 """
 
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -133,17 +136,27 @@ def objects(torch: Any, progress: Path, url: str, batch: int, workers: int) -> N
         write_progress(progress, done)
 
 
-def read(torch: Any, progress: Path, path: Path, batch: int, sample_bytes: int) -> None:
+def read(torch: Any, progress: Path, path: Path, batch: int, sample_bytes: int, mapped: bool = False) -> None:
     fd = os.open(path, os.O_RDONLY)
     size = os.fstat(fd).st_size
+    view = mmap.mmap(fd, 0, prot=mmap.PROT_READ) if mapped else None
     rng = np.random.default_rng(2)
     weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     buf = np.empty(batch * sample_bytes, dtype=np.uint8)
 
+    def sample(off: int) -> bytes:
+        if view is None:
+            data = os.pread(fd, sample_bytes, off)
+        else:
+            data = view[off : off + sample_bytes]  # the copy faults the pages in
+            # mapped pages stay in the page cache whatever fadvise says: unmap them first
+            view.madvise(mmap.MADV_DONTNEED, off, sample_bytes)
+        os.posix_fadvise(fd, off, sample_bytes, os.POSIX_FADV_DONTNEED)
+        return data
+
     def step() -> None:
         for j, off in enumerate(rng.integers(0, (size - sample_bytes) // 4096, batch) * 4096):
-            data = os.pread(fd, sample_bytes, int(off))
-            os.posix_fadvise(fd, int(off), sample_bytes, os.POSIX_FADV_DONTNEED)
+            data = sample(int(off))
             buf[j * sample_bytes : j * sample_bytes + len(data)] = np.frombuffer(data, dtype=np.uint8)
         x = torch.from_numpy(buf).to("cuda")
         y = x[: 4096 * 4096].view(4096, 4096).to(torch.bfloat16)
@@ -178,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--kernels", type=int, default=2000)
     ap.add_argument("--width", type=int, default=256)
     ap.add_argument("--pinned", action="store_true")
+    ap.add_argument("--mapped", action="store_true")
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--images", type=Path)
     ap.add_argument("--file", type=Path)
@@ -196,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
         "h2d": lambda: h2d(torch, p, ns.mib, ns.pinned),
         "loader": lambda: loader(torch, p, ns.images, ns.batch, ns.workers),
         "objects": lambda: objects(torch, p, ns.url, ns.batch, ns.workers),
-        "read": lambda: read(torch, p, ns.file, ns.batch, 1 << 20),
+        "read": lambda: read(torch, p, ns.file, ns.batch, 1 << 20, ns.mapped),
         "swapped": lambda: swapped(torch, p, ns.dataset_bytes, ns.batch, 1 << 20),
     }
     runs[ns.kind]()
