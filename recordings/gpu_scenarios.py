@@ -15,6 +15,7 @@ from recordings.cpu_quota import write_jpegs
 from recordings.harness import Context, Scenario
 from recordings.io_limit import write_samples
 from recordings.memory_swap import remove_swapfile, swapfile
+from recordings.neighbours import start_neighbours, stop_neighbours
 from recordings.object_store import OBJECT_BYTES, RATE, link_down, link_up, start_store
 
 READ_BPS = 40_000_000
@@ -72,13 +73,17 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
         Scenario("io", "IO", "local-disk",
                  f"reads limited to {READ_BPS / 1e6:g} MB/s on {disk} ({dev}), page cache evicted after each read",
                  Limits(read_bps=(dev, READ_BPS)),
-                 launch=_launcher("read", "--file", "{workdir}/samples.bin", "--batch", "16"),
-                 real_gpu=True, setup=write_samples),
+                 launch=_reader(), real_gpu=True, setup=write_samples),
+        Scenario("io-neighbour", "IO", "local-disk",
+                 f"the reads of gpu-io ({READ_BPS / 1e6:g} MB/s on {disk}) beside a neighbour outside the pod that "
+                 "keeps every core of the node busy",
+                 Limits(read_bps=(dev, READ_BPS)), launch=_reader(),
+                 real_gpu=True, setup=_with_neighbours, teardown=stop_neighbours),
         Scenario("mmap", "IO", "local-disk",
                  f"a memory-mapped sample file read by touching its pages (as Arrow, LMDB and np.memmap datasets "
                  f"are), reads limited to {READ_BPS / 1e6:g} MB/s on {disk} ({dev}), pages dropped after each read",
                  Limits(read_bps=(dev, READ_BPS)),
-                 launch=_launcher("read", "--file", "{workdir}/samples.bin", "--batch", "16", "--mapped"),
+                 launch=_reader("--mapped"),
                  real_gpu=True, setup=write_samples),
         Scenario("memory", "Memory", "host-memory-pressure",
                  f"{MEMORY_LIMIT >> 20} MiB memory limit with swap, for a {DATASET >> 30} GiB in-memory dataset "
@@ -92,6 +97,16 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
 
 def _objectstore(ctx: Context) -> None:
     _launcher("objects", "--url", start_store(ctx), "--batch", "16", "--workers", "4")(ctx)
+
+
+def _with_neighbours(ctx: Context) -> None:
+    write_samples(ctx)
+    start_neighbours(ctx)
+
+
+def _reader(*extra: str) -> Callable[[Context], None]:
+    """16 random 1 MiB samples a batch from the sample file (``--mapped``: through a memory mapping)."""
+    return _launcher("read", "--file", "{workdir}/samples.bin", "--batch", "16", *extra)
 
 
 def _loader(workers: int) -> Callable[[Context], None]:

@@ -188,3 +188,29 @@ def test_gpu_recordings_measured_their_bound() -> None:
         assert truth[name]["measured"]["cpu_cores_used"] > 0.8, name
     memory = truth["gpu-memory"]["measured"]
     assert memory["swap_mb_at_end"] > 1000 and memory["major_faults_per_s"] > 1000
+    # a memory-mapped reader reads through page faults, not read() calls
+    mapped = truth["gpu-mmap"]["measured"]
+    assert mapped["major_faults_per_s"] > 5 and mapped["io_pressure_some_fraction"] > 0.5
+
+
+def _node_idle_share(name: str) -> float:
+    """The node's idle CPU time over all its CPU time in the recording (node_cpu_seconds_total)."""
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for line in _openmetrics_text(name).splitlines():
+        if line.startswith("node_cpu_seconds_total{"):
+            key = line.rsplit(" ", 2)[0]
+            value = float(line.rsplit(" ", 2)[1])
+            first.setdefault(key, value)
+            last[key] = value
+    spent = {k: last[k] - first[k] for k in last}
+    return sum(v for k, v in spent.items() if 'mode="idle"' in k) / sum(spent.values())
+
+
+def test_a_neighbour_saturating_the_node_leaves_a_reader_io_bound(verdicts: dict[str, tuple[Shifted, Verdict]]) -> None:
+    """gpu-io-neighbour: the node's every core busy with another pod's processes, the Job waiting on
+    its disk. Node-wide CPU says nothing of the Job's own loader: no CPU verdict, no node CPU evidence."""
+    assert _node_idle_share("gpu-io-neighbour") < 0.05
+    _, verdict = verdicts["gpu-io-neighbour"]
+    assert verdict.bottleneck.value == "IO"
+    assert not [e for e in verdict.evidence if e.signal.startswith(("node_cpu", "node_psi_cpu"))]
