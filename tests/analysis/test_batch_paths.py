@@ -57,6 +57,44 @@ def test_gather_copies_blocks_dicts_and_odd_pods_alike() -> None:
     np.testing.assert_array_equal(gpus[:, 0], [1, 2, 1, 1])
 
 
+def _plain_gather(pods: list[PodWindow], t: int) -> np.ndarray:
+    """Each pod's known signals copied one by one, up to ``t`` samples."""
+    raw = np.full((len(pods), len(SIGNAL_NAMES), t), np.nan)
+    for i, pod in enumerate(pods):
+        for name, values in pod.signals.items():
+            if name in SIGNAL_NAMES:
+                k = min(t, len(values))
+                raw[i, SIGNAL_NAMES.index(name), :k] = values[:k]
+    return raw
+
+
+def test_gather_of_mixed_lengths_and_layouts_equals_the_plain_copy(windows: list[JobWindow]) -> None:
+    rng = np.random.default_rng(1)
+    pods, lengths = [], []
+    for k, w in enumerate(windows):
+        m = len(w.timestamps) - k % 3  # windows of three lengths: three groups
+        for p in w.pods:
+            names = [n for n in p.signals if rng.random() < 0.8]  # layouts with signals left out
+            block = SignalBlock(names, np.stack([p.signals[n][:m] for n in names]).reshape(len(names), m))
+            signals = dict(block.items()) if k % 4 == 1 else block
+            pods.append(replace(p, signals=signals))
+            lengths.append(m)
+    ragged = dict(pods[0].signals.items())
+    ragged[next(iter(ragged))] = np.ones(2)  # one series shorter than its window: that pod alone
+    pods += [
+        replace(pods[0], signals=ragged),
+        replace(pods[0], signals={}),
+        replace(pods[0], signals=SignalBlock.of({}, 0)),
+    ]
+    lengths += [lengths[0]] * 3
+    t = max(lengths)
+    raw, gpus, pcie, nvlink = gather(pods, lengths, t)
+    np.testing.assert_array_equal(raw, _plain_gather(pods, t))
+    assert all(raw[:, j, :].flags.c_contiguous for j in range(len(SIGNAL_NAMES)))
+    np.testing.assert_array_equal(gpus[:, 0], [p.gpu_count for p in pods])
+    assert pcie.shape == nvlink.shape == (len(pods), 1)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_segment_sums_are_reduceats_to_the_bit(seed: int) -> None:
     rng = np.random.default_rng(seed)

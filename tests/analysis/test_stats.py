@@ -20,7 +20,7 @@ from bottleneck_operator.analysis.features import (
 )
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.model import load_model
-from bottleneck_operator.analysis.series_names import SERIES_INDEX
+from bottleneck_operator.analysis.series_names import DEAD_BAND, SERIES_INDEX
 from bottleneck_operator.commands.train import simulated_windows
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
@@ -71,6 +71,38 @@ def test_summary_equals_nanmean_nanquantile_nanstd(seed: int, missing: float, t:
     np.testing.assert_allclose(got[..., -1], want[..., -1], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("t", [255, 256, 300])
+def test_summary_of_long_series_equals_the_reference(t: int) -> None:
+    # from 256 samples a series' count no longer fits a byte: counted another way
+    d = _series(8, (3, 7, t), 0.3)
+    got, want = stats.summary(d, QUANTILES), _reference_summary(d)
+    np.testing.assert_array_equal(got[..., 1:-1], want[..., 1:-1])
+    np.testing.assert_allclose(got[..., 0], want[..., 0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("empty", [0.0, 0.5, 1.0])
+def test_series_without_samples_summarise_to_nan(empty: float) -> None:
+    # a few series without a sample go through with the others, many are left out, all give all NaN
+    d = _series(14, (80, 12), 0.2)
+    d[np.random.default_rng(14).random(80) < empty] = np.nan
+    got = np.empty((80, len(QUANTILES) + 2))
+    stats.summarise_rows(d.copy(), stats.quantile_ranks(12, QUANTILES), got)
+    np.testing.assert_array_equal(got, stats.summary(d, QUANTILES))
+    assert np.isnan(got[np.isnan(d).all(axis=1)]).all()
+    np.testing.assert_array_equal(got[..., 1:-1], _reference_summary(d)[..., 1:-1])
+
+
+def test_row_sums_are_those_numpy_takes_along_each_row() -> None:
+    """The mean's sum is numpy's own along each row: the statistics stay those of the straightforward code."""
+    rows = _series(9, (50, 30), 0.4)
+    rows.sort(axis=-1)
+    out = np.empty((50, len(QUANTILES) + 2))
+    count = (~np.isnan(rows)).sum(axis=1)
+    stats.summarise_rows(rows.copy(), stats.quantile_ranks(30, QUANTILES), out)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        np.testing.assert_array_equal(out[:, 0], np.where(np.isnan(rows), 0.0, rows).sum(axis=1) / count)
+
+
 def test_summary_leaves_its_input_alone() -> None:
     d = _series(3, (4, 6, 12), 0.3)
     before = d.copy()
@@ -96,6 +128,29 @@ def test_corr_equals_corrcoef_over_shared_samples(seed: int) -> None:
     got = stats.nan_corr(a, b)
     np.testing.assert_allclose(got, _reference_corr(a, b), rtol=1e-9, atol=1e-12)
     assert np.isnan(got[5]) and np.isnan(got[6])
+
+
+@pytest.mark.parametrize("t", [25, 300])
+def test_corr_of_short_and_long_series(t: int) -> None:
+    a = _series(10, (40, t), 0.3)
+    b = 0.3 * a + _series(11, (40, t), 0.3)
+    np.testing.assert_allclose(stats.nan_corr(a, b), _reference_corr(a, b), rtol=1e-9, atol=1e-12)
+
+
+def test_segment_means_of_long_segments() -> None:
+    # segments past the short path, one with more rows than a byte counts
+    x = _series(12, (700, 5), 0.3)
+    starts = np.array([0, 1, 3, 12, 40, 400, 699], dtype=np.intp)
+    ends = [*starts[1:], len(x)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.stack([np.nanmean(x[s:e], axis=0) for s, e in zip(starts, ends, strict=True)])
+    np.testing.assert_allclose(stats.nan_segment_mean(x, starts), want, rtol=1e-12)
+    valid = (~np.isnan(x)).view(np.uint8)
+    np.testing.assert_array_equal(
+        stats._segment_sum(valid, starts, np.dtype(np.float64)),
+        np.add.reduceat(valid, starts, axis=0, dtype=np.float64),
+    )
 
 
 def test_segment_mean_equals_nanmean_per_segment() -> None:
@@ -128,6 +183,25 @@ def test_derived_helpers_equal_plain_numpy() -> None:
         want_peak = a / peak
     want_peak[~np.isfinite(want_peak)] = np.nan
     np.testing.assert_array_equal(derived._rel_peak(a), want_peak)
+
+
+def _bits(a: FloatArray) -> np.ndarray:
+    """The values' bit patterns (the sign of a zero included), NaN as one pattern whatever its payload."""
+    return np.where(np.isnan(a), -1, a.view(np.int64))
+
+
+def test_fast_plane_helpers_are_numpys_to_the_bit() -> None:
+    x = _series(13, (20, 16), 0.3)
+    x[0, :6] = [np.inf, -np.inf, 0.0, -0.0, DEAD_BAND, -DEAD_BAND]
+    np.testing.assert_array_equal(_bits(derived._nan_to_num(x)), _bits(np.nan_to_num(x)))
+    for low in (0.05, 1.0, -2.0):
+        np.testing.assert_array_equal(_bits(derived._floor(x, low)), _bits(np.maximum(x, low)))
+    band = np.maximum(x - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)
+    np.testing.assert_array_equal(_bits(derived._band(x)), _bits(band))
+    per = np.full((20, 1), 2.0)
+    with np.errstate(invalid="ignore"):
+        want = np.log10(1.0 + np.maximum(x, 0.0) / per)
+    np.testing.assert_array_equal(_bits(derived._log_rate(x, per)), _bits(want))
 
 
 @pytest.fixture(scope="module")

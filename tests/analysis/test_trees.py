@@ -140,3 +140,19 @@ def test_masks_of_every_width_give_scikit_learns_scores(leaves: int) -> None:
     masks = LeafMasks.of(ensemble)
     assert masks is not None and masks.mask.dtype.itemsize * 8 >= masks.leaf.shape[1]
     np.testing.assert_allclose(ensemble.decision_function(x[:300]), model.decision_function(x[:300]), atol=1e-9)
+
+
+def test_leaf_values_are_the_values_of_the_leaves(ensemble: TreeEnsemble) -> None:
+    masks = LeafMasks.of(ensemble)
+    assert masks is not None
+    x = _rows(int(ensemble.feature.max()) + 1, 4, missing=0.3)
+    np.testing.assert_array_equal(masks.values(x, ensemble.value), ensemble.value.take(ensemble._walk(x)))
+
+
+def test_splits_that_make_the_same_test_share_it() -> None:
+    """Each distinct (feature, missing side, threshold) is tested once; every split still reads its own."""
+    shipped = load_model().ensemble
+    masks = LeafMasks.of(shipped)
+    assert masks is not None
+    assert len(masks.key) < masks.test.size
+    assert len(set(zip(masks.key.tolist(), masks.threshold.tolist(), strict=True))) == len(masks.key)

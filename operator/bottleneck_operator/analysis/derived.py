@@ -6,6 +6,9 @@ signals (network vs disk reads, receive vs transmit symmetry, ``GPU_UTIL`` minus
 activity — the gap that NCCL and tiny kernels open, TELEMETRY.md "Reading the profiling metrics") and
 a few rates on a log scale (their names and meanings: :mod:`.series_names`). :mod:`.features`
 summarises each series over time.
+
+Each numpy pass over the planes costs a trip to memory: results are made in place (``out=``) where a
+temporary would cost one more, and numpy's slow paths give way to exact equivalents (:func:`_floor`).
 """
 
 from __future__ import annotations
@@ -27,37 +30,72 @@ def _raw(r: FloatArray, name: str) -> FloatArray:
     return r[:, _RAW[name], :]
 
 
-def _coalesce(*arrays: FloatArray) -> FloatArray:
-    """First non-NaN value per element, in argument order."""
-    out = arrays[0].copy()
+def _coalesce(*arrays: FloatArray, inplace: bool = False) -> FloatArray:
+    """First non-NaN value per element, in argument order (in the first array itself with ``inplace``)."""
+    out = arrays[0] if inplace else arrays[0].copy()
     for a in arrays[1:]:
         np.copyto(out, a, where=np.isnan(out))
     return out
 
 
-def _div(a: FloatArray, b: FloatArray | float) -> FloatArray:
+def _div(a: FloatArray, b: FloatArray | float, out: FloatArray | None = None) -> FloatArray:
+    """a / b with the infinite quotients blanked (NaN), into ``out`` when given (it may be ``b``)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.divide(a, b)
+        out = np.divide(a, b, out=out)
     # a NaN quotient is already NaN: only the infinite ones need blanking
     np.copyto(out, np.nan, where=np.isinf(out))
     return np.asarray(out, dtype=np.float64)
 
 
+def _floor(x: FloatArray, low: float) -> FloatArray:
+    """``np.maximum(x, low)`` at half the cost (numpy's clip loop is vectorised, maximum against a scalar
+    is not); the same but where ``x`` is -0.0 and ``low`` 0.0, which clip keeps."""
+    return np.asarray(np.clip(x, low, np.inf), dtype=np.float64)
+
+
+_BIG = float(np.finfo(np.float64).max)
+
+
+def _nan_to_num(x: FloatArray) -> FloatArray:
+    """``np.nan_to_num(x)`` to the bit, in a clip and a masked fill: a fraction of its passes."""
+    out = np.clip(x, -_BIG, _BIG)
+    np.copyto(out, 0.0, where=np.isnan(out))
+    return np.asarray(out, dtype=np.float64)
+
+
 def _nan_sum(a: FloatArray, b: FloatArray) -> FloatArray:
     """a + b treating NaN as 0 unless both are NaN."""
-    a_nan, b_nan = np.isnan(a), np.isnan(b)
     # an infinite term counts as the largest finite float, as np.nan_to_num reads it
-    big = np.finfo(np.float64).max
-    out = np.clip(np.where(a_nan, 0.0, a), -big, big)
-    out += np.clip(np.where(b_nan, 0.0, b), -big, big)
-    np.copyto(out, np.nan, where=a_nan & b_nan)
+    out = _nan_to_num(a) + _nan_to_num(b)
+    np.copyto(out, np.nan, where=np.isnan(a) & np.isnan(b))
     return out
+
+
+def _per(a: FloatArray, b: FloatArray, low: float) -> FloatArray:
+    """a / max(b, low) (``low`` > 0), infinite quotients blanked."""
+    den = _floor(b, low)
+    return _div(a, den, out=den)
+
+
+def _clipped(x: FloatArray, low: float, high: float) -> FloatArray:
+    """``x`` clipped to [low, high] in place: for a fresh array, where np.clip would make another."""
+    return np.asarray(np.clip(x, low, high, out=x), dtype=np.float64)
+
+
+def _log_rate(x: FloatArray, per: FloatArray | None = None) -> FloatArray:
+    """log10(1 + max(x, 0) [/ per]): a rate (per GPU) on a log scale, 0 at rest (1 + ±0 is 1: _floor is exact)."""
+    out = _floor(x, 0.0)
+    if per is not None:
+        out /= per
+    out += 1.0
+    return np.asarray(np.log10(out, out=out), dtype=np.float64)
 
 
 def _rel_peak(x: FloatArray) -> FloatArray:
     """Each sample over its pod's peak in the window (NaN when the pod has no positive sample)."""
+    # reduced across a time-major copy: a call per sample, not per pod (a maximum is exact in any order)
     with np.errstate(invalid="ignore"):
-        peak = np.fmax.reduce(x, axis=1, keepdims=True)  # NaN only where every sample is
+        peak = np.fmax.reduce(np.ascontiguousarray(x.T), axis=0)[:, None]  # NaN only where every sample is
     np.copyto(peak, np.nan, where=~(peak > 0) | np.isinf(peak))
     return _div(x, peak)
 
@@ -99,7 +137,7 @@ def derived_columns(
     cols = _gpu_columns(g, gpus, pcie, nvlink)
     reads = _reads(g)
     cols.update(_host_columns(g, gpus, reads))
-    cols["pcie_per_act"] = _div(cols["pcie_rx_frac"], np.maximum(cols["act"], 0.05))
+    cols["pcie_per_act"] = _per(cols["pcie_rx_frac"], cols["act"], 0.05)
     cols.update(_transfer_columns(g, cols, reads, pcie))
     for name in BANDED:
         cols[f"{name}_band"] = _band(cols[name])
@@ -116,8 +154,8 @@ def _gpu_columns(
     rx_frac, tx_frac = _div(pcie_rx, pcie), _div(pcie_tx, pcie)
     # GPU_UTIL counts the copy engines' time beside the kernels': one-way copies streaming at the
     # link's rate read 0.99 with the SMs idle (tests/data/gpu-h2d-pinned). What is left is kernels.
-    copying = np.nan_to_num(copy_engine_share(rx_frac, tx_frac))
-    kernels = np.clip(gpu_util - copying, 0.0, 1.0)
+    copying = _nan_to_num(copy_engine_share(rx_frac, tx_frac))
+    kernels = _clipped(np.subtract(gpu_util, copying, out=copying), 0.0, 1.0)
     act = _coalesce(gr, sm, kernels)
     cols: dict[str, FloatArray] = {
         "act": act,
@@ -130,18 +168,17 @@ def _gpu_columns(
         "dram_active": dram,
         "mem_copy_util": g("mem_copy_util"),
         "util_gap": kernels - _coalesce(sm, gr),
-        "tensor_per_act": _div(tensor, np.maximum(act, 0.02)),
+        "tensor_per_act": _per(tensor, act, 0.02),
         "dram_minus_tensor": dram - tensor,
-        "hbm_busy": np.clip(_coalesce(dram / DRAM_CEILING, g("mem_copy_util")), 0.0, 1.0),
+        "hbm_busy": _clipped(_coalesce(dram / DRAM_CEILING, g("mem_copy_util"), inplace=True), 0.0, 1.0),
         "util_gr_gap": gpu_util - gr,
-        "sm_fill": np.clip(_div(sm, np.maximum(gr, 0.05)), 0.0, 1.5),
+        "sm_fill": _clipped(_per(sm, gr, 0.05), 0.0, 1.5),
         "pcie_rx_frac": rx_frac,
         "pcie_tx_frac": tx_frac,
         "pcie_symmetry": _div(np.fmin(pcie_rx, pcie_tx), np.fmax(pcie_rx, pcie_tx) + 1.0),
     }
-    nv_prof = _nan_sum(g("nvlink_tx_bps"), g("nvlink_rx_bps"))
-    nv_bytes = _coalesce(nv_prof, g("nvlink_total_bps"))
-    cols["nvlink_frac"] = _div(nv_bytes, np.where(nvlink > 0, nvlink, np.nan))
+    nv_bytes = _coalesce(_nan_sum(g("nvlink_tx_bps"), g("nvlink_rx_bps")), g("nvlink_total_bps"), inplace=True)
+    cols["nvlink_frac"] = _div(nv_bytes, np.where(nvlink > 0, nvlink, np.nan), out=nv_bytes)
     cols["pcie_rel_peak"] = _rel_peak(g("pcie_rx_bps"))
     cols["power_rel_peak"] = _rel_peak(g("power_w"))
     return cols
@@ -161,31 +198,32 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
     node_frac = _div(cpu, node_cpus)
     cols["cpu_node_frac"] = node_frac
     busy = g("node_cpu_busy_frac")
-    cols["job_share_node_cpu"] = np.clip(_div(node_frac, np.maximum(busy, 0.01)), 0.0, 1.5)
+    cols["job_share_node_cpu"] = _clipped(_per(node_frac, busy, 0.01), 0.0, 1.5)
     cols["cpu_throttled_frac"] = g("cpu_throttled_frac")
     cols["mem_limit_frac"] = _div(g("mem_working_set_bytes"), g("mem_limit_bytes"))
     for name in ("node_cpu_busy_frac", "node_cpu_iowait_frac", "node_cpu_system_frac", "node_disk_busy_frac"):
         cols[name] = g(name)
     cols["node_mem_used_frac"] = 1.0 - g("node_mem_avail_frac")
     cols["node_swap_used_frac"] = g("node_swap_used_frac")
-    cols["log_majfault"] = np.log10(1.0 + np.maximum(g("node_majfault_ps"), 0.0))
+    cols["log_majfault"] = _log_rate(g("node_majfault_ps"))
     for name in ("cpu_some", "io_some", "io_full", "mem_some", "mem_full"):
         cols[f"node_psi_{name}"] = g(f"node_psi_{name}")
         cols[f"sc_psi_{name}"] = g(f"sc_psi_{name}")
     rx, tx = g("node_net_rx_bps"), g("node_net_tx_bps")
-    cols["net_rx_share"] = _div(rx, _nan_sum(rx, reads) + 1.0)
+    into = _nan_sum(rx, reads) + 1.0
+    cols["net_rx_share"] = _div(rx, into, out=into)
     cols["net_symmetry"] = _div(np.fmin(rx, tx), np.fmax(rx, tx) + 1.0)
     per_gpu = np.maximum(gpus, 1.0)
-    cols["log_net_per_gpu"] = np.log10(1.0 + np.maximum(_nan_sum(rx, tx), 0.0) / per_gpu)
-    cols["log_read_per_gpu"] = np.log10(1.0 + np.maximum(reads, 0.0) / per_gpu)
+    cols["log_net_per_gpu"] = _log_rate(_nan_sum(rx, tx), per_gpu)
+    cols["log_read_per_gpu"] = _log_rate(reads, per_gpu)
     cols["read_rel_peak"] = _rel_peak(reads)
     cols["net_rel_peak"] = _rel_peak(rx)
     cols["sc_cpu_limit_frac"] = _div(g("sc_cpu_cores"), limit)
     cols["sc_throttled_frac"] = g("sc_throttled_frac")
-    cols["sc_log_majfault"] = np.log10(1.0 + np.maximum(g("sc_majfault_ps"), 0.0))
+    cols["sc_log_majfault"] = _log_rate(g("sc_majfault_ps"))
     running, waiting = g("sc_procs_running"), g("sc_procs_iowait")
     cols["sc_iowait_procs_share"] = _div(waiting, running + waiting)
-    cols["iowait_of_idle"] = np.clip(_div(g("node_cpu_iowait_frac"), np.maximum(1.0 - busy, 0.02)), 0.0, 1.0)
+    cols["iowait_of_idle"] = _clipped(_per(g("node_cpu_iowait_frac"), 1.0 - busy, 0.02), 0.0, 1.0)
     return cols
 
 
@@ -223,9 +261,26 @@ def _transfer_columns(
 ) -> dict[str, FloatArray]:
     """Class-level quantities that hold whatever mechanism or hardware produced them."""
     out: dict[str, FloatArray] = {}
-    pipes = np.fmax(np.fmax(g("tensor_active"), g("dram_active") / DRAM_CEILING), g("sm_active"))
-    out["gpu_any_pipe"] = np.clip(_coalesce(pipes, cols["act"]), 0.0, 1.0)
+    pipes = np.fmax(g("tensor_active"), g("dram_active") / DRAM_CEILING)
+    pipes = _coalesce(np.fmax(pipes, g("sm_active"), out=pipes), cols["act"], inplace=True)
+    out["gpu_any_pipe"] = _clipped(pipes, 0.0, 1.0)
     out["pcie_fabric_frac"] = np.fmin(cols["pcie_rx_frac"], cols["pcie_tx_frac"])
+    idle = np.subtract(1.0, np.clip(cols["act"], 0.0, 1.0))
+    out["link_busy"] = _link_busy(cols, out["pcie_fabric_frac"], idle, link)
+    out.update(_kernel_gaps(g, cols, out["pcie_fabric_frac"]))
+    out.update(_cpu_columns(g))
+    out["input_rel_peak"] = _rel_peak(_nan_sum(g("node_net_rx_bps"), reads))
+    out["power_per_act"] = _clipped(_per(cols["power_rel_peak"], cols["act"], 0.05), 0.0, 5.0)
+    faults = np.fmax(cols["log_majfault"], cols["sc_log_majfault"])
+    system = _nan_to_num(g("node_cpu_system_frac")) * 10.0
+    out["fault_sys"] = np.multiply(faults, _clipped(system, 0.0, 1.0), out=system)
+    np.copyto(out["fault_sys"], np.nan, where=np.isnan(faults))
+    out.update(_stall_columns(g, out, idle))
+    return out
+
+
+def _link_busy(cols: dict[str, FloatArray], fabric: FloatArray, idle_gpu: FloatArray, link: FloatArray) -> FloatArray:
+    """How far the links bound the step: the busiest of one-way copies, NVLink and balanced PCIe."""
     # A link bounds the step when the GPU waits for it. One-way PCIe bytes are input copies, which every
     # class makes: they count as far as the GPU idles (in full from LINK_IDLE_FULL idle). NVLink and
     # balanced PCIe (GPUDirect RDMA) carry collectives, whose NCCL kernels keep the GPU busy while
@@ -233,45 +288,59 @@ def _transfer_columns(
     # A copy runs as fast as its slower leg: DMA near the link's rate from pinned memory, the staging
     # memcpy from pageable memory. Against the slower of the two a copy-bound GPU's copies read busy
     # whichever memory they come from, on any PCIe generation.
-    idle_gpu = 1.0 - np.clip(cols["act"], 0.0, 1.0)
     path = np.minimum(_div(np.full_like(link, STAGED_COPY_BPS), link), COPY_ENGINE_RATE)  # as a share of the link
-    copies = np.clip(_div(np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]), path), 0.0, 1.0)
-    one_way = copies * np.minimum(idle_gpu / LINK_IDLE_FULL, 1.0)
+    copies = _clipped(_div(np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]), path), 0.0, 1.0)
+    busy = _clipped(idle_gpu / LINK_IDLE_FULL, -np.inf, 1.0)  # np.minimum(..., 1.0), exact (see _floor)
+    busy = np.multiply(copies, busy, out=busy)
     # the symmetry is missing exactly where the balanced share is: the comparison keeps it missing
-    fabric = np.where(cols["pcie_symmetry"] < FABRIC_SYMMETRY, 0.0, out["pcie_fabric_frac"])
-    out["link_busy"] = np.fmax(np.fmax(one_way, cols["nvlink_frac"]), fabric)
-    out.update(_kernel_gaps(g, cols, out["pcie_fabric_frac"]))
-    cpu, limit, node_cpus = g("cpu_cores"), g("cpu_limit_cores"), g("node_cpus")
-    sc_cpu = g("sc_cpu_cores")
-    own = _coalesce(sc_cpu, cpu)
+    balanced = fabric.copy()
+    np.copyto(balanced, 0.0, where=cols["pcie_symmetry"] < FABRIC_SYMMETRY)
+    np.fmax(busy, cols["nvlink_frac"], out=busy)
+    return np.fmax(busy, balanced, out=busy)
+
+
+def _cpu_columns(g: Callable[[str], FloatArray]) -> dict[str, FloatArray]:
+    """The cgroup's use of the cores it may use, per running process and per busy process."""
+    out: dict[str, FloatArray] = {}
+    limit, node_cpus, running = g("cpu_limit_cores"), g("node_cpus"), g("sc_procs_running")
+    own = _coalesce(g("sc_cpu_cores"), g("cpu_cores"))
     # node cores the neighbours leave to the job; at least one: a saturated node still time-slices
-    free = np.fmax(node_cpus * (1.0 - g("node_cpu_busy_frac")), 1.0) + own
-    usable = np.fmin(limit, free)
-    out["cpu_own_sat"] = np.clip(_div(own, usable), 0.0, 1.5)
-    out["cpu_per_running"] = np.clip(_div(own, np.maximum(g("sc_procs_running"), 1.0)), 0.0, 2.0)
-    out["sc_runnable_per_core"] = np.clip(_div(g("sc_procs_running"), _coalesce(usable, node_cpus)), 0.0, 4.0)
-    out["busy_core_share"] = np.clip(_div(g("sc_procs_busy"), np.maximum(own, 1.0)), 0.0, 1.5)
-    out["input_rel_peak"] = _rel_peak(_nan_sum(g("node_net_rx_bps"), reads))
-    out["power_per_act"] = np.clip(_div(cols["power_rel_peak"], np.maximum(cols["act"], 0.05)), 0.0, 5.0)
-    faults = np.fmax(cols["log_majfault"], cols["sc_log_majfault"])
-    out["fault_sys"] = faults * np.clip(np.nan_to_num(g("node_cpu_system_frac")) * 10.0, 0.0, 1.0)
-    out["fault_sys"][np.isnan(faults)] = np.nan
-    idle = 1.0 - np.clip(cols["act"], 0.0, 1.0)
-    io = _band(_coalesce(g("sc_psi_io_some"), g("node_psi_io_some")))
-    out["io_stall_idle"] = io * idle
+    usable = np.fmax(node_cpus * (1.0 - g("node_cpu_busy_frac")), 1.0)
+    usable += own
+    usable = np.fmin(limit, usable, out=usable)
+    out["cpu_own_sat"] = _clipped(_div(own, usable), 0.0, 1.5)
+    out["cpu_per_running"] = _clipped(_per(own, running, 1.0), 0.0, 2.0)
+    usable = _coalesce(usable, node_cpus, inplace=True)
+    out["sc_runnable_per_core"] = _clipped(_div(running, usable, out=usable), 0.0, 4.0)
+    out["busy_core_share"] = _clipped(_per(g("sc_procs_busy"), own, 1.0), 0.0, 1.5)
+    return out
+
+
+def _stall_columns(
+    g: Callable[[str], FloatArray], cpu: dict[str, FloatArray], idle: FloatArray
+) -> dict[str, FloatArray]:
+    """IO, CPU and memory pressure while the GPU idles, and each one's share of the stalls."""
+    stalls: dict[str, FloatArray] = {}
+    io = _band(_coalesce(g("sc_psi_io_some"), g("node_psi_io_some")), inplace=True)
+    stalls["io_stall_idle"] = np.multiply(io, idle, out=io)
     # near its limit: the cgroup uses most of the cores it may use, or each of its running processes
     # keeps a core busy (a single-threaded loader is at its limit on an idle node)
-    busy = np.fmax(np.nan_to_num(out["cpu_own_sat"]), np.nan_to_num(out["cpu_per_running"]))
-    near_limit = np.clip(busy / OWN_SAT_FULL, 0.0, 1.0)
-    throttled = _band(_coalesce(g("sc_throttled_frac"), g("cpu_throttled_frac")))
-    out["cpu_psi_own"] = np.fmax(_band(g("sc_psi_cpu_some")) * near_limit, throttled)
-    out["cpu_stall_idle"] = out["cpu_psi_own"] * idle
-    out["mem_stall_idle"] = _band(_coalesce(g("sc_psi_mem_some"), g("node_psi_mem_some"))) * idle
-    stalls = ("io_stall_idle", "cpu_stall_idle", "mem_stall_idle")
-    total = sum(np.nan_to_num(out[k]) for k in stalls) + STALL_FLOOR_SHARE
-    for k in stalls:
-        out[k.replace("_idle", "_share")] = out[k] / total
-    return out
+    near_limit = np.fmax(_nan_to_num(cpu["cpu_own_sat"]), _nan_to_num(cpu["cpu_per_running"]))
+    near_limit = _clipped(np.divide(near_limit, OWN_SAT_FULL, out=near_limit), 0.0, 1.0)
+    throttled = _band(_coalesce(g("sc_throttled_frac"), g("cpu_throttled_frac")), inplace=True)
+    own_psi = _band(g("sc_psi_cpu_some"))
+    stalls["cpu_psi_own"] = np.fmax(np.multiply(own_psi, near_limit, out=own_psi), throttled, out=own_psi)
+    stalls["cpu_stall_idle"] = own_psi * idle
+    mem = _band(_coalesce(g("sc_psi_mem_some"), g("node_psi_mem_some")), inplace=True)
+    stalls["mem_stall_idle"] = np.multiply(mem, idle, out=mem)
+    # sum() of the NaN-as-0 stalls to the bit once the floor is added (sum()'s leading 0 signs a zero)
+    total = _nan_to_num(stalls["io_stall_idle"])
+    total += _nan_to_num(stalls["cpu_stall_idle"])
+    total += _nan_to_num(stalls["mem_stall_idle"])
+    total += STALL_FLOOR_SHARE
+    for k in ("io_stall_idle", "cpu_stall_idle", "mem_stall_idle"):
+        stalls[k.replace("_idle", "_share")] = stalls[k] / total
+    return stalls
 
 
 def _kernel_gaps(
@@ -279,22 +348,21 @@ def _kernel_gaps(
 ) -> dict[str, FloatArray]:
     """Time in small kernels with the links quiet (``launch_gap``), and NCCL kernels waiting on busy links."""
     # only collective bytes (NVLink, PCIe crossed equally both ways, or network traffic as much sent as
-    # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class
-    collective = np.nan_to_num(np.fmax(cols["nvlink_frac"], fabric)) > COLLECTIVE_LINK
-    net_both = np.nan_to_num(cols["net_symmetry"]) > COLLECTIVE_NET
+    # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class.
+    # (NaN counts as 0, and 0 is below both thresholds: the comparisons need no np.nan_to_num)
+    collective = np.fmax(cols["nvlink_frac"], fabric) > COLLECTIVE_LINK
+    net_both = cols["net_symmetry"] > COLLECTIVE_NET
     # time in small kernels: kernels running that use neither the tensor pipes nor HBM. With the links
     # quiet the GPU idles between them while the host launches the next (NCCL kernels read the same,
     # with bytes on a link)
-    ktime = cols["kernel_time"]
-    pipes = np.fmax(g("tensor_active"), cols["hbm_busy"])
-    small = small_kernel_share(ktime, pipes)
-    out = {"launch_gap": np.where(~collective & ~net_both, small, 0.0)}
-    out["launch_gap"][np.isnan(small)] = np.nan
+    small = small_kernel_share(cols["kernel_time"], np.fmax(g("tensor_active"), cols["hbm_busy"]))
+    # 0 where a link carries collectives (missing where the share is)
+    np.copyto(small, 0.0, where=(collective | net_both) & ~np.isnan(small))
     gap = np.clip(cols["util_gap"], 0.0, 1.0)
     exchange = collective | (net_both & (cols["log_net_per_gpu"] >= COLLECTIVE_NET_LOG))
-    out["collective_gap"] = np.where(exchange & (cols["gpu_util"] >= LAUNCH_UTIL), gap, 0.0)
-    out["collective_gap"][np.isnan(gap)] = np.nan
-    return out
+    exchange &= cols["gpu_util"] >= LAUNCH_UTIL
+    np.copyto(gap, 0.0, where=~exchange & ~np.isnan(gap))
+    return {"launch_gap": small, "collective_gap": gap}
 
 
 def copy_engine_share(rx_frac: npt.ArrayLike, tx_frac: npt.ArrayLike) -> FloatArray:
@@ -314,10 +382,13 @@ def small_kernel_share(kernel_time: npt.ArrayLike, pipes: npt.ArrayLike) -> Floa
     Per sample here (``launch_gap``), over a window's means in the evidence gates and the mechanism.
     """
     kt = np.asarray(kernel_time, dtype=np.float64)
-    per_kernel_time = np.divide(pipes, np.maximum(kt, 0.05))
+    per_kernel_time = np.divide(pipes, _floor(kt, 0.05))
     return np.asarray(kt * np.clip(1.0 - per_kernel_time / LAUNCH_PIPES, 0.0, 1.0), dtype=np.float64)
 
 
-def _band(x: FloatArray) -> FloatArray:
-    """A stall share with its background below DEAD_BAND removed."""
-    return np.maximum(x - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)
+def _band(x: FloatArray, *, inplace: bool = False) -> FloatArray:
+    """A stall share with its background below DEAD_BAND removed (in ``x`` itself with ``inplace``)."""
+    # x - DEAD_BAND is never -0.0: the clip is np.maximum(..., 0.0) to the bit (see _floor)
+    out = _clipped(np.subtract(x, DEAD_BAND, out=x if inplace else None), 0.0, np.inf)
+    out /= 1.0 - DEAD_BAND
+    return out

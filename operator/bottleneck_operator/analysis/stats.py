@@ -8,6 +8,7 @@ sort per series serves every quantile, and NaN handling is one mask computed onc
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -62,26 +63,59 @@ _BLOCK = 1 << 17  # samples per block: 1 MiB of float64
 def summarise_rows(rows: FloatArray, ranks: IntArray, out: FloatArray) -> None:
     """:func:`summary` of 2-D ``rows`` (series x time, at least one sample each) into ``out``.
 
-    ``rows`` is sorted in place (its order is lost): a caller that made it for the purpose spares
-    the copy :func:`summary` makes. ``ranks`` is :func:`quantile_ranks` for ``rows``' length;
+    ``rows`` is scratch, sorted in place (its order is lost): a caller that made it for the purpose
+    spares the copy :func:`summary` makes. ``ranks`` is :func:`quantile_ranks` for ``rows``' length;
     ``out`` (series x (len(quantiles) + 2)) may be a strided view.
     """
+    count = rows.shape[1] - _row_count(np.isnan(rows))
+    # A series without a valid sample (a signal its pod lacks) summarises to NaN. Where many do, the
+    # others are picked out so that the sort and the sums skip them; a few cost less than the picking.
+    empty = count == 0
+    n_empty = int(np.count_nonzero(empty))
+    if n_empty * 8 <= len(rows):
+        _summarise_valid(rows, count, ranks, out)
+        return
+    out[empty] = np.nan
+    if n_empty < len(rows):
+        kept = ~empty
+        part = np.empty((len(rows) - n_empty, out.shape[1]))
+        _summarise_valid(rows[kept], count[kept], ranks, part)
+        out[kept] = part
+
+
+def _summarise_valid(rows: FloatArray, count: npt.NDArray[np.integer[Any]], ranks: IntArray, out: FloatArray) -> None:
+    """:func:`summarise_rows` given each series' count of valid samples."""
     t = rows.shape[1]
     rows.sort(axis=-1)  # NaN last
-    missing = np.isnan(rows)
-    # the first NaN's position is the valid count; a row whose last sample is valid has no NaN
-    count = np.where(missing[:, -1], missing.argmax(axis=1), t)
     # taken before the missing samples are zeroed: a series with none valid reads NaN at rank 0
-    row_start = np.arange(0, len(rows) * t, t, dtype=np.intp)[:, None]
-    out[:, 1:-1] = rows.ravel().take(ranks.take(count, axis=0) + row_start)
-    np.putmask(rows, missing, 0.0)
+    at = ranks.take(count, axis=0)
+    at += np.arange(0, len(rows) * t, t, dtype=np.intp)[:, None]
+    out[:, 1:-1] = rows.ravel().take(at)
+    np.copyto(rows, 0.0, where=np.isnan(rows))  # a masked copy: faster than np.putmask
+    # The per-series results below are 1-D and short: each numpy call costs more than its arithmetic,
+    # so they are written in place (``out=``), the count turned to float once for both divisions.
+    n = count.astype(np.float64)
+    mean = out[:, 0]
     # a series with no valid sample: 0 / 0, NaN mean and cv
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = rows.sum(axis=1) / count
+        np.divide(np.add.reduce(rows, axis=1), n, out=mean)
         # einsum sums the squares without a temporary (series x time) array
-        var = np.maximum(np.einsum("ij,ij->i", rows, rows) / count - mean * mean, 0.0)
-        out[:, -1] = np.minimum(np.sqrt(var) / np.maximum(np.abs(mean), 1e-3), 10.0)
-    out[:, 0] = mean
+        var = np.einsum("ij,ij->i", rows, rows)
+        var /= n
+        var -= mean * mean
+        np.sqrt(np.maximum(var, 0.0, out=var), out=var)
+        var /= np.maximum(np.abs(mean), 1e-3)
+        np.minimum(var, 10.0, out=out[:, -1])
+
+
+def _row_count(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.integer[Any]]:
+    """How many of ``mask`` are set along its last axis."""
+    if mask.shape[-1] < 256:
+        # einsum adds the bytes in one pass (no overflow below 256 a row), where a reduction over a
+        # short last axis costs a call per row
+        counts: npt.NDArray[np.integer[Any]] = np.einsum("...j->...", mask.view(np.uint8))
+        return counts
+    return np.asarray(np.add.reduce(mask, axis=-1, dtype=np.intp), dtype=np.intp)
 
 
 def nan_corr(a: FloatArray, b: FloatArray, min_samples: int = 4) -> FloatArray:
@@ -90,7 +124,7 @@ def nan_corr(a: FloatArray, b: FloatArray, min_samples: int = 4) -> FloatArray:
     NaN where fewer than ``min_samples`` pairs remain or either side is flat (std below 1e-9).
     """
     valid = ~(np.isnan(a) | np.isnan(b))
-    n = np.add.reduce(valid, axis=-1, dtype=np.intp)
+    n = _row_count(valid)
     with np.errstate(invalid="ignore", divide="ignore"):
         am = np.where(valid, a, 0.0).sum(axis=-1) / n
         bm = np.where(valid, b, 0.0).sum(axis=-1) / n
@@ -108,36 +142,46 @@ def nan_corr(a: FloatArray, b: FloatArray, min_samples: int = 4) -> FloatArray:
 
 def nan_segment_mean(x: FloatArray, starts: IntArray) -> FloatArray:
     """NaN-ignoring mean over consecutive row segments of ``x`` beginning at ``starts`` (non-empty)."""
-    valid = ~np.isnan(x)
-    zeroed = np.where(valid, x, 0.0)
-    total = _segment_sum(zeroed, starts)
-    count = _segment_sum(valid.astype(np.float64), starts)
+    missing = np.isnan(x)
+    total = _segment_sum(np.where(missing, 0.0, x), starts)
+    # the counts are whole numbers, the same in any order: summed as bytes (an eighth of the memory of
+    # 0.0s and 1.0s) and widened once per segment
+    valid = np.logical_not(missing, out=missing).view(np.uint8)
+    count = _segment_sum(valid, starts, np.dtype(np.float64))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(total / count, dtype=np.float64)
+        return np.asarray(np.divide(total, count, out=total), dtype=np.float64)
 
 
 _FEW_ROWS = 8  # numpy sums up to 7 rows one after the other; more in an unrolled, pairwise order
 
 
-def _segment_sum(x: FloatArray, starts: IntArray) -> FloatArray:
-    """``np.add.reduceat(x, starts, axis=0)``, to the last bit, for a few rows per segment (a Job's pods).
+def _segment_sum(x: npt.NDArray[Any], starts: IntArray, dtype: np.dtype[Any] | None = None) -> npt.NDArray[Any]:
+    """``np.add.reduceat(x, starts, axis=0, dtype=dtype)``, to the last bit, for a few rows per segment
+    (a Job's pods).
 
     reduceat adds a segment's first row to the sum of the others, taken one after the other for up to
     seven; adding every short segment's k-th row in turn gives the same numbers in a few wide
-    operations instead of one per segment. Longer segments go through reduceat one by one.
+    operations instead of one per segment. Longer segments go through reduceat one by one. Short
+    segments are summed in ``x``'s own type and then widened to ``dtype``: bytes of 0 and 1 sum to at
+    most _FEW_ROWS there.
     """
     sizes = np.diff(starts, append=len(x))
-    total = x[starts]
+    total = x.take(starts, axis=0)
     long = np.flatnonzero(sizes > _FEW_ROWS)
     short = sizes.copy()
     short[long] = 1
-    if len(starts) and short.max() > 1:
-        more = np.flatnonzero(short > 1)
-        rest = x[starts[more] + 1]
-        for k in range(2, int(short.max())):
-            deeper = np.flatnonzero(short[more] > k)
-            rest[deeper] += x[starts[more[deeper]] + k]
+    # the segments of several rows, longest first: those that still have a k-th row are a prefix, added
+    # to in place rather than picked out and put back for each k
+    more = np.flatnonzero(short > 1)
+    more = more[np.argsort(-short[more], kind="stable")]
+    depth = short[more]
+    if len(more):
+        rest = x.take(starts[more] + 1, axis=0)
+        for k in range(2, int(depth[0])):
+            deeper = rest[: np.count_nonzero(depth > k)]
+            np.add(deeper, x.take(starts[more[: len(deeper)]] + k, axis=0), out=deeper)
         total[more] += rest
+    total = total.astype(x.dtype if dtype is None else dtype, copy=False)
     for i in long:
-        total[i] = np.add.reduceat(x[starts[i] : starts[i] + sizes[i]], [0], axis=0)[0]
+        total[i] = np.add.reduceat(x[starts[i] : starts[i] + sizes[i]], [0], axis=0, dtype=total.dtype)[0]
     return total

@@ -29,16 +29,22 @@ _MASK_TYPES = ((8, np.uint8), (16, np.uint16), (32, np.uint32), (64, np.uint64))
 class LeafMasks:
     """Every tree's splits and leaves, padded to the same count per tree.
 
+    Splits of different trees often make the same test (a feature against one of its few histogram
+    bin edges): each distinct test is made once per row, and every split reads its outcome.
+
     Attributes:
-        key: per tree and split, ``2·feature + missing_left``: the row of the doubled feature matrix
-            the split reads (see :meth:`leaves`); padding splits read row 0.
-        threshold: a row passes a split (goes left) when its value is ``<= threshold``.
+        key: per distinct test, ``2·feature + missing_left``: the row of the doubled feature matrix it
+            reads (see :meth:`leaves`).
+        threshold: per distinct test, a row passes (goes left) when its value is ``<= threshold``.
+        test: per tree and split, the index of its test in ``key`` and ``threshold``; padding splits
+            take any test (their mask keeps every leaf).
         mask: per split, the leaves still possible when a row fails it; all ones for padding.
         leaf: per tree, the node index of each leaf, left to right.
     """
 
     key: IntArray
     threshold: FloatArray
+    test: IntArray
     mask: npt.NDArray[Any]
     leaf: IntArray
 
@@ -69,7 +75,9 @@ class LeafMasks:
                 key[i, j] = 2 * int(ensemble.feature[node]) + int(ensemble.missing_left[node])
                 threshold[i, j] = ensemble.threshold[node]
                 mask[i, j] = ((1 << n_leaves) - 1) & ~((1 << (hi + 1)) - (1 << lo))
-        return cls(key, threshold, mask, leaf)
+        pairs = np.column_stack([key.ravel().astype(np.float64), threshold.ravel()])
+        tests, test = np.unique(pairs, axis=0, return_inverse=True)
+        return cls(tests[:, 0].astype(np.intp), tests[:, 1].astype(np.float64), test.reshape(key.shape), mask, leaf)
 
     def leaves(self, x: FloatArray) -> IntArray:
         """The leaf node each row reaches in each tree, shape (rows, trees).
@@ -77,30 +85,52 @@ class LeafMasks:
         Args:
             x: feature rows, NaN where a feature is missing.
         """
+        return np.asarray(self.leaf.ravel().take(self._positions(x).T), dtype=np.intp)
+
+    def values(self, x: FloatArray, value: FloatArray) -> FloatArray:
+        """``value.take(self.leaves(x))``: each row's leaf value in each tree, in one gather of the rows'
+        leaves from a table of the trees' leaf values rather than two.
+
+        Args:
+            x: feature rows, NaN where a feature is missing.
+            value: each node's value (a :class:`~.trees.TreeEnsemble`'s ``value``).
+        """
+        return np.asarray(value.take(self.leaf).ravel().take(self._positions(x).T), dtype=np.float64)
+
+    def _positions(self, x: FloatArray) -> IntArray:
+        """Per tree and row, shape (trees, rows): the row's leaf as a position in ``self.leaf.ravel()``."""
         rows, width = x.shape
-        trees, n_splits = self.key.shape
+        trees, n_splits = self.test.shape
         # Each feature twice: as given (NaN fails every "<=", so it goes right) and with NaN as -inf
         # (passes every "<=", so it goes left); a split reads the copy its missing-value side selects.
         both = np.empty((width, 2, rows))
-        both[:, 0, :] = x.T
-        both[:, 1, :] = x.T
-        np.putmask(both[:, 1, :], np.isnan(x.T), -np.inf)
+        given = both[:, 0, :]
+        given[...] = x.T
+        # fmax against -inf is the identity but for NaN, which it turns into -inf: one pass, where a
+        # second transposed copy and a masked fill would take three
+        np.fmax(given, -np.inf, out=both[:, 1, :])
         features = both.reshape(2 * width, rows)
+        # each distinct test's outcome for every row, a block of tests at a time to stay in cache
+        passed = np.empty((len(self.key), rows), dtype=bool)
+        step = max(1, _BLOCK // max(rows, 1))
+        for start in range(0, len(self.key), step):
+            block = slice(start, start + step)
+            np.less_equal(features.take(self.key[block], axis=0), self.threshold[block, None], out=passed[block])
         index = np.empty((trees, rows), dtype=np.intp)
-        # a block of trees at a time, so that the (trees x splits x rows) values stay in cache
+        # a block of trees at a time, so that the (trees x splits x rows) masks stay in cache
         step = max(1, _BLOCK // max(n_splits * rows, 1))
         for start in range(0, trees, step):
             stop = min(start + step, trees)
-            index[start:stop] = self._lowest_leaf(features, slice(start, stop))
+            index[start:stop] = self._lowest_leaf(passed, slice(start, stop))
         index += (np.arange(trees, dtype=np.intp) * self.leaf.shape[1])[:, None]
-        return np.asarray(self.leaf.ravel().take(index.T), dtype=np.intp)
+        return index
 
-    def _lowest_leaf(self, features: FloatArray, block: slice) -> IntArray:
+    def _lowest_leaf(self, passed: npt.NDArray[np.bool_], block: slice) -> IntArray:
         """Per tree of ``block`` and row: the position of the row's leaf among the tree's leaves."""
-        key, threshold, mask = self.key[block], self.threshold[block], self.mask[block]
-        seen = features.take(key.ravel(), axis=0).reshape(*key.shape, features.shape[1])
+        test, mask = self.test[block], self.mask[block]
+        outcome = passed.take(test.ravel(), axis=0).reshape(*test.shape, passed.shape[1])
         # a passed split keeps every leaf possible (all ones), a failed one its mask
-        kept = np.negative(seen <= threshold[:, :, None], dtype=mask.dtype)
+        kept = np.negative(outcome, dtype=mask.dtype)
         kept |= mask[:, :, None]
         possible = np.bitwise_and.reduce(kept, axis=1)
         if possible.dtype.itemsize <= 2:  # the lowest set bit's position, looked up

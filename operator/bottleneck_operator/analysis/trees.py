@@ -81,9 +81,9 @@ class TreeEnsemble:
         # once and keeps them. Both give the same leaves.
         built = "_masks" in self.__dict__
         masks = self._masks if built or len(x) >= MASK_MIN_ROWS else None
-        leaves = masks.leaves(x) if masks is not None else self._walk(x)
+        values = masks.values(x, self.value) if masks is not None else self.value.take(self._walk(x))
         one_hot = (self.tree_column[:, None] == np.arange(self.columns)[None, :]).astype(np.float64)
-        return np.asarray(self.value.take(leaves) @ one_hot + self.baseline, dtype=np.float64)
+        return np.asarray(values @ one_hot + self.baseline, dtype=np.float64)
 
     def _walk(self, x: FloatArray) -> npt.NDArray[np.intp]:
         """The leaf each row reaches in each tree, shape (rows, trees), by walking all trees at once."""
