@@ -43,10 +43,15 @@ LABEL org.opencontainers.image.title="bottleneck-operator" \
 
 # The root filesystem is read-only in the cluster: no bytecode is written at run time (the build
 # compiled it), logs go straight to stdout, and HOME points at the writable /tmp.
+# glibc's allocator: two arenas (per-thread arenas otherwise keep the analysis thread's freed memory),
+# and the arrays one batch of feature extraction frees kept in the heap for the next batch instead of
+# returned to the kernel and faulted back in (docs/analysis.md, "Throughput").
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=16777216 \
+    MALLOC_TRIM_THRESHOLD_=67108864 \
     HOME=/tmp
 
 COPY --from=build /opt/venv /opt/venv

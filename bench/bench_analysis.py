@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
 import sys
 import time
 from typing import Any
+
+from bench.image_env import image_malloc_env
 
 # Unset: the evaluation's default size (rounds of a fresh local Prometheus each, ~4-5 minutes in all).
 EVAL_JOBS = os.environ.get("BENCH_ANALYSIS_JOBS")
@@ -21,6 +24,21 @@ FB_JOBS = 400
 
 
 def throughput() -> None:
+    """The throughput figures twice, each in a fresh process: under glibc's allocator settings as the
+    container image sets them (the target is judged on these), and under glibc's defaults."""
+    image = image_malloc_env()
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    runs = (
+        ("as the image runs it, " + " ".join(f"{k}={v}" for k, v in image.items()), {**plain, **image}),
+        ("glibc's defaults, for comparison", plain),
+    )
+    for label, env in runs:
+        print(f"throughput ({label}):", flush=True)
+        code = "from bench.bench_analysis import measure_throughput; measure_throughput()"
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def measure_throughput() -> None:
     """Windows/s of features + prediction (one core), and of full verdicts with evidence."""
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
@@ -47,13 +65,13 @@ def throughput() -> None:
         full = 500 / (time.perf_counter() - t)
     median = statistics.median(rates)
     print(
-        f"throughput (one core, {len(batch)} windows, {pods:.1f} pods/window, "
-        f"{len(batch[0].timestamps)} samples): features+prediction median {median:,.0f} "
+        f"  one core, {len(batch)} windows, {pods:.1f} pods/window, "
+        f"{len(batch[0].timestamps)} samples: features+prediction median {median:,.0f} "
         f"windows/s (min {min(rates):,.0f}, max {max(rates):,.0f}; target >= {target:,}: "
         f"{'met' if median >= target else 'NOT met'}); full verdicts with evidence {full:,.0f} windows/s"
     )
     print(
-        f"  where the time goes (median of 5, same batches): features alone {features:,.0f} windows/s, "
+        f"    where the time goes (median of 5, same batches): features alone {features:,.0f} windows/s, "
         f"prediction alone {prediction:,.0f} windows/s"
     )
 

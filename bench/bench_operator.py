@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.image_env import image_malloc_env
+
 N_JOBS = 1000
 RSS_TARGET_MB = 150  # operator RSS at 1,000 Jobs
 HISTORY = 480.0
@@ -100,9 +102,9 @@ def main() -> None:
                     cluster.create(JOBS, j.namespace, job_body(j.namespace, j.name, start=j.start))
                 kubeconfig = cluster.write_kubeconfig(workdir / "kubeconfig")
                 metrics_port = free_port()
-                # MALLOC_ARENA_MAX as the image sets it: glibc's per-thread arenas otherwise keep the
+                # glibc's settings as the image has them: its per-thread arenas otherwise keep the
                 # analysis thread's freed memory (measured here: 314 MB peak without, 287 MB with).
-                env = {**os.environ, "KUBECONFIG": str(kubeconfig), "MALLOC_ARENA_MAX": "2"}
+                env = {**os.environ, "KUBECONFIG": str(kubeconfig), **image_malloc_env()}
                 log_path = workdir / "operator.log"
                 cmd = [
                     sys.executable, "-m", "bottleneck_operator", "run", "--prometheus-url", prom.url,

@@ -160,6 +160,19 @@ def test_one_image_for_operator_and_collector(dockerfile: str) -> None:
     assert "bottleneck-operator" in scripts
 
 
+def test_the_image_keeps_a_batch_s_freed_arrays_and_the_benchmarks_read_it(tmp_path: Path) -> None:
+    """The image's glibc settings (two arenas; freed arrays of up to 16 MiB kept in the heap for the
+    next batch, not handed back to the kernel and faulted in again) are what the benchmarks run under."""
+    from bench.image_env import image_malloc_env
+
+    env = image_malloc_env()
+    assert env["MALLOC_ARENA_MAX"] == "2"
+    assert int(env["MALLOC_TRIM_THRESHOLD_"]) > int(env["MALLOC_MMAP_THRESHOLD_"]) >= 1 << 20
+    other = tmp_path / "Dockerfile"
+    other.write_text("FROM scratch\nENV A=1 \\\n    MALLOC_ARENA_MAX=4\nRUN MALLOC_TOP_PAD_=1 true\n")
+    assert image_malloc_env(other) == {"MALLOC_ARENA_MAX": "4"}
+
+
 def test_collector_runs_from_the_same_image_as_the_same_user() -> None:
     from bottleneck_operator.settings import Settings
     from bottleneck_operator.webhook.inject import collector_container

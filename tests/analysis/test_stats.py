@@ -110,33 +110,6 @@ def test_summary_leaves_its_input_alone() -> None:
     np.testing.assert_array_equal(d, before)
 
 
-def _reference_corr(a: FloatArray, b: FloatArray) -> FloatArray:
-    out = np.full(len(a), np.nan)
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        ok = ~(np.isnan(x) | np.isnan(y))
-        if ok.sum() >= 4 and np.std(x[ok]) * np.sqrt(ok.sum()) >= 1e-9 and np.std(y[ok]) * np.sqrt(ok.sum()) >= 1e-9:
-            out[i] = np.corrcoef(x[ok], y[ok])[0, 1]
-    return out
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_corr_equals_corrcoef_over_shared_samples(seed: int) -> None:
-    a = _series(seed, (60, 25), 0.3)
-    b = 0.5 * a + _series(seed + 100, (60, 25), 0.3)
-    b[5] = 1.0  # flat
-    b[6, :22] = np.nan  # three shared samples
-    got = stats.nan_corr(a, b)
-    np.testing.assert_allclose(got, _reference_corr(a, b), rtol=1e-9, atol=1e-12)
-    assert np.isnan(got[5]) and np.isnan(got[6])
-
-
-@pytest.mark.parametrize("t", [25, 300])
-def test_corr_of_short_and_long_series(t: int) -> None:
-    a = _series(10, (40, t), 0.3)
-    b = 0.3 * a + _series(11, (40, t), 0.3)
-    np.testing.assert_allclose(stats.nan_corr(a, b), _reference_corr(a, b), rtol=1e-9, atol=1e-12)
-
-
 def test_segment_means_of_long_segments() -> None:
     # segments past the short path, one with more rows than a byte counts
     x = _series(12, (700, 5), 0.3)

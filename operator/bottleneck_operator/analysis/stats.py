@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from bottleneck_operator.contract.window import FloatArray
 
-__all__ = ["nan_corr", "nan_segment_mean", "quantile_ranks", "summarise_rows", "summary"]
+__all__ = ["nan_segment_mean", "quantile_ranks", "summarise_rows", "summary"]
 
 IntArray = npt.NDArray[np.intp]
 
@@ -116,28 +116,6 @@ def _row_count(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.integer[Any]]:
         counts: npt.NDArray[np.integer[Any]] = np.einsum("...j->...", mask.view(np.uint8))
         return counts
     return np.asarray(np.add.reduce(mask, axis=-1, dtype=np.intp), dtype=np.intp)
-
-
-def nan_corr(a: FloatArray, b: FloatArray, min_samples: int = 4) -> FloatArray:
-    """Pearson correlation of each row pair over the last axis, over samples where both are present.
-
-    NaN where fewer than ``min_samples`` pairs remain or either side is flat (std below 1e-9).
-    """
-    valid = ~(np.isnan(a) | np.isnan(b))
-    n = _row_count(valid)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        am = np.where(valid, a, 0.0).sum(axis=-1) / n
-        bm = np.where(valid, b, 0.0).sum(axis=-1) / n
-        da = a - am[..., None]
-        db = b - bm[..., None]
-        np.putmask(da, ~valid, 0.0)
-        np.putmask(db, ~valid, 0.0)
-        cov = (da * db).sum(axis=-1)
-        sa = np.sqrt((da * da).sum(axis=-1))
-        sb = np.sqrt((db * db).sum(axis=-1))
-        r = cov / (sa * sb)
-    r[(n < min_samples) | (sa < 1e-9) | (sb < 1e-9)] = np.nan
-    return np.asarray(r, dtype=np.float64)
 
 
 def nan_segment_mean(x: FloatArray, starts: IntArray) -> FloatArray:
