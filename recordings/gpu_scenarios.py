@@ -34,6 +34,10 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
     found = [
         Scenario("compute", "GPU", "compute", "nothing: 8192x8192 bf16 matrix products back to back",
                  Limits(), launch=_launcher("matmul"), real_gpu=True),
+        Scenario("compute-neighbour", "GPU", "compute",
+                 "the matrix products of gpu-compute beside a neighbour outside the pod that keeps every core of the "
+                 "node busy", Limits(), launch=_launcher("matmul"), real_gpu=True,
+                 setup=start_neighbours, teardown=stop_neighbours),
         Scenario("hbm", "Memory", "hbm-bandwidth", "nothing: fp32 adds and scales over 1 GiB tensors (HBM-bound)",
                  Limits(), launch=_launcher("elementwise"), real_gpu=True),
         Scenario("launch", "GPU", "launch-bound",

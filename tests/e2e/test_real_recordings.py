@@ -207,10 +207,14 @@ def _node_idle_share(name: str) -> float:
     return sum(v for k, v in spent.items() if 'mode="idle"' in k) / sum(spent.values())
 
 
-def test_a_neighbour_saturating_the_node_leaves_a_reader_io_bound(verdicts: dict[str, tuple[Shifted, Verdict]]) -> None:
-    """gpu-io-neighbour: the node's every core busy with another pod's processes, the Job waiting on
-    its disk. Node-wide CPU says nothing of the Job's own loader: no CPU verdict, no node CPU evidence."""
-    assert _node_idle_share("gpu-io-neighbour") < 0.05
-    _, verdict = verdicts["gpu-io-neighbour"]
-    assert verdict.bottleneck.value == "IO"
+@pytest.mark.parametrize(("name", "bound"), [("gpu-io-neighbour", "IO"), ("gpu-compute-neighbour", "GPU")])
+def test_a_neighbour_saturating_the_node_leaves_the_job_its_bound(
+    name: str, bound: str, verdicts: dict[str, tuple[Shifted, Verdict]]
+) -> None:
+    """The node's every core busy with another pod's processes, the Job waiting on its disk or
+    computing on its GPU. Node-wide CPU says nothing of the Job's own processes: no CPU verdict, no
+    node CPU evidence."""
+    assert _node_idle_share(name) < 0.05
+    _, verdict = verdicts[name]
+    assert verdict.bottleneck.value == bound
     assert not [e for e in verdict.evidence if e.signal.startswith(("node_cpu", "node_psi_cpu"))]
