@@ -103,6 +103,14 @@ def test_row_sums_are_those_numpy_takes_along_each_row() -> None:
         np.testing.assert_array_equal(out[:, 0], np.where(np.isnan(rows), 0.0, rows).sum(axis=1) / count)
 
 
+def test_row_means_are_the_summary_s_mean() -> None:
+    d = _series(5, (40, 30), 0.3)
+    want = stats.summary(d, QUANTILES)[:, 0]
+    got = stats.row_means(d.copy())
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(got[0])  # row 0 has no sample
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.nanmax(np.abs(d)))
+
+
 def test_summary_leaves_its_input_alone() -> None:
     d = _series(3, (4, 6, 12), 0.3)
     before = d.copy()

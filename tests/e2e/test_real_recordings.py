@@ -199,10 +199,9 @@ def _node_idle_share(name: str) -> float:
     last: dict[str, float] = {}
     for line in _openmetrics_text(name).splitlines():
         if line.startswith("node_cpu_seconds_total{"):
-            key = line.rsplit(" ", 2)[0]
-            value = float(line.rsplit(" ", 2)[1])
-            first.setdefault(key, value)
-            last[key] = value
+            key, value, _ = line.rsplit(" ", 2)
+            first.setdefault(key, float(value))
+            last[key] = float(value)
     spent = {k: last[k] - first[k] for k in last}
     return sum(v for k, v in spent.items() if 'mode="idle"' in k) / sum(spent.values())
 

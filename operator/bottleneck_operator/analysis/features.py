@@ -26,7 +26,7 @@ from bottleneck_operator.analysis.derived import derived_columns
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.hardware import spec_for
 from bottleneck_operator.analysis.series_names import BANDED, SERIES, SERIES_INDEX
-from bottleneck_operator.analysis.stats import nan_segment_mean, quantile_ranks, summarise_rows
+from bottleneck_operator.analysis.stats import nan_segment_mean, quantile_ranks, row_means, summarise_rows
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 STATS: tuple[str, ...] = ("mean", "p10", "p50", "p90", "cv")
@@ -105,13 +105,16 @@ def _stats_of(series: str) -> tuple[str, ...]:
 # Series summarised by their mean alone (no sort, no quantiles).
 MEAN_ONLY: frozenset[str] = frozenset(s for s in SERIES if _stats_of(s) == ("mean",))
 
+# (series, statistic) of each series column of the row, in the schema's order
+_SERIES_STATS: tuple[tuple[str, str], ...] = tuple((s, st) for s in SERIES for st in _stats_of(s))
+
 FEATURE_NAMES: tuple[str, ...] = (
-    *(f"{s}.{st}" for s in SERIES for st in _stats_of(s)),
+    *(f"{s}.{st}" for s, st in _SERIES_STATS),
     *(f"{s}.mean.{agg}" for s in POD_SPREAD for agg in ("podmax", "podmin")),
     *EXTRA,
 )
 # Where each series statistic of the row sits in the per-pod (series x STATS) statistics, flattened.
-_STAT_COLUMNS = np.array([SERIES_INDEX[s] * len(STATS) + STATS.index(st) for s in SERIES for st in _stats_of(s)])
+_STAT_COLUMNS = np.array([SERIES_INDEX[s] * len(STATS) + STATS.index(st) for s, st in _SERIES_STATS])
 FEATURE_INDEX: dict[str, int] = {n: i for i, n in enumerate(FEATURE_NAMES)}
 
 CONTEXT_ONLY: tuple[str, ...] = tuple(n for n in FEATURE_NAMES if n.split(".")[0] in CONTEXT_SERIES)
@@ -170,18 +173,10 @@ def _summarise_planes(cols: dict[str, FloatArray], drop: npt.NDArray[np.bool_], 
             continue
         rows = act if name == "act" else _blanked(plane, drop)
         if name in MEAN_ONLY:
-            stats[:, i, 0] = _mean_of_rows(rows)
+            stats[:, i, 0] = row_means(rows)
         else:
             summarise_rows(rows, ranks, stats[:, i, :])
     return stats
-
-
-def _mean_of_rows(rows: FloatArray) -> FloatArray:
-    """The NaN-ignoring mean of each row (NaN for a row with no sample); ``rows`` is zero-filled in place."""
-    missing = np.isnan(rows)
-    np.putmask(rows, missing, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray(rows.sum(axis=1) / (rows.shape[1] - missing.sum(axis=1)), dtype=np.float64)
 
 
 def _blanked(plane: FloatArray, drop: npt.NDArray[np.bool_]) -> FloatArray:

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from bottleneck_operator.contract.window import FloatArray
 
-__all__ = ["nan_segment_mean", "quantile_ranks", "summarise_rows", "summary"]
+__all__ = ["nan_segment_mean", "quantile_ranks", "row_means", "summarise_rows", "summary"]
 
 IntArray = npt.NDArray[np.intp]
 
@@ -106,6 +106,16 @@ def _summarise_valid(rows: FloatArray, count: npt.NDArray[np.integer[Any]], rank
         np.sqrt(np.maximum(var, 0.0, out=var), out=var)
         var /= np.maximum(np.abs(mean), 1e-3)
         np.minimum(var, 10.0, out=out[:, -1])
+
+
+def row_means(rows: FloatArray) -> FloatArray:
+    """The NaN-ignoring mean of each row of 2-D ``rows`` (NaN for a row with no sample): the mean
+    :func:`summarise_rows` gives, without the sort. ``rows`` is scratch, zero-filled in place."""
+    missing = np.isnan(rows)
+    count = rows.shape[1] - _row_count(missing)
+    np.copyto(rows, 0.0, where=missing)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.add.reduce(rows, axis=1) / count, dtype=np.float64)
 
 
 def _row_count(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.integer[Any]]:
