@@ -74,7 +74,7 @@ def test_util_gap_and_quantiles() -> None:
     assert one_way > 0.05
     assert abs(value(x, "util_gap.mean") - (0.97 - one_way / 0.9 - 0.35)) < 1e-9  # type: ignore[operator]
     w = make_window(Bottleneck.GPU, noise=0.0)
-    ramp = np.linspace(0.0, 1.0, 30)
+    ramp = np.linspace(1.0, 0.0, 30)  # falling: a rising ramp's first half would read as start-up
     w.pods[0].signals["gr_engine_active"][:] = ramp  # type: ignore[index]
     x = extract_features([w])[0]
     # GPU activity reads GR_ENGINE_ACTIVE first
@@ -234,6 +234,21 @@ def test_idle_phases_with_quiet_inputs_are_left_out() -> None:
     stall = _with(w, gr_engine_active=idle)
     xs = extract_features([stall])[0]
     assert abs(value(xs, "act.mean") - 0.95 * (n - 4) / n) < 1e-9  # type: ignore[operator]
+
+
+def test_start_up_before_the_gpu_first_works_is_left_out() -> None:
+    """Start-up staging the dataset (GPU idle, network busy) is not an input-bound loop; the same idle
+    samples after the loop has begun are a stall and count, and a GPU that never works keeps them all."""
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    n = len(w.timestamps)
+    w = _with(w, power_w=np.linspace(300.0, 310.0, n))
+    first = np.arange(n) < 6
+    staging = _with(w, gr_engine_active=np.where(first, 0.02, 0.95))  # the network keeps flowing meanwhile
+    assert abs(value(extract_features([staging])[0], "act.mean") - 0.95) < 1e-9  # type: ignore[operator]
+    late = _with(w, gr_engine_active=np.where(first[::-1], 0.02, 0.95))
+    assert abs(value(extract_features([late])[0], "act.mean") - (0.95 * (n - 6) + 0.02 * 6) / n) < 1e-9  # type: ignore[operator]
+    starved = _with(w, gr_engine_active=np.where(first, 0.02, 0.1))  # never reaches IDLE_ACT
+    assert abs(value(extract_features([starved])[0], "act.mean") - (0.02 * 6 + 0.1 * (n - 6)) / n) < 1e-9  # type: ignore[operator]
 
 
 def test_cpu_saturation_is_the_jobs_own_not_the_nodes() -> None:

@@ -190,6 +190,7 @@ def _blanked(plane: FloatArray, drop: npt.NDArray[np.bool_]) -> FloatArray:
 
 IDLE_ACT = 0.15  # GPU activity below this, with every input source quiet, is not the training loop
 IDLE_INPUT = 0.15  # an input source below this share of its window peak is quiet
+WORKING_SHARE = 0.5  # the loop has started at the first sample with activity this share of the pod's peak
 MIN_TRAINING = 4  # fewer training samples than this: keep the whole window
 
 
@@ -199,7 +200,10 @@ def training_samples(d: FloatArray) -> FloatArray:
     A sample in which the GPU is idle and every input source (host-to-device copies, network receive,
     block reads) is quiet too is start-up, evaluation or a checkpoint write: nothing the training loop
     waits for. Its statistics would describe the job's phase structure, not its bottleneck. A stall
-    keeps its source busy (or the GPU), so stalls stay in.
+    keeps its source busy (or the GPU), so stalls stay in. So are the samples before the GPU first
+    works (at :data:`WORKING_SHARE` of its peak in the window, and at least :data:`IDLE_ACT`): start-up
+    stages the dataset, loads the model and initialises NCCL with the GPU idle while the network is
+    busy, which reads like an input-bound loop that has not begun.
     """
     keep = training_mask(lambda name: d[:, SERIES_INDEX[name], :])
     if keep.all():
@@ -216,10 +220,16 @@ def training_mask(series: Callable[[str], FloatArray]) -> npt.NDArray[np.bool_]:
     Returns:
         Shape (pods, time), True where a sample is kept.
     """
-    quiet = series("act") < IDLE_ACT
+    act = series("act")
+    quiet = act < IDLE_ACT
     for name in ("input_rel_peak", "pcie_rel_peak"):
         quiet &= ~(series(name) >= IDLE_INPUT)
     keep = ~quiet
+    peak = np.fmax.reduce(np.ascontiguousarray(act.T), axis=0)  # time-major: one call per sample
+    with np.errstate(invalid="ignore"):
+        working = act >= np.fmax(WORKING_SHARE * peak, IDLE_ACT)[:, None]
+    # argmax is 0 for a pod whose GPU never works: a loop starved throughout has no start to cut
+    keep &= np.arange(act.shape[1]) >= working.argmax(axis=1)[:, None]
     few = keep.sum(axis=1) < MIN_TRAINING
     if few.any():
         keep[few] = True
