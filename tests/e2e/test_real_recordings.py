@@ -186,6 +186,9 @@ def test_gpu_recordings_measured_their_bound() -> None:
         assert 0.3 < nvml[name]["gr_engine_active"] < 0.8, name
         assert nvml[name]["tensor_active"] < 0.01 and nvml[name]["dram_active"] < 0.01, name
         assert truth[name]["measured"]["cpu_cores_used"] > 0.8, name
+    # a kernel is graphics-engine time as much as GPU_UTIL time, whatever it does (the simulators' rule)
+    for name in ("gpu-compute", "gpu-hbm", "gpu-launch", "gpu-launch-wide"):
+        assert abs(nvml[name]["gpu_util"] - nvml[name]["gr_engine_active"]) < 0.01, name
     memory = truth["gpu-memory"]["measured"]
     assert memory["swap_mb_at_end"] > 1000 and memory["major_faults_per_s"] > 1000
     # a memory-mapped reader reads through page faults, not read() calls

@@ -162,6 +162,20 @@ def test_launch_bound_runs_small_kernels_part_of_the_time_from_one_core(jobs: li
         assert _median(j, "cpu_cores") >= 0.8 * j.window.pods[0].gpu_count
 
 
+def test_kernels_count_alike_in_gpu_util_and_the_graphics_engine(jobs: list[ScenarioJob]) -> None:
+    # a kernel, NCCL's waiting ones included, is graphics-engine time as much as GPU_UTIL time: four real
+    # loops read the two within 0.005 (tests/data/gpu-compute, gpu-hbm, gpu-launch, gpu-launch-wide)
+    kernel_bound = [
+        j for j in jobs
+        if j.mechanism in ("compute", "hbm-bandwidth", "network", "nvlink") and not j.partner
+        and "gr_engine_active" in j.window.pods[0].signals and "gpu_util" in j.window.pods[0].signals
+    ]  # fmt: skip
+    assert {j.mechanism for j in kernel_bound} >= {"compute", "network"}
+    for j in kernel_bound:
+        gap = [np.nanmedian(p.signals["gpu_util"] - p.signals["gr_engine_active"]) for p in j.window.pods]
+        assert max(gap) < 0.035, (j.mechanism, gap)
+
+
 def test_full_framebuffer_in_every_class(jobs: list[ScenarioJob]) -> None:
     for cls in CLASSES:
         assert max(_median(j, "fb_used_frac") for j in jobs if j.label is cls) > 0.9

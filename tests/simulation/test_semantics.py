@@ -157,3 +157,15 @@ def test_the_trainer_spins_while_its_gpu_runs_and_sleeps_while_it_waits() -> Non
     assert min(per_gpu) >= 1.0
     # one whose GPU waits for input sleeps on the loader's queue (gpu-objectstore: no busy process)
     assert np.median([np.nanmedian(_training(j, "sc_procs_busy")) for j in starved]) == 0.0
+
+
+def test_kernels_count_alike_in_gpu_util_and_the_graphics_engine(pool: list[SimulatedJob]) -> None:
+    """A kernel, NCCL's waiting ones included, is graphics-engine time as much as GPU_UTIL time: four real
+    loops read the two within 0.005 (tests/data/gpu-compute, gpu-hbm, gpu-launch, gpu-launch-wide)."""
+    kernel_bound = [j for j in pool if Bottleneck(j.params.label) in (Bottleneck.GPU, Bottleneck.INTERCONNECT)]
+    kernel_bound = [j for j in kernel_bound if j.params.mechanism.startswith(("gpu", "ic-comm"))]
+    assert len(kernel_bound) >= 10
+    for job in kernel_bound:
+        util, engine = job.state.gpu["gpu_util"] / 100.0, job.state.gpu["gr_engine_active"]
+        busy = engine > 0.3
+        assert np.median(util[busy] - engine[busy]) < 0.035, job.params.mechanism
