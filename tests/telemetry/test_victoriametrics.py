@@ -29,6 +29,7 @@ import pytest
 from bottleneck_operator.pipeline import Analyzer, JobRequest
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.simulation import localvm
+from bottleneck_operator.simulation.localprom import LocalPrometheusError
 from bottleneck_operator.simulation.localvm import LocalVictoriaMetrics, to_prometheus_text
 
 pytestmark = pytest.mark.prometheus
@@ -113,3 +114,11 @@ def test_default_query_limit_holds(victoria: LocalVictoriaMetrics) -> None:
 
 def test_log_is_written(victoria: LocalVictoriaMetrics) -> None:
     assert Path(victoria.log_path).is_file()
+
+
+def test_an_import_waits_until_its_series_are_found(victoria: LocalVictoriaMetrics, sim_dataset: Any) -> None:
+    # the import returned only once a query at its newest sample found series; long before the data
+    # nothing is found, and the wait says so instead of letting a query answer empty
+    victoria._wait_searchable(sim_dataset.end)
+    with pytest.raises(LocalPrometheusError, match="found no series"):
+        victoria._wait_searchable(sim_dataset.start - 86_400.0, timeout=0.3)

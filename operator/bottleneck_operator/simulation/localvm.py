@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -145,9 +146,13 @@ class LocalVictoriaMetrics:
         """
         batch: list[str] = []
         rows = 0
+        newest = 0
         with Path(path).open() as source:
             for line in to_prometheus_text(source):
                 batch.append(line)
+                stamp = line.rpartition(" ")[2]
+                if stamp.isdigit():
+                    newest = max(newest, int(stamp))
                 if len(batch) >= _CHUNK_LINES:
                     self._request("/api/v1/import/prometheus", "\n".join(batch) + "\n")
                     rows += len(batch)
@@ -157,6 +162,20 @@ class LocalVictoriaMetrics:
             rows += len(batch)
         self._wait_stored(rows)
         self._request("/internal/force_flush", None)
+        if newest:
+            self._wait_searchable(newest / 1000.0)
+
+    def _wait_searchable(self, at: float, timeout: float = 30.0) -> None:
+        """Wait until an instant query at ``at`` (unix seconds) finds the imported series: on a busy
+        machine the first query after the flush has found none (the series' index entries land later)."""
+        query = urllib.parse.urlencode({"query": 'count({__name__=~".+"})', "time": f"{at:.3f}"})
+        deadline = time.monotonic() + timeout
+        while '"value"' not in self._request(f"/api/v1/query?{query}", None):
+            if time.monotonic() > deadline:
+                raise LocalPrometheusError(
+                    f"VictoriaMetrics found no series at {at:.0f} {timeout:.0f} s after the import (see {self.log_path})"
+                )
+            time.sleep(0.1)
 
     def _wait_stored(self, rows: int, timeout: float = 60.0) -> None:
         """Wait until the storage has taken ``rows`` samples: the import answers once it has read a chunk,
