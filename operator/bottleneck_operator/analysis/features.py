@@ -200,8 +200,8 @@ def training_samples(d: FloatArray) -> FloatArray:
     A sample in which the GPU is idle and every input source (host-to-device copies, network receive,
     block reads) is quiet too is start-up, evaluation or a checkpoint write: nothing the training loop
     waits for. Its statistics would describe the job's phase structure, not its bottleneck. A stall
-    keeps its source busy (or the GPU), so stalls stay in. So are the samples before the GPU first
-    works (at :data:`WORKING_SHARE` of its peak in the window, and at least :data:`IDLE_ACT`): start-up
+    keeps its source busy (or the GPU), so stalls stay in. Left out too are the samples before the GPU
+    first works (at :data:`WORKING_SHARE` of its peak in the window, and at least :data:`IDLE_ACT`): start-up
     stages the dataset, loads the model and initialises NCCL with the GPU idle while the network is
     busy, which reads like an input-bound loop that has not begun.
     """
