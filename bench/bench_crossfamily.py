@@ -2,7 +2,9 @@
 
 Family A is the project's simulator (``bottleneck_operator.simulation``), family B the independently
 written ``bottleneck_operator.scenarios``. A model that learned physics rather than one simulator's
-habits scores well in both directions. The in-family figures are printed beside them for scale.
+habits scores well in both directions. The in-family figures are printed beside them for scale, and
+each family's model is also put to the real recordings (``tests/data/real-*``, ``gpu-*``, replayed
+through a Prometheus each by ``recordings.replay``): truth neither family generated.
 Predictions are the model's most probable class (no abstention), so the figures measure the features;
 each line ends with what a user would read instead: the verdicts, with abstention and the evidence
 gates, counted right, Unknown and wrong.
@@ -72,17 +74,74 @@ def _score(model: Any, windows: Sequence[Any], labels: Sequence[str]) -> Any:
     return figures(list(labels), predicted)
 
 
+@dataclass(frozen=True)
+class RealCheck:
+    """A family's model on the real recordings: its most probable class against the recorded one."""
+
+    train: str
+    total: int
+    wrong: tuple[tuple[str, str, str], ...]  # (recording, recorded class, predicted class)
+
+
 def cross_family(train_jobs: int, eval_jobs: int, *, max_iter: int, seed: int = 11) -> list[Direction]:
     """Train on each family, evaluate on both; returns A->B, B->A, A->A, B->B."""
+    return run_seed(train_jobs, eval_jobs, max_iter=max_iter, seed=seed)[0]
+
+
+def run_seed(
+    train_jobs: int, eval_jobs: int, *, max_iter: int, seed: int, real: dict[str, tuple[Any, str]] | None = None
+) -> tuple[list[Direction], list[RealCheck]]:
+    """One seed's four directions and, given recorded windows (name -> (window, class)), each family's
+    model on them."""
     sets = {
         "A": (family_a(seed, train_jobs), family_a(seed + 1, eval_jobs)),
         "B": (family_b(seed, train_jobs), family_b(seed + 1, eval_jobs)),
     }
     models = {name: _fit(*train, seed=seed, max_iter=max_iter) for name, (train, _) in sets.items()}
     pairs = (("A", "B"), ("B", "A"), ("A", "A"), ("B", "B"))
-    return [
+    directions = [
         Direction(tr, te, _score(models[tr], *sets[te][1]), _end_to_end(models[tr], *sets[te][1])) for tr, te in pairs
     ]
+    return directions, [_real_check(name, models[name], real) for name in models] if real else []
+
+
+def _real_check(train: str, model: Any, real: dict[str, tuple[Any, str]]) -> RealCheck:
+    import numpy as np
+
+    from bottleneck_operator.analysis.features import extract_features
+
+    names = sorted(real)
+    proba = model.predict_proba(extract_features([real[n][0] for n in names]))
+    predicted = [model.classes[int(i)].value for i in np.argmax(proba, axis=1)]
+    wrong = tuple((n, real[n][1], p) for n, p in zip(names, predicted, strict=True) if p != real[n][1])
+    return RealCheck(train, len(names), wrong)
+
+
+def recorded(notes: list[str]) -> dict[str, tuple[Any, str]] | None:
+    """The real recordings' windows (name -> (window, recorded class)), or None with the reason noted
+    when they cannot be replayed here (no recordings, no Prometheus)."""
+    from bottleneck_operator.simulation.localprom import LocalPrometheusError
+
+    try:
+        from recordings.replay import recorded_windows, recording_names
+    except ImportError as exc:  # run from elsewhere than the repository root
+        notes.append(f"recordings not importable ({exc})")
+        return None
+    names = recording_names()
+    if not names:
+        notes.append("no recordings under tests/data")
+        return None
+    try:
+        windows = recorded_windows(names)
+    except LocalPrometheusError as exc:
+        notes.append(f"the recordings could not be replayed: {exc}")
+        return None
+    return {n: (w, shifted.truth["class"]) for n, (shifted, w) in windows.items()}
+
+
+def format_real(check: RealCheck) -> str:
+    wrong = "; ".join(f"{n} ({truth} read as {got})" for n, truth, got in check.wrong) or "none"
+    return f"model from {check.train}: {check.total - len(check.wrong)} of {check.total} right; wrong: {wrong}"
 
 
 def _end_to_end(model: Any, windows: Sequence[Any], labels: Sequence[str]) -> tuple[int, int, int]:
@@ -116,14 +175,22 @@ def main() -> None:
     t = time.perf_counter()
     print("families: A = simulation (the shipped simulator), B = scenarios (the second family)")
     print(f"{TRAIN_JOBS} training jobs, {EVAL_JOBS} evaluation jobs per family, {MAX_ITER} boosting iterations")
+    notes: list[str] = []
+    real = recorded(notes)
     runs = []
+    right: dict[str, list[int]] = {}
     for seed in SEEDS:
         with threadpool_limits(limits=2):
-            directions = cross_family(TRAIN_JOBS, EVAL_JOBS, max_iter=MAX_ITER, seed=seed)
+            directions, checks = run_seed(TRAIN_JOBS, EVAL_JOBS, max_iter=MAX_ITER, seed=seed, real=real)
         runs.append(directions)
         print(f"\nseed {seed}:")
         for d in directions:
             print(format_direction(d))
+        for c in checks:
+            print(f"real recordings, most probable class: {format_real(c)}")
+            right.setdefault(c.train, []).append(c.total - len(c.wrong))
+    for note in notes:
+        print(f"real recordings skipped: {note}")
     for d in runs[0][:2]:
         print(f"\nconfusion, seed {SEEDS[0]}, train {d.train} -> eval {d.test} (rows: truth):")
         print(format_confusion(d.figures))
@@ -132,6 +199,12 @@ def main() -> None:
     for k, (d, m) in enumerate(zip(runs[0], medians, strict=True)):
         each = ", ".join(f"{r[k].figures.macro_f1:.3f}" for r in runs)
         print(f"train {d.train} -> eval {d.test}: macro-F1 median {m:.3f} over seeds {SEEDS} ({each})")
+    if real:
+        each = "; ".join(
+            f"model from {k} {statistics.median(v):g} of {len(real)} ({', '.join(map(str, v))})"
+            for k, v in right.items()
+        )
+        print(f"real recordings right (most probable class), median over seeds: {each}")
     worst = min(medians[:2])
     verdict = "meets" if worst >= TARGET else "below"
     print(

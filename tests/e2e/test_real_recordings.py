@@ -4,78 +4,31 @@
 ``tests/data/gpu-*/`` (``make record-gpu``) real PyTorch loops on a real GPU read through NVML. Each
 recording is OpenMetrics exported from the Prometheus that scraped a real node-exporter and a real
 cgroup while the workload ran (recordings/README.md). Here each recording is moved in
-time to end shortly before now, backfilled with promtool into a real Prometheus of its own (they were
-all made on one node, whose node-exporter instances must not meet in one TSDB), and analysed by the
-project's pipeline over the recorded Job window.
+time to end shortly before now, backfilled with promtool into a real Prometheus of its own
+(``recordings.replay``), and analysed by the project's pipeline over the recorded Job window.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
-import math
 import os
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
+from recordings.replay import DATA, Shifted, openmetrics_text, recording_names, shifted_openmetrics
 
 from bottleneck_operator.contract.verdict import Abstention, Verdict
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
-DATA = Path(__file__).resolve().parent.parent / "data"
-SHIFT_UNIT = 3600.0
 PHASE = float(os.environ.get("BOTTLENECK_RECORDING_PHASE", "0"))  # seconds; to probe phase sensitivity by hand
-RECORDINGS = sorted(
-    {p.parent.name for pattern in ("real-*/metrics.om*", "gpu-*/metrics.om*") for p in DATA.glob(pattern)}
-)
+RECORDINGS = recording_names()
 GPU_RECORDINGS = [n for n in RECORDINGS if n.startswith("gpu-")]
-
-
-def _openmetrics_text(name: str) -> str:
-    packed = DATA / name / "metrics.om.gz"
-    return (
-        gzip.decompress(packed.read_bytes()).decode() if packed.exists() else (DATA / name / "metrics.om").read_text()
-    )
-
 
 # A recording the current model gets wrong stays as recorded; its assertion is an expected failure
 # with what the model said and why (recordings/README.md, "What the model said").
 KNOWN_WRONG: dict[str, str] = {}
-
-
-@dataclass(frozen=True)
-class Shifted:
-    truth: dict[str, Any]
-    start: float
-    end: float
-
-
-def _shift_lines(text: str, offset: float) -> dict[str, list[str]]:
-    """Family header -> its sample lines with timestamps moved by ``offset`` seconds."""
-    families: dict[str, list[str]] = {}
-    current: list[str] = []
-    for line in text.splitlines():
-        if line.startswith("# TYPE"):
-            current = families.setdefault(line, [])
-        elif line and not line.startswith("#"):
-            head, ts = line.rsplit(" ", 1)
-            current.append(f"{head} {float(ts) + offset:.3f}")
-    return families
-
-
-def _shifted_openmetrics(name: str, now: float) -> tuple[str, Shifted]:
-    """One recording as OpenMetrics ending two minutes before ``now``, and its shifted window."""
-    truth = json.loads((DATA / name / "truth.json").read_text())
-    # Whole hours: the samples keep their phase against the analysis grid (and every coarser step),
-    # so a run today reads the same steps as a run tomorrow. The window ends 2 to 62 minutes ago.
-    offset = float(math.floor((now - 120.0 - truth["end"]) / SHIFT_UNIT) * SHIFT_UNIT) + PHASE
-    families = _shift_lines(_openmetrics_text(name), offset)
-    body = [line for header, lines in families.items() for line in (header, *lines)]
-    return "\n".join(body) + "\n# EOF\n", Shifted(truth, truth["start"] + offset, truth["end"] + offset)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +40,7 @@ def verdicts(start_prometheus: Any) -> dict[str, tuple[Shifted, Verdict]]:
         pytest.fail("no recordings under tests/data/real-*: run `make record` as root")
     out: dict[str, tuple[Shifted, Verdict]] = {}
     for name in RECORDINGS:
-        text, window = _shifted_openmetrics(name, time.time())
+        text, window = shifted_openmetrics(name, time.time(), phase=PHASE)
         prom = start_prometheus(text)
         analyzer = Analyzer.from_settings(Settings.model_validate({"prometheus_url": prom.url}))
         t = window.truth
@@ -200,7 +153,7 @@ def _node_idle_share(name: str) -> float:
     """The node's idle CPU time over all its CPU time in the recording (node_cpu_seconds_total)."""
     first: dict[str, float] = {}
     last: dict[str, float] = {}
-    for line in _openmetrics_text(name).splitlines():
+    for line in openmetrics_text(name).splitlines():
         if line.startswith("node_cpu_seconds_total{"):
             key, value, _ = line.rsplit(" ", 2)
             first.setdefault(key, float(value))

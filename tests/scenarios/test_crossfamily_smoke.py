@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.bench_crossfamily import cross_family, format_direction
+from bench.bench_crossfamily import cross_family, format_direction, format_real, run_seed
 
 
 @pytest.mark.slow
@@ -28,3 +28,20 @@ def test_cross_family_smoke() -> None:
     assert directions[2].figures.accuracy > 0.5 and directions[3].figures.accuracy > 0.5
     # across families: still above chance
     assert directions[0].figures.accuracy > 0.25 and directions[1].figures.accuracy > 0.25
+
+
+@pytest.mark.slow
+@pytest.mark.prometheus
+@pytest.mark.timeout(900)
+def test_each_familys_model_meets_the_real_recordings() -> None:
+    from recordings.replay import recorded_windows
+
+    windows = recorded_windows(["real-cpu", "gpu-compute"])
+    real = {n: (w, shifted.truth["class"]) for n, (shifted, w) in windows.items()}
+    assert {n: c for n, (_, c) in real.items()} == {"real-cpu": "CPU", "gpu-compute": "GPU"}
+    _, checks = run_seed(100, 60, max_iter=15, seed=3, real=real)
+    assert [c.train for c in checks] == ["A", "B"]
+    for c in checks:
+        assert c.total == 2 and {n for n, _, _ in c.wrong} <= set(real)
+        assert all(truth == real[n][1] and got != truth for n, truth, got in c.wrong)
+        assert f"{2 - len(c.wrong)} of 2 right" in format_real(c)
