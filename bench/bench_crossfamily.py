@@ -120,23 +120,20 @@ def _real_check(train: str, model: Any, real: dict[str, tuple[Any, str]]) -> Rea
 def recorded(notes: list[str]) -> dict[str, tuple[Any, str]] | None:
     """The real recordings' windows (name -> (window, recorded class)), or None with the reason noted
     when they cannot be replayed here (no recordings, no Prometheus)."""
+    from recordings.replay import recording_names, replay
+
     from bottleneck_operator.simulation.localprom import LocalPrometheusError
 
-    try:
-        from recordings.replay import recorded_windows, recording_names
-    except ImportError as exc:  # run from elsewhere than the repository root
-        notes.append(f"recordings not importable ({exc})")
-        return None
     names = recording_names()
     if not names:
         notes.append("no recordings under tests/data")
         return None
     try:
-        windows = recorded_windows(names)
+        replayed = replay(names)
     except LocalPrometheusError as exc:
         notes.append(f"the recordings could not be replayed: {exc}")
         return None
-    return {n: (w, shifted.truth["class"]) for n, (shifted, w) in windows.items()}
+    return {n: (result.window, shifted.truth["class"]) for n, (shifted, result) in replayed.items()}
 
 
 def format_real(check: RealCheck) -> str:

@@ -18,7 +18,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bottleneck_operator.pipeline import JobResult
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 SHIFT_UNIT = 3600.0
@@ -77,11 +80,16 @@ def shifted_openmetrics(name: str, now: float, *, phase: float = 0.0, data: Path
     return "\n".join(body) + "\n# EOF\n", Shifted(truth, truth["start"] + offset, truth["end"] + offset)
 
 
-def recorded_windows(names: Sequence[str], *, data: Path = DATA) -> dict[str, tuple[Shifted, Any]]:
-    """Each recording's Job window as the pipeline fetches it from a Prometheus of its own.
+def replay(names: Sequence[str], *, phase: float = 0.0, data: Path = DATA) -> dict[str, tuple[Shifted, JobResult]]:
+    """Each recording analysed by the pipeline over its Job window, from a Prometheus of its own.
+
+    Args:
+        names: the recordings to replay.
+        phase: see :func:`shifted_openmetrics`.
+        data: where the recordings are.
 
     Returns:
-        name -> (the shifted truth and window bounds, the fetched ``JobWindow``).
+        name -> (the shifted truth and window bounds, the pipeline's result: window and verdict).
 
     Raises:
         LocalPrometheusError: Debian's prometheus or promtool is missing, or a Prometheus failed.
@@ -90,16 +98,16 @@ def recorded_windows(names: Sequence[str], *, data: Path = DATA) -> dict[str, tu
     from bottleneck_operator.settings import Settings
     from bottleneck_operator.simulation.localprom import LocalPrometheus
 
-    out: dict[str, tuple[Shifted, Any]] = {}
+    out: dict[str, tuple[Shifted, JobResult]] = {}
     with tempfile.TemporaryDirectory(prefix="recordings-") as root:
         for name in names:
-            text, shifted = shifted_openmetrics(name, time.time(), data=data)
+            text, shifted = shifted_openmetrics(name, time.time(), phase=phase, data=data)
             prom = LocalPrometheus.from_openmetrics(text, workdir=Path(root) / name)
             try:
                 analyzer = Analyzer.from_settings(Settings.model_validate({"prometheus_url": prom.url}))
                 t = shifted.truth
                 request = JobRequest(namespace=t["namespace"], job=t["job"], start=shifted.start, end=shifted.end)
-                out[name] = (shifted, analyzer.analyze_jobs([request], phase="Completed")[0].window)
+                out[name] = (shifted, analyzer.analyze_jobs([request], phase="Completed")[0])
             finally:
                 prom.stop()
     return out

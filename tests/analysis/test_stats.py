@@ -111,6 +111,14 @@ def test_row_means_are_the_summary_s_mean() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.nanmax(np.abs(d)))
 
 
+def test_row_peaks_are_each_rows_largest_sample() -> None:
+    d = _series(5, (40, 30), 0.3)
+    want = [r[~np.isnan(r)].max() if (~np.isnan(r)).any() else np.nan for r in d]
+    got = stats.row_peaks(d)
+    assert np.isnan(got[0])  # row 0 has no sample
+    np.testing.assert_array_equal(got, want)
+
+
 def test_summary_leaves_its_input_alone() -> None:
     d = _series(3, (4, 6, 12), 0.3)
     before = d.copy()

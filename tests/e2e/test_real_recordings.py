@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from typing import Any
 
 import pytest
-from recordings.replay import DATA, Shifted, openmetrics_text, recording_names, shifted_openmetrics
+from recordings.replay import DATA, Shifted, openmetrics_text, recording_names, replay
 
 from bottleneck_operator.contract.verdict import Abstention, Verdict
 
@@ -32,22 +30,10 @@ KNOWN_WRONG: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
-def verdicts(start_prometheus: Any) -> dict[str, tuple[Shifted, Verdict]]:
-    from bottleneck_operator.pipeline import Analyzer, JobRequest
-    from bottleneck_operator.settings import Settings
-
+def verdicts() -> dict[str, tuple[Shifted, Verdict]]:
     if not RECORDINGS:
         pytest.fail("no recordings under tests/data/real-*: run `make record` as root")
-    out: dict[str, tuple[Shifted, Verdict]] = {}
-    for name in RECORDINGS:
-        text, window = shifted_openmetrics(name, time.time(), phase=PHASE)
-        prom = start_prometheus(text)
-        analyzer = Analyzer.from_settings(Settings.model_validate({"prometheus_url": prom.url}))
-        t = window.truth
-        request = JobRequest(namespace=t["namespace"], job=t["job"], start=window.start, end=window.end)
-        out[name] = (window, analyzer.analyze_jobs([request], phase="Completed")[0].verdict)
-        prom.stop()
-    return out
+    return {name: (shifted, result.verdict) for name, (shifted, result) in replay(RECORDINGS, phase=PHASE).items()}
 
 
 def test_every_scenario_is_recorded() -> None:

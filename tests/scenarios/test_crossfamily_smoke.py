@@ -34,10 +34,10 @@ def test_cross_family_smoke() -> None:
 @pytest.mark.prometheus
 @pytest.mark.timeout(900)
 def test_each_familys_model_meets_the_real_recordings() -> None:
-    from recordings.replay import recorded_windows
+    from recordings.replay import replay
 
-    windows = recorded_windows(["real-cpu", "gpu-compute"])
-    real = {n: (w, shifted.truth["class"]) for n, (shifted, w) in windows.items()}
+    replayed = replay(["real-cpu", "gpu-compute"])
+    real = {n: (result.window, shifted.truth["class"]) for n, (shifted, result) in replayed.items()}
     assert {n: c for n, (_, c) in real.items()} == {"real-cpu": "CPU", "gpu-compute": "GPU"}
     _, checks = run_seed(100, 60, max_iter=15, seed=3, real=real)
     assert [c.train for c in checks] == ["A", "B"]

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from bottleneck_operator.analysis.implausible import drop_dcgm_repeats, drop_impossible_shares
 from bottleneck_operator.analysis.series_names import BANDED, DEAD_BAND, SERIES, SERIES_INDEX
+from bottleneck_operator.analysis.stats import row_peaks
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import FloatArray
 
@@ -93,9 +94,7 @@ def _log_rate(x: FloatArray, per: FloatArray | None = None) -> FloatArray:
 
 def _rel_peak(x: FloatArray) -> FloatArray:
     """Each sample over its pod's peak in the window (NaN when the pod has no positive sample)."""
-    # reduced across a time-major copy: a call per sample, not per pod (a maximum is exact in any order)
-    with np.errstate(invalid="ignore"):
-        peak = np.fmax.reduce(np.ascontiguousarray(x.T), axis=0)[:, None]  # NaN only where every sample is
+    peak = row_peaks(x)[:, None]  # NaN only where every sample is
     np.copyto(peak, np.nan, where=~(peak > 0) | np.isinf(peak))
     return _div(x, peak)
 

@@ -26,7 +26,7 @@ from bottleneck_operator.analysis.derived import derived_columns
 from bottleneck_operator.analysis.gather import gather
 from bottleneck_operator.analysis.hardware import spec_for
 from bottleneck_operator.analysis.series_names import BANDED, SERIES, SERIES_INDEX
-from bottleneck_operator.analysis.stats import nan_segment_mean, quantile_ranks, row_means, summarise_rows
+from bottleneck_operator.analysis.stats import nan_segment_mean, quantile_ranks, row_means, row_peaks, summarise_rows
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 STATS: tuple[str, ...] = ("mean", "p10", "p50", "p90", "cv")
@@ -225,9 +225,8 @@ def training_mask(series: Callable[[str], FloatArray]) -> npt.NDArray[np.bool_]:
     for name in ("input_rel_peak", "pcie_rel_peak"):
         quiet &= ~(series(name) >= IDLE_INPUT)
     keep = ~quiet
-    peak = np.fmax.reduce(np.ascontiguousarray(act.T), axis=0)  # time-major: one call per sample
     with np.errstate(invalid="ignore"):
-        working = act >= np.fmax(WORKING_SHARE * peak, IDLE_ACT)[:, None]
+        working = act >= np.fmax(WORKING_SHARE * row_peaks(act), IDLE_ACT)[:, None]
     # argmax is 0 for a pod whose GPU never works: a loop starved throughout has no start to cut
     keep &= np.arange(act.shape[1]) >= working.argmax(axis=1)[:, None]
     few = keep.sum(axis=1) < MIN_TRAINING

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from bottleneck_operator.contract.window import FloatArray
 
-__all__ = ["nan_segment_mean", "quantile_ranks", "row_means", "summarise_rows", "summary"]
+__all__ = ["nan_segment_mean", "quantile_ranks", "row_means", "row_peaks", "summarise_rows", "summary"]
 
 IntArray = npt.NDArray[np.intp]
 
@@ -116,6 +116,13 @@ def row_means(rows: FloatArray) -> FloatArray:
     np.copyto(rows, 0.0, where=missing)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(np.add.reduce(rows, axis=1) / count, dtype=np.float64)
+
+
+def row_peaks(rows: FloatArray) -> FloatArray:
+    """The NaN-ignoring maximum of each row of 2-D ``rows`` (NaN for a row with no sample)."""
+    # reduced across a time-major copy: a call per sample, not per row (a maximum is exact in any order)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.fmax.reduce(np.ascontiguousarray(rows.T), axis=0), dtype=np.float64)
 
 
 def _row_count(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.integer[Any]]:
