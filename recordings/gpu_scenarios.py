@@ -24,6 +24,12 @@ DATASET = 3 << 30
 THROTTLED_CORES = 1.0
 THROTTLED_WORKERS = 4
 SATURATING_WORKERS = 16  # one per core of the recording machine, as the usual advice has it
+FED_WORKERS = 6  # decode ~15 batches/s together, twice what the GPU takes
+# 8192x8192 bf16 products a batch (~1.7 ms each on the H200): a model that keeps the GPU busy
+# about half of a starved step (IO: 16 MiB at 40 MB/s is 0.42 s; one JPEG worker: 0.39 s)
+# and the whole of a fed one (0.15 s a batch against the six workers' ~0.07 s).
+HALF_STEP_WORK = 110
+FED_WORK = 90
 MEMORY_LIMIT = 1280 << 20  # the CUDA context's host memory plus about a third of the dataset
 
 
@@ -60,6 +66,15 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  "batch itself, between its GPU steps",
                  Limits(), launch=_loader(0),
                  real_gpu=True, setup=write_jpegs),
+        Scenario("loader-busy", "CPU", "too-few-workers",
+                 f"one DataLoader worker decoding {LOADER_BATCH} JPEGs (512x512) a batch for a model that keeps the "
+                 f"GPU busy about half of each step ({HALF_STEP_WORK} 8192x8192 bf16 products a batch)",
+                 Limits(), launch=_loader(1, HALF_STEP_WORK), real_gpu=True, setup=write_jpegs),
+        Scenario("compute-fed", "GPU", "compute",
+                 f"{FED_WORKERS} DataLoader workers decoding {LOADER_BATCH} JPEGs (512x512) a batch, faster than the "
+                 f"model takes them ({FED_WORK} 8192x8192 bf16 products a batch): the GPU bounds the step while the "
+                 "workers keep cores busy",
+                 Limits(), launch=_loader(FED_WORKERS, FED_WORK), real_gpu=True, setup=write_jpegs),
         Scenario("throttled", "CPU", "throttled",
                  f"{THROTTLED_WORKERS} DataLoader workers decoding {LOADER_BATCH} JPEGs (512x512) per batch "
                  f"under a CPU quota of {THROTTLED_CORES:g} core",
@@ -78,6 +93,11 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  f"reads limited to {READ_BPS / 1e6:g} MB/s on {disk} ({dev}), page cache evicted after each read",
                  Limits(read_bps=(dev, READ_BPS)),
                  launch=_reader(), real_gpu=True, setup=write_samples),
+        Scenario("io-busy", "IO", "local-disk",
+                 f"the reads of gpu-io ({READ_BPS / 1e6:g} MB/s on {disk}) made ahead in a reader thread for a model "
+                 f"that keeps the GPU busy about half of each step ({HALF_STEP_WORK} 8192x8192 bf16 products a batch)",
+                 Limits(read_bps=(dev, READ_BPS)), launch=_reader("--prefetch", "--work", str(HALF_STEP_WORK)),
+                 real_gpu=True, setup=write_samples),
         Scenario("io-neighbour", "IO", "local-disk",
                  f"the reads of gpu-io ({READ_BPS / 1e6:g} MB/s on {disk}) beside a neighbour outside the pod that "
                  "keeps every core of the node busy",
@@ -113,9 +133,13 @@ def _reader(*extra: str) -> Callable[[Context], None]:
     return _launcher("read", "--file", "{workdir}/samples.bin", "--batch", "16", *extra)
 
 
-def _loader(workers: int) -> Callable[[Context], None]:
-    """The JPEG loader with ``workers`` DataLoader workers (0: the training process decodes)."""
-    return _launcher("loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH), "--workers", str(workers))
+def _loader(workers: int, work: int = 0) -> Callable[[Context], None]:
+    """The JPEG loader with ``workers`` DataLoader workers (0: the training process decodes) feeding a model
+    of ``work`` large products a batch (0: a few small ones)."""
+    return _launcher(
+        "loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH), "--workers", str(workers),
+        "--work", str(work),
+    )  # fmt: skip
 
 
 def _launcher(kind: str, *args: str) -> Callable[[Context], None]:

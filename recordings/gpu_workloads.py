@@ -8,11 +8,14 @@ Each loop runs real PyTorch work on GPU 0 and publishes its step count after eve
 - ``launch``: eager-mode steps of hundreds of tiny kernels (the host's launches bound the step).
 - ``h2d``: a large batch in pageable host memory copied to the GPU every step (the copy bounds it).
 - ``loader``: JPEG decoding and augmentation in DataLoader workers feeding a small model (one worker,
-  or several under the pod's CPU quota).
+  or several under the pod's CPU quota); ``--work N`` adds N 8192x8192 bf16 products a batch, a model
+  that keeps the GPU busy for part of each step (or all of it, with enough workers).
 - ``objects``: 1 MiB samples fetched over HTTP from an object store behind a rate-limited link.
 - ``read``: samples read at random offsets of a file under a read-bandwidth limit, page cache evicted;
   with ``--mapped`` the file is memory-mapped and read by touching its pages, as Arrow, LMDB and
-  ``np.memmap`` datasets are (each page-cache miss a major fault, not a ``read()`` call).
+  ``np.memmap`` datasets are (each page-cache miss a major fault, not a ``read()`` call); with
+  ``--prefetch`` a reader thread fetches the next batches while the GPU works on this one, as a
+  DataLoader's workers do.
 - ``swapped``: samples gathered at random from an in-memory dataset larger than the pod's memory limit.
 """
 
@@ -21,6 +24,8 @@ from __future__ import annotations
 import argparse
 import mmap
 import os
+import queue
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +43,38 @@ def _loop(progress: Path, step: Callable[[], None], sync: Callable[[], None]) ->
         sync()
         done += 1
         write_progress(progress, done)
+
+
+def _model(torch: Any, work: int) -> Callable[[Any], None]:
+    """A batch's forward pass: four 4096-wide products, plus ``work`` 8192x8192 bf16 products (each
+    ~1.7 ms on an H200: gpu-compute runs 74 steps of eight a second) for a model of some size."""
+    weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) if work else None
+    out = torch.empty_like(big) if work else None
+
+    def forward(x: Any) -> None:
+        if x.numel() >= 4096 * 4096:  # raw samples: their first 16 MiB as one input
+            y = x.view(-1)[: 4096 * 4096].view(4096, 4096).to(torch.bfloat16)
+        else:  # decoded images: a number a sample, spread over the input
+            y = x.to(torch.bfloat16).mean() * weight
+        for _ in range(4):
+            y = y @ weight
+        for _ in range(work):
+            torch.matmul(big, big, out=out)
+
+    return forward
+
+
+def _prefetched(produce: Callable[[], Any], depth: int = 2) -> Callable[[], Any]:
+    """``produce`` run ahead in a thread, ``depth`` batches deep (reads release the GIL)."""
+    ready: queue.Queue[Any] = queue.Queue(maxsize=depth)
+
+    def run() -> None:
+        while True:
+            ready.put(produce())
+
+    threading.Thread(target=run, daemon=True).start()
+    return ready.get
 
 
 def matmul(torch: Any, progress: Path, size: int) -> None:
@@ -105,15 +142,13 @@ class _Jpegs:
         return torch.tensor(_decode(self.files[i % len(self.files)]))
 
 
-def loader(torch: Any, progress: Path, images: Path, batch: int, workers: int) -> None:
+def loader(torch: Any, progress: Path, images: Path, batch: int, workers: int, work: int = 0) -> None:
     files = sorted(str(p) for p in images.glob("*.jpg"))
     data = torch.utils.data.DataLoader(_Jpegs(files), batch_size=batch, num_workers=workers, shuffle=False)
     batches = iter(data)  # the workers fork before this process touches CUDA
-    weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    forward = _model(torch, work)
     for done, x in enumerate(batches, start=1):
-        y = x.to("cuda").to(torch.bfloat16).mean() * weight
-        for _ in range(4):
-            y = y @ weight
+        forward(x.to("cuda"))
         torch.cuda.synchronize()
         write_progress(progress, done)
 
@@ -123,26 +158,25 @@ def objects(torch: Any, progress: Path, url: str, batch: int, workers: int) -> N
 
     rng = np.random.default_rng(4)
     pool = Pool(workers)  # the workers fork before this process touches CUDA
-    weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    forward = _model(torch, 0)
     x = torch.empty(batch, 1 << 20, dtype=torch.uint8)
     done = 0
     while True:
         fetch_batch(pool, url, rng, batch, 1000)
-        y = x.to("cuda").view(-1)[: 4096 * 4096].view(4096, 4096).to(torch.bfloat16)
-        for _ in range(4):
-            y = y @ weight
+        forward(x.to("cuda"))
         torch.cuda.synchronize()
         done += 1
         write_progress(progress, done)
 
 
-def read(torch: Any, progress: Path, path: Path, batch: int, sample_bytes: int, mapped: bool = False) -> None:
+def read(
+    torch: Any, progress: Path, path: Path, batch: int, sample_bytes: int, *, mapped: bool, work: int, prefetch: bool
+) -> None:
     fd = os.open(path, os.O_RDONLY)
     size = os.fstat(fd).st_size
     view = mmap.mmap(fd, 0, prot=mmap.PROT_READ) if mapped else None
     rng = np.random.default_rng(2)
-    weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-    buf = np.empty(batch * sample_bytes, dtype=np.uint8)
+    forward = _model(torch, work)
 
     def sample(off: int) -> bytes:
         if view is None:
@@ -154,14 +188,17 @@ def read(torch: Any, progress: Path, path: Path, batch: int, sample_bytes: int, 
         os.posix_fadvise(fd, off, sample_bytes, os.POSIX_FADV_DONTNEED)
         return data
 
-    def step() -> None:
+    def fetch() -> Any:
+        buf = np.empty(batch * sample_bytes, dtype=np.uint8)
         for j, off in enumerate(rng.integers(0, (size - sample_bytes) // 4096, batch) * 4096):
             data = sample(int(off))
             buf[j * sample_bytes : j * sample_bytes + len(data)] = np.frombuffer(data, dtype=np.uint8)
-        x = torch.from_numpy(buf).to("cuda")
-        y = x[: 4096 * 4096].view(4096, 4096).to(torch.bfloat16)
-        for _ in range(4):
-            y = y @ weight
+        return buf
+
+    next_batch = _prefetched(fetch) if prefetch else fetch
+
+    def step() -> None:
+        forward(torch.from_numpy(next_batch()).to("cuda"))
 
     _loop(progress, step, torch.cuda.synchronize)
 
@@ -169,15 +206,12 @@ def read(torch: Any, progress: Path, path: Path, batch: int, sample_bytes: int, 
 def swapped(torch: Any, progress: Path, dataset_bytes: int, batch: int, sample_bytes: int) -> None:
     # The CUDA context's host memory is made resident first, as a training process's is before its
     # dataset loads; what the limit leaves of the dataset then lives in swap.
-    weight = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    forward = _model(torch, 0)
     data = in_memory_dataset(dataset_bytes, sample_bytes)
     rng = np.random.default_rng(3)
 
     def step() -> None:
-        x = torch.from_numpy(random_batch(data, rng, batch)).to("cuda")
-        y = x.view(-1)[: 4096 * 4096].view(4096, 4096).to(torch.bfloat16)
-        for _ in range(4):
-            y = y @ weight
+        forward(torch.from_numpy(random_batch(data, rng, batch)).to("cuda"))
 
     _loop(progress, step, torch.cuda.synchronize)
 
@@ -199,6 +233,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--dataset-bytes", type=int, default=3 << 30)
+    ap.add_argument("--work", type=int, default=0, help="8192x8192 bf16 products a batch (loader, read)")
+    ap.add_argument("--prefetch", action="store_true", help="read the next batches in a thread (read)")
     ns = ap.parse_args(argv)
     import torch
 
@@ -208,9 +244,11 @@ def main(argv: list[str] | None = None) -> None:
         "elementwise": lambda: elementwise(torch, p, ns.elements),
         "launch": lambda: launch(torch, p, ns.kernels, ns.width, ns.batch),
         "h2d": lambda: h2d(torch, p, ns.mib, ns.pinned),
-        "loader": lambda: loader(torch, p, ns.images, ns.batch, ns.workers),
+        "loader": lambda: loader(torch, p, ns.images, ns.batch, ns.workers, ns.work),
         "objects": lambda: objects(torch, p, ns.url, ns.batch, ns.workers),
-        "read": lambda: read(torch, p, ns.file, ns.batch, 1 << 20, ns.mapped),
+        "read": lambda: read(
+            torch, p, ns.file, ns.batch, 1 << 20, mapped=ns.mapped, work=ns.work, prefetch=ns.prefetch
+        ),
         "swapped": lambda: swapped(torch, p, ns.dataset_bytes, ns.batch, 1 << 20),
     }
     runs[ns.kind]()

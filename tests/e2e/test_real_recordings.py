@@ -128,6 +128,13 @@ def test_gpu_recordings_measured_their_bound() -> None:
     # a kernel is graphics-engine time as much as GPU_UTIL time, whatever it does (the simulators' rule)
     for name in ("gpu-compute", "gpu-hbm", "gpu-launch", "gpu-launch-wide"):
         assert abs(nvml[name]["gpu_util"] - nvml[name]["gr_engine_active"]) < 0.01, name
+    # partly starved: a model that works 0.2-0.7 of each step, the rest waiting on the disk or one
+    # worker's decoding; fed: the same loader with six workers, the GPU busy throughout beside cores
+    # that decode
+    for name in ("gpu-io-busy", "gpu-loader-busy"):
+        assert 0.2 < nvml[name]["gpu_util"] < 0.7 and nvml[name]["tensor_active"] > 0.15, name
+    assert truth["gpu-io-busy"]["measured"]["io_pressure_some_fraction"] > 0.3
+    assert nvml["gpu-compute-fed"]["gpu_util"] > 0.95 and truth["gpu-compute-fed"]["measured"]["cpu_cores_used"] > 2
     memory = truth["gpu-memory"]["measured"]
     assert memory["swap_mb_at_end"] > 1000 and memory["major_faults_per_s"] > 1000
     # a memory-mapped reader reads through page faults, not read() calls
@@ -159,3 +166,28 @@ def test_a_neighbour_saturating_the_node_leaves_the_job_its_bound(
     _, verdict = verdicts[name]
     assert verdict.bottleneck.value == bound
     assert not [e for e in verdict.evidence if e.signal.startswith(("node_cpu", "node_psi_cpu"))]
+
+
+@pytest.mark.parametrize(("name", "resource"), [("gpu-io-busy", "storage_read"), ("gpu-loader-busy", "cpu_cores")])
+def test_the_speed_up_reaches_what_the_gpu_leaves_idle(
+    name: str, resource: str, verdicts: dict[str, tuple[Shifted, Verdict]]
+) -> None:
+    """A partly starved loop: with its input free it could run at most 1 / GPU_UTIL times faster (the
+    GPU's own kernel time per step, measured by NVML over the window). The speed-up range reaches that
+    ceiling and its low end does not promise more; what the input would have to deliver is what it
+    delivers times the ceiling."""
+    window, verdict = verdicts[name]
+    ceiling = 1 / window.truth["gpu"]["nvml_readings"]["gpu_util"]
+    assert verdict.headroom is not None
+    assert verdict.headroom.low <= ceiling <= 1.05 * verdict.headroom.high, (verdict.headroom, ceiling)
+    [need] = [c for c in verdict.capacity if c.resource == resource]
+    assert need.needed == pytest.approx(need.observed * ceiling, rel=0.25), (need, ceiling)
+
+
+def test_a_fed_gpu_has_nothing_left_to_gain_outside_its_kernels(verdicts: dict[str, tuple[Shifted, Verdict]]) -> None:
+    """gpu-compute-fed's six workers decode faster than its model takes batches: GPU-bound, with no
+    stall worth removing, however many cores the workers keep busy."""
+    _, verdict = verdicts["gpu-compute-fed"]
+    assert verdict.bottleneck.value == "GPU"
+    assert verdict.headroom is not None and verdict.headroom.high < 1.1, verdict.headroom
+    assert not verdict.capacity
