@@ -16,6 +16,7 @@ NEEDS = {
     "interconnect": ("ip", "tc"),
     "objectstore": ("ip", "tc"),
     "gpu-objectstore": ("ip", "tc"),
+    "gpu-objectstore-busy": ("ip", "tc"),
     "memory": ("mkswap", "swapon"),
     "gpu-memory": ("mkswap", "swapon"),
 }

@@ -30,6 +30,8 @@ FED_WORKERS = 6  # decode ~15 batches/s together, twice what the GPU takes
 # and the whole of a fed one (0.15 s a batch against the six workers' ~0.07 s).
 HALF_STEP_WORK = 110
 FED_WORK = 90
+# 16 MiB objects a batch through the 200 Mbit/s link take 0.7 s: 190 products keep the GPU busy ~45 %
+OBJECTS_HALF_WORK = 190
 MEMORY_LIMIT = 1280 << 20  # the CUDA context's host memory plus about a third of the dataset
 
 
@@ -75,6 +77,10 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  f"model takes them ({FED_WORK} 8192x8192 bf16 products a batch): the GPU bounds the step while the "
                  "workers keep cores busy",
                  Limits(), launch=_loader(FED_WORKERS, FED_WORK), real_gpu=True, setup=write_jpegs),
+        Scenario("workers0-busy", "CPU", "too-few-workers",
+                 f"num_workers=0 as gpu-workers0, with a model of {HALF_STEP_WORK} 8192x8192 bf16 products a batch: "
+                 "decoding and the GPU's work take turns in the training process",
+                 Limits(), launch=_loader(0, HALF_STEP_WORK), real_gpu=True, setup=write_jpegs),
         Scenario("throttled", "CPU", "throttled",
                  f"{THROTTLED_WORKERS} DataLoader workers decoding {LOADER_BATCH} JPEGs (512x512) per batch "
                  f"under a CPU quota of {THROTTLED_CORES:g} core",
@@ -89,6 +95,10 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  f"4 workers fetching 16 x {OBJECT_BYTES >> 20} MiB objects a batch over HTTP, through a "
                  f"{RATE}/s link (tc tbf) to a store in its own network namespace",
                  Limits(), launch=_objectstore, real_gpu=True, setup=link_up, teardown=link_down),
+        Scenario("objectstore-busy", "IO", "network-storage",
+                 f"the fetches of gpu-objectstore made a batch ahead (through the same {RATE}/s link) for a model of "
+                 f"{OBJECTS_HALF_WORK} 8192x8192 bf16 products a batch",
+                 Limits(), launch=_objectstore_busy, real_gpu=True, setup=link_up, teardown=link_down),
         Scenario("io", "IO", "local-disk",
                  f"reads limited to {READ_BPS / 1e6:g} MB/s on {disk} ({dev}), page cache evicted after each read",
                  Limits(read_bps=(dev, READ_BPS)),
@@ -121,6 +131,11 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
 
 def _objectstore(ctx: Context) -> None:
     _launcher("objects", "--url", start_store(ctx), "--batch", "16", "--workers", "4")(ctx)
+
+
+def _objectstore_busy(ctx: Context) -> None:
+    _launcher("objects", "--url", start_store(ctx), "--batch", "16", "--workers", "4", "--prefetch", "--work",
+              str(OBJECTS_HALF_WORK))(ctx)  # fmt: skip
 
 
 def _with_neighbours(ctx: Context) -> None:

@@ -10,7 +10,8 @@ Each loop runs real PyTorch work on GPU 0 and publishes its step count after eve
 - ``loader``: JPEG decoding and augmentation in DataLoader workers feeding a small model (one worker,
   or several under the pod's CPU quota); ``--work N`` adds N 8192x8192 bf16 products a batch, a model
   that keeps the GPU busy for part of each step (or all of it, with enough workers).
-- ``objects``: 1 MiB samples fetched over HTTP from an object store behind a rate-limited link.
+- ``objects``: 1 MiB samples fetched over HTTP from an object store behind a rate-limited link
+  (``--prefetch``: the next batch fetched while the GPU works).
 - ``read``: samples read at random offsets of a file under a read-bandwidth limit, page cache evicted;
   with ``--mapped`` the file is memory-mapped and read by touching its pages, as Arrow, LMDB and
   ``np.memmap`` datasets are (each page-cache miss a major fault, not a ``read()`` call); with
@@ -153,16 +154,21 @@ def loader(torch: Any, progress: Path, images: Path, batch: int, workers: int, w
         write_progress(progress, done)
 
 
-def objects(torch: Any, progress: Path, url: str, batch: int, workers: int) -> None:
+def objects(torch: Any, progress: Path, url: str, batch: int, workers: int, *, work: int, prefetch: bool) -> None:
     from multiprocessing import Pool
 
     rng = np.random.default_rng(4)
     pool = Pool(workers)  # the workers fork before this process touches CUDA
-    forward = _model(torch, 0)
+    forward = _model(torch, work)
     x = torch.empty(batch, 1 << 20, dtype=torch.uint8)
+
+    def fetch() -> None:
+        fetch_batch(pool, url, rng, batch, 1000)
+
+    next_batch = _prefetched(fetch) if prefetch else fetch
     done = 0
     while True:
-        fetch_batch(pool, url, rng, batch, 1000)
+        next_batch()
         forward(x.to("cuda"))
         torch.cuda.synchronize()
         done += 1
@@ -233,8 +239,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--dataset-bytes", type=int, default=3 << 30)
-    ap.add_argument("--work", type=int, default=0, help="8192x8192 bf16 products a batch (loader, read)")
-    ap.add_argument("--prefetch", action="store_true", help="read the next batches in a thread (read)")
+    ap.add_argument("--work", type=int, default=0, help="8192x8192 bf16 products a batch (loader, objects, read)")
+    ap.add_argument("--prefetch", action="store_true", help="fetch the next batches in a thread (objects, read)")
     ns = ap.parse_args(argv)
     import torch
 
@@ -245,7 +251,7 @@ def main(argv: list[str] | None = None) -> None:
         "launch": lambda: launch(torch, p, ns.kernels, ns.width, ns.batch),
         "h2d": lambda: h2d(torch, p, ns.mib, ns.pinned),
         "loader": lambda: loader(torch, p, ns.images, ns.batch, ns.workers, ns.work),
-        "objects": lambda: objects(torch, p, ns.url, ns.batch, ns.workers),
+        "objects": lambda: objects(torch, p, ns.url, ns.batch, ns.workers, work=ns.work, prefetch=ns.prefetch),
         "read": lambda: read(
             torch, p, ns.file, ns.batch, 1 << 20, mapped=ns.mapped, work=ns.work, prefetch=ns.prefetch
         ),

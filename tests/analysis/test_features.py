@@ -16,7 +16,7 @@ from bottleneck_operator.analysis.features import (
     value,
 )
 from bottleneck_operator.analysis.hardware import spec_for
-from bottleneck_operator.analysis.implausible import drop_dcgm_repeats
+from bottleneck_operator.analysis.implausible import drop_dcgm_repeats, util_in_phase
 from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import JobWindow
@@ -93,6 +93,7 @@ def test_context_series_carry_the_statistics_that_are_read() -> None:
     ramp = np.linspace(0.2, 1.0, 30)
     w.pods[0].signals["gpu_util"][:] = ramp  # type: ignore[index]
     w.pods[0].signals["gpu_util"][::3] = np.nan  # type: ignore[index]
+    w.pods[0].signals["gr_engine_active"][:] = 0.2  # type: ignore[index]  # at or below GPU_UTIL: in phase
     x = extract_features([w])[0]
     assert abs(value(x, "gpu_util.mean") - np.nanmean(w.pods[0].signals["gpu_util"])) < 1e-12  # type: ignore[operator]
 
@@ -215,6 +216,37 @@ def _with(w: JobWindow, **series: object) -> JobWindow:
     for name, v in series.items():
         signals[name] = np.asarray(v, dtype=np.float64) if np.ndim(v) else np.full(n, float(v))  # type: ignore[arg-type]
     return replace(w, pods=(replace(w.pods[0], signals=signals),))
+
+
+def test_gpu_util_read_out_of_phase_is_the_engines_time_plus_copies() -> None:
+    util = np.array([[0.0, 0.93, 0.0, 0.73], [0.5, 0.52, 0.49, 0.5]])
+    gr = np.array([[0.34, 0.25, 0.17, 0.34], [0.48, 0.5, 0.49, 0.5]])
+    copying = np.array([[0.01, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    fixed = util_in_phase(util, gr, copying)
+    # the first pod reads GPU_UTIL below the engine: every sample of it becomes engine plus copies
+    np.testing.assert_allclose(fixed[0], [0.35, 0.25, 0.17, 0.34])
+    # the second reads them in phase (within rounding): left as read, as is a pod without the engine
+    np.testing.assert_array_equal(fixed[1], util[1])
+    no_engine = np.full_like(gr, np.nan)
+    assert util_in_phase(util, no_engine, copying) is util
+    # one sample below the engine in ten is exporter noise, not a reading out of phase
+    noisy = np.full((1, 10), 0.6)
+    engine = np.full((1, 10), 0.6)
+    engine[0, 3] = 0.75
+    assert util_in_phase(noisy, engine, np.zeros((1, 10))) is noisy
+
+
+def test_a_loop_faster_than_the_readings_is_no_collective_gap() -> None:
+    """A loop alternating faster than NVML's utilisation window reads GPU_UTIL as 0 or 1 at random
+    beside steady profiling fields (tests/data/gpu-*-busy): no GPU_UTIL-SM gap, which would read as
+    NCCL kernels waiting."""
+    w = make_window(Bottleneck.CPU, noise=0.0)
+    n = len(w.timestamps)
+    flips = np.where(np.arange(n) % 3 == 0, 0.0, 0.93)
+    aliased = _with(w, gpu_util=flips, gr_engine_active=0.3, sm_active=0.25, power_w=np.linspace(300.0, 310.0, n))
+    x = extract_features([aliased])[0]
+    assert abs(value(x, "util_gap.mean") - 0.05) < 0.02  # type: ignore[operator]
+    assert abs(value(x, "util_gr_gap.mean")) < 0.02  # type: ignore[operator]
 
 
 def test_idle_phases_with_quiet_inputs_are_left_out() -> None:

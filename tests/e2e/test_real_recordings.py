@@ -131,7 +131,7 @@ def test_gpu_recordings_measured_their_bound() -> None:
     # partly starved: a model that works 0.2-0.7 of each step, the rest waiting on the disk or one
     # worker's decoding; fed: the same loader with six workers, the GPU busy throughout beside cores
     # that decode
-    for name in ("gpu-io-busy", "gpu-loader-busy"):
+    for name in ("gpu-io-busy", "gpu-loader-busy", "gpu-objectstore-busy", "gpu-workers0-busy"):
         assert 0.2 < nvml[name]["gpu_util"] < 0.7 and nvml[name]["tensor_active"] > 0.15, name
     assert truth["gpu-io-busy"]["measured"]["io_pressure_some_fraction"] > 0.3
     assert nvml["gpu-compute-fed"]["gpu_util"] > 0.95 and truth["gpu-compute-fed"]["measured"]["cpu_cores_used"] > 2
@@ -168,18 +168,23 @@ def test_a_neighbour_saturating_the_node_leaves_the_job_its_bound(
     assert not [e for e in verdict.evidence if e.signal.startswith(("node_cpu", "node_psi_cpu"))]
 
 
-@pytest.mark.parametrize(("name", "resource"), [("gpu-io-busy", "storage_read"), ("gpu-loader-busy", "cpu_cores")])
+@pytest.mark.parametrize(
+    ("name", "resource"),
+    [("gpu-io-busy", "storage_read"), ("gpu-loader-busy", "cpu_cores"), ("gpu-objectstore-busy", "storage_read"),
+     ("gpu-workers0-busy", "cpu_cores")],
+)  # fmt: skip
 def test_the_speed_up_reaches_what_the_gpu_leaves_idle(
     name: str, resource: str, verdicts: dict[str, tuple[Shifted, Verdict]]
 ) -> None:
     """A partly starved loop: with its input free it could run at most 1 / GPU_UTIL times faster (the
     GPU's own kernel time per step, measured by NVML over the window). The speed-up range reaches that
     ceiling and its low end does not promise more; what the input would have to deliver is what it
-    delivers times the ceiling."""
+    delivers times the ceiling. The analysis reads the GPU at four or five samples of the window where
+    NVML read it 124 times: its high end may fall short of the ceiling by a tenth."""
     window, verdict = verdicts[name]
     ceiling = 1 / window.truth["gpu"]["nvml_readings"]["gpu_util"]
     assert verdict.headroom is not None
-    assert verdict.headroom.low <= ceiling <= 1.05 * verdict.headroom.high, (verdict.headroom, ceiling)
+    assert verdict.headroom.low <= ceiling <= 1.1 * verdict.headroom.high, (verdict.headroom, ceiling)
     [need] = [c for c in verdict.capacity if c.resource == resource]
     assert need.needed == pytest.approx(need.observed * ceiling, rel=0.25), (need, ceiling)
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.analysis.implausible import drop_dcgm_repeats, drop_impossible_shares
+from bottleneck_operator.analysis.implausible import drop_dcgm_repeats, drop_impossible_shares, util_in_phase
 from bottleneck_operator.analysis.series_names import BANDED, DEAD_BAND, SERIES, SERIES_INDEX
 from bottleneck_operator.analysis.stats import row_peaks
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
@@ -147,13 +147,14 @@ def _gpu_columns(
     g: Callable[[str], FloatArray], gpus: FloatArray, pcie: FloatArray, nvlink: FloatArray
 ) -> dict[str, FloatArray]:
     """GPU activity, pipes, memory and links."""
-    gpu_util, gr, sm = g("gpu_util"), g("gr_engine_active"), g("sm_active")
+    gr, sm = g("gr_engine_active"), g("sm_active")
     tensor, dram = g("tensor_active"), g("dram_active")
     pcie_rx, pcie_tx = g("pcie_rx_bps"), g("pcie_tx_bps")
     rx_frac, tx_frac = _div(pcie_rx, pcie), _div(pcie_tx, pcie)
     # GPU_UTIL counts the copy engines' time beside the kernels': one-way copies streaming at the
     # link's rate read 0.99 with the SMs idle (tests/data/gpu-h2d-pinned). What is left is kernels.
     copying = _nan_to_num(copy_engine_share(rx_frac, tx_frac))
+    gpu_util = util_in_phase(g("gpu_util"), gr, copying)
     kernels = _clipped(np.subtract(gpu_util, copying, out=copying), 0.0, 1.0)
     act = _coalesce(gr, sm, kernels)
     cols: dict[str, FloatArray] = {

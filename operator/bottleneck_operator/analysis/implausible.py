@@ -2,7 +2,9 @@
 
 Pressure shares outside [0, 1] come from counter resets; repeated dcgm-exporter samples come from
 scrapes (or a query step) finer than its 30 s collection interval. Both would otherwise weigh in
-every statistic of :mod:`.features` as if they were readings.
+every statistic of :mod:`.features` as if they were readings. ``GPU_UTIL`` below the graphics
+engine's activity is no reading of one interval either: there it is replaced, not blanked
+(:func:`util_in_phase`).
 """
 
 from __future__ import annotations
@@ -75,3 +77,42 @@ def drop_dcgm_repeats(raw: FloatArray, *, in_place: bool = False) -> FloatArray:
         np.copyto(field[:, 1:], np.nan, where=repeat)
         out[pods, i, :] = field
     return out
+
+
+# GPU_UTIL below the graphics engine's activity by more than this is out of phase, and a pod with
+# that share of its samples so reads GPU_UTIL out of phase (one sample can be exporter noise: the
+# simulators draw each series' noise apart; the four aliased H200 loops read it in 2-3 of 4-5)
+OUT_OF_PHASE = 0.1
+OUT_OF_PHASE_SHARE = 0.2
+
+
+def util_in_phase(gpu_util: FloatArray, gr: FloatArray, copying: FloatArray) -> FloatArray:
+    """``GPU_UTIL``, or where a pod's readings show it was read out of phase, the engine's time plus copies.
+
+    NVML's utilisation covers the last 1/6 to 1 s before it is read; the profiling fields (graphics
+    engine, SM, tensor, DRAM) cover DCGM's own sampling period. Over one interval a kernel is engine
+    time and ``GPU_UTIL`` time alike (the H200 loops read the two within 0.005), so ``GPU_UTIL`` below
+    the engine's activity means the two covered different intervals: a loop that alternates faster
+    than that reads ``GPU_UTIL`` as 0 or 1 at random (tests/data/gpu-*-busy: 0.00 beside an engine at
+    0.34, then 0.93 beside 0.25), a gap that reads like NCCL's waiting kernels. In a pod that reads so
+    in a fifth of its samples or more (``OUT_OF_PHASE_SHARE``), every sample's ``GPU_UTIL`` is read as
+    the engine's time plus the copy engines' share (``copying``), which is what ``GPU_UTIL`` counts over
+    the engine's interval.
+
+    Args:
+        gpu_util: ``GPU_UTIL`` per pod and sample, 0..1 (NaN where missing).
+        gr: the graphics engine's activity, same shape (NaN where not collected).
+        copying: the copy engines' share of the time, same shape (0 where unknown).
+
+    Returns:
+        ``gpu_util`` itself where no pod reads out of phase, else a copy with those pods' rows replaced.
+    """
+    with np.errstate(invalid="ignore"):
+        below = (gpu_util < gr - OUT_OF_PHASE).sum(axis=1)
+    read = (~np.isnan(gpu_util) & ~np.isnan(gr)).sum(axis=1)
+    out_of_phase = below >= np.maximum(OUT_OF_PHASE_SHARE * read, 1)
+    if not out_of_phase.any():
+        return gpu_util
+    fixed = gpu_util.copy()
+    fixed[out_of_phase] = np.clip(gr[out_of_phase] + copying[out_of_phase], 0.0, 1.0)
+    return fixed

@@ -36,6 +36,14 @@ PINNED_COPY = (0.7, 0.85)
 # (TELEMETRY.md, derived); token batches a few thousandths of that; the H200 recordings' loops under
 # 0.005 (tests/data/gpu-compute, gpu-launch).
 INPUT_COPY = (0.001, 0.06)
+# A small model on a large GPU: the real H200 loops held back by their disk, object store, loader,
+# memory or pageable copies kept their GPU 0.1-2 % busy (tests/data/gpu-io, gpu-objectstore,
+# gpu-loader, gpu-workers0, gpu-memory, ...), their input 50-800 times their kernels' time, where the
+# stage draws below stop at six. A share of the plans that a host stage bounds draws such a model:
+# kernels of 1-20 ms a step, the bounding stage 6-600 times that (log-uniform).
+SMALL_MODEL_SHARE = 0.2
+SMALL_MODEL_STEP = (0.001, 0.02)
+STARVED = (6.0, 600.0)
 
 
 @dataclass(frozen=True)
@@ -121,12 +129,21 @@ def _topology(rng: np.random.Generator, mechanism: str, part: Part) -> tuple[int
     return int(rng.choice([2, 4])), 1, int(rng.choice([2, 4]))
 
 
-def _stage_draw(rng: np.random.Generator, label: Bottleneck, mechanism: str, t_gpu: float) -> dict[str, float]:
-    """Stage times relative to ``t_gpu``: the target's high, the others low (some near the edge)."""
+def _log_u(rng: np.random.Generator, lo: float, hi: float) -> float:
+    return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+
+
+def _stage_draw(
+    rng: np.random.Generator, label: Bottleneck, mechanism: str, t_gpu: float, *, starved: bool = False
+) -> dict[str, float]:
+    """Stage times relative to ``t_gpu``: the target's high, the others low (some near the edge);
+    ``starved``: the target's 6-600 times the kernels' time (a small model on a large GPU)."""
     weak = {k: t_gpu * float(rng.choice([_u(rng, 0.0, 0.3), _u(rng, 0.3, 0.85)], p=[0.6, 0.4])) for k in (
         "t_comm", "t_cpu", "t_io")}  # fmt: skip
     weak["t_mem"] = t_gpu * float(rng.choice([0.0, _u(rng, 0.0, 0.08)], p=[0.8, 0.2]))
     strong = t_gpu * float(rng.choice([_u(rng, 1.25, 2.0), _u(rng, 2.0, 6.0)], p=[0.55, 0.45]))
+    if starved:
+        strong = t_gpu * _log_u(rng, *STARVED)
     if mechanism == HOST_TO_DEVICE:
         weak["t_h2d"] = strong
     elif label is Bottleneck.INTERCONNECT:
@@ -136,7 +153,7 @@ def _stage_draw(rng: np.random.Generator, label: Bottleneck, mechanism: str, t_g
     elif label is Bottleneck.IO:
         weak["t_io"] = strong
     elif label is Bottleneck.MEMORY:
-        weak["t_mem"] = t_gpu * _u(rng, 0.3, 3.0)
+        weak["t_mem"] = strong if starved else t_gpu * _u(rng, 0.3, 3.0)
     return weak
 
 
@@ -181,11 +198,12 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, *, tries: int = 200) 
     # HBM-bandwidth-bound jobs are drawn like GPU-bound ones (no host stage bounds them): only their
     # kernels differ, and the class follows from those kernels
     stage_label = Bottleneck.GPU if mechanism == "hbm-bandwidth" else label
+    starved = _host_bound(label, mechanism) and bool(rng.random() < SMALL_MODEL_SHARE)
     for _ in range(tries):
-        t_gpu = _u(rng, 0.08, 1.2)
+        t_gpu = _u(rng, *SMALL_MODEL_STEP) if starved else _u(rng, 0.08, 1.2)
         st = StageTimes(serial_input=False, overlap=_u(rng, 0.3, 0.9), t_gpu=t_gpu,
                         pinned=mechanism != HOST_TO_DEVICE or bool(rng.random() < 0.25),
-                        **_stage_draw(rng, stage_label, mechanism, t_gpu))  # fmt: skip
+                        **_stage_draw(rng, stage_label, mechanism, t_gpu, starved=starved))  # fmt: skip
         workers = int(rng.choice([2, 4, 6, 8, 10, 12, 16]))
         if label is Bottleneck.CPU and mechanism == "too-few-workers":
             workers = int(rng.choice([0, 0, 1, 2]))
@@ -195,8 +213,14 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, *, tries: int = 200) 
             st = replace(st, t_cpu=st.t_cpu * 0.6, t_io=st.t_io * 0.5, serial_input=True)
         got, margin = truth(st)
         if got is stage_label and margin > 0.12:
-            return _finish(rng, label, mechanism, margin, part, fabric, storage, st, (n_pods, gpp, ppn), workers)
+            plan = _finish(rng, label, mechanism, margin, part, fabric, storage, st, (n_pods, gpp, ppn), workers)
+            return replace(plan, tags=(*plan.tags, "small-model")) if starved else plan
     raise RuntimeError(f"no plan for {label} after {tries} draws")  # pragma: no cover - draws always land
+
+
+def _host_bound(label: Bottleneck, mechanism: str) -> bool:
+    """A host stage bounds the step (a GPU-side or collective bound cannot starve the GPU of work)."""
+    return label in (Bottleneck.IO, Bottleneck.CPU) or mechanism in (HOST_MEMORY, HOST_TO_DEVICE)
 
 
 def _tags(
