@@ -284,7 +284,7 @@ def _finish(
     if mechanism == HOST_TO_DEVICE:
         h2d_bytes = st.t_h2d * part.pcie_bps * _u(rng, *(PINNED_COPY if st.pinned else PAGEABLE_COPY))
     else:  # input copies beside the kernels, a small share of the link
-        h2d_bytes = float(np.exp(_u(rng, *np.log(INPUT_COPY)))) * part.pcie_bps * st.t_gpu
+        h2d_bytes = _log_u(rng, *INPUT_COPY) * part.pcie_bps * st.t_gpu
     tags = _tags(mechanism, storage, fabric, path, workers=workers, node_gpus=node_gpus, mig=mig)
     return Plan(
         label=label, mechanism=mechanism, margin=margin, part=part, fabric=fabric, storage=storage, stages=st,
