@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from bottleneck_operator.analysis.derived import LINK_IDLE_FULL, STAGED_COPY_BPS
 from bottleneck_operator.analysis.features import (
@@ -441,3 +442,18 @@ def test_stall_shares_say_which_wait_explains_the_idle_gpu() -> None:
     assert abs(value(x[1], "io_stall_share.mean") - stall / (stall + 0.05)) < 1e-9  # type: ignore[operator]
     assert value(x[1], "mem_stall_share.mean") == 0.0
     assert abs(value(x[2], "mem_stall_share.mean") - stall / (stall + 0.05)) < 1e-9  # type: ignore[operator]
+
+
+def test_power_and_clock_read_against_the_parts_datasheet() -> None:
+    """An H200 at 693 W and 1485 MHz is at its limit with the clock lowered (tests/data/gpu-compute); an
+    A100 drawing the same watts would be far past its 400 W; a part the analysis does not know reads NaN."""
+    w = make_window(Bottleneck.GPU, gpu_model="NVIDIA H200")
+    x = extract_features([_with(w, power_w=693.0, sm_clock_mhz=1485.0)])[0]
+    assert x[FEATURE_INDEX["power_tdp_frac.mean"]] == pytest.approx(0.99)
+    assert x[FEATURE_INDEX["clock_frac.mean"]] == pytest.approx(0.75)
+    a100 = extract_features([_with(make_window(Bottleneck.GPU), power_w=200.0, sm_clock_mhz=1410.0)])[0]
+    assert a100[FEATURE_INDEX["power_tdp_frac.mean"]] == pytest.approx(0.5)
+    assert a100[FEATURE_INDEX["clock_frac.mean.podmin"]] == pytest.approx(1.0)
+    unknown = extract_features([_with(make_window(Bottleneck.GPU, gpu_model="NVIDIA GeForce RTX 4090"), power_w=300.0)])
+    assert np.isnan(unknown[0, FEATURE_INDEX["power_tdp_frac.mean"]])
+    assert np.isnan(unknown[0, FEATURE_INDEX["clock_frac.mean"]])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from bottleneck_operator.analysis.hardware import DEFAULT_SPEC, GB, spec_for
@@ -95,3 +97,13 @@ def test_pcie_generation_follows_the_part() -> None:
     assert spec_for("NVIDIA H100 PCIe").pcie_bps == 63.0 * GB
     assert spec_for("NVIDIA A100-PCIE-40GB").pcie_bps == 31.5 * GB
     assert spec_for("Tesla T4").pcie_bps == 15.8 * GB
+
+
+def test_every_known_part_has_its_power_limit_and_unknown_ones_have_none() -> None:
+    for model_name, *_ in MODEL_NAMES:
+        assert spec_for(model_name).tdp_w > 0, model_name
+    assert spec_for("NVIDIA H200").tdp_w == 700 and spec_for("NVIDIA H200").max_clock_mhz == 1980
+    assert spec_for("NVIDIA H100 PCIe").tdp_w == 350 and spec_for("NVIDIA L4").tdp_w == 72
+    assert math.isnan(DEFAULT_SPEC.tdp_w) and math.isnan(DEFAULT_SPEC.max_clock_mhz)
+    # a MIG instance shares the board's power with the others: its limit is not the board's
+    assert math.isnan(spec_for("NVIDIA A100-SXM4-80GB", "3g.40gb").tdp_w)

@@ -253,3 +253,22 @@ def test_a_small_model_on_a_large_gpu_starves_it(jobs: list[ScenarioJob]) -> Non
     others = [_median(j, "gr_engine_active") for j in host_bound if "small-model" not in j.tags
               and "gr_engine_active" in j.window.pods[0].signals]  # fmt: skip
     assert np.percentile(others, 10) > 0.1
+
+
+def test_power_and_clock_follow_the_pipes_as_on_a_real_h200(jobs: list[ScenarioJob]) -> None:
+    # bf16 matmuls hold an H200 at 0.99 of its 700 W with the SM clock lowered to 0.75 of 1980 MHz; a
+    # starved GPU idles near its floor at its full clock (tests/data/gpu-compute, gpu-io)
+    compute, starved = [], []
+    for j in jobs:
+        if j.partner:  # a time-sliced GPU draws for two
+            continue
+        spec = spec_for(j.window.pods[0].gpu_model)
+        draw, clock = _median(j, "power_w") / spec.tdp_w, _median(j, "sm_clock_mhz") / spec.max_clock_mhz
+        assert draw <= 1.0
+        if j.mechanism == "compute":
+            compute.append(draw)
+        elif "small-model" in j.tags:
+            starved.append(draw)
+            assert clock > 0.96
+    assert compute and starved
+    assert min(compute) > 0.45 and max(starved) < 0.3

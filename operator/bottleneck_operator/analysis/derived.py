@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from bottleneck_operator.analysis.hardware import PodCapacities
 from bottleneck_operator.analysis.implausible import drop_dcgm_repeats, drop_impossible_shares, util_in_phase
 from bottleneck_operator.analysis.series_names import BANDED, DEAD_BAND, SERIES, SERIES_INDEX
 from bottleneck_operator.analysis.stats import row_peaks
@@ -99,12 +100,12 @@ def _rel_peak(x: FloatArray) -> FloatArray:
     return _div(x, peak)
 
 
-def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: FloatArray) -> FloatArray:
+def derived_series(raw: FloatArray, caps: PodCapacities) -> FloatArray:
     """Derived series for every pod.
 
     Args:
         raw: the pods' signals, shape (pods, len(SIGNAL_NAMES), T).
-        gpus / pcie / nvlink: per pod (pods, 1): GPU count, PCIe and NVLink capacity in bytes/s.
+        caps: each pod's GPU count and capacities (:func:`~.gather.gather`).
 
     Returns:
         Shape (pods, len(SERIES), T), a view of a series-major array: ``d[:, k, :]`` is contiguous, as
@@ -112,15 +113,13 @@ def derived_series(raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: 
     """
     p, _, t = raw.shape
     d = np.empty((len(SERIES), p, t)).transpose(1, 0, 2)
-    cols = derived_columns(raw, gpus, pcie, nvlink)
+    cols = derived_columns(raw, caps)
     for name, index in SERIES_INDEX.items():
         d[:, index, :] = cols.get(name, np.nan)
     return d
 
 
-def derived_columns(
-    raw: FloatArray, gpus: FloatArray, pcie: FloatArray, nvlink: FloatArray, *, scratch: bool = False
-) -> dict[str, FloatArray]:
+def derived_columns(raw: FloatArray, caps: PodCapacities, *, scratch: bool = False) -> dict[str, FloatArray]:
     """The derived series of every pod as separate (pods x time) planes, name -> plane.
 
     What :func:`derived_series` stacks; feature extraction summarises the planes one by one instead,
@@ -133,20 +132,19 @@ def derived_columns(
     def g(name: str) -> FloatArray:
         return _raw(raw, name)
 
-    cols = _gpu_columns(g, gpus, pcie, nvlink)
+    cols = _gpu_columns(g, caps)
     reads = _reads(g)
-    cols.update(_host_columns(g, gpus, reads))
+    cols.update(_host_columns(g, caps.gpus, reads))
     cols["pcie_per_act"] = _per(cols["pcie_rx_frac"], cols["act"], 0.05)
-    cols.update(_transfer_columns(g, cols, reads, pcie))
+    cols.update(_transfer_columns(g, cols, reads, caps.pcie))
     for name in BANDED:
         cols[f"{name}_band"] = _band(cols[name])
     return cols
 
 
-def _gpu_columns(
-    g: Callable[[str], FloatArray], gpus: FloatArray, pcie: FloatArray, nvlink: FloatArray
-) -> dict[str, FloatArray]:
-    """GPU activity, pipes, memory and links."""
+def _gpu_columns(g: Callable[[str], FloatArray], caps: PodCapacities) -> dict[str, FloatArray]:
+    """GPU activity, pipes, memory, links, power and clock."""
+    pcie, nvlink = caps.pcie, caps.nvlink
     gr, sm = g("gr_engine_active"), g("sm_active")
     tensor, dram = g("tensor_active"), g("dram_active")
     pcie_rx, pcie_tx = g("pcie_rx_bps"), g("pcie_tx_bps")
@@ -181,6 +179,8 @@ def _gpu_columns(
     cols["nvlink_frac"] = _div(nv_bytes, np.where(nvlink > 0, nvlink, np.nan), out=nv_bytes)
     cols["pcie_rel_peak"] = _rel_peak(g("pcie_rx_bps"))
     cols["power_rel_peak"] = _rel_peak(g("power_w"))
+    cols["power_tdp_frac"] = _div(g("power_w"), caps.tdp)
+    cols["clock_frac"] = _div(g("sm_clock_mhz"), caps.clock)
     return cols
 
 

@@ -44,6 +44,7 @@ POD_SPREAD: tuple[str, ...] = (
     "node_psi_mem_some",
     "log_net_per_gpu",
     "mem_limit_frac",
+    "clock_frac",  # one throttled GPU holds back the others (they wait for it in the collectives)
 )
 EXTRA: tuple[str, ...] = (
     "act_low_share",  # share of samples with GPU activity < 0.3

@@ -16,17 +16,18 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.analysis.hardware import spec_for
+from bottleneck_operator.analysis.hardware import PodCapacities, spec_for
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import FloatArray, PodWindow, SignalBlock
 
 _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
 
 
-def gather(
-    pods: Sequence[PodWindow], lengths: Sequence[int], t: int
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """Every pod's signals in one array, plus its GPU count and link capacities.
+_N_CAPS = len(PodCapacities._fields)
+
+
+def gather(pods: Sequence[PodWindow], lengths: Sequence[int], t: int) -> tuple[FloatArray, PodCapacities]:
+    """Every pod's signals in one array, plus its GPUs' count and capacities.
 
     Args:
         pods: the pods of all windows, in order.
@@ -36,7 +37,7 @@ def gather(
     Returns:
         (raw of shape (pods, len(SIGNAL_NAMES), t) with NaN where a signal is missing, a view of a
         signal-major array: ``raw[:, j, :]`` is contiguous;
-        GPU count, PCIe bytes/s and NVLink bytes/s of each pod, each of shape (pods, 1)).
+        the pods' GPU counts and capacities).
     """
     n, n_sig = len(pods), len(SIGNAL_NAMES)
     store = np.empty((n_sig, n, t))
@@ -51,8 +52,8 @@ def gather(
     for i in odd:
         _copy_pod(raw[i], pods[i].signals, t)
     # a flat list of floats converts many times faster than a list of tuples
-    scal = np.array(scalars, dtype=np.float64).reshape(n, 3)
-    return raw, scal[:, 0:1], scal[:, 1:2], scal[:, 2:3]
+    scal = np.array(scalars, dtype=np.float64).reshape(n, _N_CAPS)
+    return raw, PodCapacities(*(scal[:, k : k + 1] for k in range(_N_CAPS)))
 
 
 # window length -> (each pod's signal rows, the pods' indices, their (signals x length) blocks in order)
@@ -83,13 +84,13 @@ def _stack(groups: _Groups, size: int, n: int, t: int) -> tuple[FloatArray, npt.
 
 def _group(pods: Sequence[PodWindow], lengths: Sequence[int], t: int) -> tuple[_Groups, list[int], list[float]]:
     """The pods' blocks grouped by their window's length, the pods to copy one by one, and each pod's
-    GPU count, PCIe bytes/s and NVLink bytes/s, one after the other.
+    GPU count and capacities, in :class:`PodCapacities`' order, one after the other.
 
     A group keeps each pod's layout (signal rows) and index, turned into store rows in one step. A pod
     with a signal outside the catalogue, or a series not of its window's length, is copied alone.
     """
     scalars: list[float] = []
-    specs: dict[str | None, tuple[float, float]] = {}
+    specs: dict[str | None, tuple[float, float, float, float]] = {}
     layouts: dict[tuple[str, ...], npt.NDArray[np.intp] | None] = {}
     odd: list[int] = []
     groups: _Groups = {}
@@ -117,7 +118,7 @@ def _group(pods: Sequence[PodWindow], lengths: Sequence[int], t: int) -> tuple[_
         caps = specs.get(pod.gpu_model)
         if caps is None:
             spec = spec_for(pod.gpu_model)
-            caps = specs[pod.gpu_model] = (spec.pcie_bps, spec.nvlink_bps)
+            caps = specs[pod.gpu_model] = (spec.pcie_bps, spec.nvlink_bps, spec.tdp_w, spec.max_clock_mhz)
         scalars.append(float(pod.gpu_count))
         scalars.extend(caps)
     return groups, odd, scalars

@@ -144,5 +144,13 @@ SERIES: tuple[str, ...] = (
     # the HBM's bandwidth in use: DRAM_ACTIVE against its practical ceiling, else MEM_COPY_UTIL, which
     # counts time with any read or write in flight and reads high under moderate traffic
     "hbm_busy",
+    # power against the board's limit: math-bound kernels draw it to the limit (0.99 of an H200's
+    # 700 W, tests/data/gpu-compute), HBM-bound ones less (0.72, gpu-hbm); waiting GPUs stay near
+    # their floor whatever GPU_UTIL reads (0.18-0.19 idle, copying or launching tiny kernels)
+    "power_tdp_frac",
+    # the SM clock against the part's maximum: lowered to hold the power limit (0.75 under math-bound
+    # kernels on an H200, gpu-compute) or on a throttled GPU; a GPU holding a CUDA context idles at
+    # its maximum (every starved loop of tests/data)
+    "clock_frac",
 )
 SERIES_INDEX: dict[str, int] = {name: i for i, name in enumerate(SERIES)}
