@@ -454,6 +454,9 @@ def test_power_and_clock_read_against_the_parts_datasheet() -> None:
     a100 = extract_features([_with(make_window(Bottleneck.GPU), power_w=200.0, sm_clock_mhz=1410.0)])[0]
     assert a100[FEATURE_INDEX["power_tdp_frac.mean"]] == pytest.approx(0.5)
     assert a100[FEATURE_INDEX["clock_frac.mean.podmin"]] == pytest.approx(1.0)
+    # an idle GPU's clock says nothing of the work (maximum with a CUDA context, far below without one)
+    idle = _with(make_window(Bottleneck.IO), gpu_util=0.02, gr_engine_active=0.02, sm_active=0.01, sm_clock_mhz=345.0)
+    assert np.isnan(extract_features([idle])[0, FEATURE_INDEX["clock_frac.mean"]])
     unknown = extract_features([_with(make_window(Bottleneck.GPU, gpu_model="NVIDIA GeForce RTX 4090"), power_w=300.0)])
     assert np.isnan(unknown[0, FEATURE_INDEX["power_tdp_frac.mean"]])
     assert np.isnan(unknown[0, FEATURE_INDEX["clock_frac.mean"]])

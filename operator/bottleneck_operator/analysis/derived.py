@@ -180,7 +180,11 @@ def _gpu_columns(g: Callable[[str], FloatArray], caps: PodCapacities) -> dict[st
     cols["pcie_rel_peak"] = _rel_peak(g("pcie_rx_bps"))
     cols["power_rel_peak"] = _rel_peak(g("power_w"))
     cols["power_tdp_frac"] = _div(g("power_w"), caps.tdp)
-    cols["clock_frac"] = _div(g("sm_clock_mhz"), caps.clock)
+    # the clock says something of the work only while there is work: an idle GPU holds its maximum
+    # with a CUDA context open (tests/data/gpu-io) and drops far below it without one
+    clock = _div(g("sm_clock_mhz"), caps.clock)
+    np.copyto(clock, np.nan, where=~(act >= CLOCK_BUSY))
+    cols["clock_frac"] = clock
     return cols
 
 
@@ -227,6 +231,8 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
     return cols
 
 
+# the GPU's busy share from which its clock is read (clock_frac)
+CLOCK_BUSY = 0.5
 # DRAM_ACTIVE of a kernel that streams HBM as fast as it can: ~0.8 in practice (0.89 measured on an
 # H200, recordings/README.md)
 DRAM_CEILING = 0.8

@@ -148,9 +148,9 @@ SERIES: tuple[str, ...] = (
     # 700 W, tests/data/gpu-compute), HBM-bound ones less (0.72, gpu-hbm); waiting GPUs stay near
     # their floor whatever GPU_UTIL reads (0.18-0.19 idle, copying or launching tiny kernels)
     "power_tdp_frac",
-    # the SM clock against the part's maximum: lowered to hold the power limit (0.75 under math-bound
-    # kernels on an H200, gpu-compute) or on a throttled GPU; a GPU holding a CUDA context idles at
-    # its maximum (every starved loop of tests/data)
+    # the SM clock against the part's maximum while the GPU works: lowered to hold the power limit
+    # (0.75 under math-bound kernels on an H200, gpu-compute) or on a throttled GPU (idle, it holds its
+    # maximum with a CUDA context open, every starved loop of tests/data, and drops without one)
     "clock_frac",
 )
 SERIES_INDEX: dict[str, int] = {name: i for i, name in enumerate(SERIES)}
