@@ -239,3 +239,14 @@ def test_without_profiling_fields_a_recording_keeps_its_class(name: str, dev_onl
     verdict = dev_only[name]
     truth = json.loads((DATA / name / "truth.json").read_text())["class"]
     assert verdict.bottleneck.value == truth, f"{name}: {verdict.bottleneck.value} {verdict.reason or ''}"
+
+
+@pytest.mark.parametrize("name", ["gpu-compute", "gpu-compute-fed"])
+def test_a_math_bound_gpu_is_shown_at_its_power_limit_without_profiling_fields(
+    name: str, dev_only: dict[str, Verdict]
+) -> None:
+    # what is left of the evidence on a node without DCGM profiling: power against the board's limit
+    verdict = dev_only[name]
+    power = [e for e in verdict.evidence if e.signal == "power_of_limit"]
+    assert verdict.bottleneck.value == "GPU" and power, [e.message for e in verdict.evidence]
+    assert power[0].observed > 0.95 and power[0].reference == pytest.approx(0.95)

@@ -216,6 +216,16 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
         ),
         Candidate("tensor_active.mean", "tensor_active", "ratio", 0.5, 0.1, "Tensor pipes were active {v} of cycles."),
         Candidate("sm_occupancy.mean", "sm_occupancy", "ratio", 0.5, 0.2, "SM occupancy averaged {v}."),
+        # what math draws, read without the profiling fields too: bf16 matmuls held an H200 at 0.99 of
+        # its limit, a GPU waiting or launching tiny kernels drew 0.18-0.30 (tests/data/gpu-compute)
+        Candidate(
+            "power_tdp_frac.mean",
+            "power_of_limit",
+            "ratio",
+            0.95,
+            0.6,
+            "GPUs drew {v} of their board's power limit; kernels bound by their math hold about {r}.",
+        ),
     ),
     Bottleneck.MEMORY: (
         Candidate(
