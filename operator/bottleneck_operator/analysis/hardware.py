@@ -21,8 +21,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-import numpy as np
-import numpy.typing as npt
+from bottleneck_operator.contract.window import FloatArray
 
 GB = 1e9
 NAN = float("nan")
@@ -57,11 +56,11 @@ class PodCapacities(NamedTuple):
     """What each pod's GPUs can do, per pod, each of shape (pods, 1): the datasheet figures the derived
     series divide by (NaN where the part is not known)."""
 
-    gpus: npt.NDArray[np.float64]  # GPUs attributed to the pod
-    pcie: npt.NDArray[np.float64]  # PCIe bytes/s per direction
-    nvlink: npt.NDArray[np.float64]  # NVLink bytes/s (0: none)
-    tdp: npt.NDArray[np.float64]  # board power limit, W
-    clock: npt.NDArray[np.float64]  # maximum SM clock, MHz
+    gpus: FloatArray  # GPUs attributed to the pod
+    pcie: FloatArray  # PCIe bytes/s per direction
+    nvlink: FloatArray  # NVLink bytes/s (0: none)
+    tdp: FloatArray  # board power limit, W
+    clock: FloatArray  # maximum SM clock, MHz
 
 
 def _spec(

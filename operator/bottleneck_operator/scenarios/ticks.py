@@ -152,7 +152,7 @@ def _one_pod(
         "util": util, "sm": sm, "gr": gr, "tensor": tensor, "dram": dram, "occupancy": u_mean * k.occupancy,
         "copy": np.clip(dram * 0.9 + rng.normal(0, 0.02, n), 0.0, 1.0),
         "fb": np.clip(plan.fb_frac + rng.normal(0, 0.004, n), 0.05, 0.995),
-        "power": np.minimum(power, part.tdp_w), "clock": part.max_clock_mhz * clock_f,
+        "power": power, "clock": part.max_clock_mhz * clock_f,
         "pcie_rx": h2d + over_pcie + 2e6, "pcie_tx": 0.05 * h2d + over_pcie + 1e6, "nvlink": nvl,
     }  # fmt: skip
     h, nd = _host(plan, rng, n, ph, s, u_mean)
