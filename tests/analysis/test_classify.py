@@ -15,7 +15,7 @@ from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck
 from bottleneck_operator.contract.window import DataQuality, JobWindow
 
 from .conftest import FixedModel
-from .synth import CPU_STARVED, make_window
+from .synth import CPU_STARVED, GB, make_window
 
 B = Bottleneck
 
@@ -115,3 +115,30 @@ def test_a_stall_the_next_stage_would_cap_is_not_named() -> None:
     assert v.headroom is not None and v.headroom.high >= STALL_FLOOR
     below = analyze_window(make_window(B.IO, overrides=CPU_STARVED), FixedModel({B.IO: 0.8, B.CPU: 0.2}))
     assert below.bottleneck is B.IO and below.headroom is not None and below.headroom.high >= STALL_FLOOR
+
+
+def _straggler(clock_mhz: float, power_w: float) -> JobWindow:
+    """Two pods whose GPUs run NCCL's waiting kernels most of the time (busy, few SMs) with gradients
+    crossing the network at volume but far below any link's capacity; the second pod's SM clock is
+    ``clock_mhz`` (an A100 SXM's maximum is 1410 MHz, its limit 400 W) and every board draws ``power_w``."""
+    waits = {"gr_engine_active": 0.97, "gpu_util": 0.98, "sm_active": 0.45, "tensor_active": 0.2}
+    traffic = {"node_net_rx_bps": 1.5 * GB, "node_net_tx_bps": 1.5 * GB, "power_w": power_w}
+    w = make_window(B.GPU, pods=2, noise=0.01, overrides={**waits, **traffic, "sm_clock_mhz": 1410.0})
+    slow = w.pods[1]
+    signals = {**slow.signals, "sm_clock_mhz": np.full(len(w.timestamps), clock_mhz)}
+    return replace(w, pods=(w.pods[0], replace(slow, signals=signals)))
+
+
+def test_collective_waits_behind_a_slowed_gpu_are_the_gpus() -> None:
+    # The peers wait for a GPU held at 78 % of its clock while the boards draw 62 % of their limit
+    # (heat or a hardware slowdown, not power): the waits are the slow GPU's, not the network's.
+    model = FixedModel({B.INTERCONNECT: 0.8, B.GPU: 0.2})
+    v = analyze_window(_straggler(1100.0, 250.0), model)
+    assert v.bottleneck is B.GPU and v.probabilities["Interconnect"] == 0.0
+    assert any("slowed GPU" in n for n in v.notes)
+    assert v.recommendations[0].action.startswith("Find the slowed GPU")
+    assert not any(r.action == "Use more or faster GPUs" for r in v.recommendations)
+    # every GPU at its full clock: the same waits are the network's
+    assert analyze_window(_straggler(1410.0, 250.0), model).bottleneck is B.INTERCONNECT
+    # a clock held down by the power limit is the work's own (math at the limit), not a slowdown
+    assert analyze_window(_straggler(1100.0, 395.0), model).bottleneck is B.INTERCONNECT

@@ -21,9 +21,15 @@ def test_cross_family_smoke() -> None:
         fig = d.figures
         assert 0.0 <= fig.macro_f1 <= 1.0 and 0.0 <= fig.accuracy <= 1.0
         assert all(0.0 <= c.recall <= 1.0 for c in fig.per_class.values())
-        assert "macro-F1" in format_direction(d)
+        line = format_direction(d)
+        assert (
+            f"classifier macro-F1 {fig.macro_f1:.3f}" in line and f"analysis macro-F1 {d.analysis.macro_f1:.3f}" in line
+        )
         right, unknown, wrong = d.end_to_end
         assert right + unknown + wrong == fig.n and min(right, unknown, wrong) >= 0
+        # the analysis's class is scored on every job (an Unknown counts as the class it leans to), and
+        # it is right at least wherever the user's verdict is
+        assert d.analysis.n == fig.n and round(d.analysis.accuracy * fig.n) >= right
     # in-family figures far above chance (0.2 for five balanced classes): the pipeline works
     assert directions[2].figures.accuracy > 0.5 and directions[3].figures.accuracy > 0.5
     # across families: still above chance
@@ -40,7 +46,12 @@ def test_each_familys_model_meets_the_real_recordings() -> None:
     real = {n: (result.window, shifted.truth["class"]) for n, (shifted, result) in replayed.items()}
     assert {n: c for n, (_, c) in real.items()} == {"real-cpu": "CPU", "gpu-compute": "GPU"}
     _, checks = run_seed(100, 60, max_iter=15, seed=3, real=real)
-    assert [c.train for c in checks] == ["A", "B"]
+    assert [(c.train, c.how) for c in checks] == [
+        ("A", "classifier"),
+        ("A", "analysis"),
+        ("B", "classifier"),
+        ("B", "analysis"),
+    ]
     for c in checks:
         assert c.total == 2 and {n for n, _, _ in c.wrong} <= set(real)
         assert all(truth == real[n][1] and got != truth for n, truth, got in c.wrong)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from bottleneck_operator.analysis.hardware import spec_for
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.scenarios import MECHANISMS, ScenarioJob, generate_family
 from bottleneck_operator.scenarios.stages import StageTimes, truth
 
@@ -272,3 +274,27 @@ def test_power_and_clock_follow_the_pipes_as_on_a_real_h200(jobs: list[ScenarioJ
             assert clock > 0.96
     assert compute and starved
     assert min(compute) > 0.45 and max(starved) < 0.3
+
+
+def test_throttled_stragglers_read_as_a_slowed_gpu(jobs: list[ScenarioJob]) -> None:
+    """The analysis's reading of a GPU slowed by something other than power finds the family's throttled
+    stragglers, and no other Job of either family: family A has no straggler and keeps its clocks."""
+    from bottleneck_operator.analysis.features import extract_features, value
+    from bottleneck_operator.analysis.slowed_gpu import slowed_clock
+    from bottleneck_operator.analysis.summary_phases import segment_phases
+    from bottleneck_operator.simulation.jobs import generate_jobs
+
+    def slowed(windows: list[JobWindow]) -> list[bool]:
+        rows = extract_features(windows)
+        return [
+            slowed_clock(partial(value, r), segment_phases(w).busy) is not None
+            for w, r in zip(windows, rows, strict=True)
+        ]
+
+    stragglers = [j.label is Bottleneck.GPU and j.mechanism == "throttled" for j in jobs]
+    found = slowed([j.window for j in jobs])
+    hits = sum(f for f, s in zip(found, stragglers, strict=True) if s)
+    assert sum(stragglers) >= 10 and hits >= 0.75 * sum(stragglers)
+    assert not any(f for f, s in zip(found, stragglers, strict=True) if not s)
+    family_a = [j.to_window(step=30.0) for j in generate_jobs(6, 120, start=START) if not j.ambiguous]
+    assert not any(slowed(family_a))

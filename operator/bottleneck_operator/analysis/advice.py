@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from bottleneck_operator.analysis.evidence_gates import LAUNCH_GAP, launch_gap
 from bottleneck_operator.analysis.features import value
+from bottleneck_operator.analysis.slowed_gpu import slowed_clock
 from bottleneck_operator.analysis.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation
 from bottleneck_operator.contract.window import FloatArray
@@ -90,9 +91,15 @@ def launch_bound(k: Facts) -> bool:
     return gap is not None and gap >= LAUNCH_GAP
 
 
+def slowed_gpu(k: Facts) -> bool:
+    """A pod's GPUs run below their clock with power to spare: heat or a hardware slowdown, not the work."""
+    return slowed_clock(k.f, k.f("act.mean")) is not None
+
+
 def compute_bound(k: Facts) -> bool:
-    """The kernels themselves take the time: more or faster GPUs shorten it (launch overhead they do not)."""
-    return not launch_bound(k)
+    """The kernels themselves take the time: more or faster GPUs shorten it (neither launch overhead nor
+    a slowed GPU, which the job waits for whatever it runs on)."""
+    return not launch_bound(k) and not slowed_gpu(k)
 
 
 TENSOR_BUSY = 0.5  # tensor-pipe activity from which lower precision has little left to give
@@ -236,6 +243,16 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
         ),
     ),
     Bottleneck.GPU: (
+        _a(
+            "Find the slowed GPU and take its node out of service",
+            "A pod's GPUs run below their maximum clock with power to spare, and every other GPU waits for them "
+            "in each collective. `nvidia-smi -q -d PERFORMANCE` on its node names the reason (thermal or hardware "
+            "slowdown); cordon the node until the GPU is cooled, reseated or replaced.",
+            "gpu_busy",
+            "gpu_util",
+            "gpu_active",
+            when=slowed_gpu,
+        ),
         _a(
             "Profile a few training steps",
             "torch.profiler over a handful of steps, read with Holistic Trace Analysis, shows where GPU time goes "

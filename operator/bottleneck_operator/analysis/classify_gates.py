@@ -20,6 +20,7 @@ from bottleneck_operator.analysis.headroom_account import (
     stall_ceiling,
     step_account,
 )
+from bottleneck_operator.analysis.slowed_gpu import waits_behind_a_slowed_gpu
 from bottleneck_operator.analysis.summary_phases import segment_phases
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import FloatArray, JobWindow
@@ -68,6 +69,7 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
     account = step_account(phases, probabilities, open_classes)
     probs = {c.value: float(probabilities.get(c.value, 0.0)) for c in CLASSES}
     notes = list(phases.notes())
+    notes += waits_behind_a_slowed_gpu(GateInput(x, phases.busy, None), gates, probs)
     top = max(CLASSES, key=lambda c: probs[c.value])
     for c in CLASSES:
         if probs[c.value] > 0 and not gates[c].holds:

@@ -1,0 +1,81 @@
+"""A GPU slowed by something other than its power limit, and the collective waits it causes.
+
+Synchronous data parallelism runs at its slowest GPU's pace: a throttled or failing GPU keeps its peers
+waiting inside their collectives, kernels resident and links nearly quiet, which reads like
+communication until the clock is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from bottleneck_operator.analysis.evidence_gates import GATES, GateInput, GateResult
+from bottleneck_operator.contract.verdict import Bottleneck
+
+# A busy GPU's SM clock falls below its maximum for one of two reasons: the board at its power limit
+# (bf16 matmuls on an H200 held 0.99 of its 700 W with the clock at 0.75 of 1980 MHz, and HBM streaming
+# at 0.72 of the limit kept the full clock: recordings/README.md), or a slowdown that is not power:
+# heat, a hardware slowdown, a failing part (NVML names which among its clock-event reasons). Only a GPU
+# busy nearly all the time (STEADY_BUSY) shows which: a sample of one busy part of the time averages
+# bursts at the limit with idle gaps, and its clock and power both read in between (an H200 loop
+# starved half the time read its clock at 0.87 of the maximum and its power at 0.58 of the limit,
+# tests/data/gpu-objectstore-busy). Busy throughout, a clock under CLOCK_SLOW of the maximum with the
+# boards under POWER_FREE of their limit is slowed by the second kind.
+STEADY_BUSY = 0.85
+CLOCK_SLOW = 0.95
+POWER_FREE = 0.85
+
+
+def slowed_clock(f: Callable[[str], float | None], busy: float | None) -> float | None:
+    """The slowest pod's SM clock over its maximum, when something other than power holds it down.
+
+    Args:
+        f: reads a feature by name (None when missing).
+        busy: the GPUs' busy share over training samples.
+
+    Returns:
+        The clock share, or None when it is not held down, the GPUs are not busy throughout, or the
+        part's clock or power limit is unknown.
+    """
+    clock, power = f("clock_frac.mean.podmin"), f("power_tdp_frac.p90")
+    if busy is None or clock is None or power is None or busy < STEADY_BUSY:
+        return None
+    return clock if clock < CLOCK_SLOW and power < POWER_FREE else None
+
+
+def links_near_capacity(g: GateInput) -> bool:
+    """A link itself near its capacity (PCIe either way, NVLink, or copies filling the idle time):
+    Interconnect then binds whatever else the GPUs wait on."""
+    return any(
+        (lv := gate.level(g)) is not None and lv >= 1.0
+        for gate in GATES[Bottleneck.INTERCONNECT]
+        if gate.name in _LINK_CAPACITY
+    )
+
+
+_LINK_CAPACITY = frozenset({"pcie_rx_bps", "pcie_tx_bps", "pcie_busy_during_wait", "nvlink_bps"})
+
+
+def waits_behind_a_slowed_gpu(
+    g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]
+) -> list[str]:
+    """Collective waits behind a slowed GPU are the GPU's: Interconnect's probability moves to GPU.
+
+    Only while the GPUs are busy enough to bind and no link is near its capacity: a slow peer does not
+    explain a saturated link. ``probs`` (class name -> probability) is changed in place; returns the
+    note for the verdict when the move dethrones the model's favourite.
+    """
+    clock = slowed_clock(g.f, g.busy)
+    inter = Bottleneck.INTERCONNECT.value
+    if clock is None or probs[inter] <= 0 or not gates[Bottleneck.GPU].holds or links_near_capacity(g):
+        return []
+    notes: list[str] = []
+    if probs[inter] >= max(probs.values()):
+        notes.append(
+            f"The GPUs wait in their collectives, but the slowest pod's GPUs run at {100 * clock:.0f} % of their "
+            "maximum clock with the boards under their power limit (heat or a hardware slowdown): the peers "
+            "wait for a slowed GPU, not for the links, so the job is GPU-bound."
+        )
+    probs[Bottleneck.GPU.value] += probs[inter]
+    probs[inter] = 0.0
+    return notes
