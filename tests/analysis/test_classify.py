@@ -142,3 +142,22 @@ def test_collective_waits_behind_a_slowed_gpu_are_the_gpus() -> None:
     assert analyze_window(_straggler(1410.0, 250.0), model).bottleneck is B.INTERCONNECT
     # a clock held down by the power limit is the work's own (math at the limit), not a slowdown
     assert analyze_window(_straggler(1100.0, 395.0), model).bottleneck is B.INTERCONNECT
+
+
+def test_gpus_busy_only_with_collective_kernels_wait_on_the_links() -> None:
+    # NCCL's kernels stay resident while they wait: GPUs busy 97 % of the time with their SMs idle,
+    # gradients crossing the network both ways. A model that reads the busy time as compute is
+    # contradicted by the step account (computing ~16 %), so the verdict is Interconnect.
+    model = FixedModel({B.GPU: 0.9, B.INTERCONNECT: 0.1})
+    waits = {"gr_engine_active": 0.97, "gpu_util": 0.98, "sm_active": 0.14, "tensor_active": 0.03}
+    traffic = {"node_net_rx_bps": 1.5 * GB, "node_net_tx_bps": 1.5 * GB, "power_w": 100.0}
+    v = analyze_window(make_window(B.GPU, noise=0.01, overrides={**waits, **traffic}), model)
+    assert v.bottleneck is B.INTERCONNECT and v.probabilities["GPU"] == 0.0
+    assert any("wait on the links" in n for n in v.notes)
+    # the same busy GPUs computing (SMs full) are GPU-bound
+    computing = {**waits, "sm_active": 0.85, "tensor_active": 0.4}
+    assert analyze_window(make_window(B.GPU, noise=0.01, overrides={**computing, **traffic}), model).bottleneck is B.GPU
+    # without collective traffic the idle SMs are not waiting on a link (tiny kernels, launch overhead)
+    quiet = {"node_net_rx_bps": 1e6, "node_net_tx_bps": 1e6, "nvlink_total_bps": 0.0, "nvlink_tx_bps": 0.0}
+    quiet |= {"nvlink_rx_bps": 0.0, "pcie_rx_bps": 0.1 * GB, "pcie_tx_bps": 0.01 * GB}
+    assert analyze_window(make_window(B.GPU, noise=0.01, overrides={**waits, **quiet}), model).bottleneck is B.GPU

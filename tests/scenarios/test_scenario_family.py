@@ -279,8 +279,8 @@ def test_power_and_clock_follow_the_pipes_as_on_a_real_h200(jobs: list[ScenarioJ
 def test_throttled_stragglers_read_as_a_slowed_gpu(jobs: list[ScenarioJob]) -> None:
     """The analysis's reading of a GPU slowed by something other than power finds the family's throttled
     stragglers, and no other Job of either family: family A has no straggler and keeps its clocks."""
+    from bottleneck_operator.analysis.collective_waits import slowed_clock
     from bottleneck_operator.analysis.features import extract_features, value
-    from bottleneck_operator.analysis.slowed_gpu import slowed_clock
     from bottleneck_operator.analysis.summary_phases import segment_phases
     from bottleneck_operator.simulation.jobs import generate_jobs
 

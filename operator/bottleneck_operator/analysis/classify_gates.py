@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from bottleneck_operator.analysis.collective_waits import waits_behind_a_slowed_gpu, waits_on_the_links
 from bottleneck_operator.analysis.evidence_gates import GateInput, GateResult, holding
 from bottleneck_operator.analysis.headroom_account import (
     STALL_FLOOR,
@@ -20,7 +21,6 @@ from bottleneck_operator.analysis.headroom_account import (
     stall_ceiling,
     step_account,
 )
-from bottleneck_operator.analysis.slowed_gpu import waits_behind_a_slowed_gpu
 from bottleneck_operator.analysis.summary_phases import segment_phases
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import FloatArray, JobWindow
@@ -63,13 +63,15 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
         The checked probabilities (summing to 1, or all 0 when no class's evidence holds).
     """
     phases = segment_phases(window)
-    gates = holding(GateInput(x, phases.busy, exposed_comm(phases), phases.cpu_plateau))
+    reads = GateInput(x, phases.busy, exposed_comm(phases), phases.cpu_plateau)
+    gates = holding(reads)
     # A class whose mechanism is unobservable here is neither confirmed nor ruled out.
     open_classes = {c: r.holds or r.unobserved is not None for c, r in gates.items()}
     account = step_account(phases, probabilities, open_classes)
     probs = {c.value: float(probabilities.get(c.value, 0.0)) for c in CLASSES}
     notes = list(phases.notes())
-    notes += waits_behind_a_slowed_gpu(GateInput(x, phases.busy, None), gates, probs)
+    notes += waits_behind_a_slowed_gpu(reads, gates, probs)
+    notes += waits_on_the_links(reads, gates, probs)
     top = max(CLASSES, key=lambda c: probs[c.value])
     for c in CLASSES:
         if probs[c.value] > 0 and not gates[c].holds:

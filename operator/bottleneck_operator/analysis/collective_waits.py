@@ -1,8 +1,11 @@
-"""A GPU slowed by something other than its power limit, and the collective waits it causes.
+"""Whose are the GPUs' collective waits: the links', or a slowed GPU's.
 
-Synchronous data parallelism runs at its slowest GPU's pace: a throttled or failing GPU keeps its peers
-waiting inside their collectives, kernels resident and links nearly quiet, which reads like
-communication until the clock is read.
+NCCL's kernels stay resident while they wait, so a GPU waiting in a collective reads busy on
+``GPU_UTIL`` and the graphics engine with its SMs idle. Busy only with such kernels while the links
+carry the collectives' traffic, the GPUs wait on the links, whatever a model reads into the busy time.
+But synchronous data parallelism also runs at its slowest GPU's pace: a throttled or failing GPU keeps
+its peers waiting inside their collectives with the links nearly quiet, which reads like communication
+until the clock is read.
 """
 
 from __future__ import annotations
@@ -66,16 +69,50 @@ def waits_behind_a_slowed_gpu(
     note for the verdict when the move dethrones the model's favourite.
     """
     clock = slowed_clock(g.f, g.busy)
-    inter = Bottleneck.INTERCONNECT.value
-    if clock is None or probs[inter] <= 0 or not gates[Bottleneck.GPU].holds or links_near_capacity(g):
+    inter = Bottleneck.INTERCONNECT
+    if clock is None or probs[inter.value] <= 0 or not gates[Bottleneck.GPU].holds or links_near_capacity(g):
         return []
-    notes: list[str] = []
-    if probs[inter] >= max(probs.values()):
-        notes.append(
-            f"The GPUs wait in their collectives, but the slowest pod's GPUs run at {100 * clock:.0f} % of their "
-            "maximum clock with the boards under their power limit (heat or a hardware slowdown): the peers "
-            "wait for a slowed GPU, not for the links, so the job is GPU-bound."
-        )
-    probs[Bottleneck.GPU.value] += probs[inter]
-    probs[inter] = 0.0
+    return _move(
+        probs,
+        inter,
+        Bottleneck.GPU,
+        f"The GPUs wait in their collectives, but the slowest pod's GPUs run at {100 * clock:.0f} % of their "
+        "maximum clock with the boards under their power limit (heat or a hardware slowdown): the peers wait "
+        "for a slowed GPU, not for the links, so the job is GPU-bound.",
+    )
+
+
+# Share of wall time in communication-only kernels (the GPU busy, its SMs idle) from which the links,
+# not the math, pace the step: removing the wait would double the speed.
+COMM_BOUND = 0.5
+
+
+def waits_on_the_links(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]) -> list[str]:
+    """GPUs busy mostly with NCCL's resident kernels wait on the links: GPU's probability moves to Interconnect.
+
+    Only where the GPUs are busy throughout, communication-only kernels fill ``COMM_BOUND`` of the wall
+    time or more (measured: SM activity at hand), Interconnect's own evidence holds (the collectives'
+    traffic is there) and no slowed GPU explains the waits. ``probs`` is changed in place; returns the
+    note for the verdict when the move dethrones the model's favourite.
+    """
+    gpu, comm = Bottleneck.GPU, g.comm
+    if comm is None or g.busy is None or g.busy < STEADY_BUSY or comm < COMM_BOUND or probs[gpu.value] <= 0:
+        return []
+    if not gates[Bottleneck.INTERCONNECT].holds or slowed_clock(g.f, g.busy) is not None:
+        return []
+    return _move(
+        probs,
+        gpu,
+        Bottleneck.INTERCONNECT,
+        f"The GPUs are busy {100 * g.busy:.0f} % of the time, but for {100 * comm:.0f} % of it only communication "
+        "kernels ran (their SMs idle) while the links carry the collectives' traffic: the GPUs wait on the links, "
+        "so the job is Interconnect-bound.",
+    )
+
+
+def _move(probs: dict[str, float], source: Bottleneck, target: Bottleneck, why: str) -> list[str]:
+    """``source``'s probability moves to ``target``; the note when that dethrones the model's favourite."""
+    notes = [why] if probs[source.value] >= max(probs.values()) else []
+    probs[target.value] += probs[source.value]
+    probs[source.value] = 0.0
     return notes
