@@ -157,6 +157,10 @@ def test_gpus_busy_only_with_collective_kernels_wait_on_the_links() -> None:
     # the same busy GPUs computing (SMs full) are GPU-bound
     computing = {**waits, "sm_active": 0.85, "tensor_active": 0.4}
     assert analyze_window(make_window(B.GPU, noise=0.01, overrides={**computing, **traffic}), model).bottleneck is B.GPU
+    # busy 0.87 with a fifth of the SMs: 0.6 of the time in kernels that use no SMs, as much as tiny
+    # kernels with the all-reduce overlapped explain (a launch-bound loop keeps an H200 about half busy)
+    launches = {**waits, "gr_engine_active": 0.87, "gpu_util": 0.88, "sm_active": 0.22}
+    assert analyze_window(make_window(B.GPU, noise=0.01, overrides={**launches, **traffic}), model).bottleneck is B.GPU
     # without collective traffic the idle SMs are not waiting on a link (tiny kernels, launch overhead)
     quiet = {"node_net_rx_bps": 1e6, "node_net_tx_bps": 1e6, "nvlink_total_bps": 0.0, "nvlink_tx_bps": 0.0}
     quiet |= {"nvlink_rx_bps": 0.0, "pcie_rx_bps": 0.1 * GB, "pcie_tx_bps": 0.01 * GB}

@@ -64,7 +64,7 @@ def _feat(name: str) -> Callable[[GateInput], float | None]:
     return lambda g: g.f(name)
 
 
-def _links_carry_traffic(f: Callable[[str], float | None]) -> bool:
+def links_carry_traffic(f: Callable[[str], float | None]) -> bool:
     """Links carry real volume: the network at 100 MB/s per GPU or more, or NVLink or PCIe busy."""
     net = f("log_net_per_gpu.mean") or 0.0
     links = max(f("nvlink_frac.p90") or 0.0, f("pcie_rx_frac.p90") or 0.0, f("pcie_tx_frac.p90") or 0.0)
@@ -72,10 +72,10 @@ def _links_carry_traffic(f: Callable[[str], float | None]) -> bool:
 
 
 def _with_traffic(read: Callable[[GateInput], float | None]) -> Callable[[GateInput], float | None]:
-    """The reading only when links carry real volume (:func:`_links_carry_traffic`)."""
+    """The reading only when links carry real volume (:func:`links_carry_traffic`)."""
 
     def gated(g: GateInput) -> float | None:
-        return read(g) if _links_carry_traffic(g.f) else None
+        return read(g) if links_carry_traffic(g.f) else None
 
     return gated
 
@@ -217,7 +217,7 @@ def launch_gap(f: Callable[[str], float | None]) -> float | None:
         The share (it implies launch overhead from ``LAUNCH_GAP``), or None when missing or the links are busy.
     """
     gap = f("launch_gap.mean")
-    if gap is None or _links_carry_traffic(f):
+    if gap is None or links_carry_traffic(f):
         return None
     return gap
 
