@@ -1,9 +1,8 @@
 """The classifier's probabilities checked against the step-time account and the evidence gates.
 
 Collective waits go first to whom they belong (:mod:`.collective_waits`): to GPU behind a slowed GPU,
-to Interconnect where the GPUs are busy mostly with communication-only kernels.
-A class whose own evidence does not hold (:mod:`.evidence_gates`) is ruled out: its probability
-becomes 0. A stall class whose removal would gain less than ``STALL_FLOOR`` is a pattern without a
+to Interconnect where the GPUs are busy mostly with communication-only kernels. Then a class whose
+own evidence does not hold (:mod:`.evidence_gates`) is ruled out: its probability becomes 0. A stall class whose removal would gain less than ``STALL_FLOOR`` is a pattern without a
 cost: its probability moves to GPU, since the GPUs are the stage that binds. The rest is renormalised,
 so the verdict, its confidence and the headroom read the same account. When no class is left the
 verdict is Unknown and says which way the evidence points.

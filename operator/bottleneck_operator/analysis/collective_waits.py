@@ -85,7 +85,7 @@ def waits_behind_a_slowed_gpu(
 # Share of wall time in communication-only kernels (the GPU busy, its SMs idle) from which the links,
 # not the math, pace the step. Tiny kernels leave the SMs as idle, but a loop bound by their launches
 # keeps its GPU busy only about half the time (0.49 and 0.54 on an H200, tests/data/gpu-launch*), and
-# family A's launch-bound multi-node Jobs read up to ~0.6 with their all-reduce overlapped: above
+# a launch-bound four-pod Job of the simulator read 0.6 with its all-reduce overlapped: above
 # COMM_BOUND no launch overhead explains the time.
 COMM_BOUND = 0.7
 
@@ -95,9 +95,9 @@ def waits_on_the_links(g: GateInput, gates: Mapping[Bottleneck, GateResult], pro
 
     Only where the GPUs are busy throughout, communication-only kernels fill ``COMM_BOUND`` of the wall
     time or more (measured: SM activity at hand), Interconnect's own evidence holds with the links
-    carrying real volume (tiny kernels leave the SMs as idle as waiting ones do, and a trickle of traffic
-    keeps no collective waiting) and no slowed GPU explains the waits. ``probs`` is changed in place; returns the
-    note for the verdict when the move dethrones the model's favourite.
+    carrying real volume (a trickle of traffic keeps no collective waiting) and no slowed GPU explains
+    the waits. ``probs`` is changed in place; returns the note for the verdict when the move dethrones
+    the model's favourite.
     """
     gpu, comm = Bottleneck.GPU, g.comm
     if comm is None or g.busy is None or g.busy < STEADY_BUSY or comm < COMM_BOUND or probs[gpu.value] <= 0:
