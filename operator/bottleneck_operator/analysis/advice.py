@@ -26,10 +26,12 @@ NODE_IDLE = 0.8  # node CPU busy share below which the node has idle cores to gi
 
 @dataclass(frozen=True)
 class Facts:
-    """What preconditions read: the job's totals and its feature row."""
+    """What preconditions read: the job's totals, its feature row and the GPUs' busy share over
+    training samples (the step account's, which the verdict's checks read too; None without it)."""
 
     summary: JobSummary
     x: FloatArray
+    busy: float | None = None
 
     def f(self, name: str) -> float | None:
         return value(self.x, name)
@@ -93,7 +95,7 @@ def launch_bound(k: Facts) -> bool:
 
 def slowed_gpu(k: Facts) -> bool:
     """A pod's GPUs run below their clock with power to spare: heat or a hardware slowdown, not the work."""
-    return slowed_clock(k.f, k.f("act.mean")) is not None
+    return slowed_clock(k.f, k.busy) is not None
 
 
 def compute_bound(k: Facts) -> bool:
@@ -325,7 +327,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
 
 
 def build_recommendations(
-    cls: Bottleneck, evidence: tuple[Evidence, ...], summary: JobSummary, x: FloatArray
+    cls: Bottleneck, evidence: tuple[Evidence, ...], summary: JobSummary, x: FloatArray, busy: float | None = None
 ) -> tuple[Recommendation, ...]:
     """Recommendations for ``cls`` whose precondition holds, each tied to an evidence signal.
 
@@ -334,11 +336,12 @@ def build_recommendations(
         evidence: the verdict's evidence.
         summary: whole-job totals.
         x: the job's feature row (the preconditions read it).
+        busy: the GPUs' busy share over training samples, as the verdict's checks read it.
 
     Returns:
         Up to four recommendations; general ones (no matching signal) come last.
     """
-    facts = Facts(summary, x)
+    facts = Facts(summary, x, busy)
     shown = [e.signal for e in evidence]
     tied: list[tuple[int, Recommendation]] = []
     general: list[Recommendation] = []

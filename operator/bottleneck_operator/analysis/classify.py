@@ -202,6 +202,7 @@ def _detailed(
         build_evidence(basis, x, summary, checked, mechanism=bare.mechanism) if basis is not Bottleneck.UNKNOWN else ()
     )
     known = cls is not Bottleneck.UNKNOWN
+    busy = checked.account.busy if checked.account is not None else None
     return Verdict(
         bottleneck=cls,
         confidence=bare.confidence,
@@ -210,7 +211,7 @@ def _detailed(
         reason=bare.reason,
         gpu_active=bare.gpu_active,
         evidence=evidence,
-        recommendations=build_recommendations(cls, evidence, summary, x) if known else (),
+        recommendations=build_recommendations(cls, evidence, summary, x, busy) if known else (),
         headroom=estimate_headroom(cls, x, checked) if known else None,
         capacity=capacity_needs(cls, x, summary, checked) if known else (),
         pods=pods,
