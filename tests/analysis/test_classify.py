@@ -11,7 +11,7 @@ from bottleneck_operator.analysis.classify import analyze_window, analyze_window
 from bottleneck_operator.analysis.headroom_account import STALL_FLOOR
 from bottleneck_operator.analysis.model import BottleneckModel
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck
+from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck, Verdict
 from bottleneck_operator.contract.window import DataQuality, JobWindow
 
 from .conftest import FixedModel
@@ -33,6 +33,28 @@ def test_a_runner_up_without_evidence_is_ruled_out() -> None:
     # The IO window has no CPU evidence of its own: the CPU probability goes, IO keeps the rest.
     v = analyze_window(make_window(B.IO), FixedModel({B.IO: 0.9, B.CPU: 0.1}))
     assert v.bottleneck is B.IO and v.confidence == pytest.approx(1.0) and v.probabilities["CPU"] == 0.0
+
+
+def test_with_no_class_left_the_verdict_points_where_the_evidence_holds() -> None:
+    # The model is all but sure of CPU, which the IO window's evidence rules out; IO's evidence holds but
+    # the model gave it too little to name it. The verdict abstains and points to IO, as its reason says,
+    # not to the class the checks ruled out.
+    model = FixedModel({B.CPU: 0.95, B.IO: 0.05})
+    one_way = {"pcie_tx_bps": 0.01 * GB}  # input copies only: no peer traffic for Interconnect's evidence
+    (bare,) = analyze_windows([make_window(B.IO, overrides=one_way)], model, with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.IO
+    assert bare.reason and "points most towards IO" in bare.reason
+    # the evidence a user reads speaks for the same class
+    detailed = analyze_window(make_window(B.IO, overrides=one_way), model)
+    assert {"node_cpu_iowait_frac", "sc_psi_io_some"} <= {e.signal for e in detailed.evidence}
+    # the favourite's own evidence just under its level (the job's CPU at 0.75 of its limit, 0.85
+    # implies CPU): a knife-edge, and the favourite stands
+    edge = {**one_way, "cpu_limit_cores": 16.0, "cpu_cores": 12.0, "sc_cpu_cores": 12.0}
+    (bare,) = analyze_windows([make_window(B.IO, overrides=edge)], model, with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.CPU
+    # with two stalls' evidence holding the evidence does not choose: the model's favourite stands
+    (bare,) = analyze_windows([make_window(B.IO)], model, with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.CPU
 
 
 def test_abstains_below_threshold_with_reason() -> None:
@@ -165,3 +187,52 @@ def test_gpus_busy_only_with_collective_kernels_wait_on_the_links() -> None:
     quiet = {"node_net_rx_bps": 1e6, "node_net_tx_bps": 1e6, "nvlink_total_bps": 0.0, "nvlink_tx_bps": 0.0}
     quiet |= {"nvlink_rx_bps": 0.0, "pcie_rx_bps": 0.1 * GB, "pcie_tx_bps": 0.01 * GB}
     assert analyze_window(make_window(B.GPU, noise=0.01, overrides={**waits, **quiet}), model).bottleneck is B.GPU
+
+
+# A pod short of memory that swaps (tests/data/real-memory and gpu-memory): host memory pressure, about
+# a thousand major faults a second, half the node's swap in use.
+_SWAPPING = {
+    "sc_psi_mem_some": 0.08,
+    "sc_psi_mem_full": 0.08,
+    "node_psi_mem_some": 0.08,
+    "node_psi_mem_full": 0.05,
+    "node_majfault_ps": 1200.0,
+    "sc_majfault_ps": 1200.0,
+    "node_swap_used_frac": 0.5,
+}
+
+
+def _waiting_pod(overrides: dict[str, float], model: FixedModel) -> Verdict:
+    """The verdict on a pod whose GPUs wait (an IO-shaped window) with ``overrides`` on top."""
+    return analyze_window(make_window(B.IO, noise=0.01, overrides=overrides), model)
+
+
+def test_cpu_waits_on_a_node_serving_page_faults_are_the_memorys() -> None:
+    # The pod's tasks wait for a CPU half the time, but the job uses a fifth of a core while the node's
+    # cores spend 15 % of their time in the kernel (reclaim, swap-in): more memory would help, not CPU.
+    starved = {**_SWAPPING, "node_cpu_busy_frac": 1.0, "node_cpu_system_frac": 0.15, "sc_psi_cpu_some": 0.5}
+    starved |= {"cpu_cores": 0.2, "sc_cpu_cores": 0.2, "cpu_throttled_frac": 0.0, "sc_throttled_frac": 0.0}
+    # (the model all but sure of CPU: the step account shares the idle time after the move, so the
+    # stall floor reads Memory's share of the waits, not the model's 5 %)
+    model = FixedModel({B.CPU: 0.95, B.MEMORY: 0.05})
+    v = _waiting_pod(starved, model)
+    assert v.bottleneck is B.MEMORY and v.probabilities["CPU"] == 0.0
+    assert any("page faults and reclaim hold the cores" in n for n in v.notes)
+    # the node's cores doing user work: the wait is for CPU
+    assert _waiting_pod({**starved, "node_cpu_system_frac": 0.03}, model).bottleneck is B.CPU
+    # a job its own CPU quota throttles (bursts of threads cut off in 60 % of the periods, a fifth of
+    # its one-core limit on average) is CPU-bound whatever else stalls it
+    quota = {"cpu_limit_cores": 1.0, "cpu_throttled_frac": 0.6, "sc_throttled_frac": 0.6}
+    assert _waiting_pod({**starved, **quota}, model).bottleneck is B.CPU
+
+
+def test_reads_of_pages_coming_back_from_swap_are_the_memorys() -> None:
+    # The pod's reads wait (IO pressure 0.28) while it faults 12,000 pages a second with half the swap
+    # in use: the reads are its own pages coming back, so the job is Memory-bound.
+    paging = {**_SWAPPING, "node_majfault_ps": 12000.0, "sc_majfault_ps": 12000.0, "sc_psi_io_some": 0.28}
+    verdict = _waiting_pod(paging, FixedModel({B.IO: 0.8, B.MEMORY: 0.2}))
+    assert (verdict.bottleneck, verdict.probabilities["IO"]) == (B.MEMORY, 0.0)
+    assert any("coming back from swap" in n for n in verdict.notes)
+    # a memory-mapped dataset faults as often but fills no swap: its reads are the dataset's
+    mapped = _waiting_pod({**paging, "node_swap_used_frac": 0.0}, FixedModel({B.IO: 0.8, B.MEMORY: 0.2}))
+    assert mapped.bottleneck is B.IO

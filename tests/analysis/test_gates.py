@@ -138,6 +138,16 @@ def test_nothing_left_is_unknown_saying_where_the_evidence_points() -> None:
     assert "whose evidence does not hold" in v.reason and "a class the model gives 0.00" in v.reason
 
 
+def test_a_favourite_whose_evidence_holds_but_gains_nothing_is_not_called_unsupported() -> None:
+    # The pod waits on IO, but its loader's CPU sits at its limit: removing IO would gain under x1.15,
+    # and the GPUs are too idle to bind. The reason says so rather than that IO's evidence is missing.
+    at_limit = {**CPU_STARVED, "cpu_cores": 15.9, "sc_cpu_cores": 15.9}
+    v = analyze_window(make_window(B.IO, overrides=at_limit), FixedModel({B.IO: 1.0}))
+    assert v.bottleneck is B.UNKNOWN and v.reason is not None
+    assert "leaned to IO (1.00), whose evidence holds" in v.reason and "would gain less than x1.15" in v.reason
+    assert "does not hold" not in v.reason
+
+
 def _idle_interconnect(**over: float) -> JobWindow:
     base = {
         "gpu_util": 0.25,

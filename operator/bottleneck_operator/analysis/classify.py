@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from bottleneck_operator.analysis.advice import build_recommendations
-from bottleneck_operator.analysis.classify_gates import Checked, check_window, leaning
+from bottleneck_operator.analysis.classify_gates import Checked, check_window, leaning, leans_to
 from bottleneck_operator.analysis.envelope import Envelope
 from bottleneck_operator.analysis.evidence import build_evidence, context_notes, framebuffer_p90
 from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features, single_pod_windows
@@ -155,7 +155,7 @@ def _checked_verdict(
             Bottleneck.UNKNOWN,
             0.0,
             checked.probabilities,
-            Bottleneck(max(probs.items(), key=lambda kv: kv[1])[0]),
+            leans_to(checked, probs),
             leaning(checked, probs),
             gpu_active,
             model_version=version,

@@ -1,10 +1,13 @@
 """The classifier's probabilities checked against the step-time account and the evidence gates.
 
-Collective waits go first to whom they belong (:mod:`.collective_waits`): to GPU behind a slowed GPU,
-to Interconnect where the GPUs are busy mostly with communication-only kernels. Then a class whose
-own evidence does not hold (:mod:`.evidence_gates`) is ruled out: its probability becomes 0. A stall class whose removal would gain less than ``STALL_FLOOR`` is a pattern without a
-cost: its probability moves to GPU, since the GPUs are the stage that binds. The rest is renormalised,
-so the verdict, its confidence and the headroom read the same account. When no class is left the
+Waits go first to whom they belong: collective waits to GPU behind a slowed GPU, to Interconnect
+where the GPUs are busy mostly with communication-only kernels (:mod:`.collective_waits`); CPU waits
+on a node whose cores serve page faults, and reads of pages coming back from swap, to Memory
+(:mod:`.fault_waits`). Then a class whose own
+evidence does not hold (:mod:`.evidence_gates`) is ruled out: its probability becomes 0. A stall class
+whose removal would gain less than ``STALL_FLOOR`` is a pattern without a cost: its probability moves
+to GPU, since the GPUs are the stage that binds. The rest is renormalised, so the verdict, its
+confidence and the headroom read the same account. When no class is left the
 verdict is Unknown and says which way the evidence points.
 """
 
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 from bottleneck_operator.analysis.collective_waits import waits_behind_a_slowed_gpu, waits_on_the_links
 from bottleneck_operator.analysis.evidence_gates import GateInput, GateResult, holding
+from bottleneck_operator.analysis.fault_waits import cpu_waits_on_faults, io_waits_on_swap
 from bottleneck_operator.analysis.headroom_account import (
     STALL_FLOOR,
     StepAccount,
@@ -68,11 +72,11 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
     gates = holding(reads)
     # A class whose mechanism is unobservable here is neither confirmed nor ruled out.
     open_classes = {c: r.holds or r.unobserved is not None for c, r in gates.items()}
-    account = step_account(phases, probabilities, open_classes)
     probs = {c.value: float(probabilities.get(c.value, 0.0)) for c in CLASSES}
-    notes = list(phases.notes())
-    notes += waits_behind_a_slowed_gpu(reads, gates, probs)
-    notes += waits_on_the_links(reads, gates, probs)
+    notes = list(phases.notes()) + _waits_to_their_owners(reads, gates, probs)
+    # the account shares the idle time by the probabilities the waits' owners left, so the stall floor
+    # below reads the class the moves named
+    account = step_account(phases, probs, open_classes)
     top = max(CLASSES, key=lambda c: probs[c.value])
     for c in CLASSES:
         if probs[c.value] > 0 and not gates[c].holds:
@@ -112,6 +116,12 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
     return Checked(probs, account, gates, tuple(notes))
 
 
+def _waits_to_their_owners(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]) -> list[str]:
+    """Each wait's probability moved to the class it belongs to (``probs`` in place); the notes."""
+    rules = (waits_behind_a_slowed_gpu, waits_on_the_links, cpu_waits_on_faults, io_waits_on_swap)
+    return [note for rule in rules for note in rule(g, gates, probs)]
+
+
 def _ruled_out(cls: Bottleneck, g: GateResult) -> str:
     if g.best is None:
         return f"{cls.value} ruled out: {g.what}."
@@ -123,6 +133,28 @@ def _ruled_out(cls: Bottleneck, g: GateResult) -> str:
 
 def _unconfirmed(cls: Bottleneck, g: GateResult) -> str:
     return f"{cls.value} not confirmed: {g.unobserved}, and no other signal implies it; the verdict rests on the model."
+
+
+# A favourite whose best evidence reads under this share of its level is plainly absent, not at a
+# knife-edge (remote reads flat at 0.98 of their plateau level, a right favourite just missing).
+PLAINLY_ABSENT = 0.5
+
+
+def leans_to(checked: Checked, original: Mapping[str, float]) -> Bottleneck:
+    """The class a verdict with no class left points to: the one stall class whose evidence holds where
+    the model's favourite has plainly none, else the model's favourite.
+
+    The reason then names that class ("the evidence points most towards IO"), and the pointer (and the
+    evidence shown beside an abstention) says the same rather than a class the checks ruled out. With
+    several stalls' evidence holding, or none, the evidence does not choose; with the favourite's just
+    under its level, the favourite is as likely right as the checks: the favourite stands.
+    """
+    favourite = Bottleneck(max(original.items(), key=lambda kv: kv[1])[0])
+    held = [c for c in _STALLS if checked.gates[c].holds]
+    own = checked.gates.get(favourite)
+    if len(held) == 1 and (own is None or own.level < PLAINLY_ABSENT):
+        return held[0]
+    return favourite
 
 
 def leaning(checked: Checked, original: Mapping[str, float]) -> str:
@@ -139,6 +171,13 @@ def leaning(checked: Checked, original: Mapping[str, float]) -> str:
     pointing = (
         f"the evidence points most towards {cls.value} ({g.what}: {100 * level:.0f} % of the level that implies it)"
     )
+    top = checked.gates.get(Bottleneck(model_top[0]))
+    if top is not None and top.holds:  # its evidence holds: the step-time account dropped it
+        return (
+            f"the model leaned to {model_top[0]} ({model_top[1]:.2f}), whose evidence holds ({top.what}: "
+            f"{100 * top.level:.0f} % of the level that implies it), but removing it would gain less than "
+            f"x{STALL_FLOOR:.2f} and the GPUs are not busy enough to bind"
+        )
     if level >= 1.0:  # that class's evidence holds, but the model gives it too little to name it
         return (
             f"the model leaned to {model_top[0]} ({model_top[1]:.2f}), whose evidence does not hold; {pointing}, "

@@ -72,7 +72,7 @@ def waits_behind_a_slowed_gpu(
     inter = Bottleneck.INTERCONNECT
     if clock is None or probs[inter.value] <= 0 or not gates[Bottleneck.GPU].holds or links_near_capacity(g):
         return []
-    return _move(
+    return move_probability(
         probs,
         inter,
         Bottleneck.GPU,
@@ -108,7 +108,7 @@ def waits_on_the_links(g: GateInput, gates: Mapping[Bottleneck, GateResult], pro
         or slowed_clock(g.f, g.busy) is not None
     ):
         return []
-    return _move(
+    return move_probability(
         probs,
         gpu,
         Bottleneck.INTERCONNECT,
@@ -118,7 +118,7 @@ def waits_on_the_links(g: GateInput, gates: Mapping[Bottleneck, GateResult], pro
     )
 
 
-def _move(probs: dict[str, float], source: Bottleneck, target: Bottleneck, why: str) -> list[str]:
+def move_probability(probs: dict[str, float], source: Bottleneck, target: Bottleneck, why: str) -> list[str]:
     """``source``'s probability moves to ``target``; the note when that dethrones the model's favourite."""
     notes = [why] if probs[source.value] >= max(probs.values()) else []
     probs[target.value] += probs[source.value]

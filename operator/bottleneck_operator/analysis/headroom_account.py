@@ -118,7 +118,8 @@ def step_account(
 
     Args:
         phases: the window's phases and training-sample averages.
-        probabilities: the classifier's class probabilities (weights of the host stages).
+        probabilities: the class probabilities once the waits' owners have taken theirs (weights of the
+            host stages).
         holds: per class, whether its own evidence holds.
 
     Returns:

@@ -198,7 +198,13 @@ def _estimator(*, seed: int, max_iter: int, learning_rate: float) -> Any:
         max_leaf_nodes=15,
         min_samples_leaf=20,
         l2_regularization=1.0,
-        max_features=0.5,
+        # Each split chooses among a random 5 % of the features (about 18 of 353): a tree cannot lean on
+        # the one cue that separates two classes in the simulator it learns from, so its splits spread
+        # over the correlated physical signals, which telemetry from elsewhere shares. On the two
+        # scenario families, against half the features per split: the classifier's cross-family
+        # macro-F1 0.883 -> 0.903 (A -> B) and 0.864 -> 0.887 (B -> A), same-family unchanged
+        # (docs/scenarios.md).
+        max_features=0.05,
         early_stopping=False,
         random_state=seed,
     )

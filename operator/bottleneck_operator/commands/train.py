@@ -170,7 +170,7 @@ def write_card(model: Any, path: Path) -> None:
 | --- | --- |
 | file | `{MODEL_FILE}` (trees as plain arrays, read without pickle; `{TRAINING_FILE}` is the training artefact, loaded with an explicit trusted-types list) |
 | version | `{model.version}` |
-| estimator | scikit-learn HistGradientBoostingClassifier ({est.max_iter} iterations, {est.max_leaf_nodes} leaves, learning rate {est.learning_rate}), temperature-scaled probabilities (T = {model.temperature:.3f}) |
+| estimator | scikit-learn HistGradientBoostingClassifier ({est.max_iter} iterations, {est.max_leaf_nodes} leaves, learning rate {est.learning_rate}, {est.max_features:.0%} of the features per split), temperature-scaled probabilities (T = {model.temperature:.3f}) |
 | classes | {", ".join(c.value for c in model.classes)} (Unknown is an abstention, never predicted) |
 | features | {len(FEATURE_NAMES)} (schema hash `{feature_schema_hash()}`; names in the metadata JSON) |
 | seed | {m.get("seed")} |
