@@ -3,12 +3,12 @@
 Waits go first to whom they belong: collective waits to GPU behind a slowed GPU, to Interconnect
 where the GPUs are busy mostly with communication-only kernels (:mod:`.collective_waits`); CPU waits
 on a node whose cores serve page faults, and reads of pages coming back from swap, to Memory
-(:mod:`.fault_waits`). Then a class whose own
-evidence does not hold (:mod:`.evidence_gates`) is ruled out: its probability becomes 0. A stall class
-whose removal would gain less than ``STALL_FLOOR`` is a pattern without a cost: its probability moves
-to GPU, since the GPUs are the stage that binds. The rest is renormalised, so the verdict, its
-confidence and the headroom read the same account. When no class is left the
-verdict is Unknown and says which way the evidence points.
+(:mod:`.fault_waits`). Then a class whose own evidence does not hold (:mod:`.evidence_gates`) is
+ruled out: its probability becomes 0. A stall class whose removal would gain less than
+``STALL_FLOOR`` is a pattern without a cost: its probability moves to GPU, since the GPUs are the
+stage that binds. The rest is renormalised, so the verdict, its confidence and the headroom read the
+same account. When no class is left the verdict is Unknown, says which way the evidence points, and
+points to the one stall class whose evidence holds where the model's favourite has plainly none.
 """
 
 from __future__ import annotations

@@ -32,11 +32,11 @@ OWN_CPU_LOW = 0.5
 # Memory's evidence from the host (pressure or major faults), not from GPU memory bandwidth.
 _HOST_MEMORY = frozenset({"sc_psi_mem_some", "node_psi_mem_some", "node_majfault_ps"})
 # CPU's evidence that is the job's own quota: a throttled job is CPU-bound whatever else stalls it.
+_OWN_QUOTA = frozenset({"cpu_cores_vs_limit", "sc_cpu_limit_frac", "cpu_throttled_frac", "sc_throttled_frac"})
 # Swap in use (of the node's swap space) and major faults a second (log10) from which the pod's reads
 # are pages coming back from swap: the simulators' IO-bound Jobs fill under 0.12 of their swap.
 SWAP_IN_USE = 0.2
 SWAPPING_FAULTS_LOG = 3.0
-_OWN_QUOTA = frozenset({"cpu_cores_vs_limit", "sc_cpu_limit_frac", "cpu_throttled_frac", "sc_throttled_frac"})
 
 
 def cpu_waits_on_faults(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]) -> list[str]:
