@@ -236,3 +236,15 @@ def test_reads_of_pages_coming_back_from_swap_are_the_memorys() -> None:
     # a memory-mapped dataset faults as often but fills no swap: its reads are the dataset's
     mapped = _waiting_pod({**paging, "node_swap_used_frac": 0.0}, FixedModel({B.IO: 0.8, B.MEMORY: 0.2}))
     assert mapped.bottleneck is B.IO
+
+
+def test_a_pod_with_processes_pinned_while_its_gpus_wait_is_cpu_bound() -> None:
+    # The node's CPUs wait on IO (a neighbour's reads), but ten of the pod's processes sit at a full core
+    # each (0.83 of its CPU time) while its GPUs idle: a reader waiting on storage holds no core.
+    node_io = {"sc_psi_io_some": 0.0, "sc_psi_io_full": 0.0, "sc_procs_iowait": 0.0, "pcie_tx_bps": 0.01 * GB}
+    model = FixedModel({B.IO: 0.8, B.CPU: 0.2})
+    v = _waiting_pod({**node_io, "sc_procs_busy": 10.0}, model)
+    assert v.bottleneck is B.CPU and v.probabilities["IO"] == 0.0
+    assert any("a reader waiting on storage holds no core" in n for n in v.notes)
+    # one process at a full core (a main loop) beside readers: the wait stays IO's
+    assert _waiting_pod({**node_io, "sc_procs_busy": 1.0}, model).bottleneck is B.IO

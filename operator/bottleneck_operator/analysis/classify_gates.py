@@ -3,7 +3,8 @@
 Waits go first to whom they belong: collective waits to GPU behind a slowed GPU, to Interconnect
 where the GPUs are busy mostly with communication-only kernels (:mod:`.collective_waits`); CPU waits
 on a node whose cores serve page faults, and reads of pages coming back from swap, to Memory
-(:mod:`.fault_waits`). Then a class whose own evidence does not hold (:mod:`.evidence_gates`) is
+(:mod:`.fault_waits`); the reads of a pod whose processes sit at a full core while its GPUs wait to
+CPU (:mod:`.pinned_waits`). Then a class whose own evidence does not hold (:mod:`.evidence_gates`) is
 ruled out: its probability becomes 0. A stall class whose removal would gain less than
 ``STALL_FLOOR`` is a pattern without a cost: its probability moves to GPU, since the GPUs are the
 stage that binds. The rest is renormalised, so the verdict, its confidence and the headroom read the
@@ -26,6 +27,7 @@ from bottleneck_operator.analysis.headroom_account import (
     stall_ceiling,
     step_account,
 )
+from bottleneck_operator.analysis.pinned_waits import pinned_while_gpus_wait
 from bottleneck_operator.analysis.summary_phases import segment_phases
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import FloatArray, JobWindow
@@ -118,7 +120,13 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
 
 def _waits_to_their_owners(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]) -> list[str]:
     """Each wait's probability moved to the class it belongs to (``probs`` in place); the notes."""
-    rules = (waits_behind_a_slowed_gpu, waits_on_the_links, cpu_waits_on_faults, io_waits_on_swap)
+    rules = (
+        waits_behind_a_slowed_gpu,
+        waits_on_the_links,
+        cpu_waits_on_faults,
+        io_waits_on_swap,
+        pinned_while_gpus_wait,
+    )
     return [note for rule in rules for note in rule(g, gates, probs)]
 
 
