@@ -7,10 +7,10 @@ each family's model is also put to the real recordings (``tests/data/real-*``, `
 through a Prometheus each by ``recordings.replay``): truth neither family generated.
 Each direction is scored twice, without abstention: the classifier's most probable class (what the
 features alone carry) and the analysis's class (the same probabilities after the physical checks of
-``analysis.classify_gates``: a class whose evidence does not hold ruled out, a stall too small to
-matter and collective waits behind a slowed GPU moved to GPU, GPUs busy mostly with communication-only
-kernels moved to Interconnect; where every class is ruled out, the class the verdict leans to). Each line ends with what a user would read: the verdicts, with
-abstention, counted right, Unknown and wrong.
+``analysis.classify_gates``: waits moved to whom they belong, a class whose evidence does not hold
+ruled out, a stall too small to matter moved to GPU; where every class is ruled out, the class the
+verdict points to). Each line ends with what a user would read: the verdicts, with abstention,
+counted right, Unknown and wrong.
 
 One seed's figures move by ±0.03 with nothing but the column order changed (adding a column the
 classifier never splits on moved train B -> eval A from 0.790 to 0.762 on seed 11), so the benchmark

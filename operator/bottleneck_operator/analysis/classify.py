@@ -3,9 +3,10 @@
 Abstention comes first from the data (no pods, a window shorter than ``min_window``, GPU sample
 coverage below ``min_coverage``), then from the model's reach: a window with features of several
 signals far outside the training envelope (:mod:`.envelope`) is Unknown, "outside what the model knows". The model's probabilities are then checked against the window's
-step-time account and evidence gates (:mod:`.classify_gates`): collective waits go to the slowed GPU or
-the links they wait on, a class whose evidence does not hold is ruled out, and a stall that would gain
-less than x1.15 counts as GPU-bound. The verdict is Unknown when the top checked probability is below
+step-time account and evidence gates (:mod:`.classify_gates`): waits go to whom they belong (collective
+waits to the slowed GPU or the links, a swapping pod's to Memory, a pinned loader's to CPU), a class
+whose evidence does not hold is ruled out, and a stall that would gain less than x1.15 counts as
+GPU-bound. The verdict is Unknown when the top checked probability is below
 ``abstain_threshold``; the ``reason`` says why. A runner-up within ``secondary_margin`` of the top class
 is named as secondary.
 """

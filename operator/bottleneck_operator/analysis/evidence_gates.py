@@ -25,6 +25,7 @@ NET_VOLUME_LOG = COLLECTIVE_NET_LOG  # 100 MB/s per GPU: below it, balanced traf
 # the floor sits low; input copies are one-way and fail the balance test instead.
 PEER_VOLUME = 0.01
 EXPOSED_COMM = 0.1  # share of wall time in communication-only kernels that counts as a stall
+GPUS_WAIT = 0.8  # GPUs' busy share over training samples up to which they have idle time to explain
 LAUNCH_GAP = 0.2  # time in small kernels, links quiet, from which their launches bind the step
 
 
@@ -89,7 +90,7 @@ def _remote_reads_flat(g: GateInput) -> float | None:
     nearly all the job's input, while the GPUs sit idle part of the time.
     """
     busy, share, flat = g.busy, g.f("net_rx_share.mean"), g.f("net_rel_peak.p50")
-    if busy is None or share is None or flat is None or busy > 0.8 or share < 0.8:
+    if busy is None or share is None or flat is None or busy > GPUS_WAIT or share < 0.8:
         return None
     return flat
 
@@ -127,8 +128,9 @@ def _processes_pinned(g: GateInput) -> float | None:
 
 
 def _gpus_wait_on_the_loader(g: GateInput) -> bool:
-    """The GPUs have idle time to explain (busy 0.8 or less) and the pod's readers do not wait on storage."""
-    return g.busy is not None and g.busy <= 0.8 and not _waits_on_storage(g)
+    """The GPUs have idle time to explain (busy ``GPUS_WAIT`` or less) and the pod's readers do not wait
+    on storage."""
+    return g.busy is not None and g.busy <= GPUS_WAIT and not _waits_on_storage(g)
 
 
 def _waits_on_storage(g: GateInput) -> bool:

@@ -15,14 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from bottleneck_operator.analysis.collective_waits import move_probability
-from bottleneck_operator.analysis.evidence_gates import GateInput, GateResult
+from bottleneck_operator.analysis.evidence_gates import GPUS_WAIT, GateInput, GateResult
 from bottleneck_operator.contract.verdict import Bottleneck
 
 # The share of the pod's CPU time in processes at a full core from which it is not waiting on storage.
 PINNED_SHARE = 0.3
-# The GPUs' busy share over training samples up to which they wait on their input (as the IO and CPU
-# gates read it).
-GPUS_WAIT = 0.8
 
 
 def pinned_while_gpus_wait(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]) -> list[str]:
