@@ -42,6 +42,10 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
     found = [
         Scenario("compute", "GPU", "compute", "nothing: 8192x8192 bf16 matrix products back to back",
                  Limits(), launch=_launcher("matmul"), real_gpu=True),
+        Scenario("compute-fp32", "GPU", "compute",
+                 "nothing: 8192x8192 fp32 matrix products with TF32 off, back to back (the SMs' FP32 units bound "
+                 "the step, the tensor pipes idle)",
+                 Limits(), launch=_launcher("matmul", "--fp32"), real_gpu=True),
         Scenario("compute-neighbour", "GPU", "compute",
                  "the matrix products of gpu-compute beside a neighbour outside the pod that keeps every core of the "
                  "node busy", Limits(), launch=_launcher("matmul"), real_gpu=True,
@@ -54,6 +58,15 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
         Scenario("launch-wide", "GPU", "launch-bound",
                  "nothing: a 600-layer 512-wide MLP at batch 256 in eager mode (larger kernels, still launch-bound)",
                  Limits(), launch=_launcher("launch", "--kernels", "1200", "--width", "512", "--batch", "256"),
+                 real_gpu=True),
+        Scenario("transformer", "GPU", "compute",
+                 "eight 2048-wide transformer layers (16 heads, 8 sequences of 1,024 tokens a batch) trained with "
+                 "fused AdamW under bf16 autocast",
+                 Limits(), launch=_launcher("transformer", "--width", "2048", "--batch", "8"), real_gpu=True),
+        Scenario("streamed", "Memory", "hbm-bandwidth",
+                 "sixteen 8192-wide bf16 linear layers trained with SGD at a batch of 4: every product and the "
+                 "update stream the 2 GiB of weights from HBM",
+                 Limits(), launch=_launcher("streamed", "--layers", "16", "--width", "8192", "--batch", "4"),
                  real_gpu=True),
         Scenario("h2d", "Interconnect", "pcie", "nothing: a 1 GiB batch in pageable host memory copied each step",
                  Limits(), launch=_launcher("h2d"), real_gpu=True),

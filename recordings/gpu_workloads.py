@@ -3,9 +3,16 @@
 Each loop runs real PyTorch work on GPU 0 and publishes its step count after every step
 (:func:`recordings.virtual_gpu.write_progress`) until it is terminated. One thing bounds each:
 
-- ``matmul``: large bf16 matrix products (tensor cores, compute-bound).
+- ``matmul``: large bf16 matrix products (tensor cores, compute-bound); ``--fp32``: fp32 ones with TF32
+  off (the SMs' FP32 units, compute-bound with the tensor pipes idle).
 - ``elementwise``: adds over tensors far larger than L2 (HBM bandwidth-bound, tensor pipes idle).
 - ``launch``: eager-mode steps of hundreds of tiny kernels (the host's launches bound the step).
+- ``transformer``: a stack of transformer layers trained with AdamW under bf16 autocast (the GPU's
+  compute bounds the step, with the layer norms, softmax and activations real models run between the
+  products).
+- ``streamed``: a deep, wide bf16 MLP trained at a batch of a few samples: each product is a
+  matrix-vector one that streams its weights from HBM, and so does the update (HBM-bound, tensor
+  pipes nearly idle).
 - ``h2d``: a large batch in pageable host memory copied to the GPU every step (the copy bounds it).
 - ``loader``: JPEG decoding and augmentation in DataLoader workers feeding a small model (one worker,
   or several under the pod's CPU quota); ``--work N`` adds N 8192x8192 bf16 products a batch, a model
@@ -35,6 +42,8 @@ import numpy as np
 
 from recordings.virtual_gpu import write_progress
 from recordings.workloads import _decode, fetch_batch, in_memory_dataset, random_batch
+
+KINDS = ("matmul", "elementwise", "launch", "transformer", "streamed", "h2d", "loader", "objects", "read", "swapped")
 
 
 def _loop(progress: Path, step: Callable[[], None], sync: Callable[[], None]) -> None:
@@ -78,9 +87,12 @@ def _prefetched(produce: Callable[[], Any], depth: int = 2) -> Callable[[], Any]
     return ready.get
 
 
-def matmul(torch: Any, progress: Path, size: int) -> None:
-    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+def matmul(torch: Any, progress: Path, size: int, fp32: bool = False) -> None:
+    # fp32 with TF32 off runs on the SMs' FP32 units, the tensor pipes idle
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dtype = torch.float32 if fp32 else torch.bfloat16
+    a = torch.randn(size, size, device="cuda", dtype=dtype)
+    b = torch.randn(size, size, device="cuda", dtype=dtype)
     c = torch.empty_like(a)
 
     def step() -> None:
@@ -113,6 +125,39 @@ def launch(torch: Any, progress: Path, kernels: int, width: int, batch: int) -> 
         h = h0
         for i in range(kernels // 2):
             h = torch.tanh(h @ weights[i % 16])
+
+    _loop(progress, step, torch.cuda.synchronize)
+
+
+def transformer(torch: Any, progress: Path, layers: int, width: int, seq: int, batch: int) -> None:
+    layer = torch.nn.TransformerEncoderLayer(
+        width, width // 128, 4 * width, dropout=0.0, activation="gelu", batch_first=True, norm_first=True
+    )
+    model = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    x = torch.randn(batch, seq, width, device="cuda")
+
+    def step() -> None:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).float().square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    _loop(progress, step, torch.cuda.synchronize)
+
+
+def streamed(torch: Any, progress: Path, layers: int, width: int, batch: int) -> None:
+    model = torch.nn.Sequential(
+        *(torch.nn.Linear(width, width, bias=False, device="cuda", dtype=torch.bfloat16) for _ in range(layers))
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=1e-6, foreach=True)
+    x = torch.randn(batch, width, device="cuda", dtype=torch.bfloat16)
+
+    def step() -> None:
+        model(x).float().square().mean().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
 
     _loop(progress, step, torch.cuda.synchronize)
 
@@ -224,13 +269,16 @@ def swapped(torch: Any, progress: Path, dataset_bytes: int, batch: int, sample_b
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m recordings.gpu_workloads")
-    ap.add_argument("kind", choices=["matmul", "elementwise", "launch", "h2d", "loader", "objects", "read", "swapped"])
+    ap.add_argument("kind", choices=KINDS)
     ap.add_argument("--progress", type=Path, required=True)
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--elements", type=int, default=1 << 28)
     ap.add_argument("--kernels", type=int, default=2000)
     ap.add_argument("--width", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--pinned", action="store_true")
+    ap.add_argument("--fp32", action="store_true", help="fp32 products with TF32 off (matmul)")
     ap.add_argument("--mapped", action="store_true")
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--images", type=Path)
@@ -246,9 +294,11 @@ def main(argv: list[str] | None = None) -> None:
 
     p = ns.progress
     runs: dict[str, Callable[[], None]] = {
-        "matmul": lambda: matmul(torch, p, ns.size),
+        "matmul": lambda: matmul(torch, p, ns.size, ns.fp32),
         "elementwise": lambda: elementwise(torch, p, ns.elements),
         "launch": lambda: launch(torch, p, ns.kernels, ns.width, ns.batch),
+        "transformer": lambda: transformer(torch, p, ns.layers, ns.width, ns.seq, ns.batch),
+        "streamed": lambda: streamed(torch, p, ns.layers, ns.width, ns.batch),
         "h2d": lambda: h2d(torch, p, ns.mib, ns.pinned),
         "loader": lambda: loader(torch, p, ns.images, ns.batch, ns.workers, ns.work),
         "objects": lambda: objects(torch, p, ns.url, ns.batch, ns.workers, work=ns.work, prefetch=ns.prefetch),

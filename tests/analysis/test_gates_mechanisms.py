@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bottleneck_operator.analysis.advice import launch_bound, tensor_pipes_underused
 from bottleneck_operator.analysis.classify import analyze_window
-from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.contract.window import JobWindow
 
 from .conftest import FixedModel
@@ -72,6 +72,25 @@ def test_kernel_launch_gaps_are_gpu_evidence_only_with_quiet_links() -> None:
     busy_links = _launch_bound(nvlink_total_bps=200 * GB, nvlink_tx_bps=100 * GB, nvlink_rx_bps=100 * GB)
     v = analyze_window(busy_links, FixedModel({B.GPU: 0.9, B.INTERCONNECT: 0.1}))
     assert not any(e.signal == "gpu_launch_gaps" for e in v.evidence)
+
+
+def test_kernels_that_fill_the_sms_are_compute_whatever_their_pipes() -> None:
+    # fp32 products with TF32 off: the SMs busy throughout, tensor pipes idle, HBM nearly so
+    fp32 = _launch_bound(gpu_util=0.99, gr_engine_active=0.99, sm_active=0.96, dram_active=0.05)
+    v = analyze_window(fp32, FixedModel({B.GPU: 0.9, B.INTERCONNECT: 0.1}))
+    assert v.bottleneck is B.GPU and v.mechanism is Mechanism.COMPUTE
+    assert not any(e.signal == "gpu_launch_gaps" for e in v.evidence)
+    # the same pipes with the SMs mostly idle between the kernels are launch gaps
+    v = analyze_window(_launch_bound(), FixedModel({B.GPU: 0.9, B.INTERCONNECT: 0.1}))
+    assert v.mechanism is Mechanism.LAUNCH_BOUND
+
+
+def test_launch_gaps_beside_a_streamed_dataset_are_still_gpu_evidence() -> None:
+    # 2 GB/s received, 20 MB/s sent: a dataset coming in, not a collective; no NCCL kernel runs for it
+    streaming = _launch_bound(node_net_rx_bps=2 * GB, node_net_tx_bps=0.02 * GB)
+    v = analyze_window(streaming, FixedModel({B.GPU: 0.9, B.IO: 0.1}))
+    assert v.bottleneck is B.GPU
+    assert any(e.signal == "gpu_launch_gaps" for e in v.evidence)
 
 
 def test_a_neighbour_s_io_pressure_does_not_hide_loaders_at_their_ceiling() -> None:

@@ -145,6 +145,16 @@ def test_gpu_recordings_measured_their_bound() -> None:
         assert 0.2 < nvml[name]["gpu_util"] < 0.7 and nvml[name]["tensor_active"] > 0.15, name
     assert truth["gpu-io-busy"]["measured"]["io_pressure_some_fraction"] > 0.3
     assert nvml["gpu-compute-fed"]["gpu_util"] > 0.95 and truth["gpu-compute-fed"]["measured"]["cpu_cores_used"] > 2
+    # a real model's training between the two synthetic loops: a transformer busy throughout with the
+    # tensor pipes half used and HBM a third; a small batch through wide layers streams its weights
+    # with the tensor pipes all but idle
+    # compute on the FP32 units: the SMs busy throughout, tensor pipes and HBM idle
+    fp32 = nvml["gpu-compute-fp32"]
+    assert fp32["sm_active"] > 0.9 and fp32["tensor_active"] < 0.01 and fp32["dram_active"] < 0.1
+    model = nvml["gpu-transformer"]
+    assert model["gpu_util"] > 0.95 and model["tensor_active"] > 0.3 and model["dram_active"] < 0.45
+    streamed = nvml["gpu-streamed"]
+    assert streamed["dram_active"] > 0.5 and streamed["tensor_active"] < 0.1
     memory = truth["gpu-memory"]["measured"]
     assert memory["swap_mb_at_end"] > 1000 and memory["major_faults_per_s"] > 1000
     # a memory-mapped reader reads through page faults, not read() calls

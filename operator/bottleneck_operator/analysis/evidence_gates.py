@@ -204,24 +204,38 @@ def _both_ways_at_volume(g: GateInput) -> float | None:
 
 
 def launch_gap(f: Callable[[str], float | None]) -> float | None:
-    """Time in small kernels with the links quiet: kernels launched one after another.
+    """Time in small kernels between collectives: kernels launched one after another.
 
     Kernels that keep neither the tensor pipes nor HBM busy (``launch_gap`` in :mod:`.derived`) run
     for a share of the time and the GPU idles between them: it waits on the host thread that launches
     them, not on a data stage (an H200 ran a 256-wide MLP's kernels 48 % of the time with tensor and
-    DRAM activity at 0.0, tests/data/gpu-launch). With links busy such kernels are communication
-    kernels (Interconnect's gate reads them then).
+    DRAM activity at 0.0, tests/data/gpu-launch). NCCL's kernels look the same, so the feature leaves
+    out every sample in which a link carries collective bytes (Interconnect's gates read those). The
+    window's one-way traffic is no reason to discard the rest: a dataset streamed in runs no kernel
+    on the GPU.
 
     Args:
         f: reads a feature by name (None when missing).
 
+    Kernels that fill the SMs are not small whatever their pipes (:func:`sms_filled`).
+
     Returns:
-        The share (it implies launch overhead from ``LAUNCH_GAP``), or None when missing or the links are busy.
+        The share (it implies launch overhead from ``LAUNCH_GAP``), or None when missing.
     """
-    gap = f("launch_gap.mean")
-    if gap is None or links_carry_traffic(f):
-        return None
-    return gap
+    return 0.0 if sms_filled(f) else f("launch_gap.mean")
+
+
+# SM activity per unit of kernel time from which the kernels fill the SMs: fp32 products on the FP32
+# units read 0.97 with the tensor pipes at 0.0 and DRAM at 0.05 (tests/data/gpu-compute-fp32); small
+# kernels launched one by one read 0.04 and 0.52 (gpu-launch, gpu-launch-wide)
+SM_FULL = 0.8
+
+
+def sms_filled(f: Callable[[str], float | None]) -> bool:
+    """The kernels keep the SMs busy for most of their time: compute on the FP32 units (or any pipe the
+    profiling fields do not name), not small kernels, whatever the tensor pipes and HBM read."""
+    sm, kt = f("sm_active.mean"), kernel_time(f)
+    return sm is not None and kt is not None and kt > 0 and sm / kt >= SM_FULL
 
 
 def kernel_time(f: Callable[[str], float | None]) -> float | None:
@@ -250,7 +264,7 @@ def small_kernel_time(f: Callable[[str], float | None]) -> float | None:
     pipes = [v for v in (f("tensor_active.mean"), f("hbm_busy.mean")) if v is not None]
     if kt is None or not pipes:
         return None
-    return float(small_kernel_share(kt, max(pipes)))
+    return 0.0 if sms_filled(f) else float(small_kernel_share(kt, max(pipes)))
 
 
 # IO's gates that read the pod's own tasks waiting on storage.

@@ -6,8 +6,8 @@ Each class has few mechanisms and each is told apart by one or two signals that 
 them, so these are plain documented rules over the window's features, not a second model:
 
 - GPU: ``launch-bound`` when the GPU spends a fifth of its time or more in small kernels (neither
-  the tensor pipes nor HBM busy) and the host launches from at least half a core per GPU (small
-  kernels, eager mode); else ``compute``.
+  the tensor pipes nor HBM busy, the SMs not filled) and the host launches from at least half a core
+  per GPU (small kernels, eager mode); else ``compute``.
 - Memory: ``host-memory-pressure`` when the pod or node stalls on memory (PSI), faults heavily or
   swaps; else ``hbm-bandwidth`` when DRAM activity is high with the tensor pipes idle.
 - Interconnect: ``pcie`` when host-to-device copies fill the link one way; ``network`` for a job that

@@ -206,7 +206,9 @@ def _gpu_activity(
     sm = u * sc.sm_eff + c * rng.uniform(0.04, 0.12)
     st.gpu["sm_active"] = _per_gpu(rng, sm, G, 0.05, 0.0, 1.0)
     dram_bound = x["dram"] > x["flops"]
-    occ = np.where(dram_bound, rng.uniform(0.45, 0.75), rng.uniform(0.2, 0.45))
+    # occupancy over SM activity: 0.85 and 0.37 in two real HBM-bound loops, 0.15 and 0.41 in two
+    # compute-bound ones (tests/data/gpu-hbm, gpu-streamed, gpu-compute, gpu-transformer)
+    occ = np.where(dram_bound, rng.uniform(0.35, 0.85), rng.uniform(0.12, 0.45))
     if sc.kernel_duty < 1:  # a few warps a kernel: 0.03 and 0.13 of SM activity (gpu-launch, gpu-launch-wide)
         occ = np.full(occ.shape, rng.uniform(0.02, 0.15))
     st.gpu["sm_occupancy"] = _per_gpu(rng, sm * occ, G, 0.06, 0.0, 1.0)
