@@ -72,6 +72,9 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  Limits(), launch=_launcher("h2d"), real_gpu=True),
         Scenario("h2d-pinned", "Interconnect", "pcie", "nothing: a 1 GiB batch in pinned host memory copied each step",
                  Limits(), launch=_launcher("h2d", "--pinned"), real_gpu=True),
+        Scenario("d2h-pinned", "Interconnect", "pcie",
+                 "nothing: a 1 GiB tensor copied from the GPU to pinned host memory each step (state offloaded to "
+                 "the host)", Limits(), launch=_launcher("h2d", "--pinned", "--back"), real_gpu=True),
         Scenario("loader", "CPU", "too-few-workers",
                  f"one DataLoader worker decoding and augmenting {LOADER_BATCH} JPEGs (512x512) per batch",
                  Limits(), launch=_loader(1),

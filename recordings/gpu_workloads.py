@@ -13,7 +13,8 @@ Each loop runs real PyTorch work on GPU 0 and publishes its step count after eve
 - ``streamed``: a deep, wide bf16 MLP trained at a batch of a few samples: each product is a
   matrix-vector one that streams its weights from HBM, and so does the update (HBM-bound, tensor
   pipes nearly idle).
-- ``h2d``: a large batch in pageable host memory copied to the GPU every step (the copy bounds it).
+- ``h2d``: a large batch in pageable host memory copied to the GPU every step (the copy bounds it);
+  ``--back``: a large tensor copied from the GPU to the host every step instead.
 - ``loader``: JPEG decoding and augmentation in DataLoader workers feeding a small model (one worker,
   or several under the pod's CPU quota); ``--work N`` adds N 8192x8192 bf16 products a batch, a model
   that keeps the GPU busy for part of each step (or all of it, with enough workers).
@@ -162,13 +163,18 @@ def streamed(torch: Any, progress: Path, layers: int, width: int, batch: int) ->
     _loop(progress, step, torch.cuda.synchronize)
 
 
-def h2d(torch: Any, progress: Path, mib: int, pinned: bool) -> None:
+def h2d(torch: Any, progress: Path, mib: int, pinned: bool, back: bool = False) -> None:
     host = torch.ones(mib * 1024 * 1024 // 4)  # pageable: the driver stages it through a pinned buffer
     if pinned:  # page-locked: the copy engine reads it directly, at the link's rate
         host = host.pin_memory()
     weight = torch.randn(1024, 1024, device="cuda")
+    on_gpu = torch.ones(host.numel() if back else 1, device="cuda")
 
     def step() -> None:
+        if back:  # the state copied out to the host each step (offloading, checkpoint snapshots)
+            torch.matmul(on_gpu[: 1024 * 1024].view(1024, 1024), weight)
+            host.copy_(on_gpu)
+            return
         batch = host.to("cuda", non_blocking=False)
         torch.matmul(batch[: 1024 * 1024].view(1024, 1024), weight)
 
@@ -278,6 +284,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--pinned", action="store_true")
+    ap.add_argument("--back", action="store_true", help="copy device to host instead (h2d)")
     ap.add_argument("--fp32", action="store_true", help="fp32 products with TF32 off (matmul)")
     ap.add_argument("--mapped", action="store_true")
     ap.add_argument("--mib", type=int, default=1024)
@@ -299,7 +306,7 @@ def main(argv: list[str] | None = None) -> None:
         "launch": lambda: launch(torch, p, ns.kernels, ns.width, ns.batch),
         "transformer": lambda: transformer(torch, p, ns.layers, ns.width, ns.seq, ns.batch),
         "streamed": lambda: streamed(torch, p, ns.layers, ns.width, ns.batch),
-        "h2d": lambda: h2d(torch, p, ns.mib, ns.pinned),
+        "h2d": lambda: h2d(torch, p, ns.mib, ns.pinned, ns.back),
         "loader": lambda: loader(torch, p, ns.images, ns.batch, ns.workers, ns.work),
         "objects": lambda: objects(torch, p, ns.url, ns.batch, ns.workers, work=ns.work, prefetch=ns.prefetch),
         "read": lambda: read(

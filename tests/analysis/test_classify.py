@@ -189,6 +189,28 @@ def test_gpus_busy_only_with_collective_kernels_wait_on_the_links() -> None:
     assert analyze_window(make_window(B.GPU, noise=0.01, overrides={**waits, **quiet}), model).bottleneck is B.GPU
 
 
+def test_a_gpu_busy_at_an_idle_boards_power_is_moving_bytes() -> None:
+    # GPU_UTIL counts the copy engines: pinned copies held it at 0.99 at 0.19 of an H200's limit
+    # (tests/data/gpu-h2d-pinned, gpu-d2h-pinned); without the profiling fields nothing else reads busy
+    model = FixedModel({B.GPU: 0.6, B.INTERCONNECT: 0.4})
+    no_prof = (Family.DCGM_PROF, Family.DCGM_PROF_SM, Family.DCGM_PROF_NVLINK)
+    copying = {"gpu_util": 0.99, "power_w": 75.0}  # an A100 SXM's limit is 400 W
+
+    def verdict(overrides: dict[str, float], drop: tuple[Family, ...] = no_prof) -> Verdict:
+        return analyze_window(make_window(B.GPU, noise=0.01, drop=drop, overrides=overrides), model)
+
+    v = verdict(copying)
+    assert v.bottleneck is B.INTERCONNECT and v.probabilities["GPU"] == 0.0
+    assert any("what an idle board draws" in n for n in v.notes)
+    # at a computing board's power the same busy time is math
+    assert verdict({**copying, "power_w": 300.0}).bottleneck is B.GPU
+    # busy only part of the time, an idle board's draw is a GPU waiting, not copying
+    assert not any("what an idle board draws" in n for n in verdict({**copying, "gpu_util": 0.5}).notes)
+    # with the SMs read (PCIe bytes still missing), the kernels speak for themselves
+    sm_read = verdict(copying, drop=(Family.DCGM_PROF, Family.DCGM_PROF_NVLINK))
+    assert sm_read.bottleneck is B.GPU and not any("what an idle board draws" in n for n in sm_read.notes)
+
+
 # A pod short of memory that swaps (tests/data/real-memory and gpu-memory): host memory pressure, about
 # a thousand major faults a second, half the node's swap in use.
 _SWAPPING = {

@@ -17,7 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bottleneck_operator.analysis.collective_waits import waits_behind_a_slowed_gpu, waits_on_the_links
+from bottleneck_operator.analysis.collective_waits import (
+    busy_at_idle_power,
+    waits_behind_a_slowed_gpu,
+    waits_on_the_links,
+)
 from bottleneck_operator.analysis.evidence_gates import GateInput, GateResult, holding
 from bottleneck_operator.analysis.fault_waits import cpu_waits_on_faults, io_waits_on_swap
 from bottleneck_operator.analysis.headroom_account import (
@@ -123,6 +127,7 @@ def _waits_to_their_owners(g: GateInput, gates: Mapping[Bottleneck, GateResult],
     rules = (
         waits_behind_a_slowed_gpu,
         waits_on_the_links,
+        busy_at_idle_power,
         cpu_waits_on_faults,
         io_waits_on_swap,
         pinned_while_gpus_wait,

@@ -118,6 +118,40 @@ def waits_on_the_links(g: GateInput, gates: Mapping[Bottleneck, GateResult], pro
     )
 
 
+# Power over the board's limit under which a GPU reading busy does no math: every real loop that
+# computed drew 0.72 of an H200's 700 W or more while busy (HBM streaming 0.72, bf16 and fp32 products
+# 0.99), while pinned copies each way held GPU_UTIL at 0.99 at 0.19, the idle board's draw
+# (tests/data/gpu-h2d-pinned, gpu-d2h-pinned; recordings/README.md).
+IDLE_POWER = 0.25
+BUSY_THROUGHOUT = 0.9
+
+
+def busy_at_idle_power(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]) -> list[str]:
+    """A GPU busy throughout at an idle board's power, with no field to say kernels ran, is moving bytes.
+
+    Without the graphics-engine and SM fields, ``GPU_UTIL`` is all that reads busy, and it counts the
+    copy engines' time and NCCL's waiting kernels as it counts math. Math draws power; copies and
+    waits draw what an idle board draws. GPU's probability moves to Interconnect where its evidence is
+    not ruled out (without the PCIe fields, copies are unobserved). ``probs`` is changed in place;
+    returns the note when the move dethrones the model's favourite.
+    """
+    gpu, link = Bottleneck.GPU, Bottleneck.INTERCONNECT
+    power = g.f("power_tdp_frac.mean")
+    kernels_seen = g.f("gr_engine_active.mean") is not None or g.f("sm_active.mean") is not None
+    if kernels_seen or power is None or g.busy is None or g.busy < BUSY_THROUGHOUT or probs[gpu.value] <= 0:
+        return []
+    if power >= IDLE_POWER or not (gates[link].holds or gates[link].unobserved is not None):
+        return []
+    return move_probability(
+        probs,
+        gpu,
+        link,
+        f"The GPUs read busy {100 * g.busy:.0f} % of the time at {100 * power:.0f} % of their power limit, what "
+        "an idle board draws: no math runs, so the busy time is copies or collective waits, and the job is "
+        "Interconnect-bound.",
+    )
+
+
 def move_probability(probs: dict[str, float], source: Bottleneck, target: Bottleneck, why: str) -> list[str]:
     """``source``'s probability moves to ``target``; the note when that dethrones the model's favourite."""
     notes = [why] if probs[source.value] >= max(probs.values()) else []
