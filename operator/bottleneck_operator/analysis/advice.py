@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bottleneck_operator.analysis.collective_waits import slowed_clock
-from bottleneck_operator.analysis.evidence_gates import LAUNCH_GAP, launch_gap
 from bottleneck_operator.analysis.features import value
+from bottleneck_operator.analysis.kernel_time import LAUNCH_GAP, launch_gap
 from bottleneck_operator.analysis.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation
 from bottleneck_operator.contract.window import FloatArray

@@ -241,7 +241,7 @@ DRAM_CEILING = 0.8
 COPY_ENGINE_RATE = 0.9
 # tensor-pipe or HBM use per unit of kernel time below which a GPU's kernels are small: a 256- or
 # 512-wide MLP's read 0.0 on an H200 (tests/data/gpu-launch, gpu-launch-wide); compute kernels keep
-# one pipe or the other busy, or fill the SMs (FP32 units: evidence_gates.sms_filled)
+# one pipe or the other busy, or fill the SMs (FP32 units: kernel_time.sms_filled)
 LAUNCH_PIPES = 0.2
 # bytes/s of a copy from pageable memory, which the driver stages through a pinned buffer with one
 # CPU memcpy whatever the link: 9.47 GB/s on an H200's Gen5 link, 0.15 of it (tests/data/gpu-h2d)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bottleneck_operator.analysis.derived import COLLECTIVE_NET_LOG, copy_engine_share, small_kernel_share
+from bottleneck_operator.analysis.derived import COLLECTIVE_NET_LOG
 from bottleneck_operator.analysis.features import value
+from bottleneck_operator.analysis.kernel_time import LAUNCH_GAP, kernel_time, launch_gap
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import FloatArray
 
@@ -26,7 +27,6 @@ NET_VOLUME_LOG = COLLECTIVE_NET_LOG  # 100 MB/s per GPU: below it, balanced traf
 PEER_VOLUME = 0.01
 EXPOSED_COMM = 0.1  # share of wall time in communication-only kernels that counts as a stall
 GPUS_WAIT = 0.8  # GPUs' busy share over training samples up to which they have idle time to explain
-LAUNCH_GAP = 0.2  # time in small kernels, links quiet, from which their launches bind the step
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,11 @@ def _workers_saturated(g: GateInput) -> float | None:
         return None
     return flat
 
+
+# The job's CPU plateau (median over 90th percentile on training samples) from which its busy cores sit
+# at a ceiling: loader processes each at a full core read 0.97-1.0 (the real loader loops, 0.971 with
+# sixteen workers on sixteen cores), a reader's CPU follows its data's arrival
+WORKERS_FLAT = 0.93
 
 # The pod's CPU time in processes at a full core under which none is: a flat CPU is then not workers
 # at their ceiling, whatever it is
@@ -203,70 +208,6 @@ def _both_ways_at_volume(g: GateInput) -> float | None:
     return (10**total) * sym / (1.0 + sym) / 10**NET_VOLUME_LOG
 
 
-def launch_gap(f: Callable[[str], float | None]) -> float | None:
-    """Time in small kernels between collectives: kernels launched one after another.
-
-    Kernels that keep neither the tensor pipes nor HBM busy (``launch_gap`` in :mod:`.derived`) run
-    for a share of the time and the GPU idles between them: it waits on the host thread that launches
-    them, not on a data stage (an H200 ran a 256-wide MLP's kernels 48 % of the time with tensor and
-    DRAM activity at 0.0, tests/data/gpu-launch). NCCL's kernels look the same, so the feature leaves
-    out every sample in which a link carries collective bytes (Interconnect's gates read those). The
-    window's one-way traffic is no reason to discard the rest: a dataset streamed in runs no kernel
-    on the GPU.
-
-    Args:
-        f: reads a feature by name (None when missing).
-
-    Kernels that fill the SMs are not small whatever their pipes (:func:`sms_filled`).
-
-    Returns:
-        The share (it implies launch overhead from ``LAUNCH_GAP``), or None when missing.
-    """
-    return 0.0 if sms_filled(f) else f("launch_gap.mean")
-
-
-# SM activity per unit of kernel time from which the kernels fill the SMs: fp32 products on the FP32
-# units read 0.97 with the tensor pipes at 0.0 and DRAM at 0.05 (tests/data/gpu-compute-fp32); small
-# kernels launched one by one read 0.04 and 0.52 (gpu-launch, gpu-launch-wide)
-SM_FULL = 0.8
-
-
-def sms_filled(f: Callable[[str], float | None]) -> bool:
-    """The kernels keep the SMs busy for most of their time: compute on the FP32 units (or any pipe the
-    profiling fields do not name), not small kernels, whatever the tensor pipes and HBM read."""
-    sm, kt = f("sm_active.mean"), kernel_time(f)
-    return sm is not None and kt is not None and kt > 0 and sm / kt >= SM_FULL
-
-
-def kernel_time(f: Callable[[str], float | None]) -> float | None:
-    """The share of time kernels ran: the graphics engine's, else ``GPU_UTIL`` less the copy engines'.
-
-    ``GPU_UTIL`` counts copies too: pinned copies streaming at the link's rate read 0.99 with the SMs
-    idle (tests/data/gpu-h2d-pinned).
-    """
-    gr = f("gr_engine_active.mean")
-    if gr is not None:
-        return gr
-    util = f("gpu_util.mean")
-    if util is None:
-        return None
-    copying = float(copy_engine_share(f("pcie_rx_frac.mean") or 0.0, f("pcie_tx_frac.mean") or 0.0))
-    return max(util - copying, 0.0)
-
-
-def small_kernel_time(f: Callable[[str], float | None]) -> float | None:
-    """The window's time in kernels that keep neither the tensor pipes nor HBM busy, links or not.
-
-    What ``launch_gap`` reads sample by sample with the links quiet; once the class is GPU, the links
-    are not what the kernels wait on, so the mechanism reads it without that condition.
-    """
-    kt = kernel_time(f)
-    pipes = [v for v in (f("tensor_active.mean"), f("hbm_busy.mean")) if v is not None]
-    if kt is None or not pipes:
-        return None
-    return 0.0 if sms_filled(f) else float(small_kernel_share(kt, max(pipes)))
-
-
 # IO's gates that read the pod's own tasks waiting on storage.
 _POD_STORAGE_WAITS = frozenset({"sc_psi_io_some", "sc_procs_iowait"})
 
@@ -288,7 +229,10 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
         Gate("sc_psi_cpu_some", 0.15, "the pod's processes waiting for a CPU", _feat("sc_psi_cpu_some.mean")),
         Gate("cpu_cores_vs_node", 0.8, "the job's own CPU filling its node", _feat("cpu_node_frac.mean")),
         Gate(
-            "cpu_workers_saturated", 0.85, "the job's busy cores flat at a ceiling while GPUs wait", _workers_saturated
+            "cpu_workers_saturated",
+            WORKERS_FLAT,
+            "the job's busy cores flat at a ceiling while GPUs wait",
+            _workers_saturated,
         ),
         Gate("sc_procs_busy", 0.6, "the pod's processes pinned at a full core while GPUs wait", _processes_pinned),
     ),

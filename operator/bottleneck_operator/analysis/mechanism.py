@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bottleneck_operator.analysis.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG
-from bottleneck_operator.analysis.evidence_gates import COPY_MIN_LINK, LAUNCH_GAP, small_kernel_time
+from bottleneck_operator.analysis.evidence_gates import COPY_MIN_LINK
 from bottleneck_operator.analysis.features import value
+from bottleneck_operator.analysis.kernel_time import LAUNCH_GAP, small_kernel_time
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.contract.window import FloatArray
 

@@ -1,0 +1,78 @@
+"""What the GPUs' kernels do with their time: how long they run, whether they fill the SMs, and how much
+of it is small kernels launched one after another.
+
+The evidence gates read launch gaps as GPU evidence, the mechanism reads small kernels as launch-bound,
+and both read the kernels' time from the graphics engine, else from ``GPU_UTIL`` less the copy engines'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bottleneck_operator.analysis.derived import copy_engine_share, small_kernel_share
+
+LAUNCH_GAP = 0.2  # time in small kernels, links quiet, from which their launches bind the step
+
+
+def launch_gap(f: Callable[[str], float | None]) -> float | None:
+    """Time in small kernels between collectives: kernels launched one after another.
+
+    Kernels that keep neither the tensor pipes nor HBM busy (``launch_gap`` in :mod:`.derived`) run
+    for a share of the time and the GPU idles between them: it waits on the host thread that launches
+    them, not on a data stage (an H200 ran a 256-wide MLP's kernels 48 % of the time with tensor and
+    DRAM activity at 0.0, tests/data/gpu-launch). NCCL's kernels look the same, so the feature leaves
+    out every sample in which a link carries collective bytes (Interconnect's gates read those). The
+    window's one-way traffic is no reason to discard the rest: a dataset streamed in runs no kernel
+    on the GPU.
+
+    Kernels that fill the SMs are not small whatever their pipes (:func:`sms_filled`).
+
+    Args:
+        f: reads a feature by name (None when missing).
+
+    Returns:
+        The share (it implies launch overhead from ``LAUNCH_GAP``), or None when missing.
+    """
+    return 0.0 if sms_filled(f) else f("launch_gap.mean")
+
+
+# SM activity per unit of kernel time from which the kernels fill the SMs: fp32 products on the FP32
+# units read 0.97 with the tensor pipes at 0.0 and DRAM at 0.05 (tests/data/gpu-compute-fp32); small
+# kernels launched one by one read 0.04 and 0.52 (gpu-launch, gpu-launch-wide)
+SM_FULL = 0.8
+
+
+def sms_filled(f: Callable[[str], float | None]) -> bool:
+    """The kernels keep the SMs busy for most of their time: compute on the FP32 units (or any pipe the
+    profiling fields do not name), not small kernels, whatever the tensor pipes and HBM read."""
+    sm, kt = f("sm_active.mean"), kernel_time(f)
+    return sm is not None and kt is not None and kt > 0 and sm / kt >= SM_FULL
+
+
+def kernel_time(f: Callable[[str], float | None]) -> float | None:
+    """The share of time kernels ran: the graphics engine's, else ``GPU_UTIL`` less the copy engines'.
+
+    ``GPU_UTIL`` counts copies too: pinned copies streaming at the link's rate read 0.99 with the SMs
+    idle (tests/data/gpu-h2d-pinned).
+    """
+    gr = f("gr_engine_active.mean")
+    if gr is not None:
+        return gr
+    util = f("gpu_util.mean")
+    if util is None:
+        return None
+    copying = float(copy_engine_share(f("pcie_rx_frac.mean") or 0.0, f("pcie_tx_frac.mean") or 0.0))
+    return max(util - copying, 0.0)
+
+
+def small_kernel_time(f: Callable[[str], float | None]) -> float | None:
+    """The window's time in kernels that keep neither the tensor pipes nor HBM busy, links or not.
+
+    What ``launch_gap`` reads sample by sample with the links quiet; once the class is GPU, the links
+    are not what the kernels wait on, so the mechanism reads it without that condition.
+    """
+    kt = kernel_time(f)
+    pipes = [v for v in (f("tensor_active.mean"), f("hbm_busy.mean")) if v is not None]
+    if kt is None or not pipes:
+        return None
+    return 0.0 if sms_filled(f) else float(small_kernel_share(kt, max(pipes)))
