@@ -123,6 +123,8 @@ def waits_on_the_links(g: GateInput, gates: Mapping[Bottleneck, GateResult], pro
 # 0.99), while pinned copies each way held GPU_UTIL at 0.99 at 0.19, the idle board's draw
 # (tests/data/gpu-h2d-pinned, gpu-d2h-pinned; recordings/README.md).
 IDLE_POWER = 0.25
+# Busy share over training samples from which the GPU has no idle time to speak of: a launch-bound loop
+# also draws an idle board's power (0.19, tests/data/gpu-launch) but is busy only about half the time.
 BUSY_THROUGHOUT = 0.9
 
 

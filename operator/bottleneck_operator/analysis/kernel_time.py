@@ -66,10 +66,11 @@ def kernel_time(f: Callable[[str], float | None]) -> float | None:
 
 
 def small_kernel_time(f: Callable[[str], float | None]) -> float | None:
-    """The window's time in kernels that keep neither the tensor pipes nor HBM busy, links or not.
+    """The window's time in kernels that keep neither the tensor pipes nor HBM busy nor the SMs full,
+    links or not.
 
-    What ``launch_gap`` reads sample by sample with the links quiet; once the class is GPU, the links
-    are not what the kernels wait on, so the mechanism reads it without that condition.
+    What ``launch_gap`` reads sample by sample outside the samples with collective bytes; once the
+    class is GPU, the links are not what the kernels wait on, so the mechanism reads every sample.
     """
     kt = kernel_time(f)
     pipes = [v for v in (f("tensor_active.mean"), f("hbm_busy.mean")) if v is not None]
