@@ -168,15 +168,18 @@ def h2d(torch: Any, progress: Path, mib: int, pinned: bool, back: bool = False) 
     if pinned:  # page-locked: the copy engine reads it directly, at the link's rate
         host = host.pin_memory()
     weight = torch.randn(1024, 1024, device="cuda")
-    on_gpu = torch.ones(host.numel() if back else 1, device="cuda")
+    if back:  # the state copied out to the host each step (offloading, checkpoint snapshots)
+        on_gpu = torch.ones(host.numel(), device="cuda")
 
-    def step() -> None:
-        if back:  # the state copied out to the host each step (offloading, checkpoint snapshots)
+        def step() -> None:
             torch.matmul(on_gpu[: 1024 * 1024].view(1024, 1024), weight)
             host.copy_(on_gpu)
-            return
-        batch = host.to("cuda", non_blocking=False)
-        torch.matmul(batch[: 1024 * 1024].view(1024, 1024), weight)
+
+    else:
+
+        def step() -> None:
+            batch = host.to("cuda", non_blocking=False)
+            torch.matmul(batch[: 1024 * 1024].view(1024, 1024), weight)
 
     _loop(progress, step, torch.cuda.synchronize)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from bottleneck_operator.analysis.derived import copy_engine_share, small_kernel_share
 
-LAUNCH_GAP = 0.2  # time in small kernels, links quiet, from which their launches bind the step
+LAUNCH_GAP = 0.2  # time in small kernels, outside collectives, from which their launches bind the step
 
 
 def launch_gap(f: Callable[[str], float | None]) -> float | None:
@@ -45,7 +45,10 @@ SM_FULL = 0.8
 def sms_filled(f: Callable[[str], float | None]) -> bool:
     """The kernels keep the SMs busy for most of their time: compute on the FP32 units (or any pipe the
     profiling fields do not name), not small kernels, whatever the tensor pipes and HBM read."""
-    sm, kt = f("sm_active.mean"), kernel_time(f)
+    return _fills_sms(f("sm_active.mean"), kernel_time(f))
+
+
+def _fills_sms(sm: float | None, kt: float | None) -> bool:
     return sm is not None and kt is not None and kt > 0 and sm / kt >= SM_FULL
 
 
@@ -76,4 +79,4 @@ def small_kernel_time(f: Callable[[str], float | None]) -> float | None:
     pipes = [v for v in (f("tensor_active.mean"), f("hbm_busy.mean")) if v is not None]
     if kt is None or not pipes:
         return None
-    return 0.0 if sms_filled(f) else float(small_kernel_share(kt, max(pipes)))
+    return 0.0 if _fills_sms(f("sm_active.mean"), kt) else float(small_kernel_share(kt, max(pipes)))
