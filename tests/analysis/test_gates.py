@@ -332,11 +332,16 @@ def test_a_mechanism_nobody_collects_is_not_ruled_out() -> None:
 
 def test_bandwidth_bound_kernels_without_dram_data_are_not_confirmed_nor_gpu_bound() -> None:
     # HBM-bound kernels keep the GPUs busy, so the x1.15 floor (idle time) says nothing about them;
-    # without DRAM activity the verdict stands on the model, with no headroom figure.
+    # without DRAM activity the verdict on busy GPUs stands on the model, with no headroom figure.
     w = make_window(B.MEMORY, drop=[Family.DCGM_PROF, Family.DCGM_PROF_SM])
     v = analyze_window(w, FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
     assert v.bottleneck is B.MEMORY and v.headroom is None
     assert any("Memory not confirmed" in n and "DCGM_FI_PROF_DRAM_ACTIVE" in n for n in v.notes)
+    # GPUs idle 40 % of the time wait on something HBM cannot be: the unread field keeps nothing open
+    idle = make_window(B.MEMORY, drop=[Family.DCGM_PROF, Family.DCGM_PROF_SM], overrides={"gpu_util": 0.6})
+    v = analyze_window(idle, FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
+    assert v.bottleneck is not B.MEMORY and v.probabilities["Memory"] == 0.0
+    assert any("Memory ruled out" in n for n in v.notes), v.notes
     # with DRAM activity at 82 % it is confirmed, and sized
     v = analyze_window(make_window(B.MEMORY), FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
     assert v.bottleneck is B.MEMORY and v.headroom is not None and v.headroom.high > 1.15

@@ -325,7 +325,22 @@ def check(cls: Bottleneck, g: GateInput) -> GateResult:
             best = (lv, gate)
     if cls is Bottleneck.UNKNOWN:
         return GateResult(True, None, 1.0, "")
-    unobserved = next(
+    unobserved = _unobserved(cls, g)
+    if best is None:
+        return GateResult(False, None, 0.0, "no signal that implies it was available", unobserved)
+    held = best[0] >= 1.0
+    return GateResult(held, best[1].name, best[0], best[1].what, None if held else unobserved)
+
+
+def _unobserved(cls: Bottleneck, g: GateInput) -> str | None:
+    """The mechanism of ``cls`` whose implying signal was not collected, if any could limit this job.
+
+    HBM-bound kernels keep the GPUs busy: GPUs with idle time to explain (busy ``GPUS_WAIT`` or less)
+    wait on something else, so an unread DRAM field keeps Memory open only for GPUs busier than that.
+    """
+    if cls is Bottleneck.MEMORY and g.busy is not None and g.busy <= GPUS_WAIT:
+        return None
+    return next(
         (
             f"{what} cannot be seen without {field}"
             for what, feat, field in UNOBSERVABLE_WITHOUT.get(cls, ())
@@ -333,10 +348,6 @@ def check(cls: Bottleneck, g: GateInput) -> GateResult:
         ),
         None,
     )
-    if best is None:
-        return GateResult(False, None, 0.0, "no signal that implies it was available", unobserved)
-    held = best[0] >= 1.0
-    return GateResult(held, best[1].name, best[0], best[1].what, None if held else unobserved)
 
 
 def holding(g: GateInput) -> dict[Bottleneck, GateResult]:
