@@ -126,6 +126,7 @@ SIGNATURE: dict[Bottleneck, dict[str, float]] = {
         "sm_active": 0.85,
         "tensor_active": 0.08,
         "dram_active": 0.82,
+        "mem_copy_util": 0.85,  # NVML's memory utilization follows DRAM activity (gpu-hbm read 1.00)
         "fb_used_frac": 0.97,
     },
 }

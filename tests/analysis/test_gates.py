@@ -17,7 +17,7 @@ from bottleneck_operator.analysis.classify import analyze_window
 from bottleneck_operator.analysis.evaluation import invariants
 from bottleneck_operator.analysis.summary_phases import segment_phases
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.contract.verdict import Bottleneck, Headroom
+from bottleneck_operator.contract.verdict import Bottleneck, Headroom, Mechanism
 from bottleneck_operator.contract.window import JobWindow
 
 from .conftest import FixedModel
@@ -330,15 +330,38 @@ def test_a_mechanism_nobody_collects_is_not_ruled_out() -> None:
     assert invariants([_Result(v)]) == {**invariants([_Result(v)]), "evidence_under_threshold": 0}
 
 
-def test_bandwidth_bound_kernels_without_dram_data_are_not_confirmed_nor_gpu_bound() -> None:
-    # HBM-bound kernels keep the GPUs busy, so the x1.15 floor (idle time) says nothing about them;
-    # without DRAM activity the verdict on busy GPUs stands on the model, with no headroom figure.
+def _without(w: JobWindow, name: str) -> JobWindow:
+    """The window with one signal not collected by any pod."""
+    pods = tuple(dataclasses.replace(p, signals={k: v for k, v in p.signals.items() if k != name}) for p in w.pods)
+    return dataclasses.replace(w, pods=pods)
+
+
+def test_bandwidth_bound_kernels_without_dram_data() -> None:
+    # Without DRAM activity, NVML's memory utilization (every GPU reports it) says whether device memory
+    # is busy: at 0.85 it confirms Memory, with no headroom figure (nothing sizes the bandwidth)
     w = make_window(B.MEMORY, drop=[Family.DCGM_PROF, Family.DCGM_PROF_SM])
     v = analyze_window(w, FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
     assert v.bottleneck is B.MEMORY and v.headroom is None
+    assert not any("not confirmed" in n for n in v.notes)
+    # a model leaning to GPU: GPUs busy throughout with device memory busy stream HBM
+    v = analyze_window(w, FixedModel({B.GPU: 0.8, B.MEMORY: 0.2}))
+    assert v.bottleneck is B.MEMORY and v.mechanism is Mechanism.HBM_BANDWIDTH
+    assert any("stream GPU memory" in n for n in v.notes), v.notes
+    # compute kernels read device memory a quarter of the time: GPU stays, Memory is ruled out
+    compute = make_window(B.MEMORY, drop=[Family.DCGM_PROF, Family.DCGM_PROF_SM], overrides={"mem_copy_util": 0.25})
+    v = analyze_window(compute, FixedModel({B.GPU: 0.8, B.MEMORY: 0.2}))
+    assert v.bottleneck is B.GPU and v.probabilities["Memory"] == 0.0
+    # HBM-bound kernels keep the GPUs busy, so the x1.15 floor (idle time) says nothing about them; with
+    # neither field the verdict on busy GPUs stands on the model, with no headroom figure
+    unseen = _without(w, "mem_copy_util")
+    v = analyze_window(unseen, FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
+    assert v.bottleneck is B.MEMORY and v.headroom is None
     assert any("Memory not confirmed" in n and "DCGM_FI_PROF_DRAM_ACTIVE" in n for n in v.notes)
-    # GPUs idle 40 % of the time wait on something HBM cannot be: the unread field keeps nothing open
-    idle = make_window(B.MEMORY, drop=[Family.DCGM_PROF, Family.DCGM_PROF_SM], overrides={"gpu_util": 0.6})
+    # GPUs idle 40 % of the time wait on something HBM cannot be: the unread fields keep nothing open
+    idle = _without(
+        make_window(B.MEMORY, drop=[Family.DCGM_PROF, Family.DCGM_PROF_SM], overrides={"gpu_util": 0.6}),
+        "mem_copy_util",
+    )
     v = analyze_window(idle, FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
     assert v.bottleneck is not B.MEMORY and v.probabilities["Memory"] == 0.0
     assert any("Memory ruled out" in n for n in v.notes), v.notes

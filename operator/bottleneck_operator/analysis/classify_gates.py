@@ -22,7 +22,7 @@ from bottleneck_operator.analysis.collective_waits import (
     waits_behind_a_slowed_gpu,
     waits_on_the_links,
 )
-from bottleneck_operator.analysis.evidence_gates import GateInput, GateResult, holding
+from bottleneck_operator.analysis.evidence_gates import HBM_GATES, GateInput, GateResult, holding
 from bottleneck_operator.analysis.fault_waits import cpu_waits_on_faults, io_waits_on_swap
 from bottleneck_operator.analysis.headroom_account import (
     STALL_FLOOR,
@@ -31,6 +31,7 @@ from bottleneck_operator.analysis.headroom_account import (
     stall_ceiling,
     step_account,
 )
+from bottleneck_operator.analysis.memory_streams import busy_streaming_memory
 from bottleneck_operator.analysis.pinned_waits import pinned_while_gpus_wait
 from bottleneck_operator.analysis.summary_phases import segment_phases
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
@@ -59,7 +60,7 @@ class Checked:
 
 def _hbm(g: GateResult) -> bool:
     """HBM-bound kernels keep the GPUs busy: their cost is not idle time, so the x1.15 floor does not apply."""
-    return (g.holds and g.best == "dram_active") or (not g.holds and g.unobserved is not None)
+    return (g.holds and g.best in HBM_GATES) or (not g.holds and g.unobserved is not None)
 
 
 def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, float]) -> Checked:
@@ -128,6 +129,7 @@ def _waits_to_their_owners(g: GateInput, gates: Mapping[Bottleneck, GateResult],
         waits_behind_a_slowed_gpu,
         waits_on_the_links,
         busy_at_idle_power,
+        busy_streaming_memory,
         cpu_waits_on_faults,
         io_waits_on_swap,
         pinned_while_gpus_wait,

@@ -208,6 +208,25 @@ def _both_ways_at_volume(g: GateInput) -> float | None:
     return (10**total) * sym / (1.0 + sym) / 10**NET_VOLUME_LOG
 
 
+# NVML's memory utilization (``DCGM_FI_DEV_MEM_COPY_UTIL``: the share of time device memory was read or
+# written) from which kernels stream HBM: the real HBM-bound loops read 1.00 and 0.72, the compute ones
+# 0.06-0.42 (tests/data/gpu-hbm, gpu-streamed; gpu-compute-fp32, gpu-compute, gpu-transformer); both
+# families draw HBM-bound kernels at 0.55-0.89 and compute ones at 0.51 or under (5th and 95th
+# percentiles), and the level sits between the two
+MEMORY_BUSY = 0.55
+
+
+def _memory_busy(g: GateInput) -> float | None:
+    """Device memory's busy share, where DRAM activity (the precise reading) was not collected.
+
+    Every NVIDIA GPU reports it with its utilization, profiling fields or not.
+    """
+    return g.f("mem_copy_util.mean") if g.f("dram_active.mean") is None else None
+
+
+# Memory's gates that read the GPU's own memory bandwidth (the HBM-bound mechanism).
+HBM_GATES = frozenset({"dram_active", "mem_copy_util"})
+
 # IO's gates that read the pod's own tasks waiting on storage.
 _POD_STORAGE_WAITS = frozenset({"sc_psi_io_some", "sc_procs_iowait"})
 
@@ -265,6 +284,7 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
     ),
     Bottleneck.MEMORY: (
         Gate("dram_active", 0.45, "GPU memory bandwidth near its practical peak", _feat("dram_active.mean")),
+        Gate("mem_copy_util", MEMORY_BUSY, "device memory read or written most of the time", _memory_busy),
         Gate("sc_psi_mem_some", 0.05, "the pod's processes stalled on memory", _feat("sc_psi_mem_some.mean")),
         Gate("node_psi_mem_some", 0.05, "tasks on the node stalled on memory", _feat("node_psi_mem_some.mean")),
         Gate("node_majfault_ps", 2.5, "major page faults (log10 per second)", _feat("log_majfault.mean")),
@@ -285,11 +305,17 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
 }
 
 
-# Mechanisms whose only implying signal is a DCGM profiling field: without it the mechanism can be
-# neither confirmed nor refuted, so the class is not ruled out (its verdict is "not confirmed").
-UNOBSERVABLE_WITHOUT: dict[Bottleneck, tuple[tuple[str, str, str], ...]] = {
-    Bottleneck.INTERCONNECT: (("host-to-device copies", "pcie_rx_frac.mean", "DCGM_FI_PROF_PCIE_RX_BYTES"),),
-    Bottleneck.MEMORY: (("GPU memory bandwidth", "dram_active.mean", "DCGM_FI_PROF_DRAM_ACTIVE"),),
+# Mechanisms whose implying signals were none of them collected: the mechanism can then be neither
+# confirmed nor refuted, so the class is not ruled out (its verdict is "not confirmed").
+UNOBSERVABLE_WITHOUT: dict[Bottleneck, tuple[tuple[str, tuple[str, ...], str], ...]] = {
+    Bottleneck.INTERCONNECT: (("host-to-device copies", ("pcie_rx_frac.mean",), "DCGM_FI_PROF_PCIE_RX_BYTES"),),
+    Bottleneck.MEMORY: (
+        (
+            "GPU memory bandwidth",
+            ("dram_active.mean", "mem_copy_util.mean"),
+            "DCGM_FI_PROF_DRAM_ACTIVE or DCGM_FI_DEV_MEM_COPY_UTIL",
+        ),
+    ),
 }
 
 
@@ -343,8 +369,8 @@ def _unobserved(cls: Bottleneck, g: GateInput) -> str | None:
     return next(
         (
             f"{what} cannot be seen without {field}"
-            for what, feat, field in UNOBSERVABLE_WITHOUT.get(cls, ())
-            if g.f(feat) is None
+            for what, feats, field in UNOBSERVABLE_WITHOUT.get(cls, ())
+            if all(g.f(feat) is None for feat in feats)
         ),
         None,
     )

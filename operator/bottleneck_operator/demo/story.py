@@ -154,8 +154,8 @@ def class_jobs(seed: int, *, namespace: str, start: float, end: float, scrape: f
     return [DemoJob((steady(best[c]),), (c.value,)) for c in CLASSES]
 
 
-# Mechanisms whose only implying signal is a DCGM profiling field (analysis.evidence_gates.UNOBSERVABLE_WITHOUT):
-# host-to-device copies show only in PCIe bytes, bandwidth-bound kernels only in DRAM activity.
+# Mechanisms whose plain signal is a DCGM profiling field: host-to-device copies show only in PCIe bytes,
+# bandwidth-bound kernels in DRAM activity (without it, only in NVML's coarser memory utilization).
 _PROF_ONLY = frozenset({Mechanism.PCIE, Mechanism.HBM_BANDWIDTH})
 
 
