@@ -371,6 +371,23 @@ def test_bandwidth_bound_kernels_without_dram_data() -> None:
     assert not any("not confirmed" in n for n in v.notes)
 
 
+def test_kernels_streaming_hbm_stay_memory_beside_a_faulting_node() -> None:
+    # DRAM 82 % busy on GPUs busy 90 % of the time: the kernels' own memory traffic binds. A node that
+    # faults 100,000 pages a second for another reason is Memory's strongest reading, but no host-memory
+    # stall: it must not make the verdict a stall that the x1.15 floor hands to GPU.
+    faulting = make_window(B.MEMORY, overrides={"node_majfault_ps": 1e5})
+    v = analyze_window(faulting, FixedModel({B.MEMORY: 0.9, B.GPU: 0.1}))
+    assert v.bottleneck is B.MEMORY, v.notes
+    assert not any("The Memory pattern is there" in n for n in v.notes)
+    # without DRAM data, device memory busy 85 % of the time on GPUs busy throughout takes a GPU
+    # favourite's probability all the same
+    unprofiled = make_window(
+        B.MEMORY, drop=[Family.DCGM_PROF, Family.DCGM_PROF_SM], overrides={"node_majfault_ps": 1e5}
+    )
+    v = analyze_window(unprofiled, FixedModel({B.GPU: 0.8, B.MEMORY: 0.2}))
+    assert v.bottleneck is B.MEMORY, v.notes
+
+
 def test_raising_the_memory_limit_only_under_host_memory_pressure() -> None:
     hbm = make_window(B.MEMORY)  # DRAM 82 % busy, host memory calm
     assert not host_memory_pressure(facts(hbm))

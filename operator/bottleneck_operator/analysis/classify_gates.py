@@ -22,7 +22,7 @@ from bottleneck_operator.analysis.collective_waits import (
     waits_behind_a_slowed_gpu,
     waits_on_the_links,
 )
-from bottleneck_operator.analysis.evidence_gates import HBM_GATES, GateInput, GateResult, holding
+from bottleneck_operator.analysis.evidence_gates import GateInput, GateResult, holding, streams_hbm
 from bottleneck_operator.analysis.fault_waits import cpu_waits_on_faults, io_waits_on_swap
 from bottleneck_operator.analysis.headroom_account import (
     STALL_FLOOR,
@@ -51,16 +51,20 @@ class Checked:
     account: StepAccount | None
     gates: Mapping[Bottleneck, GateResult]
     notes: tuple[str, ...]
+    hbm: bool = False  # Memory through GPU memory bandwidth (:func:`_hbm`)
 
     def hbm_bound(self) -> bool:
         """Memory through GPU memory bandwidth (in-kernel), not host memory pressure; also when unobservable."""
-        g = self.gates.get(Bottleneck.MEMORY)
-        return g is not None and _hbm(g)
+        return self.hbm
 
 
-def _hbm(g: GateResult) -> bool:
-    """HBM-bound kernels keep the GPUs busy: their cost is not idle time, so the x1.15 floor does not apply."""
-    return (g.holds and g.best in HBM_GATES) or (not g.holds and g.unobserved is not None)
+def _hbm(reads: GateInput, g: GateResult) -> bool:
+    """HBM-bound kernels keep the GPUs busy: their cost is not idle time, so the x1.15 floor does not apply.
+
+    Their evidence holding counts whatever else holds beside it: a node faulting pages for another
+    reason does not make the kernels' own memory traffic a host-memory stall.
+    """
+    return streams_hbm(reads) or (not g.holds and g.unobserved is not None)
 
 
 def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, float]) -> Checked:
@@ -92,7 +96,7 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
             if not open_classes[c]:
                 probs[c.value] = 0.0
     if account is not None:
-        hbm = _hbm(gates[Bottleneck.MEMORY])
+        hbm = _hbm(reads, gates[Bottleneck.MEMORY])
         for c in _STALLS:
             if c is Bottleneck.MEMORY and hbm:
                 continue
@@ -120,7 +124,7 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
     total = sum(probs.values())
     if total > 0:
         probs = {k: v / total for k, v in probs.items()}
-    return Checked(probs, account, gates, tuple(notes))
+    return Checked(probs, account, gates, tuple(notes), _hbm(reads, gates[Bottleneck.MEMORY]))
 
 
 def _waits_to_their_owners(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]) -> list[str]:

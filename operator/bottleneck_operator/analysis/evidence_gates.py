@@ -227,6 +227,14 @@ def _memory_busy(g: GateInput) -> float | None:
 # Memory's gates that read the GPU's own memory bandwidth (the HBM-bound mechanism).
 HBM_GATES = frozenset({"dram_active", "mem_copy_util"})
 
+
+def streams_hbm(g: GateInput) -> bool:
+    """One of Memory's HBM gates holds: the kernels stream GPU memory near its practical peak."""
+    return any(
+        (lv := gate.level(g)) is not None and lv >= 1.0 for gate in GATES[Bottleneck.MEMORY] if gate.name in HBM_GATES
+    )
+
+
 # IO's gates that read the pod's own tasks waiting on storage.
 _POD_STORAGE_WAITS = frozenset({"sc_psi_io_some", "sc_procs_iowait"})
 

@@ -13,21 +13,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from bottleneck_operator.analysis.collective_waits import BUSY_THROUGHOUT, move_probability
-from bottleneck_operator.analysis.evidence_gates import GateInput, GateResult
+from bottleneck_operator.analysis.evidence_gates import MEMORY_BUSY, GateInput, GateResult
 from bottleneck_operator.contract.verdict import Bottleneck
 
 
 def busy_streaming_memory(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]) -> list[str]:
     """GPUs busy throughout with device memory busy 0.55 of the time or more, and no DRAM field: GPU's
     probability moves to Memory (HBM bandwidth). ``probs`` is changed in place; returns the note when
-    the move dethrones the model's favourite."""
+    the move dethrones the model's favourite.
+
+    It reads the field itself rather than ``gates``: Memory's evidence then holds on it, whichever of
+    Memory's gates (a node faulting pages for another reason) reads highest.
+    """
     gpu, memory = Bottleneck.GPU, Bottleneck.MEMORY
-    held = gates[memory]
-    if not held.holds or held.best != "mem_copy_util" or probs[gpu.value] <= 0:
+    share = g.f("mem_copy_util.mean")
+    if g.f("dram_active.mean") is not None or share is None or share < MEMORY_BUSY or probs[gpu.value] <= 0:
         return []
     if g.busy is None or g.busy < BUSY_THROUGHOUT:
         return []
-    share = g.f("mem_copy_util.mean") or 0.0
     return move_probability(
         probs,
         gpu,
