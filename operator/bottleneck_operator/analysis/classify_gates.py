@@ -1,13 +1,14 @@
 """The classifier's probabilities checked against the step-time account and the evidence gates.
 
 Waits go first to whom they belong: collective waits to GPU behind a slowed GPU, to Interconnect
-where the GPUs are busy mostly with communication-only kernels (:mod:`.collective_waits`); CPU waits
-on a node whose cores serve page faults, and reads of pages coming back from swap, to Memory
-(:mod:`.fault_waits`); the reads of a pod whose processes sit at a full core while its GPUs wait to
-CPU (:mod:`.pinned_waits`). Then a class whose own evidence does not hold (:mod:`.evidence_gates`) is
-ruled out: its probability becomes 0. A stall class whose removal would gain less than
-``STALL_FLOOR`` is a pattern without a cost: its probability moves to GPU, since the GPUs are the
-stage that binds. The rest is renormalised, so the verdict, its confidence and the headroom read the
+where the GPUs are busy mostly with communication-only kernels (:mod:`.collective_waits`); the busy
+time of GPUs whose device memory is read or written most of it, with no DRAM field, to Memory
+(:mod:`.memory_streams`); CPU waits on a node whose cores serve page faults, and reads of pages coming
+back from swap, to Memory (:mod:`.fault_waits`); the reads of a pod whose processes sit at a full core
+while its GPUs wait to CPU (:mod:`.pinned_waits`). Then a class whose own evidence does not hold
+(:mod:`.evidence_gates`) is ruled out: its probability becomes 0. A stall class whose removal would
+gain less than ``STALL_FLOOR`` is a pattern without a cost: its probability moves to GPU, since the
+GPUs are the stage that binds (Memory only as host memory: kernels streaming HBM keep the GPUs busy). The rest is renormalised, so the verdict, its confidence and the headroom read the
 same account. When no class is left the verdict is Unknown, says which way the evidence points, and
 points to the one stall class whose evidence holds where the model's favourite has plainly none.
 """
@@ -95,8 +96,8 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
                 notes.append(_ruled_out(c, gates[c]) if not open_classes[c] else _unconfirmed(c, gates[c]))
             if not open_classes[c]:
                 probs[c.value] = 0.0
+    hbm = _hbm(reads, gates[Bottleneck.MEMORY])
     if account is not None:
-        hbm = _hbm(reads, gates[Bottleneck.MEMORY])
         for c in _STALLS:
             if c is Bottleneck.MEMORY and hbm:
                 continue
@@ -124,7 +125,7 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
     total = sum(probs.values())
     if total > 0:
         probs = {k: v / total for k, v in probs.items()}
-    return Checked(probs, account, gates, tuple(notes), _hbm(reads, gates[Bottleneck.MEMORY]))
+    return Checked(probs, account, gates, tuple(notes), hbm)
 
 
 def _waits_to_their_owners(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]) -> list[str]:

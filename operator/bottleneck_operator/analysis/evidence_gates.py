@@ -370,7 +370,7 @@ def _unobserved(cls: Bottleneck, g: GateInput) -> str | None:
     """The mechanism of ``cls`` whose implying signal was not collected, if any could limit this job.
 
     HBM-bound kernels keep the GPUs busy: GPUs with idle time to explain (busy ``GPUS_WAIT`` or less)
-    wait on something else, so an unread DRAM field keeps Memory open only for GPUs busier than that.
+    wait on something else, so unread memory fields keep Memory open only for GPUs busier than that.
     """
     if cls is Bottleneck.MEMORY and g.busy is not None and g.busy <= GPUS_WAIT:
         return None
