@@ -143,11 +143,12 @@ def _waits_to_their_owners(g: GateInput, gates: Mapping[Bottleneck, GateResult],
 
 
 def _ruled_out(cls: Bottleneck, g: GateResult) -> str:
+    unread = f"; {g.unread}" if g.unread else ""
     if g.best is None:
-        return f"{cls.value} ruled out: {g.what}."
+        return f"{cls.value} ruled out: {g.what}{unread}."
     return (
         f"{cls.value} ruled out: its best evidence ({g.what}, {g.best}) reads {100 * g.level:.0f} % of the level "
-        "that implies it."
+        f"that implies it{unread}."
     )
 
 

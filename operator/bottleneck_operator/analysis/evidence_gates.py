@@ -332,7 +332,8 @@ class GateResult:
     """Whether a class's evidence holds, and its best reading.
 
     ``unobserved`` names a mechanism of the class whose implying signal was not collected (then the
-    class is not confirmed, but not ruled out either).
+    class is not confirmed, but not ruled out either); ``unread`` one that was not collected but
+    cannot be what limits this job, and why.
     """
 
     holds: bool
@@ -340,6 +341,7 @@ class GateResult:
     level: float  # its reading over its threshold (>= 1 holds)
     what: str
     unobserved: str | None = None
+    unread: str | None = None
 
 
 def check(cls: Bottleneck, g: GateInput) -> GateResult:
@@ -360,20 +362,25 @@ def check(cls: Bottleneck, g: GateInput) -> GateResult:
     if cls is Bottleneck.UNKNOWN:
         return GateResult(True, None, 1.0, "")
     unobserved = _unobserved(cls, g)
+    unread = None
+    if unobserved is not None and cls is Bottleneck.MEMORY and g.busy is not None and g.busy <= GPUS_WAIT:
+        # HBM-bound kernels keep the GPUs busy: GPUs with idle time to explain wait on something else,
+        # so unread memory fields keep Memory open only for GPUs busier than GPUS_WAIT
+        unobserved, unread = (
+            None,
+            (
+                f"{unobserved}, but HBM-bound kernels would keep the GPUs busy, and they were busy "
+                f"{100 * g.busy:.0f} % of the time"
+            ),
+        )
     if best is None:
-        return GateResult(False, None, 0.0, "no signal that implies it was available", unobserved)
+        return GateResult(False, None, 0.0, "no signal that implies it was available", unobserved, unread)
     held = best[0] >= 1.0
-    return GateResult(held, best[1].name, best[0], best[1].what, None if held else unobserved)
+    return GateResult(held, best[1].name, best[0], best[1].what, None if held else unobserved, unread)
 
 
 def _unobserved(cls: Bottleneck, g: GateInput) -> str | None:
-    """The mechanism of ``cls`` whose implying signal was not collected, if any could limit this job.
-
-    HBM-bound kernels keep the GPUs busy: GPUs with idle time to explain (busy ``GPUS_WAIT`` or less)
-    wait on something else, so unread memory fields keep Memory open only for GPUs busier than that.
-    """
-    if cls is Bottleneck.MEMORY and g.busy is not None and g.busy <= GPUS_WAIT:
-        return None
+    """The mechanism of ``cls`` whose implying signals were none of them collected, if any."""
     return next(
         (
             f"{what} cannot be seen without {field}"
