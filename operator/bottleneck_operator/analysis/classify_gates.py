@@ -8,9 +8,10 @@ back from swap, to Memory (:mod:`.fault_waits`); the reads of a pod whose proces
 while its GPUs wait to CPU (:mod:`.pinned_waits`). Then a class whose own evidence does not hold
 (:mod:`.evidence_gates`) is ruled out: its probability becomes 0. A stall class whose removal would
 gain less than ``STALL_FLOOR`` is a pattern without a cost: its probability moves to GPU, since the
-GPUs are the stage that binds (Memory only as host memory: kernels streaming HBM keep the GPUs busy). The rest is renormalised, so the verdict, its confidence and the headroom read the
-same account. When no class is left the verdict is Unknown, says which way the evidence points, and
-points to the one stall class whose evidence holds where the model's favourite has plainly none.
+GPUs are the stage that binds (Memory only as host memory: kernels streaming HBM keep the GPUs busy).
+The rest is renormalised, so the verdict, its confidence and the headroom read the same account.
+When no class is left the verdict is Unknown, says which way the evidence points, and points to the
+one stall class whose evidence holds where the model's favourite has plainly none.
 """
 
 from __future__ import annotations

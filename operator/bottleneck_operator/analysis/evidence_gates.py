@@ -216,7 +216,7 @@ def _both_ways_at_volume(g: GateInput) -> float | None:
 MEMORY_BUSY = 0.55
 
 
-def _memory_busy(g: GateInput) -> float | None:
+def memory_busy(g: GateInput) -> float | None:
     """Device memory's busy share, where DRAM activity (the precise reading) was not collected.
 
     Every NVIDIA GPU reports it with its utilization, profiling fields or not.
@@ -292,7 +292,7 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
     ),
     Bottleneck.MEMORY: (
         Gate("dram_active", 0.45, "GPU memory bandwidth near its practical peak", _feat("dram_active.mean")),
-        Gate("mem_copy_util", MEMORY_BUSY, "device memory read or written most of the time", _memory_busy),
+        Gate("mem_copy_util", MEMORY_BUSY, "device memory read or written most of the time", memory_busy),
         Gate("sc_psi_mem_some", 0.05, "the pod's processes stalled on memory", _feat("sc_psi_mem_some.mean")),
         Gate("node_psi_mem_some", 0.05, "tasks on the node stalled on memory", _feat("node_psi_mem_some.mean")),
         Gate("node_majfault_ps", 2.5, "major page faults (log10 per second)", _feat("log_majfault.mean")),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from bottleneck_operator.analysis.collective_waits import BUSY_THROUGHOUT, move_probability
-from bottleneck_operator.analysis.evidence_gates import MEMORY_BUSY, GateInput, GateResult
+from bottleneck_operator.analysis.evidence_gates import MEMORY_BUSY, GateInput, GateResult, memory_busy
 from bottleneck_operator.contract.verdict import Bottleneck
 
 
@@ -22,12 +22,13 @@ def busy_streaming_memory(g: GateInput, gates: Mapping[Bottleneck, GateResult], 
     probability moves to Memory (HBM bandwidth). ``probs`` is changed in place; returns the note when
     the move dethrones the model's favourite.
 
-    It reads the field itself rather than ``gates``: Memory's evidence then holds on it, whichever of
+    It reads the device memory's gate itself (:func:`.evidence_gates.memory_busy`, None where DRAM
+    activity is read) rather than ``gates``' best reading: Memory's evidence holds on it whichever of
     Memory's gates (a node faulting pages for another reason) reads highest.
     """
     gpu, memory = Bottleneck.GPU, Bottleneck.MEMORY
-    share = g.f("mem_copy_util.mean")
-    if g.f("dram_active.mean") is not None or share is None or share < MEMORY_BUSY or probs[gpu.value] <= 0:
+    share = memory_busy(g)
+    if share is None or share < MEMORY_BUSY or probs[gpu.value] <= 0:
         return []
     if g.busy is None or g.busy < BUSY_THROUGHOUT:
         return []
