@@ -47,14 +47,67 @@ def test_with_no_class_left_the_verdict_points_where_the_evidence_holds() -> Non
     # the evidence a user reads speaks for the same class
     detailed = analyze_window(make_window(B.IO, overrides=one_way), model)
     assert {"node_cpu_iowait_frac", "sc_psi_io_some"} <= {e.signal for e in detailed.evidence}
-    # the favourite's own evidence just under its level (the job's CPU at 0.75 of its limit, 0.85
-    # implies CPU): a knife-edge, and the favourite stands
+    # A CPU favourite whose evidence fails beside IO's is no knife-edge, even just under its level (the
+    # job's CPU at 0.75 of its limit, 0.85 implies CPU): loaders at their ceiling show in the CPU
+    # accounting, so the pointer goes to IO
     edge = {**one_way, "cpu_limit_cores": 16.0, "cpu_cores": 12.0, "sc_cpu_cores": 12.0}
     (bare,) = analyze_windows([make_window(B.IO, overrides=edge)], model, with_details=False)
-    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.CPU
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.IO
     # with two stalls' evidence holding the evidence does not choose: the model's favourite stands
-    (bare,) = analyze_windows([make_window(B.IO)], model, with_details=False)
-    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.CPU
+    # (IO's iowait and Interconnect's balanced PCIe; Memory's own plainly absent, DRAM at 0.05)
+    memory = FixedModel({B.MEMORY: 0.95, B.IO: 0.05})
+    (bare,) = analyze_windows([make_window(B.IO, overrides={"dram_active": 0.05})], memory, with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.MEMORY
+
+
+def test_a_cpu_favourite_without_its_evidence_points_to_io_whatever_reads_higher() -> None:
+    # IO's evidence holds just over its level (iowait 0.06) while the node faults pages at 10^5 a second
+    # (Memory's evidence at twice its level): the pointer and the reason both name IO
+    faint = {
+        "pcie_tx_bps": 0.01 * GB,
+        "node_cpu_iowait_frac": 0.06,
+        "node_psi_io_some": 0.0,
+        "sc_psi_io_some": 0.0,
+        "sc_procs_iowait": 0.0,
+        "node_majfault_ps": 1e5,
+    }
+    model = FixedModel({B.CPU: 0.95, B.IO: 0.05})
+    (bare,) = analyze_windows([make_window(B.IO, overrides=faint)], model, with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.IO
+    assert bare.reason and "points most towards IO" in bare.reason
+
+
+def test_a_memory_favourite_without_its_evidence_on_computing_gpus_points_to_gpu() -> None:
+    # Busy GPUs whose DRAM activity is read at 0.5, short of what HBM-bound kernels draw (0.55; family
+    # A's compute Jobs reach 0.5): their busy time is compute, and the verdict points to GPU
+    model = FixedModel({B.MEMORY: 0.95, B.GPU: 0.05})
+    (bare,) = analyze_windows([make_window(B.GPU, overrides={"dram_active": 0.5})], model, with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.GPU
+    assert bare.reason and "DRAM activity read" in bare.reason and "points to GPU" in bare.reason
+    # without DRAM activity, NVML's memory utilization just short of its level is a knife-edge
+    no_dram = make_window(B.GPU, drop=[Family.DCGM_PROF, Family.DCGM_PROF_SM], overrides={"mem_copy_util": 0.5})
+    (bare,) = analyze_windows([no_dram], model, with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.MEMORY
+    # GPUs with idle time to explain (busy 0.6) say nothing of what their kernels do
+    idle = make_window(B.GPU, overrides={"dram_active": 0.5, "gpu_util": 0.6, "gr_engine_active": 0.6})
+    (bare,) = analyze_windows([idle], model, with_details=False)
+    assert bare.secondary is not B.GPU
+
+
+def test_an_io_favourite_just_short_of_its_evidence_stands() -> None:
+    # Readers asleep on sockets can leave no IO trace, so IO's evidence just under its level (node
+    # iowait at 0.045, 0.05 implies IO) is a knife-edge: the favourite stands beside CPU's evidence.
+    quiet = {
+        **CPU_STARVED,
+        "node_cpu_iowait_frac": 0.045,
+        "node_psi_io_some": 0.0,
+        "sc_psi_io_some": 0.0,
+        "sc_procs_iowait": 0.0,
+        "pcie_tx_bps": 0.01 * GB,  # no peer traffic: CPU's is the one other stall's evidence holding
+    }
+    model = FixedModel({B.IO: 0.95, B.CPU: 0.05})
+    (bare,) = analyze_windows([make_window(B.CPU, overrides=quiet)], model, with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.IO
 
 
 def test_abstains_below_threshold_with_reason() -> None:
@@ -258,6 +311,13 @@ def test_reads_of_pages_coming_back_from_swap_are_the_memorys() -> None:
     # a memory-mapped dataset faults as often but fills no swap: its reads are the dataset's
     mapped = _waiting_pod({**paging, "node_swap_used_frac": 0.0}, FixedModel({B.IO: 0.8, B.MEMORY: 0.2}))
     assert mapped.bottleneck is B.IO
+    # a neighbour that swaps fills the node's swap and faults, but the pod's own pages stay (3 faults a
+    # second in its cgroup): its reads are its own, and it stays IO-bound
+    neighbour = _waiting_pod({**paging, "sc_majfault_ps": 3.0}, FixedModel({B.IO: 0.8, B.MEMORY: 0.2}))
+    assert neighbour.bottleneck is B.IO
+    # without the collector only the node's faults are read: the reads are taken for the pod's pages
+    collectorless = make_window(B.IO, noise=0.01, overrides=paging, drop=[Family.SIDECAR])
+    assert analyze_window(collectorless, FixedModel({B.IO: 0.8, B.MEMORY: 0.2})).bottleneck is B.MEMORY
 
 
 def test_a_pod_with_processes_pinned_while_its_gpus_wait_is_cpu_bound() -> None:

@@ -24,7 +24,7 @@ from bottleneck_operator.analysis.collective_waits import (
     waits_behind_a_slowed_gpu,
     waits_on_the_links,
 )
-from bottleneck_operator.analysis.evidence_gates import GateInput, GateResult, holding, streams_hbm
+from bottleneck_operator.analysis.evidence_gates import GPUS_WAIT, GateInput, GateResult, holding, streams_hbm
 from bottleneck_operator.analysis.fault_waits import cpu_waits_on_faults, io_waits_on_swap
 from bottleneck_operator.analysis.headroom_account import (
     STALL_FLOOR,
@@ -54,6 +54,7 @@ class Checked:
     gates: Mapping[Bottleneck, GateResult]
     notes: tuple[str, ...]
     hbm: bool = False  # Memory through GPU memory bandwidth (:func:`_hbm`)
+    computing: float | None = None  # the GPUs' busy share where their DRAM activity says it is compute
 
     def hbm_bound(self) -> bool:
         """Memory through GPU memory bandwidth (in-kernel), not host memory pressure; also when unobservable."""
@@ -67,6 +68,16 @@ def _hbm(reads: GateInput, g: GateResult) -> bool:
     reason does not make the kernels' own memory traffic a host-memory stall.
     """
     return streams_hbm(reads) or (not g.holds and g.unobserved is not None)
+
+
+def _computing(reads: GateInput) -> float | None:
+    """The GPUs' busy share where they are busy (over ``GPUS_WAIT``) and their DRAM activity is read.
+
+    HBM-bound kernels keep the GPUs busy and show in DRAM activity: where Memory's evidence then fails,
+    the busy time is compute.
+    """
+    busy = reads.busy
+    return busy if busy is not None and busy > GPUS_WAIT and reads.f("dram_active.mean") is not None else None
 
 
 def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, float]) -> Checked:
@@ -126,7 +137,7 @@ def check_window(window: JobWindow, x: FloatArray, probabilities: Mapping[str, f
     total = sum(probs.values())
     if total > 0:
         probs = {k: v / total for k, v in probs.items()}
-    return Checked(probs, account, gates, tuple(notes), hbm)
+    return Checked(probs, account, gates, tuple(notes), hbm, _computing(reads))
 
 
 def _waits_to_their_owners(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs: dict[str, float]) -> list[str]:
@@ -170,25 +181,59 @@ def leans_to(checked: Checked, original: Mapping[str, float]) -> Bottleneck:
     evidence shown beside an abstention) says the same rather than a class the checks ruled out. With
     several stalls' evidence holding, or none, the evidence does not choose; with the favourite's just
     under its level, the favourite is as likely right as the checks: the favourite stands.
+
+    CPU and Memory are exceptions, where what would bind shows in what every such node collects. Loaders
+    at their ceiling show in the CPU accounting (a flat plateau, throttling, a full node), so a CPU
+    favourite whose evidence fails beside IO's points to IO: a reader's waits can leave no trace (readers
+    asleep on sockets raise no IO pressure), so IO's evidence failing stays a knife-edge. HBM-bound
+    kernels show in DRAM activity, so a Memory favourite whose evidence fails on busy GPUs whose DRAM
+    activity is read points to GPU (:func:`_computing`).
     """
     favourite = Bottleneck(max(original.items(), key=lambda kv: kv[1])[0])
     held = [c for c in _STALLS if checked.gates[c].holds]
     own = checked.gates.get(favourite)
+    if favourite is Bottleneck.CPU and _ruled_out_beside_io(checked):
+        return Bottleneck.IO
+    if favourite is Bottleneck.MEMORY and _ruled_out_on_computing_gpus(checked):
+        return Bottleneck.GPU
     if len(held) == 1 and (own is None or own.level < PLAINLY_ABSENT):
         return held[0]
     return favourite
 
 
+def _ruled_out_beside_io(checked: Checked) -> bool:
+    cpu = checked.gates[Bottleneck.CPU]
+    return not cpu.holds and cpu.unobserved is None and checked.gates[Bottleneck.IO].holds
+
+
+def _ruled_out_on_computing_gpus(checked: Checked) -> bool:
+    memory = checked.gates[Bottleneck.MEMORY]
+    return not memory.holds and memory.unobserved is None and checked.computing is not None
+
+
 def leaning(checked: Checked, original: Mapping[str, float]) -> str:
-    """Which way the evidence points when no class is left: the classes whose gates come closest."""
+    """Which way the evidence points when no class is left: the classes whose gates come closest, or
+    the class an exception of :func:`leans_to` points to."""
     ranked = sorted(
         ((g.level, c) for c, g in checked.gates.items() if c is not Bottleneck.GPU and g.best is not None),
         key=lambda t: -t[0],
     )
     model_top = max(original.items(), key=lambda kv: kv[1])
+    favourite, pointer = Bottleneck(model_top[0]), leans_to(checked, original)
+    if pointer is Bottleneck.GPU and favourite is not Bottleneck.GPU and checked.computing is not None:
+        own = checked.gates[favourite]
+        return (
+            f"the model leaned to {favourite.value} ({model_top[1]:.2f}), whose evidence does not hold ({own.what}: "
+            f"{100 * own.level:.0f} % of the level that implies it), on GPUs busy {100 * checked.computing:.0f} % "
+            "of the time with their DRAM activity read: HBM-bound kernels would show there, so the busy time is "
+            "compute and the evidence points to GPU"
+        )
     if not ranked:
         return f"the model leaned to {model_top[0]} ({model_top[1]:.2f}) but no signal implies any class"
+    cls: Bottleneck
     level, cls = ranked[0]
+    if pointer is not favourite and pointer is not cls:  # IO for a CPU favourite, whatever reads higher
+        level, cls = checked.gates[pointer].level, pointer
     g = checked.gates[cls]
     pointing = (
         f"the evidence points most towards {cls.value} ({g.what}: {100 * level:.0f} % of the level that implies it)"

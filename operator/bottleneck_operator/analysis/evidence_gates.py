@@ -208,11 +208,11 @@ def _both_ways_at_volume(g: GateInput) -> float | None:
     return (10**total) * sym / (1.0 + sym) / 10**NET_VOLUME_LOG
 
 
-# NVML's memory utilization (``DCGM_FI_DEV_MEM_COPY_UTIL``: the share of time device memory was read or
-# written) from which kernels stream HBM: the real HBM-bound loops read 1.00 and 0.72, the compute ones
-# 0.06-0.42 (tests/data/gpu-hbm, gpu-streamed; gpu-compute-fp32, gpu-compute, gpu-transformer); both
-# families draw HBM-bound kernels at 0.55-0.89 and compute ones at 0.51 or under (5th and 95th
-# percentiles), and the level sits between the two
+# GPU memory's busy share from which kernels stream HBM: DRAM activity, or where it is not collected
+# NVML's memory utilization (``DCGM_FI_DEV_MEM_COPY_UTIL``). HBM-bound: the real loops read DRAM 0.58
+# and 0.89, NVML 0.72 and 1.00 (tests/data/gpu-streamed, gpu-hbm), both families draw DRAM 0.60 and
+# NVML 0.55 or more (5th percentile); compute-bound: the real loops 0.05-0.34 and 0.06-0.42
+# (gpu-compute-fp32, gpu-compute, gpu-transformer), both families 0.50 or under (95th)
 MEMORY_BUSY = 0.55
 
 
@@ -291,7 +291,7 @@ GATES: dict[Bottleneck, tuple[Gate, ...]] = {
         ),
     ),
     Bottleneck.MEMORY: (
-        Gate("dram_active", 0.45, "GPU memory bandwidth near its practical peak", _feat("dram_active.mean")),
+        Gate("dram_active", MEMORY_BUSY, "GPU memory bandwidth near its practical peak", _feat("dram_active.mean")),
         Gate("mem_copy_util", MEMORY_BUSY, "device memory read or written most of the time", memory_busy),
         Gate("sc_psi_mem_some", 0.05, "the pod's processes stalled on memory", _feat("sc_psi_mem_some.mean")),
         Gate("node_psi_mem_some", 0.05, "tasks on the node stalled on memory", _feat("node_psi_mem_some.mean")),

@@ -70,14 +70,17 @@ def io_waits_on_swap(g: GateInput, gates: Mapping[Bottleneck, GateResult], probs
     """IO waits of a pod that swaps are the memory's: IO's probability moves to Memory.
 
     Only where host memory's evidence holds, ``SWAP_IN_USE`` of the node's swap is in use and the pod
-    faults 10^``SWAPPING_FAULTS_LOG`` pages a second or more. ``probs`` is changed in place; returns the
-    note for the verdict when the move dethrones the model's favourite.
+    faults 10^``SWAPPING_FAULTS_LOG`` pages a second or more: its own faults where the collector reads
+    them, as a neighbour that swaps fills the node's swap and faults without the pod's reads being
+    its pages, else the node's. ``probs`` is changed in place; returns the note for the verdict when
+    the move dethrones the model's favourite.
     """
     io, memory = Bottleneck.IO, Bottleneck.MEMORY
     mem_gate = gates[memory]
     if probs[io.value] <= 0 or not mem_gate.holds or mem_gate.best not in _HOST_MEMORY:
         return []
-    swap, faults = g.f("node_swap_used_frac.mean"), g.f("log_majfault.mean")
+    own = g.f("sc_log_majfault.mean")
+    swap, faults = g.f("node_swap_used_frac.mean"), own if own is not None else g.f("log_majfault.mean")
     if swap is None or faults is None or swap < SWAP_IN_USE or faults < SWAPPING_FAULTS_LOG:
         return []
     return move_probability(
