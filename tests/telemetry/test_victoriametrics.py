@@ -117,8 +117,13 @@ def test_log_is_written(victoria: LocalVictoriaMetrics) -> None:
 
 
 def test_an_import_waits_until_its_series_are_found(victoria: LocalVictoriaMetrics, sim_dataset: Any) -> None:
-    # the import returned only once a query at its newest sample found series; long before the data
-    # nothing is found, and the wait says so instead of letting a query answer empty
-    victoria._wait_searchable(sim_dataset.end)
-    with pytest.raises(LocalPrometheusError, match="found no series"):
-        victoria._wait_searchable(sim_dataset.start - 86_400.0, timeout=0.3)
+    # the import returned only once a search over the data found every series it imported (at least a
+    # hundred); over the day before the data none is found, and the wait says so instead of letting a
+    # query answer empty
+    span, held = sim_dataset.end - sim_dataset.start, 100
+    victoria._wait_searchable(sim_dataset.end, span, held)
+    with pytest.raises(LocalPrometheusError, match="found 0 of the 100 imported series"):
+        victoria._wait_searchable(sim_dataset.start - 86_400.0, span, held, timeout=0.3)
+    # it counts the series it finds: some found is not enough while more were imported
+    with pytest.raises(LocalPrometheusError, match=r"found [1-9]\d* of the 1000000 imported series"):
+        victoria._wait_searchable(sim_dataset.end, span, 1_000_000, timeout=0.3)

@@ -20,6 +20,7 @@ The query-length limit (``-search.maxQueryLen``) is left at its default (16 KiB)
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import time
@@ -146,13 +147,16 @@ class LocalVictoriaMetrics:
         """
         batch: list[str] = []
         rows = 0
-        newest = 0
+        newest, oldest = 0, 0
+        series: set[str] = set()
         with Path(path).open() as source:
             for line in to_prometheus_text(source):
                 batch.append(line)
-                stamp = line.rpartition(" ")[2]
-                if stamp.isdigit():
+                head, _, stamp = line.rpartition(" ")
+                if stamp.isdigit():  # a sample without one lands at the import's time, outside the search
+                    series.add(head.rpartition(" ")[0])
                     newest = max(newest, int(stamp))
+                    oldest = min(oldest, int(stamp)) if oldest else int(stamp)
                 if len(batch) >= _CHUNK_LINES:
                     self._request("/api/v1/import/prometheus", "\n".join(batch) + "\n")
                     rows += len(batch)
@@ -163,19 +167,26 @@ class LocalVictoriaMetrics:
         self._wait_stored(rows)
         self._request("/internal/force_flush", None)
         if newest:
-            self._wait_searchable(newest / 1000.0)
+            self._wait_searchable(newest / 1000.0, (newest - oldest) / 1000.0, len(series))
 
-    def _wait_searchable(self, at: float, timeout: float = 30.0) -> None:
-        """Wait until an instant query at ``at`` (unix seconds) finds the imported series: on a busy
-        machine the first query after the flush has found none (the series' index entries land later)."""
-        query = urllib.parse.urlencode({"query": 'count({__name__=~".+"})', "time": f"{at:.3f}"})
+    def _wait_searchable(self, at: float, span: float, held: int, timeout: float = 30.0) -> None:
+        """Wait until a search over the ``span`` seconds up to ``at`` (unix seconds) finds all ``held``
+        series imported: on a busy machine the first queries after the flush found none, or only some
+        (their index entries land later), and a query for one Job's series then answered empty."""
+        query = urllib.parse.urlencode(
+            {"match[]": '{__name__=~".+"}', "start": f"{at - span - 1:.3f}", "end": f"{at:.3f}"}
+        )
         deadline = time.monotonic() + timeout
-        while '"value"' not in self._request(f"/api/v1/query?{query}", None):
+        while (found := self._count(query)) < held:
             if time.monotonic() > deadline:
                 raise LocalPrometheusError(
-                    f"VictoriaMetrics found no series at {at:.0f} {timeout:.0f} s after the import (see {self.log_path})"
+                    f"VictoriaMetrics found {found} of the {held} imported series up to {at:.0f}, {timeout:.0f} s "
+                    f"after the import (see {self.log_path})"
                 )
             time.sleep(0.1)
+
+    def _count(self, query: str) -> int:
+        return len(json.loads(self._request(f"/api/v1/series?{query}", None))["data"])
 
     def _wait_stored(self, rows: int, timeout: float = 60.0) -> None:
         """Wait until the storage has taken ``rows`` samples: the import answers once it has read a chunk,
