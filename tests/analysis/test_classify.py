@@ -94,6 +94,15 @@ def test_a_memory_favourite_without_its_evidence_on_computing_gpus_points_to_gpu
     assert bare.secondary is not B.GPU
 
 
+def test_a_cpu_favourite_plainly_without_evidence_gives_way_to_the_models_next_choice() -> None:
+    # CPU's evidence under half its level (the pod's cgroup at 0.38 of its limit) and no stall's holding:
+    # a CPU-bound loader would show, so the verdict points to the model's next choice, as its reason says
+    model = FixedModel({B.CPU: 0.7, B.IO: 0.2, B.GPU: 0.1})
+    (bare,) = analyze_windows([make_window(B.GPU, overrides={"pcie_tx_bps": 0.01 * GB})], model, with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.IO
+    assert bare.reason and "plainly absent" in bare.reason and "next choice, IO (0.20)" in bare.reason
+
+
 def test_an_io_favourite_just_short_of_its_evidence_stands() -> None:
     # Readers asleep on sockets can leave no IO trace, so IO's evidence just under its level (node
     # iowait at 0.045, 0.05 implies IO) is a knife-edge: the favourite stands beside CPU's evidence.

@@ -185,7 +185,9 @@ def leans_to(checked: Checked, original: Mapping[str, float]) -> Bottleneck:
     CPU and Memory are exceptions, where what would bind shows in what every such node collects. Loaders
     at their ceiling show in the CPU accounting (a flat plateau, throttling, a full node), so a CPU
     favourite whose evidence fails beside IO's points to IO: a reader's waits can leave no trace (readers
-    asleep on sockets raise no IO pressure), so IO's evidence failing stays a knife-edge. HBM-bound
+    asleep on sockets raise no IO pressure), so IO's evidence failing stays a knife-edge. A CPU favourite
+    whose evidence is plainly absent, with no one stall's evidence holding, gives way to the model's next
+    choice. HBM-bound
     kernels show in DRAM activity, so a Memory favourite whose evidence fails on busy GPUs whose DRAM
     activity is read points to GPU (:func:`_computing`).
     """
@@ -198,7 +200,19 @@ def leans_to(checked: Checked, original: Mapping[str, float]) -> Bottleneck:
         return Bottleneck.GPU
     if len(held) == 1 and (own is None or own.level < PLAINLY_ABSENT):
         return held[0]
+    if favourite is Bottleneck.CPU and _plainly_absent_cpu(checked):
+        return _next_choice(original)
     return favourite
+
+
+def _plainly_absent_cpu(checked: Checked) -> bool:
+    cpu = checked.gates[Bottleneck.CPU]
+    return cpu.unobserved is None and cpu.level < PLAINLY_ABSENT
+
+
+def _next_choice(original: Mapping[str, float]) -> Bottleneck:
+    """The model's most probable class after CPU."""
+    return max((c for c in CLASSES if c is not Bottleneck.CPU), key=lambda c: original.get(c.value, 0.0))
 
 
 def _ruled_out_beside_io(checked: Checked) -> bool:
@@ -227,6 +241,14 @@ def leaning(checked: Checked, original: Mapping[str, float]) -> str:
             f"{100 * own.level:.0f} % of the level that implies it), on GPUs busy {100 * checked.computing:.0f} % "
             "of the time with their DRAM activity read: HBM-bound kernels would show there, so the busy time is "
             "compute and the evidence points to GPU"
+        )
+    if favourite is Bottleneck.CPU and pointer is not favourite and not checked.gates[pointer].holds:
+        own = checked.gates[favourite]
+        return (
+            f"the model leaned to CPU ({model_top[1]:.2f}), whose evidence is plainly absent ({own.what}: "
+            f"{100 * own.level:.0f} % of the level that implies it), and CPU-bound loaders show in the CPU "
+            f"accounting: the verdict points to the model's next choice, {pointer.value} "
+            f"({original.get(pointer.value, 0.0):.2f})"
         )
     if not ranked:
         return f"the model leaned to {model_top[0]} ({model_top[1]:.2f}) but no signal implies any class"
