@@ -187,9 +187,8 @@ def leans_to(checked: Checked, original: Mapping[str, float]) -> Bottleneck:
     favourite whose evidence fails beside IO's points to IO: a reader's waits can leave no trace (readers
     asleep on sockets raise no IO pressure), so IO's evidence failing stays a knife-edge. A CPU favourite
     whose evidence is plainly absent, with no one stall's evidence holding, gives way to the model's next
-    choice. HBM-bound
-    kernels show in DRAM activity, so a Memory favourite whose evidence fails on busy GPUs whose DRAM
-    activity is read points to GPU (:func:`_computing`).
+    choice. HBM-bound kernels show in DRAM activity, so a Memory favourite whose evidence fails on busy
+    GPUs whose DRAM activity is read points to GPU (:func:`_computing`).
     """
     favourite = Bottleneck(max(original.items(), key=lambda kv: kv[1])[0])
     held = [c for c in _STALLS if checked.gates[c].holds]
