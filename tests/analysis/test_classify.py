@@ -101,6 +101,12 @@ def test_a_cpu_favourite_plainly_without_evidence_gives_way_to_the_models_next_c
     (bare,) = analyze_windows([make_window(B.GPU, overrides={"pcie_tx_bps": 0.01 * GB})], model, with_details=False)
     assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.IO
     assert bare.reason and "plainly absent" in bare.reason and "next choice, IO (0.20)" in bare.reason
+    # its next choice GPU, on busy GPUs whose DRAM activity is read, is still the next choice: not the
+    # reason a Memory favourite gets there
+    model = FixedModel({B.CPU: 0.7, B.GPU: 0.12, B.IO: 0.1, B.MEMORY: 0.08})
+    (bare,) = analyze_windows([make_window(B.GPU, overrides={"pcie_tx_bps": 0.01 * GB})], model, with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.GPU
+    assert bare.reason and "next choice, GPU (0.12)" in bare.reason and "HBM-bound" not in bare.reason
 
 
 def test_an_io_favourite_just_short_of_its_evidence_stands() -> None:

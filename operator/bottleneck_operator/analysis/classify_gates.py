@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from bottleneck_operator.analysis.collective_waits import (
     busy_at_idle_power,
@@ -190,18 +191,26 @@ def leans_to(checked: Checked, original: Mapping[str, float]) -> Bottleneck:
     choice. HBM-bound kernels show in DRAM activity, so a Memory favourite whose evidence fails on busy
     GPUs whose DRAM activity is read points to GPU (:func:`_computing`).
     """
+    return _pointer(checked, original)[0]
+
+
+# Which rule of :func:`leans_to` chose the pointer: the reason (:func:`leaning`) says why by it.
+_Rule = Literal["io", "computing", "held", "next", "favourite"]
+
+
+def _pointer(checked: Checked, original: Mapping[str, float]) -> tuple[Bottleneck, _Rule]:
     favourite = Bottleneck(max(original.items(), key=lambda kv: kv[1])[0])
     held = [c for c in _STALLS if checked.gates[c].holds]
     own = checked.gates.get(favourite)
     if favourite is Bottleneck.CPU and _ruled_out_beside_io(checked):
-        return Bottleneck.IO
+        return Bottleneck.IO, "io"
     if favourite is Bottleneck.MEMORY and _ruled_out_on_computing_gpus(checked):
-        return Bottleneck.GPU
+        return Bottleneck.GPU, "computing"
     if len(held) == 1 and (own is None or own.level < PLAINLY_ABSENT):
-        return held[0]
+        return held[0], "held"
     if favourite is Bottleneck.CPU and _plainly_absent_cpu(checked):
-        return _next_choice(original)
-    return favourite
+        return _next_choice(original), "next"
+    return favourite, "favourite"
 
 
 def _plainly_absent_cpu(checked: Checked) -> bool:
@@ -232,8 +241,8 @@ def leaning(checked: Checked, original: Mapping[str, float]) -> str:
         key=lambda t: -t[0],
     )
     model_top = max(original.items(), key=lambda kv: kv[1])
-    favourite, pointer = Bottleneck(model_top[0]), leans_to(checked, original)
-    if pointer is Bottleneck.GPU and favourite is not Bottleneck.GPU and checked.computing is not None:
+    favourite, (pointer, rule) = Bottleneck(model_top[0]), _pointer(checked, original)
+    if rule == "computing" and checked.computing is not None:
         own = checked.gates[favourite]
         return (
             f"the model leaned to {favourite.value} ({model_top[1]:.2f}), whose evidence does not hold ({own.what}: "
@@ -241,7 +250,7 @@ def leaning(checked: Checked, original: Mapping[str, float]) -> str:
             "of the time with their DRAM activity read: HBM-bound kernels would show there, so the busy time is "
             "compute and the evidence points to GPU"
         )
-    if favourite is Bottleneck.CPU and pointer is not favourite and not checked.gates[pointer].holds:
+    if rule == "next":
         own = checked.gates[favourite]
         return (
             f"the model leaned to CPU ({model_top[1]:.2f}), whose evidence is plainly absent ({own.what}: "
@@ -253,7 +262,7 @@ def leaning(checked: Checked, original: Mapping[str, float]) -> str:
         return f"the model leaned to {model_top[0]} ({model_top[1]:.2f}) but no signal implies any class"
     cls: Bottleneck
     level, cls = ranked[0]
-    if pointer is not favourite and pointer is not cls:  # IO for a CPU favourite, whatever reads higher
+    if rule == "io":  # IO for a CPU favourite, whatever reads higher
         level, cls = checked.gates[pointer].level, pointer
     g = checked.gates[cls]
     pointing = (
