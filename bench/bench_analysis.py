@@ -43,8 +43,8 @@ def measure_throughput() -> None:
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     from bottleneck_operator.analysis.classify import analyze_windows
-    from bottleneck_operator.analysis.features import extract_features
-    from bottleneck_operator.analysis.model import load_model
+    from bottleneck_operator.analysis.features.extract import extract_features
+    from bottleneck_operator.analysis.model.classifier import load_model
     from bottleneck_operator.commands.train import simulated_windows
 
     target = 10_000  # features + prediction, windows/s on one core
@@ -78,7 +78,7 @@ def measure_throughput() -> None:
 
 def _split(batch: list[Any], model: Any) -> tuple[float, float]:
     """Windows/s of feature extraction alone and of prediction alone, over the same batches of 500."""
-    from bottleneck_operator.analysis.features import extract_features
+    from bottleneck_operator.analysis.features.extract import extract_features
 
     features, prediction = [], []
     for _ in range(5):
@@ -107,7 +107,7 @@ def framebuffer_check() -> None:
     import numpy as np
 
     from bottleneck_operator.analysis.classify import analyze_windows
-    from bottleneck_operator.analysis.model import load_model
+    from bottleneck_operator.analysis.model.classifier import load_model
     from bottleneck_operator.commands.train import simulated_windows
 
     model = load_model()
@@ -137,7 +137,7 @@ def framebuffer_check() -> None:
 
 
 def main() -> None:
-    from bottleneck_operator.analysis.evaluation_report import format_report
+    from bottleneck_operator.analysis.evaluation.report import format_report
     from bottleneck_operator.commands.evaluate import DEFAULT_JOBS, DEFAULT_ROUND, DEFAULT_SEED, run_evaluation
 
     def say(msg: str) -> None:

@@ -61,7 +61,7 @@ def family_b(seed: int, n: int) -> tuple[list[Any], list[str]]:
 
 
 def _fit(windows: Sequence[Any], labels: Sequence[str], *, seed: int, max_iter: int) -> Any:
-    from bottleneck_operator.analysis.training import build_training_set, fit_model
+    from bottleneck_operator.analysis.model.training import build_training_set, fit_model
     from bottleneck_operator.contract.verdict import Bottleneck
 
     data = build_training_set(windows, [Bottleneck(v) for v in labels], copies=1, seed=seed)
@@ -71,8 +71,8 @@ def _fit(windows: Sequence[Any], labels: Sequence[str], *, seed: int, max_iter: 
 def _score(model: Any, windows: Sequence[Any], labels: Sequence[str]) -> Any:
     import numpy as np
 
-    from bottleneck_operator.analysis.features import extract_features
-    from bottleneck_operator.analysis.metrics import figures
+    from bottleneck_operator.analysis.evaluation.metrics import figures
+    from bottleneck_operator.analysis.features.extract import extract_features
 
     proba = model.predict_proba(extract_features(windows))
     predicted = [model.classes[int(i)].value for i in np.argmax(proba, axis=1)]
@@ -117,7 +117,7 @@ def _real_checks(train: str, model: Any, real: dict[str, tuple[Any, str]]) -> li
     import numpy as np
 
     from bottleneck_operator.analysis.classify import analyze_windows
-    from bottleneck_operator.analysis.features import extract_features
+    from bottleneck_operator.analysis.features.extract import extract_features
 
     names = sorted(real)
     windows = [real[n][0] for n in names]
@@ -179,7 +179,7 @@ def _analysed(model: Any, windows: Sequence[Any], labels: Sequence[str]) -> tupl
     """The analysis's class scored (abstention aside: an Unknown counts as the class it leans to), and
     what a user would read: the verdicts with their abstentions, as right, Unknown and wrong counts."""
     from bottleneck_operator.analysis.classify import analyze_windows
-    from bottleneck_operator.analysis.metrics import figures
+    from bottleneck_operator.analysis.evaluation.metrics import figures
 
     verdicts = analyze_windows(windows, model, with_details=False)
     named = [v.bottleneck.value for v in verdicts]
@@ -203,7 +203,7 @@ def format_direction(d: Direction) -> str:
 def main() -> None:
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
-    from bottleneck_operator.analysis.metrics import format_confusion
+    from bottleneck_operator.analysis.evaluation.metrics import format_confusion
 
     t = time.perf_counter()
     print("families: A = simulation (the shipped simulator), B = scenarios (the second family)")

@@ -23,7 +23,7 @@ _START = 1_767_225_600.0  # any fixed past instant: the Job is analysed with an 
 _LOAD = """
 import resource, sys, time
 t = time.perf_counter()
-from bottleneck_operator.analysis.model import load_model
+from bottleneck_operator.analysis.model.classifier import load_model
 import bottleneck_operator.pipeline
 model = load_model()
 print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bottleneck_operator.analysis.metrics import figures
+from bottleneck_operator.analysis.evaluation.metrics import figures
 from bottleneck_operator.pipeline import Analyzer, JobRequest
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.simulation import generate_jobs

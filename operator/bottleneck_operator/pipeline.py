@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bottleneck_operator.analysis.classify import analyze_windows
-from bottleneck_operator.analysis.model import BottleneckModel, load_model
+from bottleneck_operator.analysis.model.classifier import BottleneckModel, load_model
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Verdict
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.reports import Phase, ReportStatus, status_from_verdict

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.model import BottleneckModel
-from bottleneck_operator.analysis.training import build_training_set, fit_model
+from bottleneck_operator.analysis.model.classifier import BottleneckModel
+from bottleneck_operator.analysis.model.training import build_training_set, fit_model
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import FloatArray
 

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from bottleneck_operator.analysis.advice import Facts
-from bottleneck_operator.analysis.features import extract_features
-from bottleneck_operator.analysis.summary import summarize
+from bottleneck_operator.analysis.explain.advice import Facts
+from bottleneck_operator.analysis.features.extract import extract_features
+from bottleneck_operator.analysis.features.summary import summarize
 from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow
@@ -71,6 +71,14 @@ CALM: dict[str, float] = {
     "sc_procs_running": 10.0,
     "sc_procs_iowait": 0.2,
     "sc_procs_busy": 1.0,
+    "fp32_active": 0.05,
+    "fp16_active": 0.02,
+    "power_limit_w": 400.0,
+    "clock_slowdown_frac": 0.0,
+    "ib_rx_bps": 0.0,
+    "ib_tx_bps": 0.0,
+    "sc_swapin_ps": 0.0,
+    "sc_oom_kills": 0.0,
 }
 
 SIGNATURE: dict[Bottleneck, dict[str, float]] = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bottleneck_operator.analysis.baseline import rule_verdict
-from bottleneck_operator.analysis.metrics import expected_calibration_error, figures, format_confusion
+from bottleneck_operator.analysis.evaluation.baseline import rule_verdict
+from bottleneck_operator.analysis.evaluation.metrics import expected_calibration_error, figures, format_confusion
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import Bottleneck
 

@@ -8,11 +8,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis import stats
-from bottleneck_operator.analysis.derived import derived_columns, derived_series
-from bottleneck_operator.analysis.features import QUANTILES, extract_features
-from bottleneck_operator.analysis.gather import gather
-from bottleneck_operator.analysis.series_names import SERIES
+from bottleneck_operator.analysis.features import stats
+from bottleneck_operator.analysis.features.derived import derived_columns, derived_series
+from bottleneck_operator.analysis.features.extract import QUANTILES, extract_features
+from bottleneck_operator.analysis.features.gather import gather
+from bottleneck_operator.analysis.features.series_names import SERIES
 from bottleneck_operator.commands.train import simulated_windows
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import JobWindow, PodWindow, SignalBlock

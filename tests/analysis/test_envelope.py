@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from bottleneck_operator.analysis.classify import analyze_window, analyze_windows
-from bottleneck_operator.analysis.envelope import MIN_SIGNALS, fit_envelope, signal_of
-from bottleneck_operator.analysis.features import FEATURE_NAMES
-from bottleneck_operator.analysis.model import BottleneckModel, load_model, save_model
+from bottleneck_operator.analysis.features.extract import FEATURE_NAMES
+from bottleneck_operator.analysis.model.classifier import BottleneckModel, load_model, save_model
+from bottleneck_operator.analysis.model.envelope import MIN_SIGNALS, fit_envelope, signal_of
 from bottleneck_operator.commands.train import simulated_windows
 from bottleneck_operator.contract.verdict import Abstention, Bottleneck
 from bottleneck_operator.contract.window import JobWindow

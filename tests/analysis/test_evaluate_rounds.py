@@ -5,8 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from bottleneck_operator.analysis.evaluation import round_seeds, score
-from bottleneck_operator.analysis.evaluation_report import format_report
+from bottleneck_operator.analysis.evaluation.report import format_report
+from bottleneck_operator.analysis.evaluation.scoring import round_seeds, score
 from bottleneck_operator.commands.train import DEFAULT_SEED as TRAIN_SEED
 from bottleneck_operator.contract.verdict import Abstention, Bottleneck, Verdict
 
@@ -66,8 +66,8 @@ def test_score_aggregates_rounds_and_lists_the_errors() -> None:
 
 
 def test_sidecar_ablation_strips_only_the_collector_signals_and_scores_both() -> None:
-    from bottleneck_operator.analysis.evaluation import sidecar_gain
-    from bottleneck_operator.analysis.evaluation_report import format_report
+    from bottleneck_operator.analysis.evaluation.report import format_report
+    from bottleneck_operator.analysis.evaluation.scoring import sidecar_gain
     from bottleneck_operator.commands.evaluate import _without_sidecar
     from bottleneck_operator.contract.signals import Family, signals_of
     from bottleneck_operator.settings import Settings
@@ -109,7 +109,7 @@ def test_sidecar_ablation_strips_only_the_collector_signals_and_scores_both() ->
     # the stripped copy reached the model with every collector feature missing; the original keeps them
     import numpy as np
 
-    from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features
+    from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, extract_features
 
     sc_cols = [i for i, n in enumerate(FEATURE_NAMES) if n.startswith("sc_")]
     assert sc_cols and np.isnan(seen[0][0, sc_cols]).all()

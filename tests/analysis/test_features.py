@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.derived import LINK_IDLE_FULL, STAGED_COPY_BPS
-from bottleneck_operator.analysis.features import (
+from bottleneck_operator.analysis.features.derived import LINK_IDLE_FULL, STAGED_COPY_BPS
+from bottleneck_operator.analysis.features.extract import (
     FEATURE_INDEX,
     FEATURE_NAMES,
     N_FEATURES,
@@ -16,8 +16,8 @@ from bottleneck_operator.analysis.features import (
     feature_schema_hash,
     value,
 )
-from bottleneck_operator.analysis.hardware import spec_for
-from bottleneck_operator.analysis.implausible import drop_dcgm_repeats, util_in_phase
+from bottleneck_operator.analysis.features.hardware import spec_for
+from bottleneck_operator.analysis.features.implausible import drop_dcgm_repeats, util_in_phase
 from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import JobWindow

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from bottleneck_operator.analysis.classify import analyze_windows
-from bottleneck_operator.analysis.features import FEATURE_NAMES
-from bottleneck_operator.analysis.model import BottleneckModel, load_model
+from bottleneck_operator.analysis.features.extract import FEATURE_NAMES
+from bottleneck_operator.analysis.model.classifier import BottleneckModel, load_model
 from bottleneck_operator.contract.verdict import Verdict
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.simulation import generate_jobs

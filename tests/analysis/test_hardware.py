@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bottleneck_operator.analysis.hardware import DEFAULT_SPEC, GB, spec_for
+from bottleneck_operator.analysis.features.hardware import DEFAULT_SPEC, GB, spec_for
 
 # (modelName as NVML/dcgm-exporter reports it, expected part, NVLink expected)
 MODEL_NAMES = [

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from bottleneck_operator.analysis.classify import analyze_windows
-from bottleneck_operator.analysis.evaluation import mechanism_accuracy
-from bottleneck_operator.analysis.evaluation_report import mechanism_lines
-from bottleneck_operator.analysis.features import FEATURE_INDEX, N_FEATURES, extract_features
-from bottleneck_operator.analysis.mechanism import decide_mechanism
-from bottleneck_operator.analysis.model import load_model
+from bottleneck_operator.analysis.evaluation.report import mechanism_lines
+from bottleneck_operator.analysis.evaluation.scoring import mechanism_accuracy
+from bottleneck_operator.analysis.explain.mechanism import decide_mechanism
+from bottleneck_operator.analysis.features.extract import FEATURE_INDEX, N_FEATURES, extract_features
+from bottleneck_operator.analysis.model.classifier import load_model
 from bottleneck_operator.contract.verdict import MECHANISMS, Bottleneck, Mechanism
 from bottleneck_operator.simulation import SimulatedJob, generate_jobs
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import skops.io as sio
 
-from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features, feature_schema_hash
-from bottleneck_operator.analysis.model import (
+from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, extract_features, feature_schema_hash
+from bottleneck_operator.analysis.model.classifier import (
     METADATA_FILE,
     MODEL_DIR,
     MODEL_FILE,
@@ -125,7 +125,7 @@ def test_shipped_runtime_model_gives_the_training_files_scores() -> None:
 
 def test_loading_the_runtime_model_imports_no_scikit_learn() -> None:
     code = (
-        "import sys; from bottleneck_operator.analysis.model import load_model; load_model(); "
+        "import sys; from bottleneck_operator.analysis.model.classifier import load_model; load_model(); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'scipy', 'skops'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,17 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bottleneck_operator.analysis import derived, stats
-from bottleneck_operator.analysis.derived import derived_series
-from bottleneck_operator.analysis.features import (
+from bottleneck_operator.analysis.features import derived, stats
+from bottleneck_operator.analysis.features.derived import derived_series
+from bottleneck_operator.analysis.features.extract import (
     QUANTILES,
     extract_features,
     features_from_pods,
     training_samples,
 )
-from bottleneck_operator.analysis.gather import gather
-from bottleneck_operator.analysis.model import load_model
-from bottleneck_operator.analysis.series_names import DEAD_BAND, SERIES_INDEX
+from bottleneck_operator.analysis.features.gather import gather
+from bottleneck_operator.analysis.features.series_names import DEAD_BAND, SERIES_INDEX
+from bottleneck_operator.analysis.model.classifier import load_model
 from bottleneck_operator.commands.train import simulated_windows
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 

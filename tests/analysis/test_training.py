@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 
 from bottleneck_operator.analysis.classify import analyze_windows
-from bottleneck_operator.analysis.metrics import figures
-from bottleneck_operator.analysis.training import build_training_set, degrade, fit_model, trailing_mean
+from bottleneck_operator.analysis.evaluation.metrics import figures
+from bottleneck_operator.analysis.model.training import build_training_set, degrade, fit_model, trailing_mean
 from bottleneck_operator.contract.signals import SIGNALS
 from bottleneck_operator.contract.verdict import Bottleneck
 
@@ -73,7 +73,7 @@ def test_degrade_does_not_depend_on_the_order_signals_were_stored_in() -> None:
 
 def test_context_features_never_move_a_verdict() -> None:
     """Node-wide CPU busy and pressure describe the node, not the job: the model does not read them."""
-    from bottleneck_operator.analysis.features import CONTEXT_ONLY, FEATURE_INDEX, extract_features
+    from bottleneck_operator.analysis.features.extract import CONTEXT_ONLY, FEATURE_INDEX, extract_features
 
     classes = [c for c in Bottleneck if c is not Bottleneck.UNKNOWN]
     windows = [make_window(c, seed=s) for s in range(12) for c in classes]

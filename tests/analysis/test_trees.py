@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bottleneck_operator.analysis.model import BottleneckModel, load_model
-from bottleneck_operator.analysis.tree_masks import LeafMasks
-from bottleneck_operator.analysis.trees import MASK_MIN_ROWS, TreeEnsemble, export_ensemble
+from bottleneck_operator.analysis.model.classifier import BottleneckModel, load_model
+from bottleneck_operator.analysis.model.tree_masks import LeafMasks
+from bottleneck_operator.analysis.model.trees import MASK_MIN_ROWS, TreeEnsemble, export_ensemble
 
 
 @pytest.fixture(scope="module")

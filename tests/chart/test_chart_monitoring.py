@@ -55,6 +55,7 @@ SIDECAR_METRICS = {
     "bottleneck_sidecar_memory_current_bytes",
     "bottleneck_sidecar_memory_max_bytes",
     "bottleneck_sidecar_memory_major_faults_total",
+    "bottleneck_sidecar_memory_swapins_total",
     "bottleneck_sidecar_memory_oom_kills_total",
     "bottleneck_sidecar_processes",
     "bottleneck_sidecar_info",

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features
-from bottleneck_operator.analysis.model import load_model
+from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, extract_features
+from bottleneck_operator.analysis.model.classifier import load_model
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.demo.progress import Progress
 from bottleneck_operator.demo.report import format_report, next_steps, timeline_lines

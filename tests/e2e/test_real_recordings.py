@@ -18,7 +18,7 @@ import pytest
 from recordings.replay import DATA, Shifted, openmetrics_text, recording_names, replay
 
 from bottleneck_operator.analysis.classify import analyze_windows
-from bottleneck_operator.analysis.model import load_model
+from bottleneck_operator.analysis.model.classifier import load_model
 from bottleneck_operator.contract.signals import Family, signals_of
 from bottleneck_operator.contract.verdict import Abstention, Verdict
 from bottleneck_operator.pipeline import JobResult

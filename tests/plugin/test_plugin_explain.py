@@ -9,7 +9,7 @@ import pytest
 import yaml
 from _plugin_support import Run
 
-from bottleneck_operator.analysis.advice import ADVICE
+from bottleneck_operator.analysis.explain.advice import ADVICE
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.plugin import classes
 

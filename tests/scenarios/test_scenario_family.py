@@ -8,7 +8,7 @@ from functools import partial
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.hardware import spec_for
+from bottleneck_operator.analysis.features.hardware import spec_for
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import JobWindow
@@ -280,8 +280,9 @@ def test_throttled_stragglers_read_as_a_slowed_gpu(jobs: list[ScenarioJob]) -> N
     """The analysis's reading of a GPU slowed by something other than power finds the family's throttled
     stragglers, and no other Job of either family: family A has no straggler and keeps its clocks."""
     from bottleneck_operator.analysis.collective_waits import slowed_clock
-    from bottleneck_operator.analysis.features import extract_features, value
-    from bottleneck_operator.analysis.summary_phases import segment_phases
+
+    from bottleneck_operator.analysis.features.extract import extract_features, value
+    from bottleneck_operator.analysis.features.phases import segment_phases
     from bottleneck_operator.simulation.jobs import generate_jobs
 
     def slowed(windows: list[JobWindow]) -> list[bool]:

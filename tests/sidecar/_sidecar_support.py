@@ -27,7 +27,11 @@ FILES: dict[str, str] = {
     "memory.current": "3221225472\n",
     "memory.max": "8589934592\n",
     "memory.events": "low 0\nhigh 0\nmax 12\noom 2\noom_kill 1\noom_group_kill 0\n",
-    "memory.stat": "anon 2147483648\nfile 1073741824\npgfault 900000\npgmajfault 4321\ninactive_file 536870912\n",
+    # pswpin: kernels >= 6.15 count swap-ins per cgroup (older ones leave the key out)
+    "memory.stat": (
+        "anon 2147483648\nfile 1073741824\npgfault 900000\npgmajfault 4321\ninactive_file 536870912\n"
+        "pswpin 2718\npswpout 3141\n"
+    ),
 }
 
 

@@ -91,6 +91,7 @@ def test_pod_cgroup_is_found_by_uid_and_every_value_parsed(tmp_path: Path, drive
         "bottleneck_sidecar_memory_current_bytes": 3221225472,
         "bottleneck_sidecar_memory_max_bytes": 8589934592,
         "bottleneck_sidecar_memory_major_faults_total": 4321,
+        "bottleneck_sidecar_memory_swapins_total": 2718,
         "bottleneck_sidecar_memory_oom_kills_total": 1,
     }
     for name, want in expected.items():
@@ -128,6 +129,15 @@ def test_no_limit_means_no_period_series_and_max_means_no_memory_max(tmp_path: P
         "bottleneck_sidecar_memory_max_bytes",
     ):
         assert value(text, absent) is None, absent
+
+
+def test_swapins_are_absent_on_kernels_without_pswpin(tmp_path: Path) -> None:
+    # memory.stat carries pswpin from Linux 6.15 on: before, no swap-in series (not a zero one)
+    stat = "anon 2147483648\nfile 1073741824\npgfault 900000\npgmajfault 4321\ninactive_file 536870912\n"
+    build_tree(tmp_path / "cg", overrides={"memory.stat": stat})
+    text = _render(tmp_path, cgroup_root=tmp_path / "cg")
+    assert value(text, "bottleneck_sidecar_memory_swapins_total") is None
+    assert value(text, "bottleneck_sidecar_memory_major_faults_total", **LABELS) == 4321
 
 
 def test_missing_files_mean_absent_metrics_and_one_log_line_each(

@@ -215,6 +215,7 @@ def test_real_prometheus_scrapes_the_fixed_names_and_labels(
         "bottleneck_sidecar_memory_current_bytes": 3221225472,
         "bottleneck_sidecar_memory_max_bytes": 8589934592,
         "bottleneck_sidecar_memory_major_faults_total": 4321,
+        "bottleneck_sidecar_memory_swapins_total": 2718,
         "bottleneck_sidecar_memory_oom_kills_total": 1,
         'bottleneck_sidecar_processes{state="running"}': 1,
         'bottleneck_sidecar_processes{state="iowait"}': 1,

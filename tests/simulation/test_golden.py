@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features
+from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, extract_features
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.simulation import SimulatedJob, generate_jobs, write_openmetrics
 

@@ -1,32 +1,36 @@
-"""From job windows to verdicts: features, calibrated prediction, checks, abstention, evidence, headroom.
+"""The one facade of the analysis: from job windows to verdicts.
 
-Abstention comes first from the data (no pods, a window shorter than ``min_window``, GPU sample
-coverage below ``min_coverage``), then from the model's reach: a window with features of several
-signals far outside the training envelope (:mod:`.envelope`) is Unknown, "outside what the model knows". The model's probabilities are then checked against the window's
-step-time account and evidence gates (:mod:`.classify_gates`): waits go to whom they belong (collective
-waits to the slowed GPU or the links, a swapping pod's to Memory, a pinned loader's to CPU), a class
-whose evidence does not hold is ruled out, and a stall that would gain less than x1.15 counts as
-GPU-bound. The verdict is Unknown when the top checked probability is below
-``abstain_threshold``; the ``reason`` says why. A runner-up within ``secondary_margin`` of the top class
-is named as secondary.
+The stages, in order: enough data to judge (:mod:`.checks.data`: pods, samples at the scrape interval
+seen, GPU coverage); the model's reach (:mod:`.model.envelope`: features of several signals far
+outside what it was trained on give Unknown); the classifier's calibrated probabilities, which decide;
+physical vetoes (:mod:`.checks.vetoes`), which may only rule a class out where a documented capacity or
+definition shows its stage neither saturates nor is waited on; then the explanations
+(:mod:`.explain`): evidence, mechanism, advice and headroom from what was measured. The verdict is
+Unknown when the top remaining probability is below ``abstain_threshold`` or every class is ruled
+out; it then names the model's leaning as its secondary class, and scoring counts it as an
+abstention. A runner-up within ``secondary_margin`` of the top class is named as secondary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
 
-from bottleneck_operator.analysis.advice import build_recommendations
-from bottleneck_operator.analysis.classify_gates import Checked, check_window, leaning, leans_to
-from bottleneck_operator.analysis.envelope import Envelope
-from bottleneck_operator.analysis.evidence import build_evidence, context_notes, framebuffer_p90
-from bottleneck_operator.analysis.features import FEATURE_NAMES, extract_features, single_pod_windows
-from bottleneck_operator.analysis.headroom import capacity_needs, estimate_headroom
-from bottleneck_operator.analysis.mechanism import decide_mechanism
-from bottleneck_operator.analysis.summary import JobSummary, summarize
+from bottleneck_operator.analysis.checks.data import data_reason
+from bottleneck_operator.analysis.checks.reads import Reads, read_window
+from bottleneck_operator.analysis.checks.vetoes import Veto, apply_vetoes, vetoes
+from bottleneck_operator.analysis.explain.account import StepAccount, step_account
+from bottleneck_operator.analysis.explain.advice import build_recommendations
+from bottleneck_operator.analysis.explain.evidence import build_evidence, context_notes, framebuffer_p90
+from bottleneck_operator.analysis.explain.headroom import capacity_needs, estimate_headroom
+from bottleneck_operator.analysis.explain.mechanism import decide_mechanism
+from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, extract_features, single_pod_windows
+from bottleneck_operator.analysis.features.phases import segment_phases
+from bottleneck_operator.analysis.features.summary import JobSummary, summarize
+from bottleneck_operator.analysis.model.envelope import Envelope
 from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck, PodVerdict, Verdict
 from bottleneck_operator.contract.window import FloatArray, JobWindow, PodWindow
 
@@ -38,19 +42,6 @@ class Classifier(Protocol):
     classes: tuple[Bottleneck, ...]
 
     def predict_proba(self, x: FloatArray) -> FloatArray: ...
-
-
-def _data_reason(window: JobWindow, *, min_coverage: float, min_window: float) -> tuple[Abstention, str] | None:
-    if not window.pods:
-        return Abstention.NO_PODS, "no pods of the job were found in the window"
-    if window.duration < min_window:
-        return Abstention.SHORT_WINDOW, f"window too short: {window.duration:.0f} s < min_window {min_window:.0f} s"
-    if window.quality.coverage < min_coverage:
-        return Abstention.LOW_COVERAGE, (
-            f"too little GPU data: coverage {100 * window.quality.coverage:.0f} % < "
-            f"min_coverage {100 * min_coverage:.0f} %"
-        )
-    return None
 
 
 def _unfamiliar(model: Classifier, row: FloatArray) -> tuple[Abstention, str] | None:
@@ -113,7 +104,7 @@ def analyze_windows(
     verdicts: list[Verdict] = []
     for i, w in enumerate(windows):
         probs = _probabilities(model, proba[i])
-        problem = _data_reason(w, min_coverage=min_coverage, min_window=min_window) or _unfamiliar(model, x[i])
+        problem = data_reason(w, min_coverage=min_coverage, min_window=min_window) or _unfamiliar(model, x[i])
         summary = summarize(w) if with_details or problem is None else None
         gpu_active = summary.gpu_active if summary else None
         if problem is not None:
@@ -129,48 +120,66 @@ def analyze_windows(
                 )
             )
             continue
-        checked = check_window(w, x[i], probs)
-        bare = _checked_verdict(checked, probs, gpu_active, model.version, abstain_threshold, secondary_margin)
-        bare = replace(bare, mechanism=decide_mechanism(bare.bottleneck, x[i]))
+        phases = segment_phases(w)
+        reads = read_window(w, phases)
+        ruled_out = vetoes(reads)
+        notes = (*phases.notes(), *_veto_notes(probs, ruled_out))
+        bare = _checked_verdict(
+            apply_vetoes(probs, ruled_out),
+            probs,
+            ruled_out,
+            gpu_active,
+            model.version,
+            abstain_threshold,
+            secondary_margin,
+        )
+        bare = replace(bare, notes=notes, mechanism=decide_mechanism(bare.bottleneck, x[i]))
         if not with_details:
             verdicts.append(bare)
             continue
         assert summary is not None
         lo, hi = pod_slices[i]
         pods = _pod_verdicts(w, model, proba[lo:hi] if hi > lo else proba[i : i + 1], bare, summary)
-        verdicts.append(_detailed(bare, x[i], summary, pods, checked, framebuffer_p90(w)))
+        verdicts.append(_detailed(bare, x[i], summary, pods, step_account(reads), reads, framebuffer_p90(w)))
     return verdicts
 
 
+def _veto_notes(probs: Mapping[str, float], ruled_out: Mapping[Bottleneck, Veto]) -> list[str]:
+    """The vetoes in words, the model's most probable class first."""
+    ranked = sorted(ruled_out.values(), key=lambda v: -probs.get(v.cls.value, 0.0))
+    return [
+        f"{v.cls.value} ruled out ({100 * probs.get(v.cls.value, 0.0):.0f} % from the model): {v.reason}."
+        for v in ranked
+    ]
+
+
 def _checked_verdict(
-    checked: Checked,
-    probs: dict[str, float],
+    checked: dict[str, float],
+    probs: Mapping[str, float],
+    ruled_out: Mapping[Bottleneck, Veto],
     gpu_active: float | None,
     version: str,
     abstain_threshold: float,
     secondary_margin: float,
 ) -> Verdict:
-    """The bare verdict from the checked probabilities; Unknown, pointing somewhere, when none is left."""
-    if not any(checked.probabilities.values()):
+    """The bare verdict from the probabilities left after the vetoes; Unknown, leaning to the model's
+    favourite, when every class is ruled out."""
+    if not any(checked.values()):
+        favourite = Bottleneck(max(probs, key=lambda k: probs[k]))
         return Verdict(
             Bottleneck.UNKNOWN,
             0.0,
-            checked.probabilities,
-            leans_to(checked, probs),
-            leaning(checked, probs),
+            checked,
+            favourite,
+            f"the measurements rule out every class, the model's favourite {favourite.value} "
+            f"({probs[favourite.value]:.2f}) among them: what limits this Job is not among what was collected",
             gpu_active,
             model_version=version,
-            notes=checked.notes,
             abstention=Abstention.LOW_CONFIDENCE,
         )
-    cls, conf, secondary, why = _decide(
-        checked.probabilities, abstain_threshold=abstain_threshold, secondary_margin=secondary_margin
-    )
+    cls, conf, secondary, why = _decide(checked, abstain_threshold=abstain_threshold, secondary_margin=secondary_margin)
     abstention = Abstention.LOW_CONFIDENCE if why is not None else None
-    return Verdict(
-        cls, conf, checked.probabilities, secondary, why, gpu_active, model_version=version, notes=checked.notes,
-        abstention=abstention,
-    )  # fmt: skip
+    return Verdict(cls, conf, checked, secondary, why, gpu_active, model_version=version, abstention=abstention)
 
 
 def _with_pod_windows(
@@ -192,32 +201,34 @@ def _detailed(
     x: FloatArray,
     summary: JobSummary,
     pods: tuple[PodVerdict, ...],
-    checked: Checked,
+    account: StepAccount,
+    reads: Reads,
     fb_p90: float | None = None,
 ) -> Verdict:
     """The bare classification with evidence, recommendations, headroom, capacity and per-pod verdicts."""
     cls, secondary = bare.bottleneck, bare.secondary
-    # Evidence for Unknown speaks for the most likely class, so a user sees what the model leaned to.
+    # Evidence for Unknown speaks for the class it leans to, so a user sees what the model leaned to.
     basis = cls if cls is not Bottleneck.UNKNOWN else (secondary or Bottleneck.UNKNOWN)
     evidence = (
-        build_evidence(basis, x, summary, checked, mechanism=bare.mechanism) if basis is not Bottleneck.UNKNOWN else ()
+        build_evidence(basis, x, summary, account, reads, mechanism=bare.mechanism)
+        if basis is not Bottleneck.UNKNOWN
+        else ()
     )
     known = cls is not Bottleneck.UNKNOWN
-    busy = checked.account.busy if checked.account is not None else None
     return Verdict(
         bottleneck=cls,
         confidence=bare.confidence,
         probabilities=bare.probabilities,
-        secondary=secondary if known else None,
+        secondary=secondary,
         reason=bare.reason,
         gpu_active=bare.gpu_active,
         evidence=evidence,
-        recommendations=build_recommendations(cls, evidence, summary, x, busy) if known else (),
-        headroom=estimate_headroom(cls, x, checked) if known else None,
-        capacity=capacity_needs(cls, x, summary, checked) if known else (),
+        recommendations=build_recommendations(cls, evidence, summary, x, reads) if known else (),
+        headroom=estimate_headroom(cls, account, bare.mechanism) if known else None,
+        capacity=capacity_needs(cls, summary, account, reads.dram) if known else (),
         pods=pods,
         model_version=bare.model_version,
-        notes=(*bare.notes, *context_notes(x, fb_p90)),
+        notes=(*bare.notes, account.describe(), *context_notes(x, fb_p90)),
         abstention=bare.abstention,
         mechanism=bare.mechanism,
     )

@@ -82,8 +82,8 @@ def run_evaluation(
         A JSON-ready dict: overall figures of the model and the baseline, the breakdowns and the
         model's misclassified jobs.
     """
-    from bottleneck_operator.analysis.evaluation import round_seeds, score, sidecar_gain
-    from bottleneck_operator.analysis.model import load_model
+    from bottleneck_operator.analysis.evaluation.scoring import round_seeds, score, sidecar_gain
+    from bottleneck_operator.analysis.model.classifier import load_model
     from bottleneck_operator.simulation import generate_jobs
 
     say = log or (lambda _m: None)
@@ -151,7 +151,7 @@ def _without_sidecar(results: Sequence[Any], analyzer: Any) -> list[str | None]:
     This is the same job seen from a cluster without the sidecar, so comparing the two isolates what
     the collector's per-pod signals add. None for windows that had no sidecar signals to take out.
     """
-    from bottleneck_operator.analysis.evaluation import strip_sidecar
+    from bottleneck_operator.analysis.evaluation.scoring import strip_sidecar
 
     stripped, where = [], []
     for i, r in enumerate(results):
@@ -167,7 +167,7 @@ def _without_sidecar(results: Sequence[Any], analyzer: Any) -> list[str | None]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bottleneck_operator.analysis.evaluation_report import format_report
+    from bottleneck_operator.analysis.evaluation.report import format_report
     from bottleneck_operator.errors import UsageError
 
     if args.jobs < 10:

@@ -23,7 +23,7 @@ from typing import Any
 
 DEFAULT_SEED = 7
 DEFAULT_JOBS = 4000
-DEFAULT_SCENARIO_JOBS = 0  # jobs of the second scenario family beside the simulator's (see above)
+DEFAULT_SCENARIO_JOBS = 2000  # jobs of the second scenario family beside the simulator's: trained across worlds
 DEFAULT_COPIES = 3
 # Prediction cost grows with the number of trees (iterations x classes): 100 iterations at a learning
 # rate of 0.15 keep features + prediction above 5,000 job windows/s on one core.
@@ -107,8 +107,8 @@ def train(
         The fitted ``BottleneckModel`` (its metadata holds the training facts and holdout figures).
     """
     from bottleneck_operator import __version__
-    from bottleneck_operator.analysis.features import feature_schema_hash
-    from bottleneck_operator.analysis.training import build_training_set, fit_model
+    from bottleneck_operator.analysis.features.extract import feature_schema_hash
+    from bottleneck_operator.analysis.model.training import build_training_set, fit_model
 
     say = log or (lambda _msg: None)
     t0 = time.perf_counter()
@@ -143,7 +143,7 @@ def train(
 def _holdout(model: Any, key: str, note: str, labels: list[Any], windows: list[Any], say: Any) -> None:
     """Verdicts on held-out windows, their figures kept in the model's metadata under ``key``."""
     from bottleneck_operator.analysis.classify import analyze_windows
-    from bottleneck_operator.analysis.metrics import figures
+    from bottleneck_operator.analysis.evaluation.metrics import figures
 
     verdicts = analyze_windows(windows, model, with_details=False)
     fig = figures([y.value for y in labels], [v.bottleneck.value for v in verdicts], [v.confidence for v in verdicts])
@@ -153,8 +153,8 @@ def _holdout(model: Any, key: str, note: str, labels: list[Any], windows: list[A
 
 def write_card(model: Any, path: Path) -> None:
     """The model card: what the model is, how it was trained, how it scores."""
-    from bottleneck_operator.analysis.features import FEATURE_NAMES, feature_schema_hash
-    from bottleneck_operator.analysis.model import MODEL_FILE, TRAINING_FILE
+    from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, feature_schema_hash
+    from bottleneck_operator.analysis.model.classifier import MODEL_FILE, TRAINING_FILE
 
     m = model.metadata
     est = model.estimator
@@ -233,7 +233,7 @@ def _second_family(hold: dict[str, Any] | None) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bottleneck_operator.analysis.model import MODEL_DIR, save_model
+    from bottleneck_operator.analysis.model.classifier import MODEL_DIR, save_model
     from bottleneck_operator.errors import UsageError
 
     if args.jobs < 50:

@@ -22,11 +22,14 @@ class Family(StrEnum):
     DCGM_PROF = "dcgm_prof"  # PROF fields of dcgm-exporter's shipped counters files
     DCGM_PROF_SM = "dcgm_prof_sm"  # SM activity/occupancy: only with a custom counters file
     DCGM_PROF_NVLINK = "dcgm_prof_nvlink"  # NVLink PROF bytes: in neither shipped file
+    DCGM_PROF_PIPES = "dcgm_prof_pipes"  # FP32/FP16 pipe activity: only with a custom counters file
+    DCGM_POWER_CLOCKS = "dcgm_power_clocks"  # enforced power limit and clock-event reasons, where exported
     CADVISOR = "cadvisor"  # kubelet/cAdvisor container metrics
     CADVISOR_CFS = "cadvisor_cfs"  # CFS throttling: only for containers with a CPU limit
     KSM = "ksm"  # kube-state-metrics resource limits
     NODE = "node"  # node-exporter cpu/disk/memory/network
     NODE_PSI = "node_psi"  # node-exporter pressure (kernel >= 4.20)
+    NODE_IB = "node_ib"  # node-exporter infiniband collector: RDMA traffic (InfiniBand, RoCE) netdev never sees
     SIDECAR = "sidecar"  # the collector injected into the pod
 
 
@@ -57,6 +60,17 @@ _SPECS: tuple[SignalSpec, ...] = (
     SignalSpec("sm_occupancy", Family.DCGM_PROF_SM, "ratio", "DCGM_FI_PROF_SM_OCCUPANCY"),
     SignalSpec("nvlink_tx_bps", Family.DCGM_PROF_NVLINK, "B/s", "DCGM_FI_PROF_NVLINK_TX_BYTES"),
     SignalSpec("nvlink_rx_bps", Family.DCGM_PROF_NVLINK, "B/s", "DCGM_FI_PROF_NVLINK_RX_BYTES"),
+    SignalSpec("fp32_active", Family.DCGM_PROF_PIPES, "ratio", "DCGM_FI_PROF_PIPE_FP32_ACTIVE"),
+    SignalSpec("fp16_active", Family.DCGM_PROF_PIPES, "ratio", "DCGM_FI_PROF_PIPE_FP16_ACTIVE"),
+    # --- dcgm-exporter, where a counters file exports them
+    SignalSpec("power_limit_w", Family.DCGM_POWER_CLOCKS, "W", "DCGM_FI_DEV_POWER_MGMT_LIMIT (the enforced limit)"),
+    SignalSpec(
+        "clock_slowdown_frac",
+        Family.DCGM_POWER_CLOCKS,
+        "ratio",
+        "share of the pod's GPUs whose DCGM_FI_DEV_CLOCKS_EVENT_REASONS (older: _CLOCK_THROTTLE_REASONS) has a "
+        "power-cap, thermal or hardware-slowdown bit set (0x4, 0x8, 0x20, 0x40, 0x80)",
+    ),
     # --- kubelet / cAdvisor, summed over the pod's containers except the collector sidecar
     SignalSpec("cpu_cores", Family.CADVISOR, "cores", "rate of container_cpu_usage_seconds_total"),
     SignalSpec("mem_working_set_bytes", Family.CADVISOR, "B", "container_memory_working_set_bytes"),
@@ -83,6 +97,10 @@ _SPECS: tuple[SignalSpec, ...] = (
     SignalSpec("node_psi_io_full", Family.NODE_PSI, "ratio", "rate of node_pressure_io_stalled_seconds_total"),
     SignalSpec("node_psi_mem_some", Family.NODE_PSI, "ratio", "rate of node_pressure_memory_waiting_seconds_total"),
     SignalSpec("node_psi_mem_full", Family.NODE_PSI, "ratio", "rate of node_pressure_memory_stalled_seconds_total"),
+    SignalSpec("ib_rx_bps", Family.NODE_IB, "B/s", "rate of node_infiniband_port_data_received_bytes_total, all ports"),
+    SignalSpec(
+        "ib_tx_bps", Family.NODE_IB, "B/s", "rate of node_infiniband_port_data_transmitted_bytes_total, all ports"
+    ),
     # --- the collector sidecar (the pod's own cgroup, so neighbours do not leak in)
     SignalSpec("sc_psi_cpu_some", Family.SIDECAR, "ratio", "pod cgroup cpu.pressure some, as a fraction of time"),
     SignalSpec("sc_psi_io_some", Family.SIDECAR, "ratio", "pod cgroup io.pressure some"),
@@ -93,6 +111,8 @@ _SPECS: tuple[SignalSpec, ...] = (
     SignalSpec("sc_throttled_frac", Family.SIDECAR, "ratio", "pod cgroup nr_throttled / nr_periods"),
     SignalSpec("sc_io_read_bps", Family.SIDECAR, "B/s", "pod cgroup io.stat rbytes rate"),
     SignalSpec("sc_majfault_ps", Family.SIDECAR, "1/s", "pod cgroup memory.stat pgmajfault rate"),
+    SignalSpec("sc_swapin_ps", Family.SIDECAR, "1/s", "pod cgroup memory.stat pswpin rate (pages back from swap)"),
+    SignalSpec("sc_oom_kills", Family.SIDECAR, "1/s", "pod cgroup memory.events oom_kill rate"),
     SignalSpec("sc_procs_running", Family.SIDECAR, "procs", "trainer processes in state R"),
     SignalSpec("sc_procs_iowait", Family.SIDECAR, "procs", "trainer processes in state D"),
     SignalSpec("sc_procs_busy", Family.SIDECAR, "procs", "trainer processes using 0.9 of a core or more"),

@@ -1,7 +1,7 @@
 """What each verdict class means, the mechanisms behind it, and what to try: the one place this text lives.
 
 ``kubectl bottleneck explain CLASS`` prints it; docs/plugin.md carries the same text (a test fails
-when they drift). What to try is the analysis's own advice (:data:`~bottleneck_operator.analysis.advice.ADVICE`),
+when they drift). What to try is the analysis's own advice (:data:`~bottleneck_operator.analysis.explain.advice.ADVICE`),
 the list a report's recommendations are drawn from, so the two never disagree.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bottleneck_operator.analysis.advice import ADVICE
+from bottleneck_operator.analysis.explain.advice import ADVICE
 from bottleneck_operator.contract.verdict import Bottleneck
 
 

@@ -351,6 +351,12 @@ class SnapshotCollector(Collector):
                 "Major page faults (memory.stat pgmajfault).",
                 _f(snap.memory_stat.get("pgmajfault")),
             ),
+            # pswpin is in memory.stat only on kernels that count swap per cgroup: absent elsewhere.
+            self._counter(
+                "memory_swapins",
+                "Pages read back from swap (memory.stat pswpin).",
+                _f(snap.memory_stat.get("pswpin")),
+            ),
             self._counter(
                 "memory_oom_kills",
                 "Processes killed by the OOM killer (memory.events oom_kill).",

@@ -1,6 +1,6 @@
 """Hardware, storage, network and workload tables the simulator draws from, with their sources.
 
-Capacities of the GPUs come from :mod:`bottleneck_operator.analysis.hardware` (vendors' datasheets); what
+Capacities of the GPUs come from :mod:`bottleneck_operator.analysis.features.hardware` (vendors' datasheets); what
 is added here is what the exporters show about each part (dcgm-exporter ``modelName``, power, clocks),
 the nodes such GPUs usually sit in, and per-sample costs of common training workloads.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bottleneck_operator.analysis.hardware import GpuSpec, spec_for
+from bottleneck_operator.analysis.features.hardware import GpuSpec, spec_for
 
 GB = 1e9
 GIB = 1024**3

@@ -4,6 +4,9 @@ Labels gpu, UUID, pci_bus_id, device, modelName, Hostname and (pod mapping on, t
 default) namespace, pod, container. PROF ratios 0-1, GPU_UTIL and MEM_COPY_UTIL 0-100, FB in MiB,
 PCIe/NVLink PROF bytes/s. Field sets: "dev" (DEV fields only), "shipped" (+ GR_ENGINE_ACTIVE, tensor,
 DRAM, PCIe: dcgm-exporter's default counters files), "full" (+ SM activity/occupancy, NVLink PROF).
+Beside a field set, a counters file may turn on the FP32/FP16 pipes (with the full set) and the
+enforced power limit with the clock-event reasons (named ``DCGM_FI_DEV_CLOCK_THROTTLE_REASONS`` by
+releases built on a DCGM before 3.3).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from bottleneck_operator.simulation.series import Series
 from bottleneck_operator.simulation.state import B, F, rounded
 
 if TYPE_CHECKING:
+    from bottleneck_operator.simulation.environment import Environment
     from bottleneck_operator.simulation.record import JobRecord
 
 TRAINER = "trainer"
@@ -48,14 +52,38 @@ DCGM_FULL = {
 }
 
 
-def dcgm_fields(fieldset: str, missing: tuple[str, ...]) -> dict[str, tuple[str, str]]:
-    """The dcgm fields a field set publishes, minus the PROF fields the part lacks."""
+DCGM_PIPES = {
+    "DCGM_FI_PROF_PIPE_FP32_ACTIVE": ("fp32_active", "Ratio of cycles the fp32 pipes are active."),
+    "DCGM_FI_PROF_PIPE_FP16_ACTIVE": ("fp16_active", "Ratio of cycles the fp16 pipes are active."),
+}
+DCGM_POWER_CLOCKS = {
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit", "Power management limit (in W)."),
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("clock_reasons", "Current clock event reasons (bitmask)."),
+}
+LEGACY_REASONS = ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons (bitmask).")
+# NVML's clock-event reasons the simulator sets: the GPU idle, its software power cap holding the clock.
+REASON_IDLE = 0x1
+REASON_SW_POWER_CAP = 0x4
+
+
+def dcgm_fields(env: Environment) -> dict[str, tuple[str, str]]:
+    """The dcgm fields a job's exporter publishes: its field set and extras, minus the PROF fields the part lacks."""
     fields = dict(DCGM_DEV)
-    if fieldset in ("shipped", "full"):
+    if env.dcgm_fieldset in ("shipped", "full"):
         fields.update(DCGM_SHIPPED)
-    if fieldset == "full":
+    if env.dcgm_fieldset == "full":
         fields.update(DCGM_FULL)
-    return {k: v for k, v in fields.items() if v[0] not in missing}
+        if env.dcgm_pipes:
+            fields.update(DCGM_PIPES)
+    if env.dcgm_power_clocks:
+        fields["DCGM_FI_DEV_POWER_MGMT_LIMIT"] = DCGM_POWER_CLOCKS["DCGM_FI_DEV_POWER_MGMT_LIMIT"]
+        name, text = (
+            LEGACY_REASONS
+            if env.legacy_dcgm
+            else ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", DCGM_POWER_CLOCKS["DCGM_FI_DEV_CLOCKS_EVENT_REASONS"][1])
+        )
+        fields[name] = ("clock_reasons", text)
+    return {k: v for k, v in fields.items() if v[0] not in env.prof_missing}
 
 
 def gpu_uuid(node: str, index: int) -> str:
@@ -107,7 +135,7 @@ def dcgm_series(job: JobRecord) -> Iterator[Series]:
     sc = job.params
     up = st.up["dcgm"]
     node_ip = {nd.name: nd.ip for nd in job.nodes}
-    fields = dcgm_fields(sc.env.dcgm_fieldset, sc.env.prof_missing)
+    fields = dcgm_fields(sc.env)
     for p, pod in enumerate(job.pods):
         for g in range(pod.gpu_count):
             idx = pod.first_gpu + g
@@ -134,13 +162,14 @@ def _other_gpus_series(job: JobRecord, fields: dict[str, tuple[str, str]]) -> It
             rng = np.random.default_rng([sc.seed, 13, j, idx])
             owner = neighbours[idx % len(neighbours)] if neighbours and rng.random() < 0.7 else None
             busy = float(rng.uniform(0.3, 1.0)) if owner else 0.0
-            values = _other_gpu(kind, busy, st.t.size, rng)
+            values = _other_gpu(kind, busy, st.t.size, rng, kind.tdp_w * sc.env.power_cap)
             labels = _gpu_labels(idx, nd.name, kind.model_name, (owner[0], owner[1], "worker") if owner else None)
             yield from _gpu_series(fields, labels, values, st.up["dcgm"], scrape)
 
 
-def _other_gpu(kind: cat.GpuKind, busy: float, n: int, rng: np.random.Generator) -> dict[str, F]:
-    """Plausible values of a GPU the job does not use: a neighbour's busy one, or an idle one."""
+def _other_gpu(kind: cat.GpuKind, busy: float, n: int, rng: np.random.Generator, limit: float) -> dict[str, F]:
+    """Plausible values of a GPU the job does not use: a neighbour's busy one, or an idle one (``limit``:
+    the power limit its board enforces, the same on every GPU of the node)."""
     level = np.clip(busy * np.exp(rng.normal(0, 0.05, n)), 0, 1)
     fb_total = kind.spec.memory_gb * 1e9 / cat.MIB
     fb_used = np.full(n, float(np.round(fb_total * (rng.uniform(0.3, 0.9) if busy else 0.001))))
@@ -150,7 +179,7 @@ def _other_gpu(kind: cat.GpuKind, busy: float, n: int, rng: np.random.Generator)
         "mem_copy_util": rounded(level * rng.uniform(10, 50)),
         "fb_used": fb_used,
         "fb_free": rounded(fb_total * 0.995 - fb_used),
-        "power": kind.idle_w + (kind.tdp_w - kind.idle_w) * sm,
+        "power": np.minimum(kind.idle_w + (kind.tdp_w - kind.idle_w) * sm, limit * 0.99),
         "sm_clock": np.full(n, kind.boost_mhz if busy else 210.0),
         "gr_engine_active": level * 0.97,
         "tensor_active": sm * rng.uniform(0.1, 0.5),
@@ -162,4 +191,8 @@ def _other_gpu(kind: cat.GpuKind, busy: float, n: int, rng: np.random.Generator)
         "nvlink_tx": np.zeros(n),
         "nvlink_rx": np.zeros(n),
         "nvlink_total": np.zeros(n),
+        "fp32_active": sm * rng.uniform(0.005, 0.06),
+        "fp16_active": np.zeros(n),
+        "power_limit": np.full(n, limit),
+        "clock_reasons": np.full(n, 0.0 if busy else float(REASON_IDLE)),
     }

@@ -7,15 +7,15 @@ generator, so their order (and the order of draws inside each) is part of the si
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from bottleneck_operator.analysis.hardware import GpuSpec
+from bottleneck_operator.analysis.features.hardware import GpuSpec
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.simulation import catalog as cat
-from bottleneck_operator.simulation.environment import Environment, sample_environment
+from bottleneck_operator.simulation.environment import Environment, draw_extras, sample_environment
 from bottleneck_operator.simulation.scenario import (
     MECHANISMS,
     Scenario,
@@ -72,6 +72,20 @@ def draw_scenario(
     Returns:
         The scenario.
     """
+    sc = _draw_until(rng, target, ambiguous, holdout, seed, scrape_interval, dcgm_fieldset)
+    env, tags = draw_extras(seed, sc.env, mechanism=sc.mechanism, gpus_per_node=sc.gpus_per_node)
+    return replace(sc, env=env, tags=(*sc.tags, *tags))
+
+
+def _draw_until(
+    rng: np.random.Generator,
+    target: Bottleneck,
+    ambiguous: bool,
+    holdout: bool,
+    seed: int,
+    scrape_interval: float | None,
+    dcgm_fieldset: str | None,
+) -> Scenario:
     last: Scenario | None = None
     # The mechanism is drawn once, so that redraws do not favour the mechanisms that succeed easily.
     mechanism = str(_pick(rng, MECHANISMS[target]))

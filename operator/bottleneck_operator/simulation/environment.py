@@ -6,7 +6,7 @@ storage and CPU rates); it changes what the telemetry shows and how cleanly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,18 @@ class Environment:
         active_cache_frac: page cache of the files the job reads, on the active list, as a share of
             its memory cap: cAdvisor's working set counts it, so a Job with no memory pressure can show
             a working set near its limit.
+        dcgm_pipes: the counters file turns on the FP32/FP16 pipe activities (a custom one only).
+        dcgm_power_clocks: dcgm-exporter exports the enforced power limit and the clock-event reasons.
+        legacy_dcgm: dcgm-exporter is built on a DCGM before 3.3, which names the reasons
+            ``DCGM_FI_DEV_CLOCK_THROTTLE_REASONS``.
+        power_cap: the power limit the boards enforce, as a share of their default limit (the TDP):
+            below 1 on clusters that cap their GPUs, whether or not the limit is exported.
+        ib_ports: InfiniBand/RoCE ports node-exporter's infiniband collector reports per node (0: no
+            adapter, or the collector off); idle unless the job's collectives run over RDMA.
+        fp32_math: the job's kernels compute in FP32 on the SMs' FP32 pipes (TF32 off, no mixed
+            precision), not on the tensor pipes.
+        swapins_counted: the collector's kernel counts swap-ins per cgroup (``pswpin`` in memory.stat).
+        oom_kills: processes of the pod the OOM killer ends during the job (the trainer survives them).
     """
 
     dcgm_fieldset: str
@@ -95,6 +107,14 @@ class Environment:
     mmap_dataset: bool = False
     active_cache_frac: float = 0.0
     dataset_cached: bool = False
+    dcgm_pipes: bool = False
+    dcgm_power_clocks: bool = False
+    legacy_dcgm: bool = False
+    power_cap: float = 1.0
+    ib_ports: int = 0
+    fp32_math: bool = False
+    swapins_counted: bool = False
+    oom_kills: int = 0
 
 
 def sample_environment(
@@ -287,3 +307,58 @@ def _draw_rest(rng: np.random.Generator) -> dict[str, Any]:
         "gap_prob": float(rng.uniform(0.0, 0.3)),
         "counter_reset": bool(rng.random() < 0.03),
     }
+
+
+# Shares of clusters: the FP32/FP16 pipes where a custom counters file is on (the chart's turns them on),
+# the power limit and clock-event reasons with a custom file and, rarely, an operator's own; boards
+# capped below their default limit (power or cooling budgets); dcgm-exporter releases older than DCGM
+# 3.3; nodes with InfiniBand/RoCE adapters where the job's own traffic is Ethernet; node-exporter's
+# infiniband collector on (a default collector); kernels from 6.15 on (memory.stat's ``pswpin``).
+PIPES_SHARE = 0.6
+POWER_CLOCKS_SHARE = {"full": 0.7, "shipped": 0.15, "dev": 0.1}
+POWER_CAPPED_SHARE = 0.1
+LEGACY_DCGM_SHARE = 0.25
+IDLE_ADAPTERS_SHARE = 0.25
+IB_COLLECTOR_SHARE = 0.85
+SWAPINS_SHARE = 0.4
+FP32_MATH_SHARE = 0.1
+OOM_KILL_SHARE = 0.4  # of the Jobs under host memory pressure with a memory limit
+
+
+def draw_extras(
+    seed: int, env: Environment, *, mechanism: str, gpus_per_node: int
+) -> tuple[Environment, tuple[str, ...]]:
+    """The optional telemetry families and board settings around a drawn job, and their tags.
+
+    Drawn from a generator of their own (seeded by the job's seed), after everything else: every
+    earlier draw of a seeded set, and so every signal that existed before these, stays as it was.
+
+    Args:
+        seed: the job's seed.
+        env: its environment (field set, RDMA, memory limit already drawn).
+        mechanism: the mechanism that makes the target class the bound.
+        gpus_per_node: GPUs of each of its nodes (rail-optimised fabrics put one port beside each).
+
+    Returns:
+        (the environment with the extras, tags for the hard cases they make).
+    """
+    rng = np.random.default_rng([seed, 0xE7])
+    pipes = env.dcgm_fieldset == "full" and bool(rng.random() < PIPES_SHARE)
+    power_clocks = bool(rng.random() < POWER_CLOCKS_SHARE[env.dcgm_fieldset])
+    legacy = bool(rng.random() < LEGACY_DCGM_SHARE)
+    cap = float(rng.uniform(0.6, 0.9)) if rng.random() < POWER_CAPPED_SHARE else 1.0
+    adapters = env.rdma or bool(rng.random() < IDLE_ADAPTERS_SHARE)
+    collector = bool(rng.random() < IB_COLLECTOR_SHARE)
+    ports = int(rng.choice([1, 2, max(1, gpus_per_node // 2), gpus_per_node]))
+    # Small kernels and HBM streams keep the tensor pipes idle anyway: FP32 math is the compute-bound kind.
+    fp32 = mechanism not in ("mem-dram", "gpu-launch") and bool(rng.random() < FP32_MATH_SHARE)
+    swapins = bool(rng.random() < SWAPINS_SHARE)
+    kills = int(rng.integers(1, 4)) if rng.random() < OOM_KILL_SHARE else 0
+    if mechanism != "mem-host" or env.mem_limit_bytes is None:
+        kills = 0
+    extras = replace(
+        env, dcgm_pipes=pipes, dcgm_power_clocks=power_clocks, legacy_dcgm=legacy, power_cap=cap,
+        ib_ports=ports if adapters and collector else 0, fp32_math=fp32, swapins_counted=swapins, oom_kills=kills,
+    )  # fmt: skip
+    flags = (("power_capped", cap < 1.0), ("fp32_math", fp32), ("oom_kill", kills > 0))
+    return extras, tuple(t for t, on in flags if on)

@@ -4,6 +4,8 @@ Facts used (TELEMETRY.md): a CFS-throttled container leaves node CPUs partly idl
 object-store FUSE mount show as network receive bytes and iowait, never as block reads (node_disk_*,
 cAdvisor fs_reads, cgroup io.stat); memory pressure with swap shows as memory pressure stalls, up to
 tens of thousands of major faults a second and high system CPU from the kernel's swap work.
+RDMA (InfiniBand, RoCE) bypasses the kernel's network stack: its bytes show only on the adapters' port
+counters (node-exporter's infiniband collector).
 """
 
 from __future__ import annotations
@@ -371,3 +373,59 @@ def _node_memory_psi(c: _Step, ph: _PodHost, node_faults: F, mem_stall: F, overs
     node_psi["mem_full"] = node_psi["mem_some"] * 0.5
     for k, v in node_psi.items():
         st.node[f"psi_{k}_c"] = cumulative(np.clip(_jit(rng, v, 0.05), 0, 1), dt, rng.uniform(1e3, 1e6, (N, 1)))
+
+
+def host_extras(
+    sc: Scenario,
+    st: JobState,
+    side: np.random.Generator,
+    *,
+    x: dict[str, F],
+    step: F,
+    sps: F,
+    a: F,
+    evaluation: F,
+    rel: F,
+    dt: F,
+    N: int,
+) -> None:
+    """The host quantities added after the first ones, from their own generator ``side``: the pods'
+    swap-ins and OOM kills, and the nodes' RDMA port counters (arguments as :func:`host_state`'s)."""
+    P, n = step.shape
+    env = sc.env
+    # Pages back from swap: the memory-pressure faults of a pod with swap to fault from (each swap-in
+    # fault reads its page and, with swap readahead, up to seven neighbours); none without swap.
+    pressure_faults = sps * sc.gpus_per_pod * sc.faults_per_sample
+    pages = side.uniform(1.0, 4.0) if env.swap_bytes > 0 else 0.0
+    st.pod["swapin_c"] = cumulative(_jit(side, pressure_faults * pages, 0.1), dt)
+    # The OOM killer ends a process of a pod at its memory limit now and then (a loader worker, a
+    # tokenizer): the trainer goes on, the counter steps.
+    kills = np.zeros((P, n))
+    busy = np.flatnonzero(rel > env.startup_s)
+    for _ in range(env.oom_kills if busy.size else 0):
+        kills[int(side.integers(P)), int(side.choice(busy))] += 1.0
+    st.pod["oom_c"] = np.cumsum(kills, axis=-1)
+    _node_rdma(sc, st, side, step=step, a=a, evaluation=evaluation, dt=dt, N=N)
+
+
+def _node_rdma(
+    sc: Scenario, st: JobState, side: np.random.Generator, *, step: F, a: F, evaluation: F, dt: F, N: int
+) -> None:
+    """Bytes each InfiniBand/RoCE port of the nodes moves: the job's collectives over RDMA, split
+    across the ports (NCCL spreads its rings over the rails), on top of the fabric's management
+    traffic; idle adapters carry only that."""
+    ports = sc.env.ib_ports
+    if not ports:
+        return
+    n = step.shape[1]
+    per_node = np.zeros((N, n))
+    if sc.env.rdma and sc.n_nodes > 1:
+        inter = 2 * (sc.n_nodes - 1) / sc.n_nodes * sc.grad_bytes
+        per_pod = (a * (1 - evaluation) * inter / step) / sc.pods_per_node
+        per_node = _node_sum(per_pod, st.pod_node, N)
+    share = np.clip(1.0 + side.normal(0.0, 0.05, (N, ports, 1)), 0.5, 1.5)
+    share = share / share.sum(axis=1, keepdims=True)
+    for key in ("ib_rx_c", "ib_tx_c"):
+        idle = side.uniform(2e3, 5e4, (N, ports, n))
+        rate = _jit(side, per_node[:, None, :] * share, 0.03) + idle
+        st.node[key] = cumulative(rate, dt, side.uniform(1e12, 1e15, (N, ports, 1)))

@@ -14,7 +14,8 @@ import numpy as np
 
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.simulation import catalog as cat
-from bottleneck_operator.simulation.hostside import host_state
+from bottleneck_operator.simulation import dcgm
+from bottleneck_operator.simulation.hostside import host_extras, host_state
 from bottleneck_operator.simulation.scenario import Scenario
 from bottleneck_operator.simulation.state import EXPORTERS, B, F, JobState, rounded
 
@@ -87,6 +88,9 @@ def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) 
         The state, deterministic for ``sc.seed``.
     """
     rng = np.random.default_rng([sc.seed, 7])
+    # What came after the first signals (FP32/FP16 pipes, board clocks and limits, swap-ins, OOM kills,
+    # RDMA port counters) draws from its own generator: every earlier signal of a seed stays as it was.
+    side = np.random.default_rng([sc.seed, 0xE8])
     env = sc.env
     si = env.scrape_interval
     t0 = np.ceil(start / si) * si
@@ -107,9 +111,11 @@ def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) 
     a = active
     dt = np.diff(t, prepend=t[0] - si)
     sm, tensor, dram = _gpu_activity(sc, st, rng, x, step, wait, a, rel)
+    fp32 = _gpu_pipes(sc, st, side, sm)
     _gpu_transfers(sc, st, rng, a * (1 - evaluation), step, sps)
-    _gpu_memory_power(sc, st, rng, rel, sm, tensor, dram)
+    _gpu_memory_power(sc, st, (rng, side), rel, sm, tensor, dram, fp32)
     host_state(sc, st, rng, x=x, step=step, sps=sps, a=a, evaluation=evaluation, ckpt=ckpt, rel=rel, dt=dt, N=N)
+    host_extras(sc, st, side, x=x, step=step, sps=sps, a=a, evaluation=evaluation, rel=rel, dt=dt, N=N)
     _hold_dcgm(st, env.dcgm_collect_s, si, float(rng.uniform(0.0, env.dcgm_collect_s)))
     if env.counter_reset and n > 10:
         # node-exporter restarts on the first node: its counters start again from zero (rate() copes).
@@ -212,13 +218,32 @@ def _gpu_activity(
     if sc.kernel_duty < 1:  # a few warps a kernel: 0.03 and 0.13 of SM activity (gpu-launch, gpu-launch-wide)
         occ = np.full(occ.shape, rng.uniform(0.02, 0.15))
     st.gpu["sm_occupancy"] = _per_gpu(rng, sm * occ, G, 0.06, 0.0, 1.0)
-    tensor = u * sc.tensor_eff * x["flops"] / kernel
+    # FP32 math (TF32 off, no mixed precision) runs on the SMs' FP32 pipes: tensor 0.0 on an H200's fp32
+    # products (tests/data/gpu-compute-fp32)
+    tensor = u * sc.tensor_eff * x["flops"] / kernel * (0.0 if sc.env.fp32_math else 1.0)
     st.gpu["tensor_active"] = _per_gpu(rng, tensor, G, 0.06, 0.0, 1.0)
     # DRAM activity: ~0.8 is the practical peak of HBM/GDDR (DCGM profiling documentation).
     dram = u * np.minimum(0.8 * x["dram"] / kernel, 0.92)
     st.gpu["dram_active"] = _per_gpu(rng, dram, G, 0.05, 0.0, 0.95)
     st.gpu["mem_copy_util"] = rounded(np.minimum(st.gpu["dram_active"] * rng.uniform(0.9, 1.2) * 100, 100.0))
     return sm, tensor, dram
+
+
+def _gpu_pipes(sc: Scenario, st: JobState, side: np.random.Generator, sm: F) -> F:
+    """FP32 and FP16 pipe activity per GPU; returns the FP32 pipes' per pod and sample.
+
+    On an H200 (tests/data, DCGM's pipe fields through NVML's GPM): fp32 products with TF32 off kept the
+    FP32 pipes 0.76 active at SM activity 0.97; a transformer's layer norms and activations 0.03 at 0.86,
+    fp32 HBM streams 0.01, bf16 products 0.0; the FP16 pipes stayed at 0.0 in every loop (bf16 math runs
+    on the tensor pipes, its elementwise ops in FP32). Loops in fp16 mixed precision run some of their
+    elementwise ops on the FP16 pipes.
+    """
+    fp32_eff = side.uniform(0.7, 0.85) if sc.env.fp32_math else side.uniform(0.005, 0.06)
+    fp16_eff = side.uniform(0.005, 0.05) if side.random() < 0.4 and not sc.env.fp32_math else 0.0
+    fp32 = sm * fp32_eff
+    st.gpu["fp32_active"] = _per_gpu(side, fp32, sc.gpus_per_pod, 0.05, 0.0, 1.0)
+    st.gpu["fp16_active"] = _per_gpu(side, sm * fp16_eff, sc.gpus_per_pod, 0.05, 0.0, 1.0)
+    return np.asarray(fp32)
 
 
 def _gpu_transfers(sc: Scenario, st: JobState, rng: np.random.Generator, training: F, step: F, sps: F) -> None:
@@ -242,8 +267,19 @@ def _gpu_transfers(sc: Scenario, st: JobState, rng: np.random.Generator, trainin
     st.gpu["nvlink_total"] = (st.gpu["nvlink_tx"] + st.gpu["nvlink_rx"]) / cat.NVLINK_TOTAL_UNIT_BYTES
 
 
-def _gpu_memory_power(sc: Scenario, st: JobState, rng: np.random.Generator, rel: F, sm: F, tensor: F, dram: F) -> None:
-    """Framebuffer use, power draw and SM clock (lowered to hold the power limit)."""
+def _gpu_memory_power(
+    sc: Scenario,
+    st: JobState,
+    rngs: tuple[np.random.Generator, np.random.Generator],
+    rel: F,
+    sm: F,
+    tensor: F,
+    dram: F,
+    fp32: F,
+) -> None:
+    """Framebuffer use, power draw and SM clock (lowered to hold the power limit), the limit and the
+    clock-event reasons; ``rngs``: the job's generator and the one of what came later (see ``simulate``)."""
+    rng, side = rngs
     env = sc.env
     kind = cat.GPU_KINDS[sc.gpu]
     fb_total_mib = kind.spec.memory_gb * 1e9 / cat.MIB
@@ -257,12 +293,26 @@ def _gpu_memory_power(sc: Scenario, st: JobState, rng: np.random.Generator, rel:
     # issuing anything some, HBM traffic a little. An H200 drew 0.99 of its limit under bf16 matmuls
     # (their demand is above it), 0.72 streaming HBM, 0.19-0.30 launching tiny kernels and 0.18 idle
     # with a context held (tests/data/gpu-compute, gpu-hbm, gpu-launch*, gpu-io; recordings/README.md).
-    demand = kind.idle_w + kind.tdp_w * (0.42 * sm + 0.75 * tensor + 0.15 * dram)
+    # FP32 math draws about as much from the FP32 pipes: 0.99 of the limit at the full clock for fp32
+    # products (gpu-compute-fp32); the few FP32 ops of mixed-precision loops are in the fits above.
+    fp32_draw = 0.65 * fp32 if env.fp32_math else 0.0
+    demand = kind.idle_w + kind.tdp_w * (0.42 * sm + 0.75 * tensor + 0.15 * dram + fp32_draw)
     demand = _per_gpu(rng, demand, sc.gpus_per_pod, 0.03, kind.idle_w * 0.9)
+    # The limit the board enforces: its default (the TDP), or lower where the cluster caps its boards.
+    limit = kind.tdp_w * env.power_cap
     # the board holds its limit from just under it (687-694 W of 700), not at one repeated value
-    st.gpu["power"] = demand / (1.0 + (demand / kind.tdp_w) ** 16) ** (1 / 16)
+    st.gpu["power"] = demand / (1.0 + (demand / limit) ** 16) ** (1 / 16)
+    st.gpu["power_limit"] = np.full(demand.shape, limit)
     # Above the limit the clock falls until the draw fits: 0.75 of 1980 MHz on that H200. A GPU that
     # holds a CUDA context idles at its maximum clock (every starved loop there).
     steep = rng.uniform(1.0, 1.3)
-    clock = kind.boost_mhz * np.minimum(1.0, kind.tdp_w / demand) ** steep
-    st.gpu["sm_clock"] = rounded(clock / 15) * 15
+    held = np.minimum(1.0, limit / demand) ** steep
+    # Power management moves the clock a few bins from sample to sample and boards boost differently,
+    # healthy or not: a clock a little under the maximum says nothing by itself (at most 2.5 % per
+    # board, 2 % per sample here, so a busy board off its limit stays above 0.95 of its maximum).
+    board = side.uniform(0.975, 1.0, size=(*demand.shape[:2], 1))
+    wander = 1.0 - np.minimum(np.abs(side.normal(0.0, 0.008, size=demand.shape)), 0.02)
+    st.gpu["sm_clock"] = rounded(kind.boost_mhz * held * board * wander / 15) * 15
+    # NVML's reasons: the software power cap while it holds the clock down, idle while nothing runs.
+    capping = np.where(held < 0.995, dcgm.REASON_SW_POWER_CAP, 0)
+    st.gpu["clock_reasons"] = np.asarray(capping + np.where(st.gpu["gpu_util"] < 1.0, dcgm.REASON_IDLE, 0), float)

@@ -16,6 +16,7 @@ from bottleneck_operator.telemetry.grid import Grid
 from bottleneck_operator.telemetry.plausibility import drop_implausible_nvlink
 from bottleneck_operator.telemetry.store import MODE_PREFIX, Pod, PodKey, Store, WindowRequest
 
+_NODE_FAMILIES = (Family.NODE, Family.NODE_PSI, Family.NODE_IB)  # node-exporter's
 # Preference when one scrape interval must describe the window: the GPU series matter most.
 _INTERVAL_PREFERENCE = (sq.Group.DCGM, sq.Group.CADVISOR, sq.Group.SIDECAR, sq.Group.NODE, sq.Group.KSM)
 
@@ -113,7 +114,7 @@ def _pod_window(
         node_signals = store.node_signals.get(info.node, {})
         signals.update(al.take_many(((n, c) for n, c in node_signals.items() if n in SIGNALS), lo, hi, grids))
         signals.update(_cpu_shares(node_signals, lo, hi, grids))
-        if not any(SIGNALS[n].family in (Family.NODE, Family.NODE_PSI) for n in signals):
+        if not any(SIGNALS[n].family in _NODE_FAMILIES for n in signals):
             notes.append(
                 f"no node-exporter series for node {info.node} (node_uname_info join or node_exporter_node_label)"
             )

@@ -61,6 +61,28 @@ def _dcgm_avg(metric: str, scale: float = 1.0) -> Callable[[QueryContext], str]:
     return build
 
 
+# dcgm-exporter's name for NVML's clock-event reasons (DCGM >= 3.3) and the name releases built on an
+# older DCGM publish the same field (112) under; a counters file lists the one its release knows.
+CLOCK_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
+
+
+def slowdown_test(x: str) -> str:
+    """1 where the reasons bitmask ``x`` has a bit that slows a loaded GPU, else 0 (PromQL has no bit operators).
+
+    NVML's bits: 0x1 GPU idle, 0x2 application clocks setting, 0x4 SW power cap, 0x8 HW slowdown,
+    0x10 sync boost, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake, 0x100 display clocks.
+    ``floor(x / 4) % 4`` is bits 0x4 and 0x8, ``floor(x / 32) % 8`` bits 0x20 to 0x80.
+    """
+    return f"(floor({x} / 4) % 4 + floor({x} / 32) % 8 > bool 0)"
+
+
+def _clock_slowdown(c: QueryContext) -> str:
+    # One series per GPU after the test (arithmetic drops the metric name): where a GPU carries both
+    # names (an exporter upgraded mid-window), ``or`` keeps the newer name's sample.
+    tests = [slowdown_test(c.last(Group.DCGM, c.dcgmsel(name))) for name in CLOCK_REASONS]
+    return f"avg by ({c.dcgm_by}) ({' or '.join(tests)})"
+
+
 def _fb_used_frac(c: QueryContext) -> str:
     used = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_FB_USED"))
     free = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_FB_FREE"))
@@ -301,6 +323,10 @@ CATALOG: tuple[Entry, ...] = (
     Entry("sm_occupancy", G.DCGM, _dcgm_avg("DCGM_FI_PROF_SM_OCCUPANCY")),
     Entry("nvlink_tx_bps", G.DCGM, _dcgm_avg("DCGM_FI_PROF_NVLINK_TX_BYTES")),
     Entry("nvlink_rx_bps", G.DCGM, _dcgm_avg("DCGM_FI_PROF_NVLINK_RX_BYTES")),
+    Entry("fp32_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_PIPE_FP32_ACTIVE")),
+    Entry("fp16_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_PIPE_FP16_ACTIVE")),
+    Entry("power_limit_w", G.DCGM, _dcgm_avg("DCGM_FI_DEV_POWER_MGMT_LIMIT")),
+    Entry("clock_slowdown_frac", G.DCGM, _clock_slowdown),
     Entry(INTERNAL_GPUS, G.DCGM, _gpus),
     Entry(INTERNAL_UNMAPPED, G.DCGM, _unmapped_gpus),
     # kubelet/cAdvisor: the workload containers of the pod
@@ -340,6 +366,9 @@ CATALOG: tuple[Entry, ...] = (
     Entry("node_psi_io_full", G.NODE, _node_agg("max", "node_pressure_io_stalled_seconds_total")),
     Entry("node_psi_mem_some", G.NODE, _node_agg("max", "node_pressure_memory_waiting_seconds_total")),
     Entry("node_psi_mem_full", G.NODE, _node_agg("max", "node_pressure_memory_stalled_seconds_total")),
+    # RDMA (InfiniBand, RoCE) bytes of every HCA port of the node: traffic the netdev counters never see
+    Entry("ib_rx_bps", G.NODE, _node_agg("sum", "node_infiniband_port_data_received_bytes_total"), "sum"),
+    Entry("ib_tx_bps", G.NODE, _node_agg("sum", "node_infiniband_port_data_transmitted_bytes_total"), "sum"),
     # the collector sidecar (its pod's own cgroup)
     Entry("sc_cpu_cores", G.SIDECAR, _sc_rate("bottleneck_sidecar_cpu_usage_seconds_total")),
     Entry("sc_throttled_frac", G.SIDECAR, _sc_throttled),
@@ -350,6 +379,8 @@ CATALOG: tuple[Entry, ...] = (
     Entry("sc_psi_mem_full", G.SIDECAR, _psi("memory", "stalled")),
     Entry("sc_io_read_bps", G.SIDECAR, _sc_rate("bottleneck_sidecar_io_read_bytes_total")),
     Entry("sc_majfault_ps", G.SIDECAR, _sc_rate("bottleneck_sidecar_memory_major_faults_total")),
+    Entry("sc_swapin_ps", G.SIDECAR, _sc_rate("bottleneck_sidecar_memory_swapins_total")),
+    Entry("sc_oom_kills", G.SIDECAR, _sc_rate("bottleneck_sidecar_memory_oom_kills_total")),
     Entry("sc_procs_running", G.SIDECAR, _sc_gauge("bottleneck_sidecar_processes", 'state="running"')),
     Entry("sc_procs_iowait", G.SIDECAR, _sc_gauge("bottleneck_sidecar_processes", 'state="iowait"')),
     Entry("sc_procs_busy", G.SIDECAR, _sc_gauge("bottleneck_sidecar_busy_processes")),

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.settings import LabelSettings, Settings
-from bottleneck_operator.telemetry.catalog import tag
+from bottleneck_operator.telemetry.catalog import CLOCK_REASONS, tag
 from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.layouts import Layout, detect, with_matchers
 from bottleneck_operator.telemetry.names import add_matchers, quote, validate_k8s_name
@@ -91,6 +91,9 @@ def _queries(labels: LabelSettings, namespace: str | None) -> dict[str, tuple[st
         "dcgm_shipped": (sel("DCGM_FI_PROF_GR_ENGINE_ACTIVE", *mapped), "present"),
         "dcgm_sm": (sel("DCGM_FI_PROF_SM_ACTIVE", *mapped), "present"),
         "dcgm_nvlink": (sel("DCGM_FI_PROF_NVLINK_TX_BYTES", *mapped), "present"),
+        "dcgm_pipes": (sel("DCGM_FI_PROF_PIPE_FP32_ACTIVE", *mapped), "present"),
+        "dcgm_power_limit": (sel("DCGM_FI_DEV_POWER_MGMT_LIMIT", *mapped), "present"),
+        **{f"dcgm_reasons_{i}": (sel(name, *mapped), "present") for i, name in enumerate(CLOCK_REASONS)},
         "ksm": (sel("kube_pod_info", *ns), "interval"),
         "ksm_limits": (sel("kube_pod_container_resource_limits", *ns), "present"),
         "cadvisor": (sel("container_cpu_usage_seconds_total", 'container!=""', *ns), "interval"),
@@ -98,6 +101,7 @@ def _queries(labels: LabelSettings, namespace: str | None) -> dict[str, tuple[st
         "cadvisor_psi": (sel("container_pressure_cpu_waiting_seconds_total", 'pod!=""', *ns), "present"),
         "node": (sel("node_cpu_seconds_total", 'mode="idle"'), "interval"),
         "node_psi": (sel("node_pressure_cpu_waiting_seconds_total"), "present"),
+        "node_ib": (sel("node_infiniband_port_data_received_bytes_total"), "present"),
         "sidecar": (sel("bottleneck_sidecar_info", *ns), "interval"),
     }
 
@@ -137,9 +141,16 @@ def _dcgm(found: dict[str, float], layout: Layout) -> Finding:
             "(serviceMonitor.enabled=true); keep honorLabels as it is: the operator reads either layout",
         )  # fmt: skip
     fields = "full" if "dcgm_sm" in found else "shipped counters" if "dcgm_shipped" in found else "DEV only"
-    what = f"{layout.dcgm}, host label {layout.dcgm_host}, fields: {fields}, {_interval(found, 'dcgm_fb')}"
+    extras, adds = _dcgm_extras(found)
+    what = f"{layout.dcgm}, host label {layout.dcgm_host}, fields: {fields}{extras}, {_interval(found, 'dcgm_fb')}"
     if fields == "full":
-        return Finding("dcgm-exporter", "ok", True, what, can="every class from GPU activity, tensor, DRAM, PCIe, SM")
+        return Finding(
+            "dcgm-exporter",
+            "ok",
+            True,
+            what,
+            can="every class from GPU activity, tensor, DRAM, PCIe, SM" + adds,
+        )
     missing = "SM activity/occupancy and NVLink bytes" if fields == "shipped counters" else "every PROF field"
     return Finding(
         "dcgm-exporter", "degraded", True, what,
@@ -149,8 +160,26 @@ def _dcgm(found: dict[str, float], layout: Layout) -> Finding:
         "dcgm-exporter's namespace), then GPU Operator: dcgmExporter.config.name=bottleneck-dcgm-counters; "
         "dcgm-exporter's chart: mount the ConfigMap and add arguments [-f, /etc/dcgm-exporter/custom-counters.csv]. "
         "Own file: add the lines 'DCGM_FI_PROF_SM_ACTIVE, gauge, SM active ratio.' and "
-        "'DCGM_FI_PROF_SM_OCCUPANCY, gauge, SM occupancy ratio.'",
+        "'DCGM_FI_PROF_SM_OCCUPANCY, gauge, SM occupancy ratio.' (the chart's file also turns on the power "
+        "limit, the clock-event reasons and the FP32/FP16 pipes)",
     )  # fmt: skip
+
+
+# The optional DCGM fields a counters file may add beside a field set: (probes, as found, what they add).
+_DCGM_EXTRAS = (
+    (
+        ("dcgm_power_limit", *(f"dcgm_reasons_{i}" for i in range(len(CLOCK_REASONS)))),
+        "power limit/clock reasons",
+        "a board's enforced power limit and why its clock is lowered",
+    ),
+    (("dcgm_pipes",), "FP32/FP16 pipes", "FP32/FP16 math beside the tensor pipes"),
+)
+
+
+def _dcgm_extras(found: dict[str, float]) -> tuple[str, str]:
+    """(" + <found>" for each optional field group found, "; <what it adds>" for each)."""
+    on = [(what, adds) for probes, what, adds in _DCGM_EXTRAS if any(p in found for p in probes)]
+    return "".join(f" + {what}" for what, _ in on), "".join(f"; {adds}" for _, adds in on)
 
 
 def _ksm(found: dict[str, float], layout: Layout) -> Finding:
@@ -196,6 +225,7 @@ def _node(found: dict[str, float], layout: Layout) -> Finding:
             fix="install node-exporter (kube-prometheus-stack: nodeExporter.enabled=true)",
         )  # fmt: skip
     what = f"join: {layout.node}, {_interval(found, 'node')}" + ("" if "node_psi" in found else ", no PSI")
+    what += ", InfiniBand ports" if "node_ib" in found else ""
     if layout.node == "no-join":
         return Finding(
             "node-exporter", "degraded", False, what,
@@ -204,7 +234,9 @@ def _node(found: dict[str, float], layout: Layout) -> Finding:
             fix="set labelMapping.nodeExporterNodeLabel after adding the node name with a relabeling on "
             "node-exporter's ServiceMonitor: {sourceLabels: [__meta_kubernetes_pod_node_name], targetLabel: node}",
         )  # fmt: skip
-    return Finding("node-exporter", "ok", False, what, can="host CPU, iowait, disk, network, memory and pressure")
+    can = "host CPU, iowait, disk, network, memory and pressure"
+    can += "; RDMA (InfiniBand, RoCE) traffic the network interfaces do not see" if "node_ib" in found else ""
+    return Finding("node-exporter", "ok", False, what, can=can)
 
 
 def _sidecar(found: dict[str, float], _: Layout) -> Finding:

@@ -240,7 +240,11 @@ class LayoutCache:
         self, client: PrometheusClient, configured: LabelSettings, layout: Layout, windows: Iterable[JobWindow]
     ) -> None:
         """After a pass: forget the layout when a family it found held nothing for Jobs that have pods."""
-        expected = {"dcgm": (Family.DCGM_DEV,), "node": (Family.NODE, Family.NODE_PSI), "cadvisor": (Family.CADVISOR,)}
+        expected = {
+            "dcgm": (Family.DCGM_DEV,),
+            "node": (Family.NODE, Family.NODE_PSI, Family.NODE_IB),
+            "cadvisor": (Family.CADVISOR,),
+        }
         found = layout.describe()
         with_pods = [w for w in windows if w.pods]
         if not with_pods:

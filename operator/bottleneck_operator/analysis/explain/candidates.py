@@ -56,22 +56,6 @@ IDLE = Candidate(
 CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
     Bottleneck.IO: (
         Candidate(
-            "node_cpu_iowait_frac.mean",
-            "node_cpu_iowait_frac",
-            "ratio",
-            0.3,
-            0.03,
-            "CPUs sat in iowait {v} of the time (typical under {r} is a healthy input pipeline's ceiling).",
-        ),
-        Candidate(
-            "node_psi_io_some.mean",
-            "node_psi_io_some",
-            "ratio",
-            0.5,
-            0.05,
-            "Tasks on the node were stalled on IO {v} of the time (IO pressure); {r} counts as severe.",
-        ),
-        Candidate(
             "sc_psi_io_some.mean",
             "sc_psi_io_some",
             "ratio",
@@ -86,14 +70,6 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.5,
             0.05,
             "{v} of the trainer's busy processes were blocked in disk/network reads (state D).",
-        ),
-        Candidate(
-            "node_disk_busy_frac.mean",
-            "node_disk_busy_frac",
-            "ratio",
-            0.9,
-            0.3,
-            "The busiest local disk was busy {v} of the time; near {r} it is saturated.",
         ),
         Candidate(
             "read_rel_peak.p50",
@@ -179,14 +155,6 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.NVLINK,
         ),
         Candidate(
-            "util_gap.mean",
-            "gpu_util_minus_sm_active",
-            "ratio",
-            0.5,
-            0.15,
-            "GPU_UTIL exceeded SM/graphics activity by {v}: kernels such as NCCL collectives kept the GPU 'busy' without computing.",
-        ),
-        Candidate(
             "net_symmetry.mean",
             "node_net_rx_tx_symmetry",
             "ratio",
@@ -204,6 +172,15 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "The nodes' network moved {v} per GPU.",
             mechanism=Mechanism.NETWORK,
         ),
+        Candidate(
+            "log_ib_per_gpu.mean",
+            "node_infiniband_bytes_per_gpu",
+            "log10 B/s",
+            9.0,
+            7.5,
+            "The nodes' InfiniBand/RoCE ports moved {v} per GPU (RDMA, which netdev counters never see).",
+            mechanism=Mechanism.NETWORK,
+        ),
     ),
     Bottleneck.GPU: (
         Candidate(
@@ -219,7 +196,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
         # what math draws, read without the profiling fields too: bf16 matmuls held an H200 at 0.99 of
         # its limit, a GPU waiting or launching tiny kernels drew 0.18-0.30 (tests/data/gpu-compute)
         Candidate(
-            "power_tdp_frac.mean",
+            "power_limit_frac.mean",
             "power_of_limit",
             "ratio",
             0.95,
@@ -247,21 +224,21 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.HBM_BANDWIDTH,
         ),
         Candidate(
-            "mem_copy_util.mean",
-            "mem_copy_util",
-            "ratio",
-            0.9,
-            0.6,
-            "The GPU memory interface was busy {v} of the time (MEM_COPY_UTIL, which reads high under moderate traffic).",
-            mechanism=Mechanism.HBM_BANDWIDTH,
+            "sc_log_swapin.mean",
+            "sc_swapin_ps",
+            "log10 1/s",
+            3.0,
+            0.5,
+            "The pod's pages came back from swap at {v} per second.",
+            mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
         Candidate(
-            "node_psi_mem_some.mean",
-            "node_psi_mem_some",
-            "ratio",
-            0.3,
-            0.02,
-            "Tasks on the node stalled on memory {v} of the time (reclaim/swap).",
+            "sc_oom_kills.mean",
+            "sc_oom_kills",
+            "1/s",
+            0.01,
+            0.0,
+            "The OOM killer ended the pod's processes ({v} per second on average).",
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
         Candidate(
@@ -274,30 +251,12 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
         Candidate(
-            "log_majfault.mean",
-            "node_majfault_ps",
-            "log10 1/s",
-            4.0,
-            2.0,
-            "Major page faults ran at {v} per second (pages read back from disk or swap).",
-            mechanism=Mechanism.HOST_MEMORY_PRESSURE,
-        ),
-        Candidate(
             "mem_limit_frac.mean",
             "mem_working_set_vs_limit",
             "ratio",
             0.95,
             0.8,
             "The working set was {v} of the memory limit.",
-            mechanism=Mechanism.HOST_MEMORY_PRESSURE,
-        ),
-        Candidate(
-            "node_swap_used_frac.mean",
-            "node_swap_used_frac",
-            "ratio",
-            0.5,
-            0.05,
-            "{v} of the node's swap was in use.",
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
     ),

@@ -22,11 +22,17 @@ from operator import attrgetter
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.analysis.derived import derived_columns
-from bottleneck_operator.analysis.gather import gather
-from bottleneck_operator.analysis.hardware import spec_for
-from bottleneck_operator.analysis.series_names import BANDED, SERIES, SERIES_INDEX
-from bottleneck_operator.analysis.stats import nan_segment_mean, quantile_ranks, row_means, row_peaks, summarise_rows
+from bottleneck_operator.analysis.features.derived import derived_columns
+from bottleneck_operator.analysis.features.gather import gather
+from bottleneck_operator.analysis.features.hardware import spec_for
+from bottleneck_operator.analysis.features.series_names import BANDED, SERIES, SERIES_INDEX
+from bottleneck_operator.analysis.features.stats import (
+    nan_segment_mean,
+    quantile_ranks,
+    row_means,
+    row_peaks,
+    summarise_rows,
+)
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 STATS: tuple[str, ...] = ("mean", "p10", "p50", "p90", "cv")
@@ -44,11 +50,12 @@ POD_SPREAD: tuple[str, ...] = (
     "node_psi_mem_some",
     "log_net_per_gpu",
     "mem_limit_frac",
-    "clock_frac",  # one throttled GPU holds back the others (they wait for it in the collectives)
+    "clock_rel_peak",
 )
 EXTRA: tuple[str, ...] = (
     "act_low_share",  # share of samples with GPU activity < 0.3
     "act_pod_spread",  # max - min of the pods' mean activity
+    "clock_peer_min",  # the slowest pod's mean clock over the fastest's: a straggler among its peers
     "n_pods",
     "n_nodes",
     "gpus_per_pod",
@@ -91,6 +98,9 @@ CONTEXT_SERIES: tuple[str, ...] = (
     # cAdvisor's working set counts active page cache: a pod reading a cached dataset sits near its
     # limit with no memory stall at all; pressure (PSI, refaults, swap-in) is what stalls it
     "mem_limit_frac",
+    # a clock in MHz is the part's and its power management's: the classifier reads it against the
+    # Job's peers (clock_peer_min) and the pod's own range (clock_rel_peak)
+    "sm_clock_mhz",
     *BANDED,  # read by the classifier with their background removed (``<name>_band``)
 )
 # The statistics a context series enters the row with: the ones the evidence and the report read. The
@@ -285,7 +295,12 @@ def features_from_pods(
         )
     )
     x[rows, base + 1] = np.where(meta[:, 0] > 1, spread, 0.0)
-    x[rows, base + 2 :] = meta
+    clocks = stats[:, SERIES_INDEX["sm_clock_mhz"], 0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        peer = np.fmin.reduceat(clocks, starts) / np.fmax.reduceat(clocks, starts)
+    # a lone pod has no peers to be slower than
+    x[rows, base + 2] = np.where(meta[:, 0] > 1, peer, np.nan)
+    x[rows, base + 3 :] = meta
     return x
 
 

@@ -3,20 +3,21 @@
 Recommendations are chosen by the signals that appear in the evidence (:mod:`.evidence`), so each one
 names what justifies it; advice tied to no signal is general and comes last. Each piece of advice
 carries a precondition (a predicate next to it): more DataLoader workers only when the job's cgroup
-has CPU headroom and its node has idle cores; pinned host memory never for peer-to-peer or GPUDirect
+has CPU headroom, its node has idle cores and the collector counts a process at a full core; pinned host memory never for peer-to-peer or GPUDirect
 traffic, which does not pass through pageable host memory; more or faster GPUs never for a job bound
-by kernel launches, and lower precision only while the tensor pipes have room.
+by kernel launches; lower precision only where the FP32/FP16 pipes show math the tensor pipes could
+take; a larger memory limit only with the pod's own memory pressure, swap-ins or OOM kills.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from bottleneck_operator.analysis.collective_waits import slowed_clock
-from bottleneck_operator.analysis.features import value
-from bottleneck_operator.analysis.kernel_time import LAUNCH_GAP, launch_gap
-from bottleneck_operator.analysis.summary import JobSummary
+from bottleneck_operator.analysis.checks.reads import Reads
+from bottleneck_operator.analysis.features.extract import value
+from bottleneck_operator.analysis.features.kernel_time import LAUNCH_GAP, launch_gap
+from bottleneck_operator.analysis.features.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation
 from bottleneck_operator.contract.window import FloatArray
 
@@ -26,12 +27,12 @@ NODE_IDLE = 0.8  # node CPU busy share below which the node has idle cores to gi
 
 @dataclass(frozen=True)
 class Facts:
-    """What preconditions read: the job's totals, its feature row and the GPUs' busy share over
-    training samples (the step account's, which the verdict's checks read too; None without it)."""
+    """What preconditions read: the job's totals, its feature row and the window's measured quantities
+    (the ones the vetoes read)."""
 
     summary: JobSummary
     x: FloatArray
-    busy: float | None = None
+    reads: Reads = field(default_factory=Reads)
 
     def f(self, name: str) -> float | None:
         return value(self.x, name)
@@ -51,8 +52,10 @@ def node_has_idle_cores(k: Facts) -> bool:
 
 
 def more_workers_help(k: Facts) -> bool:
-    """More loader processes can run: the cgroup has headroom and the node has idle cores."""
-    return cgroup_has_headroom(k) and node_has_idle_cores(k)
+    """More loader processes can run and the loaders say they are short: the cgroup has headroom, the
+    node has idle cores, and the collector counts trainer processes each at a full core."""
+    busy = k.reads.procs_busy
+    return busy is not None and busy >= 1.0 and cgroup_has_headroom(k) and node_has_idle_cores(k)
 
 
 def one_core_per_process(k: Facts) -> bool:
@@ -82,9 +85,8 @@ def host_memory_pressure(k: Facts) -> bool:
     working set at the limit say so by itself: cAdvisor counts active page cache in it, which a pod
     reading a cached dataset fills to the limit without a stall.
     """
-    psi = max(k.f("sc_psi_mem_some.mean") or 0.0, k.f("node_psi_mem_some.mean") or 0.0)
-    faults = k.f("log_majfault.mean") or 0.0
-    return psi >= 0.05 or faults >= 2.5
+    r = k.reads
+    return (r.mem_wait or 0.0) >= 0.05 or (r.swapins or 0.0) > 0.0 or (r.oom_kills or 0.0) > 0.0
 
 
 def launch_bound(k: Facts) -> bool:
@@ -94,8 +96,8 @@ def launch_bound(k: Facts) -> bool:
 
 
 def slowed_gpu(k: Facts) -> bool:
-    """A pod's GPUs run below their clock with power to spare: heat or a hardware slowdown, not the work."""
-    return slowed_clock(k.f, k.busy) is not None
+    """The GPUs reported a power-cap, thermal or hardware slowdown (DCGM's clock-event reasons)."""
+    return (k.reads.slowdown or 0.0) > 0.0
 
 
 def compute_bound(k: Facts) -> bool:
@@ -108,9 +110,14 @@ TENSOR_BUSY = 0.5  # tensor-pipe activity from which lower precision has little 
 
 
 def tensor_pipes_underused(k: Facts) -> bool:
-    """Tensor pipes active under ``TENSOR_BUSY`` (or unmeasured): BF16/FP16/TF32 math has room to help."""
-    tensor = k.f("tensor_active.mean")
-    return tensor is None or tensor < TENSOR_BUSY
+    """The FP32/FP16 pipes carry math the tensor pipes could take: more non-tensor than tensor activity,
+    with tensor pipes under ``TENSOR_BUSY``. Without the pipe fields nothing shows non-tensor math."""
+    r = k.reads
+    pipes = [v for v in (r.fp32, r.fp16) if v is not None]
+    if not pipes:
+        return False
+    tensor = r.tensor or 0.0
+    return max(pipes) > tensor and tensor < TENSOR_BUSY
 
 
 def _always(_k: Facts) -> bool:
@@ -327,7 +334,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
 
 
 def build_recommendations(
-    cls: Bottleneck, evidence: tuple[Evidence, ...], summary: JobSummary, x: FloatArray, busy: float | None = None
+    cls: Bottleneck, evidence: tuple[Evidence, ...], summary: JobSummary, x: FloatArray, reads: Reads | None = None
 ) -> tuple[Recommendation, ...]:
     """Recommendations for ``cls`` whose precondition holds, each tied to an evidence signal.
 
@@ -336,12 +343,12 @@ def build_recommendations(
         evidence: the verdict's evidence.
         summary: whole-job totals.
         x: the job's feature row (the preconditions read it).
-        busy: the GPUs' busy share over training samples, as the verdict's checks read it.
+        reads: the window's measured quantities (the vetoes' reading).
 
     Returns:
         Up to four recommendations; general ones (no matching signal) come last.
     """
-    facts = Facts(summary, x, busy)
+    facts = Facts(summary, x, reads or Reads())
     shown = [e.signal for e in evidence]
     tied: list[tuple[int, Recommendation]] = []
     general: list[Recommendation] = []

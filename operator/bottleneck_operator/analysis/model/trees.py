@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.analysis.tree_masks import LeafMasks
+from bottleneck_operator.analysis.model.tree_masks import LeafMasks
 from bottleneck_operator.contract.window import FloatArray
 
 __all__ = ["TreeEnsemble", "export_ensemble"]

@@ -141,16 +141,27 @@ SERIES: tuple[str, ...] = (
     # PCIe both ways, or the network both ways at gradient volume): NCCL kernels waiting on their links,
     # the counterpart of launch_gap
     "collective_gap",
-    # the HBM's bandwidth in use: DRAM_ACTIVE against its practical ceiling, else MEM_COPY_UTIL, which
-    # counts time with any read or write in flight and reads high under moderate traffic
+    # the HBM's bandwidth in use: DRAM_ACTIVE against its practical ceiling. MEM_COPY_UTIL is no
+    # stand-in: it counts time with any read or write in flight and reads high under compute kernels too
     "hbm_busy",
-    # power against the board's limit: math-bound kernels draw it to the limit (0.99 of an H200's
-    # 700 W, tests/data/gpu-compute), HBM-bound ones less (0.72, gpu-hbm); waiting GPUs stay near
-    # their floor whatever GPU_UTIL reads (0.18-0.19 idle, copying or launching tiny kernels)
-    "power_tdp_frac",
-    # the SM clock against the part's maximum while the GPU works: lowered to hold the power limit
-    # (0.75 under math-bound kernels on an H200, gpu-compute) or on a throttled GPU (idle, it holds its
-    # maximum with a CUDA context open, every starved loop of tests/data, and drops without one)
-    "clock_frac",
+    # power against the enforced limit (DCGM_FI_DEV_POWER_MGMT_LIMIT where exported, else the board's
+    # TDP): math-bound kernels draw it to the limit, waiting GPUs stay near their floor
+    "power_limit_frac",
+    # the SM clock against the pod's own highest clock in the window, while the GPU works: power
+    # management moves it sample to sample, so only its own range means something; boards are compared
+    # with the Job's peers (``clock_peer_min``), never with a datasheet's maximum
+    "clock_rel_peak",
+    # the SM clock in MHz while the GPU works: context, read across the Job's pods only
+    "sm_clock_mhz",
+    # the share of the pod's GPUs reporting a power-cap, thermal or hardware slowdown (clock-event reasons)
+    "clock_slowdown",
+    # FP32 and FP16 pipe activity: math the tensor pipes do not carry
+    "fp32_active",
+    "fp16_active",
+    # InfiniBand/RoCE bytes both ways per GPU (log10): RDMA traffic that netdev counters never see
+    "log_ib_per_gpu",
+    # the pod's pages back from swap and its OOM kills (its own cgroup): host memory pressure
+    "sc_log_swapin",
+    "sc_oom_kills",
 )
 SERIES_INDEX: dict[str, int] = {name: i for i, name in enumerate(SERIES)}

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.analysis.hardware import PodCapacities, spec_for
+from bottleneck_operator.analysis.features.hardware import PodCapacities, spec_for
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import FloatArray, PodWindow, SignalBlock
 

@@ -1,7 +1,7 @@
 """Evidence for a verdict: the signals that support its class, each against a reference.
 
-The first item after GPU idleness is the gate that holds (:mod:`.evidence_gates`): the signal that
-physically implies the class. Then come the class's other candidate signals (the typical signatures
+The first item after GPU idleness is the measured wait of the class where something measured it
+(:mod:`.account`: the pod's PSI share, CFS throttling, link bytes against capacity). Then come the class's other candidate signals (the typical signatures
 of docs/analysis.md, tabled in :mod:`.evidence_candidates`), each with a reference — a capacity or a typical value — and a strength that
 says how far the observation is towards the reference. The framebuffer's fill is never evidence, and
 node-wide CPU busy and pressure are context (:func:`context_notes`), not evidence for CPU.
@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from bottleneck_operator.analysis.classify_gates import Checked
-from bottleneck_operator.analysis.evidence_candidates import CANDIDATES, IDLE, Candidate
-from bottleneck_operator.analysis.evidence_gates import GATES, NET_VOLUME_LOG
-from bottleneck_operator.analysis.features import value
-from bottleneck_operator.analysis.summary import JobSummary, human_bytes, pct
+from bottleneck_operator.analysis.checks.reads import Reads
+from bottleneck_operator.analysis.checks.vetoes import DRAM_PEAK
+from bottleneck_operator.analysis.explain.account import StepAccount
+from bottleneck_operator.analysis.explain.candidates import CANDIDATES, IDLE, Candidate
+from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET_LOG
+from bottleneck_operator.analysis.features.extract import value
+from bottleneck_operator.analysis.features.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Mechanism
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
@@ -35,7 +37,8 @@ def build_evidence(
     cls: Bottleneck,
     x: FloatArray,
     summary: JobSummary,
-    checked: Checked,
+    account: StepAccount,
+    reads: Reads,
     *,
     mechanism: Mechanism | None = None,
     limit: int = 5,
@@ -46,15 +49,16 @@ def build_evidence(
         cls: the verdict class.
         x: the job's feature row.
         summary: whole-job totals (for rates in sentences).
-        checked: the checked classification (its gates).
+        account: the window's measured waits.
+        reads: the window's measured quantities.
         mechanism: the verdict's mechanism: signals that speak for another mechanism of the class are
             left out (host memory pressure says nothing of an HBM-bound GPU, nor DRAM activity of swap).
         limit: most items returned.
 
     Returns:
-        Evidence items: GPU idleness first for stall classes, then the implying gate.
+        Evidence items: GPU idleness first for stall classes, then the measured wait.
     """
-    volume = (value(x, "log_net_per_gpu.mean") or 0.0) >= NET_VOLUME_LOG
+    volume = (value(x, "log_net_per_gpu.mean") or 0.0) >= COLLECTIVE_NET_LOG
     scored: list[tuple[float, Evidence]] = []
     for c in CANDIDATES.get(cls, ()):
         v = value(x, c.feature)
@@ -73,7 +77,7 @@ def build_evidence(
         idle = _idle_evidence(summary)
         if idle:
             items.append(idle)
-    gate = _gate_evidence(cls, checked)
+    gate = _wait_evidence(cls, account, reads)
     if gate is not None:
         items.append(gate)
         scored = [(s, e) for s, e in scored if e.signal != gate.signal]
@@ -91,20 +95,34 @@ def build_evidence(
     return tuple(items[:limit])
 
 
-def _gate_evidence(cls: Bottleneck, checked: Checked) -> Evidence | None:
-    """The gate that holds for ``cls``, as an evidence item (observed against the level that implies it)."""
-    g = checked.gates.get(cls)
-    if g is None or not g.holds or g.best is None:
+def _wait_evidence(cls: Bottleneck, account: StepAccount, reads: Reads) -> Evidence | None:
+    """The class's measured wait as an evidence item (the measured share, against the whole step)."""
+    wait = account.waits.get(cls)
+    if wait is None or wait.share <= 0:
+        if cls is Bottleneck.MEMORY and reads.dram is not None:
+            return Evidence(
+                "dram_active",
+                reads.dram,
+                DRAM_PEAK,
+                "ratio",
+                f"DRAM was active {pct(reads.dram)} of cycles, against a practical peak near {pct(DRAM_PEAK)} (DCGM).",
+            )
         return None
-    gate = next(x for x in GATES[cls] if x.name == g.best)
-    observed = g.level * gate.threshold
     return Evidence(
-        gate.name,
-        observed,
-        gate.threshold,
+        _WAIT_SIGNAL.get(wait.what, "wait_share"),
+        wait.share,
+        1.0,
         "ratio",
-        f"Implies {cls.value}: {gate.what}, {observed:.2f} against {gate.threshold:.2f} where it starts to count.",
+        f"Measured: {wait.what} puts {cls.value} waits at {pct(wait.share)} of training time.",
     )
+
+
+_WAIT_SIGNAL = {
+    "the pod's io.pressure": "sc_psi_io_some",
+    "the pod's cpu.pressure": "sc_psi_cpu_some",
+    "CFS throttling": "cpu_throttled_frac",
+    "the pod's memory.pressure": "sc_psi_mem_some",
+}
 
 
 def context_notes(x: FloatArray, fb_p90: float | None = None) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.analysis.hardware import spec_for
+from bottleneck_operator.analysis.features.hardware import spec_for
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bottleneck_operator.analysis.headroom_account import STALL_FLOOR
-from bottleneck_operator.analysis.metrics import ClassFigures, Figures, format_confusion, format_per_class
+from bottleneck_operator.analysis.evaluation.metrics import ClassFigures, Figures, format_confusion, format_per_class
+from bottleneck_operator.analysis.evaluation.scoring import STALL_BAR
 
 __all__ = ["format_report", "mechanism_lines"]
 
@@ -81,10 +81,8 @@ def _invariant_lines(inv: dict[str, int] | None) -> list[str]:
         return []
     return [
         f"== invariants over {inv['verdicts']} verdicts (each must be 0)",
-        f"stall class with headroom < x{STALL_FLOOR:.2f}: {inv['stall_headroom_below_floor']}",
-        f"evidence under its threshold: {inv['evidence_under_threshold']}",
+        f"stall class with headroom < x{STALL_BAR:.2f}: {inv['stall_headroom_below_bar']}",
         f"framebuffer fill as evidence: {inv['fb_as_evidence']}",
-        f"(not confirmed, the implying signal not collected: {inv.get('not_confirmed', 0)})",
         "",
     ]
 

@@ -18,10 +18,10 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.analysis.hardware import PodCapacities
-from bottleneck_operator.analysis.implausible import drop_dcgm_repeats, drop_impossible_shares, util_in_phase
-from bottleneck_operator.analysis.series_names import BANDED, DEAD_BAND, SERIES, SERIES_INDEX
-from bottleneck_operator.analysis.stats import row_peaks
+from bottleneck_operator.analysis.features.hardware import PodCapacities
+from bottleneck_operator.analysis.features.implausible import drop_dcgm_repeats, drop_impossible_shares, util_in_phase
+from bottleneck_operator.analysis.features.series_names import BANDED, DEAD_BAND, SERIES, SERIES_INDEX
+from bottleneck_operator.analysis.features.stats import row_peaks
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import FloatArray
 
@@ -168,7 +168,7 @@ def _gpu_columns(g: Callable[[str], FloatArray], caps: PodCapacities) -> dict[st
         "util_gap": kernels - _coalesce(sm, gr),
         "tensor_per_act": _per(tensor, act, 0.02),
         "dram_minus_tensor": dram - tensor,
-        "hbm_busy": _clipped(_coalesce(dram / DRAM_CEILING, g("mem_copy_util"), inplace=True), 0.0, 1.0),
+        "hbm_busy": _clipped(dram / DRAM_CEILING, 0.0, 1.0),
         "util_gr_gap": gpu_util - gr,
         "sm_fill": _clipped(_per(sm, gr, 0.05), 0.0, 1.5),
         "pcie_rx_frac": rx_frac,
@@ -179,12 +179,17 @@ def _gpu_columns(g: Callable[[str], FloatArray], caps: PodCapacities) -> dict[st
     cols["nvlink_frac"] = _div(nv_bytes, np.where(nvlink > 0, nvlink, np.nan), out=nv_bytes)
     cols["pcie_rel_peak"] = _rel_peak(g("pcie_rx_bps"))
     cols["power_rel_peak"] = _rel_peak(g("power_w"))
-    cols["power_tdp_frac"] = _div(g("power_w"), caps.tdp)
+    limit = _coalesce(g("power_limit_w"), np.broadcast_to(caps.tdp, act.shape))
+    cols["power_limit_frac"] = _div(g("power_w"), limit)
     # the clock says something of the work only while there is work: an idle GPU holds its maximum
     # with a CUDA context open (tests/data/gpu-io) and drops far below it without one
-    clock = _div(g("sm_clock_mhz"), caps.clock)
+    clock = g("sm_clock_mhz").copy()
     np.copyto(clock, np.nan, where=~(act >= CLOCK_BUSY))
-    cols["clock_frac"] = clock
+    cols["sm_clock_mhz"] = clock
+    cols["clock_rel_peak"] = _rel_peak(clock)
+    cols["clock_slowdown"] = g("clock_slowdown_frac")
+    cols["fp32_active"] = g("fp32_active")
+    cols["fp16_active"] = g("fp16_active")
     return cols
 
 
@@ -220,6 +225,9 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
     per_gpu = np.maximum(gpus, 1.0)
     cols["log_net_per_gpu"] = _log_rate(_nan_sum(rx, tx), per_gpu)
     cols["log_read_per_gpu"] = _log_rate(reads, per_gpu)
+    cols["log_ib_per_gpu"] = _log_rate(_nan_sum(g("ib_rx_bps"), g("ib_tx_bps")), per_gpu)
+    cols["sc_log_swapin"] = _log_rate(g("sc_swapin_ps"))
+    cols["sc_oom_kills"] = g("sc_oom_kills")
     cols["read_rel_peak"] = _rel_peak(reads)
     cols["net_rel_peak"] = _rel_peak(rx)
     cols["sc_cpu_limit_frac"] = _div(g("sc_cpu_cores"), limit)
@@ -231,7 +239,7 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
     return cols
 
 
-# the GPU's busy share from which its clock is read (clock_frac)
+# the GPU's busy share from which its clock is read (clock_rel_peak)
 CLOCK_BUSY = 0.5
 # DRAM_ACTIVE of a kernel that streams HBM as fast as it can: ~0.8 in practice (0.89 measured on an
 # H200, recordings/README.md)

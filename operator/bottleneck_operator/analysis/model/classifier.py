@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from bottleneck_operator.analysis.envelope import Envelope
-from bottleneck_operator.analysis.features import FEATURE_NAMES, feature_schema_hash
-from bottleneck_operator.analysis.trees import TreeEnsemble, export_ensemble
+from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, feature_schema_hash
+from bottleneck_operator.analysis.model.envelope import Envelope
+from bottleneck_operator.analysis.model.trees import TreeEnsemble, export_ensemble
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import FloatArray
 from bottleneck_operator.errors import ModelError

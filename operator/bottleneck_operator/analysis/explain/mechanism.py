@@ -27,10 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bottleneck_operator.analysis.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG
-from bottleneck_operator.analysis.evidence_gates import COPY_MIN_LINK
-from bottleneck_operator.analysis.features import value
-from bottleneck_operator.analysis.kernel_time import LAUNCH_GAP, small_kernel_time
+from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG
+from bottleneck_operator.analysis.features.extract import value
+from bottleneck_operator.analysis.features.kernel_time import LAUNCH_GAP, small_kernel_time
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.contract.window import FloatArray
 
@@ -50,7 +49,7 @@ H2D_FRAC_MIN = 0.18
 H2D_ONE_WAY_MAX = 0.3
 # or, below that share, copies from the share at which the copy gate reads them by time that fill
 # their copy path this much
-H2D_STAGED_MIN = COPY_MIN_LINK
+H2D_STAGED_MIN = 0.05
 H2D_PATH_MIN = 0.5
 # NVLink busy at least this share of its bandwidth to be the link a job waits on: an all-reduce bound
 # by NVLink moves bytes at its rate for the exposed part of every step

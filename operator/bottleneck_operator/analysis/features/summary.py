@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bottleneck_operator.analysis.hardware import spec_for
+from bottleneck_operator.analysis.features.hardware import spec_for
 from bottleneck_operator.contract.window import JobWindow, PodWindow
 
 

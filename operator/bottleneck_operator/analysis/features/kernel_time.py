@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bottleneck_operator.analysis.derived import copy_engine_share, small_kernel_share
+from bottleneck_operator.analysis.features.derived import copy_engine_share, small_kernel_share
 
 LAUNCH_GAP = 0.2  # time in small kernels, outside collectives, from which their launches bind the step
 

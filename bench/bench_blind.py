@@ -1,0 +1,141 @@
+"""The blind family: the figure the README leads with.
+
+Family C (``bottleneck_operator.blindfamily``) was written from TELEMETRY.md, the datasheets and the
+class definitions alone, without reading the analysis or the other families, and nothing is tuned
+against it. A model is trained on families A and B together (the shipped model's recipe, smaller),
+and every Job of C is analysed as a user would read it: the verdict's class, an Unknown counted as an
+abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
+calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
+seeds, so that a difference inside their spread reads as none.
+
+Leave-one-family-out (train on two families, score the third) is printed for A and B too: there C
+joins the training set, which tunes nothing, since C's own figure comes from models that never saw it.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bench.bench_crossfamily import START, family_a, family_b
+
+TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
+EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
+MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
+SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
+TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
+
+
+def family_c(seed: int, n: int) -> tuple[list[Any], list[str]]:
+    """Windows and labels of the blind family."""
+    from bottleneck_operator.blindfamily import generate_blind_family
+
+    jobs = generate_blind_family(seed, n, start=START)
+    return [j.window for j in jobs], [j.label.value for j in jobs]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What a user reads, scored: the class named, Unknown as an abstention."""
+
+    macro_f1: float
+    recall: dict[str, float]
+    abstention: float
+    ece: float
+    wrong: int
+    sure_wrong: int  # wrong verdicts at confidence 0.9 or more
+
+
+def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
+    """The named class against the truth; an Unknown is an abstention and never right."""
+    from bottleneck_operator.analysis.evaluation.metrics import expected_calibration_error, figures
+
+    named = [v.bottleneck.value for v in verdicts]
+    fig = figures(list(labels), named)
+    known = [(v, y) for v, y in zip(verdicts, labels, strict=True) if v.bottleneck.value != "Unknown"]
+    ece = expected_calibration_error([v.confidence for v, _ in known], [v.bottleneck.value == y for v, y in known])
+    wrong = [v for v, y in known if v.bottleneck.value != y]
+    return Scored(
+        fig.macro_f1,
+        {c: f.recall for c, f in fig.per_class.items()},
+        named.count("Unknown") / max(len(named), 1),
+        ece,
+        len(wrong),
+        sum(v.confidence >= 0.9 for v in wrong),
+    )
+
+
+def _fit(windows: Sequence[Any], labels: Sequence[str], seed: int) -> Any:
+    from bottleneck_operator.analysis.model.training import build_training_set, fit_model
+    from bottleneck_operator.contract.verdict import Bottleneck
+
+    data = build_training_set(windows, [Bottleneck(v) for v in labels], copies=1, seed=seed)
+    return fit_model(data, seed=seed, version=f"blind-s{seed}", max_iter=MAX_ITER)
+
+
+def run_seed(seed: int) -> dict[str, Scored]:
+    """One seed: A+B -> C (the blind figure), and leave-one-family-out for A and B."""
+    from bottleneck_operator.analysis.classify import analyze_windows
+
+    makers = {"A": family_a, "B": family_b, "C": family_c}
+    train = {k: f(seed, TRAIN_JOBS) for k, f in makers.items()}
+    test = {k: f(seed + 1, EVAL_JOBS) for k, f in makers.items()}
+    out: dict[str, Scored] = {}
+    for held in ("C", "A", "B"):
+        rest = [k for k in makers if k != held]
+        windows = [w for k in rest for w in train[k][0]]
+        labels = [y for k in rest for y in train[k][1]]
+        model = _fit(windows, labels, seed)
+        verdicts = analyze_windows(test[held][0], model, with_details=False)
+        out[f"{'+'.join(rest)} -> {held}"] = score(verdicts, test[held][1])
+    return out
+
+
+def _line(name: str, s: Scored) -> str:
+    recall = ", ".join(f"{c} {r:.2f}" for c, r in s.recall.items())
+    return (
+        f"{name}: macro-F1 {s.macro_f1:.3f} (class a user reads), abstention {s.abstention:.3f}, ECE {s.ece:.3f}, "
+        f"wrong {s.wrong} of which at >= 0.9: {s.sure_wrong}; recall: {recall}"
+    )
+
+
+def main() -> None:
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    t = time.perf_counter()
+    print(f"blind family C; {TRAIN_JOBS} training jobs per family, {EVAL_JOBS} evaluated, seeds {SEEDS}")
+    runs: list[dict[str, Scored]] = []
+    for seed in SEEDS:
+        with threadpool_limits(limits=2):
+            runs.append(run_seed(seed))
+        print(f"\nseed {seed}:")
+        for name, s in runs[-1].items():
+            print(_line(name, s))
+    print()
+    for name in runs[0]:
+        each = [r[name] for r in runs]
+        f1 = [s.macro_f1 for s in each]
+        med = statistics.median(f1)
+        recall = min(statistics.median(s.recall[c] for s in each) for c in each[0].recall)
+        abstain = statistics.median(s.abstention for s in each)
+        print(
+            f"{name}: macro-F1 median {med:.3f} (spread {min(f1):.3f}-{max(f1):.3f}), lowest class recall {recall:.3f}, "
+            f"abstention {abstain:.3f}: {'meets' if med >= TARGET_F1 and recall >= TARGET_RECALL and abstain <= TARGET_ABSTAIN else 'below'} "
+            f"the targets (F1 {TARGET_F1}, recall {TARGET_RECALL}, abstention {TARGET_ABSTAIN})"
+        )
+    blind = [r["A+B -> C"] for r in runs]
+    ece = statistics.median(s.ece for s in blind)
+    sure = statistics.median(s.sure_wrong / max(s.wrong, 1) for s in blind)
+    print(
+        f"blind family calibration: ECE median {ece:.3f} (target {TARGET_ECE}), wrong verdicts at >= 0.9: "
+        f"{sure:.2f} of them (target at most {TARGET_SURE_WRONG})"
+    )
+    print(f"({time.perf_counter() - t:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""What the vetoes and the headroom read from a window: measured quantities, each with its unit and source.
+
+Every value is a mean over the window's training samples (start-up and pauses left out,
+:mod:`..features.phases`), over the Job's pods; None where no exporter provided it. Links are read
+as bytes against the capacity of the slowest part that could carry them, so a share under the XProf
+bar holds on any hardware:
+
+- PCIe: the GPU's host link per direction, from the datasheet generation (``features.hardware``);
+- NVLink: the GPU's NVLink bandwidth per datasheet, on parts that have it;
+- Ethernet: 10 Gb/s, the slowest NIC of TELEMETRY.md's 10-400 Gb/s range;
+- InfiniBand: 100 Gb/s, EDR, the slowest rate of TELEMETRY.md's EDR-XDR list, against the node's
+  traffic summed over its ports.
+
+The pod's own cgroup signals (the collector's, or the kubelet's PSI) are the job's; node-wide
+signals are the node's, neighbours included, and are never read here.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bottleneck_operator.analysis.features.hardware import spec_for
+from bottleneck_operator.analysis.features.phases import Phases
+from bottleneck_operator.contract.window import FloatArray, JobWindow
+
+ETHERNET_BPS = 10e9 / 8  # the slowest NIC of the 10-400 Gb/s range (TELEMETRY.md, "NICs / InfiniBand")
+INFINIBAND_BPS = 100e9 / 8  # IB EDR, the slowest rate listed (TELEMETRY.md, "NICs / InfiniBand")
+
+
+@dataclass(frozen=True)
+class Reads:
+    """Measured quantities of one window.
+
+    Attributes:
+        busy_low: the lower of the GPUs' time-busy readings (GR_ENGINE_ACTIVE, GPU_UTIL).
+        busy_high: the higher of them.
+        dram: DRAM_ACTIVE, the share of cycles the HBM interface is busy.
+        links: link name -> bytes over its capacity (the busier direction).
+        links_unread: links the Job may use whose bytes no exporter provided.
+        io_wait, cpu_wait, mem_wait: the pod's PSI "some" shares (time some task waited).
+        throttled: share of CFS periods throttled (the pod's cgroup, else cAdvisor's).
+        procs_busy: trainer processes each using a full core (the collector's count).
+        swapins, oom_kills: the pod's pages back from swap and OOM kills, per second.
+        fp32, fp16, tensor: pipe activities, where exported.
+        slowdown: share of GPUs reporting a power, thermal or hardware clock slowdown.
+    """
+
+    busy_low: float | None = None
+    busy_high: float | None = None
+    dram: float | None = None
+    links: dict[str, float] = field(default_factory=dict)
+    links_unread: tuple[str, ...] = ()
+    io_wait: float | None = None
+    cpu_wait: float | None = None
+    mem_wait: float | None = None
+    throttled: float | None = None
+    procs_busy: float | None = None
+    swapins: float | None = None
+    oom_kills: float | None = None
+    fp32: float | None = None
+    fp16: float | None = None
+    tensor: float | None = None
+    slowdown: float | None = None
+
+    @property
+    def idle(self) -> float | None:
+        """The GPUs' idle share by their more generous busy reading."""
+        return None if self.busy_high is None else max(0.0, 1.0 - min(self.busy_high, 1.0))
+
+
+def _mean(window: JobWindow, name: str, training: np.ndarray, *, per_node: bool = False) -> float | None:
+    """The signal's mean over training samples and pods (over nodes, each once, with ``per_node``)."""
+    rows: list[FloatArray] = []
+    seen: set[str | None] = set()
+    n = len(training)
+    for pod in window.pods:
+        values = pod.signals.get(name)
+        if values is None or len(values) != n:
+            continue
+        if per_node:
+            if pod.node in seen:
+                continue
+            seen.add(pod.node)
+        rows.append(values[training])
+    if not rows:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        v = float(np.nanmean(np.vstack(rows)))
+    return None if np.isnan(v) else v
+
+
+def _both(a: float | None, b: float | None, pick: str) -> float | None:
+    present = [v for v in (a, b) if v is not None]
+    if not present:
+        return None
+    return min(present) if pick == "min" else max(present)
+
+
+def read_window(window: JobWindow, phases: Phases) -> Reads:
+    """The measured quantities of one window (see the module's docstring)."""
+    t = phases.training if len(phases.training) == len(window.timestamps) else np.ones(len(window.timestamps), bool)
+
+    def m(name: str) -> float | None:
+        return _mean(window, name, t)
+
+    util = m("gpu_util")
+    gr = m("gr_engine_active")
+    links, unread = _links(window, t)
+    return Reads(
+        busy_low=_both(util, gr, "min"),
+        busy_high=_both(util, gr, "max"),
+        dram=m("dram_active"),
+        links=links,
+        links_unread=unread,
+        io_wait=m("sc_psi_io_some"),
+        cpu_wait=m("sc_psi_cpu_some"),
+        mem_wait=m("sc_psi_mem_some"),
+        throttled=_both(m("sc_throttled_frac"), m("cpu_throttled_frac"), "max"),
+        procs_busy=m("sc_procs_busy"),
+        swapins=m("sc_swapin_ps"),
+        oom_kills=m("sc_oom_kills"),
+        fp32=m("fp32_active"),
+        fp16=m("fp16_active"),
+        tensor=m("tensor_active"),
+        slowdown=m("clock_slowdown_frac"),
+    )
+
+
+def _links(window: JobWindow, t: np.ndarray) -> tuple[dict[str, float], tuple[str, ...]]:
+    """Each link the Job may use, as bytes over capacity; the ones it may use that were not read."""
+    links: dict[str, float] = {}
+    unread: list[str] = []
+    pods = window.pods
+    spec = spec_for(pods[0].gpu_model if pods else None)
+    rx, tx = _mean(window, "pcie_rx_bps", t), _mean(window, "pcie_tx_bps", t)
+    if rx is None or tx is None:
+        unread.append("PCIe")
+    else:
+        links["PCIe"] = max(rx, tx) / spec.pcie_bps
+    multi_gpu = sum(p.gpu_count for p in pods) > 1
+    if multi_gpu and spec.nvlink_bps > 0:
+        total = _both(
+            _mean(window, "nvlink_total_bps", t),
+            _sum(_mean(window, "nvlink_rx_bps", t), _mean(window, "nvlink_tx_bps", t)),
+            "max",
+        )
+        if total is None:
+            unread.append("NVLink")
+        else:
+            links["NVLink"] = total / spec.nvlink_bps
+    if len({p.node for p in pods}) > 1:
+        net = _both(
+            _mean(window, "node_net_rx_bps", t, per_node=True),
+            _mean(window, "node_net_tx_bps", t, per_node=True),
+            "max",
+        )
+        ib = _both(_mean(window, "ib_rx_bps", t, per_node=True), _mean(window, "ib_tx_bps", t, per_node=True), "max")
+        if net is None:
+            unread.append("Ethernet")
+        else:
+            links["Ethernet"] = net / ETHERNET_BPS
+        if ib is None:
+            unread.append("InfiniBand")
+        else:
+            links["InfiniBand"] = ib / INFINIBAND_BPS
+    return links, tuple(unread)
+
+
+def _sum(a: float | None, b: float | None) -> float | None:
+    return None if a is None and b is None else (a or 0.0) + (b or 0.0)

@@ -1,0 +1,1 @@
+"""Scoring verdicts against ground truth: figures, invariants and the threshold baseline."""

@@ -1,0 +1,99 @@
+"""Where the step time goes, from measured waits only.
+
+A share enters the account only when something measured it: the pod's PSI "some" share for IO, CPU
+and host memory (the kernel's PSI documentation: the share of time at least one task of the cgroup
+was stalled on that resource), the CFS throttled share for a CPU limit, and for the links the bytes
+they carried against their capacity (:mod:`..checks.reads`). A host stall can cost no more than the
+time the GPUs were idle, so its share is capped there; link time is not, since collectives run as
+kernels that keep the GPUs busy while they wait. Where no measured share exists, the only honest
+figure is the bare ceiling ``1 / busy``: the speed-up if every idle moment went away. A measured
+share under XProf's 5 % bar is left out the same way: it measured some other wait than the stall's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bottleneck_operator.analysis.checks.reads import Reads
+from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
+from bottleneck_operator.contract.verdict import Bottleneck
+
+MAX_SPEEDUP = 10.0  # a share of 0.9 or more is read as x10: samples this idle say little about the rate
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A measured share of wall time spent waiting, and what measured it."""
+
+    share: float
+    what: str
+
+
+@dataclass(frozen=True)
+class StepAccount:
+    """The GPUs' busy share and the measured waits of one window.
+
+    Attributes:
+        busy: the GPUs' busy share over training samples (their more generous reading), None unread.
+        waits: stall class -> its measured wait, for the classes something measured.
+    """
+
+    busy: float | None
+    waits: dict[Bottleneck, Wait]
+
+    @property
+    def idle(self) -> float | None:
+        return None if self.busy is None else max(0.0, 1.0 - self.busy)
+
+    def speedup(self, cls: Bottleneck) -> float:
+        """The speed-up from removing ``cls``'s measured wait, else the bare ceiling 1/busy (1 for GPU)."""
+        w = self.waits.get(cls)
+        if w is not None:
+            return 1.0 / max(1.0 - w.share, 1.0 / MAX_SPEEDUP)
+        return self.ceiling() if cls is not Bottleneck.GPU else 1.0
+
+    def ceiling(self) -> float:
+        """1/busy: the speed-up if every idle moment of the GPUs went away."""
+        if self.busy is None:
+            return 1.0
+        return 1.0 / max(self.busy, 1.0 / MAX_SPEEDUP)
+
+    def describe(self) -> str:
+        """The account in one sentence, for the verdict's notes."""
+        if self.busy is None:
+            return "The GPUs' busy share was not read."
+        parts = [f"GPUs busy {100 * self.busy:.0f} % of training time"]
+        parts += [f"{c.value} waits measured at {100 * w.share:.0f} % ({w.what})" for c, w in self.waits.items()]
+        return "Step time: " + ", ".join(parts) + "."
+
+
+def _capped(share: float, idle: float | None) -> float:
+    return max(0.0, min(share, idle if idle is not None else share))
+
+
+def _worth(wait: Wait) -> bool:
+    """A measured wait under XProf's 5 % bar measures some other wait than the stall's (a socket read shows
+    no io.pressure): the account then gives the bare ceiling rather than promise nothing."""
+    return wait.share >= WAITED_ON
+
+
+def step_account(r: Reads) -> StepAccount:
+    """The account of one window from its measured quantities."""
+    idle = r.idle
+    waits: dict[Bottleneck, Wait] = {}
+    if r.io_wait is not None:
+        waits[Bottleneck.IO] = Wait(_capped(r.io_wait, idle), "the pod's io.pressure")
+    cpu = [
+        (v, what)
+        for v, what in ((r.cpu_wait, "the pod's cpu.pressure"), (r.throttled, "CFS throttling"))
+        if v is not None
+    ]
+    if cpu:
+        v, what = max(cpu)
+        waits[Bottleneck.CPU] = Wait(_capped(v, idle), what)
+    if r.mem_wait is not None:
+        waits[Bottleneck.MEMORY] = Wait(_capped(r.mem_wait, idle), "the pod's memory.pressure")
+    if r.links:
+        name = max(r.links, key=lambda k: r.links[k])
+        waits[Bottleneck.INTERCONNECT] = Wait(min(r.links[name], 0.9), f"{name} bytes against its capacity")
+    return StepAccount(r.busy_high, {c: w for c, w in waits.items() if _worth(w)})
