@@ -5,12 +5,11 @@ written ``bottleneck_operator.scenarios``. A model that learned physics rather t
 habits scores well in both directions. The in-family figures are printed beside them for scale, and
 each family's model is also put to the real recordings (``tests/data/real-*``, ``gpu-*``, replayed
 through a Prometheus each by ``recordings.replay``): truth neither family generated.
-Each direction is scored twice, without abstention: the classifier's most probable class (what the
-features alone carry) and the analysis's class (the same probabilities after the physical checks of
-``analysis.classify_gates``: waits moved to whom they belong, a class whose evidence does not hold
-ruled out, a stall too small to matter moved to GPU; where every class is ruled out, the class the
-verdict points to). Each line ends with what a user would read: the verdicts, with abstention,
-counted right, Unknown and wrong.
+Each direction is scored twice: the classifier's most probable class (what the features alone carry,
+without abstention) and the class a user reads (the analysis's verdict after the data checks and the
+physical vetoes of ``analysis.checks``), where an Unknown is an abstention and never a hit; its
+abstention rate is printed beside it. Each line ends with the verdicts counted right, Unknown and
+wrong.
 
 One seed's figures move by ±0.03 with nothing but the column order changed (adding a column the
 classifier never splits on moved train B -> eval A from 0.790 to 0.762 on seed 11), so the benchmark
@@ -31,7 +30,7 @@ TRAIN_JOBS = int(os.environ.get("BENCH_CROSS_TRAIN", "1500"))
 EVAL_JOBS = int(os.environ.get("BENCH_CROSS_EVAL", "500"))
 MAX_ITER = int(os.environ.get("BENCH_CROSS_ITER", "60"))
 START = 1767225600.0  # fixed, so a seed reproduces the same windows
-TARGET = 0.93
+TARGET = 0.90  # issue target: leave-one-family-out >= 0.90 for the class a user reads
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_CROSS_SEEDS", "11,21,31").split(","))
 
 
@@ -82,7 +81,7 @@ def _score(model: Any, windows: Sequence[Any], labels: Sequence[str]) -> Any:
 @dataclass(frozen=True)
 class RealCheck:
     """A family's model on the real recordings: its class against the recorded one, read ``how``
-    ("classifier": the most probable class; "analysis": the analysis's class, abstention aside)."""
+    ("classifier": the most probable class; "analysis": the class a user reads, Unknown never right)."""
 
     train: str
     how: str
@@ -124,7 +123,7 @@ def _real_checks(train: str, model: Any, real: dict[str, tuple[Any, str]]) -> li
     proba = model.predict_proba(extract_features(windows))
     read = {
         "classifier": [model.classes[int(i)].value for i in np.argmax(proba, axis=1)],
-        "analysis": _leaning(analyze_windows(windows, model, with_details=False)),
+        "analysis": [v.bottleneck.value for v in analyze_windows(windows, model, with_details=False)],
     }
     return [
         RealCheck(
@@ -134,17 +133,6 @@ def _real_checks(train: str, model: Any, real: dict[str, tuple[Any, str]]) -> li
             tuple((n, real[n][1], p) for n, p in zip(names, got, strict=True) if p != real[n][1]),
         )
         for how, got in read.items()
-    ]
-
-
-def _leaning(verdicts: Sequence[Any]) -> list[str]:
-    """Each verdict's class, or where it abstains the class it leans to (its pointer, else the model's
-    most probable class)."""
-    return [
-        v.bottleneck.value
-        if v.bottleneck.value != "Unknown"
-        else (v.secondary.value if v.secondary else max(v.probabilities.items(), key=lambda kv: kv[1])[0])
-        for v in verdicts
     ]
 
 
@@ -176,17 +164,16 @@ def format_real(check: RealCheck) -> str:
 
 
 def _analysed(model: Any, windows: Sequence[Any], labels: Sequence[str]) -> tuple[Any, tuple[int, int, int]]:
-    """The analysis's class scored (abstention aside: an Unknown counts as the class it leans to), and
-    what a user would read: the verdicts with their abstentions, as right, Unknown and wrong counts."""
+    """The class a user reads scored (an Unknown is an abstention, never a hit), and the verdicts as
+    right, Unknown and wrong counts."""
     from bottleneck_operator.analysis.classify import analyze_windows
     from bottleneck_operator.analysis.evaluation.metrics import figures
 
     verdicts = analyze_windows(windows, model, with_details=False)
     named = [v.bottleneck.value for v in verdicts]
-    leaning = _leaning(verdicts)
     unknown = named.count("Unknown")
     right = sum(v == y for v, y in zip(named, labels, strict=True))
-    return figures(list(labels), leaning), (right, unknown, len(named) - right - unknown)
+    return figures(list(labels), named), (right, unknown, len(named) - right - unknown)
 
 
 def format_direction(d: Direction) -> str:
@@ -195,7 +182,7 @@ def format_direction(d: Direction) -> str:
     right, unknown, wrong = d.end_to_end
     return (
         f"train {d.train} -> eval {d.test}: classifier macro-F1 {fig.macro_f1:.3f}, accuracy {fig.accuracy:.3f} "
-        f"(n={fig.n}); analysis macro-F1 {d.analysis.macro_f1:.3f}, accuracy {d.analysis.accuracy:.3f}; "
+        f"(n={fig.n}); class a user reads macro-F1 {d.analysis.macro_f1:.3f}, abstention {d.analysis.abstention:.3f}; "
         f"analysis recall: {recall}; verdicts with abstention: right {right}, Unknown {unknown}, wrong {wrong}"
     )
 

@@ -30,31 +30,34 @@ def test_confident_verdict_has_no_reason() -> None:
 def test_the_classifier_decides_where_nothing_rules_its_class_out() -> None:
     # an IO-looking window, a model sure of CPU: nothing measured rules CPU out (a process holds a full
     # core), so the model's class stands: no rule moves probability from one class to another
-    v = analyze_window(make_window(B.IO), FixedModel({B.CPU: 0.9, B.IO: 0.1}))
+    window = make_window(B.IO, noise=0.0, overrides={"sc_procs_busy": 2.0})
+    v = analyze_window(window, FixedModel({B.CPU: 0.9, B.IO: 0.1}))
     assert v.bottleneck is B.CPU and v.confidence == pytest.approx(0.9)
 
 
+BUSY = {"gpu_util": 0.995, "gr_engine_active": 0.99, "pcie_rx_bps": 5 * GB}
+
+
 def test_a_vetoed_favourite_leaves_the_rest_renormalised_with_a_note() -> None:
-    # GPUs idle 60 %: GPU is ruled out (XProf's 20 % bar), IO keeps the rest
-    v = analyze_window(make_window(B.IO), FixedModel({B.GPU: 0.6, B.IO: 0.4}))
-    assert v.bottleneck is B.IO and v.confidence == pytest.approx(1.0)
-    assert v.probabilities["GPU"] == 0.0
-    assert any(n.startswith("GPU ruled out (60 % from the model)") for n in v.notes)
+    # kernels run 99 % of the time by both readings: no input stage can cost 5 % (XProf's bar), so the
+    # model's IO is ruled out and GPU keeps the rest
+    v = analyze_window(make_window(B.GPU, overrides=BUSY, noise=0.0), FixedModel({B.IO: 0.6, B.GPU: 0.4}))
+    assert v.bottleneck is B.GPU and v.confidence == pytest.approx(1.0)
+    assert v.probabilities["IO"] == 0.0
+    assert any(n.startswith("IO ruled out (60 % from the model)") for n in v.notes)
 
 
 def test_every_class_ruled_out_abstains_leaning_to_the_models_favourite() -> None:
-    # GPUs idle 60 % rule GPU out, and the model gave nothing else: Unknown, leaning GPU, said in the reason
-    (bare,) = analyze_windows([make_window(B.IO)], FixedModel({B.GPU: 1.0}), with_details=False)
-    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.GPU
+    window = make_window(B.GPU, overrides=BUSY, noise=0.0)
+    (bare,) = analyze_windows([window], FixedModel({B.IO: 1.0}), with_details=False)
+    assert bare.bottleneck is B.UNKNOWN and bare.secondary is B.IO
     assert bare.abstention is Abstention.LOW_CONFIDENCE
-    assert bare.reason and "rule out every class" in bare.reason and "GPU" in bare.reason
+    assert bare.reason and "rule out every class" in bare.reason and "IO" in bare.reason
 
 
 def test_busy_gpus_rule_out_the_input_stages_but_not_the_links() -> None:
-    # kernels run 99 % of the time by both readings: no input stage can cost 5 %
-    busy = {"gpu_util": 0.995, "gr_engine_active": 0.99}
     model = FixedModel({B.IO: 0.5, B.CPU: 0.2, B.INTERCONNECT: 0.3})
-    v = analyze_window(make_window(B.GPU, overrides=busy, noise=0.0), model)
+    v = analyze_window(make_window(B.GPU, overrides=BUSY, noise=0.0), model)
     assert v.probabilities["IO"] == 0.0 and v.probabilities["CPU"] == 0.0
     assert v.bottleneck is B.INTERCONNECT
 
@@ -114,6 +117,15 @@ def test_abstains_on_low_coverage_and_short_window() -> None:
     assert v.bottleneck is B.UNKNOWN and v.reason and "min_window" in v.reason
     assert v.abstention is Abstention.SHORT_WINDOW
     assert analyze_window(short, model, min_window=60.0).bottleneck is B.GPU
+
+
+def test_samples_seen_count_scrapes_not_grid_points() -> None:
+    from bottleneck_operator.analysis.checks.data import samples_seen
+
+    w = make_window(B.GPU, samples=30, step=30.0)
+    assert samples_seen(w) == pytest.approx(30.0)
+    slow = replace(w, quality=replace(w.quality, scrape_interval=60.0))
+    assert samples_seen(slow) == pytest.approx(15.0)
 
 
 def test_no_pods_is_unknown() -> None:

@@ -28,6 +28,8 @@ SIDECAR_NAMES = {
     "bottleneck_sidecar_memory_oom_kills_total", "bottleneck_sidecar_processes", "bottleneck_sidecar_info",
     "bottleneck_sidecar_busy_processes",
 }  # fmt: skip
+# Only where the collector's kernel counts swap-ins per cgroup (memory.stat pswpin, Linux >= 6.15).
+SIDECAR_OPTIONAL = {"bottleneck_sidecar_memory_swapins_total"}
 CONTRACT = {
     "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_OCCUPANCY",
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES",
@@ -87,7 +89,7 @@ def samples(text: str) -> dict[str, list[tuple[dict[str, str], float, float]]]:
 def test_every_contract_family_present(samples: dict[str, list[tuple[dict[str, str], float, float]]]) -> None:
     assert set(samples) >= CONTRACT
     sidecar = {n for n in samples if n.startswith("bottleneck_sidecar_")}
-    assert sidecar == SIDECAR_NAMES
+    assert SIDECAR_NAMES <= sidecar <= SIDECAR_NAMES | SIDECAR_OPTIONAL
 
 
 def test_labels_as_the_exporters_name_them(
@@ -192,6 +194,46 @@ def test_other_gpus_of_the_node() -> None:
     write_openmetrics([job], only, extra_pods=False)
     kept = {s.labels.get("namespace", "") for f in text_string_to_metric_families(only.getvalue()) for s in f.samples}
     assert kept <= {job.namespace, ""}
+
+
+def test_optional_families_as_the_exporters_name_them() -> None:
+    """The FP32/FP16 pipes, the power limit and the clock-event reasons (under either of dcgm-exporter's
+    names), the infiniband collector's port counters and the collector's swap-ins, where a job has them."""
+    pool = generate_jobs(31, 120, start=START, duration=300, scrape_interval=60, dcgm_fieldset="full")
+
+    def names(job: SimulatedJob) -> dict[str, list[dict[str, str]]]:
+        buf = io.StringIO()
+        write_openmetrics([job], buf, extra_pods=False)
+        out: dict[str, list[dict[str, str]]] = defaultdict(list)
+        for family in text_string_to_metric_families(buf.getvalue()):
+            for s in family.samples:
+                out[s.name].append(s.labels)
+        return out
+
+    small = [j for j in pool if j.params.node_cpus * len(j.nodes) <= 96]
+    env = [j.params.env for j in small]
+    assert any(e.dcgm_pipes for e in env) and not all(e.dcgm_pipes for e in env)
+    for want, present in (
+        (lambda e: e.dcgm_pipes, ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "DCGM_FI_PROF_PIPE_FP16_ACTIVE")),
+        (lambda e: e.dcgm_power_clocks and not e.legacy_dcgm,
+         ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")),
+        (lambda e: e.dcgm_power_clocks and e.legacy_dcgm,
+         ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")),
+        (lambda e: e.ib_ports > 0, ("node_infiniband_port_data_received_bytes_total",
+                                    "node_infiniband_port_data_transmitted_bytes_total")),
+        (lambda e: e.swapins_counted and e.sidecar, ("bottleneck_sidecar_memory_swapins_total",)),
+    ):  # fmt: skip
+        job = next(j for j in small if want(j.params.env))
+        found = names(job)
+        for name in present:
+            assert found[name], name
+            if name.startswith("DCGM_FI_"):
+                assert all(set(labels) >= DCGM_LABELS for labels in found[name]), name
+            if name.startswith("node_infiniband_"):
+                ports = {(labels["device"], labels["port"]) for labels in found[name]}
+                assert len(ports) == job.params.env.ib_ports, name  # one series per port and node
+        without = next(j for j in small if not want(j.params.env))
+        assert not names(without).get(present[-1]), present
 
 
 def test_write_series_takes_plain_times(few_jobs: list[SimulatedJob]) -> None:

@@ -53,6 +53,10 @@ def test_families_follow_the_scenario(many_jobs: list[SimulatedJob]) -> None:
         fams = w.quality.families
         assert (Family.SIDECAR in fams) == env.sidecar
         assert (Family.NODE_PSI in fams) == env.node_psi
+        assert (Family.NODE_IB in fams) == (env.ib_ports > 0)
+        assert (Family.DCGM_POWER_CLOCKS in fams) == env.dcgm_power_clocks
+        assert (Family.DCGM_PROF_PIPES in fams) == (env.dcgm_fieldset == "full" and env.dcgm_pipes)
+        assert ("sc_swapin_ps" in names) == (env.sidecar and env.swapins_counted)
         assert ("cpu_throttled_frac" in names) == (job.params.cpu_limit is not None)
         assert ("cpu_limit_cores" in names) == (job.params.cpu_limit is not None and env.ksm)
         if env.dcgm_fieldset == "dev":

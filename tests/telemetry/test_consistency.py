@@ -35,7 +35,8 @@ GAUGES = {
     "gpu_util", "mem_copy_util", "fb_used_frac", "power_w", "sm_clock_mhz", "gr_engine_active", "tensor_active",
     "dram_active", "pcie_tx_bps", "pcie_rx_bps", "sm_active", "sm_occupancy", "nvlink_tx_bps", "nvlink_rx_bps",
     "mem_working_set_bytes", "mem_limit_bytes", "cpu_limit_cores", "node_cpus", "node_mem_avail_frac",
-    "node_swap_used_frac", "sc_procs_running", "sc_procs_iowait",
+    "node_swap_used_frac", "sc_procs_running", "sc_procs_iowait", "fp32_active", "fp16_active", "power_limit_w",
+    "clock_slowdown_frac",
 }  # fmt: skip
 # Counter rates: floating-point rounding only (sums of per-CPU rates against the rate of their sum,
 # reset corrections added in another order); 1e-9 absolute for shares close to zero.
@@ -95,7 +96,7 @@ def _gaps_must_match(job: Any, sim_values: np.ndarray, got_values: np.ndarray) -
 
 
 def test_gauges_agree_sample_for_sample(pairs: list[tuple[Any, Any, Any]]) -> None:
-    checked = 0
+    checked, names = 0, set()
     for job, sim, got in pairs:
         for s, g in zip(sim.pods, got.pods, strict=True):
             for name in GAUGES & set(g.signals):
@@ -105,7 +106,10 @@ def test_gauges_agree_sample_for_sample(pairs: list[tuple[Any, Any, Any]]) -> No
                 # gaps (missed scrapes, exporter outages) stay gaps, and only they
                 assert (np.isfinite(a) == np.isfinite(b)).all(), (job.name, name)
                 checked += int(both.sum())
+                names.add(name)
     assert checked > 1000
+    # the optional DCGM fields too: the pipes, the limit, and the reasons under either name
+    assert {"fp32_active", "fp16_active", "power_limit_w", "clock_slowdown_frac"} <= names
 
 
 def test_rates_agree_sample_for_sample(pairs: list[tuple[Any, Any, Any]]) -> None:
@@ -125,6 +129,7 @@ def test_rates_agree_sample_for_sample(pairs: list[tuple[Any, Any, Any]]) -> Non
     # every kind of counter signal took part: pod, GPU, node, sidecar, and ratios of rates
     assert {"cpu_cores", "nvlink_total_bps", "node_net_rx_bps", "node_cpu_iowait_frac", "sc_psi_io_some"} <= names
     assert {"cpu_throttled_frac", "sc_throttled_frac"} <= names
+    assert {"ib_rx_bps", "ib_tx_bps", "sc_swapin_ps", "sc_oom_kills"} <= names  # RDMA ports summed, swap, OOM
 
 
 # --- the sampling rules against Prometheus itself -------------------------------------------

@@ -15,11 +15,12 @@ import numpy as np
 
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, SignalBlock, families_and_coverage
-from bottleneck_operator.scenarios.plans import HOST_MEMORY, Plan, draw_plan
+from bottleneck_operator.scenarios.plans import HOST_MEMORY, Plan, draw_plan, with_extras
 from bottleneck_operator.scenarios.render import (
     Exporters,
     Sampling,
     draw_exporters,
+    draw_extra_exporters,
     gpu_signals,
     node_signals,
     pod_signals,
@@ -87,10 +88,13 @@ def generate_family(
     while len(out) < n:
         while len(order) < 2:
             order += [CLASSES[int(i)] for i in root.permutation(len(CLASSES))]
-        rng = np.random.default_rng(int(root.integers(2**62)))
+        group_seed = int(root.integers(2**62))
+        rng = np.random.default_rng(group_seed)
+        # what came after the first signals draws from a generator of its own: every earlier draw stays
+        side = np.random.default_rng([group_seed, 0x51DE])
         pair = len(out) + 2 <= n and rng.random() < PAIR_SHARE
         targets = [order.pop(0) for _ in range(2 if pair else 1)]
-        out += _group(rng, targets, len(out), start, duration, step, namespace)
+        out += _group((rng, side), targets, len(out), start, duration, step, namespace)
     return out
 
 
@@ -104,29 +108,41 @@ def _single_pod_plan(rng: np.random.Generator, label: Bottleneck) -> Plan:
 
 
 def _group(
-    rng: np.random.Generator, targets: list[Bottleneck], index: int, start: float, duration: float, step: float, ns: str
+    rngs: tuple[np.random.Generator, np.random.Generator],
+    targets: list[Bottleneck],
+    index: int,
+    start: float,
+    duration: float,
+    step: float,
+    ns: str,
 ) -> list[ScenarioJob]:
-    exp = draw_exporters(rng)
+    rng, side = rngs
+    exp = draw_extra_exporters(draw_exporters(rng), side)
     pair = len(targets) == 2
     plans = [_single_pod_plan(rng, t) for t in targets] if pair else [draw_plan(rng, targets[0])]
+    first = with_extras(plans[0], side)
+    # a pair shares one node, whose boards share one power cap
+    plans = [first, *(with_extras(p, side, power_cap=first.power_cap) for p in plans[1:])]
+    # InfiniBand/RoCE adapters: on every RDMA fabric, and idle beside Ethernet collectives on some nodes
+    adapters = plans[0].fabric.kind == "rdma" or bool(side.random() < 0.25)
     sliced = pair and all(p.gpus_per_pod == 1 and p.mig is None for p in plans) and rng.random() < TIME_SLICED_SHARE
     t = np.arange(start - 300.0, start + duration + TICK, TICK)
     ts = np.asarray(start + np.arange(int(duration // step) + 1) * step, dtype=np.float64)
     placed: list[_Placed] = []
     for k, plan in enumerate(plans):
         job_start = start - float(rng.uniform(-30.0, 1500.0))
-        ticks = pod_ticks(plan, rng, t, phases(rng, t, job_start))
+        ticks = pod_ticks(plan, rng, t, phases(rng, t, job_start), side=side)
         nodes = (
             tuple(0 for _ in range(plan.n_pods)) if pair else tuple(i // plan.pods_per_node for i in range(plan.n_pods))
         )
         placed.append(_Placed(plan, f"{plan.mechanism}-{index + k:05d}", ticks, nodes))
     host = plans[0]
     n_nodes = max(max(pl.node_of_pod) for pl in placed) + 1
-    s = Sampling(t, ts, step, exp, rng)
+    s = Sampling(t, ts, step, exp, rng, side)
     neighbours = [int(rng.choice([0, 0, 1, 2, 5])) for _ in range(n_nodes)]
     node_sig = [
         node_signals(s, _node_load(rng, placed, j, neighbours[j], host), exp, cpus=host.node_cpus,
-                     mem=host.node_mem_bytes, swap=any(pl.plan.swap for pl in placed))
+                     mem=host.node_mem_bytes, swap=any(pl.plan.swap for pl in placed), adapters=adapters)
         for j in range(n_nodes)
     ]  # fmt: skip
     shared_gpu = gpu_signals(s, _combined_gpu(placed), exp, mig=False) if sliced else None
@@ -164,10 +180,14 @@ def _combined_gpu(placed: Sequence[_Placed]) -> dict[str, F]:
     idle = placed[0].plan.part.idle_w
     out = {k: np.clip(a[k][0] + b[k][0], 0.0, 1.0) for k in ("util", "sm", "gr", "tensor", "dram", "occupancy", "copy")}
     out["fb"] = np.clip(a["fb"][0] * 0.5 + b["fb"][0] * 0.5, 0.0, 0.995)
-    out["power"] = np.minimum(a["power"][0] + b["power"][0] - idle, placed[0].plan.part.tdp_w)
+    out["power"] = np.minimum(a["power"][0] + b["power"][0] - idle, a["power_limit"][0])
     out["clock"] = np.minimum(a["clock"][0], b["clock"][0])
     for k in ("pcie_rx", "pcie_tx", "nvlink"):
         out[k] = a[k][0] + b[k][0]
+    out["fp32"] = np.clip(a["fp32"][0] + b["fp32"][0], 0.0, 1.0)
+    out["fp16"] = np.clip(a["fp16"][0] + b["fp16"][0], 0.0, 1.0)
+    out["power_limit"] = a["power_limit"][0]  # one board
+    out["slowdown"] = np.maximum(a["slowdown"][0], b["slowdown"][0])
     return out
 
 
@@ -177,14 +197,14 @@ def _node_load(
     n = placed[0].ticks.t.size
     load: dict[str, F] = {k: np.zeros(n) for k in ("cpu", "system", "iowait", "disk_read", "disk_reqs", "majfault",
                                                   "net_rx", "net_tx", "mem", "swap", "mem_stall", "runnable",
-                                                  "io_some", "io_full")}  # fmt: skip
+                                                  "io_some", "io_full", "ib")}  # fmt: skip
     ceiling = 3.5e9
     for pl in placed:
         for p, node in enumerate(pl.node_of_pod):
             if node != j:
                 continue
             nd = pl.ticks.node
-            for k in ("cpu", "system", "iowait", "disk_read", "majfault", "net_rx", "net_tx", "mem", "runnable"):
+            for k in ("cpu", "system", "iowait", "disk_read", "majfault", "net_rx", "net_tx", "mem", "runnable", "ib"):
                 load[k] = load[k] + nd[k][p]
             load["disk_reqs"] = load["disk_reqs"] + nd["disk_read"][p] / pl.plan.storage.request_bytes
             load["swap"] = np.maximum(load["swap"], nd["swap"][p])

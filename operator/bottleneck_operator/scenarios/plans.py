@@ -55,6 +55,8 @@ class Kernels:
     tensor: float
     dram: float
     occupancy: float
+    fp32: float = 0.0  # FP32 pipes (see with_extras)
+    fp16: float = 0.0  # FP16 pipes
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,9 @@ class Plan:
     bubble: float  # pipeline bubble share of the step (0: no pipeline parallelism)
     launch_core: bool  # one host core per GPU busy launching kernels
     tags: tuple[str, ...] = field(default=())
+    power_cap: float = 1.0  # the limit the boards enforce, as a share of their default (TDP)
+    fp32_math: bool = False  # kernels compute in FP32 on the FP32 pipes (TF32 off), not the tensor pipes
+    oom_kills: int = 0  # processes of a pod the OOM killer ends during the window (the trainer survives)
 
 
 def _u(rng: np.random.Generator, lo: float, hi: float) -> float:
@@ -298,3 +303,36 @@ def _finish(
         bubble=_u(rng, 0.15, 0.45) if mechanism == "pipeline" else 0.0,
         launch_core=mechanism == "launch-bound", tags=tuple(tags),
     )  # fmt: skip
+
+
+# Shares drawn beside a plan (with_extras): boards capped below their default limit, FP32 math, and the
+# Jobs under host memory pressure at a memory limit whose processes the OOM killer ends now and then.
+POWER_CAPPED_SHARE = 0.1
+FP32_MATH_SHARE = 0.1
+OOM_KILL_SHARE = 0.4
+
+
+def with_extras(plan: Plan, side: np.random.Generator, *, power_cap: float | None = None) -> Plan:
+    """The plan with what was added after the family's first signals, drawn from ``side`` (so every draw
+    of the job's own generator stays as it was): its boards' power cap, FP32 math, the pipes' activity,
+    and OOM kills.
+
+    Pipe activity per unit of kernel time, from an H200 (DCGM's pipe fields through NVML's GPM): fp32
+    products with TF32 off kept the FP32 pipes 0.76 active at SM activity 0.97 and the tensor pipes at
+    0.0; a transformer's layer norms and activations 0.03, fp32 HBM streams 0.01, bf16 products 0.0; the
+    FP16 pipes 0.0 in every loop (bf16's elementwise ops run in FP32). Loops in fp16 mixed precision run
+    some elementwise ops on the FP16 pipes. ``power_cap``: the cap of boards the plan shares a node with.
+    """
+    cap = float(side.uniform(0.6, 0.9)) if side.random() < POWER_CAPPED_SHARE else 1.0
+    cap = cap if power_cap is None else power_cap
+    fp32 = plan.mechanism not in ("launch-bound", "hbm-bandwidth") and bool(side.random() < FP32_MATH_SHARE)
+    k = plan.kernels
+    fp32_eff = _u(side, 0.7, 0.85) if fp32 else _u(side, 0.005, 0.06)
+    fp16_eff = _u(side, 0.005, 0.05) if side.random() < 0.4 and not fp32 else 0.0
+    kernels = replace(k, tensor=0.0 if fp32 else k.tensor, fp32=k.sm * fp32_eff, fp16=k.sm * fp16_eff)
+    kills = int(side.integers(1, 4)) if side.random() < OOM_KILL_SHARE else 0
+    if plan.mechanism != HOST_MEMORY or plan.mem_limit_bytes is None:
+        kills = 0
+    flags = (("power-capped", cap < 1.0), ("fp32-math", fp32), ("oom-kill", kills > 0))
+    tags = (*plan.tags, *(t for t, on in flags if on))
+    return replace(plan, kernels=kernels, power_cap=cap, fp32_math=fp32, oom_kills=kills, tags=tags)

@@ -7,11 +7,14 @@
 - node-exporter and cAdvisor counters become rates over ``rate_range(step, scrape interval)``:
   the mean of the ticks in that range, plus counter jitter; gauges are the last scrape.
 - a scrape fails now and then (NaN), and whole families are absent on some clusters.
+- ``clock_slowdown_frac`` is the share of a pod's GPUs with a slowdown bit among their clock-event
+  reasons; ``ib_*_bps`` the node's InfiniBand/RoCE ports summed, where it has adapters and the
+  infiniband collector reads them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,6 +35,10 @@ class Exporters:
     ksm: bool
     dcgm_phase: float  # seconds: offset of dcgm-exporter's collection clock
     busy_processes: bool = True  # the collector is recent enough to count processes at a full core
+    pipes: bool = False  # FP32/FP16 pipe activity (a custom counters file, with the full field set)
+    power_clocks: bool = False  # the enforced power limit and the clock-event reasons
+    ib: bool = False  # node-exporter's infiniband collector reads the nodes' adapters (where they have any)
+    swapins: bool = False  # the collector's kernel counts swap-ins per cgroup (memory.stat pswpin, >= 6.15)
 
 
 def draw_exporters(rng: np.random.Generator) -> Exporters:
@@ -45,11 +52,27 @@ def draw_exporters(rng: np.random.Generator) -> Exporters:
     )
 
 
+def draw_extra_exporters(exp: Exporters, side: np.random.Generator) -> Exporters:
+    """The families added after the first ones, from a generator of their own (``side``): the pipes
+    where a custom counters file is on, the power limit and clock reasons mostly with one, the
+    infiniband collector (a node-exporter default) and kernels that count swap-ins per cgroup."""
+    return replace(
+        exp,
+        pipes=exp.fieldset == "full" and bool(side.random() < 0.6),
+        power_clocks=bool(side.random() < (0.7 if exp.fieldset == "full" else 0.12)),
+        ib=bool(side.random() < 0.85),
+        swapins=bool(side.random() < 0.4),
+    )
+
+
 class Sampling:
     """Window timestamps and the index arithmetic of each exporter's samples."""
 
-    def __init__(self, ticks: F, ts: F, step: float, exp: Exporters, rng: np.random.Generator) -> None:
-        self.ticks, self.ts, self.exp, self.rng = ticks, ts, exp, rng
+    def __init__(
+        self, ticks: F, ts: F, step: float, exp: Exporters, rng: np.random.Generator, side: np.random.Generator
+    ) -> None:
+        # ``side``: the noise of the signals added after the first ones (so ``rng``'s draws stay put)
+        self.ticks, self.ts, self.exp, self.rng, self.side = ticks, ts, exp, rng, side
         scrape_at = ts - rng.uniform(0.0, exp.scrape, ts.size)  # the last scrape at or before each T
         collect_at = exp.dcgm_phase + np.floor((scrape_at - exp.dcgm_phase) / DCGM_COLLECT) * DCGM_COLLECT
         self.dcgm_idx = self._index(collect_at)
@@ -62,20 +85,22 @@ class Sampling:
     def _index(self, at: F) -> np.ndarray:  # type: ignore[type-arg]
         return np.clip(np.searchsorted(self.ticks, at, side="right") - 1, 0, self.ticks.size - 1)
 
-    def dcgm(self, x: F, noise: float = 0.0) -> F:
+    def dcgm(self, x: F, noise: float = 0.0, *, later: bool = False) -> F:
+        """The last dcgm-exporter collection before each scrape (``later``: noise from ``side``)."""
         v = x[..., self.dcgm_idx]
         if noise:
-            v = v * (1.0 + self.rng.normal(0.0, noise, v.shape))
+            v = v * (1.0 + (self.side if later else self.rng).normal(0.0, noise, v.shape))
         return self._gaps(v)
 
     def gauge(self, x: F) -> F:
         return self._gaps(x[..., self.gauge_idx])
 
-    def rate(self, x: F, noise: float = 0.02) -> F:
+    def rate(self, x: F, noise: float = 0.02, *, later: bool = False) -> F:
+        """A counter's rate over the rate range (``later``: noise from ``side``)."""
         c = np.concatenate([np.zeros((*x.shape[:-1], 1)), np.cumsum(x, axis=-1)], axis=-1)
         width = np.maximum(self.rate_hi - self.rate_lo, 1)
         v = (c[..., self.rate_hi] - c[..., self.rate_hi - width]) / width
-        return self._gaps(v * (1.0 + self.rng.normal(0.0, noise, v.shape)))
+        return self._gaps(v * (1.0 + (self.side if later else self.rng).normal(0.0, noise, v.shape)))
 
     def _gaps(self, v: F) -> F:
         out = np.array(v, dtype=np.float64)
@@ -104,6 +129,12 @@ def gpu_signals(s: Sampling, gpu: dict[str, F], exp: Exporters, *, mig: bool) ->
         if not mig:
             out["nvlink_tx_bps"] = s.dcgm(gpu["nvlink"] / 2, 0.05)
             out["nvlink_rx_bps"] = s.dcgm(gpu["nvlink"] / 2, 0.05)
+        if exp.pipes:
+            out["fp32_active"] = np.clip(s.dcgm(gpu["fp32"], 0.04, later=True), 0.0, 1.0)
+            out["fp16_active"] = np.clip(s.dcgm(gpu["fp16"], 0.04, later=True), 0.0, 1.0)
+    if exp.power_clocks:
+        out["power_limit_w"] = s.dcgm(gpu["power_limit"])
+        out["clock_slowdown_frac"] = s.dcgm(gpu["slowdown"])
     return out
 
 
@@ -130,6 +161,9 @@ def pod_signals(
             out["sc_throttled_frac"] = out["cpu_throttled_frac"]
         out["sc_io_read_bps"] = s.rate(pod["fs_read"], 0.05)
         out["sc_majfault_ps"] = s.rate(pod["majfault"], 0.05)
+        if exp.swapins:
+            out["sc_swapin_ps"] = s.rate(pod["swapin"], 0.05, later=True)
+        out["sc_oom_kills"] = s.rate(pod["oom"], 0.0, later=True)
         out["sc_procs_running"] = s.gauge(pod["running"])
         out["sc_procs_iowait"] = s.gauge(pod["dstate"])
         if exp.busy_processes:
@@ -137,8 +171,11 @@ def pod_signals(
     return out
 
 
-def node_signals(s: Sampling, load: dict[str, F], exp: Exporters, *, cpus: int, mem: float, swap: bool) -> dict[str, F]:
-    """node-exporter signals of one node from the summed load of everything on it."""
+def node_signals(
+    s: Sampling, load: dict[str, F], exp: Exporters, *, cpus: int, mem: float, swap: bool, adapters: bool
+) -> dict[str, F]:
+    """node-exporter signals of one node from the summed load of everything on it (``adapters``: the
+    node has InfiniBand/RoCE adapters; the infiniband collector, where on, reads their ports)."""
     n = s.ts.size
     busy = np.clip(load["cpu"] + load["system"] * 0.3, 0.0, cpus)
     iowait = np.minimum(load["iowait"], cpus - busy)
@@ -160,6 +197,9 @@ def node_signals(s: Sampling, load: dict[str, F], exp: Exporters, *, cpus: int, 
         "node_net_rx_bps": s.rate(load["net_rx"], 0.03),
         "node_net_tx_bps": s.rate(load["net_tx"], 0.03),
     }
+    if exp.ib and adapters:  # RDMA bytes over the ports, on top of the fabric's management traffic
+        out["ib_rx_bps"] = s.rate(load["ib"] + 3e4, 0.03, later=True)
+        out["ib_tx_bps"] = s.rate(load["ib"] + 3e4, 0.03, later=True)
     if exp.psi:
         over = np.clip((load["runnable"] - cpus) / cpus, 0.0, 1.0)
         out["node_psi_cpu_some"] = np.clip(s.rate(over * 2.0 + 0.01 * busy / cpus), 0.0, 1.0)

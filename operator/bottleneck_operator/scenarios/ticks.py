@@ -60,14 +60,17 @@ def phases(rng: np.random.Generator, t: F, job_start: float) -> npt.NDArray[np.i
     return ph
 
 
-def pod_ticks(plan: Plan, rng: np.random.Generator, t: F, ph: npt.NDArray[np.int64]) -> Ticks:
-    """The per-tick state of every pod of the job."""
+def pod_ticks(
+    plan: Plan, rng: np.random.Generator, t: F, ph: npt.NDArray[np.int64], *, side: np.random.Generator
+) -> Ticks:
+    """The per-tick state of every pod of the job; ``side`` draws what came after the first signals
+    (board clocks, swap-ins, OOM kills), so every draw from ``rng`` stays as it was."""
     n = t.size
     gpu: dict[str, list[F]] = {}
     pod: dict[str, list[F]] = {}
     node: dict[str, list[F]] = {}
     for p in range(plan.n_pods):
-        g, h, nd = _one_pod(plan, rng, n, ph, p)
+        g, h, nd = _one_pod(plan, (rng, side), n, ph, p)
         for dst, src in ((gpu, g), (pod, h), (node, nd)):
             for k, v in src.items():
                 dst.setdefault(k, []).append(v)
@@ -101,8 +104,9 @@ def _step_shares(plan: Plan, rng: np.random.Generator, n: int, ph: npt.NDArray[n
 
 
 def _one_pod(
-    plan: Plan, rng: np.random.Generator, n: int, ph: npt.NDArray[np.int64], p: int
+    plan: Plan, rngs: tuple[np.random.Generator, np.random.Generator], n: int, ph: npt.NDArray[np.int64], p: int
 ) -> tuple[dict[str, F], dict[str, F], dict[str, F]]:
+    rng, side = rngs
     s = _step_shares(plan, rng, n, ph)
     step = s["step"]
     k = plan.kernels
@@ -139,12 +143,24 @@ def _one_pod(
     # Board power the pipes would draw, over the part's limit. Fitted to the real H200 loops
     # (recordings/README.md): bf16 matmuls ask ~1.3x the limit and hold it at 0.99 with the SM clock at
     # 0.75; HBM streaming 0.72; tiny kernels 0.19-0.30; idle with a context 0.18 at the full clock.
-    ask = (part.idle_w + part.tdp_w * (0.8 * tensor + 0.4 * sm + 0.13 * dram)) * rng.uniform(0.93, 1.03, n)
-    # the clock falls until the draw fits the limit, which the board then holds just under (687-694 W)
-    clock_f = np.minimum(1.0, part.tdp_w / ask) ** 1.15 * rng.uniform(0.97, 1.0, n)
+    # FP32 math draws about as much from the FP32 pipes: 0.99 of the limit at the full clock for fp32
+    # products (gpu-compute-fp32); the few FP32 ops of mixed-precision loops are in the fit above.
+    fp32 = u_mean * k.fp32
+    fp32_draw = 0.65 * fp32 if plan.fp32_math else 0.0
+    ask = (part.idle_w + part.tdp_w * (0.8 * tensor + 0.4 * sm + 0.13 * dram + fp32_draw)) * rng.uniform(0.93, 1.03, n)
+    # The limit the boards enforce: their default (the TDP), or lower where the cluster caps them. The
+    # clock falls until the draw fits the limit, which the board then holds just under (687-694 W);
+    # power management moves it a little from sample to sample and board to board anyway.
+    limit = part.tdp_w * plan.power_cap
+    held = np.minimum(1.0, limit / ask) ** 1.15
+    clock_f = held * rng.uniform(0.97, 1.0, n) * side.uniform(0.985, 1.0)
     if slow_share:
         clock_f = clock_f * (1.0 - slow_share * (1.0 - plan.straggler))
-    power = np.minimum(ask, part.tdp_w * rng.uniform(0.98, 1.0, n))
+    power = np.minimum(ask, limit * rng.uniform(0.98, 1.0, n))
+    # The share of the pod's GPUs whose clock-event reasons carry a slowdown bit: the software power cap
+    # on the boards held at their limit, a hardware or thermal slowdown on the straggler.
+    capped = np.round(np.clip((1.0 - held) / 0.02, 0.0, 1.0) * gpus) / gpus
+    slowdown = np.where(idle, 0.0, capped + slow_share * (1.0 - capped))
     comm_bps = np.where(idle, 0.0, plan.comm_bytes / step)
     nvl = comm_bps if plan.comm_path == "nvlink" else 0.3 * comm_bps * (part.nvlink_bps > 0) * (gpus > 1)
     over_pcie = comm_bps if plan.comm_path in ("rdma", "pcie") else 0.0
@@ -154,9 +170,35 @@ def _one_pod(
         "fb": np.clip(plan.fb_frac + rng.normal(0, 0.004, n), 0.05, 0.995),
         "power": power, "clock": part.max_clock_mhz * clock_f,
         "pcie_rx": h2d + over_pcie + 2e6, "pcie_tx": 0.05 * h2d + over_pcie + 1e6, "nvlink": nvl,
+        "fp32": fp32, "fp16": u_mean * k.fp16, "power_limit": np.full(n, limit), "slowdown": slowdown,
     }  # fmt: skip
     h, nd = _host(plan, rng, n, ph, s, u_mean)
+    _host_extras(plan, side, ph, s, h, nd)
     return g, h, nd
+
+
+def _host_extras(
+    plan: Plan,
+    side: np.random.Generator,
+    ph: npt.NDArray[np.int64],
+    s: dict[str, F],
+    pod: dict[str, F],
+    node: dict[str, F],
+) -> None:
+    """What the pod and its node show beside the first signals: swap-ins, OOM kills, RDMA bytes."""
+    n = ph.size
+    idle = (ph == STARTUP) | (ph == CHECKPOINT)
+    mem_stall = np.where(idle, 0.0, s["tm"] / s["step"])
+    # pages back from swap: the stall's faults (2-8 x 10^4 a second when the whole step stalls), each
+    # bringing its page and, with swap readahead, up to seven neighbours; none without swap
+    pod["swapin"] = mem_stall * plan.swap * side.uniform(2e4, 8e4, n) * side.uniform(1.0, 3.0)
+    kills = np.zeros(n)
+    running = np.flatnonzero(ph == TRAIN)
+    for _ in range(plan.oom_kills if running.size else 0):
+        kills[int(side.choice(running))] += 1.0 / TICK  # one kill within the tick, per second
+    pod["oom"] = kills
+    comm = plan.comm_bytes / s["step"] * plan.gpus_per_pod if plan.comm_path == "rdma" else np.zeros(n)
+    node["ib"] = np.where(idle, 0.0, comm)
 
 
 def _host(

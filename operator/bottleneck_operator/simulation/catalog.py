@@ -16,6 +16,11 @@ GIB = 1024**3
 MIB = 1024**2
 # DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's unit: DCGM divides NVML's KiB/s by 1000 (docs/telemetry.md).
 NVLINK_TOTAL_UNIT_BYTES = 1.024e6
+# NVML's clock-event reasons (nvmlClocksEventReasons): the ones the simulator sets, and those that
+# slow a loaded GPU (SW power cap, HW slowdown, SW and HW thermal, HW power brake).
+CLOCK_REASON_IDLE = 0x1
+CLOCK_REASON_SW_POWER_CAP = 0x4
+CLOCK_SLOWDOWN_BITS = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 
 @dataclass(frozen=True)

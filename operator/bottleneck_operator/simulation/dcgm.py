@@ -60,10 +60,11 @@ DCGM_POWER_CLOCKS = {
     "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit", "Power management limit (in W)."),
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("clock_reasons", "Current clock event reasons (bitmask)."),
 }
-LEGACY_REASONS = ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons (bitmask).")
-# NVML's clock-event reasons the simulator sets: the GPU idle, its software power cap holding the clock.
-REASON_IDLE = 0x1
-REASON_SW_POWER_CAP = 0x4
+# The same field as releases built on a DCGM before 3.3 name it.
+DCGM_POWER_CLOCKS_LEGACY = {
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit", "Power management limit (in W)."),
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": ("clock_reasons", "Current clock throttle reasons (bitmask)."),
+}
 
 
 def dcgm_fields(env: Environment) -> dict[str, tuple[str, str]]:
@@ -76,13 +77,7 @@ def dcgm_fields(env: Environment) -> dict[str, tuple[str, str]]:
         if env.dcgm_pipes:
             fields.update(DCGM_PIPES)
     if env.dcgm_power_clocks:
-        fields["DCGM_FI_DEV_POWER_MGMT_LIMIT"] = DCGM_POWER_CLOCKS["DCGM_FI_DEV_POWER_MGMT_LIMIT"]
-        name, text = (
-            LEGACY_REASONS
-            if env.legacy_dcgm
-            else ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", DCGM_POWER_CLOCKS["DCGM_FI_DEV_CLOCKS_EVENT_REASONS"][1])
-        )
-        fields[name] = ("clock_reasons", text)
+        fields.update(DCGM_POWER_CLOCKS_LEGACY if env.legacy_dcgm else DCGM_POWER_CLOCKS)
     return {k: v for k, v in fields.items() if v[0] not in env.prof_missing}
 
 
@@ -194,5 +189,5 @@ def _other_gpu(kind: cat.GpuKind, busy: float, n: int, rng: np.random.Generator,
         "fp32_active": sm * rng.uniform(0.005, 0.06),
         "fp16_active": np.zeros(n),
         "power_limit": np.full(n, limit),
-        "clock_reasons": np.full(n, 0.0 if busy else float(REASON_IDLE)),
+        "clock_reasons": np.full(n, 0.0 if busy else float(cat.CLOCK_REASON_IDLE)),
     }

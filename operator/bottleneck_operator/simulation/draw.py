@@ -59,7 +59,11 @@ def draw_scenario(
     scrape_interval: float | None = None,
     dcgm_fieldset: str | None = None,
 ) -> Scenario:
-    """Draw scenarios until one is bound by ``target`` with a margin in the requested band.
+    """Draw scenarios until one is bound by ``target`` with a margin in the requested band, then its extras.
+
+    The extras (optional telemetry families, power caps, FP32 math, OOM kills:
+    :func:`~bottleneck_operator.simulation.environment.draw_extras`) come from a generator of their
+    own, so the draws here are the same with or without them.
 
     Args:
         rng: the generator to draw from.
@@ -86,6 +90,7 @@ def _draw_until(
     scrape_interval: float | None,
     dcgm_fieldset: str | None,
 ) -> Scenario:
+    """The rejection loop of :func:`draw_scenario` (its arguments)."""
     last: Scenario | None = None
     # The mechanism is drawn once, so that redraws do not favour the mechanisms that succeed easily.
     mechanism = str(_pick(rng, MECHANISMS[target]))

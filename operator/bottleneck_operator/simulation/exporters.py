@@ -2,7 +2,8 @@
 
 dcgm-exporter: see :mod:`.dcgm`.
 node-exporter: ``node_cpu_seconds_total`` per cpu and mode, disks and interfaces by ``device``, PSI only
-on kernels >= 4.20; the scrape adds ``instance`` (ip:9100), mapped to the node by ``node_uname_info``.
+on kernels >= 4.20, InfiniBand/RoCE port counters by ``device`` and ``port`` where the node has adapters
+and the collector is on; the scrape adds ``instance`` (ip:9100), mapped to the node by ``node_uname_info``.
 cAdvisor: per container plus the pod-level cgroup (``container=""``); CFS series only with a CPU limit;
 ``container_spec_memory_limit_bytes`` is 0 without a limit; fs reads count block devices only.
 kube-state-metrics: ``kube_pod_info`` and ``kube_pod_container_resource_limits``. The collector sidecar:
@@ -108,6 +109,18 @@ def _node_network_psi(s: SeriesMaker, job: JobRecord, j: int) -> Iterator[Series
         )
         for name, key, what in psi:
             yield s(name, "counter", f"Total time in seconds that processes have waited for {what}.", st.node[key][j])
+    yield from _node_infiniband(s, job, j)
+
+
+def _node_infiniband(s: SeriesMaker, job: JobRecord, j: int) -> Iterator[Series]:
+    """The infiniband collector's port counters: one HCA (``mlx5_<k>``) per port, as rail-optimised nodes have."""
+    st = job.state
+    for port in range(job.params.env.ib_ports):
+        lab = {"device": f"mlx5_{port}", "port": "1"}
+        yield s("node_infiniband_port_data_received_bytes_total", "counter",
+                "Number of data octets received on all links", st.node["ib_rx_c"][j, port], lab)  # fmt: skip
+        yield s("node_infiniband_port_data_transmitted_bytes_total", "counter",
+                "Number of data octets transmitted on all links", st.node["ib_tx_c"][j, port], lab)  # fmt: skip
 
 
 def _cgroup(pod_uid: str, burstable: bool) -> str:
@@ -336,6 +349,8 @@ def sidecar_series(job: JobRecord) -> Iterator[Series]:
         if sc.env.mem_limit_bytes:
             yield s("memory_max_bytes", "gauge", "memory.max.", np.full(n, sc.env.mem_limit_bytes + SIDECAR_MEM_LIMIT))
         yield s("memory_major_faults_total", "counter", "memory.stat pgmajfault.", st.pod["majfault_c"][p])
+        if sc.env.swapins_counted:  # kernels >= 6.15 count swap-ins per cgroup
+            yield s("memory_swapins_total", "counter", "memory.stat pswpin.", st.pod["swapin_c"][p])
         yield s("memory_oom_kills_total", "counter", "memory.events oom_kill.", st.pod["oom_c"][p])
         for state, key in (("running", "procs_running"), ("iowait", "procs_iowait"), ("sleeping", "procs_sleeping")):
             yield s("processes", "gauge", "Trainer processes by state.", st.pod[key][p], {"state": state})

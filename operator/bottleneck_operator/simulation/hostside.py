@@ -395,7 +395,9 @@ def host_extras(
     env = sc.env
     # Pages back from swap: the memory-pressure faults of a pod with swap to fault from (each swap-in
     # fault reads its page and, with swap readahead, up to seven neighbours); none without swap.
-    pressure_faults = sps * sc.gpus_per_pod * sc.faults_per_sample
+    # Under host memory pressure most faults are anonymous pages pushed out; elsewhere the few faults
+    # are file pages (a swap-in now and then).
+    pressure_faults = sps * sc.gpus_per_pod * sc.faults_per_sample * (0.8 if sc.mechanism == "mem-host" else 0.05)
     pages = side.uniform(1.0, 4.0) if env.swap_bytes > 0 else 0.0
     st.pod["swapin_c"] = cumulative(_jit(side, pressure_faults * pages, 0.1), dt)
     # The OOM killer ends a process of a pod at its memory limit now and then (a loader worker, a

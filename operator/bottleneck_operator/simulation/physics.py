@@ -14,7 +14,6 @@ import numpy as np
 
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.simulation import catalog as cat
-from bottleneck_operator.simulation import dcgm
 from bottleneck_operator.simulation.hostside import host_extras, host_state
 from bottleneck_operator.simulation.scenario import Scenario
 from bottleneck_operator.simulation.state import EXPORTERS, B, F, JobState, rounded
@@ -314,5 +313,5 @@ def _gpu_memory_power(
     wander = 1.0 - np.minimum(np.abs(side.normal(0.0, 0.008, size=demand.shape)), 0.02)
     st.gpu["sm_clock"] = rounded(kind.boost_mhz * held * board * wander / 15) * 15
     # NVML's reasons: the software power cap while it holds the clock down, idle while nothing runs.
-    capping = np.where(held < 0.995, dcgm.REASON_SW_POWER_CAP, 0)
-    st.gpu["clock_reasons"] = np.asarray(capping + np.where(st.gpu["gpu_util"] < 1.0, dcgm.REASON_IDLE, 0), float)
+    capping = np.where(held < 0.995, cat.CLOCK_REASON_SW_POWER_CAP, 0)
+    st.gpu["clock_reasons"] = np.asarray(capping + np.where(st.gpu["gpu_util"] < 1.0, cat.CLOCK_REASON_IDLE, 0), float)

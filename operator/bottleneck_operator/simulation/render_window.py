@@ -12,7 +12,10 @@ the scrape interval rounded to the second as the data layer's estimate is):
 - GPU signals are the mean over the pod's GPUs (``fb_used_frac``: the max), cAdvisor signals the sum
   over the pod's containers except the collector (and the pod-level ``container=""`` series),
   ``cpu_limit_cores`` the trainer's limit, node signals those of the pod's node (network without
-  ``lo``, disk busy the busiest device), ``node_cpu_*_frac`` shares of all modes' CPU time.
+  ``lo``, disk busy the busiest device, RDMA bytes summed over the adapters' ports),
+  ``node_cpu_*_frac`` shares of all modes' CPU time;
+- ``clock_slowdown_frac`` is the share of the pod's GPUs whose latest clock-event reasons carry a
+  slowdown bit (0x4, 0x8, 0x20, 0x40 or 0x80), as the catalog's PromQL tests them.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ _GPU_SIGNAL = {
     "tensor_active": ("tensor_active", 1.0), "dram_active": ("dram_active", 1.0), "pcie_tx": ("pcie_tx_bps", 1.0),
     "pcie_rx": ("pcie_rx_bps", 1.0), "sm_active": ("sm_active", 1.0), "sm_occupancy": ("sm_occupancy", 1.0),
     "nvlink_tx": ("nvlink_tx_bps", 1.0), "nvlink_rx": ("nvlink_rx_bps", 1.0),
+    "fp32_active": ("fp32_active", 1.0), "fp16_active": ("fp16_active", 1.0), "power_limit": ("power_limit_w", 1.0),
 }  # fmt: skip
 
 
@@ -98,7 +102,7 @@ def render_window(
     # it the nodes are found later (from pod labels) and their queries use the default interval.
     nsi = qsi if sc.env.ksm else DEFAULT_SCRAPE_INTERVAL
     nsmp = [_Sampler(st.times("node"), st.up["node"][j], ts, step, nsi) for j in range(len(job.nodes))]
-    fields = {key for key, _ in dcgm_fields(sc.env.dcgm_fieldset, sc.env.prof_missing).values()}
+    fields = {key for key, _ in dcgm_fields(sc.env).values()}
     node_sig = [_node_signals(job, j, nsmp[j]) for j in range(len(job.nodes))]
     pods = []
     for p, pod in enumerate(job.pods):
@@ -124,9 +128,11 @@ def _pod_signals(job: JobRecord, p: int, smp: dict[str, _Sampler], fields: set[s
     sc = job.params
     sig: dict[str, F] = {}
     d = smp["dcgm"]
-    for key in fields - {"fb_used", "fb_free"}:
+    for key in fields - {"fb_used", "fb_free", "clock_reasons"}:
         name, scale = _GPU_SIGNAL[key]
         sig[name] = d.gauge(st.gpu[key][p]).mean(axis=0) * scale
+    if "clock_reasons" in fields:
+        sig["clock_slowdown_frac"] = _slowed_share(d.gauge(st.gpu["clock_reasons"][p]))
     used, free = d.gauge(st.gpu["fb_used"][p]), d.gauge(st.gpu["fb_free"][p])
     sig["fb_used_frac"] = _ratio(used, used + free).max(axis=0)
     sig["nvlink_total_bps"] = d.gauge(st.gpu["nvlink_total"][p]).mean(axis=0) * cat.NVLINK_TOTAL_UNIT_BYTES
@@ -141,6 +147,13 @@ def _pod_signals(job: JobRecord, p: int, smp: dict[str, _Sampler], fields: set[s
         if sc.env.ksm:
             sig["cpu_limit_cores"] = smp["ksm"].gauge(np.full(st.t.size, sc.cpu_limit))
     return sig
+
+
+def _slowed_share(reasons: F) -> F:
+    """The share of GPUs (axis 0) whose reasons bitmask has a slowdown bit; NaN where a sample is missing."""
+    finite = np.isfinite(reasons)
+    bits = np.where(finite, reasons, 0.0).astype(np.int64) & cat.CLOCK_SLOWDOWN_BITS
+    return np.asarray(np.where(finite, (bits > 0).astype(np.float64), np.nan).mean(axis=0), dtype=np.float64)
 
 
 def _sidecar_of(job: JobRecord, p: int, smp: dict[str, _Sampler]) -> dict[str, F]:
@@ -172,6 +185,9 @@ def _node_signals(job: JobRecord, j: int, s: _Sampler) -> dict[str, F]:
     swap_free = s.gauge(st.node["swap_free"][j])
     out["node_swap_used_frac"] = np.where(swap_total > 0, 1 - swap_free / np.where(swap_total > 0, swap_total, 1), 0.0)
     out["node_swap_used_frac"] = np.where(np.isnan(swap_total), np.nan, out["node_swap_used_frac"])
+    if sc.env.ib_ports:
+        out["ib_rx_bps"] = s.rate(st.node["ib_rx_c"][j]).sum(axis=0)
+        out["ib_tx_bps"] = s.rate(st.node["ib_tx_c"][j]).sum(axis=0)
     if sc.env.node_psi:
         for name, key in (("cpu_some", "cpu_some"), ("io_some", "io_some"), ("io_full", "io_full"),
                           ("mem_some", "mem_some"), ("mem_full", "mem_full")):  # fmt: skip
@@ -190,6 +206,9 @@ def _sidecar_signals(job: JobRecord, p: int, s: _Sampler) -> dict[str, F]:
         out["sc_throttled_frac"] = _ratio(s.rate(st.pod["cfs_throttled_c"][p]), s.rate(st.pod["cfs_periods_c"][p]))
     out["sc_io_read_bps"] = s.rate(st.pod["fs_read_c"][p])
     out["sc_majfault_ps"] = s.rate(st.pod["majfault_c"][p])
+    if job.params.env.swapins_counted:
+        out["sc_swapin_ps"] = s.rate(st.pod["swapin_c"][p])
+    out["sc_oom_kills"] = s.rate(st.pod["oom_c"][p])
     out["sc_procs_running"] = s.gauge(st.pod["procs_running"][p])
     out["sc_procs_iowait"] = s.gauge(st.pod["procs_iowait"][p])
     if counts_busy_processes(job.name):

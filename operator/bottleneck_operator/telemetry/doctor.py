@@ -154,7 +154,7 @@ def _dcgm(found: dict[str, float], layout: Layout) -> Finding:
     missing = "SM activity/occupancy and NVLink bytes" if fields == "shipped counters" else "every PROF field"
     return Finding(
         "dcgm-exporter", "degraded", True, what,
-        can="verdicts from " + ("GR engine, tensor, DRAM and PCIe activity" if fields != "DEV only" else "DEV fields"),
+        can="verdicts from " + ("GR engine, tensor, DRAM and PCIe activity" if fields != "DEV only" else "DEV fields") + adds,
         cannot=f"{missing}: less certain GPU vs Memory vs Interconnect",
         fix="turn on the fields with the chart's counters file: dcgmCounters.enabled=true (dcgmCounters.namespace: "
         "dcgm-exporter's namespace), then GPU Operator: dcgmExporter.config.name=bottleneck-dcgm-counters; "

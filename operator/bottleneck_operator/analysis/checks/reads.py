@@ -7,7 +7,8 @@ bar holds on any hardware:
 
 - PCIe: the GPU's host link per direction, from the datasheet generation (``features.hardware``);
 - NVLink: the GPU's NVLink bandwidth per datasheet, on parts that have it;
-- Ethernet: 10 Gb/s, the slowest NIC of TELEMETRY.md's 10-400 Gb/s range;
+- Ethernet: no capacity is known (NICs export no rate, and a shaped or shared path runs below any
+  card's), so a multi-node Job's links are never shown idle;
 - InfiniBand: 100 Gb/s, EDR, the slowest rate of TELEMETRY.md's EDR-XDR list, against the node's
   traffic summed over its ports.
 
@@ -26,7 +27,6 @@ from bottleneck_operator.analysis.features.hardware import spec_for
 from bottleneck_operator.analysis.features.phases import Phases
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
-ETHERNET_BPS = 10e9 / 8  # the slowest NIC of the 10-400 Gb/s range (TELEMETRY.md, "NICs / InfiniBand")
 INFINIBAND_BPS = 100e9 / 8  # IB EDR, the slowest rate listed (TELEMETRY.md, "NICs / InfiniBand")
 
 
@@ -153,16 +153,10 @@ def _links(window: JobWindow, t: np.ndarray) -> tuple[dict[str, float], tuple[st
         else:
             links["NVLink"] = total / spec.nvlink_bps
     if len({p.node for p in pods}) > 1:
-        net = _both(
-            _mean(window, "node_net_rx_bps", t, per_node=True),
-            _mean(window, "node_net_tx_bps", t, per_node=True),
-            "max",
-        )
+        # a NIC's rate is not exported, and a shaped or shared link runs far below any card's: the
+        # Ethernet path between nodes has no known capacity, so it can never show the links idle
+        unread.append("Ethernet (capacity unknown)")
         ib = _both(_mean(window, "ib_rx_bps", t, per_node=True), _mean(window, "ib_tx_bps", t, per_node=True), "max")
-        if net is None:
-            unread.append("Ethernet")
-        else:
-            links["Ethernet"] = net / ETHERNET_BPS
         if ib is None:
             unread.append("InfiniBand")
         else:

@@ -206,6 +206,16 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
     ),
     Bottleneck.MEMORY: (
         Candidate(
+            "tensor_active.mean",
+            "tensor_active",
+            "ratio",
+            0.05,
+            0.5,
+            "Tensor pipes were active {v} of cycles: the kernels do little math per byte they move.",
+            high_is_bad=False,
+            mechanism=Mechanism.HBM_BANDWIDTH,
+        ),
+        Candidate(
             "dram_active.mean",
             "dram_active",
             "ratio",

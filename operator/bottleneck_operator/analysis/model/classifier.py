@@ -24,7 +24,7 @@ from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import FloatArray
 from bottleneck_operator.errors import ModelError
 
-MODEL_DIR = Path(__file__).resolve().parent.parent / "model"
+MODEL_DIR = Path(__file__).resolve().parents[2] / "model"  # the package's shipped model/, beside analysis/
 MODEL_FILE = "bottleneck-model.npz"
 TRAINING_FILE = "bottleneck-model.skops"
 METADATA_FILE = "bottleneck-model.json"
