@@ -127,7 +127,6 @@ def analyze_windows(
         bare = _checked_verdict(
             apply_vetoes(probs, ruled_out),
             probs,
-            ruled_out,
             gpu_active,
             model.version,
             abstain_threshold,
@@ -156,7 +155,6 @@ def _veto_notes(probs: Mapping[str, float], ruled_out: Mapping[Bottleneck, Veto]
 def _checked_verdict(
     checked: dict[str, float],
     probs: Mapping[str, float],
-    ruled_out: Mapping[Bottleneck, Veto],
     gpu_active: float | None,
     version: str,
     abstain_threshold: float,

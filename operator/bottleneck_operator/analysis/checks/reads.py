@@ -19,6 +19,7 @@ signals are the node's, neighbours included, and are never read here.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -93,11 +94,11 @@ def _mean(window: JobWindow, name: str, training: np.ndarray, *, per_node: bool 
     return None if np.isnan(v) else v
 
 
-def _both(a: float | None, b: float | None, pick: str) -> float | None:
-    present = [v for v in (a, b) if v is not None]
-    if not present:
-        return None
-    return min(present) if pick == "min" else max(present)
+def _both(a: float | None, b: float | None, pick: Callable[[float, float], float]) -> float | None:
+    """``pick`` (min or max) of the readings present, None when neither is."""
+    if a is None or b is None:
+        return a if b is None else b
+    return pick(a, b)
 
 
 def read_window(window: JobWindow, phases: Phases) -> Reads:
@@ -111,15 +112,15 @@ def read_window(window: JobWindow, phases: Phases) -> Reads:
     gr = m("gr_engine_active")
     links, unread = _links(window, t)
     return Reads(
-        busy_low=_both(util, gr, "min"),
-        busy_high=_both(util, gr, "max"),
+        busy_low=_both(util, gr, min),
+        busy_high=_both(util, gr, max),
         dram=m("dram_active"),
         links=links,
         links_unread=unread,
         io_wait=m("sc_psi_io_some"),
         cpu_wait=m("sc_psi_cpu_some"),
         mem_wait=m("sc_psi_mem_some"),
-        throttled=_both(m("sc_throttled_frac"), m("cpu_throttled_frac"), "max"),
+        throttled=_both(m("sc_throttled_frac"), m("cpu_throttled_frac"), max),
         procs_busy=m("sc_procs_busy"),
         swapins=m("sc_swapin_ps"),
         oom_kills=m("sc_oom_kills"),
@@ -146,7 +147,7 @@ def _links(window: JobWindow, t: np.ndarray) -> tuple[dict[str, float], tuple[st
         total = _both(
             _mean(window, "nvlink_total_bps", t),
             _sum(_mean(window, "nvlink_rx_bps", t), _mean(window, "nvlink_tx_bps", t)),
-            "max",
+            max,
         )
         if total is None:
             unread.append("NVLink")
@@ -156,7 +157,7 @@ def _links(window: JobWindow, t: np.ndarray) -> tuple[dict[str, float], tuple[st
         # a NIC's rate is not exported, and a shaped or shared link runs far below any card's: the
         # Ethernet path between nodes has no known capacity, so it can never show the links idle
         unread.append("Ethernet (capacity unknown)")
-        ib = _both(_mean(window, "ib_rx_bps", t, per_node=True), _mean(window, "ib_tx_bps", t, per_node=True), "max")
+        ib = _both(_mean(window, "ib_rx_bps", t, per_node=True), _mean(window, "ib_tx_bps", t, per_node=True), max)
         if ib is None:
             unread.append("InfiniBand")
         else:

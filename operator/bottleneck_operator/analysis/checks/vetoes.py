@@ -68,9 +68,7 @@ def _hbm(r: Reads) -> str | None:
     )
 
 
-def _host_memory(r: Reads, never_wait: str | None) -> str | None:
-    if never_wait is not None:
-        return never_wait
+def _host_memory(r: Reads) -> str | None:
     if r.mem_wait is None or r.mem_wait >= WAITED_ON:
         return None
     if (r.swapins or 0.0) > 0.0 or (r.oom_kills or 0.0) > 0.0:
@@ -78,9 +76,7 @@ def _host_memory(r: Reads, never_wait: str | None) -> str | None:
     return f"the pod's processes waited on memory {_pct(r.mem_wait)} of the time (memory.pressure), with no OOM kill"
 
 
-def _cpu(r: Reads, never_wait: str | None) -> str | None:
-    if never_wait is not None:
-        return never_wait
+def _cpu(r: Reads) -> str | None:
     if r.cpu_wait is None or r.throttled is None or r.procs_busy is None:
         return None
     if r.cpu_wait >= WAITED_ON or r.throttled >= WAITED_ON or r.procs_busy >= 1.0:
@@ -103,12 +99,12 @@ def vetoes(r: Reads) -> dict[Bottleneck, Veto]:
     never_wait = gpus_never_wait(r)
     found: dict[Bottleneck, str | None] = {
         Bottleneck.IO: never_wait,
-        Bottleneck.CPU: _cpu(r, never_wait),
+        Bottleneck.CPU: never_wait or _cpu(r),
         Bottleneck.INTERCONNECT: _interconnect(r),
     }
-    hbm, host = _hbm(r), _host_memory(r, never_wait)
+    hbm, host = _hbm(r), never_wait or _host_memory(r)
     if hbm is not None and host is not None:
-        found[Bottleneck.MEMORY] = f"{hbm}; and {host}" if hbm != host else hbm
+        found[Bottleneck.MEMORY] = f"{hbm}; and {host}"
     return {c: Veto(c, why) for c, why in found.items() if why is not None}
 
 

@@ -27,6 +27,7 @@ class Wait:
 
     share: float
     what: str
+    signal: str  # the signal the evidence names it by
 
 
 @dataclass(frozen=True)
@@ -82,18 +83,23 @@ def step_account(r: Reads) -> StepAccount:
     idle = r.idle
     waits: dict[Bottleneck, Wait] = {}
     if r.io_wait is not None:
-        waits[Bottleneck.IO] = Wait(_capped(r.io_wait, idle), "the pod's io.pressure")
+        waits[Bottleneck.IO] = Wait(_capped(r.io_wait, idle), "the pod's io.pressure", "sc_psi_io_some")
     cpu = [
-        (v, what)
-        for v, what in ((r.cpu_wait, "the pod's cpu.pressure"), (r.throttled, "CFS throttling"))
+        Wait(v, what, signal)
+        for v, what, signal in (
+            (r.cpu_wait, "the pod's cpu.pressure", "sc_psi_cpu_some"),
+            (r.throttled, "CFS throttling", "cpu_throttled_frac"),
+        )
         if v is not None
     ]
     if cpu:
-        v, what = max(cpu)
-        waits[Bottleneck.CPU] = Wait(_capped(v, idle), what)
+        # the larger reading names the wait, then the GPUs' idle time caps it
+        top = max(cpu, key=lambda w: (w.share, w.what))
+        waits[Bottleneck.CPU] = Wait(_capped(top.share, idle), top.what, top.signal)
     if r.mem_wait is not None:
-        waits[Bottleneck.MEMORY] = Wait(_capped(r.mem_wait, idle), "the pod's memory.pressure")
+        waits[Bottleneck.MEMORY] = Wait(_capped(r.mem_wait, idle), "the pod's memory.pressure", "sc_psi_mem_some")
     if r.links:
         name = max(r.links, key=lambda k: r.links[k])
-        waits[Bottleneck.INTERCONNECT] = Wait(min(r.links[name], 0.9), f"{name} bytes against its capacity")
+        share = min(r.links[name], 1.0 - 1.0 / MAX_SPEEDUP)
+        waits[Bottleneck.INTERCONNECT] = Wait(share, f"{name} bytes against its capacity", "wait_share")
     return StepAccount(r.busy_high, {c: w for c, w in waits.items() if _worth(w)})

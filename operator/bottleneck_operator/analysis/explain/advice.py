@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bottleneck_operator.analysis.checks.reads import Reads
+from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
 from bottleneck_operator.analysis.features.extract import value
 from bottleneck_operator.analysis.features.kernel_time import LAUNCH_GAP, launch_gap
 from bottleneck_operator.analysis.features.summary import JobSummary
@@ -86,7 +87,7 @@ def host_memory_pressure(k: Facts) -> bool:
     reading a cached dataset fills to the limit without a stall.
     """
     r = k.reads
-    return (r.mem_wait or 0.0) >= 0.05 or (r.swapins or 0.0) > 0.0 or (r.oom_kills or 0.0) > 0.0
+    return (r.mem_wait or 0.0) >= WAITED_ON or (r.swapins or 0.0) > 0.0 or (r.oom_kills or 0.0) > 0.0
 
 
 def launch_bound(k: Facts) -> bool:

@@ -109,20 +109,12 @@ def _wait_evidence(cls: Bottleneck, account: StepAccount, reads: Reads) -> Evide
             )
         return None
     return Evidence(
-        _WAIT_SIGNAL.get(wait.what, "wait_share"),
+        wait.signal,
         wait.share,
         1.0,
         "ratio",
         f"Measured: {wait.what} puts {cls.value} waits at {pct(wait.share)} of training time.",
     )
-
-
-_WAIT_SIGNAL = {
-    "the pod's io.pressure": "sc_psi_io_some",
-    "the pod's cpu.pressure": "sc_psi_cpu_some",
-    "CFS throttling": "cpu_throttled_frac",
-    "the pod's memory.pressure": "sc_psi_mem_some",
-}
 
 
 def context_notes(x: FloatArray, fb_p90: float | None = None) -> tuple[str, ...]:
