@@ -24,7 +24,7 @@ from pathlib import Path
 
 from prometheus_client import generate_latest
 
-from bottleneck_operator.sidecar.collector import Identity
+from bottleneck_operator.sidecar.reader import Identity
 from bottleneck_operator.sidecar.service import CollectorOptions, build
 from bottleneck_operator.simulation.localprom import free_port
 

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 SHIFT_UNIT = 3600.0
+# The recordings were scraped every 5 s (GPU) or 10 s (host) over about two minutes: read on a 5 s grid
+# they hold the samples a verdict needs, where the 30 s default grid would leave five points.
+STEP = 5.0
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ def replay(names: Sequence[str], *, phase: float = 0.0, data: Path = DATA) -> di
             text, shifted = shifted_openmetrics(name, time.time(), phase=phase, data=data)
             prom = LocalPrometheus.from_openmetrics(text, workdir=Path(root) / name)
             try:
-                analyzer = Analyzer.from_settings(Settings.model_validate({"prometheus_url": prom.url}))
+                analyzer = Analyzer.from_settings(Settings.model_validate({"prometheus_url": prom.url, "step": STEP}))
                 t = shifted.truth
                 request = JobRequest(namespace=t["namespace"], job=t["job"], start=shifted.start, end=shifted.end)
                 out[name] = (shifted, analyzer.analyze_jobs([request], phase="Completed")[0])

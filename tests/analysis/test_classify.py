@@ -116,7 +116,10 @@ def test_abstains_on_low_coverage_and_short_window() -> None:
     v = analyze_window(short, model, min_window=120.0)
     assert v.bottleneck is B.UNKNOWN and v.reason and "min_window" in v.reason
     assert v.abstention is Abstention.SHORT_WINDOW
-    assert analyze_window(short, model, min_window=60.0).bottleneck is B.GPU
+    # long enough in seconds, yet three scrapes: still too short to judge
+    few = analyze_window(short, model, min_window=60.0)
+    assert few.abstention is Abstention.SHORT_WINDOW and few.reason and "too few samples" in few.reason
+    assert analyze_window(make_window(B.GPU, samples=20, step=15.0), model, min_window=60.0).bottleneck is B.GPU
 
 
 def test_samples_seen_count_scrapes_not_grid_points() -> None:
@@ -126,6 +129,11 @@ def test_samples_seen_count_scrapes_not_grid_points() -> None:
     assert samples_seen(w) == pytest.approx(30.0)
     slow = replace(w, quality=replace(w.quality, scrape_interval=60.0))
     assert samples_seen(slow) == pytest.approx(15.0)
+    # the same 900 s at a 120 s scrape is 7.5 readings: the window abstains and says what it needs
+    sparse = replace(w, quality=replace(w.quality, scrape_interval=120.0))
+    v = analyze_window(sparse, FixedModel({B.GPU: 0.99}))
+    assert v.abstention is Abstention.SHORT_WINDOW
+    assert v.reason and "8 scrapes at 120 s" in v.reason and "at least 1440 s" in v.reason
 
 
 def test_no_pods_is_unknown() -> None:

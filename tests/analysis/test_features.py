@@ -18,6 +18,7 @@ from bottleneck_operator.analysis.features.extract import (
 )
 from bottleneck_operator.analysis.features.hardware import spec_for
 from bottleneck_operator.analysis.features.implausible import drop_dcgm_repeats, util_in_phase
+from bottleneck_operator.analysis.features.phases import segment_phases
 from bottleneck_operator.contract.signals import SIGNAL_NAMES, Family, signals_of
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import JobWindow
@@ -468,3 +469,26 @@ def test_power_reads_against_the_enforced_limit_and_clocks_against_peers() -> No
     # an idle GPU's clock says nothing of the work (maximum with a CUDA context, far below without one)
     idle = _with(make_window(Bottleneck.IO), gpu_util=0.02, gr_engine_active=0.02, sm_active=0.01, sm_clock_mhz=345.0)
     assert np.isnan(extract_features([idle])[0, FEATURE_INDEX["clock_rel_peak.mean"]])
+
+
+def test_periodic_pauses_are_a_finding_with_their_share_of_the_window() -> None:
+    """Checkpoints at a regular interval leave the busy fractions but are said, with the share of the
+    window they took: the run is that much longer than its training."""
+    w = make_window(Bottleneck.GPU, noise=0.0)
+    n = len(w.timestamps)
+    w = _with(w, power_w=np.linspace(300.0, 310.0, n))
+    pause = np.zeros(n, dtype=bool)
+    starts = [n // 5, 2 * n // 5, 3 * n // 5]
+    for s in starts:
+        pause[s : s + 2] = True
+    quiet = {name: np.where(pause, 0.0, w.pods[0].signals[name]) for name in ("pcie_rx_bps", "node_net_rx_bps")}
+    reads = {name: np.where(pause, 0.0, w.pods[0].signals[name]) for name in ("node_disk_read_bps", "fs_read_bps")}
+    checkpoints = _with(w, gr_engine_active=np.where(pause, 0.0, 0.95), sc_io_read_bps=0.0, **quiet, **reads)
+    phases = segment_phases(checkpoints)
+    assert [p.kind for p in phases.phases] == ["pause"] * 3
+    share = 100 * 6 * checkpoints.step / checkpoints.duration
+    (note,) = [t for t in phases.notes() if "pause" in t]
+    assert note.startswith("3 pause(s) with idle GPUs at a regular interval"), note
+    assert f"{share:.0f} % of the window" in note, note
+    # without pauses, no such finding
+    assert not [t for t in segment_phases(w).notes() if "pause" in t]

@@ -43,7 +43,7 @@ def test_verdicts_change_events_completion_and_restart(cluster: LocalCluster, si
     running, finished, ignored = jobs[:-2], jobs[-2], jobs[-1]
     t0 = min(j.start for j in jobs)
     clock = ReplayClock(t0 + 90)  # too early for a verdict: every report starts Unknown
-    settings = fast_settings(sim_dataset.prom.url, window=600.0)
+    settings = fast_settings(sim_dataset.prom.url, window=900.0)
     for j in running:
         cluster.create(JOBS, j.namespace, job_body(j.namespace, j.name, start=j.start))
     cluster.create(

@@ -18,9 +18,10 @@ from _sidecar_support import FILES, POD_UID, build_tree, samples, value, write_p
 from prometheus_client import CollectorRegistry, generate_latest
 
 from bottleneck_operator.sidecar import cgroup
-from bottleneck_operator.sidecar.collector import Identity, Reader, SnapshotCollector
+from bottleneck_operator.sidecar.collector import SnapshotCollector
 from bottleneck_operator.sidecar.gpu import Nvml
 from bottleneck_operator.sidecar.procs import ProcessCounts, busy_processes, count_states, parse_stat
+from bottleneck_operator.sidecar.reader import Identity, Reader
 from bottleneck_operator.sidecar.service import CollectorOptions, build
 
 IDENTITY = Identity(namespace="ml", pod="train-resnet-x7k2p", node="gpu-node-3", pod_uid=POD_UID)
@@ -245,7 +246,7 @@ def test_unreadable_file_as_a_non_root_user(tmp_path: Path) -> None:
         script = (
             "import logging,sys\n"
             "from pathlib import Path\n"
-            "from bottleneck_operator.sidecar.collector import Identity, Reader\n"
+            "from bottleneck_operator.sidecar.reader import Identity, Reader\n"
             "logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format='%(message)s')\n"
             f"r = Reader(cgroup_root=Path({str(base / 'cg')!r}), proc_root=Path({str(proc)!r}),"
             f" identity=Identity('ml', 'p', 'n', {POD_UID!r}))\n"

@@ -108,31 +108,9 @@ def analyze_windows(
         summary = summarize(w) if with_details or problem is None else None
         gpu_active = summary.gpu_active if summary else None
         if problem is not None:
-            verdicts.append(
-                Verdict(
-                    bottleneck=Bottleneck.UNKNOWN,
-                    confidence=0.0,
-                    probabilities=probs if w.pods else {c.value: 0.0 for c in CLASSES},
-                    reason=problem[1],
-                    gpu_active=gpu_active,
-                    model_version=model.version,
-                    abstention=problem[0],
-                )
-            )
+            verdicts.append(_abstained(w, probs, problem, gpu_active, model.version))
             continue
-        phases = segment_phases(w)
-        reads = read_window(w, phases)
-        ruled_out = vetoes(reads)
-        notes = (*phases.notes(), *_veto_notes(probs, ruled_out))
-        bare = _checked_verdict(
-            apply_vetoes(probs, ruled_out),
-            probs,
-            gpu_active,
-            model.version,
-            abstain_threshold,
-            secondary_margin,
-        )
-        bare = replace(bare, notes=notes, mechanism=decide_mechanism(bare.bottleneck, x[i]))
+        reads, bare = _bare(w, probs, x[i], gpu_active, model.version, abstain_threshold, secondary_margin)
         if not with_details:
             verdicts.append(bare)
             continue
@@ -141,6 +119,42 @@ def analyze_windows(
         pods = _pod_verdicts(w, model, proba[lo:hi] if hi > lo else proba[i : i + 1], bare, summary)
         verdicts.append(_detailed(bare, x[i], summary, pods, step_account(reads), reads, framebuffer_p90(w)))
     return verdicts
+
+
+def _abstained(
+    w: JobWindow, probs: dict[str, float], problem: tuple[Abstention, str], gpu_active: float | None, version: str
+) -> Verdict:
+    """Unknown for a window that cannot be judged; its probabilities are kept for a reader's interest."""
+    return Verdict(
+        bottleneck=Bottleneck.UNKNOWN,
+        confidence=0.0,
+        probabilities=probs if w.pods else {c.value: 0.0 for c in CLASSES},
+        reason=problem[1],
+        gpu_active=gpu_active,
+        model_version=version,
+        abstention=problem[0],
+    )
+
+
+def _bare(
+    w: JobWindow,
+    probs: dict[str, float],
+    x: FloatArray,
+    gpu_active: float | None,
+    version: str,
+    abstain_threshold: float,
+    secondary_margin: float,
+) -> tuple[Reads, Verdict]:
+    """The window's readings and its verdict before the details: the model's probabilities, the
+    vetoes' ruling-out, the phases' and vetoes' notes and the mechanism."""
+    phases = segment_phases(w)
+    reads = read_window(w, phases)
+    ruled_out = vetoes(reads)
+    notes = (*phases.notes(), *_veto_notes(probs, ruled_out))
+    bare = _checked_verdict(
+        apply_vetoes(probs, ruled_out), probs, gpu_active, version, abstain_threshold, secondary_margin
+    )
+    return reads, replace(bare, notes=notes, mechanism=decide_mechanism(bare.bottleneck, x))
 
 
 def _veto_notes(probs: Mapping[str, float], ruled_out: Mapping[Bottleneck, Veto]) -> list[str]:

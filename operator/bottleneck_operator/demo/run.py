@@ -34,11 +34,12 @@ from bottleneck_operator.settings import Settings
 
 log = logging.getLogger("bottleneck_operator.demo")
 
-# Seconds between scrapes of the simulated exporters, a common cluster setting (and one the model was trained on).
-SCRAPE = 15.0
+# Seconds between scrapes of the simulated exporters: the short end of what clusters use (and of what the
+# model was trained on), so that the demo's one-minute windows hold the twelve readings a verdict needs.
+SCRAPE = 5.0
 # Live series and backfilled ones of the same pod carry different instance labels; a short lookback
 # keeps the backfilled tail from overlapping the live head for long (3 scrapes, as is customary).
-LOOKBACK = "45s"
+LOOKBACK = "15s"
 HISTORY = 600.0  # seconds the Jobs ran before the demo started
 # Scrape job names as a kube-prometheus-stack install names them.
 SCRAPE_JOBS = {

@@ -140,12 +140,46 @@ def _one_pod(
     gr = np.minimum(util, u_mean * k.gr + wait)
     tensor = u_mean * k.tensor
     dram = np.clip(u_mean * k.dram + comm_share * 0.03, 0.0, 1.0)
+    fp32 = u_mean * k.fp32
+    power, clock_f, limit, slowdown = _power_and_clock(plan, rngs, idle, u_mean, (tensor, sm, dram, fp32), slow_share)
+    comm_bps = np.where(idle, 0.0, plan.comm_bytes / step)
+    nvl = comm_bps if plan.comm_path == "nvlink" else 0.3 * comm_bps * (part.nvlink_bps > 0) * (gpus > 1)
+    over_pcie = comm_bps if plan.comm_path in ("rdma", "pcie") else 0.0
+    g = {
+        "util": util, "sm": sm, "gr": gr, "tensor": tensor, "dram": dram, "occupancy": u_mean * k.occupancy,
+        "copy": np.clip(dram * 0.9 + rng.normal(0, 0.02, n), 0.0, 1.0),
+        "fb": np.clip(plan.fb_frac + rng.normal(0, 0.004, n), 0.05, 0.995),
+        "power": power, "clock": part.max_clock_mhz * clock_f,
+        "pcie_rx": h2d + over_pcie + 2e6, "pcie_tx": 0.05 * h2d + over_pcie + 1e6, "nvlink": nvl,
+        "fp32": fp32, "fp16": u_mean * k.fp16, "power_limit": np.full(n, limit), "slowdown": slowdown,
+    }  # fmt: skip
+    h, nd = _host(plan, rng, n, ph, s, u_mean)
+    _host_extras(plan, side, ph, s, h, nd)
+    return g, h, nd
+
+
+def _power_and_clock(
+    plan: Plan,
+    rngs: tuple[np.random.Generator, np.random.Generator],
+    idle: npt.NDArray[np.bool_],
+    u_mean: F,
+    pipes: tuple[F, F, F, F],
+    slow_share: float,
+) -> tuple[F, F, float, F]:
+    """Board power, the clock's factor, the enforced limit and the share of GPUs with a slowdown bit.
+
+    The draws come in the order the pod's other signals expect (ask, clock, board, power).
+    """
+    rng, side = rngs
+    n = u_mean.size
+    tensor, sm, dram, fp32 = pipes
+    part = plan.part
+    gpus = plan.gpus_per_pod
     # Board power the pipes would draw, over the part's limit. Fitted to the real H200 loops
     # (recordings/README.md): bf16 matmuls ask ~1.3x the limit and hold it at 0.99 with the SM clock at
     # 0.75; HBM streaming 0.72; tiny kernels 0.19-0.30; idle with a context 0.18 at the full clock.
     # FP32 math draws about as much from the FP32 pipes: 0.99 of the limit at the full clock for fp32
     # products (gpu-compute-fp32); the few FP32 ops of mixed-precision loops are in the fit above.
-    fp32 = u_mean * k.fp32
     fp32_draw = 0.65 * fp32 if plan.fp32_math else 0.0
     ask = (part.idle_w + part.tdp_w * (0.8 * tensor + 0.4 * sm + 0.13 * dram + fp32_draw)) * rng.uniform(0.93, 1.03, n)
     # The limit the boards enforce: their default (the TDP), or lower where the cluster caps them. The
@@ -161,20 +195,7 @@ def _one_pod(
     # on the boards held at their limit, a hardware or thermal slowdown on the straggler.
     capped = np.round(np.clip((1.0 - held) / 0.02, 0.0, 1.0) * gpus) / gpus
     slowdown = np.where(idle, 0.0, capped + slow_share * (1.0 - capped))
-    comm_bps = np.where(idle, 0.0, plan.comm_bytes / step)
-    nvl = comm_bps if plan.comm_path == "nvlink" else 0.3 * comm_bps * (part.nvlink_bps > 0) * (gpus > 1)
-    over_pcie = comm_bps if plan.comm_path in ("rdma", "pcie") else 0.0
-    g = {
-        "util": util, "sm": sm, "gr": gr, "tensor": tensor, "dram": dram, "occupancy": u_mean * k.occupancy,
-        "copy": np.clip(dram * 0.9 + rng.normal(0, 0.02, n), 0.0, 1.0),
-        "fb": np.clip(plan.fb_frac + rng.normal(0, 0.004, n), 0.05, 0.995),
-        "power": power, "clock": part.max_clock_mhz * clock_f,
-        "pcie_rx": h2d + over_pcie + 2e6, "pcie_tx": 0.05 * h2d + over_pcie + 1e6, "nvlink": nvl,
-        "fp32": fp32, "fp16": u_mean * k.fp16, "power_limit": np.full(n, limit), "slowdown": slowdown,
-    }  # fmt: skip
-    h, nd = _host(plan, rng, n, ph, s, u_mean)
-    _host_extras(plan, side, ph, s, h, nd)
-    return g, h, nd
+    return power, clock_f, limit, slowdown
 
 
 def _host_extras(

@@ -19,8 +19,9 @@ from prometheus_client.process_collector import ProcessCollector
 
 from bottleneck_operator.contract.names import COLLECTOR_PERIOD, COLLECTOR_PORT
 from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.sidecar.collector import Identity, Reader, SnapshotCollector
+from bottleneck_operator.sidecar.collector import SnapshotCollector
 from bottleneck_operator.sidecar.gpu import Nvml
+from bottleneck_operator.sidecar.reader import Identity, Reader
 
 log = logging.getLogger(__name__)
 

@@ -24,13 +24,13 @@ FAULT_CPU_S = 50e-6
 RECLAIM_CPU_S = 100e-6
 
 
-def _node_sum(v: F, pod_node: tuple[int, ...], n_nodes: int) -> F:
+def node_sum(v: F, pod_node: tuple[int, ...], n_nodes: int) -> F:
     out = np.zeros((n_nodes, v.shape[-1]))
     np.add.at(out, np.asarray(pod_node), v)
     return out
 
 
-def _jit(rng: np.random.Generator, v: F, sigma: float) -> F:
+def jitter(rng: np.random.Generator, v: F, sigma: float) -> F:
     return np.asarray(v * np.exp(rng.normal(0.0, sigma, size=np.shape(v))))
 
 
@@ -136,7 +136,7 @@ def _pod_cpu(c: _Step) -> tuple[F, F, F, F, F]:
     faults_ps = c.sps * gpp * sc.faults_per_sample + rng.uniform(0.0, 2.0, (P, n))
     if sc.env.mmap_dataset and not sc.env.dataset_cached:  # a major fault per page-cache miss (128 KiB readahead)
         faults_ps = faults_ps + c.sps * gpp * sc.bytes_per_sample / (128 * 1024)
-    demand = _jit(rng, decode + main + startup + c.ckpt * 1.0, 0.04) + faults_ps * FAULT_CPU_S
+    demand = jitter(rng, decode + main + startup + c.ckpt * 1.0, 0.04) + faults_ps * FAULT_CPU_S
     limit = sc.cpu_limit
     if limit is not None:
         usage = np.minimum(demand, limit * rng.uniform(0.95, 0.99, (P, n)))
@@ -232,7 +232,7 @@ def _pod_pressure(c: _Step, usage: F) -> tuple[F, F, F, float]:
     for k, v in pod_psi.items():
         st.pod[f"psi_{k}_c"] = cumulative(np.clip(v, 0, 1), c.dt)
     workers = max(1.0, round(sc.loader_cores))
-    st.pod["procs_running"] = rounded(np.maximum(_jit(rng, usage, 0.15), 0.0))
+    st.pod["procs_running"] = rounded(np.maximum(jitter(rng, usage, 0.15), 0.0))
     # Only uninterruptible (D-state) waits count here: HTTP readers sleep on sockets (S state).
     d_state = float(cat.STORAGE_KINDS[sc.storage].iowait_factor > 0)
     st.pod["procs_iowait"] = rounded(np.maximum(workers * io_share * d_state * (1 + rng.normal(0, 0.2, (P, n))), 0.0))
@@ -250,21 +250,21 @@ def _node_network(c: _Step, ph: _PodHost) -> tuple[F, F, F, F, F]:
         split = rng.dirichlet(np.ones(nb_k), size=N)[:, :, None]
         st.neighbours["cpu_c"] = cumulative(nb_cpu[:, None, :] * split, dt)
         st.neighbours["ws"] = np.broadcast_to(rng.uniform(1, 32, (N, nb_k, 1)) * cat.GIB, (N, nb_k, n)).copy()
-    node_faults = _node_sum(ph.faults_ps, pn, N) + rng.uniform(0, 20, (N, n))
-    mem_stall = _node_sum(ph.mem_some, pn, N)
+    node_faults = node_sum(ph.faults_ps, pn, N) + rng.uniform(0, 20, (N, n))
+    mem_stall = node_sum(ph.mem_some, pn, N)
     reclaim = node_faults * RECLAIM_CPU_S * (mem_stall > 0.05)
     n_nodes_job = sc.n_nodes
     inter = 2 * (n_nodes_job - 1) / n_nodes_job * sc.grad_bytes if n_nodes_job > 1 else 0.0
     comm_node = np.zeros((N, n))
     if inter and not env.rdma:  # RDMA traffic never passes the kernel's network stack
         per_pod = (c.a * (1 - c.evaluation) * inter / c.step) / sc.pods_per_node
-        comm_node = _node_sum(per_pod, pn, N)
-    net_storage = _node_sum(ph.read_bps * (1 - ph.local), pn, N)
-    ckpt_bytes_ps = _node_sum(c.ckpt * sc.grad_bytes * 3 / max(env.ckpt_len_s, 1.0) * (1 - ph.local), pn, N)
+        comm_node = node_sum(per_pod, pn, N)
+    net_storage = node_sum(ph.read_bps * (1 - ph.local), pn, N)
+    ckpt_bytes_ps = node_sum(c.ckpt * sc.grad_bytes * 3 / max(env.ckpt_len_s, 1.0) * (1 - ph.local), pn, N)
     rx = net_storage + comm_node + env.neighbour_net_bps * np.exp(rng.normal(0, 0.2, (N, n))) + 2e5
     tx = comm_node + ckpt_bytes_ps + env.neighbour_net_bps * 0.2 + 1e5
-    st.node["net_rx_c"] = cumulative(_jit(rng, rx, 0.03), dt, rng.uniform(1e12, 1e14, (N, 1)))
-    st.node["net_tx_c"] = cumulative(_jit(rng, tx, 0.03), dt, rng.uniform(1e12, 1e14, (N, 1)))
+    st.node["net_rx_c"] = cumulative(jitter(rng, rx, 0.03), dt, rng.uniform(1e12, 1e14, (N, 1)))
+    st.node["net_tx_c"] = cumulative(jitter(rng, tx, 0.03), dt, rng.uniform(1e12, 1e14, (N, 1)))
     return nb_cpu, node_faults, mem_stall, reclaim, rx
 
 
@@ -295,7 +295,7 @@ def _node_cpu(c: _Step, ph: _PodHost, nb_cpu: F, reclaim: F, rx: F) -> F:
     sc, st, rng, env, N, pn = c.sc, c.st, c.rng, c.sc.env, c.N, c.st.pod_node
     n = c.step.shape[1]
     ncpu = float(sc.node_cpus)
-    job_cpu = _node_sum(ph.usage + ph.sidecar_cpu, pn, N)
+    job_cpu = node_sum(ph.usage + ph.sidecar_cpu, pn, N)
     job_user = job_cpu * 0.85
     job_sys = job_cpu * 0.15 + reclaim
     softirq = rx / 1e9 * 0.25
@@ -306,7 +306,7 @@ def _node_cpu(c: _Step, ph: _PodHost, nb_cpu: F, reclaim: F, rx: F) -> F:
     scale = busy_cores / np.maximum(demand, 1e-9)
     idle_cores = ncpu - busy_cores
     storage = cat.STORAGE_KINDS[sc.storage]
-    blocked = _node_sum(ph.io_share * ph.workers * storage.iowait_factor, pn, N) + env.neighbour_io_wait * 3
+    blocked = node_sum(ph.io_share * ph.workers * storage.iowait_factor, pn, N) + env.neighbour_io_wait * 3
     iowait = np.minimum(idle_cores * 0.9, blocked * rng.uniform(0.5, 1.0))
     cores = {
         "user": (job_user + nb_user) * scale, "nice": np.full((N, n), 0.001 * ncpu), "system": system * scale,
@@ -333,20 +333,20 @@ def _node_disks(c: _Step, ph: _PodHost) -> None:
     dev_bps = [root_bps]
     dev_busy = [root_busy]
     if local:
-        job_disk = _node_sum(ph.block_bps, pn, N)
+        job_disk = node_sum(ph.block_bps, pn, N)
         dev_bps.append(job_disk + nb_disk)
         # io_time counts the time at least one request is in flight. A SATA disk serves about one at a
         # time, so that is its load; an NVMe drive serves thousands in parallel and reads ~100 % busy
         # far below its throughput (docs/telemetry.md, "What the signals mean").
         if cat.STORAGE_KINDS[sc.storage].device.startswith("nvme"):
-            in_flight = (_node_sum(ph.read_bps, pn, N) + nb_disk) / ph.req * rng.uniform(1e-4, 3e-4)
+            in_flight = (node_sum(ph.read_bps, pn, N) + nb_disk) / ph.req * rng.uniform(1e-4, 3e-4)
             dev_busy.append(1.0 - np.exp(-in_flight))
         else:
-            dev_busy.append(_node_sum(ph.read_bps, pn, N) / sc.storage_bw_bps + nb_disk / sc.storage_cap_bps)
+            dev_busy.append(node_sum(ph.read_bps, pn, N) / sc.storage_bw_bps + nb_disk / sc.storage_cap_bps)
     bps = np.stack(dev_bps, axis=1)  # (N, D, n)
     st.node["disk_read_c"] = cumulative(bps, dt, rng.uniform(1e11, 1e13, (N, len(dev_bps), 1)))
     st.node["disk_reads_c"] = cumulative(bps / ph.req, dt, rng.uniform(1e6, 1e8, (N, len(dev_bps), 1)))
-    busy = np.clip(_jit(rng, np.stack(dev_busy, axis=1), 0.05), 0, 1)
+    busy = np.clip(jitter(rng, np.stack(dev_busy, axis=1), 0.05), 0, 1)
     st.node["disk_io_time_c"] = cumulative(busy, dt, rng.uniform(1e4, 1e6, (N, len(dev_bps), 1)))
 
 
@@ -355,10 +355,10 @@ def _node_memory_psi(c: _Step, ph: _PodHost, node_faults: F, mem_stall: F, overs
     sc, st, rng, env, N, dt, pn, rel = c.sc, c.st, c.rng, c.sc.env, c.N, c.dt, c.st.pod_node, c.rel
     n = c.step.shape[1]
     node_mem = sc.node_mem_bytes
-    job_ws = _node_sum(ph.ws, pn, N)
+    job_ws = node_sum(ph.ws, pn, N)
     avail = node_mem * (1 - env.node_mem_used_frac) - job_ws * (env.mem_limit_bytes is not None or 0.2)
     st.node["mem_total"] = np.full((N, n), node_mem)
-    st.node["mem_avail"] = np.clip(_jit(rng, avail, 0.01), node_mem * 0.004, node_mem)
+    st.node["mem_avail"] = np.clip(jitter(rng, avail, 0.01), node_mem * 0.004, node_mem)
     st.node["swap_total"] = np.full((N, n), env.swap_bytes)
     growth = 0.15 * rel / max(rel[-1], 1.0) * (mem_stall > 0.05)
     st.node["swap_free"] = env.swap_bytes * np.clip(1 - env.swap_used_frac - growth, 0.0, 1.0)
@@ -366,68 +366,10 @@ def _node_memory_psi(c: _Step, ph: _PodHost, node_faults: F, mem_stall: F, overs
 
     node_psi = {
         "cpu_some": oversubscribed * 0.8 + 0.01,
-        "io_some": 1 - (1 - np.clip(_node_sum(ph.io_some, pn, N), 0, 1)) * (1 - env.neighbour_io_wait),
+        "io_some": 1 - (1 - np.clip(node_sum(ph.io_some, pn, N), 0, 1)) * (1 - env.neighbour_io_wait),
         "mem_some": np.clip(mem_stall, 0, 1),
     }
     node_psi["io_full"] = node_psi["io_some"] * rng.uniform(0.2, 0.5)
     node_psi["mem_full"] = node_psi["mem_some"] * 0.5
     for k, v in node_psi.items():
-        st.node[f"psi_{k}_c"] = cumulative(np.clip(_jit(rng, v, 0.05), 0, 1), dt, rng.uniform(1e3, 1e6, (N, 1)))
-
-
-def host_extras(
-    sc: Scenario,
-    st: JobState,
-    side: np.random.Generator,
-    *,
-    x: dict[str, F],
-    step: F,
-    sps: F,
-    a: F,
-    evaluation: F,
-    rel: F,
-    dt: F,
-    N: int,
-) -> None:
-    """The host quantities added after the first ones, from their own generator ``side``: the pods'
-    swap-ins and OOM kills, and the nodes' RDMA port counters (arguments as :func:`host_state`'s)."""
-    P, n = step.shape
-    env = sc.env
-    # Pages back from swap: the memory-pressure faults of a pod with swap to fault from (each swap-in
-    # fault reads its page and, with swap readahead, up to seven neighbours); none without swap.
-    # Under host memory pressure most faults are anonymous pages pushed out; elsewhere the few faults
-    # are file pages (a swap-in now and then).
-    pressure_faults = sps * sc.gpus_per_pod * sc.faults_per_sample * (0.8 if sc.mechanism == "mem-host" else 0.05)
-    pages = side.uniform(1.0, 4.0) if env.swap_bytes > 0 else 0.0
-    st.pod["swapin_c"] = cumulative(_jit(side, pressure_faults * pages, 0.1), dt)
-    # The OOM killer ends a process of a pod at its memory limit now and then (a loader worker, a
-    # tokenizer): the trainer goes on, the counter steps.
-    kills = np.zeros((P, n))
-    busy = np.flatnonzero(rel > env.startup_s)
-    for _ in range(env.oom_kills if busy.size else 0):
-        kills[int(side.integers(P)), int(side.choice(busy))] += 1.0
-    st.pod["oom_c"] = np.cumsum(kills, axis=-1)
-    _node_rdma(sc, st, side, step=step, a=a, evaluation=evaluation, dt=dt, N=N)
-
-
-def _node_rdma(
-    sc: Scenario, st: JobState, side: np.random.Generator, *, step: F, a: F, evaluation: F, dt: F, N: int
-) -> None:
-    """Bytes each InfiniBand/RoCE port of the nodes moves: the job's collectives over RDMA, split
-    across the ports (NCCL spreads its rings over the rails), on top of the fabric's management
-    traffic; idle adapters carry only that."""
-    ports = sc.env.ib_ports
-    if not ports:
-        return
-    n = step.shape[1]
-    per_node = np.zeros((N, n))
-    if sc.env.rdma and sc.n_nodes > 1:
-        inter = 2 * (sc.n_nodes - 1) / sc.n_nodes * sc.grad_bytes
-        per_pod = (a * (1 - evaluation) * inter / step) / sc.pods_per_node
-        per_node = _node_sum(per_pod, st.pod_node, N)
-    share = np.clip(1.0 + side.normal(0.0, 0.05, (N, ports, 1)), 0.5, 1.5)
-    share = share / share.sum(axis=1, keepdims=True)
-    for key in ("ib_rx_c", "ib_tx_c"):
-        idle = side.uniform(2e3, 5e4, (N, ports, n))
-        rate = _jit(side, per_node[:, None, :] * share, 0.03) + idle
-        st.node[key] = cumulative(rate, dt, side.uniform(1e12, 1e15, (N, ports, 1)))
+        st.node[f"psi_{k}_c"] = cumulative(np.clip(jitter(rng, v, 0.05), 0, 1), dt, rng.uniform(1e3, 1e6, (N, 1)))

@@ -14,7 +14,8 @@ import numpy as np
 
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.simulation import catalog as cat
-from bottleneck_operator.simulation.hostside import host_extras, host_state
+from bottleneck_operator.simulation.hostextras import host_extras
+from bottleneck_operator.simulation.hostside import host_state
 from bottleneck_operator.simulation.scenario import Scenario
 from bottleneck_operator.simulation.state import EXPORTERS, B, F, JobState, rounded
 

@@ -13,6 +13,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from bottleneck_operator.contract.signals import SIGNALS, Family
+from bottleneck_operator.telemetry.gpu_queries import CLOCK_REASONS as CLOCK_REASONS
+from bottleneck_operator.telemetry.gpu_queries import (
+    clock_slowdown,
+    dcgm_avg,
+    fb_used_frac,
+    gpus,
+    nvlink_total,
+    unmapped_gpus,
+)
 from bottleneck_operator.telemetry.names import add_matchers, quote
 from bottleneck_operator.telemetry.selectors import (
     COLLECTOR_CONTAINER,
@@ -51,61 +60,6 @@ class Entry:
 
 
 # --- the catalog ----------------------------------------------------------------------------
-
-
-def _dcgm_avg(metric: str, scale: float = 1.0) -> Callable[[QueryContext], str]:
-    def build(c: QueryContext) -> str:
-        expr = f"avg by ({c.dcgm_by}) ({c.last(Group.DCGM, c.dcgmsel(metric))})"
-        return f"{expr} / {scale:g}" if scale != 1.0 else expr
-
-    return build
-
-
-# dcgm-exporter's name for NVML's clock-event reasons (DCGM >= 3.3) and the name releases built on an
-# older DCGM publish the same field (112) under; a counters file lists the one its release knows.
-CLOCK_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
-
-
-def slowdown_test(x: str) -> str:
-    """1 where the reasons bitmask ``x`` has a bit that slows a loaded GPU, else 0 (PromQL has no bit operators).
-
-    NVML's bits: 0x1 GPU idle, 0x2 application clocks setting, 0x4 SW power cap, 0x8 HW slowdown,
-    0x10 sync boost, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake, 0x100 display clocks.
-    ``floor(x / 4) % 4`` is bits 0x4 and 0x8, ``floor(x / 32) % 8`` bits 0x20 to 0x80.
-    """
-    return f"(floor({x} / 4) % 4 + floor({x} / 32) % 8 > bool 0)"
-
-
-def _clock_slowdown(c: QueryContext) -> str:
-    # One series per GPU after the test (arithmetic drops the metric name): where a GPU carries both
-    # names (an exporter upgraded mid-window), ``or`` keeps the newer name's sample.
-    tests = [slowdown_test(c.last(Group.DCGM, c.dcgmsel(name))) for name in CLOCK_REASONS]
-    return f"avg by ({c.dcgm_by}) ({' or '.join(tests)})"
-
-
-def _fb_used_frac(c: QueryContext) -> str:
-    used = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_FB_USED"))
-    free = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_FB_FREE"))
-    return f"max by ({c.dcgm_by}) ({used} / ({used} + {free}))"
-
-
-def _nvlink_total(c: QueryContext) -> str:
-    # Typed a counter, but DCGM publishes an instantaneous TX+RX rate in units of 1000 KiB/s (its cache
-    # manager divides the NVML KiB delta by the interval, then by 1000): read it as a gauge, never rate().
-    gauge = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"))
-    return f"avg by ({c.dcgm_by}) ({gauge}) * {NVLINK_TOTAL_UNIT_BYTES:g}"
-
-
-def _gpus(c: QueryContext) -> str:
-    # FB_USED exists on every GPU, MIG instances included (GPU_UTIL does not under MIG).
-    per_gpu = f"group by ({c.dcgm_by}, modelName, gpu, UUID, GPU_I_ID) ({c.last(Group.DCGM, c.dcgmsel('DCGM_FI_DEV_FB_USED'))})"
-    return f"count by ({c.dcgm_by}, modelName) ({per_gpu})"
-
-
-def _unmapped_gpus(c: QueryContext) -> str:
-    host = c.dcgm_hostname_label
-    series = sel("DCGM_FI_DEV_FB_USED", f"{host}=~{quote(c.nodes)}", f'{c.dcgm_pod_label}=""')
-    return f"count by ({host}) ({c.last(Group.DCGM, series)})"
 
 
 # The kubelet serves the CPU and working-set series again under /metrics/resource when
@@ -302,33 +256,32 @@ def _kubelet_psi_entry(signal: str) -> Entry:
 
 
 # Bytes/s of one unit of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (docs/telemetry.md, "What the signals mean").
-NVLINK_TOTAL_UNIT_BYTES = 1.024e6
 INTERNAL_UNAME = "_node_uname"  # which node-exporter instance is which node, per step
 
 G = Group
 CATALOG: tuple[Entry, ...] = (
     # dcgm-exporter: mean over the pod's GPUs (fb_used_frac: the fullest GPU)
-    Entry("gpu_util", G.DCGM, _dcgm_avg("DCGM_FI_DEV_GPU_UTIL", 100.0)),
-    Entry("mem_copy_util", G.DCGM, _dcgm_avg("DCGM_FI_DEV_MEM_COPY_UTIL", 100.0)),
-    Entry("fb_used_frac", G.DCGM, _fb_used_frac),
-    Entry("power_w", G.DCGM, _dcgm_avg("DCGM_FI_DEV_POWER_USAGE")),
-    Entry("sm_clock_mhz", G.DCGM, _dcgm_avg("DCGM_FI_DEV_SM_CLOCK")),
-    Entry("nvlink_total_bps", G.DCGM, _nvlink_total),
-    Entry("gr_engine_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
-    Entry("tensor_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),
-    Entry("dram_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_DRAM_ACTIVE")),
-    Entry("pcie_tx_bps", G.DCGM, _dcgm_avg("DCGM_FI_PROF_PCIE_TX_BYTES")),
-    Entry("pcie_rx_bps", G.DCGM, _dcgm_avg("DCGM_FI_PROF_PCIE_RX_BYTES")),
-    Entry("sm_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_SM_ACTIVE")),
-    Entry("sm_occupancy", G.DCGM, _dcgm_avg("DCGM_FI_PROF_SM_OCCUPANCY")),
-    Entry("nvlink_tx_bps", G.DCGM, _dcgm_avg("DCGM_FI_PROF_NVLINK_TX_BYTES")),
-    Entry("nvlink_rx_bps", G.DCGM, _dcgm_avg("DCGM_FI_PROF_NVLINK_RX_BYTES")),
-    Entry("fp32_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_PIPE_FP32_ACTIVE")),
-    Entry("fp16_active", G.DCGM, _dcgm_avg("DCGM_FI_PROF_PIPE_FP16_ACTIVE")),
-    Entry("power_limit_w", G.DCGM, _dcgm_avg("DCGM_FI_DEV_POWER_MGMT_LIMIT")),
-    Entry("clock_slowdown_frac", G.DCGM, _clock_slowdown),
-    Entry(INTERNAL_GPUS, G.DCGM, _gpus),
-    Entry(INTERNAL_UNMAPPED, G.DCGM, _unmapped_gpus),
+    Entry("gpu_util", G.DCGM, dcgm_avg("DCGM_FI_DEV_GPU_UTIL", 100.0)),
+    Entry("mem_copy_util", G.DCGM, dcgm_avg("DCGM_FI_DEV_MEM_COPY_UTIL", 100.0)),
+    Entry("fb_used_frac", G.DCGM, fb_used_frac),
+    Entry("power_w", G.DCGM, dcgm_avg("DCGM_FI_DEV_POWER_USAGE")),
+    Entry("sm_clock_mhz", G.DCGM, dcgm_avg("DCGM_FI_DEV_SM_CLOCK")),
+    Entry("nvlink_total_bps", G.DCGM, nvlink_total),
+    Entry("gr_engine_active", G.DCGM, dcgm_avg("DCGM_FI_PROF_GR_ENGINE_ACTIVE")),
+    Entry("tensor_active", G.DCGM, dcgm_avg("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")),
+    Entry("dram_active", G.DCGM, dcgm_avg("DCGM_FI_PROF_DRAM_ACTIVE")),
+    Entry("pcie_tx_bps", G.DCGM, dcgm_avg("DCGM_FI_PROF_PCIE_TX_BYTES")),
+    Entry("pcie_rx_bps", G.DCGM, dcgm_avg("DCGM_FI_PROF_PCIE_RX_BYTES")),
+    Entry("sm_active", G.DCGM, dcgm_avg("DCGM_FI_PROF_SM_ACTIVE")),
+    Entry("sm_occupancy", G.DCGM, dcgm_avg("DCGM_FI_PROF_SM_OCCUPANCY")),
+    Entry("nvlink_tx_bps", G.DCGM, dcgm_avg("DCGM_FI_PROF_NVLINK_TX_BYTES")),
+    Entry("nvlink_rx_bps", G.DCGM, dcgm_avg("DCGM_FI_PROF_NVLINK_RX_BYTES")),
+    Entry("fp32_active", G.DCGM, dcgm_avg("DCGM_FI_PROF_PIPE_FP32_ACTIVE")),
+    Entry("fp16_active", G.DCGM, dcgm_avg("DCGM_FI_PROF_PIPE_FP16_ACTIVE")),
+    Entry("power_limit_w", G.DCGM, dcgm_avg("DCGM_FI_DEV_POWER_MGMT_LIMIT")),
+    Entry("clock_slowdown_frac", G.DCGM, clock_slowdown),
+    Entry(INTERNAL_GPUS, G.DCGM, gpus),
+    Entry(INTERNAL_UNMAPPED, G.DCGM, unmapped_gpus),
     # kubelet/cAdvisor: the workload containers of the pod
     Entry("cpu_cores", G.CADVISOR, _cad_rate("container_cpu_usage_seconds_total")),
     Entry("mem_working_set_bytes", G.CADVISOR, _cad_sum("container_memory_working_set_bytes")),

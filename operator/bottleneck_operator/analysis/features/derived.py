@@ -8,7 +8,7 @@ a few rates on a log scale (their names and meanings: :mod:`.series_names`). :mo
 summarises each series over time.
 
 Each numpy pass over the planes costs a trip to memory: results are made in place (``out=``) where a
-temporary would cost one more, and numpy's slow paths give way to exact equivalents (:func:`_floor`).
+temporary would cost one more, and numpy's slow paths give way to exact equivalents (:func:`floor`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,20 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from bottleneck_operator.analysis.features.elementwise import (
+    clipped,
+    coalesce,
+    div,
+    floor,
+    log_rate,
+    nan_sum,
+    nan_to_num,
+    per,
+    rel_peak,
+)
 from bottleneck_operator.analysis.features.hardware import PodCapacities
 from bottleneck_operator.analysis.features.implausible import drop_dcgm_repeats, drop_impossible_shares, util_in_phase
 from bottleneck_operator.analysis.features.series_names import BANDED, DEAD_BAND, SERIES, SERIES_INDEX
-from bottleneck_operator.analysis.features.stats import row_peaks
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import FloatArray
 
@@ -30,74 +40,6 @@ _RAW = {name: i for i, name in enumerate(SIGNAL_NAMES)}
 
 def _raw(r: FloatArray, name: str) -> FloatArray:
     return r[:, _RAW[name], :]
-
-
-def _coalesce(*arrays: FloatArray, inplace: bool = False) -> FloatArray:
-    """First non-NaN value per element, in argument order (in the first array itself with ``inplace``)."""
-    out = arrays[0] if inplace else arrays[0].copy()
-    for a in arrays[1:]:
-        np.copyto(out, a, where=np.isnan(out))
-    return out
-
-
-def _div(a: FloatArray, b: FloatArray | float, out: FloatArray | None = None) -> FloatArray:
-    """a / b with the infinite quotients blanked (NaN), into ``out`` when given (it may be ``b``)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.divide(a, b, out=out)
-    # a NaN quotient is already NaN: only the infinite ones need blanking
-    np.copyto(out, np.nan, where=np.isinf(out))
-    return np.asarray(out, dtype=np.float64)
-
-
-def _floor(x: FloatArray, low: float) -> FloatArray:
-    """``np.maximum(x, low)`` at half the cost (numpy's clip loop is vectorised, maximum against a scalar
-    is not); the same but where ``x`` is -0.0 and ``low`` 0.0, which clip keeps."""
-    return np.asarray(np.clip(x, low, np.inf), dtype=np.float64)
-
-
-_BIG = float(np.finfo(np.float64).max)
-
-
-def _nan_to_num(x: FloatArray) -> FloatArray:
-    """``np.nan_to_num(x)`` to the bit, in a clip and a masked fill: a fraction of its passes."""
-    out = np.clip(x, -_BIG, _BIG)
-    np.copyto(out, 0.0, where=np.isnan(out))
-    return np.asarray(out, dtype=np.float64)
-
-
-def _nan_sum(a: FloatArray, b: FloatArray) -> FloatArray:
-    """a + b treating NaN as 0 unless both are NaN."""
-    # an infinite term counts as the largest finite float, as np.nan_to_num reads it
-    out = _nan_to_num(a) + _nan_to_num(b)
-    np.copyto(out, np.nan, where=np.isnan(a) & np.isnan(b))
-    return out
-
-
-def _per(a: FloatArray, b: FloatArray, low: float) -> FloatArray:
-    """a / max(b, low) (``low`` > 0), infinite quotients blanked."""
-    den = _floor(b, low)
-    return _div(a, den, out=den)
-
-
-def _clipped(x: FloatArray, low: float, high: float) -> FloatArray:
-    """``x`` clipped to [low, high] in place: for a fresh array, where np.clip would make another."""
-    return np.asarray(np.clip(x, low, high, out=x), dtype=np.float64)
-
-
-def _log_rate(x: FloatArray, per: FloatArray | None = None) -> FloatArray:
-    """log10(1 + max(x, 0) [/ per]): a rate (per GPU) on a log scale, 0 at rest (1 + ±0 is 1: _floor is exact)."""
-    out = _floor(x, 0.0)
-    if per is not None:
-        out /= per
-    out += 1.0
-    return np.asarray(np.log10(out, out=out), dtype=np.float64)
-
-
-def _rel_peak(x: FloatArray) -> FloatArray:
-    """Each sample over its pod's peak in the window (NaN when the pod has no positive sample)."""
-    peak = row_peaks(x)[:, None]  # NaN only where every sample is
-    np.copyto(peak, np.nan, where=~(peak > 0) | np.isinf(peak))
-    return _div(x, peak)
 
 
 def derived_series(raw: FloatArray, caps: PodCapacities) -> FloatArray:
@@ -135,7 +77,7 @@ def derived_columns(raw: FloatArray, caps: PodCapacities, *, scratch: bool = Fal
     cols = _gpu_columns(g, caps)
     reads = _reads(g)
     cols.update(_host_columns(g, caps.gpus, reads))
-    cols["pcie_per_act"] = _per(cols["pcie_rx_frac"], cols["act"], 0.05)
+    cols["pcie_per_act"] = per(cols["pcie_rx_frac"], cols["act"], 0.05)
     cols.update(_transfer_columns(g, cols, reads, caps.pcie))
     for name in BANDED:
         cols[f"{name}_band"] = _band(cols[name])
@@ -148,16 +90,16 @@ def _gpu_columns(g: Callable[[str], FloatArray], caps: PodCapacities) -> dict[st
     gr, sm = g("gr_engine_active"), g("sm_active")
     tensor, dram = g("tensor_active"), g("dram_active")
     pcie_rx, pcie_tx = g("pcie_rx_bps"), g("pcie_tx_bps")
-    rx_frac, tx_frac = _div(pcie_rx, pcie), _div(pcie_tx, pcie)
+    rx_frac, tx_frac = div(pcie_rx, pcie), div(pcie_tx, pcie)
     # GPU_UTIL counts the copy engines' time beside the kernels': one-way copies streaming at the
     # link's rate read 0.99 with the SMs idle (tests/data/gpu-h2d-pinned). What is left is kernels.
-    copying = _nan_to_num(copy_engine_share(rx_frac, tx_frac))
+    copying = nan_to_num(copy_engine_share(rx_frac, tx_frac))
     gpu_util = util_in_phase(g("gpu_util"), gr, copying)
-    kernels = _clipped(np.subtract(gpu_util, copying, out=copying), 0.0, 1.0)
-    act = _coalesce(gr, sm, kernels)
+    kernels = clipped(np.subtract(gpu_util, copying, out=copying), 0.0, 1.0)
+    act = coalesce(gr, sm, kernels)
     cols: dict[str, FloatArray] = {
         "act": act,
-        "kernel_time": _coalesce(gr, kernels),
+        "kernel_time": coalesce(gr, kernels),
         "gpu_util": gpu_util,
         "gr_engine_active": gr,
         "sm_active": sm,
@@ -165,28 +107,28 @@ def _gpu_columns(g: Callable[[str], FloatArray], caps: PodCapacities) -> dict[st
         "tensor_active": tensor,
         "dram_active": dram,
         "mem_copy_util": g("mem_copy_util"),
-        "util_gap": kernels - _coalesce(sm, gr),
-        "tensor_per_act": _per(tensor, act, 0.02),
+        "util_gap": kernels - coalesce(sm, gr),
+        "tensor_per_act": per(tensor, act, 0.02),
         "dram_minus_tensor": dram - tensor,
-        "hbm_busy": _clipped(dram / DRAM_CEILING, 0.0, 1.0),
+        "hbm_busy": clipped(dram / DRAM_CEILING, 0.0, 1.0),
         "util_gr_gap": gpu_util - gr,
-        "sm_fill": _clipped(_per(sm, gr, 0.05), 0.0, 1.5),
+        "sm_fill": clipped(per(sm, gr, 0.05), 0.0, 1.5),
         "pcie_rx_frac": rx_frac,
         "pcie_tx_frac": tx_frac,
-        "pcie_symmetry": _div(np.fmin(pcie_rx, pcie_tx), np.fmax(pcie_rx, pcie_tx) + 1.0),
+        "pcie_symmetry": div(np.fmin(pcie_rx, pcie_tx), np.fmax(pcie_rx, pcie_tx) + 1.0),
     }
-    nv_bytes = _coalesce(_nan_sum(g("nvlink_tx_bps"), g("nvlink_rx_bps")), g("nvlink_total_bps"), inplace=True)
-    cols["nvlink_frac"] = _div(nv_bytes, np.where(nvlink > 0, nvlink, np.nan), out=nv_bytes)
-    cols["pcie_rel_peak"] = _rel_peak(g("pcie_rx_bps"))
-    cols["power_rel_peak"] = _rel_peak(g("power_w"))
-    limit = _coalesce(g("power_limit_w"), np.broadcast_to(caps.tdp, act.shape))
-    cols["power_limit_frac"] = _div(g("power_w"), limit)
+    nv_bytes = coalesce(nan_sum(g("nvlink_tx_bps"), g("nvlink_rx_bps")), g("nvlink_total_bps"), inplace=True)
+    cols["nvlink_frac"] = div(nv_bytes, np.where(nvlink > 0, nvlink, np.nan), out=nv_bytes)
+    cols["pcie_rel_peak"] = rel_peak(g("pcie_rx_bps"))
+    cols["power_rel_peak"] = rel_peak(g("power_w"))
+    limit = coalesce(g("power_limit_w"), np.broadcast_to(caps.tdp, act.shape))
+    cols["power_limit_frac"] = div(g("power_w"), limit)
     # the clock says something of the work only while there is work: an idle GPU holds its maximum
     # with a CUDA context open (tests/data/gpu-io) and drops far below it without one
     clock = g("sm_clock_mhz").copy()
     np.copyto(clock, np.nan, where=~(act >= CLOCK_BUSY))
     cols["sm_clock_mhz"] = clock
-    cols["clock_rel_peak"] = _rel_peak(clock)
+    cols["clock_rel_peak"] = rel_peak(clock)
     cols["clock_slowdown"] = g("clock_slowdown_frac")
     cols["fp32_active"] = g("fp32_active")
     cols["fp16_active"] = g("fp16_active")
@@ -202,40 +144,40 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
     """CPU, memory, pressure, network and storage of the pod and its node."""
     cols: dict[str, FloatArray] = {}
     cpu, limit, node_cpus = g("cpu_cores"), g("cpu_limit_cores"), g("node_cpus")
-    cols["cpu_per_gpu"] = _div(cpu, np.maximum(gpus, 1.0))
-    cols["cpu_limit_frac"] = _div(cpu, limit)
-    node_frac = _div(cpu, node_cpus)
+    cols["cpu_per_gpu"] = div(cpu, np.maximum(gpus, 1.0))
+    cols["cpu_limit_frac"] = div(cpu, limit)
+    node_frac = div(cpu, node_cpus)
     cols["cpu_node_frac"] = node_frac
     busy = g("node_cpu_busy_frac")
-    cols["job_share_node_cpu"] = _clipped(_per(node_frac, busy, 0.01), 0.0, 1.5)
+    cols["job_share_node_cpu"] = clipped(per(node_frac, busy, 0.01), 0.0, 1.5)
     cols["cpu_throttled_frac"] = g("cpu_throttled_frac")
-    cols["mem_limit_frac"] = _div(g("mem_working_set_bytes"), g("mem_limit_bytes"))
+    cols["mem_limit_frac"] = div(g("mem_working_set_bytes"), g("mem_limit_bytes"))
     for name in ("node_cpu_busy_frac", "node_cpu_iowait_frac", "node_cpu_system_frac", "node_disk_busy_frac"):
         cols[name] = g(name)
     cols["node_mem_used_frac"] = 1.0 - g("node_mem_avail_frac")
     cols["node_swap_used_frac"] = g("node_swap_used_frac")
-    cols["log_majfault"] = _log_rate(g("node_majfault_ps"))
+    cols["log_majfault"] = log_rate(g("node_majfault_ps"))
     for name in ("cpu_some", "io_some", "io_full", "mem_some", "mem_full"):
         cols[f"node_psi_{name}"] = g(f"node_psi_{name}")
         cols[f"sc_psi_{name}"] = g(f"sc_psi_{name}")
     rx, tx = g("node_net_rx_bps"), g("node_net_tx_bps")
-    into = _nan_sum(rx, reads) + 1.0
-    cols["net_rx_share"] = _div(rx, into, out=into)
-    cols["net_symmetry"] = _div(np.fmin(rx, tx), np.fmax(rx, tx) + 1.0)
+    into = nan_sum(rx, reads) + 1.0
+    cols["net_rx_share"] = div(rx, into, out=into)
+    cols["net_symmetry"] = div(np.fmin(rx, tx), np.fmax(rx, tx) + 1.0)
     per_gpu = np.maximum(gpus, 1.0)
-    cols["log_net_per_gpu"] = _log_rate(_nan_sum(rx, tx), per_gpu)
-    cols["log_read_per_gpu"] = _log_rate(reads, per_gpu)
-    cols["log_ib_per_gpu"] = _log_rate(_nan_sum(g("ib_rx_bps"), g("ib_tx_bps")), per_gpu)
-    cols["sc_log_swapin"] = _log_rate(g("sc_swapin_ps"))
+    cols["log_net_per_gpu"] = log_rate(nan_sum(rx, tx), per_gpu)
+    cols["log_read_per_gpu"] = log_rate(reads, per_gpu)
+    cols["log_ib_per_gpu"] = log_rate(nan_sum(g("ib_rx_bps"), g("ib_tx_bps")), per_gpu)
+    cols["sc_log_swapin"] = log_rate(g("sc_swapin_ps"))
     cols["sc_oom_kills"] = g("sc_oom_kills")
-    cols["read_rel_peak"] = _rel_peak(reads)
-    cols["net_rel_peak"] = _rel_peak(rx)
-    cols["sc_cpu_limit_frac"] = _div(g("sc_cpu_cores"), limit)
+    cols["read_rel_peak"] = rel_peak(reads)
+    cols["net_rel_peak"] = rel_peak(rx)
+    cols["sc_cpu_limit_frac"] = div(g("sc_cpu_cores"), limit)
     cols["sc_throttled_frac"] = g("sc_throttled_frac")
-    cols["sc_log_majfault"] = _log_rate(g("sc_majfault_ps"))
+    cols["sc_log_majfault"] = log_rate(g("sc_majfault_ps"))
     running, waiting = g("sc_procs_running"), g("sc_procs_iowait")
-    cols["sc_iowait_procs_share"] = _div(waiting, running + waiting)
-    cols["iowait_of_idle"] = _clipped(_per(g("node_cpu_iowait_frac"), 1.0 - busy, 0.02), 0.0, 1.0)
+    cols["sc_iowait_procs_share"] = div(waiting, running + waiting)
+    cols["iowait_of_idle"] = clipped(per(g("node_cpu_iowait_frac"), 1.0 - busy, 0.02), 0.0, 1.0)
     return cols
 
 
@@ -276,18 +218,18 @@ def _transfer_columns(
     """Class-level quantities that hold whatever mechanism or hardware produced them."""
     out: dict[str, FloatArray] = {}
     pipes = np.fmax(g("tensor_active"), g("dram_active") / DRAM_CEILING)
-    pipes = _coalesce(np.fmax(pipes, g("sm_active"), out=pipes), cols["act"], inplace=True)
-    out["gpu_any_pipe"] = _clipped(pipes, 0.0, 1.0)
+    pipes = coalesce(np.fmax(pipes, g("sm_active"), out=pipes), cols["act"], inplace=True)
+    out["gpu_any_pipe"] = clipped(pipes, 0.0, 1.0)
     out["pcie_fabric_frac"] = np.fmin(cols["pcie_rx_frac"], cols["pcie_tx_frac"])
     idle = np.subtract(1.0, np.clip(cols["act"], 0.0, 1.0))
     out["link_busy"] = _link_busy(cols, out["pcie_fabric_frac"], idle, link)
     out.update(_kernel_gaps(g, cols, out["pcie_fabric_frac"]))
     out.update(_cpu_columns(g))
-    out["input_rel_peak"] = _rel_peak(_nan_sum(g("node_net_rx_bps"), reads))
-    out["power_per_act"] = _clipped(_per(cols["power_rel_peak"], cols["act"], 0.05), 0.0, 5.0)
+    out["input_rel_peak"] = rel_peak(nan_sum(g("node_net_rx_bps"), reads))
+    out["power_per_act"] = clipped(per(cols["power_rel_peak"], cols["act"], 0.05), 0.0, 5.0)
     faults = np.fmax(cols["log_majfault"], cols["sc_log_majfault"])
-    system = _nan_to_num(g("node_cpu_system_frac")) * 10.0
-    out["fault_sys"] = np.multiply(faults, _clipped(system, 0.0, 1.0), out=system)
+    system = nan_to_num(g("node_cpu_system_frac")) * 10.0
+    out["fault_sys"] = np.multiply(faults, clipped(system, 0.0, 1.0), out=system)
     np.copyto(out["fault_sys"], np.nan, where=np.isnan(faults))
     out.update(_stall_columns(g, out, idle))
     return out
@@ -302,9 +244,9 @@ def _link_busy(cols: dict[str, FloatArray], fabric: FloatArray, idle_gpu: FloatA
     # A copy runs as fast as its slower leg: DMA near the link's rate from pinned memory, the staging
     # memcpy from pageable memory. Against the slower of the two a copy-bound GPU's copies read busy
     # whichever memory they come from, on any PCIe generation.
-    path = np.minimum(_div(np.full_like(link, STAGED_COPY_BPS), link), COPY_ENGINE_RATE)  # as a share of the link
-    copies = _clipped(_div(np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]), path), 0.0, 1.0)
-    busy = _clipped(idle_gpu / LINK_IDLE_FULL, -np.inf, 1.0)  # np.minimum(..., 1.0), exact (see _floor)
+    path = np.minimum(div(np.full_like(link, STAGED_COPY_BPS), link), COPY_ENGINE_RATE)  # as a share of the link
+    copies = clipped(div(np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]), path), 0.0, 1.0)
+    busy = clipped(idle_gpu / LINK_IDLE_FULL, -np.inf, 1.0)  # np.minimum(..., 1.0), exact (see floor)
     busy = np.multiply(copies, busy, out=busy)
     # the symmetry is missing exactly where the balanced share is: the comparison keeps it missing
     balanced = fabric.copy()
@@ -317,16 +259,16 @@ def _cpu_columns(g: Callable[[str], FloatArray]) -> dict[str, FloatArray]:
     """The cgroup's use of the cores it may use, per running process and per busy process."""
     out: dict[str, FloatArray] = {}
     limit, node_cpus, running = g("cpu_limit_cores"), g("node_cpus"), g("sc_procs_running")
-    own = _coalesce(g("sc_cpu_cores"), g("cpu_cores"))
+    own = coalesce(g("sc_cpu_cores"), g("cpu_cores"))
     # node cores the neighbours leave to the job; at least one: a saturated node still time-slices
     usable = np.fmax(node_cpus * (1.0 - g("node_cpu_busy_frac")), 1.0)
     usable += own
     usable = np.fmin(limit, usable, out=usable)
-    out["cpu_own_sat"] = _clipped(_div(own, usable), 0.0, 1.5)
-    out["cpu_per_running"] = _clipped(_per(own, running, 1.0), 0.0, 2.0)
-    usable = _coalesce(usable, node_cpus, inplace=True)
-    out["sc_runnable_per_core"] = _clipped(_div(running, usable, out=usable), 0.0, 4.0)
-    out["busy_core_share"] = _clipped(_per(g("sc_procs_busy"), own, 1.0), 0.0, 1.5)
+    out["cpu_own_sat"] = clipped(div(own, usable), 0.0, 1.5)
+    out["cpu_per_running"] = clipped(per(own, running, 1.0), 0.0, 2.0)
+    usable = coalesce(usable, node_cpus, inplace=True)
+    out["sc_runnable_per_core"] = clipped(div(running, usable, out=usable), 0.0, 4.0)
+    out["busy_core_share"] = clipped(per(g("sc_procs_busy"), own, 1.0), 0.0, 1.5)
     return out
 
 
@@ -335,22 +277,22 @@ def _stall_columns(
 ) -> dict[str, FloatArray]:
     """IO, CPU and memory pressure while the GPU idles, and each one's share of the stalls."""
     stalls: dict[str, FloatArray] = {}
-    io = _band(_coalesce(g("sc_psi_io_some"), g("node_psi_io_some")), inplace=True)
+    io = _band(coalesce(g("sc_psi_io_some"), g("node_psi_io_some")), inplace=True)
     stalls["io_stall_idle"] = np.multiply(io, idle, out=io)
     # near its limit: the cgroup uses most of the cores it may use, or each of its running processes
     # keeps a core busy (a single-threaded loader is at its limit on an idle node)
-    near_limit = np.fmax(_nan_to_num(cpu["cpu_own_sat"]), _nan_to_num(cpu["cpu_per_running"]))
-    near_limit = _clipped(np.divide(near_limit, OWN_SAT_FULL, out=near_limit), 0.0, 1.0)
-    throttled = _band(_coalesce(g("sc_throttled_frac"), g("cpu_throttled_frac")), inplace=True)
+    near_limit = np.fmax(nan_to_num(cpu["cpu_own_sat"]), nan_to_num(cpu["cpu_per_running"]))
+    near_limit = clipped(np.divide(near_limit, OWN_SAT_FULL, out=near_limit), 0.0, 1.0)
+    throttled = _band(coalesce(g("sc_throttled_frac"), g("cpu_throttled_frac")), inplace=True)
     own_psi = _band(g("sc_psi_cpu_some"))
     stalls["cpu_psi_own"] = np.fmax(np.multiply(own_psi, near_limit, out=own_psi), throttled, out=own_psi)
     stalls["cpu_stall_idle"] = own_psi * idle
-    mem = _band(_coalesce(g("sc_psi_mem_some"), g("node_psi_mem_some")), inplace=True)
+    mem = _band(coalesce(g("sc_psi_mem_some"), g("node_psi_mem_some")), inplace=True)
     stalls["mem_stall_idle"] = np.multiply(mem, idle, out=mem)
     # sum() of the NaN-as-0 stalls to the bit once the floor is added (sum()'s leading 0 signs a zero)
-    total = _nan_to_num(stalls["io_stall_idle"])
-    total += _nan_to_num(stalls["cpu_stall_idle"])
-    total += _nan_to_num(stalls["mem_stall_idle"])
+    total = nan_to_num(stalls["io_stall_idle"])
+    total += nan_to_num(stalls["cpu_stall_idle"])
+    total += nan_to_num(stalls["mem_stall_idle"])
     total += STALL_FLOOR_SHARE
     for k in ("io_stall_idle", "cpu_stall_idle", "mem_stall_idle"):
         stalls[k.replace("_idle", "_share")] = stalls[k] / total
@@ -396,13 +338,13 @@ def small_kernel_share(kernel_time: npt.ArrayLike, pipes: npt.ArrayLike) -> Floa
     Per sample here (``launch_gap``), over a window's means in the evidence gates and the mechanism.
     """
     kt = np.asarray(kernel_time, dtype=np.float64)
-    per_kernel_time = np.divide(pipes, _floor(kt, 0.05))
+    per_kernel_time = np.divide(pipes, floor(kt, 0.05))
     return np.asarray(kt * np.clip(1.0 - per_kernel_time / LAUNCH_PIPES, 0.0, 1.0), dtype=np.float64)
 
 
 def _band(x: FloatArray, *, inplace: bool = False) -> FloatArray:
     """A stall share with its background below DEAD_BAND removed (in ``x`` itself with ``inplace``)."""
-    # x - DEAD_BAND is never -0.0: the clip is np.maximum(..., 0.0) to the bit (see _floor)
-    out = _clipped(np.subtract(x, DEAD_BAND, out=x if inplace else None), 0.0, np.inf)
+    # x - DEAD_BAND is never -0.0: the clip is np.maximum(..., 0.0) to the bit (see floor)
+    out = clipped(np.subtract(x, DEAD_BAND, out=x if inplace else None), 0.0, np.inf)
     out /= 1.0 - DEAD_BAND
     return out

@@ -47,6 +47,7 @@ class Phases:
         sm_active: mean SM activity over training samples, None without SM data.
         tensor_active: mean tensor-pipe activity over training samples, None without it.
         cpu_plateau: the job's CPU over training samples, median over 90th percentile (1 = flat), or None.
+        span: the window's length in seconds (0 when unknown), against which the pauses' share is given.
     """
 
     training: npt.NDArray[np.bool_]
@@ -56,6 +57,7 @@ class Phases:
     sm_active: float | None
     tensor_active: float | None = None
     cpu_plateau: float | None = None
+    span: float = 0.0  # seconds the window covers, for the pauses' share
 
     def notes(self) -> tuple[str, ...]:
         """The phases in words, for the verdict's notes."""
@@ -67,9 +69,10 @@ class Phases:
         if pauses:
             length = sum(p.end - p.start for p in pauses)
             periodic = " at a regular interval" if _periodic(pauses) else ""
+            share = f", {100 * length / self.span:.0f} % of the window" if self.span > 0 else ""
             out.append(
-                f"{len(pauses)} pause(s) with idle GPUs{periodic} ({length:.0f} s in all: checkpoint or "
-                "evaluation) left out of the busy fractions."
+                f"{len(pauses)} pause(s) with idle GPUs{periodic} ({length:.0f} s in all{share}: checkpoint or "
+                "evaluation) left out of the busy fractions; the run is that much longer than its training."
             )
         return tuple(out)
 
@@ -121,7 +124,8 @@ def segment_phases(window: JobWindow) -> Phases:
         phases = []
     sm = _mean(_job_series(window, "sm_active"), training)
     tensor = _mean(_job_series(window, "tensor_active"), training)
-    return Phases(training, tuple(phases), signal, _mean(busy, training), sm, tensor, _plateau(window, training))
+    plateau = _plateau(window, training)
+    return Phases(training, tuple(phases), signal, _mean(busy, training), sm, tensor, plateau, window.duration)
 
 
 # The least CPU a pod whose loader workers sit at their ceiling uses: one worker at a full core (the
