@@ -492,3 +492,31 @@ def test_periodic_pauses_are_a_finding_with_their_share_of_the_window() -> None:
     assert f"{share:.0f} % of the window" in note, note
     # without pauses, no such finding
     assert not [t for t in segment_phases(w).notes() if "pause" in t]
+
+
+def test_feature_keys_are_declared_once_and_name_real_columns() -> None:
+    """The typed keys build every column name the analysis reads: each series' mean (and quantiles
+    where it has them), each spread and each Job feature is a column of the row, in the schema's order."""
+    from bottleneck_operator.analysis.features.extract import CONTEXT_SERIES, FEATURE_INDEX, POD_SPREAD
+    from bottleneck_operator.analysis.features.series_names import SERIES, Extra, Series
+
+    assert [s.value for s in Series] == list(SERIES)
+    for s in Series:
+        assert s.mean in FEATURE_INDEX
+        assert (s.p90 in FEATURE_INDEX) == (s not in CONTEXT_SERIES or s in ("pcie_rx_frac", "pcie_tx_frac"))
+    for s in POD_SPREAD:
+        assert Series(s).podmax in FEATURE_INDEX and Series(s).podmin in FEATURE_INDEX
+    assert all(e.key in FEATURE_INDEX for e in Extra)
+    # the analysis itself names no column by a string
+    import re
+    from pathlib import Path
+
+    analysis = Path(__file__).resolve().parents[2] / "operator" / "bottleneck_operator" / "analysis"
+    quoted = re.compile(r'"[a-z0-9_]+\.(mean|p10|p50|p90|cv)(\.pod(max|min))?"')
+    hits = [
+        f"{p.name}:{i}"
+        for p in analysis.rglob("*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if quoted.search(line) and '"""' not in line and not line.lstrip().startswith("#")
+    ]
+    assert hits == []

@@ -15,6 +15,7 @@ from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
 from bottleneck_operator.analysis.evaluation.baseline import rule_verdict
 from bottleneck_operator.analysis.evaluation.metrics import figures
 from bottleneck_operator.analysis.features.extract import extract_features, value
+from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey, Series
 from bottleneck_operator.contract.signals import Family, signals_of
 from bottleneck_operator.contract.verdict import Abstention
 from bottleneck_operator.contract.window import JobWindow
@@ -60,18 +61,18 @@ def round_seeds(n_jobs: int, seed: int, round_size: int) -> list[tuple[int, int]
 
 
 # Signals printed next to each misclassified job: enough to tell which stage really bound it.
-KEY_SIGNALS: tuple[tuple[str, str], ...] = (
-    ("act", "act.mean"),
-    ("low", "act_low_share"),
-    ("cpuLim", "cpu_limit_frac.mean"),
-    ("thr", "cpu_throttled_frac.mean"),
-    ("nodeCPU", "node_cpu_busy_frac.mean"),
-    ("iowait", "node_cpu_iowait_frac.mean"),
-    ("psiIO", "node_psi_io_some.mean"),
-    ("netShare", "net_rx_share.mean"),
-    ("Dprocs", "sc_iowait_procs_share.mean"),
-    ("pcie", "pcie_rx_frac.mean"),
-    ("gap", "util_gap.mean"),
+KEY_SIGNALS: tuple[tuple[str, FeatureKey], ...] = (
+    ("act", Series.ACT.mean),
+    ("low", Extra.ACT_LOW_SHARE.key),
+    ("cpuLim", Series.CPU_LIMIT_FRAC.mean),
+    ("thr", Series.CPU_THROTTLED_FRAC.mean),
+    ("nodeCPU", Series.NODE_CPU_BUSY_FRAC.mean),
+    ("iowait", Series.NODE_CPU_IOWAIT_FRAC.mean),
+    ("psiIO", Series.NODE_PSI_IO_SOME.mean),
+    ("netShare", Series.NET_RX_SHARE.mean),
+    ("Dprocs", Series.SC_IOWAIT_PROCS_SHARE.mean),
+    ("pcie", Series.PCIE_RX_FRAC.mean),
+    ("gap", Series.UTIL_GAP.mean),
 )
 
 

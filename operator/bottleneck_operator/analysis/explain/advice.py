@@ -18,6 +18,7 @@ from bottleneck_operator.analysis.checks.reads import Reads
 from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
 from bottleneck_operator.analysis.features.extract import value
 from bottleneck_operator.analysis.features.kernel_time import LAUNCH_GAP, launch_gap
+from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
 from bottleneck_operator.analysis.features.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation
 from bottleneck_operator.contract.window import FloatArray
@@ -35,20 +36,20 @@ class Facts:
     x: FloatArray
     reads: Reads = field(default_factory=Reads)
 
-    def f(self, name: str) -> float | None:
+    def f(self, name: FeatureKey) -> float | None:
         return value(self.x, name)
 
 
 def cgroup_has_headroom(k: Facts) -> bool:
     """The job's cgroup can use more CPU: no limit, or below ``AT_LIMIT`` of it and not throttled."""
-    used = k.f("cpu_limit_frac.mean")
-    throttled = max(k.f("cpu_throttled_frac.mean") or 0.0, k.f("sc_throttled_frac.mean") or 0.0)
+    used = k.f(Series.CPU_LIMIT_FRAC.mean)
+    throttled = max(k.f(Series.CPU_THROTTLED_FRAC.mean) or 0.0, k.f(Series.SC_THROTTLED_FRAC.mean) or 0.0)
     return (used is None or used < AT_LIMIT) and throttled < 0.1
 
 
 def node_has_idle_cores(k: Facts) -> bool:
     """The node's CPUs are not all busy (unknown counts as no)."""
-    busy = k.f("node_cpu_busy_frac.mean")
+    busy = k.f(Series.NODE_CPU_BUSY_FRAC.mean)
     return busy is not None and busy < NODE_IDLE
 
 
@@ -61,7 +62,7 @@ def more_workers_help(k: Facts) -> bool:
 
 def one_core_per_process(k: Facts) -> bool:
     """About one busy core per GPU process with idle cores around: ``num_workers=0`` loads in the main process."""
-    per_gpu = k.f("cpu_per_gpu.mean")
+    per_gpu = k.f(Series.CPU_PER_GPU.mean)
     return per_gpu is not None and per_gpu <= 1.5 and more_workers_help(k)
 
 
@@ -75,7 +76,7 @@ def host_to_device_copies(k: Facts) -> bool:
 
     Balanced traffic is peer-to-peer or GPUDirect RDMA, which pinned host buffers do not speed up.
     """
-    rx, tx = k.f("pcie_rx_frac.mean"), k.f("pcie_tx_frac.mean")
+    rx, tx = k.f(Series.PCIE_RX_FRAC.mean), k.f(Series.PCIE_TX_FRAC.mean)
     return rx is not None and rx > 2.0 * (tx or 0.0)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 
 __all__ = ["CANDIDATES", "IDLE", "Candidate"]
@@ -29,7 +30,7 @@ class Candidate:
         mechanism: the one mechanism of its class it speaks for (host memory or HBM), None for any.
     """
 
-    feature: str
+    feature: FeatureKey
     signal: str
     unit: str
     reference: float
@@ -45,7 +46,7 @@ class Candidate:
 
 
 IDLE = Candidate(
-    "act.mean",
+    Series.ACT.mean,
     "gpu_active",
     "ratio",
     0.8,
@@ -56,7 +57,7 @@ IDLE = Candidate(
 CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
     Bottleneck.IO: (
         Candidate(
-            "sc_psi_io_some.mean",
+            Series.SC_PSI_IO_SOME.mean,
             "sc_psi_io_some",
             "ratio",
             0.5,
@@ -64,7 +65,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "The pod's own processes were stalled on IO {v} of the time (cgroup IO pressure).",
         ),
         Candidate(
-            "sc_iowait_procs_share.mean",
+            Series.SC_IOWAIT_PROCS_SHARE.mean,
             "sc_procs_iowait",
             "ratio",
             0.5,
@@ -72,7 +73,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "{v} of the trainer's busy processes were blocked in disk/network reads (state D).",
         ),
         Candidate(
-            "read_rel_peak.p50",
+            Series.READ_REL_PEAK.p50,
             "read_rate_vs_peak",
             "ratio",
             0.9,
@@ -80,7 +81,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "Reads sat at {v} of their own peak for most of the window: a flat ceiling, typical of a saturated source.",
         ),
         Candidate(
-            "net_rx_share.mean",
+            Series.NET_RX_SHARE.mean,
             "node_net_rx_share",
             "ratio",
             0.9,
@@ -89,9 +90,11 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
         ),
     ),
     Bottleneck.CPU: (
-        Candidate("cpu_limit_frac.mean", "cpu_cores_vs_limit", "ratio", 1.0, 0.7, "The job used {v} of its CPU limit."),
         Candidate(
-            "cpu_throttled_frac.mean",
+            Series.CPU_LIMIT_FRAC.mean, "cpu_cores_vs_limit", "ratio", 1.0, 0.7, "The job used {v} of its CPU limit."
+        ),
+        Candidate(
+            Series.CPU_THROTTLED_FRAC.mean,
             "cpu_throttled_frac",
             "ratio",
             0.5,
@@ -99,7 +102,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "The container was CPU-throttled (CFS) in {v} of scheduling periods; {r} is heavy throttling.",
         ),
         Candidate(
-            "sc_throttled_frac.mean",
+            Series.SC_THROTTLED_FRAC.mean,
             "sc_throttled_frac",
             "ratio",
             0.5,
@@ -107,7 +110,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "The pod's cgroup was throttled in {v} of periods.",
         ),
         Candidate(
-            "sc_psi_cpu_some.mean",
+            Series.SC_PSI_CPU_SOME.mean,
             "sc_psi_cpu_some",
             "ratio",
             0.5,
@@ -115,7 +118,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "The pod's processes waited for a CPU {v} of the time (cgroup CPU pressure).",
         ),
         Candidate(
-            "busy_core_share.mean",
+            Series.BUSY_CORE_SHARE.mean,
             "sc_procs_busy",
             "ratio",
             1.0,
@@ -127,7 +130,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
     ),
     Bottleneck.INTERCONNECT: (
         Candidate(
-            "pcie_rx_frac.p90",
+            Series.PCIE_RX_FRAC.p90,
             "pcie_rx_bps",
             "ratio",
             0.8,
@@ -137,7 +140,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.PCIE,
         ),
         Candidate(
-            "pcie_tx_frac.p90",
+            Series.PCIE_TX_FRAC.p90,
             "pcie_tx_bps",
             "ratio",
             0.8,
@@ -146,7 +149,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.PCIE,
         ),
         Candidate(
-            "nvlink_frac.p90",
+            Series.NVLINK_FRAC.p90,
             "nvlink_bps",
             "ratio",
             0.7,
@@ -155,7 +158,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.NVLINK,
         ),
         Candidate(
-            "net_symmetry.mean",
+            Series.NET_SYMMETRY.mean,
             "node_net_rx_tx_symmetry",
             "ratio",
             0.9,
@@ -164,7 +167,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.NETWORK,
         ),
         Candidate(
-            "log_net_per_gpu.mean",
+            Series.LOG_NET_PER_GPU.mean,
             "node_net_bytes_per_gpu",
             "log10 B/s",
             9.0,
@@ -173,7 +176,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.NETWORK,
         ),
         Candidate(
-            "log_ib_per_gpu.mean",
+            Series.LOG_IB_PER_GPU.mean,
             "node_infiniband_bytes_per_gpu",
             "log10 B/s",
             9.0,
@@ -184,19 +187,21 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
     ),
     Bottleneck.GPU: (
         Candidate(
-            "act.mean",
+            Series.ACT.mean,
             "gpu_active",
             "ratio",
             0.9,
             0.6,
             "GPUs were active {v} of the time: compute is the busiest stage.",
         ),
-        Candidate("tensor_active.mean", "tensor_active", "ratio", 0.5, 0.1, "Tensor pipes were active {v} of cycles."),
-        Candidate("sm_occupancy.mean", "sm_occupancy", "ratio", 0.5, 0.2, "SM occupancy averaged {v}."),
+        Candidate(
+            Series.TENSOR_ACTIVE.mean, "tensor_active", "ratio", 0.5, 0.1, "Tensor pipes were active {v} of cycles."
+        ),
+        Candidate(Series.SM_OCCUPANCY.mean, "sm_occupancy", "ratio", 0.5, 0.2, "SM occupancy averaged {v}."),
         # what math draws, read without the profiling fields too: bf16 matmuls held an H200 at 0.99 of
         # its limit, a GPU waiting or launching tiny kernels drew 0.18-0.30 (tests/data/gpu-compute)
         Candidate(
-            "power_limit_frac.mean",
+            Series.POWER_LIMIT_FRAC.mean,
             "power_of_limit",
             "ratio",
             0.95,
@@ -206,7 +211,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
     ),
     Bottleneck.MEMORY: (
         Candidate(
-            "tensor_active.mean",
+            Series.TENSOR_ACTIVE.mean,
             "tensor_active",
             "ratio",
             0.05,
@@ -216,7 +221,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.HBM_BANDWIDTH,
         ),
         Candidate(
-            "dram_active.mean",
+            Series.DRAM_ACTIVE.mean,
             "dram_active",
             "ratio",
             0.8,
@@ -225,7 +230,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.HBM_BANDWIDTH,
         ),
         Candidate(
-            "dram_minus_tensor.mean",
+            Series.DRAM_MINUS_TENSOR.mean,
             "dram_active_minus_tensor_active",
             "ratio",
             0.6,
@@ -234,7 +239,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.HBM_BANDWIDTH,
         ),
         Candidate(
-            "sc_log_swapin.mean",
+            Series.SC_LOG_SWAPIN.mean,
             "sc_swapin_ps",
             "log10 1/s",
             3.0,
@@ -243,7 +248,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
         Candidate(
-            "sc_oom_kills.mean",
+            Series.SC_OOM_KILLS.mean,
             "sc_oom_kills",
             "1/s",
             0.01,
@@ -252,7 +257,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
         Candidate(
-            "sc_psi_mem_some.mean",
+            Series.SC_PSI_MEM_SOME.mean,
             "sc_psi_mem_some",
             "ratio",
             0.3,
@@ -261,7 +266,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
         Candidate(
-            "mem_limit_frac.mean",
+            Series.MEM_LIMIT_FRAC.mean,
             "mem_working_set_vs_limit",
             "ratio",
             0.95,

@@ -18,6 +18,7 @@ from bottleneck_operator.analysis.explain.account import StepAccount
 from bottleneck_operator.analysis.explain.candidates import CANDIDATES, IDLE, Candidate
 from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET_LOG
 from bottleneck_operator.analysis.features.extract import value
+from bottleneck_operator.analysis.features.series_names import Series
 from bottleneck_operator.analysis.features.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Mechanism
 from bottleneck_operator.contract.window import FloatArray, JobWindow
@@ -30,7 +31,7 @@ def _fmt(c: Candidate, v: float) -> str:
 
 
 # Shown only with volume behind them: balanced traffic means all-reduce only when the bytes are there.
-_NEEDS_VOLUME = {"net_symmetry.mean"}
+_NEEDS_VOLUME = {Series.NET_SYMMETRY.mean}
 
 
 def build_evidence(
@@ -58,7 +59,7 @@ def build_evidence(
     Returns:
         Evidence items: GPU idleness first for stall classes, then the measured wait.
     """
-    volume = (value(x, "log_net_per_gpu.mean") or 0.0) >= COLLECTIVE_NET_LOG
+    volume = (value(x, Series.LOG_NET_PER_GPU.mean) or 0.0) >= COLLECTIVE_NET_LOG
     scored: list[tuple[float, Evidence]] = []
     for c in CANDIDATES.get(cls, ()):
         v = value(x, c.feature)
@@ -124,7 +125,7 @@ def context_notes(x: FloatArray, fb_p90: float | None = None) -> tuple[str, ...]
     the batch cannot grow, never that the Job stalls.
     """
     parts = []
-    busy, psi = value(x, "node_cpu_busy_frac.mean"), value(x, "node_psi_cpu_some.mean")
+    busy, psi = value(x, Series.NODE_CPU_BUSY_FRAC.mean), value(x, Series.NODE_PSI_CPU_SOME.mean)
     if busy is not None:
         parts.append(f"node CPUs {pct(busy)} busy")
     if psi is not None:

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG
 from bottleneck_operator.analysis.features.extract import value
 from bottleneck_operator.analysis.features.kernel_time import LAUNCH_GAP, small_kernel_time
+from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey, Series
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.contract.window import FloatArray
 
@@ -71,7 +72,7 @@ PINNED_SHARE_MIN = 0.6
 OWN_SAT_PINNED_MAX = 0.7
 
 
-def _f(x: FloatArray, *names: str) -> float | None:
+def _f(x: FloatArray, *names: FeatureKey) -> float | None:
     """The first of the named features that is present."""
     for name in names:
         v = value(x, name)
@@ -82,23 +83,23 @@ def _f(x: FloatArray, *names: str) -> float | None:
 
 def _gpu(x: FloatArray) -> Mechanism:
     small = small_kernel_time(lambda name: value(x, name))
-    cpu = _f(x, "cpu_per_gpu.mean")
+    cpu = _f(x, Series.CPU_PER_GPU.mean)
     if small is None or small < LAUNCH_SMALL_KERNELS_MIN or (cpu is not None and cpu < LAUNCH_CPU_PER_GPU_MIN):
         return Mechanism.COMPUTE
     return Mechanism.LAUNCH_BOUND
 
 
 def _memory(x: FloatArray) -> Mechanism | None:
-    psi = [v for v in (_f(x, "sc_psi_mem_some.mean"), _f(x, "node_psi_mem_some.mean")) if v is not None]
-    faults = _f(x, "sc_log_majfault.mean", "log_majfault.mean")
-    swap = _f(x, "node_swap_used_frac.mean")
+    psi = [v for v in (_f(x, Series.SC_PSI_MEM_SOME.mean), _f(x, Series.NODE_PSI_MEM_SOME.mean)) if v is not None]
+    faults = _f(x, Series.SC_LOG_MAJFAULT.mean, Series.LOG_MAJFAULT.mean)
+    swap = _f(x, Series.NODE_SWAP_USED_FRAC.mean)
     if (
         (psi and max(psi) >= HOST_PSI_MIN)
         or (faults is not None and faults >= HOST_MAJFAULT_LOG_MIN)
         or (swap is not None and swap >= HOST_SWAP_MIN)
     ):
         return Mechanism.HOST_MEMORY_PRESSURE
-    dram = _f(x, "dram_active.mean", "mem_copy_util.mean")
+    dram = _f(x, Series.DRAM_ACTIVE.mean, Series.MEM_COPY_UTIL.mean)
     if dram is not None and dram >= HBM_DRAM_MIN:
         return Mechanism.HBM_BANDWIDTH
     # The host was watched and shows no pressure: a memory stall left is the GPU's own memory.
@@ -108,20 +109,20 @@ def _memory(x: FloatArray) -> Mechanism | None:
 
 
 def _interconnect(x: FloatArray) -> Mechanism:
-    rx = _f(x, "pcie_rx_frac.mean")
-    tx = _f(x, "pcie_tx_frac.mean")
+    rx = _f(x, Series.PCIE_RX_FRAC.mean)
+    tx = _f(x, Series.PCIE_TX_FRAC.mean)
     one_way = rx is not None and (tx is None or tx <= H2D_ONE_WAY_MAX * rx)
     if one_way and (rx or 0.0) >= H2D_FRAC_MIN:
         return Mechanism.PCIE
     # pageable copies fill their path at a host memcpy's rate, a small share of a fast link (0.15 of
     # Gen5: tests/data/gpu-h2d): the copy path full while the GPUs wait, with NVLink not what fills it
-    path, nvlink = _f(x, "link_busy.mean") or 0.0, _f(x, "nvlink_frac.mean")
+    path, nvlink = _f(x, Series.LINK_BUSY.mean) or 0.0, _f(x, Series.NVLINK_FRAC.mean)
     if one_way and (rx or 0.0) >= H2D_STAGED_MIN and path >= H2D_PATH_MIN and (nvlink or 0.0) < path / 2:
         return Mechanism.PCIE
-    nodes = _f(x, "n_nodes") or 1.0
+    nodes = _f(x, Extra.N_NODES.key) or 1.0
     if nodes > 1 or _exchanges_over_network(x):
         return Mechanism.NETWORK
-    if nvlink is not None and (_f(x, "has_nvlink") or 0.0) > 0 and nvlink >= max(rx or 0.0, NVLINK_MIN):
+    if nvlink is not None and (_f(x, Extra.HAS_NVLINK.key) or 0.0) > 0 and nvlink >= max(rx or 0.0, NVLINK_MIN):
         return Mechanism.NVLINK
     # NVLink nearly idle: the link waited on is PCIe, seen or not (DEV fields carry no PCIe bytes)
     return Mechanism.PCIE
@@ -130,17 +131,17 @@ def _interconnect(x: FloatArray) -> Mechanism:
 def _exchanges_over_network(x: FloatArray) -> bool:
     """Traffic as much sent as received at gradient volume: the collectives cross the NIC, even when
     the telemetry shows the job's pods on one node (its peers may be another Job's, or unseen)."""
-    symmetry = _f(x, "net_symmetry.mean")
-    volume = _f(x, "log_net_per_gpu.mean")
+    symmetry = _f(x, Series.NET_SYMMETRY.mean)
+    volume = _f(x, Series.LOG_NET_PER_GPU.mean)
     return symmetry is not None and volume is not None and symmetry >= COLLECTIVE_NET and volume >= COLLECTIVE_NET_LOG
 
 
 def _io(x: FloatArray) -> Mechanism | None:
-    share = _f(x, "net_rx_share.mean")
+    share = _f(x, Series.NET_RX_SHARE.mean)
     if share is None:
         return None
-    symmetry = _f(x, "net_symmetry.mean")
-    reads = _f(x, "log_read_per_gpu.mean")
+    symmetry = _f(x, Series.NET_SYMMETRY.mean)
+    reads = _f(x, Series.LOG_READ_PER_GPU.mean)
     # All-reduce traffic is symmetric; storage reads are one-way. When the local disk is idle, the
     # receive traffic is the data even if gradients share the NIC.
     one_way = symmetry is None or symmetry < ALLREDUCE_SYMMETRY_MIN
@@ -151,16 +152,16 @@ def _io(x: FloatArray) -> Mechanism | None:
 
 
 def _cpu(x: FloatArray) -> Mechanism:
-    throttled = _f(x, "sc_throttled_frac.mean", "cpu_throttled_frac.mean")
+    throttled = _f(x, Series.SC_THROTTLED_FRAC.mean, Series.CPU_THROTTLED_FRAC.mean)
     if throttled is not None and throttled >= THROTTLED_MIN:
         return Mechanism.THROTTLED
-    pinned, own = _f(x, "busy_core_share.mean"), _f(x, "cpu_own_sat.mean")
+    pinned, own = _f(x, Series.BUSY_CORE_SHARE.mean), _f(x, Series.CPU_OWN_SAT.mean)
     if pinned is not None and pinned >= PINNED_SHARE_MIN and (own is None or own < OWN_SAT_PINNED_MAX):
         return Mechanism.TOO_FEW_WORKERS
-    busy = _f(x, "node_cpu_busy_frac.mean")
-    limit = _f(x, "sc_cpu_limit_frac.mean", "cpu_limit_frac.mean")
-    per_pod = _f(x, "cpu_node_frac.mean")
-    pods, nodes = _f(x, "n_pods") or 1.0, _f(x, "n_nodes") or 1.0
+    busy = _f(x, Series.NODE_CPU_BUSY_FRAC.mean)
+    limit = _f(x, Series.SC_CPU_LIMIT_FRAC.mean, Series.CPU_LIMIT_FRAC.mean)
+    per_pod = _f(x, Series.CPU_NODE_FRAC.mean)
+    pods, nodes = _f(x, Extra.N_PODS.key) or 1.0, _f(x, Extra.N_NODES.key) or 1.0
     # The job's own share of its nodes' cores: its pods on one node share them.
     job_share = per_pod * pods / nodes if per_pod is not None else None
     if (

@@ -25,7 +25,15 @@ import numpy.typing as npt
 from bottleneck_operator.analysis.features.derived import derived_columns
 from bottleneck_operator.analysis.features.gather import gather
 from bottleneck_operator.analysis.features.hardware import spec_for
-from bottleneck_operator.analysis.features.series_names import BANDED, SERIES, SERIES_INDEX
+from bottleneck_operator.analysis.features.series_names import (
+    BANDED,
+    SERIES,
+    SERIES_INDEX,
+    Extra,
+    FeatureKey,
+    Series,
+    Stat,
+)
 from bottleneck_operator.analysis.features.stats import (
     nan_segment_mean,
     quantile_ranks,
@@ -35,78 +43,71 @@ from bottleneck_operator.analysis.features.stats import (
 )
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
-STATS: tuple[str, ...] = ("mean", "p10", "p50", "p90", "cv")
+STATS: tuple[str, ...] = tuple(s.value for s in Stat)
 QUANTILES: tuple[float, ...] = (0.1, 0.5, 0.9)
 # Series whose per-pod means also enter as max and min across pods (stragglers, one hot pod).
 POD_SPREAD: tuple[str, ...] = (
-    "act",
-    "util_gap",
-    "pcie_rx_frac",
-    "nvlink_frac",
-    "cpu_limit_frac",
-    "cpu_throttled_frac",
-    "node_cpu_iowait_frac",
-    "node_psi_io_some",
-    "node_psi_mem_some",
-    "log_net_per_gpu",
-    "mem_limit_frac",
-    "clock_rel_peak",
+    Series.ACT,
+    Series.UTIL_GAP,
+    Series.PCIE_RX_FRAC,
+    Series.NVLINK_FRAC,
+    Series.CPU_LIMIT_FRAC,
+    Series.CPU_THROTTLED_FRAC,
+    Series.NODE_CPU_IOWAIT_FRAC,
+    Series.NODE_PSI_IO_SOME,
+    Series.NODE_PSI_MEM_SOME,
+    Series.LOG_NET_PER_GPU,
+    Series.MEM_LIMIT_FRAC,
+    Series.CLOCK_REL_PEAK,
 )
-EXTRA: tuple[str, ...] = (
-    "act_low_share",  # share of samples with GPU activity < 0.3
-    "act_pod_spread",  # max - min of the pods' mean activity
-    "clock_peer_min",  # the slowest pod's mean clock over the fastest's: a straggler among its peers
-    "n_pods",
-    "n_nodes",
-    "gpus_per_pod",
-    "log_gpus",
-    "co_located_pods",
-    "has_nvlink",
-)
+EXTRA: tuple[str, ...] = tuple(e.value for e in Extra)
 
 # Series that describe the node or the job's size rather than what the job waits for: node-wide CPU
 # busy and pressure come from every process on the node (a neighbour saturating it says nothing of
 # the job's own loader), and cores per GPU is a habit of the workload. They stay in the row for the
 # evidence and the report; the classifier never splits on them (see ``training.fit_model``).
 CONTEXT_SERIES: tuple[str, ...] = (
-    "node_cpu_busy_frac",
-    "node_psi_cpu_some",
-    "job_share_node_cpu",
-    "cpu_node_frac",
-    "cpu_per_gpu",
+    Series.NODE_CPU_BUSY_FRAC,
+    Series.NODE_PSI_CPU_SOME,
+    Series.JOB_SHARE_NODE_CPU,
+    Series.CPU_NODE_FRAC,
+    Series.CPU_PER_GPU,
     # the pod's CPU pressure on a busy node is its neighbours' as much as its own: read gated by how
     # far the job's cgroup uses its cores (``cpu_psi_own``)
-    "sc_psi_cpu_some_band",
+    Series.SC_PSI_CPU_SOME_BAND,
     # raw GPU activity levels follow each workload's kernel efficiency and the exporter's sampling:
     # the classifier reads how full the pipes are (gpu_any_pipe, sm_fill, tensor_per_act, launch_gap)
-    "gpu_util",
-    "gr_engine_active",
-    "sm_occupancy",
-    "mem_copy_util",  # read as hbm_busy, where DRAM_ACTIVE is missing
+    Series.GPU_UTIL,
+    Series.GR_ENGINE_ACTIVE,
+    Series.SM_OCCUPANCY,
+    Series.MEM_COPY_UTIL,  # read as hbm_busy, where DRAM_ACTIVE is missing
     # one-way PCIe bytes are every workload's input copies, in every class: the classifier reads the
     # links from link_busy (one-way copies as far as the GPU waits for them, balanced PCIe and NVLink
     # in full)
-    "pcie_rx_frac",
-    "pcie_tx_frac",
-    "pcie_per_act",
-    "pcie_rel_peak",
-    "pcie_fabric_frac",
-    "pcie_symmetry",
+    Series.PCIE_RX_FRAC,
+    Series.PCIE_TX_FRAC,
+    Series.PCIE_PER_ACT,
+    Series.PCIE_REL_PEAK,
+    Series.PCIE_FABRIC_FRAC,
+    Series.PCIE_SYMMETRY,
     # runnable processes per usable core: on a node saturated by neighbours the usable cores shrink to
     # one, and any runnable process reads as a queue (the job's own use reads in cpu_own_sat)
-    "sc_runnable_per_core",
+    Series.SC_RUNNABLE_PER_CORE,
     # cAdvisor's working set counts active page cache: a pod reading a cached dataset sits near its
     # limit with no memory stall at all; pressure (PSI, refaults, swap-in) is what stalls it
-    "mem_limit_frac",
+    Series.MEM_LIMIT_FRAC,
     # a clock in MHz is the part's and its power management's: the classifier reads it against the
     # Job's peers (clock_peer_min) and the pod's own range (clock_rel_peak)
-    "sm_clock_mhz",
+    Series.SM_CLOCK_MHZ,
     *BANDED,  # read by the classifier with their background removed (``<name>_band``)
 )
 # The statistics a context series enters the row with: the ones the evidence and the report read. The
 # classifier never splits on them, so the rest would be sorted and summarised for nothing (a third of
 # the series; the quantiles' sort is most of what a series costs).
-CONTEXT_STATS: dict[str, tuple[str, ...]] = {"pcie_rx_frac": ("mean", "p90"), "pcie_tx_frac": ("mean", "p90")}
+CONTEXT_STATS: dict[str, tuple[str, ...]] = {
+    Series.PCIE_RX_FRAC: (Stat.MEAN, Stat.P90),
+    Series.PCIE_TX_FRAC: (Stat.MEAN, Stat.P90),
+}
 
 
 def _stats_of(series: str) -> tuple[str, ...]:
@@ -334,7 +335,7 @@ def single_pod_windows(window: JobWindow) -> list[JobWindow]:
     ]
 
 
-def value(x: FloatArray, name: str) -> float | None:
+def value(x: FloatArray, name: FeatureKey) -> float | None:
     """One named feature of a feature row, None when missing."""
     v = float(x[FEATURE_INDEX[name]])
     return None if np.isnan(v) else v

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bottleneck_operator.analysis.features.derived import copy_engine_share, small_kernel_share
+from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
 
 LAUNCH_GAP = 0.2  # time in small kernels, outside collectives, from which their launches bind the step
 
 
-def launch_gap(f: Callable[[str], float | None]) -> float | None:
+def launch_gap(f: Callable[[FeatureKey], float | None]) -> float | None:
     """Time in small kernels between collectives: kernels launched one after another.
 
     Kernels that keep neither the tensor pipes nor HBM busy (``launch_gap`` in :mod:`.derived`) run
@@ -33,7 +34,7 @@ def launch_gap(f: Callable[[str], float | None]) -> float | None:
     Returns:
         The share (it implies launch overhead from ``LAUNCH_GAP``), or None when missing.
     """
-    return 0.0 if sms_filled(f) else f("launch_gap.mean")
+    return 0.0 if sms_filled(f) else f(Series.LAUNCH_GAP.mean)
 
 
 # SM activity per unit of kernel time from which the kernels fill the SMs: fp32 products on the FP32
@@ -42,33 +43,33 @@ def launch_gap(f: Callable[[str], float | None]) -> float | None:
 SM_FULL = 0.8
 
 
-def sms_filled(f: Callable[[str], float | None]) -> bool:
+def sms_filled(f: Callable[[FeatureKey], float | None]) -> bool:
     """The kernels keep the SMs busy for most of their time: compute on the FP32 units (or any pipe the
     profiling fields do not name), not small kernels, whatever the tensor pipes and HBM read."""
-    return _fills_sms(f("sm_active.mean"), kernel_time(f))
+    return _fills_sms(f(Series.SM_ACTIVE.mean), kernel_time(f))
 
 
 def _fills_sms(sm: float | None, kt: float | None) -> bool:
     return sm is not None and kt is not None and kt > 0 and sm / kt >= SM_FULL
 
 
-def kernel_time(f: Callable[[str], float | None]) -> float | None:
+def kernel_time(f: Callable[[FeatureKey], float | None]) -> float | None:
     """The share of time kernels ran: the graphics engine's, else ``GPU_UTIL`` less the copy engines'.
 
     ``GPU_UTIL`` counts copies too: pinned copies streaming at the link's rate read 0.99 with the SMs
     idle (tests/data/gpu-h2d-pinned).
     """
-    gr = f("gr_engine_active.mean")
+    gr = f(Series.GR_ENGINE_ACTIVE.mean)
     if gr is not None:
         return gr
-    util = f("gpu_util.mean")
+    util = f(Series.GPU_UTIL.mean)
     if util is None:
         return None
-    copying = float(copy_engine_share(f("pcie_rx_frac.mean") or 0.0, f("pcie_tx_frac.mean") or 0.0))
+    copying = float(copy_engine_share(f(Series.PCIE_RX_FRAC.mean) or 0.0, f(Series.PCIE_TX_FRAC.mean) or 0.0))
     return max(util - copying, 0.0)
 
 
-def small_kernel_time(f: Callable[[str], float | None]) -> float | None:
+def small_kernel_time(f: Callable[[FeatureKey], float | None]) -> float | None:
     """The window's time in kernels that keep neither the tensor pipes nor HBM busy nor the SMs full,
     links or not.
 
@@ -76,7 +77,7 @@ def small_kernel_time(f: Callable[[str], float | None]) -> float | None:
     class is GPU, the links are not what the kernels wait on, so the mechanism reads every sample.
     """
     kt = kernel_time(f)
-    pipes = [v for v in (f("tensor_active.mean"), f("hbm_busy.mean")) if v is not None]
+    pipes = [v for v in (f(Series.TENSOR_ACTIVE.mean), f(Series.HBM_BUSY.mean)) if v is not None]
     if kt is None or not pipes:
         return None
-    return 0.0 if _fills_sms(f("sm_active.mean"), kt) else float(small_kernel_share(kt, max(pipes)))
+    return 0.0 if _fills_sms(f(Series.SM_ACTIVE.mean), kt) else float(small_kernel_share(kt, max(pipes)))
