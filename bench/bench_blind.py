@@ -69,11 +69,11 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
     )
 
 
-def _fit(windows: Sequence[Any], labels: Sequence[str], seed: int) -> Any:
+def _fit(windows: Sequence[Any], labels: Sequence[str], worlds: Sequence[int], seed: int) -> Any:
     from bottleneck_operator.analysis.model.training import build_training_set, fit_model
     from bottleneck_operator.contract.verdict import Bottleneck
 
-    data = build_training_set(windows, [Bottleneck(v) for v in labels], copies=1, seed=seed)
+    data = build_training_set(windows, [Bottleneck(v) for v in labels], copies=1, seed=seed, worlds=worlds)
     return fit_model(data, seed=seed, version=f"blind-s{seed}", max_iter=MAX_ITER)
 
 
@@ -89,7 +89,8 @@ def run_seed(seed: int) -> dict[str, Scored]:
         rest = [k for k in makers if k != held]
         windows = [w for k in rest for w in train[k][0]]
         labels = [y for k in rest for y in train[k][1]]
-        model = _fit(windows, labels, seed)
+        worlds = [i for i, k in enumerate(rest) for _ in train[k][0]]
+        model = _fit(windows, labels, worlds, seed)
         verdicts = analyze_windows(test[held][0], model, with_details=False)
         out[f"{'+'.join(rest)} -> {held}"] = score(verdicts, test[held][1])
     return out

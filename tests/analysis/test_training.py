@@ -87,3 +87,27 @@ def test_context_features_never_move_a_verdict() -> None:
     assert "node_cpu_busy_frac.mean" in CONTEXT_ONLY and "cpu_psi_own.mean" not in CONTEXT_ONLY
     # the pod's raw CPU pressure is read only through cpu_psi_own (discounted far from the cgroup's limit)
     assert "sc_psi_cpu_some_band.mean" in CONTEXT_ONLY
+
+
+def test_the_temperature_is_fitted_across_worlds_when_there_are_several() -> None:
+    """A world whose labels the other contradicts makes a model fitted on one confidently wrong on the
+    other: fitted across worlds, the temperature flattens the probabilities far more than one fitted
+    on held-out jobs of the same worlds, which hides that disagreement."""
+    from bottleneck_operator.simulation import generate_jobs
+
+    start = 1_767_225_600.0
+    jobs = [j for j in generate_jobs(21, 80, start=start) if not j.ambiguous]
+    windows = [j.to_window() for j in jobs]
+    classes = list(Bottleneck)
+    classes.remove(Bottleneck.UNKNOWN)
+    shifted = [classes[(classes.index(j.label) + 1) % len(classes)] for j in jobs]
+    labels = [j.label for j in jobs] + shifted
+    both = [*windows, *windows]
+    worlds = [0] * len(jobs) + [1] * len(jobs)
+    across = fit_model(
+        build_training_set(both, labels, copies=0, seed=3, worlds=worlds), seed=3, version="t", max_iter=20
+    )
+    home = fit_model(build_training_set(both, labels, copies=0, seed=3), seed=3, version="t", max_iter=20)
+    assert across.metadata["calibration"] == "across 2 worlds"
+    assert home.metadata["calibration"] == "held-out jobs"
+    assert across.temperature > 2 * home.temperature, (across.temperature, home.temperature)

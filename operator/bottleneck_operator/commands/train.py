@@ -1,15 +1,12 @@
 """`bottleneck-operator train`: retrain the shipped model from a seed, with its model card.
 
-The training data are simulated jobs (``simulation.generate_jobs``, never the holdout combinations)
-turned into windows directly, plus degraded copies with exporter families dropped; a share of the
-jobs is held out for temperature calibration, and a fresh holdout draw gives the card's figures.
-
-``--scenario-jobs N`` adds N jobs of the independently written second family
-(``scenarios.generate_family``), and the card a figure on a fresh draw of it. With 1,000 beside the
-simulator's 4,000, a fresh draw of the second family read macro-F1 0.913 (ECE 0.053) against the
-simulator-only model's 0.770 (ECE 0.154), verdicts with abstention, and the simulator's held-out jobs
-through Prometheus 0.957. It is not the default: on the demo's changing Job, sliding windows that mix
-its IO and GPU phases read CPU in 2 of 5 runs (the simulator-only model reads them IO; docs/scenarios.md).
+The training data are two worlds: jobs of the simulator (``simulation.generate_jobs``, never the
+holdout combinations) and of the independently written second family (``scenarios.generate_family``,
+``--scenario-jobs``, 2,000 by default), turned into windows directly, plus degraded copies that drop
+exporter families and draw what differs between clusters (``model/training.py``). The temperature is
+fitted across the worlds: each world scored by a classifier fitted on the other alone, so that the
+confidence says how sure the model may be on a cluster nobody simulated. Fresh draws of both worlds
+give the card's figures.
 """
 
 from __future__ import annotations
@@ -119,7 +116,10 @@ def train(
         f"simulated {len(jobs)} unambiguous jobs and {len(scenario_wins)} of the second family "
         f"in {time.perf_counter() - t0:.1f} s"
     )
-    data = build_training_set(windows + scenario_wins, labels + scenario_labels, copies=copies, seed=seed)
+    worlds = [0] * len(windows) + [1] * len(scenario_wins)
+    data = build_training_set(
+        windows + scenario_wins, labels + scenario_labels, copies=copies, seed=seed, worlds=worlds
+    )
     say(f"{len(data.y)} training rows x {data.x.shape[1]} features in {time.perf_counter() - t0:.1f} s")
     version = f"{__version__}-s{seed}-{feature_schema_hash()[:8]}"
     counts = dict(Counter(y.value for y in labels + scenario_labels))

@@ -254,10 +254,17 @@ class TrainingSet:
     x: FloatArray
     y: np.ndarray[Any, np.dtype[np.intp]]
     groups: np.ndarray[Any, np.dtype[np.intp]]
+    # which world (scenario family) each row comes from, None for one world
+    worlds: np.ndarray[Any, np.dtype[np.intp]] | None = None
 
 
 def build_training_set(
-    windows: Sequence[JobWindow], labels: Sequence[Bottleneck], *, copies: int, seed: int
+    windows: Sequence[JobWindow],
+    labels: Sequence[Bottleneck],
+    *,
+    copies: int,
+    seed: int,
+    worlds: Sequence[int] | None = None,
 ) -> TrainingSet:
     """Features of every window plus ``copies`` degraded variants of each.
 
@@ -266,6 +273,8 @@ def build_training_set(
         labels: the class of each window (never Unknown).
         copies: degraded variants per window, in addition to the window itself.
         seed: seed of the degradation.
+        worlds: the world (scenario family) of each window, when they come from more than one: the
+            temperature is then fitted across worlds (see :func:`fit_model`).
 
     Returns:
         The training set.
@@ -280,8 +289,12 @@ def build_training_set(
             all_windows.append(w if k == 0 else degrade(w, rng))
             y.append(index[label])
             groups.append(g)
+    world_rows = None if worlds is None else np.repeat(np.asarray(worlds, dtype=np.intp), copies + 1)
     return TrainingSet(
-        x=extract_features(all_windows), y=np.asarray(y, dtype=np.intp), groups=np.asarray(groups, dtype=np.intp)
+        x=extract_features(all_windows),
+        y=np.asarray(y, dtype=np.intp),
+        groups=np.asarray(groups, dtype=np.intp),
+        worlds=world_rows,
     )
 
 
@@ -319,7 +332,12 @@ def fit_model(
     learning_rate: float = 0.15,
     metadata: dict[str, Any] | None = None,
 ) -> BottleneckModel:
-    """Fit the gradient-boosted classifier and its temperature on a held-out share of the jobs.
+    """Fit the gradient-boosted classifier and its temperature.
+
+    With one world the temperature is fitted on a held-out share of its jobs. With several it is
+    fitted across them: each world's rows scored by a classifier fitted on the other worlds alone.
+    Held-out jobs of the worlds a model was fitted on say how sure it may be at home; a world it never
+    saw says how sure it may be on a cluster nobody simulated, which is what a user's cluster is.
 
     Args:
         data: the training set (groups keep a job's augmented copies on one side of the split).
@@ -346,9 +364,14 @@ def fit_model(
     )
     col = {c.value: i for i, c in enumerate(model.classes)}
     y_cal = np.array([col[names[i]] for i in data.y[calib]])
-    model.temperature = fit_temperature(model.raw_scores(data.x[calib]), y_cal) if len(y_cal) else 1.0
+    n_worlds = 0 if data.worlds is None else len(np.unique(data.worlds))
+    if n_worlds >= 2:
+        model.temperature = _cross_world_temperature(data, model, seed=seed, max_iter=max_iter, rate=learning_rate)
+    else:
+        model.temperature = fit_temperature(model.raw_scores(data.x[calib]), y_cal) if len(y_cal) else 1.0
     model.metadata.update(
         {
+            "calibration": f"across {n_worlds} worlds" if n_worlds >= 2 else "held-out jobs",
             "seed": seed,
             "training_rows": int((~calib).sum()),
             "calibration_rows": int(calib.sum()),
@@ -357,6 +380,27 @@ def fit_model(
         }
     )
     return model
+
+
+def _cross_world_temperature(
+    data: TrainingSet, model: BottleneckModel, *, seed: int, max_iter: int, rate: float
+) -> float:
+    """The temperature that fits each world's rows as scored by a classifier fitted on the others."""
+    assert data.worlds is not None
+    names = np.array([c.value for c in CLASSES])
+    col = {c.value: i for i, c in enumerate(model.classes)}
+    scores: list[FloatArray] = []
+    truth: list[int] = []
+    for world in np.unique(data.worlds):
+        home = data.worlds != world
+        estimator = _estimator(seed=seed, max_iter=max_iter, learning_rate=rate)
+        estimator.fit(blind_context(data.x[home]), names[data.y[home]])
+        other = BottleneckModel(estimator, temperature=1.0, version="cross-world")
+        if list(other.classes) != list(model.classes):  # a world without every class cannot be scored
+            continue
+        scores.append(other.raw_scores(data.x[~home]))
+        truth.extend(col[names[i]] for i in data.y[~home])
+    return fit_temperature(np.concatenate(scores), truth) if scores else 1.0
 
 
 _CONTEXT_COLUMNS = [FEATURE_INDEX[n] for n in CONTEXT_ONLY]
