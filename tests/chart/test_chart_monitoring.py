@@ -79,7 +79,9 @@ def _notes(rendered: dict[str, str]) -> str:
 
 
 def _docs(rendered: dict[str, str]) -> list[Manifest]:
-    return [d for path, text in rendered.items() if not path.endswith("NOTES.txt") for d in yaml.safe_load_all(text) if d]
+    return [
+        d for path, text in rendered.items() if not path.endswith("NOTES.txt") for d in yaml.safe_load_all(text) if d
+    ]
 
 
 def test_default_values_render_and_lint_without_the_prometheus_operator(chart: Any) -> None:
