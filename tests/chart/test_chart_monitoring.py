@@ -234,7 +234,7 @@ def test_dashboard_has_the_views_it_promises() -> None:
     ):
         assert wanted in titles
     variables = {v["name"] for v in dashboard["templating"]["list"]}
-    assert variables == {"datasource", "namespace", "job"}
+    assert variables == {"datasource", "cluster", "namespace", "kind", "job"}
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids))
     for panel in dashboard["panels"]:
@@ -271,7 +271,14 @@ def test_dashboard_reads_metrics_that_exist() -> None:
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed: run `make test`")
 def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
     # promtool parses every expression as a recording rule; Grafana's variables become plain values.
-    substitutions = {"$__rate_interval": "5m", "$__range": "6h", "$namespace": "ml", "$job": "train"}
+    substitutions = {
+        "$__rate_interval": "5m",
+        "$__range": "6h",
+        "$cluster": ".*",
+        "$namespace": "ml",
+        "$kind": "Job",
+        "$job": "train",
+    }
     rules = []
     for i, expr in enumerate(_exprs(_dashboard())):
         for var, value in substitutions.items():
