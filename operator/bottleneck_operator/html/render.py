@@ -112,11 +112,11 @@ def _evidence(status: Mapping[str, Any]) -> str:
     for e in _list(status, "evidence"):
         ref = f", reference {_num(e['reference'])}" if isinstance(e.get("reference"), int | float) else ""
         ev.append(
-            f'{_e(e.get("message", ""))} <span class="muted">({_e(e.get("signal", ""))}: '
+            f'{_e(e.get("message", ""))} <span class="muted">({_e(signal_label(str(e.get("signal", ""))))}: '
             f"{_e(_num(e.get('observed')))} {_e(e.get('unit', ''))}{_e(ref)})</span>"
         )
     recs = [
-        f'<strong>{_e(r.get("action", ""))}</strong> <span class="muted">[{_e(r.get("signal", ""))}]</span>: '
+        f'<strong>{_e(r.get("action", ""))}</strong> <span class="muted">[{_e(signal_label(str(r.get("signal", ""))))}]</span>: '
         f"{_e(r.get('detail', ''))}"
         for r in _list(status, "recommendations")
     ]
