@@ -41,9 +41,10 @@ TRAINING_APIS: dict[str, list[str]] = {
     "jobsets": ["jobset.x-k8s.io/v1alpha2", "jobset.x-k8s.io/v1alpha2/JobSet"],
     "trainjobs": ["trainer.kubeflow.org/v1alpha1", "trainer.kubeflow.org/v1alpha1/TrainJob"],
 }
-# helm lint takes no API versions: lint renders as a cluster without them, where the PodMonitor (on by
-# default with the webhook) must be turned off explicitly.
+# The PodMonitor's three settings: never, and always (an error where the cluster lacks the kind); the
+# default, "auto", creates it where the cluster serves the kind.
 NO_POD_MONITOR: dict[str, Any] = {"sidecar": {"podMonitor": {"enabled": False}}}
+POD_MONITOR_ON: dict[str, Any] = {"sidecar": {"podMonitor": {"enabled": True}}}
 
 FULL_VALUES: dict[str, Any] = {
     "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}}},

@@ -1,4 +1,4 @@
-"""The dcgm-exporter counters file, the Grafana dashboard and the metric names they rely on."""
+"""The monitors' labels, the PodMonitor's `auto`, the counters file, the dashboard and the metric names they use."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import helm_python as helm
 import pytest
 import yaml
 
 from bottleneck_operator.contract.signals import SIGNALS
 
-from ._helpers import CHART, ROOT, Manifest, find, one
+from ._helpers import CHART, NAMESPACE, PROMETHEUS_OPERATOR_APIS, ROOT, Manifest, find, one, render, render_docs
 
 COUNTERS = CHART / "files" / "dcgm-counters.csv"
 # dcgm-exporter's own shipped counters files, vendored unchanged (see data/dcgm-exporter/README.md).
@@ -64,6 +65,70 @@ SIDECAR_METRICS = {
 # Operator metrics the dashboard reads that the operator does not export yet (asked for; the panel
 # shows "No data" until then).
 PENDING_OPERATOR_METRICS = {"bottleneck_operator_wasted_gpu_seconds_total"}
+
+
+MONITOR_KINDS = ("PodMonitor", "ServiceMonitor", "PrometheusRule")
+MONITORS_ON: dict[str, Any] = {
+    "metrics": {"serviceMonitor": {"enabled": True}},
+    "prometheusRule": {"enabled": True},
+}
+
+
+def _notes(rendered: dict[str, str]) -> str:
+    return next(text for path, text in rendered.items() if path.endswith("NOTES.txt"))
+
+
+def _docs(rendered: dict[str, str]) -> list[Manifest]:
+    return [
+        d for path, text in rendered.items() if not path.endswith("NOTES.txt") for d in yaml.safe_load_all(text) if d
+    ]
+
+
+def test_default_values_render_and_lint_without_the_prometheus_operator(chart: Any) -> None:
+    # `helm template` with no --api-versions, as chart-testing and GitOps tools run it
+    out = render(chart, {}, api_versions=[])
+    docs = _docs(out)
+    assert not find(docs, "PodMonitor")
+    assert one(docs, "MutatingWebhookConfiguration")  # the collectors are still injected ...
+    notes = _notes(out)
+    assert "THE COLLECTORS ARE NOT SCRAPED" in notes  # ... and the user is told nobody reads them
+    assert "sidecar.podMonitor.enabled=auto" in notes and "bottleneck-operator doctor" in notes
+    # `helm template` as helm-python-sdk runs it: no API versions at all
+    assert "kind: PodMonitor" not in "".join(chart.render(values={}, namespace=NAMESPACE).values())
+    report = helm.lint(CHART, {}, strict=True, namespace=NAMESPACE, kube_version="v1.29.0")
+    assert not report["errors"] and not [m for m in report["messages"] if m["severity"] >= 2], report
+
+
+def test_default_values_create_the_pod_monitor_where_the_kind_is_served(chart: Any) -> None:
+    out = render(chart, {}, api_versions=PROMETHEUS_OPERATOR_APIS)
+    assert one(_docs(out), "PodMonitor")["metadata"]["name"] == "bn-bottleneck-operator-collectors"
+    assert "NOT SCRAPED" not in _notes(out)
+
+
+def test_no_notes_warning_without_injection(chart: Any) -> None:
+    assert "NOT SCRAPED" not in _notes(render(chart, {"webhook": {"enabled": False}}, api_versions=[]))
+
+
+def test_every_monitor_takes_the_shared_labels_and_its_own_over_them(chart: Any) -> None:
+    values = {
+        **MONITORS_ON,
+        "monitoring": {"labels": {"release": "kube-prometheus-stack", "team": "ml"}},
+        "sidecar": {"podMonitor": {"labels": {"team": "gpu"}}},
+    }
+    docs = render_docs(chart, values)
+    for kind in MONITOR_KINDS:
+        labels = one(docs, kind)["metadata"]["labels"]
+        assert labels["release"] == "kube-prometheus-stack", kind
+        assert labels["team"] == ("gpu" if kind == "PodMonitor" else "ml"), kind
+        assert labels["app.kubernetes.io/name"] == "bottleneck-operator", kind  # the chart's own stay
+    # the shared default is empty: no release label unless asked for
+    for kind in MONITOR_KINDS:
+        assert "release" not in one(render_docs(chart, MONITORS_ON), kind)["metadata"]["labels"]
+
+
+def test_pod_monitor_setting_rejects_other_words() -> None:
+    report = helm.lint(CHART, {"sidecar": {"podMonitor": {"enabled": "yes"}}}, namespace=NAMESPACE)
+    assert report["errors"] or any(m["severity"] >= 3 for m in report["messages"]), report
 
 
 def parse_counters(text: str) -> dict[str, str]:
@@ -169,7 +234,7 @@ def test_dashboard_has_the_views_it_promises() -> None:
     ):
         assert wanted in titles
     variables = {v["name"] for v in dashboard["templating"]["list"]}
-    assert variables == {"datasource", "namespace", "job"}
+    assert variables == {"datasource", "cluster", "namespace", "kind", "job"}
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids))
     for panel in dashboard["panels"]:
@@ -206,7 +271,14 @@ def test_dashboard_reads_metrics_that_exist() -> None:
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed: run `make test`")
 def test_dashboard_queries_are_valid_promql(tmp_path: Path) -> None:
     # promtool parses every expression as a recording rule; Grafana's variables become plain values.
-    substitutions = {"$__rate_interval": "5m", "$__range": "6h", "$namespace": "ml", "$job": "train"}
+    substitutions = {
+        "$__rate_interval": "5m",
+        "$__range": "6h",
+        "$cluster": ".*",
+        "$namespace": "ml",
+        "$kind": "Job",
+        "$job": "train",
+    }
     rules = []
     for i, expr in enumerate(_exprs(_dashboard())):
         for var, value in substitutions.items():

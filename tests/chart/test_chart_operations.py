@@ -12,6 +12,7 @@ import yaml
 from ._helpers import (
     NAMESPACE,
     NO_POD_MONITOR,
+    POD_MONITOR_ON,
     Manifest,
     find,
     one,
@@ -32,18 +33,20 @@ def test_pod_monitor_comes_with_injection_by_default(rendered: dict[str, list[Ma
         assert one(rendered[scenario], "PodMonitor")["metadata"]["name"] == "bn-bottleneck-operator-collectors"
 
 
-def test_install_stops_with_a_clear_message_without_the_prometheus_operator(chart: Any) -> None:
+def test_asking_for_the_pod_monitor_without_the_prometheus_operator_stops_with_a_clear_message(chart: Any) -> None:
     with pytest.raises(helm.HelmRenderError) as failure:
-        render_docs(chart, {}, api_versions=[])
+        render_docs(chart, POD_MONITOR_ON, api_versions=[])
     message = str(failure.value)
     assert "no PodMonitor kind" in message
-    assert "sidecar.podMonitor.enabled=false" in message
+    assert "sidecar.podMonitor.enabled=false" in message and "sidecar.podMonitor.enabled=auto" in message
     assert "--api-versions monitoring.coreos.com/v1/PodMonitor" in message
 
 
 def test_another_groups_pod_monitor_is_not_taken_for_the_prometheus_operators(chart: Any) -> None:
+    other = ["monitoring.example.com/v1/PodMonitor", "monitoring.coreos.com/v1alpha1"]
     with pytest.raises(helm.HelmRenderError):
-        render_docs(chart, {}, api_versions=["monitoring.example.com/v1/PodMonitor", "monitoring.coreos.com/v1alpha1"])
+        render_docs(chart, POD_MONITOR_ON, api_versions=other)
+    assert not find(render_docs(chart, {}, api_versions=other), "PodMonitor")
 
 
 def test_turning_the_pod_monitor_off_installs_without_the_crds(chart: Any) -> None:

@@ -1,7 +1,9 @@
-"""Debian's headless Chromium, run once per question: a screenshot of a page, or its DOM after load."""
+"""Debian's headless Chromium, run once per question: a screenshot of a page, its DOM after load, its console."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -29,6 +31,12 @@ FLAGS = (
     "--hide-scrollbars",
 )
 TIMEOUT_S = 60
+# Where screenshots are kept for a person to look at after the run (build/ is ignored by git).
+ARTEFACTS = Path(
+    os.environ.get("BOTTLENECK_TEST_ARTEFACTS", Path(__file__).resolve().parents[2] / "build" / "test-artefacts")
+)
+# Chromium's log line for each console message of a page: [..:INFO:CONSOLE:<line>] "<message>", source: <url> (<line>)
+_CONSOLE = re.compile(r':CONSOLE(?:\(\d+\)|:\d+)\] "(.*)", source: (\S*)')
 # Chromium's own services (component updates, network time, accounts) that it calls on start-up
 # whatever the flags; any other host a proxy sees was asked for by the page.
 OWN_HOSTS = ("google.com", "googleapis.com", "gstatic.com", "gvt1.com", "googleusercontent.com")
@@ -112,3 +120,18 @@ def dump_dom(page: Path, *, proxy: str | None = None) -> str:
     result = _run(page, *extra, "--dump-dom", cwd=page.parent)
     assert result.returncode == 0 and "<html" in result.stdout, result.stderr[-2000:]
     return result.stdout
+
+
+def keep_artefact(png: Path, name: str) -> Path:
+    """Copy a screenshot to :data:`ARTEFACTS` under ``name`` and return the copy's path."""
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    target = ARTEFACTS / name
+    shutil.copyfile(png, target)
+    return target
+
+
+def console_messages(page: Path) -> list[str]:
+    """Every console message the page caused while it loaded: errors, and the CSP's refusals among them."""
+    result = _run(page, "--enable-logging=stderr", "--v=0", "--dump-dom", cwd=page.parent)
+    assert result.returncode == 0 and "<html" in result.stdout, result.stderr[-2000:]
+    return [f"{m[1]} ({m[2]})" for m in _CONSOLE.finditer(result.stderr)]

@@ -132,7 +132,10 @@ def test_unmapped_gpus_and_a_failing_node_join_are_told_apart(
     d = _diagnose(start_prometheus(path).url)
     f = _by_family(d)
     assert d.layout.dcgm == "unmapped" and f["dcgm-exporter"].status == "missing"
-    assert "enablePodLabels" in f["dcgm-exporter"].fix
+    # pod mapping is dcgm-exporter's --kubernetes; kubernetes.enablePodLabels only copies pods' own labels
+    fix = f["dcgm-exporter"].fix
+    assert "--kubernetes" in fix and "DCGM_EXPORTER_KUBERNETES=true" in fix and "pod-resources" in fix
+    assert "enablePodLabels=true" not in fix
     assert d.layout.node == "no-join" and f["node-exporter"].status == "degraded"
     assert "__meta_kubernetes_pod_node_name" in f["node-exporter"].fix
     assert not d.verdict_possible

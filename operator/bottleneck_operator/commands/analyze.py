@@ -145,6 +145,7 @@ def from_report(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    from bottleneck_operator.commands.html_timeline import timeline
     from bottleneck_operator.pipeline import Analyzer, JobRequest
     from bottleneck_operator.telemetry.client import PrometheusClient
     from bottleneck_operator.telemetry.layouts import with_matchers
@@ -185,7 +186,10 @@ def main(args: argparse.Namespace) -> int:
             end = start + settings.step
     analyzer = Analyzer.from_settings(settings, client=client)
     result = analyzer.analyze_jobs([JobRequest(namespace=namespace, job=job, start=start, end=end)])[0]
-    _write_html(args, result.status.dump(), result.window, f"{namespace}/{job}")
+    page = result.status.dump()
+    if args.html is not None:  # the operator's per-window timeline, replayed (commands/html_timeline.py)
+        page["timeline"] = timeline(analyzer, namespace, job, start, end, settings.analysis, settings.timeline_length)
+    _write_html(args, page, result.window, f"{namespace}/{job}")
     data_problem = (
         result.window is None
         or not result.window.pods

@@ -23,9 +23,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="check what the analysis can say from a Prometheus, and how to fix each gap",
         description=(
             "Check each family the analysis reads (dcgm-exporter, kube-state-metrics, cAdvisor, node-exporter, "
-            "the collector): present, label layout, scrape interval, node join, DCGM fields. Prints what the "
-            "analysis will and will not be able to say, and the exact change that closes each gap. Exit 0 when "
-            "a verdict is possible, 3 when a required family is missing."
+            "the collector): present, label layout, scrape interval, node join, DCGM fields; and whether Prometheus "
+            "scrapes every injected collector and exporter target (`up`, and the collectors' PodMonitor among its "
+            "scrape pools where the API lists them). Prints what the analysis will and will not be able to say, and "
+            "the exact change that closes each gap. Exit 0 when a verdict is possible, 3 when a required family is "
+            "missing."
         ),
     )
     add_prometheus_flags(parser)

@@ -14,9 +14,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bottleneck_operator.contract.signals import SIGNALS
+from bottleneck_operator.contract.labels import UNIT_NAMES, signal_label, signal_unit
 from bottleneck_operator.errors import UsageError
-from bottleneck_operator.html.series import SignalPlot
+from bottleneck_operator.html.series import HeatMap, SignalPlot
+from bottleneck_operator.html.shares import StepShares
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -88,10 +89,10 @@ def _style(key: str) -> Iterator[None]:
         yield
 
 
-def _svg(fig: Figure) -> str:
+def _svg(fig: Figure, *, left: float = 0.08, bottom: float = 0.17) -> str:
     buf = io.StringIO()
     # A fixed layout rather than a tight box: every plot's axes then line up on the page.
-    fig.subplots_adjust(left=0.08, right=0.70, bottom=0.17, top=0.95)
+    fig.subplots_adjust(left=left, right=0.70, bottom=bottom, top=0.95)
     fig.savefig(buf, format="svg", metadata={"Date": None})
     text = _METADATA.sub("", _SVG_START.sub("", buf.getvalue(), count=1))
     return text.strip()
@@ -111,8 +112,7 @@ def signal_plot(key: str, title: str, plot: SignalPlot, span: tuple[float, float
     """Lines over UTC time, with dotted horizontal reference levels."""
     from matplotlib.figure import Figure
 
-    spec = SIGNALS.get(plot.signal)
-    unit = spec.unit if spec else ""
+    unit = signal_unit(plot.signal)
     peak = max([float(abs(ln.y[ln.y == ln.y]).max(initial=0.0)) for ln in plot.lines] + [v for _, v in plot.references])
     factor, shown_unit = _scale(unit, peak)
     with _style(key):
@@ -130,12 +130,18 @@ def signal_plot(key: str, title: str, plot: SignalPlot, span: tuple[float, float
             )
         for j, (label, level) in enumerate(plot.references):
             ax.axhline(level * factor, linestyle=":", linewidth=1.5, color=f"C{(j + 3) % 10}", label=label)
-        _axes(ax, f"{plot.signal} ({shown_unit})" if shown_unit else plot.signal, span)
+        _axes(ax, axis_label(plot.signal, shown_unit), span)
         if unit == "ratio":
             ax.set_ylim(bottom=0.0, top=max(100.0, ax.get_ylim()[1]))
         svg = _svg(fig)
     points = sum(ln.points for ln in plot.lines)
     return Plot(key, title, svg, points, len(plot.lines))
+
+
+def axis_label(signal: str, shown_unit: str) -> str:
+    """ "<plain name> (<unit>)": the name from the contract's label table, the unit as drawn (after scaling)."""
+    unit = UNIT_NAMES.get(shown_unit, shown_unit)
+    return f"{signal_label(signal)} ({unit})" if unit else signal_label(signal)
 
 
 def _time_axis(ax: Axes, span: tuple[float, float]) -> None:
@@ -177,17 +183,25 @@ class Segment:
 
 
 def timeline_plot(key: str, title: str, segments: Sequence[Segment], span: tuple[float, float]) -> Plot:
-    """One bar per window, coloured by class, its height the verdict's confidence."""
+    """One bar per window, coloured by class, its height the verdict's confidence.
+
+    The operator's windows slide (each pass analyses the last 15 minutes, every minute), so they
+    overlap: each bar covers what its window adds after the one before, the latest verdict for
+    that stretch of time.
+    """
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
     with _style(key):
         fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN * 0.8))
         ax = fig.add_subplot()
-        for seg in segments:
-            width = max(seg.end - seg.start, 1.0) / DAY
+        shown_to = -float("inf")
+        for seg in sorted(segments, key=lambda s: (s.end, s.start)):
+            begin = max(seg.start, shown_to)
+            shown_to = seg.end
+            width = max(seg.end - begin, 1.0) / DAY
             colour = CLASS_COLOURS.get(seg.bottleneck, CLASS_COLOURS["Unknown"])
-            ax.bar(seg.start / DAY, seg.confidence * 100.0, width=width, align="edge", color=colour, edgecolor="white")
+            ax.bar(begin / DAY, seg.confidence * 100.0, width=width, align="edge", color=colour, edgecolor="white")
         seen = list(dict.fromkeys(s.bottleneck for s in segments))
         handles = [Patch(color=CLASS_COLOURS.get(c, CLASS_COLOURS["Unknown"]), label=c) for c in seen]
         ax.set_ylim(0.0, 100.0)
@@ -197,3 +211,57 @@ def timeline_plot(key: str, title: str, segments: Sequence[Segment], span: tuple
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         svg = _svg(fig)
     return Plot(key, title, svg, len(segments), len(segments))
+
+
+OTHER_COLOUR = "#d0d7de"
+
+
+def stacked_plot(key: str, title: str, shares: StepShares, span: tuple[float, float]) -> Plot:
+    """The step time as stacked shares over time: computing at the bottom, each wait above it."""
+    from matplotlib.figure import Figure
+
+    colours = [CLASS_COLOURS.get(layer.cls, OTHER_COLOUR) if layer.cls else OTHER_COLOUR for layer in shares.layers]
+    with _style(key):
+        fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN))
+        ax = fig.add_subplot()
+        ax.stackplot(
+            shares.x / DAY,
+            *[layer.y * 100.0 for layer in shares.layers],
+            labels=[layer.label for layer in shares.layers],
+            colors=colours,
+            alpha=0.85,
+            linewidth=0.0,
+        )
+        ax.set_ylim(0.0, 100.0)
+        _axes(ax, "share of wall time (%)", span)
+        svg = _svg(fig)
+    return Plot(key, title, svg, shares.points, len(shares.layers))
+
+
+def heatmap_plot(key: str, title: str, heat: HeatMap, span: tuple[float, float]) -> Plot:
+    """One row per pod, its colour the signal's value over time: where pods differ, at a glance."""
+    from matplotlib.figure import Figure
+
+    rows = len(heat.pods)
+    x = heat.x / DAY
+    half = (x[1] - x[0]) / 2 if len(x) > 1 else 0.5 / 1440
+    with _style(key):
+        fig = Figure(figsize=(WIDTH_IN, max(HEIGHT_IN, 0.16 * rows + 1.0)))
+        ax = fig.add_subplot()
+        image = ax.imshow(
+            heat.values * 100.0,
+            aspect="auto",
+            interpolation="nearest",
+            extent=(x[0] - half, x[-1] + half, rows - 0.5, -0.5),
+            vmin=0.0,
+            vmax=100.0,
+            cmap="viridis",
+        )
+        every = max(1, -(-rows // 40))  # at most 40 names on the axis
+        ax.set_yticks(range(0, rows, every), [_short(p, 28) for p in heat.pods[::every]], fontsize=7)
+        _time_axis(ax, span)
+        ax.set_ylabel("pod")
+        bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+        bar.set_label(axis_label(heat.signal, "%"))
+        svg = _svg(fig, left=0.22, bottom=min(0.17, 0.6 / fig.get_figheight()))
+    return Plot(key, title, svg, heat.points, rows)

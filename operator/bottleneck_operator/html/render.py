@@ -13,16 +13,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from bottleneck_operator.contract.labels import signal_label
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.html import series
 from bottleneck_operator.html.plots import (
     CLASS_COLOURS,
     Plot,
     Segment,
+    heatmap_plot,
     require_matplotlib,
     signal_plot,
+    stacked_plot,
     timeline_plot,
 )
+from bottleneck_operator.html.shares import step_shares
 from bottleneck_operator.html.template import PAGE
 
 
@@ -108,11 +112,11 @@ def _evidence(status: Mapping[str, Any]) -> str:
     for e in _list(status, "evidence"):
         ref = f", reference {_num(e['reference'])}" if isinstance(e.get("reference"), int | float) else ""
         ev.append(
-            f'{_e(e.get("message", ""))} <span class="muted">({_e(e.get("signal", ""))}: '
+            f'{_e(e.get("message", ""))} <span class="muted">({_e(signal_label(str(e.get("signal", ""))))}: '
             f"{_e(_num(e.get('observed')))} {_e(e.get('unit', ''))}{_e(ref)})</span>"
         )
     recs = [
-        f'<strong>{_e(r.get("action", ""))}</strong> <span class="muted">[{_e(r.get("signal", ""))}]</span>: '
+        f'<strong>{_e(r.get("action", ""))}</strong> <span class="muted">[{_e(signal_label(str(r.get("signal", ""))))}]</span>: '
         f"{_e(r.get('detail', ''))}"
         for r in _list(status, "recommendations")
     ]
@@ -173,19 +177,36 @@ def _plots(status: Mapping[str, Any], window: JobWindow | None) -> str:
             "timeline is plotted; <code>analyze … --html FILE</code> includes them.</p>"
         )
     else:
-        gpu = series.gpu_activity(window)
-        if gpu is not None:
-            parts.append(_figure(signal_plot("gpu-activity", f"GPU activity ({gpu.signal})", gpu, span)))
-        limiting = series.limiting_stage(window, cls, _list(status, "capacity"))
-        if limiting is not None:
-            title = f"Limiting stage ({cls}): {limiting.signal} against its capacity"
-            parts.append(_figure(signal_plot("limiting-stage", title, limiting, span)))
-        if gpu is None and limiting is None:
-            parts.append('<p class="muted" id="no-signals">The window holds none of the plotted signals.</p>')
+        parts += _signal_figures(window, cls, _list(status, "capacity"), span)
     if segments:
         caption = "Verdict timeline" if _list(status, "timeline") else "Verdict (whole window; no per-window timeline)"
         parts.append(_figure(timeline_plot("timeline", caption, segments, span)))
     return "<h2>Signals over time</h2>" + "".join(parts)
+
+
+def _signal_figures(
+    window: JobWindow, cls: str, capacity: Sequence[Mapping[str, Any]], span: tuple[float, float]
+) -> list[str]:
+    """The step time, GPU activity (per pod as a heat map past a few pods) and the limiting stage."""
+    parts = []
+    shares = step_shares(window)
+    if shares is not None:
+        title = "Where the step time goes: computing and each measured wait (Job mean)"
+        parts.append(_figure(stacked_plot("step-time", title, shares, span)))
+    gpu = series.gpu_activity(window)
+    if gpu is not None:
+        parts.append(_figure(signal_plot("gpu-activity", f"GPU activity: {signal_label(gpu.signal)}", gpu, span)))
+    heat = series.gpu_heatmap(window)
+    if heat is not None:
+        title = f"GPU activity by pod ({len(heat.pods)} pods): {signal_label(heat.signal)}"
+        parts.append(_figure(heatmap_plot("gpu-heatmap", title, heat, span)))
+    limiting = series.limiting_stage(window, cls, capacity)
+    if limiting is not None:
+        title = f"Limiting stage ({cls}): {signal_label(limiting.signal)} against its capacity"
+        parts.append(_figure(signal_plot("limiting-stage", title, limiting, span)))
+    if gpu is None and limiting is None:
+        parts.append('<p class="muted" id="no-signals">The window holds none of the plotted signals.</p>')
+    return parts
 
 
 def _pods(status: Mapping[str, Any]) -> str:

@@ -16,11 +16,15 @@ from typing import Any
 
 import numpy as np
 
+from bottleneck_operator.contract.labels import signal_label
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 GPU_ACTIVITY_SIGNALS = ("gr_engine_active", "gpu_util")
-# Beyond this many pods the GPU plot shows the Job's mean and spread only: more lines are unreadable.
+# Beyond this many pods a plot shows the Job's mean only, and the GPU activity of each pod is a heat
+# map (one row per pod): more lines are unreadable.
 MAX_POD_LINES = 8
+# Columns of the heat map: enough to see phases, few enough to keep the raster small.
+HEATMAP_COLUMNS = 300
 # Long windows are averaged down to this many points per line, to keep the page small.
 MAX_POINTS = 1500
 
@@ -95,12 +99,12 @@ class SignalPlot:
     references: tuple[tuple[str, float], ...] = ()
 
 
-def _reduce(x: FloatArray, y: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Block means down to at most MAX_POINTS, NaN where a block had no sample."""
+def block_reduce(x: FloatArray, y: FloatArray, limit: int = MAX_POINTS) -> tuple[FloatArray, FloatArray]:
+    """Block means down to at most ``limit`` points, NaN where a block had no sample."""
     n = len(x)
-    if n <= MAX_POINTS:
+    if n <= limit:
         return x, y
-    size = -(-n // MAX_POINTS)
+    size = -(-n // limit)
     blocks = -(-n // size)
     pad = blocks * size - n
     xs = np.concatenate([x, np.full(pad, np.nan)]).reshape(blocks, size)
@@ -117,7 +121,7 @@ def _nanmean(rows: FloatArray) -> FloatArray:
     return out
 
 
-def _has(window: JobWindow, signal: str) -> bool:
+def has_signal(window: JobWindow, signal: str) -> bool:
     return any(signal in p.signals and np.isfinite(p.signals[signal]).any() for p in window.pods)
 
 
@@ -130,16 +134,49 @@ def _pod_lines(window: JobWindow, signal: str, *, mean_only: bool) -> list[Line]
     if not mean_only:
         for pod in window.pods:
             if signal in pod.signals:
-                lines.append(Line(pod.pod, *_reduce(x, np.asarray(pod.signals[signal], dtype=np.float64))))
+                lines.append(Line(pod.pod, *block_reduce(x, np.asarray(pod.signals[signal], dtype=np.float64))))
     if len(rows) > 1:
-        lines.append(Line("Job mean", *_reduce(x, _nanmean(np.stack(rows, axis=-1)))))
+        lines.append(Line("Job mean", *block_reduce(x, _nanmean(np.stack(rows, axis=-1)))))
     return lines
+
+
+def job_mean(window: JobWindow, signal: str) -> FloatArray:
+    """The mean over the pods that have ``signal``, per sample (NaN where none has a value)."""
+    rows = [np.asarray(p.signals[signal], dtype=np.float64) for p in window.pods if signal in p.signals]
+    return _nanmean(np.stack(rows, axis=-1))
+
+
+@dataclass(frozen=True)
+class HeatMap:
+    """Per-pod values of one signal: ``values[pod, column]`` over ``x`` (column centres, unix seconds)."""
+
+    signal: str
+    pods: tuple[str, ...]
+    x: FloatArray
+    values: FloatArray
+
+    @property
+    def points(self) -> int:
+        return int(np.count_nonzero(np.isfinite(self.values)))
+
+
+def gpu_heatmap(window: JobWindow) -> HeatMap | None:
+    """Each pod's GPU activity as one row, when there are more pods than lines stay readable."""
+    if len(window.pods) <= MAX_POD_LINES:
+        return None
+    signal = next((s for s in GPU_ACTIVITY_SIGNALS if has_signal(window, s)), None)
+    if signal is None:
+        return None
+    x = np.asarray(window.timestamps, dtype=np.float64)
+    pods = [p for p in window.pods if signal in p.signals]
+    rows = [block_reduce(x, np.asarray(p.signals[signal], dtype=np.float64), HEATMAP_COLUMNS) for p in pods]
+    return HeatMap(signal, tuple(p.pod for p in pods), rows[0][0], np.stack([y for _, y in rows]))
 
 
 def gpu_activity(window: JobWindow) -> SignalPlot | None:
     """Per-pod GPU activity (and the Job's mean), or None when the window has neither signal."""
     for signal in GPU_ACTIVITY_SIGNALS:
-        if _has(window, signal):
+        if has_signal(window, signal):
             lines = _pod_lines(window, signal, mean_only=len(window.pods) > MAX_POD_LINES)
             return SignalPlot(signal, tuple(lines))
     return None
@@ -147,20 +184,20 @@ def gpu_activity(window: JobWindow) -> SignalPlot | None:
 
 def limiting_stage(window: JobWindow, bottleneck: str, capacity: Sequence[Mapping[str, Any]]) -> SignalPlot | None:
     """The verdict's limiting signal against its capacity, or None (Unknown, or no such signal)."""
-    cands = [c for c in LIMITING.get(bottleneck, ()) if _has(window, c.signal)]
+    cands = [c for c in LIMITING.get(bottleneck, ()) if has_signal(window, c.signal)]
     if not cands:
         return None
     needs = {str(c.get("resource")): c for c in capacity if _finite(c.get("needed"))}
     cand = min(cands, key=lambda c: _distance(window, c, needs))
     lines = _pod_lines(window, cand.signal, mean_only=len(window.pods) > MAX_POD_LINES)
-    if cand.limit_signal is not None and _has(window, cand.limit_signal):
+    if cand.limit_signal is not None and has_signal(window, cand.limit_signal):
         limit = _pod_lines(window, cand.limit_signal, mean_only=True) or _pod_lines(
             window, cand.limit_signal, mean_only=False
         )
-        lines.extend(Line(f"limit ({cand.limit_signal})", ln.x, ln.y, dashed=True) for ln in limit[-1:])
+        lines.extend(Line(f"limit: {signal_label(cand.limit_signal)}", ln.x, ln.y, dashed=True) for ln in limit[-1:])
     refs: tuple[tuple[str, float], ...] = ()
     if cand.resource in needs:
-        refs = ((f"needed to keep the\nGPUs busy ({cand.resource})", float(needs[cand.resource]["needed"])),)
+        refs = (("needed to keep the\nGPUs busy", float(needs[cand.resource]["needed"])),)
     return SignalPlot(cand.signal, tuple(lines), refs)
 
 

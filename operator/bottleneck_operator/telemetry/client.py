@@ -178,6 +178,15 @@ class PrometheusClient:
         """
         return self.query_matrix(promql, Grid.query(start, end, step))
 
+    def scrape_pools(self) -> list[str]:
+        """The scrape pools (jobs) this Prometheus has configured: ``/api/v1/scrape_pools`` (Prometheus >= 2.42).
+
+        Raises:
+            QueryRejected: the API serves no such endpoint (Thanos, Mimir, an older Prometheus) or answers oddly.
+            PrometheusUnavailable: as :meth:`query`.
+        """
+        return self._call("scrape_pools", {}, _scrape_pools)
+
     def check(self) -> None:
         """Prove that the endpoint answers PromQL (an instant ``vector(1)``).
 
@@ -316,6 +325,17 @@ def _result(body: bytes) -> Result:
     if not isinstance(result, list):
         raise TypeError("the answer has no result list")
     return result
+
+
+def _scrape_pools(body: bytes) -> list[str]:
+    """``data.scrapePools`` of a successful answer (ValueError/KeyError/TypeError when there is none)."""
+    doc = json.loads(body)
+    if not isinstance(doc, dict) or doc.get("status") != "success":
+        raise ValueError("not a successful Prometheus answer")
+    pools = doc["data"]["scrapePools"]
+    if not isinstance(pools, list):
+        raise TypeError("the answer has no scrape pool list")
+    return [str(p) for p in pools]
 
 
 def _chain(error: BottleneckError, cause: BaseException) -> BottleneckError:

@@ -19,16 +19,20 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.settings import LabelSettings, Settings
+from bottleneck_operator.telemetry import scrapes
 from bottleneck_operator.telemetry.catalog import CLOCK_REASONS, tag
 from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.layouts import Layout, detect, with_matchers
 from bottleneck_operator.telemetry.names import add_matchers, quote, validate_k8s_name
+from bottleneck_operator.telemetry.scrapes import ScrapeState
 from bottleneck_operator.telemetry.selectors import duration, sel
 from bottleneck_operator.telemetry.store import labels_of, to_float
 
 log = logging.getLogger(__name__)
 PROBE = "bn_doctor"
 WINDOW = 600.0  # seconds of data each check counts samples in
+# Resolution at which a series' first sample in the window is found: its age is known to within this.
+FIRST_SAMPLE_STEP = 5.0
 
 
 @dataclass(frozen=True)
@@ -106,13 +110,32 @@ def _queries(labels: LabelSettings, namespace: str | None) -> dict[str, tuple[st
     }
 
 
+def _interval_expr(selector: str, at: float) -> str:
+    """Median over series of the seconds between a series' samples, each series measured over its own age.
+
+    A series older than the window has the span from the window's start to its last sample over its
+    samples; a younger one (a Job that started five minutes ago) has its own span, last sample minus
+    first, over its gaps: dividing the whole window by its few samples would read a 15 s scrape as a
+    minute or more. A series with one sample gives no
+    interval, so the check still reads as present with 0.
+    """
+    w = duration(WINDOW)
+    stamps = f"timestamp({selector})[{w}:{duration(FIRST_SAMPLE_STEP)}]"
+    first, last = f"min_over_time({stamps})", f"max_over_time({stamps})"
+    count = f"count_over_time({selector}[{w}])"
+    start = f"{at - WINDOW:.3f}"
+    # an old series' first step finds a sample from before the window (the lookback): it spans the window
+    young = f"(({last} - {first}) / ({count} - 1 > 0) and {first} >= {start})"
+    old = f"(({last} - {start}) / {count} and {first} < {start})"
+    return f"(quantile(0.5, {young} or {old}) or 0 * count(last_over_time({selector}[{w}])))"
+
+
 def _probe(client: PrometheusClient, labels: LabelSettings, namespace: str | None, at: float) -> dict[str, float]:
     """Median seconds between samples per check (0.0: present but one sample; absent: no series)."""
     w = duration(WINDOW)
     parts = []
-    for name, (selector, _) in _queries(labels, namespace).items():
-        # seconds / samples of each series over the window, the median over series
-        expr = f"quantile(0.5, {WINDOW:g} / count_over_time({selector}[{w}]))"
+    for name, (selector, measure) in _queries(labels, namespace).items():
+        expr = _interval_expr(selector, at) if measure == "interval" else f"count(last_over_time({selector}[{w}]))"
         parts.append(tag(expr, PROBE, name))
     found: dict[str, float] = {}
     for row in client.query(add_matchers(" or ".join(parts), labels.selector_matchers), at):
@@ -122,7 +145,9 @@ def _probe(client: PrometheusClient, labels: LabelSettings, namespace: str | Non
 
 def _interval(found: dict[str, float], name: str) -> str:
     seconds = found.get(name)
-    return f"~{seconds:.0f}s scrape interval" if seconds else "no samples"
+    if seconds is None:
+        return "no samples"
+    return f"~{seconds:.0f}s scrape interval" if seconds else "one sample so far"
 
 
 def _dcgm(found: dict[str, float], layout: Layout) -> Finding:
@@ -131,8 +156,12 @@ def _dcgm(found: dict[str, float], layout: Layout) -> Finding:
             return Finding(
                 "dcgm-exporter", "missing", True, "GPU series without pod labels",
                 cannot="which pod uses which GPU: no verdict",
-                fix="turn on dcgm-exporter's Kubernetes pod mapping: Helm value kubernetes.enablePodLabels=true "
-                "(GPU Operator: dcgmExporter.env DCGM_EXPORTER_KUBERNETES=true) and mount the kubelet pod-resources socket",
+                fix="turn on dcgm-exporter's Kubernetes pod mapping: its flag --kubernetes, or the environment "
+                "variable DCGM_EXPORTER_KUBERNETES=true (dcgm-exporter's chart and the GPU Operator set it: look for an "
+                "override), with the kubelet's pod-resources socket (/var/lib/kubelet/pod-resources) mounted; where the "
+                "device plugin names GPUs by device rather than UUID (GKE, some MIG set-ups) add "
+                "--kubernetes-gpu-id-type=device-name. (kubernetes.enablePodLabels copies pods' own labels; it is not "
+                "the mapping.)",
             )  # fmt: skip
         return Finding(
             "dcgm-exporter", "missing", True, "no DCGM_FI_DEV_* series",
@@ -250,9 +279,22 @@ def _sidecar(found: dict[str, float], _: Layout) -> Finding:
             "collector", "degraded", False, "no bottleneck_sidecar_* series",
             cannot=f"{lost} (the analysis uses cAdvisor and node-exporter)",
             fix="annotate the Job bottleneck.dev/profile: \"true\" with the webhook on (webhook.enabled=true) "
-            "and let Prometheus scrape the collector (the chart's PodMonitor: sidecar.podMonitor.enabled=true)",
+            "and let Prometheus scrape the collector (the chart's PodMonitor, created with sidecar.podMonitor.enabled "
+            "auto or true where the Prometheus Operator's CRDs are served; see the scrape finding)",
         )  # fmt: skip
     return Finding("collector", "ok", False, _interval(found, "sidecar"), can="the pod's own pressure and throttling")
+
+
+def _scrape(state: ScrapeState) -> Finding:
+    """The collectors and exporters as Prometheus scrapes them (see :mod:`.scrapes`)."""
+    found, fixes = scrapes.assess(state)
+    if not fixes:
+        return Finding("scrape", "ok", False, found, can="every injected collector and exporter target is read")
+    return Finding(
+        "scrape", "degraded", False, found,
+        cannot="the unscraped pods' and nodes' own signals: their verdicts rest on fewer families",
+        fix="; ".join(fixes),
+    )  # fmt: skip
 
 
 _CHECKS: tuple[Callable[[dict[str, float], Layout], Finding], ...] = (_dcgm, _ksm, _cadvisor, _node, _sidecar)
@@ -264,7 +306,8 @@ def check(client: PrometheusClient, labels: LabelSettings, at: float, namespace:
     Args:
         client: the Prometheus client.
         labels: the configured label mapping (the detected layout applies on top, as in a pass).
-        at: evaluation time (unix seconds); each family is looked for in the 10 minutes before.
+        at: evaluation time (unix seconds); each family is looked for in the 10 minutes before, and
+            ``up`` of the collectors and exporters read then (see :mod:`.scrapes`).
         namespace: look at this namespace's pods only.
 
     Returns:
@@ -280,10 +323,16 @@ def check(client: PrometheusClient, labels: LabelSettings, at: float, namespace:
     layout = detect(client, configured, at) if configured.label_layout_detection else Layout()
     mapping = layout.labels(configured) if configured.label_layout_detection else configured
     found = _probe(client, mapping, namespace, at)
+    state = scrapes.read(client, at, WINDOW, list(mapping.selector_matchers), namespace)
     notes = []
     if not configured.label_layout_detection:
         notes.append("layout detection is off: the configured labels are read as they are")
-    return Diagnosis(tuple(c(found, layout) for c in _CHECKS), layout, tuple(notes))
+    if state.pools is None:
+        notes.append(
+            f"the scrape pools could not be listed ({state.pools_error}): the PodMonitor's selection is unchecked"
+        )
+    findings = (*(c(found, layout) for c in _CHECKS), _scrape(state))
+    return Diagnosis(findings, layout, tuple(notes))
 
 
 def export(diagnosis: Diagnosis, registry: CollectorRegistry) -> None:
