@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -126,7 +127,7 @@ def test_a_failing_exec_plugin_is_one_error_line(reports: Reports, run: Run, tmp
 def test_an_unknown_exec_version_is_refused_before_running_it(tmp_path: Path) -> None:
     user = {"exec": {"apiVersion": "client.authentication.k8s.io/v2", "command": "true"}}
     path = _kubeconfig(tmp_path / "config", "https://k:6443", user)
-    with pytest.raises(CredentialsError, match='invalid apiVersion "client.authentication.k8s.io/v2"'):
+    with pytest.raises(CredentialsError, match=re.escape('invalid apiVersion "client.authentication.k8s.io/v2"')):
         load(str(path))
 
 
