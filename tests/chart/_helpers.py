@@ -40,6 +40,8 @@ TRAINING_APIS: dict[str, list[str]] = {
     "mpijobs": ["kubeflow.org/v2beta1", "kubeflow.org/v2beta1/MPIJob"],
     "jobsets": ["jobset.x-k8s.io/v1alpha2", "jobset.x-k8s.io/v1alpha2/JobSet"],
     "trainjobs": ["trainer.kubeflow.org/v1alpha1", "trainer.kubeflow.org/v1alpha1/TrainJob"],
+    "rayjobs": ["ray.io/v1", "ray.io/v1/RayJob"],
+    "leaderworkersets": ["leaderworkerset.x-k8s.io/v1", "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet"],
 }
 # helm lint takes no API versions: lint renders as a cluster without them, where the PodMonitor (on by
 # default with the webhook) must be turned off explicitly.

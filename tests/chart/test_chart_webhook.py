@@ -270,4 +270,9 @@ def test_training_workload_pods_are_sent_only_with_their_operators_label(
         (expression,) = hook["objectSelector"]["matchExpressions"]
         assert expression["operator"] == "Exists"
         labels.append(expression["key"])
-    assert labels == ["training.kubeflow.org/job-name", "jobset.sigs.k8s.io/jobset-name"]
+    assert labels == [
+        "training.kubeflow.org/job-name",
+        "jobset.sigs.k8s.io/jobset-name",
+        "ray.io/cluster",
+        "leaderworkerset.sigs.k8s.io/name",
+    ]
