@@ -98,7 +98,7 @@ def test_watch_prints_changes_after_the_table(reports: Reports, run: Run) -> Non
 
     changer = threading.Thread(target=change)
     changer.start()
-    code, out, err = run("list", "-n", "ml", "-w", "--request-timeout", "4")
+    code, out, err = run("list", "-n", "ml", "-w", "--request-timeout", "4s")
     changer.join()
     assert code == 0, err
     lines = out.strip().splitlines()
@@ -110,3 +110,12 @@ def test_watch_prints_changes_after_the_table(reports: Reports, run: Run) -> Non
     assert [row[0] for row in later] == ["second", "second", "first"]
     assert later[1][:3] == ["second", "second", "Unknown"]
     assert later[2][5] == "Failed"
+
+
+def test_request_timeout_takes_kubectl_durations(reports: Reports, run: Run) -> None:
+    code, _, err = run("list", "-w", "--request-timeout", "soon")
+    assert code == 1 and "invalid duration" in err
+    started = time.monotonic()
+    code, _, err = run("list", "-n", "ml", "-w", "--request-timeout", "0.02m")  # 1.2 s
+    assert code == 0, err
+    assert 1.0 <= time.monotonic() - started < 10

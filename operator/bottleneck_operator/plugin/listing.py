@@ -41,10 +41,19 @@ def add_list_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-w", "--watch", action="store_true", help="after the list, print each change as it happens")
     parser.add_argument(
         "--request-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="with --watch: stop watching after this many seconds (default: until interrupted)",
+        type=_duration,
+        metavar="DURATION",
+        help="with --watch: stop watching after this long, as kubectl's (5, 5s, 2m, 1h; default: until interrupted)",
     )
+
+
+def _duration(text: str) -> float | None:
+    """kubectl's ``--request-timeout``: seconds, or a number with s, m or h; 0 means no limit."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([smh]?)", text.strip())
+    if m is None:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: want e.g. 30, 30s, 5m or 1h")
+    seconds = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    return seconds or None
 
 
 def field_path(expression: str) -> list[str | int]:
