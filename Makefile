@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help demo test lint typecheck unit bench train evaluate lock image crd chart-sync chart-package chart-push system-deps clean record record-as-root record-gpu
+.PHONY: help demo test lint typecheck unit bench train evaluate lock image crd chart-sync chart-package chart-push dist system-deps clean record record-as-root record-gpu
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -75,6 +75,22 @@ chart-package: $(STAMP)  ## package the chart (Helm's own packager) as dist/bott
 	mkdir -p $(CHART_DIST)
 	$(BIN)/python -c 'import sys, helm_python as helm; print(helm.package(sys.argv[1], destination=sys.argv[2]))' \
 		$(CHART_DIR) $(CHART_DIST)
+
+# A release is this one command. Everything lands in a fresh dist/: the wheel, the chart package and
+# the krew archive; SHA256SUMS over them; then the krew manifest, generated from SHA256SUMS (so its
+# digest is the published one) into plugins/bottleneck.yaml, which the release commits, and dist/.
+dist: $(STAMP)  ## a release: wheel, chart package, krew archive, dist/SHA256SUMS and the krew manifest from them
+	rm -rf $(CHART_DIST)
+	mkdir -p $(CHART_DIST)
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir $(CHART_DIST) .
+	$(MAKE) --no-print-directory chart-package
+	$(BIN)/python -m bottleneck_operator.plugin.krew archive $(CHART_DIST)
+	$(BIN)/python -m bottleneck_operator.plugin.krew sums $(CHART_DIST)
+	$(BIN)/python -m bottleneck_operator.plugin.krew manifest $(CHART_DIST)/SHA256SUMS \
+		--version "$$($(BIN)/python -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')" \
+		--output plugins/bottleneck.yaml
+	cp plugins/bottleneck.yaml $(CHART_DIST)/bottleneck.yaml
+	cd $(CHART_DIST) && sha256sum -c --quiet SHA256SUMS
 
 # The registry credentials are Helm's own (`helm registry login HOST` beforehand, or a CI's docker login).
 chart-push: chart-package  ## push the packaged chart as an OCI artefact: make chart-push REGISTRY=oci://HOST/PATH

@@ -40,6 +40,8 @@ TRAINING_APIS: dict[str, list[str]] = {
     "mpijobs": ["kubeflow.org/v2beta1", "kubeflow.org/v2beta1/MPIJob"],
     "jobsets": ["jobset.x-k8s.io/v1alpha2", "jobset.x-k8s.io/v1alpha2/JobSet"],
     "trainjobs": ["trainer.kubeflow.org/v1alpha1", "trainer.kubeflow.org/v1alpha1/TrainJob"],
+    "rayjobs": ["ray.io/v1", "ray.io/v1/RayJob"],
+    "leaderworkersets": ["leaderworkerset.x-k8s.io/v1", "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet"],
 }
 # The PodMonitor's three settings: never, and always (an error where the cluster lacks the kind); the
 # default, "auto", creates it where the cluster serves the kind.

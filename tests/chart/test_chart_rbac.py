@@ -45,6 +45,8 @@ WORKLOAD_GRANTS: dict[str, set[Grant]] = {
         ("kubeflow.org", "mpijobs"),
         ("jobset.x-k8s.io", "jobsets"),
         ("trainer.kubeflow.org", "trainjobs"),
+        ("ray.io", "rayjobs"),
+        ("leaderworkerset.x-k8s.io", "leaderworkersets"),
     )
 }
 ALL_WORKLOAD_GRANTS: set[Grant] = set().union(*WORKLOAD_GRANTS.values())

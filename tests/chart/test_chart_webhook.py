@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 import yaml
 
+from bottleneck_operator.webhook import unsupported
+
 from ._helpers import (
     NAMESPACE,
     NO_POD_MONITOR,
+    PROMETHEUS_OPERATOR_APIS,
     SCENARIOS,
     WATCHED,
     Manifest,
@@ -252,7 +255,8 @@ def test_upgrade_reuses_the_certificate_in_the_cluster(
 def test_training_workload_pods_are_sent_only_with_their_operators_label(
     rendered: dict[str, list[Manifest]], scenario: str
 ) -> None:
-    job_hook, *pod_hooks = one(rendered[scenario], "MutatingWebhookConfiguration")["webhooks"]
+    job_hook, *hooks = one(rendered[scenario], "MutatingWebhookConfiguration")["webhooks"]
+    pod_hooks = [h for h in hooks if h["name"] != "notice-unsupported.bottleneck.dev"]
     labels = []
     for hook in pod_hooks:
         assert hook["failurePolicy"] == "Ignore" and hook["sideEffects"] == "None"
@@ -270,4 +274,28 @@ def test_training_workload_pods_are_sent_only_with_their_operators_label(
         (expression,) = hook["objectSelector"]["matchExpressions"]
         assert expression["operator"] == "Exists"
         labels.append(expression["key"])
-    assert labels == ["training.kubeflow.org/job-name", "jobset.sigs.k8s.io/jobset-name"]
+    assert labels == [
+        "training.kubeflow.org/job-name",
+        "jobset.sigs.k8s.io/jobset-name",
+        "ray.io/cluster",
+        "leaderworkerset.sigs.k8s.io/name",
+    ]
+
+
+def test_unsupported_kinds_are_routed_to_the_notice_and_nowhere_else(chart: Any) -> None:
+    hooks = one(render_docs(chart, api_versions=PROMETHEUS_OPERATOR_APIS), "MutatingWebhookConfiguration")["webhooks"]
+    (notice,) = [h for h in hooks if h["name"] == "notice-unsupported.bottleneck.dev"]
+    assert notice["clientConfig"]["service"]["path"] == "/" + unsupported.HANDLER_ID
+    assert notice["failurePolicy"] == "Ignore" and notice["sideEffects"] == "NoneOnDryRun"
+    routed = {
+        (g, v, r)
+        for rule in notice["rules"]
+        for g in rule["apiGroups"]
+        for v in rule["apiVersions"]
+        for r in rule["resources"]
+    }
+    assert routed == set(unsupported.WATCHED)
+    assert all(rule["operations"] == ["CREATE", "UPDATE"] for rule in notice["rules"])
+    off = render_docs(chart, {"webhook": {"noticeUnsupportedKinds": False}}, api_versions=PROMETHEUS_OPERATOR_APIS)
+    names = [h["name"] for h in one(off, "MutatingWebhookConfiguration")["webhooks"]]
+    assert "notice-unsupported.bottleneck.dev" not in names and "inject-sidecar.bottleneck.dev" in names

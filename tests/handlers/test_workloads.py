@@ -107,7 +107,7 @@ def test_each_kind_reads_its_own_status(kind: str) -> None:
     suspended = {**running, "conditions": [condition("Suspended", START)]}
     if _kind(kind) in ("PyTorchJob", "MPIJob"):
         suspended.pop("startTime")
-    assert phase(validate_status(kind, suspended), meta)[0] == "Pending"
+    assert phase(validate_status(kind, suspended), meta) == ("Suspended", None, None)
 
 
 def test_replica_types_follow_each_operators_pod_names() -> None:

@@ -28,6 +28,8 @@ FILES = {
     "MPIJob/v1": "kubeflow.org_mpijobs.yaml",
     "JobSet": "jobset.x-k8s.io_jobsets.yaml",
     "TrainJob": "trainer.kubeflow.org_trainjobs.yaml",
+    "RayJob": "ray.io_rayjobs.yaml",
+    "LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
 }
 _VERBS = {"list", "watch", "get", "create", "patch", "update", "delete"}
 
@@ -92,6 +94,7 @@ def create(
     *,
     profile: str | None = "true",
     owners: list[dict[str, Any]] | None = None,
+    spec: dict[str, Any] | None = None,
 ) -> Any:
     """A workload of ``kind`` (annotated for profiling unless ``profile`` is None); returns it."""
     definition = crd(kind)
@@ -104,7 +107,7 @@ def create(
         "apiVersion": f"{definition['spec']['group']}/{served_version(definition)['name']}",
         "kind": definition["spec"]["names"]["kind"],
         "metadata": meta,
-        "spec": {},
+        "spec": spec or {},
     }
     response = requests.post(f"{cluster.url}{path(kind, namespace)}", json=body, timeout=10)
     response.raise_for_status()

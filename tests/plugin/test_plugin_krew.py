@@ -101,3 +101,40 @@ def test_kubectl_finds_and_runs_the_plugin(tmp_path: Path, reports: Reports) -> 
     )
     assert proc.returncode == 1
     assert 'Error from server (NotFound): bottleneckreports.bottleneck.dev "ghost" not found' in proc.stderr
+
+
+def test_release_sums_and_the_manifest_made_from_them_match_the_archives(tmp_path: Path) -> None:
+    """`make dist`'s last steps: the archive, SHA256SUMS over the artefacts, the manifest from SHA256SUMS."""
+    dist = tmp_path / "dist"
+    assert krew.main(["archive", str(dist)]) == 0
+    (dist / "bottleneck_operator-9.9.9-py3-none-any.whl").write_bytes(b"a wheel stands in here")
+    assert krew.main(["sums", str(dist)]) == 0
+    sums = krew.read_sums(dist / krew.SUMS)
+    # Every artefact is listed with its own digest, as `sha256sum -c` would check it.
+    assert set(sums) == {krew.ARCHIVE, "bottleneck_operator-9.9.9-py3-none-any.whl"}
+    for name, digest in sums.items():
+        assert hashlib.sha256((dist / name).read_bytes()).hexdigest() == digest
+    out = tmp_path / "bottleneck.yaml"
+    assert krew.main(["manifest", str(dist / krew.SUMS), "--version", "9.9.9", "--output", str(out)]) == 0
+    manifest = yaml.safe_load(out.read_text())
+    assert manifest["spec"]["version"] == "v9.9.9"
+    archive_digest = hashlib.sha256((dist / krew.ARCHIVE).read_bytes()).hexdigest()
+    for p in manifest["spec"]["platforms"]:
+        assert p["sha256"] == archive_digest
+        assert p["uri"].endswith(f"/v9.9.9/{krew.ARCHIVE}")
+
+
+def test_a_sums_file_without_the_archive_is_refused(tmp_path: Path) -> None:
+    sums = tmp_path / krew.SUMS
+    sums.write_text(f"{'0' * 64}  bottleneck-operator-0.1.0.tgz\n")
+    with pytest.raises(SystemExit, match=r"lists no kubectl-bottleneck\.tar\.gz"):
+        krew.main(["manifest", str(sums), "--version", "0.1.0"])
+    sums.write_text("not a sum\n")
+    with pytest.raises(SystemExit, match="not a sha256sum line"):
+        krew.read_sums(sums)
+
+
+def test_the_committed_manifest_is_the_generated_one() -> None:
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    committed = (ROOT / "plugins" / "bottleneck.yaml").read_text()
+    assert committed == krew.manifest_text(version, krew.sha256()), "regenerate it: make dist"

@@ -10,7 +10,7 @@ import yaml
 from _plugin_support import Reports, Run, io_status
 
 from bottleneck_operator.kube import CredentialsError
-from bottleneck_operator.plugin.kubeconfig import load
+from bottleneck_operator.kube.kubeconfig import load
 
 
 def _write(path: Path, **config: object) -> Path:
@@ -41,7 +41,7 @@ def test_files_merge_first_wins_and_paths_are_relative_to_their_file(
     creds = target.credentials
     assert creds.server == "https://first:6443"  # the first file naming the cluster wins
     assert creds.ca_path == str(tmp_path / "a" / "ca.crt")  # relative to the file that names it
-    assert creds.token == "s3cret" and creds.certificate_path == "/abs/me.crt"
+    assert creds.token_file == str(tmp_path / "b" / "token") and creds.certificate_path == "/abs/me.crt"
 
 
 def test_context_namespace_defaults_to_default(tmp_path: Path) -> None:

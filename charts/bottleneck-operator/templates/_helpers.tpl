@@ -174,6 +174,16 @@ operator installed later). Each line is the kind's resource and the API versions
   resources: ["trainjobs"]
   verbs: ["get", "list", "watch"]
 {{- end }}
+{{- if or $all ($caps.Has "ray.io/v1/RayJob") }}
+- apiGroups: ["ray.io"]
+  resources: ["rayjobs"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
+{{- if or $all ($caps.Has "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet") }}
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  resources: ["leaderworkersets"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
 {{- end }}
 
 {{- define "bottleneck-operator.namespacedRules" -}}

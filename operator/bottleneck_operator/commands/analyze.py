@@ -128,8 +128,8 @@ def _is_data_problem(status: ReportStatus) -> bool:
 
 def from_report(args: argparse.Namespace) -> int:
     """Print an existing report's status (``--from-report``) in the chosen output; exit codes as for a fresh analysis."""
-    from bottleneck_operator.plugin.kubeconfig import load
-    from bottleneck_operator.plugin.source import get_report, typed_status
+    from bottleneck_operator.kube.kubeconfig import load
+    from bottleneck_operator.reportsource import get_report, typed_status
     from bottleneck_operator.telemetry.names import validate_k8s_name
 
     if args.job or args.start or args.end:

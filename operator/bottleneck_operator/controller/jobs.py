@@ -13,7 +13,7 @@ from bottleneck_operator.contract.annotations import Choice, parse_switch, wants
 from bottleneck_operator.contract.names import COLLECTOR_LABEL, COLLECTOR_SKIPPED_ANNOTATION, PROFILE_ANNOTATION
 from bottleneck_operator.controller.reports_api import ReportConflict, report_body
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
-from bottleneck_operator.controller.status import merge_patch, needs_final, pending_status, set_condition
+from bottleneck_operator.controller.status import READY, merge_patch, needs_final, pending_status, set_condition
 from bottleneck_operator.controller.workloads import (
     CUSTOM_KINDS,
     JOB,
@@ -21,6 +21,7 @@ from bottleneck_operator.controller.workloads import (
     job_phase,
     parse_time,
     replica_type,
+    suspended,
 )
 from bottleneck_operator.reports import Phase, ReportStatus, read_status
 
@@ -40,13 +41,34 @@ async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
     """
     async with job.lock:
         if job.report_ready:
+            await _show_suspension(state, job)
             return
         for report in report_names(job):
             job.report = report
             if await _claim(state, job):
                 job.report_ready = True
+                await _show_suspension(state, job)
                 return
         raise ReportConflict(f"every report name of {job.kind} {job.namespace}/{job.name} is another's")
+
+
+SUSPENDED_MESSAGE = "suspended (spec.suspend, or preempted by a queue such as Kueue): not analysed until it resumes"
+
+
+async def _show_suspension(state: OperatorState, job: TrackedJob) -> None:
+    """Write the phase ``Suspended`` into the report of a suspended workload (passes skip it meanwhile).
+
+    A resumed workload needs nothing here: it is Running again, and the next pass writes that.
+    """
+    status = job.status
+    if job.phase != "Suspended" or status is None or status.phase == "Suspended":
+        return
+    now = state.clock()
+    conditions = set_condition(status.conditions, READY, "False", "Suspended", SUSPENDED_MESSAGE, now)
+    new = status.model_copy(update={"phase": "Suspended", "conditions": conditions})
+    await state.api.patch_status(job.namespace, job.report, merge_patch(status, new))
+    job.status = new
+    state.post_event(job, "Normal", "Suspended", f"{job.kind} {SUSPENDED_MESSAGE}")
 
 
 def report_names(job: TrackedJob) -> list[str]:
@@ -216,18 +238,22 @@ def observe(
         return None
 
     phase, start, end = kind.phase(body.get("status"), meta)
+    if phase not in ("Completed", "Failed") and suspended(body):
+        phase, start, end = "Suspended", None, None
     if tracked is None or (uid and tracked.uid != uid):
         retention = state.operator.report_retention
         if phase in ("Completed", "Failed") and retention and end and end < state.clock() - retention:
             return None  # ended before the retention horizon: its report would be deleted at once
         tracked = TrackedJob(namespace=namespace, name=name, uid=uid, kind=kind.kind, api_version=kind.api_version)
         state.jobs[key] = tracked
-    was_finished = tracked.finished
+    was_finished, was_phase = tracked.finished, tracked.phase
     tracked.collector, tracked.host_cgroup = wants_collector(meta), wants_host_cgroup(meta)
     tracked.no_collector = kind is JOB and state.injection.webhook_enabled and missed_by_webhook(body)
     tracked.phase, tracked.start, tracked.end = _report_phase(phase), start, end
     if not tracked.report_ready:
         return tracked
+    if tracked.phase != was_phase and "Suspended" in (tracked.phase, was_phase):
+        return tracked  # ensure_report shows the suspension; the pass it requests picks up a resume
     if tracked.finished and (not was_finished or needs_final(tracked.status)):
         state.request_pass()
     return None

@@ -14,7 +14,16 @@ conditions) and how its pods are found:
   ``<name>-<replicated job>-<index>``, which kube-state-metrics links back through
   ``kube_job_owner{owner_kind="JobSet"}``;
 - ``TrainJob`` (Kubeflow Trainer v2, ``trainer.kubeflow.org/v1alpha1``): runs as a JobSet of the
-  same name, so its pods are found as that JobSet's.
+  same name, so its pods are found as that JobSet's;
+- ``RayJob`` (KubeRay, ``ray.io/v1``): its pods belong to a RayCluster named ``<name>-<5 chars>``
+  (KubeRay before 1.1: ``<name>-raycluster-<5 chars>``), plus the submitter Job ``<name>``;
+- ``LeaderWorkerSet`` (``leaderworkerset.x-k8s.io/v1``): its pods belong to StatefulSets named
+  ``<name>`` (the leaders, ``<name>-<group>``) and ``<name>-<group>`` (the workers,
+  ``<name>-<group>-<worker>``); it serves until deleted, so it stays Running.
+
+Every kind reads a suspension (``spec.suspend``, Kubeflow's ``runPolicy.suspend``, the
+``Suspended`` condition, Kueue's preemption, which suspends the workload) as the phase
+``Suspended``: no analysis while it lasts, and the analysis window starts again when it resumes.
 """
 
 from __future__ import annotations
@@ -67,6 +76,9 @@ def job_phase(status: Mapping[str, Any] | None, meta: Mapping[str, Any] | None =
         return ("Completed" if ended["type"] == "Complete" else "Failed"), start, end or _cond_time(ended)
     if end is not None:
         return "Completed", start, end
+    if _true(status, "Suspended") is not None:
+        # Kubernetes keeps the old startTime while a Job is suspended and resets it on resume.
+        return "Suspended", None, None
     return ("Running" if start is not None else "Pending"), start, None
 
 
@@ -82,7 +94,7 @@ def kubeflow_phase(status: Mapping[str, Any] | None, meta: Mapping[str, Any] | N
     if ended is not None:
         return ("Completed" if ended["type"] == "Succeeded" else "Failed"), start, end or _cond_time(ended)
     if _true(status, "Suspended") is not None:
-        return "Pending", None, None
+        return "Suspended", None, None
     running = _true(status, "Running", "Restarting")
     if running is not None:
         return "Running", start or _cond_time(running), None
@@ -110,7 +122,7 @@ def _child_jobs_phase(
     if terminal in ("Completed", "Complete", "Failed"):
         return ("Failed" if terminal == "Failed" else "Completed"), start, None
     if _true(status, "Suspended") is not None:
-        return "Pending", None, None
+        return "Suspended", None, None
     active = any(
         isinstance(s, Mapping) and (int(s.get("active") or 0) > 0 or int(s.get("ready") or 0) > 0)
         for s in status.get(children) or ()
@@ -126,6 +138,56 @@ def jobset_phase(status: Mapping[str, Any] | None, meta: Mapping[str, Any] | Non
 def trainjob_phase(status: Mapping[str, Any] | None, meta: Mapping[str, Any] | None = None) -> Phase:
     """TrainJob: ``Complete``/``Failed`` conditions, ``jobsStatus`` of its JobSet's replicated Jobs."""
     return _child_jobs_phase(status, meta, done="Complete", children="jobsStatus")
+
+
+def rayjob_phase(status: Mapping[str, Any] | None, meta: Mapping[str, Any] | None = None) -> Phase:
+    """RayJob: ``jobDeploymentStatus`` (KubeRay's lifecycle) and ``jobStatus`` (Ray's own), ``startTime``/``endTime``.
+
+    ``Complete`` ends with Ray's verdict (SUCCEEDED, or FAILED/STOPPED); ``Failed`` is KubeRay's own
+    failure (a deadline, a submitter that failed); ``Suspending``/``Suspended`` (``spec.suspend``,
+    Kueue) wait; ``Running`` runs; ``New``, ``Initializing``, ``Waiting`` and ``Retrying`` are pending
+    (the cluster is being made again).
+    """
+    status = status or {}
+    start = parse_time(status.get("startTime"))
+    end = parse_time(status.get("endTime"))
+    deployment = str(status.get("jobDeploymentStatus") or "")
+    if deployment == "Complete":
+        ok = str(status.get("jobStatus") or "").upper() == "SUCCEEDED"
+        return ("Completed" if ok else "Failed"), start, end
+    if deployment == "Failed":
+        return "Failed", start, end
+    if deployment in ("Suspending", "Suspended"):
+        return "Suspended", None, None
+    if deployment == "Running":
+        return "Running", start, None
+    return "Pending", None, None
+
+
+def lws_phase(status: Mapping[str, Any] | None, meta: Mapping[str, Any] | None = None) -> Phase:
+    """LeaderWorkerSet: Running once a group is ready (``Available``, or ``readyReplicas``); it never ends.
+
+    It writes no start time: the ``Available`` condition's time, else the object's creation.
+    """
+    status = status or {}
+    available = _true(status, "Available")
+    if available is None and int(status.get("readyReplicas") or 0) <= 0:
+        return "Pending", None, None
+    created = parse_time((meta or {}).get("creationTimestamp"))
+    start = (_cond_time(available) if available is not None else None) or created
+    return "Running", start, None
+
+
+def suspended(body: Mapping[str, Any]) -> bool:
+    """Whether the workload's spec asks it to be suspended (Kueue sets this when it preempts).
+
+    The controllers write their own ``Suspended`` state a moment later; the spec says it first.
+    """
+    spec = body.get("spec")
+    if not isinstance(spec, Mapping):
+        return False
+    policy = spec.get("runPolicy")
+    return spec.get("suspend") is True or (isinstance(policy, Mapping) and policy.get("suspend") is True)
 
 
 @dataclass(frozen=True)
@@ -179,13 +241,35 @@ TRAINJOB = WorkloadKind(
     child_jobs=True,
     job_owner_kind="JobSet",
 )
-KINDS: tuple[WorkloadKind, ...] = (JOB, PYTORCHJOB, MPIJOB, MPIJOB_V1, JOBSET, TRAINJOB)
+RAYJOB = WorkloadKind("RayJob", "ray.io", "v1", "rayjobs", "RayCluster", rayjob_phase)
+LEADERWORKERSET = WorkloadKind(
+    "LeaderWorkerSet", "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "StatefulSet", lws_phase
+)
+KINDS: tuple[WorkloadKind, ...] = (JOB, PYTORCHJOB, MPIJOB, MPIJOB_V1, JOBSET, TRAINJOB, RAYJOB, LEADERWORKERSET)
 # Kind -> every version watched, the current one first.
 VERSIONS: dict[str, tuple[WorkloadKind, ...]] = {k.kind: tuple(v for v in KINDS if v.kind == k.kind) for k in KINDS}
 BY_KIND: dict[str, WorkloadKind] = {kind: versions[0] for kind, versions in VERSIONS.items()}
 CUSTOM_KINDS: tuple[WorkloadKind, ...] = tuple(k for k in KINDS if k is not JOB)
 
 _INDEX = re.compile(r"^\d+$")
+# KubeRay's generated suffixes: the RayCluster's (<rayjob>-<5>, older <rayjob>-raycluster-<5>),
+# and the pods' (<cluster>-head[-<5>], <cluster>-<group>-worker-<5>, older <cluster>-worker-<group>-<5>).
+_RAY_CLUSTER = re.compile(r"^(?:raycluster-)?[a-z0-9]{5}-(.+)$")
+_RAY_SUBMITTER = re.compile(r"^[a-z0-9]{5}$")
+_RAY_WORKER = re.compile(r"^(?:worker-(?P<old>.+)|(?P<new>.+)-worker)-[a-z0-9]{5}$")
+
+
+def _ray_replica(rest: str) -> str | None:
+    if _RAY_SUBMITTER.match(rest):
+        return "submitter"  # the submitter Job <name>'s pod
+    m = _RAY_CLUSTER.match(rest)
+    if m is None:
+        return None
+    node = m.group(1)
+    if node == "head" or node.startswith("head-"):
+        return "head"
+    w = _RAY_WORKER.match(node)
+    return (w.group("old") or w.group("new")).lower() if w else None
 
 
 def replica_type(kind: str, workload: str, pod: str) -> str | None:
@@ -196,14 +280,22 @@ def replica_type(kind: str, workload: str, pod: str) -> str | None:
     kube-state-metrics exports names but not those labels by default. PyTorchJob: ``<name>-master-0``,
     ``<name>-worker-3``; MPIJob: ``<name>-launcher`` (``<name>-launcher-<suffix>`` from mpi-operator's
     launcher Job), ``<name>-worker-0``; JobSet and TrainJob:
-    ``<name>-<replicated job>-<job index>-<pod index>-<suffix>`` (``node``, ``dataset-initializer``).
+    ``<name>-<replicated job>-<job index>-<pod index>-<suffix>`` (``node``, ``dataset-initializer``);
+    RayJob: ``head``, the worker group's name, or ``submitter``; LeaderWorkerSet: ``leader`` or ``worker``.
 
     Returns:
         The type in lower case, or None for a batch/v1 Job or a pod not named that way.
     """
     if kind == JOB.kind or not pod.startswith(workload + "-"):
         return None
-    parts: Sequence[str] = pod[len(workload) + 1 :].split("-")
+    rest = pod[len(workload) + 1 :]
+    if kind == RAYJOB.kind:
+        return _ray_replica(rest)
+    if kind == LEADERWORKERSET.kind:
+        # <name>-<group> leads its group; <name>-<group>-<worker> works in it.
+        depth = len(rest.split("-")) if all(_INDEX.match(p) for p in rest.split("-")) else 0
+        return {1: "leader", 2: "worker"}.get(depth)
+    parts: Sequence[str] = rest.split("-")
     if kind in (PYTORCHJOB.kind, MPIJOB.kind):
         # One word (master, worker, launcher, chief...); mpi-operator's launcher Job adds a suffix.
         return parts[0].lower() if parts[0] and not _INDEX.match(parts[0]) else None

@@ -1,6 +1,8 @@
-"""The operator's one Kubernetes client for its own writes: lightkube's AsyncClient behind a small API.
+"""The project's one Kubernetes client: lightkube's AsyncClient behind a small API.
 
-kopf watches; everything the operator writes itself (reports) goes through :class:`KubeClient`.
+kopf watches; everything the operator writes itself (reports) goes through :class:`KubeClient`, and
+so do the tools people run (the kubectl plugin, ``analyze --from-report``), logged in through the
+user's kubeconfig as kubectl reads it (:mod:`.kubeconfig`).
 No lightkube or httpx type leaves this package: failures are :mod:`.errors` classes with the
 library's exception chained as ``__cause__``.
 """

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx2
+import msgspec
 from lightkube import ApiError, AsyncClient, ConfigError
 from lightkube.config.kubeconfig import KubeConfig
-from lightkube.config.models import Cluster, User
+from lightkube.config.models import Cluster, User, UserExec
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
 from bottleneck_operator.kube.credentials import Credentials
 from bottleneck_operator.kube.errors import ApiUnavailable, CredentialsError, KubeError, Unauthorized, for_status
+from bottleneck_operator.kube.selectors import Requirement, lightkube_labels, matches, parse_selector
 
 T = TypeVar("T")
 Login = Callable[[], Credentials]
@@ -48,16 +51,32 @@ def _to_dict(obj: Any) -> dict[str, Any]:
     return data
 
 
+_LIBRARY_ERRORS = (ApiError, httpx2.HTTPError, ConfigError, json.JSONDecodeError, KeyError, OSError, TimeoutError)
+
+
+def _translate(what: str, exc: BaseException) -> KubeError:
+    """A library's failure as this package's error class."""
+    if isinstance(exc, ApiError):
+        return for_status(exc.status.code or 0, f"{what}: HTTP {exc.status.code}: {exc.status.message}")
+    if isinstance(exc, httpx2.HTTPStatusError):  # an error body that is not a Kubernetes Status
+        code = exc.response.status_code
+        return for_status(code, f"{what}: HTTP {code}: {exc.response.text[:300]}")
+    if isinstance(exc, ConfigError | json.JSONDecodeError | KeyError):
+        # An exec plugin that failed or printed no ExecCredential, or a token file gone.
+        return CredentialsError(f"{what}: cannot log in: {exc}")
+    return ApiUnavailable(f"{what}: {type(exc).__name__}: {exc}")
+
+
 class KubeClient:
     """Create, read, merge-patch, list and delete namespaced objects.
 
     Args:
         login: returns fresh :class:`Credentials`; called lazily, and again once after a 401.
         concurrency: at most this many requests in flight.
-        timeout: seconds per request.
+        timeout: seconds per request (None: none, for watches).
     """
 
-    def __init__(self, login: Login, *, concurrency: int = 32, timeout: float = 30.0) -> None:
+    def __init__(self, login: Login, *, concurrency: int = 32, timeout: float | None = 30.0) -> None:
         self._login = login
         self._client: AsyncClient | None = None
         self._sem = asyncio.Semaphore(concurrency)
@@ -78,7 +97,16 @@ class KubeClient:
             raise
         except Exception as exc:  # a login library's own errors: wrap them
             raise CredentialsError(f"cannot log in to the Kubernetes API: {exc}") from exc
-        user = User(token=creds.token, username=creds.username, password=creds.password)
+        try:
+            user = User(
+                token=creds.token,
+                token_file=creds.token_file,
+                exec=msgspec.convert(creds.exec_config, UserExec) if creds.exec_config else None,
+                username=creds.username,
+                password=creds.password,
+            )
+        except msgspec.ValidationError as exc:
+            raise CredentialsError(f"unusable exec plugin settings in the kubeconfig: {exc}") from exc
         config = KubeConfig.from_one(cluster=Cluster(server=creds.server), user=user)
         # Our own transport carries the TLS context (built in memory); lightkube's would write
         # inline certificates to temporary files.
@@ -86,7 +114,7 @@ class KubeClient:
         try:
             return AsyncClient(
                 config=config,
-                timeout=httpx2.Timeout(self._timeout),
+                timeout=httpx2.Timeout(self._timeout, connect=self._timeout or 15.0),
                 field_manager=FIELD_MANAGER,
                 trust_env=False,
                 transport=transport,
@@ -106,14 +134,8 @@ class KubeClient:
             self.requests += 1
             try:
                 return await call(client)
-            except ApiError as exc:
-                error = for_status(exc.status.code or 0, f"{what}: HTTP {exc.status.code}: {exc.status.message}")
-                cause: BaseException = exc
-            except httpx2.HTTPStatusError as exc:  # an error body that is not a Kubernetes Status
-                code = exc.response.status_code
-                error, cause = for_status(code, f"{what}: HTTP {code}: {exc.response.text[:300]}"), exc
-            except (httpx2.HTTPError, OSError, TimeoutError) as exc:
-                error, cause = ApiUnavailable(f"{what}: {type(exc).__name__}: {exc}"), exc
+            except _LIBRARY_ERRORS as exc:
+                error, cause = _translate(what, exc), exc
         if isinstance(error, Unauthorized) and error.status == 401 and not retried:
             await self.close()  # the token may have rotated: log in again, once
             return await self._call(what, call, retried=True)
@@ -153,12 +175,44 @@ class KubeClient:
         )
 
     async def list(
-        self, resource: Resource, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        selector: str = "",
     ) -> list[dict[str, Any]]:
-        """Objects in one namespace (None: all of them) matching ``labels``."""
+        """Objects in one namespace (None: all of them) matching ``labels`` and a kubectl ``selector``.
+
+        Raises:
+            SelectorError: the selector is not valid (before any request).
+        """
+        wanted = parse_selector(selector) + tuple(Requirement(k, "=", (v,)) for k, v in (labels or {}).items())
 
         async def collect(c: AsyncClient) -> list[dict[str, Any]]:
-            found = c.list(_generic(resource), namespace=namespace or "*", labels=dict(labels or {}))
+            found = c.list(_generic(resource), namespace=namespace or "*", labels=lightkube_labels(wanted))
             return [_to_dict(obj) async for obj in found]
 
-        return await self._call(f"list {resource.plural} {namespace or '*'}", collect)
+        got = await self._call(f"list {resource.plural} {namespace or '*'}", collect)
+        # The server filters; matching again costs nothing and holds where a server did not.
+        return [o for o in got if matches(wanted, (o.get("metadata") or {}).get("labels"))]
+
+    async def watch(
+        self, resource: Resource, namespace: str | None = None, *, selector: str = ""
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """(event type, object) as the API server streams them, until the caller stops iterating.
+
+        The watch starts at the current state (an ADDED event for each object that exists) and is
+        resumed by lightkube when the server closes it.
+        """
+        wanted = parse_selector(selector)
+        client = await self._connect()
+        what = f"watch {resource.plural} {namespace or '*'}"
+        stream = client.watch(_generic(resource), namespace=namespace or "*", labels=lightkube_labels(wanted))
+        try:
+            async for event, obj in stream:
+                data = _to_dict(obj)
+                if matches(wanted, (data.get("metadata") or {}).get("labels")):
+                    yield str(event), data
+        except _LIBRARY_ERRORS as exc:
+            raise _translate(what, exc) from exc

@@ -13,7 +13,7 @@ import contextlib
 import os
 import ssl
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,10 @@ class Credentials:
 
     server: str
     token: str | None = None
+    # A file holding the token, re-read when the server answers 401 (rotated tokens keep working).
+    token_file: str | None = None
+    # A kubeconfig exec credential plugin (apiVersion, command, args, env), run by the client.
+    exec_config: dict[str, Any] | None = field(default=None, compare=False)
     scheme: str | None = None
     username: str | None = None
     password: str | None = None

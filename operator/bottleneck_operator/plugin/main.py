@@ -19,11 +19,11 @@ import yaml
 
 from bottleneck_operator import __version__
 from bottleneck_operator.errors import EXIT_INTERNAL, EXIT_OK, BottleneckError
-from bottleneck_operator.plugin import classes
-from bottleneck_operator.plugin.kubeconfig import Target, load
-from bottleneck_operator.plugin.render import explain_text, report_rows, table, use_colour
+from bottleneck_operator.kube.kubeconfig import Target, load
+from bottleneck_operator.plugin import classes, listing
+from bottleneck_operator.plugin.render import explain_text, use_colour
 from bottleneck_operator.plugin.show import describe
-from bottleneck_operator.plugin.source import PluginError, get_report, list_reports
+from bottleneck_operator.reportsource import KubectlError, get_report
 
 if TYPE_CHECKING:
     from bottleneck_operator.contract.window import JobWindow
@@ -57,8 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("list", help="the reports as a table (like kubectl get bnr)", aliases=["ls"])
     _kube_flags(p)
-    p.add_argument("-A", "--all-namespaces", action="store_true", help="list the reports of every namespace")
-    p.add_argument("-o", "--output", choices=("json", "yaml", "wide"), help="output format (default: a table)")
+    listing.add_list_flags(p)
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("show", help="one report in full: evidence, advice, headroom, pods, timeline")
@@ -107,7 +106,7 @@ def _name(what: str, value: str) -> str:
     try:
         return validate_k8s_name(what, value)
     except BottleneckError as exc:
-        raise PluginError(f"error: {exc}") from exc
+        raise KubectlError(f"error: {exc}") from exc
 
 
 def _dump(data: Any, output: str) -> str:
@@ -119,21 +118,7 @@ def _dump(data: Any, output: str) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     target = _target(args)
     namespace = None if args.all_namespaces else _name("namespace", args.namespace or target.namespace)
-    reports = list_reports(target, namespace)
-    if args.output in ("json", "yaml"):
-        print(
-            _dump(
-                {"apiVersion": "v1", "kind": "List", "items": reports, "metadata": {"resourceVersion": ""}}, args.output
-            )
-        )
-        return EXIT_OK
-    if not reports:
-        where = f" in {namespace} namespace" if namespace else ""
-        print(f"No resources found{where}.", file=sys.stderr)
-        return EXIT_OK
-    rows = report_rows(reports, all_namespaces=namespace is None, wide=args.output == "wide")
-    print(table(rows, colour_column=3 if namespace is None else 2, colour=use_colour(sys.stdout)))
-    return EXIT_OK
+    return listing.cmd_list(args, target, namespace)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -164,14 +149,14 @@ def _write_html(report: dict[str, Any], path: str, name: str, window: JobWindow 
     try:
         write_html(report.get("status") or {}, Path(path), window=window, name=name)
     except OSError as exc:
-        raise PluginError(f"error: --html: cannot write {path}: {exc.strerror or exc}") from exc
+        raise KubectlError(f"error: --html: cannot write {path}: {exc.strerror or exc}") from exc
     print(f"HTML report written to {path}", file=sys.stderr)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     found = classes.lookup(args.cls)
     if found is None:
-        raise PluginError(f'error: unknown class "{args.cls}": want one of {", ".join(classes.names())}')
+        raise KubectlError(f'error: unknown class "{args.cls}": want one of {", ".join(classes.names())}')
     if args.output:
         print(_dump(classes.as_dict(found), args.output))
     else:
@@ -194,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.ERROR, format="%(message)s")
     try:
         return int(args.func(args))
-    except PluginError as exc:
+    except KubectlError as exc:
         print(str(exc), file=sys.stderr)
     except BottleneckError as exc:  # credentials, names, Prometheus (doctor): one line, kubectl's prefix
         print(f"error: {exc}", file=sys.stderr)

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from bottleneck_operator.plugin import classes
-from bottleneck_operator.plugin.source import typed_status
 from bottleneck_operator.reports.age import kubectl_age
+from bottleneck_operator.reportsource import typed_status
 
 # One colour per class, the same in the table and the timeline.
 _COLOURS = {"IO": "33", "CPU": "35", "Interconnect": "36", "GPU": "32", "Memory": "34", "Unknown": "90"}

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bottleneck_operator.plugin.render import SPARKS, bold, paint, pct, table
-from bottleneck_operator.plugin.source import typed_status
 from bottleneck_operator.reports import ReportStatus
+from bottleneck_operator.reportsource import typed_status
 
 WIDTH = 60
 LETTERS = {"IO": "I", "CPU": "C", "Interconnect": "N", "GPU": "G", "Memory": "M", "Unknown": "?"}

@@ -13,7 +13,7 @@ from pydantic.alias_generators import to_camel
 
 from bottleneck_operator.contract.verdict import Abstention, Mechanism
 
-Phase = Literal["Pending", "Running", "Completed", "Failed"]
+Phase = Literal["Pending", "Running", "Suspended", "Completed", "Failed"]
 ClassName = Literal["IO", "CPU", "Interconnect", "GPU", "Memory", "Unknown"]
 # RFC 3339 times, as Kubernetes writes them (the CRD declares the format).
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
@@ -113,7 +113,10 @@ class Condition(_Model):
 
 
 class ReportStatus(_Model):
-    phase: Phase = Field("Pending", description="The Job's phase as the report follows it.")
+    phase: Phase = Field(
+        "Pending",
+        description="The Job's phase as the report follows it (Suspended: suspended or preempted, not analysed meanwhile).",
+    )
     bottleneck: ClassName | None = Field(
         None, description="The primary class (Unknown when data is too thin or the model abstains)."
     )

@@ -30,7 +30,8 @@ def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float, match
     A pod is a workload's when kube_pod_info names the workload as its owner (a Job, PyTorchJob or
     MPIJob), or when its owner is a child Job that ``kube_job_owner`` links to the workload (a
     JobSet's ``<name>-<replicated job>-<index>`` Jobs): such pods are answered with the workload's
-    name as ``created_by_name``. Pods without an owner are matched by the ``<name>-`` prefix.
+    name as ``created_by_name``. Pods without an owner, and pods of a RayCluster or StatefulSet named
+    after the workload (RayJob, LeaderWorkerSet), are matched by the ``<name>-`` prefix.
 
     Args:
         namespaces: regex alternation of namespaces.
@@ -50,6 +51,17 @@ def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float, match
     )
     # kube-state-metrics writes "<none>" for an ownerless pod; relabelling may drop the label (= "").
     orphan = sel("kube_pod_info", ns, f"pod=~{quote(prefixes)}", 'created_by_name=~"|<none>"')
+    # KubeRay names a RayJob's cluster <rayjob>-<5 chars> (<rayjob>-raycluster-<5 chars> before 1.1);
+    # a LeaderWorkerSet's StatefulSets are <lws> (leaders) and <lws>-<group> (each group's workers).
+    ray = sel(
+        "kube_pod_info",
+        ns,
+        'created_by_kind="RayCluster"',
+        f"created_by_name=~{quote(f'(?:{jobs})-(?:raycluster-)?[a-z0-9]{{5}}')}",
+    )
+    lws = sel(
+        "kube_pod_info", ns, 'created_by_kind="StatefulSet"', f"created_by_name=~{quote(f'(?:{jobs})(?:-[0-9]+)?')}"
+    )
     # Child Jobs are named after their owner, so only Jobs named "<workload>-..." are joined.
     child_pods = sel("kube_pod_info", ns, 'created_by_kind="Job"', f"created_by_name=~{quote(prefixes)}")
     owners = sel("kube_job_owner", ns, f"owner_kind=~{quote('|'.join(JOB_OWNER_KINDS))}", f"owner_name=~{quote(jobs)}")
@@ -64,6 +76,7 @@ def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float, match
     via_jobs = f'max by ({by}) (label_replace({joined}, "created_by_name", "$1", "owner_name", "(.+)"))'
     expr = (
         f"max by ({by}) (last_over_time({owned}[{w}])) or {via_jobs} or max by ({by}) (last_over_time({orphan}[{w}]))"
+        f" or max by ({by}) (last_over_time({ray}[{w}])) or max by ({by}) (last_over_time({lws}[{w}]))"
     )
     # The join's two sides get the same matchers (one cluster's pods with that cluster's Jobs).
     return add_matchers(expr, matchers)

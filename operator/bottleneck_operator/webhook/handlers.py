@@ -24,6 +24,7 @@ from bottleneck_operator.contract.annotations import Choice, profile_choice, wan
 from bottleneck_operator.contract.names import COLLECTOR_SKIPPED_ANNOTATION
 from bottleneck_operator.controller.workloads import BY_KIND, VERSIONS
 from bottleneck_operator.settings import InjectionSettings, Settings
+from bottleneck_operator.webhook import unsupported
 from bottleneck_operator.webhook.inject import inject_template, injection, wants_injection
 from bottleneck_operator.webhook.podsecurity import ENFORCE_LABEL, enforce_level
 from bottleneck_operator.webhook.workloads import Lookup, Profiled, candidates, find_profiled
@@ -273,6 +274,16 @@ def _hand_to_kopf(patch: kopf.Patch, mutated: dict[str, Any]) -> None:
     patch.fns.append(_apply)
 
 
+def notice_unsupported(
+    body: kopf.Body, memo: Any = None, namespace: str | None = None, dryrun: bool = False, **_: Any
+) -> None:
+    """A Warning Event on an annotated object of a kind the operator does not profile (see webhook/unsupported.py)."""
+    try:
+        unsupported.notice(body, current_context(memo).post, namespace=namespace, dryrun=dryrun)
+    except Exception:  # never reject or fail an object because of a courtesy
+        log.exception("unsupported-kind notice failed")
+
+
 def register(registry: kopf.OperatorRegistry, settings: InjectionSettings | None = None) -> None:
     """Register :func:`inject_sidecar` (Jobs) and :func:`inject_workload_pod` (training workloads' pods)."""
     if settings is not None:
@@ -297,3 +308,14 @@ def register(registry: kopf.OperatorRegistry, settings: InjectionSettings | None
         side_effects=False,
         registry=registry,
     )(inject_workload_pod)
+    for group, version, plural in unsupported.WATCHED:
+        kopf.on.mutate(
+            group,
+            version,
+            plural,
+            id=unsupported.HANDLER_ID,
+            operations=["CREATE", "UPDATE"],
+            ignore_failures=True,
+            side_effects=True,  # an Event: the chart declares NoneOnDryRun, and dry runs post nothing
+            registry=registry,
+        )(notice_unsupported)

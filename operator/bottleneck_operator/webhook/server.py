@@ -29,7 +29,7 @@ import kopf
 from aiohttp import web
 
 from bottleneck_operator.settings import InjectionSettings
-from bottleneck_operator.webhook import handlers
+from bottleneck_operator.webhook import handlers, unsupported
 from bottleneck_operator.webhook.workloads import Lookup
 
 # Seconds between two reads of the certificate files. cert-manager renews well ahead of expiry
@@ -39,6 +39,7 @@ JOBS = {"group": "batch", "version": "v1", "plural": "jobs", "kind": "Job", "nam
 _HANDLERS: dict[tuple[Any, Any, Any], Callable[..., Any]] = {
     ("batch", "v1", "jobs"): handlers.inject_sidecar,
     ("", "v1", "pods"): handlers.inject_workload_pod,
+    **{resource: handlers.notice_unsupported for resource in unsupported.WATCHED},
 }
 
 
@@ -182,7 +183,13 @@ async def review(request: Any) -> dict[str, Any]:
         raise web.HTTPBadRequest(reason="the admission request lacks its object or user info")
     body = kopf.Body(cast(kopf.RawBody, raw))
     patch = kopf.Patch(body=body)
-    done = handler(body=body, patch=patch, operation=payload.get("operation"), namespace=payload.get("namespace"))
+    done = handler(
+        body=body,
+        patch=patch,
+        operation=payload.get("operation"),
+        namespace=payload.get("namespace"),
+        dryrun=bool(payload.get("dryRun")),
+    )
     if inspect.isawaitable(done):
         await done
     response: dict[str, Any] = {"uid": payload.get("uid", ""), "allowed": True}

@@ -5,12 +5,16 @@ and TrainJob through its JobSet), so the collector goes into their pods as they 
 names its workload in its owner references (PyTorchJob, MPIJob) and in the operators' standard
 labels: ``training.kubeflow.org/job-name`` (Training Operator), ``jobset.sigs.k8s.io/jobset-name``
 (JobSet; a TrainJob's JobSet carries the TrainJob's name, and its pods
-``trainer.kubeflow.org/trainjob-ancestor-step``). Whether that workload is profiled, and how, is
-looked up in the operator's own cache of annotated workloads, fed by its watch streams.
+``trainer.kubeflow.org/trainjob-ancestor-step``), ``ray.io/cluster`` (KubeRay: the RayCluster a
+RayJob named ``<rayjob>-<5 chars>``, or ``<rayjob>-raycluster-<5 chars>`` before KubeRay 1.1;
+``ray.io/originated-from-cr-name`` where the pod carries it) and
+``leaderworkerset.sigs.k8s.io/name`` (LeaderWorkerSet). Whether that workload is profiled, and how,
+is looked up in the operator's own cache of annotated workloads, fed by its watch streams.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +22,14 @@ from typing import Any
 TRAINING_JOB_LABEL = "training.kubeflow.org/job-name"
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 TRAINJOB_STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+RAY_ORIGIN_NAME_LABEL = "ray.io/originated-from-cr-name"
+RAY_ORIGIN_KIND_LABEL = "ray.io/originated-from-crd"
+LWS_LABEL = "leaderworkerset.sigs.k8s.io/name"
 _DIRECT_OWNERS = {"PyTorchJob": "kubeflow.org/", "MPIJob": "kubeflow.org/"}
+# The kinds whose pods carry a label naming the workload: (label, kind) in the order to try.
+_NAMING_LABELS = ((LWS_LABEL, "LeaderWorkerSet"),)
+_RAY_CLUSTER_SUFFIX = re.compile(r"-(?:raycluster-)?[a-z0-9]{5}$")
 
 
 @dataclass(frozen=True)
@@ -57,7 +68,24 @@ def candidates(pod: Mapping[str, Any]) -> list[tuple[str, str]]:
     training = labels.get(TRAINING_JOB_LABEL)
     if isinstance(training, str) and training:
         out += [(k, training) for k in _DIRECT_OWNERS if (k, training) not in out]
+    for label, kind in _NAMING_LABELS:
+        named = labels.get(label)
+        if isinstance(named, str) and named:
+            out.append((kind, named))
+    out += [("RayJob", ray) for ray in _rayjob_names(labels) if ("RayJob", ray) not in out]
     return out
+
+
+def _rayjob_names(labels: Mapping[str, Any]) -> list[str]:
+    """The RayJob a KubeRay pod may belong to: the origin label, else its RayCluster's name less the suffix."""
+    names: list[str] = []
+    origin = labels.get(RAY_ORIGIN_NAME_LABEL)
+    if isinstance(origin, str) and origin and labels.get(RAY_ORIGIN_KIND_LABEL, "RayJob") == "RayJob":
+        names.append(origin)
+    cluster = labels.get(RAY_CLUSTER_LABEL)
+    if isinstance(cluster, str) and _RAY_CLUSTER_SUFFIX.search(cluster):
+        names.append(_RAY_CLUSTER_SUFFIX.sub("", cluster))
+    return names
 
 
 def find_profiled(pod: Mapping[str, Any], namespace: str, lookup: Lookup) -> tuple[str, str, Profiled] | None:

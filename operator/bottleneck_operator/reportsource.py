@@ -1,0 +1,124 @@
+"""BottleneckReports read through the user's kubeconfig, with kubectl's wording when that fails.
+
+Shared by the kubectl plugin and ``analyze --from-report``, below both. The reads go through the
+project's one Kubernetes client (:mod:`bottleneck_operator.kube`); its errors become
+:class:`KubectlError` with the message kubectl would print for the same failure, so a user reads
+``Error from server (NotFound): ...`` from both tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from bottleneck_operator.contract.names import API_GROUP, API_VERSION, REPORT_KIND, REPORT_PLURAL
+from bottleneck_operator.errors import EXIT_INTERNAL, BottleneckError
+from bottleneck_operator.kube import (
+    ApiUnavailable,
+    CredentialsError,
+    KubeClient,
+    KubeError,
+    NotFound,
+    Resource,
+    Unauthorized,
+)
+from bottleneck_operator.kube.kubeconfig import Target
+from bottleneck_operator.kube.selectors import SelectorError
+from bottleneck_operator.reports import ReportStatus, read_status
+
+T = TypeVar("T")
+RESOURCE_NAME = f"{REPORT_PLURAL}.{API_GROUP}"
+
+
+class KubectlError(BottleneckError):
+    """A failure to print as it stands (already worded as kubectl words it); exit code 1 as kubectl's."""
+
+    exit_code = EXIT_INTERNAL
+
+
+def _resource() -> Resource:
+    return Resource(API_GROUP, API_VERSION, REPORT_KIND, REPORT_PLURAL)
+
+
+def _run(
+    target: Target, call: Callable[[KubeClient], Awaitable[T]], *, name: str | None = None, timeout: float | None = 15.0
+) -> T:
+    async def scenario() -> T:
+        client = KubeClient(lambda: target.credentials, concurrency=4, timeout=timeout)
+        try:
+            return await call(client)
+        finally:
+            await client.close()
+
+    try:
+        return asyncio.run(scenario())
+    except SelectorError as exc:
+        raise KubectlError(f"error: {exc}") from exc
+    except NotFound as exc:
+        if name is None:
+            raise KubectlError(f'error: the server doesn\'t have a resource type "{REPORT_PLURAL}"') from exc
+        raise KubectlError(f'Error from server (NotFound): {RESOURCE_NAME} "{name}" not found') from exc
+    except Unauthorized as exc:
+        kind = "Forbidden" if exc.status == 403 else "Unauthorized"
+        raise KubectlError(f"Error from server ({kind}): {exc}") from exc
+    except ApiUnavailable as exc:
+        raise KubectlError(f"Unable to connect to the server {target.credentials.server}: {exc}") from exc
+    except CredentialsError as exc:
+        raise KubectlError(f"error: {exc}") from exc
+    except KubeError as exc:
+        raise KubectlError(f"Error from server: {exc}") from exc
+
+
+def get_report(target: Target, namespace: str, name: str) -> dict[str, Any]:
+    """One BottleneckReport; :class:`KubectlError` (kubectl's NotFound wording) when there is none."""
+    return _run(target, lambda c: c.get(_resource(), namespace, name), name=name)
+
+
+def list_reports(target: Target, namespace: str | None, selector: str = "") -> list[dict[str, Any]]:
+    """The reports of one namespace (None: every namespace) matching a label selector, by namespace and name."""
+    found = _run(target, lambda c: c.list(_resource(), namespace, selector=selector))
+    return sorted(found, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"].get("name", "")))
+
+
+Event = Callable[[str, dict[str, Any]], None]
+
+
+def watch_reports(
+    target: Target, namespace: str | None, selector: str, on_event: Event, *, duration: float | None = None
+) -> None:
+    """Call ``on_event(type, report)`` for every change to the matching reports until interrupted.
+
+    The stream starts with an ADDED event for each report that exists (the API's own semantics);
+    the caller skips those it has already shown. ``duration``: stop after this many seconds
+    (kubectl's ``--request-timeout`` on a watch), quietly.
+    """
+
+    async def stream(client: KubeClient) -> None:
+        events: AsyncIterator[tuple[str, dict[str, Any]]] = client.watch(_resource(), namespace, selector=selector)
+        async for kind, report in events:
+            on_event(kind, report)
+
+    async def follow(client: KubeClient) -> None:
+        try:
+            await asyncio.wait_for(stream(client), timeout=duration)
+        except TimeoutError:
+            return
+
+    # A watch waits for changes as long as the user wants: no read timeout.
+    _run(target, follow, timeout=None)
+
+
+def typed_status(report: Mapping[str, Any]) -> ReportStatus:
+    """A report's status as the typed model.
+
+    Fields a newer operator added are left out rather than refused, so an older plugin still
+    reads a newer report (the raw dict keeps them for who wants them).
+    """
+    try:
+        return read_status(report.get("status"))
+    except ValueError as exc:
+        meta = report.get("metadata") or {}
+        raise KubectlError(
+            f"error: report {meta.get('namespace')}/{meta.get('name')} has an unreadable status: {exc}"
+        ) from exc
