@@ -8,7 +8,8 @@ import numpy as np
 
 from bottleneck_operator.analysis.classify import analyze_windows
 from bottleneck_operator.analysis.evaluation.metrics import figures
-from bottleneck_operator.analysis.model.training import build_training_set, degrade, fit_model, trailing_mean
+from bottleneck_operator.analysis.model.degrade import degrade, trailing_mean
+from bottleneck_operator.analysis.model.training import build_training_set, fit_model
 from bottleneck_operator.contract.signals import SIGNALS
 from bottleneck_operator.contract.verdict import Bottleneck
 

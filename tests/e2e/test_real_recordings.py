@@ -78,8 +78,15 @@ DEV_ONLY_WORKERS = "DEV fields only, on the recording's own 5 s grid: a loader w
 
 _BY_TEST = {
     "class": {"real-interconnect", "real-memory"},
-    "dev-only": {"gpu-h2d-pinned", "gpu-hbm", "gpu-streamed", "gpu-d2h-pinned", "gpu-launch-wide", "gpu-memory",
-                 "gpu-workers0-busy"},
+    "dev-only": {
+        "gpu-h2d-pinned",
+        "gpu-hbm",
+        "gpu-streamed",
+        "gpu-d2h-pinned",
+        "gpu-launch-wide",
+        "gpu-memory",
+        "gpu-workers0-busy",
+    },
     "speed-up": {"gpu-workers0-busy", "gpu-loader-busy"},
 }
 
