@@ -21,7 +21,6 @@ from typing import Any
 
 import kmock
 import kopf
-import pytest
 import requests
 from kopf.testing import KopfRunner
 from operator_harness import events_for, fast_settings, reports, wait_for
@@ -138,7 +137,9 @@ def test_one_leader_writes_and_a_stopped_leader_hands_over(cluster: LocalCluster
         wait_for("the follower leading", lambda: holder(cluster) == other, timeout=FAILOVER_LIMIT)
         for analyzer in analyzers.values():
             analyzer.classes["train-1"] = "CPU"
-        wait_for("a verdict from the new leader", lambda: _verdicts(cluster, ["train-1"], "CPU"), timeout=FAILOVER_LIMIT)
+        wait_for(
+            "a verdict from the new leader", lambda: _verdicts(cluster, ["train-1"], "CPU"), timeout=FAILOVER_LIMIT
+        )
         assert time.monotonic() - stopped < FAILOVER_LIMIT
         assert analyzers[other].calls
         # The new leader adopted the reports: no second report, no second creation Event.

@@ -20,6 +20,7 @@ from typing import Any, cast
 import kopf
 
 from bottleneck_operator.contract.names import POD_SECURITY_ENFORCE_LABEL, PROFILE_ANNOTATION
+from bottleneck_operator.controller.access import CLIENT
 from bottleneck_operator.controller.jobs import ensure_report, observe
 from bottleneck_operator.controller.leader import LeaderElector, LeaseTiming, default_identity, default_namespace
 from bottleneck_operator.controller.passes import freeze_long_lived, run_loop
@@ -158,7 +159,9 @@ def _start_loop(state: OperatorState, login: LoginFn) -> asyncio.Task[None]:
     if not own.leader_election:
         return asyncio.create_task(run_loop(state), name="bottleneck analysis loop")
     elector = LeaderElector(
-        KubeClient(lambda: Credentials.from_login(login()), concurrency=2, timeout=own.lease_renew_deadline / 2),
+        KubeClient(
+            lambda: Credentials.from_login(login()), concurrency=2, timeout=own.lease_renew_deadline / 2, allowed=CLIENT
+        ),
         own.lease_namespace or default_namespace(),
         own.lease_name,
         own.leader_identity or default_identity(),
