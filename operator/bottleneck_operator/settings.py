@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -118,8 +118,19 @@ GROUPS: tuple[tuple[str, type], ...] = (
 )
 
 
+def redact_url(url: str) -> str:
+    """The URL with any ``user:password@`` replaced by ``***@``: what logs and messages may show."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="BOTTLENECK_", extra="ignore", validate_default=True)
+    # hide_input_in_errors: a rejected value (a URL with its user:password) is named, never echoed.
+    model_config = SettingsConfigDict(
+        env_prefix="BOTTLENECK_", extra="ignore", validate_default=True, hide_input_in_errors=True
+    )
 
     # --- Prometheus connection
     prometheus_url: str = Field(
@@ -339,6 +350,7 @@ class Settings(BaseSettings):
     def effective(self) -> dict[str, Any]:
         """The settings as a dict with secrets masked: logged once at start."""
         data = self.model_dump(mode="json")
+        data["prometheus_url"] = redact_url(self.prometheus_url)
         if self.prometheus_password is not None:
             data["prometheus_password"] = "***"  # noqa: S105 - a mask, not a password
         if data.get("prometheus_headers"):
