@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import kopf
+from prometheus_client import Gauge
 
 from bottleneck_operator.contract.names import POD_SECURITY_ENFORCE_LABEL, PROFILE_ANNOTATION
 from bottleneck_operator.controller.access import CLIENT
@@ -156,7 +157,13 @@ def _register_startup(
 def _start_loop(state: OperatorState, login: LoginFn) -> asyncio.Task[None]:
     """The pass loop: at once for a single replica; with leader election, only while this replica leads."""
     own = state.operator
+    leader = Gauge(
+        "bottleneck_operator_leader",
+        "1 while this replica runs the passes and writes (it holds the Lease, or runs alone), else 0.",
+        registry=state.metrics.registry,
+    )
     if not own.leader_election:
+        leader.set(1)
         return asyncio.create_task(run_loop(state), name="bottleneck analysis loop")
     elector = LeaderElector(
         KubeClient(
@@ -166,6 +173,7 @@ def _start_loop(state: OperatorState, login: LoginFn) -> asyncio.Task[None]:
         own.lease_name,
         own.leader_identity or default_identity(),
         LeaseTiming(own.lease_duration, own.lease_renew_deadline, own.lease_retry_period),
+        on_change=lambda leading: leader.set(1 if leading else 0),
     )
     state.leading = lambda: elector.leading
 
