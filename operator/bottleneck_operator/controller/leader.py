@@ -123,7 +123,7 @@ class LeaderElector:
         """
         try:
             while True:
-                outcome = await self._attempt()
+                outcome = await self._bounded_attempt()
                 now = time.monotonic()
                 if outcome == "held":
                     self._renewed = now
@@ -142,6 +142,18 @@ class LeaderElector:
             if self._leading:
                 self._set(leading=False)
                 await self._release()
+
+    async def _bounded_attempt(self) -> str:
+        # A leader's attempt may not outlast its renew deadline: a hanging API call must not keep a
+        # replica writing after another may have taken over.
+        budget = self.timing.renew_deadline
+        if self._leading:
+            budget = max(0.0, self._renewed + self.timing.renew_deadline - time.monotonic())
+        try:
+            return await asyncio.wait_for(self._attempt(), timeout=budget)
+        except TimeoutError:
+            logger.warning("leader election: no answer from the API server within %.1f s", budget)
+            return "error"
 
     def _set(self, *, leading: bool) -> None:
         self._leading = leading
