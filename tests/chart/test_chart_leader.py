@@ -18,7 +18,10 @@ def _env(docs: list[Manifest]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in operator_container(docs)["env"]}
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
+TWO_REPLICAS = [s for s in SCENARIOS if s != "full"]  # "full" has kopf's peering: one replica
+
+
+@pytest.mark.parametrize("scenario", TWO_REPLICAS)
 def test_two_replicas_rolled_one_at_a_time_with_one_leader(rendered: dict[str, list[Manifest]], scenario: str) -> None:
     docs = rendered[scenario]
     spec = one(docs, "Deployment")["spec"]
@@ -37,7 +40,7 @@ def test_two_replicas_rolled_one_at_a_time_with_one_leader(rendered: dict[str, l
     assert settings.lease_retry_period < settings.lease_renew_deadline < settings.lease_duration
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize("scenario", TWO_REPLICAS)
 def test_a_disruption_budget_keeps_one_replica(rendered: dict[str, list[Manifest]], scenario: str) -> None:
     docs = rendered[scenario]
     pdb = one(docs, "PodDisruptionBudget")
@@ -57,6 +60,12 @@ def test_one_replica_without_a_lease_is_replaced_not_rolled(chart: Any) -> None:
     assert not [r for r in find(docs, "Role") if "leases" in str(r["rules"])]
 
 
+def test_kopf_peering_runs_one_replica_replaced_not_rolled(rendered: dict[str, list[Manifest]]) -> None:
+    spec = one(rendered["full"], "Deployment")["spec"]
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    assert not find(rendered["full"], "PodDisruptionBudget")
+
+
 def test_two_writers_are_refused(chart: Any) -> None:
     with pytest.raises(helm.HelmRenderError) as failure:
         render_docs(chart, {"replicaCount": 2, "leaderElection": {"enabled": False}})
@@ -64,6 +73,9 @@ def test_two_writers_are_refused(chart: Any) -> None:
     with pytest.raises(helm.HelmRenderError) as failure:
         render_docs(chart, {"replicaCount": 2, "podDisruptionBudget": {"minAvailable": 2}})
     assert "minAvailable must be less than replicaCount" in str(failure.value)
+    with pytest.raises(helm.HelmRenderError) as failure:
+        render_docs(chart, {"kopfPeering": {"enabled": True}})
+    assert "set replicaCount: 1" in str(failure.value)
     with pytest.raises(helm.HelmRenderError) as failure:
         render_docs(chart, {"leaderElection": {"leaseDuration": 10, "renewDeadline": 10}})
     assert "retryPeriod < renewDeadline < leaseDuration" in str(failure.value)

@@ -192,7 +192,7 @@ def test_peering_adds_only_kopf_peering_access(rendered: dict[str, list[Manifest
     args = operator_container(rendered["full"])["args"]
     assert args[:3] == ["run", "--peering", "bottleneck-operator"]
     assert operator_container(rendered["default"])["args"] == ["run"]
-    namespaced = render_docs(chart, {**SCENARIOS["namespaced"], "kopfPeering": {"enabled": True}})
+    namespaced = render_docs(chart, {**SCENARIOS["namespaced"], "kopfPeering": {"enabled": True}, "replicaCount": 1})
     for role in watched_roles(namespaced):
         assert ("kopf.dev", "kopfpeerings", "patch") in grants(role)
     assert not any(r == "clusterkopfpeerings" for _, r, _ in grants(one(namespaced, "ClusterRole", OPERATOR_ROLE)))
