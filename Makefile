@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: help demo test lint typecheck unit bench train evaluate lock image crd chart-sync chart-package chart-push dist system-deps clean record record-as-root record-gpu
+.PHONY: help demo test lint typecheck unit bench train evaluate lock sbom image crd chart-sync chart-package chart-push dist system-deps clean record record-as-root record-gpu
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -106,6 +106,10 @@ lock:  ## re-resolve the locked dependencies
 	$(BIN)/pip install --quiet uv
 	$(BIN)/uv pip compile --quiet --generate-hashes --python-version 3.11 pyproject.toml -o requirements.lock
 	$(BIN)/uv pip compile --quiet --generate-hashes --python-version 3.11 --extra dev pyproject.toml -o requirements-dev.lock
+
+SBOM ?= dist/bottleneck-operator.cdx.json
+sbom:  ## CycloneDX SBOM (JSON) of the image's locked dependencies, from requirements.lock alone: $(SBOM)
+	python3 scripts/sbom.py --lock requirements.lock --pyproject pyproject.toml --output $(SBOM)
 
 image:  ## build the container image (needs a Docker engine)
 	docker build -t bottleneck-operator:dev .

@@ -61,7 +61,8 @@ class NoData(BottleneckError):
     exit_code = EXIT_NO_DATA
 
 
-class ModelError(BottleneckError):
-    """The model file is missing, untrusted or does not match the code's feature schema."""
+class ModelError(UsageError):
+    """The model file is missing, untrusted, malformed or does not match the code's feature schema.
 
-    exit_code = EXIT_INTERNAL
+    A usage error (exit 2): the model file is a setting (``model_path``), and the fix is another file.
+    """

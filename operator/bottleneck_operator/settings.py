@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bottleneck_operator.contract.names import COLLECTOR_PERIOD, COLLECTOR_PORT
@@ -99,6 +99,13 @@ class OperatorSettings:
     timeline_length: int
     metrics_port: int
     liveness_endpoint: str
+    leader_election: bool = False
+    lease_name: str = "bottleneck-operator"
+    lease_namespace: str = ""
+    leader_identity: str = ""
+    lease_duration: float = 15.0
+    lease_renew_deadline: float = 10.0
+    lease_retry_period: float = 2.0
 
 
 # Each group under the name of the Settings property that gives it; every field is in exactly one.
@@ -111,8 +118,19 @@ GROUPS: tuple[tuple[str, type], ...] = (
 )
 
 
+def redact_url(url: str) -> str:
+    """The URL with any ``user:password@`` replaced by ``***@``: what logs and messages may show."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="BOTTLENECK_", extra="ignore", validate_default=True)
+    # hide_input_in_errors: a rejected value (a URL with its user:password) is named, never echoed.
+    model_config = SettingsConfigDict(
+        env_prefix="BOTTLENECK_", extra="ignore", validate_default=True, hide_input_in_errors=True
+    )
 
     # --- Prometheus connection
     prometheus_url: str = Field(
@@ -234,6 +252,40 @@ class Settings(BaseSettings):
     metrics_port: int = Field(8080, ge=0, le=65535, description="Port of the operator's /metrics; 0: off.")
     liveness_endpoint: str = Field("http://0.0.0.0:8081/healthz", description="kopf's liveness endpoint; empty: off.")
 
+    # --- one leader among replicas (docs/operator.md, "Several replicas: one leader")
+    leader_election: bool = Field(
+        False,
+        description=(
+            "Hold a coordination.k8s.io Lease so that one replica runs the analysis passes and the retention "
+            "sweep (and writes reports and Events); every replica serves the webhook. The chart turns it on."
+        ),
+    )
+    lease_name: str = Field("bottleneck-operator", min_length=1, description="Name of the Lease (one per release).")
+    lease_namespace: str = Field(
+        "", description="Namespace of the Lease; empty: the pod's own (POD_NAMESPACE, else the service account's)."
+    )
+    leader_identity: str = Field(
+        "", description="This replica's holder identity; empty: the pod's name (POD_NAME), else host and process."
+    )
+    lease_duration: float = Field(
+        15.0, ge=1, le=300, description="Seconds without a renewal before another replica takes the Lease."
+    )
+    lease_renew_deadline: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds the leader keeps leading without a successful renewal (less than lease_duration).",
+    )
+    lease_retry_period: float = Field(
+        2.0, gt=0, description="Seconds between attempts to take or renew the Lease (less than the renew deadline)."
+    )
+
+    @model_validator(mode="after")
+    def _lease_timing(self) -> Settings:
+        # The holder must give up before anyone else may take over, and try more than once before that.
+        if not self.lease_retry_period < self.lease_renew_deadline < self.lease_duration:
+            raise ValueError("lease timing needs lease_retry_period < lease_renew_deadline < lease_duration")
+        return self
+
     # --- admission webhook and the injected collector
     webhook_enabled: bool = Field(True, description="Serve the mutating webhook that injects the collector.")
     webhook_port: int = Field(9443, ge=1, le=65535, description="HTTPS port of the admission webhook.")
@@ -298,6 +350,7 @@ class Settings(BaseSettings):
     def effective(self) -> dict[str, Any]:
         """The settings as a dict with secrets masked: logged once at start."""
         data = self.model_dump(mode="json")
+        data["prometheus_url"] = redact_url(self.prometheus_url)
         if self.prometheus_password is not None:
             data["prometheus_password"] = "***"  # noqa: S105 - a mask, not a password
         if data.get("prometheus_headers"):

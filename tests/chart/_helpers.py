@@ -54,6 +54,7 @@ FULL_VALUES: dict[str, Any] = {
     "dcgmCounters": {"enabled": True, "namespace": "gpu-monitoring"},
     "grafanaDashboard": {"enabled": True, "namespace": "monitoring", "annotations": {"grafana_folder": "GPU"}},
     "kopfPeering": {"enabled": True},
+    "replicaCount": 1,  # kopf's peering pauses replicas of equal priority: one replica with it
     "prometheus": {
         "url": "https://thanos-query.monitoring.svc:10902",
         "headers": {"X-Scope-OrgID": "team-a"},

@@ -30,13 +30,6 @@ def pod_spec(docs: list[Manifest]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_one_replica_replaced_not_rolled(rendered: dict[str, list[Manifest]], scenario: str) -> None:
-    spec = one(rendered[scenario], "Deployment")["spec"]
-    assert spec["replicas"] == 1
-    assert spec["strategy"] == {"type": "Recreate"}
-
-
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_meets_the_restricted_pod_security_standard(rendered: dict[str, list[Manifest]], scenario: str) -> None:
     spec = pod_spec(rendered[scenario])
     pod = spec["securityContext"]

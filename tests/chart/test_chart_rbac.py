@@ -6,6 +6,9 @@ from typing import Any
 
 import pytest
 
+from bottleneck_operator.controller import access
+from bottleneck_operator.controller.workloads import CUSTOM_KINDS
+
 from ._helpers import (
     NAMESPACE,
     NAMESPACED_VALUES,
@@ -25,34 +28,20 @@ Grant = tuple[str, str, str]  # (apiGroup, resource, verb)
 OPERATOR_ROLE = "bn-bottleneck-operator"
 AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
 
-# What the operator does in a watched namespace: read Jobs and Pods, own its reports and their status, post Events
-# (kopf posts core/v1 Events; events.k8s.io for newer clients).
-NAMESPACED_GRANTS: set[Grant] = {
-    *{("batch", "jobs", v) for v in ("get", "list", "watch")},
-    *{("", "pods", v) for v in ("get", "list", "watch")},
-    *{
-        ("bottleneck.dev", "bottleneckreports", v)
-        for v in ("get", "list", "watch", "create", "update", "patch", "delete")
-    },
-    *{("bottleneck.dev", "bottleneckreports/status", v) for v in ("get", "update", "patch")},
-    *{(g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")},
-}
-# Read access to each training operator's kind, granted only where the cluster serves it.
+# Everything below is derived from the code's own table (controller/access.py): what the operator's client
+# calls (each call is checked against it) and what kopf lists, watches and posts for the handlers.
+LEASES: set[Grant] = set(access.LEASES)
+CRD_SCAN: set[Grant] = set(access.CRD_SCAN)
+NAMESPACE_WATCH: set[Grant] = set(access.NAMESPACE_WATCH)
+CLIENT_AND_KOPF: set[Grant] = set(access.CLIENT | access.kopf_grants(cluster_wide=False))
+# Read access to each training operator's kind (the webhook's get, kopf's list/watch), granted only where the
+# cluster serves it.
 WORKLOAD_GRANTS: dict[str, set[Grant]] = {
-    r: {(g, r, v) for v in ("get", "list", "watch")}
-    for g, r in (
-        ("kubeflow.org", "pytorchjobs"),
-        ("kubeflow.org", "mpijobs"),
-        ("jobset.x-k8s.io", "jobsets"),
-        ("trainer.kubeflow.org", "trainjobs"),
-        ("ray.io", "rayjobs"),
-        ("leaderworkerset.x-k8s.io", "leaderworkersets"),
-    )
+    k.plural: {g for g in CLIENT_AND_KOPF if g[:2] == (k.group, k.plural)} for k in CUSTOM_KINDS
 }
 ALL_WORKLOAD_GRANTS: set[Grant] = set().union(*WORKLOAD_GRANTS.values())
-# What kopf needs at cluster scope: the CRD scan, and the namespaces when it serves the whole cluster.
-CRD_SCAN: set[Grant] = {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")}
-NAMESPACE_WATCH: set[Grant] = {("", "namespaces", v) for v in ("list", "watch")}
+# What the operator does in a watched namespace: read Jobs, own its reports and their status, post Events.
+NAMESPACED_GRANTS: set[Grant] = CLIENT_AND_KOPF - ALL_WORKLOAD_GRANTS - LEASES - CRD_SCAN
 
 
 def grants(role: Manifest) -> set[Grant]:
@@ -64,6 +53,11 @@ def grants(role: Manifest) -> set[Grant]:
                 for verb in rule["verbs"]:
                     out.add((group, resource, verb))
     return out
+
+
+def watched_roles(docs: list[Manifest]) -> list[Manifest]:
+    """The Roles of a namespaced install's watched namespaces (not the Lease's)."""
+    return [r for r in find(docs, "Role") if r["metadata"]["name"] == OPERATOR_ROLE]
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
@@ -80,8 +74,40 @@ def test_no_wildcards(rendered: dict[str, list[Manifest]], scenario: str) -> Non
 def test_cluster_wide_grants_exactly_what_is_needed(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["default"]
     assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == NAMESPACED_GRANTS | CRD_SCAN | NAMESPACE_WATCH
-    assert not find(docs, "Role")
-    assert not find(docs, "RoleBinding")
+    # nothing namespaced but the Lease, in the release's own namespace
+    assert [(r["metadata"]["namespace"], grants(r)) for r in find(docs, "Role")] == [(NAMESPACE, LEASES)]
+    assert [b["metadata"]["namespace"] for b in find(docs, "RoleBinding")] == [NAMESPACE]
+
+
+def _operator_grants(docs: list[Manifest]) -> set[Grant]:
+    """Everything the chart's Roles and ClusterRoles bound to the operator's account allow it."""
+    bound = {
+        (b["roleRef"]["kind"], b["roleRef"]["name"])
+        for b in find(docs, "ClusterRoleBinding") + find(docs, "RoleBinding")
+    }
+    out: set[Grant] = set()
+    for kind in ("ClusterRole", "Role"):
+        for role in find(docs, kind):
+            if (kind, role["metadata"]["name"]) in bound:
+                out |= grants(role)
+    return out
+
+
+@pytest.mark.parametrize("cluster_wide", [True, False])
+def test_rbac_is_what_the_code_uses_both_ways(chart: Any, cluster_wide: bool) -> None:
+    # Every training kind served: then the chart must grant exactly the code's table, no more and no less.
+    values: dict[str, Any] = {} if cluster_wide else dict(NAMESPACED_VALUES)
+    served = PROMETHEUS_OPERATOR_APIS + [api for apis in TRAINING_APIS.values() for api in apis]
+    granted = _operator_grants(render_docs(chart, values, api_versions=served))
+    used = set(access.CLIENT | access.kopf_grants(cluster_wide=cluster_wide))
+    assert granted - used == set(), "granted but never used"
+    assert used - granted == set(), "used but not granted"
+
+
+def test_no_cluster_wide_pod_read(rendered: dict[str, list[Manifest]]) -> None:
+    for scenario, docs in rendered.items():
+        for role in find(docs, "ClusterRole") + find(docs, "Role"):
+            assert not any(r == "pods" for _, r, _ in grants(role)), scenario
 
 
 @pytest.mark.parametrize("resource", list(TRAINING_APIS))
@@ -90,7 +116,7 @@ def test_a_training_kind_is_read_only_where_the_cluster_serves_it(chart: Any, re
     granted = grants(one(docs, "ClusterRole", OPERATOR_ROLE))
     assert granted & ALL_WORKLOAD_GRANTS == WORKLOAD_GRANTS[resource]
     namespaced = render_docs(chart, NAMESPACED_VALUES, api_versions=PROMETHEUS_OPERATOR_APIS + TRAINING_APIS[resource])
-    for role in find(namespaced, "Role"):
+    for role in watched_roles(namespaced):
         assert grants(role) == NAMESPACED_GRANTS | WORKLOAD_GRANTS[resource]
 
 
@@ -113,7 +139,7 @@ def test_all_training_kinds_can_be_granted_without_the_apis(chart: Any) -> None:
     assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == (
         NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CRD_SCAN | NAMESPACE_WATCH
     )
-    for role in find(render_docs(chart, {**values, **NAMESPACED_VALUES}, api_versions=[]), "Role"):
+    for role in watched_roles(render_docs(chart, {**values, **NAMESPACED_VALUES}, api_versions=[])):
         assert grants(role) == NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS
 
 
@@ -130,11 +156,11 @@ def test_namespaced_install_grants_per_namespace(rendered: dict[str, list[Manife
     docs = rendered["namespaced"]
     # nothing cluster-wide but the read-only CRD scan
     assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == CRD_SCAN
-    roles = find(docs, "Role")
+    roles = watched_roles(docs)
     assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(WATCHED)
     for role in roles:
         assert grants(role) == NAMESPACED_GRANTS
-    bindings = find(docs, "RoleBinding")
+    bindings = [b for b in find(docs, "RoleBinding") if b["roleRef"]["name"] == OPERATOR_ROLE]
     assert sorted(b["metadata"]["namespace"] for b in bindings) == sorted(WATCHED)
     account = one(docs, "ServiceAccount")["metadata"]["name"]
     for binding in bindings:
@@ -166,8 +192,8 @@ def test_peering_adds_only_kopf_peering_access(rendered: dict[str, list[Manifest
     args = operator_container(rendered["full"])["args"]
     assert args[:3] == ["run", "--peering", "bottleneck-operator"]
     assert operator_container(rendered["default"])["args"] == ["run"]
-    namespaced = render_docs(chart, {**SCENARIOS["namespaced"], "kopfPeering": {"enabled": True}})
-    for role in find(namespaced, "Role"):
+    namespaced = render_docs(chart, {**SCENARIOS["namespaced"], "kopfPeering": {"enabled": True}, "replicaCount": 1})
+    for role in watched_roles(namespaced):
         assert ("kopf.dev", "kopfpeerings", "patch") in grants(role)
     assert not any(r == "clusterkopfpeerings" for _, r, _ in grants(one(namespaced, "ClusterRole", OPERATOR_ROLE)))
 

@@ -87,7 +87,9 @@ def test_lint_is_clean(scenario: str) -> None:
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_renders_the_expected_kinds(rendered: dict[str, list[Manifest]], scenario: str) -> None:
-    assert {d["kind"] for d in rendered[scenario]} == EXPECTED_KINDS[scenario]
+    # The Lease's Role and binding; a disruption budget where there are two replicas (all but "full").
+    leader = {"Role", "RoleBinding"} | (set() if scenario == "full" else {"PodDisruptionBudget"})
+    assert {d["kind"] for d in rendered[scenario]} == EXPECTED_KINDS[scenario] | leader
 
 
 @pytest.mark.parametrize("version", KUBE_VERSIONS)
@@ -114,7 +116,7 @@ def test_objects_are_labelled_and_namespaced(rendered: dict[str, list[Manifest]]
         if doc["kind"] in cluster_scoped:
             assert "namespace" not in meta
         elif doc["kind"] in {"Role", "RoleBinding"}:
-            assert meta["namespace"] in WATCHED
+            assert meta["namespace"] in [*WATCHED, NAMESPACE]  # the watched ones, and the Lease's
         elif (doc["kind"], meta["namespace"]) not in elsewhere:
             assert meta["namespace"] == NAMESPACE, (doc["kind"], meta["name"])
 
@@ -176,7 +178,11 @@ def _render(chart: Any, values: dict[str, Any]) -> list[Manifest]:
 
 def test_optional_features_are_off_by_default(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["default"]
-    for kind in ("ServiceMonitor", "PrometheusRule", "NetworkPolicy", "Certificate", "Issuer", "Role", "RoleBinding"):
+    for kind in ("ServiceMonitor", "PrometheusRule", "NetworkPolicy", "Certificate", "Issuer"):
         assert not find(docs, kind)
+    # no Role but the Lease's
+    assert [r["metadata"]["name"] for r in find(docs, "Role") + find(docs, "RoleBinding")] == [
+        "bn-bottleneck-operator-leader"
+    ] * 2
     config_maps = {c["metadata"]["name"] for c in find(docs, "ConfigMap")}
     assert config_maps == {"bn-bottleneck-operator"}

@@ -12,7 +12,7 @@ import yaml
 from ._helpers import CHART, NAMESPACE, RELEASE, render
 
 BAD_VALUES: dict[str, dict[str, Any]] = {
-    "unknown top-level key": {"replicaCount": 2},
+    "unknown top-level key": {"replicas": 2},
     "misspelt nested key": {"webhook": {"timeout": 5}},
     "webhook timeout above 10 s": {"webhook": {"timeoutSeconds": 30}},
     "webhook timeout zero": {"webhook": {"timeoutSeconds": 0}},

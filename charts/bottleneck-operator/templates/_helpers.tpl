@@ -186,26 +186,24 @@ operator installed later). Each line is the kind's resource and the API versions
 {{- end }}
 {{- end }}
 
+{{- /* What the code uses and no more: controller/access.py is the table, tests/chart/test_chart_rbac.py the check. */}}
 {{- define "bottleneck-operator.namespacedRules" -}}
 - apiGroups: ["batch"]
   resources: ["jobs"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 {{- include "bottleneck-operator.workloadRules" . }}
-- apiGroups: [""]
-  resources: ["pods"]
-  verbs: ["get", "list", "watch"]
 - apiGroups: ["bottleneck.dev"]
   resources: ["bottleneckreports"]
-  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  verbs: ["get", "list", "create", "patch", "delete"]
 - apiGroups: ["bottleneck.dev"]
   resources: ["bottleneckreports/status"]
-  verbs: ["get", "update", "patch"]
+  verbs: ["patch"]
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
-  verbs: ["create", "patch"]
+  verbs: ["create"]
 {{- if .Values.kopfPeering.enabled }}
 - apiGroups: ["kopf.dev"]
   resources: ["kopfpeerings"]

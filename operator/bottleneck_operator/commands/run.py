@@ -117,6 +117,10 @@ def main(args: argparse.Namespace) -> int:
         outcomes = getattr(exc, "outcomes", None)
         if not isinstance(outcomes, dict):
             raise
-        reasons = [str(o.exception) for o in outcomes.values() if getattr(o, "exception", None) is not None]
-        raise BottleneckError("; ".join(reasons) or str(exc)) from exc
+        failures = [o.exception for o in outcomes.values() if getattr(o, "exception", None) is not None]
+        error = BottleneckError("; ".join(str(f) for f in failures) or str(exc))
+        # The exit code of what stopped it (a refused model file is a usage error, 2), else 1.
+        causes = [f.__cause__ for f in failures if isinstance(f.__cause__, BottleneckError)]
+        error.exit_code = causes[0].exit_code if causes else error.exit_code
+        raise error from exc
     return 0

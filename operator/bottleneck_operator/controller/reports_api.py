@@ -20,6 +20,7 @@ from bottleneck_operator.contract.names import (
     REPORT_KIND,
     REPORT_PLURAL,
 )
+from bottleneck_operator.controller.access import CLIENT
 from bottleneck_operator.controller.workloads import WorkloadKind
 from bottleneck_operator.kube import Credentials, KubeClient, Resource
 from bottleneck_operator.kube.errors import ApiUnavailable, Conflict, KubeError, NotFound, Unauthorized
@@ -47,7 +48,9 @@ class ReportsApi:
     """
 
     def __init__(self, login: LoginFn, *, concurrency: int = 32, timeout: float = 30.0) -> None:
-        self._kube = KubeClient(lambda: Credentials.from_login(login()), concurrency=concurrency, timeout=timeout)
+        self._kube = KubeClient(
+            lambda: Credentials.from_login(login()), concurrency=concurrency, timeout=timeout, allowed=CLIENT
+        )
 
     @property
     def requests(self) -> int:

@@ -127,6 +127,8 @@ class OperatorState:
     loop_task: asyncio.Task[None] | None = None
     # Set by the handlers once an event poster is reachable (kopf's lives in handler contexts).
     poster: EventPoster | None = None
+    # Whether this replica leads (controller.leader); a follower posts no Events on Jobs, the leader does.
+    leading: Callable[[], bool] = field(default=lambda: True, repr=False)
     # The groups the controller reads, taken from ``settings`` once.
     analysis: AnalysisSettings = field(init=False, repr=False)
     operator: OperatorGroup = field(init=False, repr=False)
@@ -141,7 +143,7 @@ class OperatorState:
         """A Kubernetes Event on the Job, through the handlers' poster (logged too)."""
         log = logger.warning if type_ == "Warning" else logger.info
         log("%s/%s: %s: %s", job.namespace, job.name, reason, message)
-        if self.poster is not None:
+        if self.poster is not None and self.leading():
             self.poster(job.body(), type_, reason, message)
 
     def running_jobs(self) -> list[TrackedJob]:

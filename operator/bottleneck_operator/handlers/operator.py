@@ -18,16 +18,19 @@ from pathlib import Path
 from typing import Any, cast
 
 import kopf
+from prometheus_client import Gauge
 
 from bottleneck_operator.contract.names import POD_SECURITY_ENFORCE_LABEL, PROFILE_ANNOTATION
+from bottleneck_operator.controller.access import CLIENT
 from bottleneck_operator.controller.jobs import ensure_report, observe
+from bottleneck_operator.controller.leader import LeaderElector, LeaseTiming, default_identity, default_namespace
 from bottleneck_operator.controller.passes import freeze_long_lived, run_loop
 from bottleneck_operator.controller.reports_api import ReportsApi, ReportsApiError
 from bottleneck_operator.controller.state import AnalyzerLike, Clock, EventPoster, OperatorState
 from bottleneck_operator.controller.state import logger as log
 from bottleneck_operator.controller.workloads import KINDS, WorkloadKind
 from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.kube import refuse_exec_plugins
+from bottleneck_operator.kube import Credentials, KubeClient, refuse_exec_plugins
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry.doctor import check_at_start
 
@@ -147,8 +150,46 @@ def _register_startup(
         check_at_start(operator_settings, state.metrics.registry)
         freeze_long_lived()
         await state.metrics.serve(state.operator.metrics_port)
-        state.loop_task = asyncio.create_task(run_loop(state), name="bottleneck analysis loop")
+        state.loop_task = _start_loop(state, login or kube_login(settings, logger))
         memo.state = state
+
+
+def _start_loop(state: OperatorState, login: LoginFn) -> asyncio.Task[None]:
+    """The pass loop: at once for a single replica; with leader election, only while this replica leads."""
+    own = state.operator
+    leader = Gauge(
+        "bottleneck_operator_leader",
+        "1 while this replica runs the passes and writes (it holds the Lease, or runs alone), else 0.",
+        registry=state.metrics.registry,
+    )
+    if not own.leader_election:
+        leader.set(1)
+        return asyncio.create_task(run_loop(state), name="bottleneck analysis loop")
+    elector = LeaderElector(
+        KubeClient(
+            lambda: Credentials.from_login(login()), concurrency=2, timeout=own.lease_renew_deadline / 2, allowed=CLIENT
+        ),
+        own.lease_namespace or default_namespace(),
+        own.lease_name,
+        own.leader_identity or default_identity(),
+        LeaseTiming(own.lease_duration, own.lease_renew_deadline, own.lease_retry_period),
+        on_change=lambda leading: leader.set(1 if leading else 0),
+    )
+    state.leading = lambda: elector.leading
+
+    async def lead() -> None:
+        # Another replica may have written every report since this one last led: adopt them afresh.
+        for job in state.jobs.values():
+            job.report_ready = False
+        await run_loop(state)
+
+    async def contend() -> None:
+        try:
+            await elector.run(lead)
+        finally:
+            await elector.kube.close()
+
+    return asyncio.create_task(contend(), name="bottleneck leader election")
 
 
 def _register_login(registry: kopf.OperatorRegistry, login: LoginFn | None) -> None:
@@ -218,7 +259,7 @@ async def _profiled(kind: WorkloadKind, event: kopf.RawEvent, body: kopf.Body, m
     if state.poster is None:
         state.poster = kopf_poster()
     job = observe(state, body, event_type=event.get("type"), kind=kind)
-    if job is None:
+    if job is None or not state.leading():  # a follower keeps its cache (the webhook reads it) and writes nothing
         return
     try:
         await ensure_report(state, job)

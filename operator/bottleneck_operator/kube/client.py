@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,7 +23,14 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
 
 from bottleneck_operator.kube.credentials import Credentials
-from bottleneck_operator.kube.errors import ApiUnavailable, CredentialsError, KubeError, Unauthorized, for_status
+from bottleneck_operator.kube.errors import (
+    ApiRejected,
+    ApiUnavailable,
+    CredentialsError,
+    KubeError,
+    Unauthorized,
+    for_status,
+)
 from bottleneck_operator.kube.selectors import Requirement, lightkube_labels, matches, parse_selector
 
 T = TypeVar("T")
@@ -74,9 +81,19 @@ class KubeClient:
         login: returns fresh :class:`Credentials`; called lazily, and again once after a 401.
         concurrency: at most this many requests in flight.
         timeout: seconds per request (None: none, for watches).
+        allowed: the (API group, resource[/status], verb) triples this client may call; a call outside
+            them raises :class:`ApiRejected` before it is sent. None: any (the test and demo drivers).
     """
 
-    def __init__(self, login: Login, *, concurrency: int = 32, timeout: float | None = 30.0) -> None:
+    def __init__(
+        self,
+        login: Login,
+        *,
+        concurrency: int = 32,
+        timeout: float | None = 30.0,
+        allowed: Collection[tuple[str, str, str]] | None = None,
+    ) -> None:
+        self._allowed = None if allowed is None else frozenset(allowed)
         self._login = login
         self._client: AsyncClient | None = None
         self._sem = asyncio.Semaphore(concurrency)
@@ -141,8 +158,15 @@ class KubeClient:
             return await self._call(what, call, retried=True)
         raise error from cause
 
+    def _permit(self, resource: Resource, verb: str, *, status: bool = False) -> None:
+        name = f"{resource.plural}/status" if status else resource.plural
+        if self._allowed is not None and (resource.group, name, verb) not in self._allowed:
+            # The operator's RBAC is built from the same table: such a call would be a 403 in a cluster.
+            raise ApiRejected(f"{verb} {resource.group or 'core'}/{name}: not among this client's declared API uses")
+
     async def create(self, resource: Resource, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create an object; :class:`Conflict` when it exists."""
+        self._permit(resource, "create")
         data = dict(body)
         data["metadata"] = {**(data.get("metadata") or {}), "namespace": namespace}
         obj = _generic(resource).from_dict(data)
@@ -151,6 +175,7 @@ class KubeClient:
 
     async def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
         """The object; :class:`NotFound` when it does not exist."""
+        self._permit(resource, "get")
         got = await self._call(
             f"get {resource.plural} {namespace}/{name}", lambda c: c.get(_generic(resource), name, namespace=namespace)
         )
@@ -160,6 +185,7 @@ class KubeClient:
         self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any], *, status: bool = False
     ) -> dict[str, Any]:
         """A JSON merge patch of the object (``status``: through the status subresource)."""
+        self._permit(resource, "patch", status=status)
         res = _generic(resource).Status if status else _generic(resource)
         what = f"patch {resource.plural}{'/status' if status else ''} {namespace}/{name}"
         patched = await self._call(
@@ -169,6 +195,7 @@ class KubeClient:
 
     async def delete(self, resource: Resource, namespace: str, name: str) -> None:
         """Delete an object; :class:`NotFound` when it was already gone."""
+        self._permit(resource, "delete")
         await self._call(
             f"delete {resource.plural} {namespace}/{name}",
             lambda c: c.delete(_generic(resource), name, namespace=namespace),
@@ -187,6 +214,7 @@ class KubeClient:
         Raises:
             SelectorError: the selector is not valid (before any request).
         """
+        self._permit(resource, "list")
         wanted = parse_selector(selector) + tuple(Requirement(k, "=", (v,)) for k, v in (labels or {}).items())
 
         async def collect(c: AsyncClient) -> list[dict[str, Any]]:
@@ -205,6 +233,7 @@ class KubeClient:
         The watch starts at the current state (an ADDED event for each object that exists) and is
         resumed by lightkube when the server closes it.
         """
+        self._permit(resource, "watch")
         wanted = parse_selector(selector)
         client = await self._connect()
         what = f"watch {resource.plural} {namespace or '*'}"

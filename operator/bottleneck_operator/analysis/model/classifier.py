@@ -90,10 +90,14 @@ class BottleneckModel:
         self.estimator = estimator
         self.ensemble = ensemble
         self.temperature = float(temperature)
+        if not np.isfinite(self.temperature) or self.temperature <= 0:
+            raise ModelError(f"model temperature {temperature!r} is not a positive number")
+        if len(set(self.classes)) != len(self.classes):
+            raise ModelError(f"model names a class twice: {labels}")
         self.version = version
         self.metadata: dict[str, Any] = dict(metadata or {})
-        if envelope is not None and envelope.low.shape != (len(FEATURE_NAMES),):
-            raise ModelError("model envelope does not match the feature schema")
+        if envelope is not None:
+            _check_envelope(envelope)
         # None for models trained before envelopes were kept: then nothing counts as unfamiliar.
         self.envelope = envelope
 
@@ -113,6 +117,18 @@ class BottleneckModel:
         if len(x) == 0:
             return np.empty((0, len(self.classes)))
         return softmax(self.raw_scores(x) / self.temperature)
+
+
+def _check_envelope(envelope: Envelope) -> None:
+    """Both bounds one number per feature, finite or NaN together (a feature never seen), low <= high."""
+    low, high = envelope.low, envelope.high
+    if low.shape != (len(FEATURE_NAMES),) or high.shape != low.shape:
+        raise ModelError(f"model envelope has shapes {low.shape} and {high.shape}, not ({len(FEATURE_NAMES)},)")
+    if np.isinf(low).any() or np.isinf(high).any() or not np.array_equal(np.isnan(low), np.isnan(high)):
+        raise ModelError("model envelope holds infinite bounds, or a bound without its pair")
+    seen = ~np.isnan(low)
+    if np.any(low[seen] > high[seen]):
+        raise ModelError("model envelope has a low bound above its high bound")
 
 
 def softmax(z: FloatArray) -> FloatArray:
@@ -218,29 +234,35 @@ def load_model(path: Path | None = None) -> BottleneckModel:
             f"model file {path} was trained on feature schema {header.get('feature_schema')}, "
             f"the code has {feature_schema_hash()}: retrain with `bottleneck-operator train`"
         )
-    return BottleneckModel(
-        estimator,
-        temperature=float(header.get("temperature", 1.0)),
-        version=str(header.get("version", "unknown")),
-        feature_names=tuple(header.get("feature_names", ())),
-        metadata=_read_metadata(path.with_name(METADATA_FILE)),
-        ensemble=ensemble,
-        classes=header.get("classes"),
-        envelope=envelope,
-    )
+    try:
+        return BottleneckModel(
+            estimator,
+            temperature=float(header.get("temperature", 1.0)),
+            version=str(header.get("version", "unknown")),
+            feature_names=tuple(header.get("feature_names", ())),
+            metadata=_read_metadata(path.with_name(METADATA_FILE)),
+            ensemble=ensemble,
+            classes=header.get("classes"),
+            envelope=envelope,
+        )
+    except (ModelError, TypeError, ValueError) as exc:
+        # The message names the file: the operator refuses to start on it, and says which file to fix.
+        raise ModelError(f"model file {path} is refused: {exc}") from exc
 
 
 def _read_runtime_file(path: Path) -> tuple[dict[str, Any], TreeEnsemble, Envelope | None]:
     try:
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(str(data[_HEADER][()]))
-            ensemble = TreeEnsemble.from_arrays({name: np.array(data[name]) for name in data.files if name != _HEADER})
+            ensemble = TreeEnsemble.from_arrays(
+                {name: np.array(data[name]) for name in data.files if name != _HEADER}, features=len(FEATURE_NAMES)
+            )
             envelope = (
                 Envelope(np.array(data[_LOW], dtype=np.float64), np.array(data[_HIGH], dtype=np.float64))
                 if _LOW in data.files and _HIGH in data.files
                 else None
             )
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
         # numpy refuses object arrays with ValueError: a pickled payload lands here, unrun.
         raise ModelError(f"cannot read model file {path}: {exc}") from exc
     if not isinstance(header, dict):

@@ -113,25 +113,29 @@ class TreeEnsemble:
         return {name: getattr(self, name) for name in _FIELDS}
 
     @classmethod
-    def from_arrays(cls, arrays: Mapping[str, Any]) -> TreeEnsemble:
+    def from_arrays(cls, arrays: Mapping[str, Any], *, features: int | None = None) -> TreeEnsemble:
         """Build and check an ensemble from named arrays (the inverse of :meth:`arrays`).
 
+        Args:
+            arrays: the named arrays, as read from a file.
+            features: the number of feature columns rows will have; None: not checked.
+
         Raises:
-            KeyError: an array is missing; ValueError: the arrays do not form an ensemble.
+            KeyError: an array is missing; ValueError: the arrays do not form an ensemble (naming the array).
         """
         ensemble = cls(
-            feature=np.asarray(arrays["feature"]).astype(np.int32),
-            threshold=np.asarray(arrays["threshold"]).astype(np.float64),
-            left=np.asarray(arrays["left"]).astype(np.int32),
-            right=np.asarray(arrays["right"]).astype(np.int32),
-            missing_left=np.asarray(arrays["missing_left"]).astype(np.bool_),
-            value=np.asarray(arrays["value"]).astype(np.float64),
-            roots=np.asarray(arrays["roots"]).astype(np.int32),
-            tree_column=np.asarray(arrays["tree_column"]).astype(np.int32),
-            tree_depth=np.asarray(arrays["tree_depth"]).astype(np.int32),
-            baseline=np.asarray(arrays["baseline"]).astype(np.float64),
+            feature=_integers(arrays, "feature"),
+            threshold=_reals(arrays, "threshold"),
+            left=_integers(arrays, "left"),
+            right=_integers(arrays, "right"),
+            missing_left=_integers(arrays, "missing_left", flags=True).astype(np.bool_),
+            value=_reals(arrays, "value"),
+            roots=_integers(arrays, "roots"),
+            tree_column=_integers(arrays, "tree_column"),
+            tree_depth=_integers(arrays, "tree_depth"),
+            baseline=_reals(arrays, "baseline"),
         )
-        ensemble.check()
+        ensemble.check(features=features)
         return ensemble
 
     def save(self, path: Path) -> None:
@@ -148,12 +152,21 @@ class TreeEnsemble:
         with np.load(path, allow_pickle=False) as data:
             return cls.from_arrays({name: np.array(data[name]) for name in _FIELDS})
 
-    def check(self) -> None:
-        """Refuse arrays that would index out of bounds (a damaged or hand-made file)."""
+    def check(self, *, features: int | None = None) -> None:
+        """Refuse arrays that would index out of bounds or score NaN (a damaged or hand-made file).
+
+        Args:
+            features: the number of feature columns; None: feature indices are only checked for sign.
+
+        Raises:
+            ValueError: naming the array at fault.
+        """
         n = self.feature.size
         same = {a.size for a in (self.threshold, self.left, self.right, self.missing_left, self.value)}
         if same != {n} or not self.roots.size == self.tree_column.size == self.tree_depth.size:
             raise ValueError("tree arrays of different lengths")
+        if not self.baseline.size:
+            raise ValueError("tree array baseline is empty: no class columns")
         if self.tree_depth.size and (np.any(np.diff(self.tree_depth) > 0) or self.tree_depth.min() < 0):
             raise ValueError("trees are not ordered deepest first")
         for name, idx, bound in (
@@ -161,11 +174,44 @@ class TreeEnsemble:
             ("right", self.right, n),
             ("roots", self.roots, n),
             ("tree_column", self.tree_column, self.columns),
+            ("feature", self.feature, features),
         ):
-            if idx.size and (idx.min() < 0 or idx.max() >= bound):
-                raise ValueError(f"tree array {name} points outside the ensemble")
-        if self.feature.size and self.feature.min() < 0:
-            raise ValueError("negative feature index")
+            if idx.size and (idx.min() < 0 or (bound is not None and idx.max() >= bound)):
+                raise ValueError(f"tree array {name} points outside the ensemble (index out of range)")
+        # Scores must be numbers: a NaN or infinite leaf would give every class a NaN probability.
+        for name, reals in (("value", self.value), ("baseline", self.baseline)):
+            if not np.isfinite(reals).all():
+                raise ValueError(f"tree array {name} holds NaN or infinite values")
+        # +inf is a real split (every non-missing value goes left); NaN or -inf is not.
+        if np.isnan(self.threshold).any() or np.isneginf(self.threshold).any():
+            raise ValueError("tree array threshold holds NaN or -inf")
+
+
+def _array(arrays: Mapping[str, Any], name: str) -> npt.NDArray[Any]:
+    array = np.asarray(arrays[name])
+    if array.ndim != 1:
+        raise ValueError(f"tree array {name} has shape {array.shape}, not one dimension")
+    return array
+
+
+def _integers(arrays: Mapping[str, Any], name: str, *, flags: bool = False) -> IntArray:
+    """An index array: integers (or booleans for ``flags``) that fit 32 bits, never floats cast silently."""
+    array = _array(arrays, name)
+    if flags and array.dtype.kind == "b":
+        return array.astype(np.int32)
+    if array.dtype.kind not in "iu":
+        raise ValueError(f"tree array {name} holds {array.dtype}, not integers")
+    info = np.iinfo(np.int32)
+    if array.size and (array.min() < info.min or array.max() > info.max):
+        raise ValueError(f"tree array {name} holds integers beyond 32 bits")
+    return array.astype(np.int32)
+
+
+def _reals(arrays: Mapping[str, Any], name: str) -> FloatArray:
+    array = _array(arrays, name)
+    if array.dtype.kind not in "fiu":
+        raise ValueError(f"tree array {name} holds {array.dtype}, not numbers")
+    return array.astype(np.float64)
 
 
 def export_ensemble(estimator: Any) -> TreeEnsemble:
