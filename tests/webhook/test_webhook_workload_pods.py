@@ -70,7 +70,7 @@ async def endpoint(tls_pair: tuple[Path, Path]) -> AsyncIterator[Endpoint]:
         return PROFILED_WORKLOADS.get((namespace, kind, name))
 
     async with serve_admission(
-        Settings().injection, certfile=cert, keyfile=key, levels={"ml": ""}, workloads=lookup
+        Settings().injection, certfile=cert, keyfile=key, levels={"ml": "privileged"}, workloads=lookup
     ) as url:
         ctx = ssl.create_default_context(cafile=str(cert))
         async with aiohttp.ClientSession() as session:
@@ -126,7 +126,9 @@ async def test_a_workload_the_cache_does_not_know_yet_is_read_once(tls_pair: tup
             raise ConnectionError("the API server is away")
         return objects.get((namespace, kind, name))
 
-    async with serve_admission(Settings().injection, certfile=cert, keyfile=key, levels={"ml": ""}, fetch=fetch) as url:
+    async with serve_admission(
+        Settings().injection, certfile=cert, keyfile=key, levels={"ml": "privileged"}, fetch=fetch
+    ) as url:
         ctx = ssl.create_default_context(cafile=str(cert))
         async with aiohttp.ClientSession() as session:
             endpoint = Endpoint(url=url, ssl=ctx, session=session)
@@ -170,6 +172,7 @@ def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
         liveness_endpoint="",
         webhook_port=port,
         webhook_cert_dir=cert_dir,
+        pod_security_default_level="privileged",  # the emulator's namespaces carry no labels
     )
     install_crd(cluster, "PyTorchJob")
     create(cluster, "PyTorchJob", "ml", "bert")  # before the start: namespace "ml" is listed, unlabelled
@@ -211,5 +214,5 @@ def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
     assert events and events[0]["involvedObject"]["name"] == "late" and "not known yet" in events[0]["message"]
     pod = apply(review["request"]["object"], json.loads(base64.b64decode(body["response"]["patch"])))
     assert len(_collectors(pod)) == 1
-    assert [v["name"] for v in pod["spec"]["volumes"]] == [CGROUP_VOLUME]  # "ml" is unlabelled: privileged
+    assert [v["name"] for v in pod["spec"]["volumes"]] == [CGROUP_VOLUME]  # "ml" is unlabelled: the default
     assert other_status == 200 and "patch" not in other["response"]
