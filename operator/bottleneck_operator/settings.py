@@ -291,9 +291,9 @@ class Settings(BaseSettings):
         True,
         description=(
             "Mount the node's /sys/fs/cgroup read-only into the collector so it reads the pod's own cgroup "
-            "(pressure, throttling, IO, memory). A hostPath volume: namespaces enforcing the 'baseline' or "
-            "'restricted' Pod Security Standard reject it, so turn it off there (or annotate the Job "
-            'bottleneck.dev/sidecar-host-cgroup: "false").'
+            "(pressure, throttling, IO, memory). A hostPath volume: added only where the namespace's Pod Security "
+            "level is 'privileged' (pod_security_default_level for unlabelled namespaces); a Job opts out with "
+            'bottleneck.dev/sidecar-host-cgroup: "false".'
         ),
     )
     sidecar_share_process_namespace: bool = Field(
