@@ -87,7 +87,7 @@ def configure(
 ) -> None:
     """Use these settings (and, outside the operator, these namespaces and workloads) for injection."""
     global _configured, _owners
-    cache = owners or OwnerCache(settings.owner_cache_size, settings.owner_cache_ttl)
+    cache = owners if owners is not None else OwnerCache(settings.owner_cache_size, settings.owner_cache_ttl)
     _owners = cache
     _configured = AdmissionContext(
         settings, dict(levels or {}), workloads or AdmissionContext.workloads, post, fetch, cache

@@ -99,25 +99,33 @@ class OwnerCache:
         Returns:
             (kind, name, switches), or None.
         """
+        keys = [(namespace, kind, name) for kind, name in candidates]
         answers: dict[Key, Profiled | None] = {}
         waiting: dict[Key, asyncio.Task[Profiled | None]] = {}
-        for kind, name in candidates:
-            key = (namespace, kind, name)
+        for key in keys:
             known, value = self.cached(key)
             if known:
                 answers[key] = value
-            else:
+            elif key not in waiting:
                 waiting[key] = self._read(key, read)
-        if waiting:
+        deadline = asyncio.get_running_loop().time() + budget
+        while True:
+            for key, task in list(waiting.items()):
+                if task.done():
+                    failed = task.cancelled() or task.exception() is not None
+                    answers[key] = None if failed else task.result()
+                    del waiting[key]
+            decided = _first_in_order(keys, answers)
+            left = deadline - asyncio.get_running_loop().time()
+            if decided is not None or not waiting or left <= 0:
+                break
             # asyncio.wait never cancels: a read still running at the deadline goes on for the next pods.
-            await asyncio.wait(waiting.values(), timeout=budget)
-            for key, task in waiting.items():
-                if task.done() and not task.cancelled() and task.exception() is None:
-                    answers[key] = task.result()
-        for kind, name in candidates:
-            found = answers.get((namespace, kind, name))
+            await asyncio.wait(waiting.values(), timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        # At the deadline, a less certain candidate already answered is better than none.
+        for key in [decided] if decided is not None else keys:
+            found = answers.get(key)
             if found is not None:
-                return kind, name, found
+                return key[1], key[2], found
         return None
 
     def _read(self, key: Key, read: Read) -> asyncio.Task[Profiled | None]:
@@ -143,6 +151,16 @@ class OwnerCache:
         if self.size > 0:
             self._inflight[key] = task
         return task
+
+
+def _first_in_order(keys: Sequence[Key], answers: dict[Key, Profiled | None]) -> Key | None:
+    """The first profiled candidate, once every candidate before it is answered (not profiled)."""
+    for key in keys:
+        if key not in answers:
+            return None  # a more certain candidate is still being read
+        if answers[key] is not None:
+            return key
+    return None
 
 
 def _retrieve(task: asyncio.Task[Profiled | None]) -> None:
