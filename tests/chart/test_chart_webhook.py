@@ -13,6 +13,7 @@ import yaml
 
 from bottleneck_operator.contract.names import PROFILED_POD_LABEL
 from bottleneck_operator.webhook import handlers
+from bottleneck_operator.webhook.templates import workload_resources
 
 from ._helpers import (
     NAMESPACE,
@@ -269,7 +270,7 @@ def test_only_pods_of_profiled_workloads_reach_the_pod_webhook(
         for version in rule["apiVersions"]
         for resource in rule["resources"]
     }
-    assert sent == set(handlers.workload_resources())
+    assert sent == set(workload_resources())
     assert all(rule["operations"] == ["CREATE"] for rule in mark_hook["rules"])
     # The pod webhook: pods only, and only those whose template the workload webhook labelled.
     assert pod_hook["rules"] == [

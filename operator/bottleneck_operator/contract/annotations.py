@@ -22,6 +22,7 @@ __all__ = [
     "invalid_switches",
     "parse_switch",
     "profile_choice",
+    "refusal",
     "wants_collector",
     "wants_host_cgroup",
 ]
@@ -60,6 +61,14 @@ def invalid_switches(metadata: Mapping[str, object] | None) -> list[tuple[str, s
         for key in SWITCHES
         if key in annotations and parse_switch(annotations[key]) is Choice.INVALID
     ]
+
+
+def refusal(key: str, value: str) -> str:
+    """The Warning Event's message for a collector switch that is neither true nor false."""
+    return (
+        f'annotation {key}="{value}" is not understood: set it to "true" or "false"; '
+        "until then the safe choice is taken (no collector, or no host cgroup mount)"
+    )
 
 
 def profile_choice(metadata: Mapping[str, object] | None) -> Choice:

@@ -20,8 +20,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 from types import TracebackType
+from typing import Any
 from urllib.parse import urlsplit
 
 from bottleneck_operator.simulation.nodeexporter import NODE_EXPORTER_COLLECTORS, NodeExporter

@@ -24,6 +24,7 @@ from bottleneck_operator.contract.annotations import (
     Choice,
     invalid_switches,
     profile_choice,
+    refusal,
     wants_collector,
     wants_host_cgroup,
 )
@@ -33,7 +34,7 @@ from bottleneck_operator.settings import InjectionSettings, Settings
 from bottleneck_operator.webhook.inject import inject_template, injection, wants_injection
 from bottleneck_operator.webhook.owners import OwnerCache
 from bottleneck_operator.webhook.podsecurity import ENFORCE_LABEL, allows_host_path, enforce_level
-from bottleneck_operator.webhook.templates import POD_TEMPLATES, SWITCHES_DOWN, mark
+from bottleneck_operator.webhook.templates import SWITCHES_DOWN, mark, workload_resources
 from bottleneck_operator.webhook.workloads import Lookup, Profiled, candidates, find_profiled
 
 Found = tuple[str, str, Profiled]
@@ -303,10 +304,7 @@ def _warn_invalid_switches(ctx: AdmissionContext, api_version: str, kind: str, n
         return
     target = {"apiVersion": api_version, "kind": kind, "metadata": {"name": meta.get("name"), "namespace": ns}}
     for key, value in invalid_switches(meta):
-        message = (
-            f'annotation {key}="{value}" is not understood: set it to "true" or "false"; '
-            "until then the safe choice is taken (no collector, or no host cgroup mount)"
-        )
+        message = refusal(key, value)
         log.warning("%s %s/%s: %s", kind, ns, meta.get("name"), message)
         try:
             ctx.post(target, "Warning", "InvalidAnnotation", message)
@@ -398,8 +396,3 @@ def register(registry: kopf.OperatorRegistry, settings: InjectionSettings | None
             side_effects=False,
             registry=registry,
         )(mark_workload)
-
-
-def workload_resources() -> list[tuple[str, str, str]]:
-    """(group, version, plural) of every training workload the workload webhook marks."""
-    return [(w.group, w.version, w.plural) for kind in (*POD_TEMPLATES, *SWITCHES_DOWN) for w in VERSIONS[kind]]

@@ -31,6 +31,7 @@ from aiohttp import web
 from bottleneck_operator.settings import InjectionSettings
 from bottleneck_operator.webhook import handlers
 from bottleneck_operator.webhook.owners import OwnerCache
+from bottleneck_operator.webhook.templates import workload_resources
 from bottleneck_operator.webhook.workloads import Lookup
 
 # Seconds between two reads of the certificate files. cert-manager renews well ahead of expiry
@@ -40,7 +41,7 @@ JOBS = {"group": "batch", "version": "v1", "plural": "jobs", "kind": "Job", "nam
 _HANDLERS: dict[tuple[Any, Any, Any], Callable[..., Any]] = {
     ("batch", "v1", "jobs"): handlers.inject_sidecar,
     ("", "v1", "pods"): handlers.inject_workload_pod,
-    **{resource: handlers.mark_workload for resource in handlers.workload_resources()},
+    **{resource: handlers.mark_workload for resource in workload_resources()},
 }
 
 

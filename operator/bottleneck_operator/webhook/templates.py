@@ -24,6 +24,7 @@ from typing import Any
 
 from bottleneck_operator.contract.annotations import SWITCHES
 from bottleneck_operator.contract.names import COLLECTOR_NO_HOST_CGROUP_ANNOTATION, PROFILED_POD_LABEL
+from bottleneck_operator.controller.workloads import VERSIONS
 
 
 def _replica_specs(field: str) -> Callable[[dict[str, Any]], Iterator[Any]]:
@@ -58,6 +59,11 @@ def _no_templates(spec: dict[str, Any]) -> Iterator[Any]:
 
 # Kinds whose switches go down to the JobSet they run as (``spec.annotations``).
 SWITCHES_DOWN = frozenset({"TrainJob"})
+
+
+def workload_resources() -> list[tuple[str, str, str]]:
+    """(group, version, plural) of every training workload the workload webhook marks."""
+    return [(w.group, w.version, w.plural) for kind in (*POD_TEMPLATES, *SWITCHES_DOWN) for w in VERSIONS[kind]]
 
 
 def mark(workload: Mapping[str, Any], *, no_host_cgroup: str | None) -> dict[str, Any] | None:
