@@ -35,6 +35,8 @@ from tests.chart._helpers import CHART, one, render_docs
 from bottleneck_operator.pipeline import Analyzer, JobRequest, JobResult
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.simulation import generate_jobs, write_openmetrics
+from bottleneck_operator.telemetry import PrometheusClient
+from bottleneck_operator.telemetry.doctor import check
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -198,3 +200,7 @@ def test_a_pod_of_another_namespace_cannot_change_a_jobs_analysis(
     unguarded = _what_b_sees(_analyse(attacked.url, victim, end, scrape_jobs={}))
     assert unguarded != expected
     assert f"{victim.name}-forged-0" in unguarded["pods"]
+    # doctor names the scrape jobs whose series are left unread, for an installation whose own jobs differ.
+    settings = Settings(prometheus_url=attacked.url)
+    notes = check(PrometheusClient(settings), settings.labels, end).notes
+    assert any("dcgm series under scrape job(s)" in n and "team-a-monitor" in n for n in notes), notes

@@ -22,7 +22,7 @@ from bottleneck_operator.settings import LabelSettings, Settings
 from bottleneck_operator.telemetry.catalog import CLOCK_REASONS, tag
 from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.layouts import Layout, detect, with_matchers
-from bottleneck_operator.telemetry.names import add_matchers, quote, validate_k8s_name
+from bottleneck_operator.telemetry.names import add_matchers, quote, validate_k8s_name, validate_matchers
 from bottleneck_operator.telemetry.selectors import duration, sel
 from bottleneck_operator.telemetry.store import labels_of, to_float
 
@@ -280,10 +280,44 @@ def check(client: PrometheusClient, labels: LabelSettings, at: float, namespace:
     layout = detect(client, configured, at) if configured.label_layout_detection else Layout()
     mapping = layout.labels(configured) if configured.label_layout_detection else configured
     found = _probe(client, mapping, namespace, at)
-    notes = []
+    notes = _unread_jobs(client, labels, at)
     if not configured.label_layout_detection:
         notes.append("layout detection is off: the configured labels are read as they are")
     return Diagnosis(tuple(c(found, layout) for c in _CHECKS), layout, tuple(notes))
+
+
+# One metric per exporter family, to see which scrape jobs write the family.
+_FAMILY_PROBES = {
+    "dcgm": "DCGM_FI_DEV_FB_USED",
+    "node": "node_uname_info",
+    "cadvisor": "container_cpu_usage_seconds_total",
+    "ksm": "kube_pod_info",
+    "sidecar": "bottleneck_sidecar_info",
+}
+
+
+def _unread_jobs(client: PrometheusClient, labels: LabelSettings, at: float) -> list[str]:
+    """A note per family whose series some scrape job outside ``scrape_jobs`` writes: never read."""
+    allowed = {family: set(jobs) for family, jobs in labels.scrape_jobs if jobs}
+    if not allowed:
+        return []
+    w = duration(WINDOW)
+    parts = [
+        tag(f"count by (job) (last_over_time({sel(metric)}[{w}]))", PROBE, family)
+        for family, metric in _FAMILY_PROBES.items()
+        if family in allowed
+    ]
+    matchers = validate_matchers("selector_matchers", labels.selector_matchers)
+    unread: dict[str, set[str]] = {}
+    for row in client.query(add_matchers(" or ".join(parts), matchers), at):
+        found = labels_of(row)
+        family, job = found.get(PROBE, ""), found.get("job", "")
+        if family in allowed and job not in allowed[family]:
+            unread.setdefault(family, set()).add(job or "(none)")
+    return [
+        f"{family} series under scrape job(s) {', '.join(sorted(jobs))} are not read: not in scrape_jobs"
+        for family, jobs in sorted(unread.items())
+    ]
 
 
 def export(diagnosis: Diagnosis, registry: CollectorRegistry) -> None:
