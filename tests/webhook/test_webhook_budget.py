@@ -235,3 +235,36 @@ async def test_the_owner_cache_is_bounded_and_expires() -> None:
     # A failed read is remembered a few seconds: the next pods do not ask again at once.
     assert await cache.first_profiled("ml", [("PyTorchJob", "x")], failing, budget=1.0) is None
     assert cache.reads == 1
+
+
+async def test_a_workload_with_a_sloppy_switch_gets_a_warning_and_is_not_marked(tls_pair: tuple[Path, Path]) -> None:
+    cert, key = tls_pair
+    events: list[tuple[str, str, str, str]] = []
+
+    def post(body: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        events.append((body["kind"], body["metadata"]["name"], reason, message))
+
+    annotations = {"bottleneck.dev/profile": "true", "bottleneck.dev/sidecar": "off"}
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "ml", "annotations": annotations},
+        "spec": {"pytorchReplicaSpecs": {"Worker": {"template": {"spec": {}}}}},
+    }
+    async with serve_admission(
+        Settings().injection, certfile=cert, keyfile=key, levels={"ml": "baseline"}, post=post
+    ) as url:
+        ctx = ssl.create_default_context(cafile=str(cert))
+        async with aiohttp.ClientSession() as session:
+            endpoint = Endpoint(url=url, ssl=ctx, session=session)
+            body = await endpoint.review(job, resource=("kubeflow.org", "v1", "pytorchjobs"), kind="PyTorchJob")
+            fine = {**job, "metadata": {**job["metadata"], "annotations": {"bottleneck.dev/profile": "true"}}}
+            review = await endpoint.review(fine, resource=("kubeflow.org", "v1", "pytorchjobs"), kind="PyTorchJob")
+    # In a baseline namespace the collector goes without the host mount, and the workload says so.
+    assert (
+        apply(fine, patch_of(review))["metadata"]["annotations"]["bottleneck.dev/collector-no-host-cgroup"]
+        == "baseline"
+    )
+    assert patch_of(body) == []  # the safe choice: no collector, so no pod of it reaches the pod webhook
+    assert [(e[0], e[1], e[2]) for e in events] == [("PyTorchJob", "bert", "InvalidAnnotation")]
+    assert 'bottleneck.dev/sidecar="off"' in events[0][3]

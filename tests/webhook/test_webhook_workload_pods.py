@@ -194,6 +194,19 @@ def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
         # Served, and the PyTorchJob is in the operator's cache.
         _, body = wait_for_review(url, review, ctx, until=_injected, what="the pod was never injected")
         other_status, other = post_review(url, stranger, ctx)
+        # kopf serves the workload webhook on the path the chart gives it.
+        marking = admission_review(
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "metadata": {"name": "gpt", "namespace": "ml", "annotations": {"bottleneck.dev/profile": "true"}},
+                "spec": {"pytorchReplicaSpecs": {"Worker": {"template": {"spec": {}}}}},
+            },
+            resource=("kubeflow.org", "v1", "pytorchjobs"),
+            kind="PyTorchJob",
+        )
+        mark_url = f"https://127.0.0.1:{port}/{handlers.WORKLOAD_HANDLER_ID}"
+        _, marked = wait_for_review(mark_url, marking, ctx, until=_injected, what="the PyTorchJob was never marked")
         # A namespace the operator's namespace watch has not shown: no host mount, and an Event says so.
         create(cluster, "PyTorchJob", "fresh", "late")
         late = _pod("late-worker-0", owner=("PyTorchJob", "late"))
@@ -216,3 +229,7 @@ def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
     assert len(_collectors(pod)) == 1
     assert [v["name"] for v in pod["spec"]["volumes"]] == [CGROUP_VOLUME]  # "ml" is unlabelled: the default
     assert other_status == 200 and "patch" not in other["response"]
+    gpt = apply(marking["request"]["object"], json.loads(base64.b64decode(marked["response"]["patch"])))
+    assert gpt["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["labels"] == {
+        "bottleneck.dev/profiled": "true"
+    }
