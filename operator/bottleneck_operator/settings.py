@@ -56,6 +56,8 @@ class LabelSettings:
     selector_matchers: tuple[str, ...] = ()
     node_exporter_join: str = "auto"
     label_layout_detection: bool = True
+    # exporter family -> the ``job`` label values its series must carry (empty: any job)
+    scrape_jobs: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,9 @@ class InjectionSettings:
     sidecar_memory_limit: str
     sidecar_mount_host_cgroup: bool
     sidecar_share_process_namespace: bool
+    pod_security_default_level: str = "baseline"
+    owner_cache_size: int = 4096
+    owner_cache_ttl: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,29 @@ def redact_url(url: str) -> str:
     if parts.username is None and parts.password is None:
         return url
     return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
+ExporterFamily = Literal["dcgm", "node", "cadvisor", "ksm", "sidecar"]
+
+
+def _default_scrape_jobs() -> dict[ExporterFamily, list[str]]:
+    # kube-prometheus-stack's job names; dcgm-exporter's chart and the GPU Operator's; the chart's PodMonitor.
+    return {
+        "dcgm": ["dcgm-exporter", "nvidia-dcgm-exporter"],
+        "node": ["node-exporter"],
+        "cadvisor": ["kubelet"],
+        "ksm": ["kube-state-metrics"],
+        "sidecar": ["bottleneck-collector"],
+    }
+
+
+def _frozen(name: str, value: Any) -> Any:
+    """Lists as tuples and ``scrape_jobs`` as sorted pairs, so a group stays hashable."""
+    if isinstance(value, list):
+        return tuple(value)
+    if name == "scrape_jobs":
+        return tuple((family, tuple(jobs)) for family, jobs in sorted(value.items()))
+    return value
 
 
 class Settings(BaseSettings):
@@ -217,6 +245,16 @@ class Settings(BaseSettings):
             "Thanos/Mimir that serves several (pods of the same name in two clusters never merge)."
         ),
     )
+    scrape_jobs: dict[ExporterFamily, list[str]] = Field(
+        default_factory=_default_scrape_jobs,
+        description=(
+            "The `job` label values each exporter family's series must carry: a series from any other scrape "
+            "job is never read, so a pod that publishes series under another tenant's names (its own PodMonitor "
+            "with honorLabels: true) cannot reach that tenant's report. Defaults: kube-prometheus-stack's jobs, "
+            "dcgm-exporter's chart and the GPU Operator's, and the chart's PodMonitor. A family left out, or "
+            "given [], is read from any job."
+        ),
+    )
     label_layout_detection: bool = Field(
         True,
         description=(
@@ -305,9 +343,9 @@ class Settings(BaseSettings):
         True,
         description=(
             "Mount the node's /sys/fs/cgroup read-only into the collector so it reads the pod's own cgroup "
-            "(pressure, throttling, IO, memory). A hostPath volume: namespaces enforcing the 'baseline' or "
-            "'restricted' Pod Security Standard reject it, so turn it off there (or annotate the Job "
-            'bottleneck.dev/sidecar-host-cgroup: "false").'
+            "(pressure, throttling, IO, memory). A hostPath volume: added only where the namespace's Pod Security "
+            "level is 'privileged' (pod_security_default_level for unlabelled namespaces); a Job opts out with "
+            'bottleneck.dev/sidecar-host-cgroup: "false".'
         ),
     )
     sidecar_share_process_namespace: bool = Field(
@@ -318,9 +356,24 @@ class Settings(BaseSettings):
         ),
     )
 
+    pod_security_default_level: Literal["privileged", "baseline", "restricted"] = Field(
+        "baseline",
+        description=(
+            "The Pod Security level of a namespace without a pod-security.kubernetes.io/enforce label: the "
+            "cluster's default (the API server's AdmissionConfiguration, or Kyverno/Gatekeeper policies). The "
+            "host cgroup mount goes only where the level is 'privileged'."
+        ),
+    )
+    owner_cache_size: int = Field(
+        4096, ge=16, description="Training workloads whose profiling switches the pod webhook keeps after one read."
+    )
+    owner_cache_ttl: float = Field(
+        300.0, gt=0, description="Seconds a workload read by the pod webhook is trusted before it is read again."
+    )
+
     def _group(self, kind: type[_G]) -> _G:
         values = {f.name: getattr(self, f.name) for f in fields(kind)}  # type: ignore[arg-type]
-        return kind(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+        return kind(**{k: _frozen(k, v) for k, v in values.items()})
 
     @property
     def prometheus(self) -> PrometheusSettings:

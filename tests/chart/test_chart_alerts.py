@@ -138,35 +138,47 @@ def test_pass_errors_fire_only_when_errors_keep_coming(rendered: dict[str, list[
 def test_failing_open_fires_when_jobs_were_admitted_without_the_collector(
     rendered: dict[str, list[Manifest]], tmp_path: Path
 ) -> None:
-    name = 'name="inject-sidecar.bottleneck.dev"'
-    tests = [
-        {
-            "interval": "1m",
-            "input_series": [
-                {
-                    "series": f'apiserver_admission_webhook_fail_open_count{{{name}, type="admit"}}',
-                    "values": "0x20 3x20",
-                },
-                # another webhook failing open is not ours
-                {
-                    "series": 'apiserver_admission_webhook_fail_open_count{name="other.example.com", type="admit"}',
-                    "values": "0+1x40",
-                },
-            ],
-            "alert_rule_test": [
-                {"eval_time": "15m", "alertname": "BottleneckWebhookFailingOpen", "exp_alerts": []},
-                {
-                    "eval_time": "25m",
-                    "alertname": "BottleneckWebhookFailingOpen",
-                    "exp_alerts": [
-                        _fires(rendered["full"], "BottleneckWebhookFailingOpen", {"severity": "info", "team": "ml"})
-                    ],
-                },
-                # 15 minutes after the last failure it clears
-                {"eval_time": "40m", "alertname": "BottleneckWebhookFailingOpen", "exp_alerts": []},
-            ],
-        }
+    hooks = [h["name"] for h in one(rendered["full"], "MutatingWebhookConfiguration")["webhooks"]]
+    assert hooks == [
+        "inject-sidecar.bottleneck.dev",
+        "mark-workloads.bottleneck.dev",
+        "inject-workload-pods.bottleneck.dev",
     ]
+    tests = []
+    # Each of the three webhooks failing open fires the alert on its own.
+    for hook in hooks:
+        tests.append(
+            {
+                "interval": "1m",
+                "input_series": [
+                    {
+                        "series": f'apiserver_admission_webhook_fail_open_count{{name="{hook}", type="admit"}}',
+                        "values": "0x20 3x20",
+                    },
+                    # another webhook failing open is not ours
+                    {
+                        "series": 'apiserver_admission_webhook_fail_open_count{name="other.example.com", type="admit"}',
+                        "values": "0+1x40",
+                    },
+                    {
+                        "series": 'apiserver_admission_webhook_fail_open_count{name="bottleneck.dev.example.com", type="admit"}',
+                        "values": "0+1x40",
+                    },
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "15m", "alertname": "BottleneckWebhookFailingOpen", "exp_alerts": []},
+                    {
+                        "eval_time": "25m",
+                        "alertname": "BottleneckWebhookFailingOpen",
+                        "exp_alerts": [
+                            _fires(rendered["full"], "BottleneckWebhookFailingOpen", {"severity": "info", "team": "ml"})
+                        ],
+                    },
+                    # 15 minutes after the last failure it clears
+                    {"eval_time": "40m", "alertname": "BottleneckWebhookFailingOpen", "exp_alerts": []},
+                ],
+            }
+        )
     _promtool_test(tmp_path, rendered["full"], tests)
 
 

@@ -9,6 +9,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from bottleneck_operator.settings import Settings
+
 from ._helpers import CHART, CUSTOM_KINDS, NAMESPACE, RELEASE, SCENARIOS, WATCHED, Manifest, find, one, render
 
 # The oldest Kubernetes the chart supports (native sidecars) and the newest kubernetes-validate knows.
@@ -158,8 +160,15 @@ def test_pod_monitor_shape(rendered: dict[str, list[Manifest]], chart: Any) -> N
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
     # the port name the webhook gives the injected collector's port
     assert endpoint["port"] == PORT_NAME == "bn-metrics"
-    # keep the collector's own namespace/pod/node labels
-    assert endpoint["honorLabels"] is True
+    # The target's namespace/pod/node from service discovery win over any the pod writes itself.
+    assert endpoint["honorLabels"] is False
+    relabelled = {r["targetLabel"]: r.get("sourceLabels") for r in endpoint["relabelings"]}
+    assert relabelled["namespace"] == ["__meta_kubernetes_namespace"]
+    assert relabelled["pod"] == ["__meta_kubernetes_pod_name"]
+    assert relabelled["node"] == ["__meta_kubernetes_pod_node_name"]
+    # The job the operator reads the collector's series from.
+    job = next(r["replacement"] for r in endpoint["relabelings"] if r["targetLabel"] == "job")
+    assert job in dict(Settings().labels.scrape_jobs)["sidecar"]
     assert endpoint["path"] == "/metrics"
     assert monitor["spec"]["namespaceSelector"] == {"any": True}
     # the label the webhook puts on the pods it injected the collector into

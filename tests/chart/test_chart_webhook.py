@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from bottleneck_operator.webhook import unsupported
+from bottleneck_operator.contract.names import PROFILED_POD_LABEL
+from bottleneck_operator.webhook import handlers, unsupported
+from bottleneck_operator.webhook.templates import workload_resources
 
 from ._helpers import (
     NAMESPACE,
@@ -252,34 +254,38 @@ def test_upgrade_reuses_the_certificate_in_the_cluster(
 
 
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_training_workload_pods_are_sent_only_with_their_operators_label(
+def test_only_pods_of_profiled_workloads_reach_the_pod_webhook(
     rendered: dict[str, list[Manifest]], scenario: str
 ) -> None:
-    job_hook, *hooks = one(rendered[scenario], "MutatingWebhookConfiguration")["webhooks"]
-    pod_hooks = [h for h in hooks if h["name"] != "notice-unsupported.bottleneck.dev"]
-    labels = []
-    for hook in pod_hooks:
+    hooks = one(rendered[scenario], "MutatingWebhookConfiguration")["webhooks"]
+    job_hook, mark_hook, pod_hook = [h for h in hooks if h["name"] != "notice-unsupported.bottleneck.dev"]
+    for hook in (mark_hook, pod_hook):
         assert hook["failurePolicy"] == "Ignore" and hook["sideEffects"] == "None"
-        assert hook["rules"] == [
-            {
-                "apiGroups": [""],
-                "apiVersions": ["v1"],
-                "operations": ["CREATE"],
-                "resources": ["pods"],
-                "scope": "Namespaced",
-            }
-        ]
-        assert hook["clientConfig"]["service"]["path"] == "/inject-workload-pod"
         assert hook["namespaceSelector"] == job_hook["namespaceSelector"]
-        (expression,) = hook["objectSelector"]["matchExpressions"]
-        assert expression["operator"] == "Exists"
-        labels.append(expression["key"])
-    assert labels == [
-        "training.kubeflow.org/job-name",
-        "jobset.sigs.k8s.io/jobset-name",
-        "ray.io/cluster",
-        "leaderworkerset.sigs.k8s.io/name",
+    # The workload webhook gets every kind the handlers mark, in every version served.
+    assert mark_hook["clientConfig"]["service"]["path"] == f"/{handlers.WORKLOAD_HANDLER_ID}"
+    assert "objectSelector" not in mark_hook
+    sent = {
+        (group, version, resource)
+        for rule in mark_hook["rules"]
+        for group in rule["apiGroups"]
+        for version in rule["apiVersions"]
+        for resource in rule["resources"]
+    }
+    assert sent == set(workload_resources())
+    assert all(rule["operations"] == ["CREATE"] for rule in mark_hook["rules"])
+    # The pod webhook: pods only, and only those whose template the workload webhook labelled.
+    assert pod_hook["rules"] == [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["pods"],
+            "scope": "Namespaced",
+        }
     ]
+    assert pod_hook["clientConfig"]["service"]["path"] == f"/{handlers.POD_HANDLER_ID}"
+    assert pod_hook["objectSelector"] == {"matchLabels": {PROFILED_POD_LABEL: "true"}}
 
 
 def test_unsupported_kinds_are_routed_to_the_notice_and_nowhere_else(chart: Any) -> None:

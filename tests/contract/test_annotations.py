@@ -8,8 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bottleneck_operator.contract.annotations import Choice, parse_switch, profile_choice, wants_collector
-from bottleneck_operator.contract.names import PROFILE_ANNOTATION, SIDECAR_ANNOTATION
+from bottleneck_operator.contract.annotations import (
+    Choice,
+    invalid_switches,
+    parse_switch,
+    profile_choice,
+    wants_collector,
+    wants_host_cgroup,
+)
+from bottleneck_operator.contract.names import HOST_CGROUP_ANNOTATION, PROFILE_ANNOTATION, SIDECAR_ANNOTATION
 from bottleneck_operator.webhook.inject import wants_injection
 
 
@@ -17,14 +24,21 @@ from bottleneck_operator.webhook.inject import wants_injection
     ("value", "expected"),
     [
         ("true", Choice.ON),
-        (" True ", Choice.ON),
-        ("TRUE", Choice.ON),
         ("false", Choice.OFF),
         (None, Choice.OFF),
-        ("", Choice.OFF),
-        ("yes please", Choice.INVALID),
+        # Exactly "true" or "false": every near miss is invalid, none is read as either.
+        (" True ", Choice.INVALID),
+        ("TRUE", Choice.INVALID),
+        ("False", Choice.INVALID),
+        ("", Choice.INVALID),
+        ("no", Choice.INVALID),
+        ("0", Choice.INVALID),
+        ("off", Choice.INVALID),
+        ("yes", Choice.INVALID),
+        ("on", Choice.INVALID),
         ("1", Choice.INVALID),
         (1, Choice.INVALID),
+        (True, Choice.INVALID),
     ],
 )
 def test_switch_values(value: Any, expected: Choice) -> None:
@@ -56,10 +70,28 @@ def test_operator_and_webhook_agree(profile: str | None, sidecar: str | None) ->
     # A collector only for analysed Jobs; an analysed Job lacks one only when it opted out of it.
     assert not injected or analysed
     if analysed and not injected:
-        assert parse_switch(annotations.get(SIDECAR_ANNOTATION)) is Choice.OFF
+        # Opted out, or a value that is neither "true" nor "false": the safe choice is no collector.
+        assert parse_switch(annotations.get(SIDECAR_ANNOTATION)) in (Choice.OFF, Choice.INVALID)
 
 
-def test_a_job_annotated_true_in_capitals_is_analysed_and_gets_a_collector() -> None:
+@pytest.mark.parametrize("value", ["no", "0", "off", "yes", "False", " true"])
+def test_a_sloppy_switch_injects_nothing_and_is_named(value: str) -> None:
+    for key in (SIDECAR_ANNOTATION, HOST_CGROUP_ANNOTATION):
+        metadata = {"annotations": {PROFILE_ANNOTATION: "true", key: value}}
+        assert invalid_switches(metadata) == [(key, value)]
+    assert not wants_collector({"annotations": {PROFILE_ANNOTATION: "true", SIDECAR_ANNOTATION: value}})
+    assert not wants_host_cgroup({"annotations": {PROFILE_ANNOTATION: "true", HOST_CGROUP_ANNOTATION: value}})
+    assert not wants_injection(_job({PROFILE_ANNOTATION: "true", SIDECAR_ANNOTATION: value}))
+
+
+def test_absent_or_exact_switches_keep_their_meaning() -> None:
+    on = {"annotations": {PROFILE_ANNOTATION: "true"}}
+    assert wants_collector(on) and wants_host_cgroup(on) and invalid_switches(on) == []
+    off = {"annotations": {PROFILE_ANNOTATION: "true", SIDECAR_ANNOTATION: "false", HOST_CGROUP_ANNOTATION: "false"}}
+    assert not wants_collector(off) and not wants_host_cgroup(off) and invalid_switches(off) == []
+
+
+def test_a_job_annotated_true_in_capitals_is_not_analysed() -> None:
     annotations = {PROFILE_ANNOTATION: "True"}
-    assert profile_choice({"annotations": annotations}) is Choice.ON
-    assert wants_injection(_job(annotations))
+    assert profile_choice({"annotations": annotations}) is Choice.INVALID
+    assert not wants_injection(_job(annotations))

@@ -66,12 +66,14 @@ def _openmetrics() -> str:
     for t in range(int(START), int(NOW) + 1, SCRAPE):
         for ns, pod, kind, owner in PODS:
             labels = f'namespace="{ns}",pod="{pod}",node="n1",created_by_kind="{kind}",created_by_name="{owner}"'
+            labels += ',job="kube-state-metrics"'
             out.append(f"kube_pod_info{{{labels}}} 1 {t}")
     out.append("# TYPE kube_job_owner gauge")
     for t in range(int(START), int(NOW) + 1, SCRAPE):
         for ns, job, kind, owner in JOB_OWNERS:
             labels = (
                 f'namespace="{ns}",job_name="{job}",owner_kind="{kind}",owner_name="{owner}",owner_is_controller="true"'
+                ',job="kube-state-metrics"'
             )
             out.append(f"kube_job_owner{{{labels}}} 1 {t}")
     out.append("# EOF")

@@ -194,7 +194,7 @@ def test_real_prometheus_scrapes_the_fixed_names_and_labels(
 ) -> None:
     _, port = collector_process
     _wait_for(f"http://127.0.0.1:{port}/metrics")
-    prom = start_prometheus(None, scrape_targets={"bottleneck-sidecar": [f"127.0.0.1:{port}"]}, scrape_interval=1.0)
+    prom = start_prometheus(None, scrape_targets={"bottleneck-collector": [f"127.0.0.1:{port}"]}, scrape_interval=1.0)
     selector = '{namespace="ml", pod="train-resnet-x7k2p", node="gpu-node-3"}'
     end = time.monotonic() + 60
     while not _query(prom.url, f"bottleneck_sidecar_info{selector}"):

@@ -53,7 +53,7 @@ def _openmetrics() -> str:
     times = range(int(START), int(NOW) + 1, SCRAPE)
     out = ["# TYPE kube_pod_info gauge"]
     for pod in PODS:
-        labels = f'namespace="ml",pod="{pod}",node="n1",created_by_kind="Job",created_by_name="train"'
+        labels = f'namespace="ml",pod="{pod}",node="n1",created_by_kind="Job",created_by_name="train",job="kube-state-metrics"'
         out += [f"kube_pod_info{{{labels}}} 1 {t}" for t in times]
     out.append(f"# TYPE {KUBELET.removesuffix('_total')} counter")
     for pod, container, rate, until in KUBELET_SERIES:
@@ -61,7 +61,7 @@ def _openmetrics() -> str:
         out += [f"{KUBELET}{{{labels}}} {(t - START) * rate:.3f} {t}" for t in times if t <= until]
     out.append(f"# TYPE {COLLECTOR.removesuffix('_total')} counter")
     for pod, rate in COLLECTOR_SERIES:
-        labels = f'namespace="ml",pod="{pod}",node="n1",resource="cpu"'
+        labels = f'namespace="ml",pod="{pod}",node="n1",resource="cpu",job="bottleneck-collector"'
         out += [f"{COLLECTOR}{{{labels}}} {(t - START) * rate:.3f} {t}" for t in times]
     out.append("# EOF")
     return "\n".join(out) + "\n"

@@ -49,6 +49,16 @@ GPUS: dict[str, list[tuple[float | None, float | None, float | None, dict[str, i
 PORTS = [("mlx5_0", "1", 1e8, 1.5e8), ("mlx5_0", "2", 3e8, 0.5e8)]
 
 
+# The scrape job of each family's series, as kube-prometheus-stack names them.
+SCRAPE_JOBS = {
+    "kube_": "kube-state-metrics",
+    "DCGM_": "dcgm-exporter",
+    "container_": "kubelet",
+    "node_": "node-exporter",
+    "bottleneck_sidecar_": "bottleneck-collector",
+}
+
+
 def _openmetrics() -> str:
     times = range(int(START), int(NOW) + 1, SCRAPE)
     out: list[str] = []
@@ -56,7 +66,9 @@ def _openmetrics() -> str:
     def family(name: str, kind: str, series: list[tuple[str, Any]]) -> None:
         """``series``: (labels, value or a function of the sample time)."""
         out.append(f"# TYPE {name.removesuffix('_total') if kind == 'counter' else name} {kind}")
+        job = next(j for prefix, j in SCRAPE_JOBS.items() if name.startswith(prefix))
         for labels, value in series:
+            labels = labels if 'job="' in labels else f'{labels},job="{job}"'
             out.extend(f"{name}{{{labels}}} {value(t) if callable(value) else value} {t}" for t in times)
 
     pods = sorted(NODES)

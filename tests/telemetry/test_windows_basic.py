@@ -236,16 +236,22 @@ def _relabelled_cluster() -> str:
     """node-exporter series carrying a `node` label; dcgm-exporter with `hostname` and no pod mapping."""
     lines = ["# TYPE kube_pod_info gauge"]
     lines += [
-        f'kube_pod_info{{namespace="ml",pod="train-a1b2c",node="n1",created_by_kind="Job",created_by_name="train"}} 1 {T0 + i * 30:.0f}'
+        f'kube_pod_info{{namespace="ml",pod="train-a1b2c",node="n1",created_by_kind="Job",created_by_name="train",job="kube-state-metrics"}} 1 {T0 + i * 30:.0f}'
         for i in range(21)
     ]
     lines.append("# TYPE node_memory_MemAvailable_bytes gauge")
-    lines += [f'node_memory_MemAvailable_bytes{{node="n1",instance="a:9100"}} 30 {T0 + i * 30:.0f}' for i in range(21)]
+    lines += [
+        f'node_memory_MemAvailable_bytes{{node="n1",instance="a:9100",job="node-exporter"}} 30 {T0 + i * 30:.0f}'
+        for i in range(21)
+    ]
     lines.append("# TYPE node_memory_MemTotal_bytes gauge")
-    lines += [f'node_memory_MemTotal_bytes{{node="n1",instance="a:9100"}} 120 {T0 + i * 30:.0f}' for i in range(21)]
+    lines += [
+        f'node_memory_MemTotal_bytes{{node="n1",instance="a:9100",job="node-exporter"}} 120 {T0 + i * 30:.0f}'
+        for i in range(21)
+    ]
     lines.append("# TYPE DCGM_FI_DEV_FB_USED gauge")
     lines += [
-        f'DCGM_FI_DEV_FB_USED{{gpu="0",UUID="GPU-1",modelName="Tesla T4",hostname="n1"}} 100 {T0 + i * 30:.0f}'
+        f'DCGM_FI_DEV_FB_USED{{gpu="0",UUID="GPU-1",modelName="Tesla T4",hostname="n1",job="dcgm-exporter"}} 100 {T0 + i * 30:.0f}'
         for i in range(21)
     ]
     return "\n".join([*lines, "# EOF"]) + "\n"

@@ -72,8 +72,8 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 @pytest.fixture
 async def endpoint(tls_pair: tuple[Path, Path]) -> AsyncIterator[Endpoint]:
     cert, key = tls_pair
-    # "ml" is an unlabelled namespace (Pod Security "privileged" by default): everything is admitted.
-    async with serve_admission(Settings().injection, certfile=cert, keyfile=key, levels={"ml": ""}) as url:
+    # "ml" enforces Pod Security "privileged": everything is admitted.
+    async with serve_admission(Settings().injection, certfile=cert, keyfile=key, levels={"ml": "privileged"}) as url:
         ctx = ssl.create_default_context(cafile=str(cert))
         async with aiohttp.ClientSession() as session:
             yield Endpoint(url=url, ssl=ctx, session=session)

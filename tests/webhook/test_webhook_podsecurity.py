@@ -24,6 +24,7 @@ from bottleneck_operator.webhook.server import serve_admission
 
 PROFILED = {"bottleneck.dev/profile": "true"}
 LEVELS = {"open": "privileged", "base": "baseline", "tight": "restricted", "plain": ""}
+INVALID = ["no", "0", "off", "yes", "False"]
 
 
 @pytest.fixture
@@ -54,15 +55,30 @@ def _collectors(job: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in _pod(job).get("initContainers", []) if c["name"] == CONTAINER_NAME]
 
 
-@pytest.mark.parametrize("namespace", ["open", "plain"])
-async def test_privileged_and_unlabelled_namespaces_get_the_host_mount(
-    served: tuple[Endpoint, list[Any]], namespace: str
-) -> None:
+async def test_a_privileged_namespace_gets_the_host_mount(served: tuple[Endpoint, list[Any]]) -> None:
     endpoint, events = served
-    job = await _admit(endpoint, namespace, f"train-{namespace}")
+    job = await _admit(endpoint, "open", "train-open")
     assert [v["name"] for v in _pod(job)["volumes"]] == [CGROUP_VOLUME]
     assert any(m["name"] == CGROUP_VOLUME for m in _collectors(job)[0]["volumeMounts"])
+    assert "bottleneck.dev/collector-no-host-cgroup" not in job["metadata"].get("annotations", {})
     assert events == []
+
+
+@pytest.mark.parametrize(("default", "mounted"), [("baseline", False), ("restricted", False), ("privileged", True)])
+async def test_an_unlabelled_namespace_takes_the_cluster_default(
+    tls_pair: tuple[Path, Path], default: str, mounted: bool
+) -> None:
+    cert, key = tls_pair
+    settings = Settings(pod_security_default_level=default).injection
+    async with serve_admission(settings, certfile=cert, keyfile=key, levels=LEVELS) as url:
+        ctx = ssl.create_default_context(cafile=str(cert))
+        async with aiohttp.ClientSession() as session:
+            job = await _admit(Endpoint(url=url, ssl=ctx, session=session), "plain", "train-plain")
+    assert len(_collectors(job)) == 1
+    assert ("volumes" in _pod(job)) is mounted
+    # Where the mount is cut, the Job says which level cut it: its report carries it from there.
+    said = job["metadata"]["annotations"].get("bottleneck.dev/collector-no-host-cgroup")
+    assert said == (None if mounted else default)
 
 
 @pytest.mark.parametrize("namespace", ["base", "tight"])
@@ -78,6 +94,7 @@ async def test_baseline_and_restricted_get_the_collector_without_hostpath(
     # The restricted profile's container rules hold for the container as injected.
     assert restricted_violations(collector) == []
     kubernetes_validate.validate(job, "1.29", strict=True)
+    assert job["metadata"]["annotations"]["bottleneck.dev/collector-no-host-cgroup"] == LEVELS[namespace]
     assert [(e[0], e[1], e[2], e[3]) for e in events] == [
         ("Job", f"train-{namespace}", "Warning", "CollectorRestricted")
     ]
@@ -122,7 +139,9 @@ async def test_restricted_gets_no_collector_when_the_container_cannot_meet_it(
 
 
 def test_levels_and_the_restricted_rules() -> None:
-    assert enforce_level(None) == "privileged"
+    assert enforce_level(None) == "baseline"  # the chart's podSecurity.defaultLevel
+    assert enforce_level({}, "privileged") == "privileged"
+    assert enforce_level({"pod-security.kubernetes.io/enforce": "privileged"}, "restricted") == "privileged"
     assert enforce_level({"pod-security.kubernetes.io/enforce": "Baseline "}) == "baseline"
     assert enforce_level({"pod-security.kubernetes.io/enforce": "bogus"}) == "restricted"
     good = collector_container(Settings().injection, host_cgroup=False, processes=True)
@@ -139,3 +158,19 @@ def test_levels_and_the_restricted_rules() -> None:
         "seccompProfile RuntimeDefault",
     }
     assert admitted("restricted", host_cgroup=True, container=bad).collector is False
+
+
+@pytest.mark.parametrize("value", INVALID)
+async def test_a_sloppy_switch_gets_a_warning_and_the_safe_choice(
+    served: tuple[Endpoint, list[Any]], value: str
+) -> None:
+    endpoint, events = served
+    job = make_job({**PROFILED, "bottleneck.dev/sidecar": value}, name="train-sloppy", namespace="open")
+    assert patch_of(await endpoint.review(job, namespace="open")) == []  # no collector at all
+    job = make_job({**PROFILED, "bottleneck.dev/sidecar-host-cgroup": value}, name="train-mount", namespace="open")
+    admitted_job = apply(job, patch_of(await endpoint.review(job, namespace="open")))
+    assert len(_collectors(admitted_job)) == 1 and "volumes" not in _pod(admitted_job)  # no mount
+    warnings = [e for e in events if e[3] == "InvalidAnnotation"]
+    assert [(e[1], e[2]) for e in warnings] == [("train-sloppy", "Warning"), ("train-mount", "Warning")]
+    assert f'bottleneck.dev/sidecar="{value}"' in warnings[0][4]
+    assert f'bottleneck.dev/sidecar-host-cgroup="{value}"' in warnings[1][4]

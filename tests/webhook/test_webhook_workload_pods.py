@@ -70,7 +70,7 @@ async def endpoint(tls_pair: tuple[Path, Path]) -> AsyncIterator[Endpoint]:
         return PROFILED_WORKLOADS.get((namespace, kind, name))
 
     async with serve_admission(
-        Settings().injection, certfile=cert, keyfile=key, levels={"ml": ""}, workloads=lookup
+        Settings().injection, certfile=cert, keyfile=key, levels={"ml": "privileged"}, workloads=lookup
     ) as url:
         ctx = ssl.create_default_context(cafile=str(cert))
         async with aiohttp.ClientSession() as session:
@@ -126,7 +126,9 @@ async def test_a_workload_the_cache_does_not_know_yet_is_read_once(tls_pair: tup
             raise ConnectionError("the API server is away")
         return objects.get((namespace, kind, name))
 
-    async with serve_admission(Settings().injection, certfile=cert, keyfile=key, levels={"ml": ""}, fetch=fetch) as url:
+    async with serve_admission(
+        Settings().injection, certfile=cert, keyfile=key, levels={"ml": "privileged"}, fetch=fetch
+    ) as url:
         ctx = ssl.create_default_context(cafile=str(cert))
         async with aiohttp.ClientSession() as session:
             endpoint = Endpoint(url=url, ssl=ctx, session=session)
@@ -170,6 +172,7 @@ def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
         liveness_endpoint="",
         webhook_port=port,
         webhook_cert_dir=cert_dir,
+        pod_security_default_level="privileged",  # the emulator's namespaces carry no labels
     )
     install_crd(cluster, "PyTorchJob")
     create(cluster, "PyTorchJob", "ml", "bert")  # before the start: namespace "ml" is listed, unlabelled
@@ -191,6 +194,19 @@ def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
         # Served, and the PyTorchJob is in the operator's cache.
         _, body = wait_for_review(url, review, ctx, until=_injected, what="the pod was never injected")
         other_status, other = post_review(url, stranger, ctx)
+        # kopf serves the workload webhook on the path the chart gives it.
+        marking = admission_review(
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "metadata": {"name": "gpt", "namespace": "ml", "annotations": {"bottleneck.dev/profile": "true"}},
+                "spec": {"pytorchReplicaSpecs": {"Worker": {"template": {"spec": {}}}}},
+            },
+            resource=("kubeflow.org", "v1", "pytorchjobs"),
+            kind="PyTorchJob",
+        )
+        mark_url = f"https://127.0.0.1:{port}/{handlers.WORKLOAD_HANDLER_ID}"
+        _, marked = wait_for_review(mark_url, marking, ctx, until=_injected, what="the PyTorchJob was never marked")
         # A namespace the operator's namespace watch has not shown: no host mount, and an Event says so.
         create(cluster, "PyTorchJob", "fresh", "late")
         late = _pod("late-worker-0", owner=("PyTorchJob", "late"))
@@ -211,5 +227,9 @@ def test_running_operator_injects_the_pods_of_a_profiled_pytorchjob(
     assert events and events[0]["involvedObject"]["name"] == "late" and "not known yet" in events[0]["message"]
     pod = apply(review["request"]["object"], json.loads(base64.b64decode(body["response"]["patch"])))
     assert len(_collectors(pod)) == 1
-    assert [v["name"] for v in pod["spec"]["volumes"]] == [CGROUP_VOLUME]  # "ml" is unlabelled: privileged
+    assert [v["name"] for v in pod["spec"]["volumes"]] == [CGROUP_VOLUME]  # "ml" is unlabelled: the default
     assert other_status == 200 and "patch" not in other["response"]
+    gpt = apply(marking["request"]["object"], json.loads(base64.b64decode(marked["response"]["patch"])))
+    assert gpt["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"]["labels"] == {
+        "bottleneck.dev/profiled": "true"
+    }

@@ -23,6 +23,12 @@ MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
 MANAGED_BY: Final = "bottleneck-operator"
 # Written by the webhook on a Job's pod template when it injected no collector on purpose.
 COLLECTOR_SKIPPED_ANNOTATION: Final = f"{API_GROUP}/collector-skipped"
+# Written by the webhook on a profiled workload whose collector runs without the host cgroup mount
+# (the namespace's Pod Security level forbids hostPath): the value is that level.
+COLLECTOR_NO_HOST_CGROUP_ANNOTATION: Final = f"{API_GROUP}/collector-no-host-cgroup"
+# Stamped by the webhook on the pod templates of profiled training workloads: the pod webhook's
+# objectSelector, so only their pods are sent to it.
+PROFILED_POD_LABEL: Final = f"{API_GROUP}/profiled"
 
 # Labels the operator reads: a namespace's enforced Pod Security level.
 POD_SECURITY_ENFORCE_LABEL: Final = "pod-security.kubernetes.io/enforce"

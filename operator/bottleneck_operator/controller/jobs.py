@@ -10,7 +10,12 @@ from collections.abc import Mapping
 from typing import Any, cast, get_args
 
 from bottleneck_operator.contract.annotations import Choice, parse_switch, wants_collector, wants_host_cgroup
-from bottleneck_operator.contract.names import COLLECTOR_LABEL, COLLECTOR_SKIPPED_ANNOTATION, PROFILE_ANNOTATION
+from bottleneck_operator.contract.names import (
+    COLLECTOR_LABEL,
+    COLLECTOR_NO_HOST_CGROUP_ANNOTATION,
+    COLLECTOR_SKIPPED_ANNOTATION,
+    PROFILE_ANNOTATION,
+)
 from bottleneck_operator.controller.reports_api import ReportConflict, report_body
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
 from bottleneck_operator.controller.status import READY, merge_patch, needs_final, pending_status, set_condition
@@ -163,12 +168,26 @@ def with_collector_condition(status: ReportStatus, job: TrackedJob, now: float) 
     return status.model_copy(update={"conditions": conditions})
 
 
+def no_host_cgroup_note(level: str) -> str:
+    """What a collector without the host cgroup mount does not see, for the report's data quality."""
+    return (
+        f"the collector runs without the host cgroup mount (Pod Security level {level!r} forbids hostPath "
+        "volumes): the pod's own cgroup (CPU pressure and throttling, IO and memory pressure) is not read "
+        "by it; those signals come from cAdvisor and node-exporter alone"
+    )
+
+
 def annotate_status(status: ReportStatus, job: TrackedJob, now: float) -> ReportStatus:
-    """What the operator knows of the workload beyond the telemetry: replica types, a missing collector."""
+    """What the operator knows of the workload beyond the telemetry: replica types, a missing collector
+    or one that runs without the host cgroup mount."""
     status = with_collector_condition(with_replica_types(status, job), job, now)
     quality = status.data_quality
-    if job.no_collector and quality is not None and NO_COLLECTOR not in quality.notes:
-        quality = quality.model_copy(update={"notes": [*quality.notes, NO_COLLECTOR]})
+    notes = [NO_COLLECTOR] if job.no_collector else []
+    if job.no_host_cgroup and not job.no_collector:
+        notes.append(no_host_cgroup_note(job.no_host_cgroup))
+    missing = [n for n in notes if quality is not None and n not in quality.notes]
+    if quality is not None and missing:
+        quality = quality.model_copy(update={"notes": [*quality.notes, *missing]})
         status = status.model_copy(update={"data_quality": quality})
     return status
 
@@ -249,6 +268,8 @@ def observe(
     was_finished, was_phase = tracked.finished, tracked.phase
     tracked.collector, tracked.host_cgroup = wants_collector(meta), wants_host_cgroup(meta)
     tracked.no_collector = kind is JOB and state.injection.webhook_enabled and missed_by_webhook(body)
+    cut = (meta.get("annotations") or {}).get(COLLECTOR_NO_HOST_CGROUP_ANNOTATION)
+    tracked.no_host_cgroup = str(cut) if tracked.collector and cut else ""
     tracked.phase, tracked.start, tracked.end = _report_phase(phase), start, end
     if not tracked.report_ready:
         return tracked

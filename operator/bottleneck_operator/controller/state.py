@@ -68,6 +68,8 @@ class TrackedJob:
     host_cgroup: bool = True
     # A Job admitted without its collector while the webhook was unavailable (see jobs.missed_by_webhook).
     no_collector: bool = False
+    # The Pod Security level under which its collector runs without the host cgroup mount ("": with it).
+    no_host_cgroup: str = ""
     start: float | None = None
     end: float | None = None
     phase: Phase = "Pending"

@@ -70,6 +70,11 @@ class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
     """kmock's emulator plus the metadata an API server stamps on writes."""
 
     _versions = itertools.count(1)
+    # Seconds each read of one object waits before it is answered: a slow API server, for the tests
+    # and benchmarks of what must stay inside a deadline (the admission webhook's).
+    read_latency = 0.0
+    # (resource plural, namespace, name) -> reads of that object so far.
+    reads: dict[tuple[str, str, str], int]
 
     def _forget_old_requests(self) -> None:
         # kmock keeps every request for test assertions and matches each new one against that
@@ -92,6 +97,11 @@ class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
     # and reports that scan was most of the emulator's CPU. Its store is a dict by (resource,
     # namespace, name), so one object is looked up directly; anything else takes kmock's path.
     async def _serve_fetch(self, request: Any) -> Any:
+        if request.resource is not None and request.name:
+            key = (str(request.resource.plural), str(request.namespace or ""), str(request.name))
+            self.reads[key] = self.reads.get(key, 0) + 1
+        if self.read_latency > 0:
+            await asyncio.sleep(self.read_latency)
         obj = self._lookup(request)
         if obj is None:
             return await super()._serve_fetch(request)
@@ -208,6 +218,7 @@ class LocalCluster:
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
         emulator = ClusterEmulator()
+        emulator.reads = {}
         for key, info in _RESOURCES.items():
             emulator.resources[key] = kmock.ResourceInfo(verbs=_VERBS, **info)
         async with emulator, kmock.Server(emulator) as server:

@@ -13,6 +13,7 @@ backfilled range so that old simulated data is not deleted at start-up.
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import subprocess
 import urllib.error
@@ -20,6 +21,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 from urllib.parse import urlsplit
 
 from bottleneck_operator.simulation.nodeexporter import NODE_EXPORTER_COLLECTORS, NodeExporter
@@ -75,8 +77,15 @@ def backfill(openmetrics: Path, tsdb_dir: Path, *, timeout: float = 900.0) -> No
         raise LocalPrometheusError(f"promtool could not backfill {openmetrics}:\n{out}")
 
 
-def _scrape_config(targets: Mapping[str, Sequence[str]], interval: float) -> str:
-    """Prometheus YAML with one static scrape job per name; targets are URLs or host:port."""
+def _scrape_config(
+    targets: Mapping[str, Sequence[str]], interval: float, extra: Sequence[Mapping[str, Any]] = ()
+) -> str:
+    """Prometheus YAML with one static scrape job per name; targets are URLs or host:port.
+
+    ``extra`` scrape configs are added as they are given (Prometheus's own keys), e.g. a job that
+    relabels as a PodMonitor does, with the ``__meta_kubernetes_*`` labels Kubernetes service
+    discovery would give its targets set as static labels.
+    """
     lines = [
         "global:",
         f"  scrape_interval: {interval:g}s",
@@ -100,7 +109,9 @@ def _scrape_config(targets: Mapping[str, Sequence[str]], interval: float) -> str
                 "    static_configs:",
                 "      - targets: [" + ", ".join(_yaml_str(h) for h in hosts) + "]",
             ]
-    if not targets:
+    # JSON is YAML (flow style): each extra scrape config is one line, whatever it holds.
+    lines += [f"  - {json.dumps(config)}" for config in extra]
+    if not targets and not extra:
         lines[-1] = "scrape_configs: []"
     return "\n".join(lines) + "\n"
 
@@ -125,6 +136,7 @@ class LocalPrometheus:
         lookback_delta: str = "5m",
         retention: str = "3650d",
         start_timeout: float = 60.0,
+        scrape_configs: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         """Prepare (not start) a Prometheus.
 
@@ -135,8 +147,10 @@ class LocalPrometheus:
             lookback_delta: how far back an instant selector looks (Prometheus's default, 5m).
             retention: TSDB retention; long, so backfilled history survives start-up.
             start_timeout: seconds to wait for ``/-/ready``.
+            scrape_configs: further scrape jobs in Prometheus's own terms (relabelling, honor_labels).
         """
         self.workdir = Path(workdir)
+        self.scrape_configs = list(scrape_configs)
         self.data_dir = self.workdir / "data"
         self.config_path = self.workdir / "prometheus.yml"
         self.log_path = self.workdir / "prometheus.log"
@@ -157,6 +171,7 @@ class LocalPrometheus:
         scrape_targets: Mapping[str, Sequence[str]] | None = None,
         scrape_interval: float = 15.0,
         lookback_delta: str = "5m",
+        scrape_configs: Sequence[Mapping[str, Any]] = (),
     ) -> LocalPrometheus:
         """Backfill OpenMetrics into a fresh TSDB and start Prometheus over it.
 
@@ -167,6 +182,7 @@ class LocalPrometheus:
             scrape_targets: live targets, as for :class:`LocalPrometheus`.
             scrape_interval: seconds between scrapes of live targets.
             lookback_delta: instant-selector lookback.
+            scrape_configs: further scrape jobs, as for :class:`LocalPrometheus`.
 
         Returns:
             A started, ready LocalPrometheus (stop it, or use it as a context manager).
@@ -177,7 +193,11 @@ class LocalPrometheus:
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         prom = cls(
-            workdir, scrape_targets=scrape_targets, scrape_interval=scrape_interval, lookback_delta=lookback_delta
+            workdir,
+            scrape_targets=scrape_targets,
+            scrape_interval=scrape_interval,
+            lookback_delta=lookback_delta,
+            scrape_configs=scrape_configs,
         )
         find_binary("prometheus")  # fail on a missing binary before the (possibly long) backfill
         if path_or_text is not None:
@@ -217,7 +237,7 @@ class LocalPrometheus:
         binary = find_binary("prometheus")
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(_scrape_config(self.scrape_targets, self.scrape_interval))
+        self.config_path.write_text(_scrape_config(self.scrape_targets, self.scrape_interval, self.scrape_configs))
         self._proc, self.port = launch_on_free_port(
             "Prometheus",
             lambda port: [
@@ -249,7 +269,7 @@ class LocalPrometheus:
         if not self.running:
             raise LocalPrometheusError("Prometheus is not running")
         self.scrape_targets = {k: list(v) for k, v in scrape_targets.items()}
-        self.config_path.write_text(_scrape_config(self.scrape_targets, self.scrape_interval))
+        self.config_path.write_text(_scrape_config(self.scrape_targets, self.scrape_interval, self.scrape_configs))
         req = urllib.request.Request(f"{self.url}/-/reload", method="POST")  # noqa: S310 - loopback URL
         try:
             with urllib.request.urlopen(req, timeout=timeout):  # noqa: S310

@@ -324,7 +324,7 @@ def check(client: PrometheusClient, labels: LabelSettings, at: float, namespace:
     mapping = layout.labels(configured) if configured.label_layout_detection else configured
     found = _probe(client, mapping, namespace, at)
     state = scrapes.read(client, at, WINDOW, list(mapping.selector_matchers), namespace)
-    notes = []
+    notes = scrapes.unread_jobs(client, labels, at, WINDOW)
     if not configured.label_layout_detection:
         notes.append("layout detection is off: the configured labels are read as they are")
     if state.pools is None:

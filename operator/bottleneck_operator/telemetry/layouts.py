@@ -31,7 +31,13 @@ from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry.catalog import tag
 from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.names import add_matchers, quote, validate_matchers
+from bottleneck_operator.telemetry.names import (
+    ScopedMatcher,
+    add_matchers,
+    quote,
+    scrape_job_matchers,
+    validate_matchers,
+)
 from bottleneck_operator.telemetry.selectors import duration, sel
 from bottleneck_operator.telemetry.store import labels_of, to_float
 
@@ -197,13 +203,16 @@ def _layout(seen: Mapping[str, float], configured: LabelSettings, clusters: tupl
 
 
 def with_matchers(configured: LabelSettings) -> LabelSettings:
-    """The mapping with its ``selector_matchers`` validated and normalised.
+    """The mapping with its ``selector_matchers`` validated and normalised, and each exporter
+    family's series restricted to its configured scrape jobs (``scrape_jobs``).
 
     Raises:
         InvalidName: a matcher is not one ``label<op>"value"``.
     """
     matchers = validate_matchers("selector_matchers", configured.selector_matchers)
-    return dataclasses.replace(configured, selector_matchers=matchers)
+    held = {(m, m.prefixes) for m in matchers if isinstance(m, ScopedMatcher)}  # already applied: idempotent
+    scoped = [m for m in scrape_job_matchers(configured.scrape_jobs) if (m, m.prefixes) not in held]
+    return dataclasses.replace(configured, selector_matchers=(*matchers, *scoped))
 
 
 class LayoutCache:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from bottleneck_operator.telemetry.errors import InvalidName
 
@@ -129,8 +129,59 @@ def matcher(label: str, op: str, value: str) -> str:
     return f"{label}{op}{quote(value)}"
 
 
+# The metric name that ends where a selector's brace opens.
+_METRIC_BEFORE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*$")
+
 # One label matcher as PromQL writes it: a label name, an operator, a double-quoted string.
 _MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*")\s*')
+
+
+class ScopedMatcher(str):
+    """A label matcher that :func:`add_matchers` adds only to the selectors of some metrics.
+
+    A ``str`` (the matcher as PromQL writes it), so it travels wherever ``selector_matchers`` go;
+    ``prefixes`` names the metrics it is for, by the start of their name.
+    """
+
+    prefixes: tuple[str, ...]
+
+    def __new__(cls, matcher: str, prefixes: Iterable[str]) -> ScopedMatcher:
+        obj = super().__new__(cls, matcher)
+        obj.prefixes = tuple(prefixes)
+        return obj
+
+    def applies_to(self, metric: str) -> bool:
+        return metric.startswith(self.prefixes)
+
+
+# The metric names of each exporter family (the contract's), by the start of their names.
+FAMILY_PREFIXES: Mapping[str, tuple[str, ...]] = {
+    "dcgm": ("DCGM_",),
+    "node": ("node_",),
+    "cadvisor": ("container_",),
+    "ksm": ("kube_",),
+    "sidecar": ("bottleneck_sidecar_",),
+}
+
+
+def scrape_job_matchers(scrape_jobs: Iterable[tuple[str, Sequence[str]]]) -> tuple[ScopedMatcher, ...]:
+    """``job=~"..."`` for each exporter family's series (the ``scrape_jobs`` setting).
+
+    A family with no jobs is read from any job. Only the scrape jobs an administrator configured
+    write a family's series: a tenant's own PodMonitor or ServiceMonitor (with ``honorLabels:
+    true`` it keeps whatever namespace and pod labels its pods write) is never read for it.
+
+    Args:
+        scrape_jobs: (family, job label values) pairs; families are keys of :data:`FAMILY_PREFIXES`.
+
+    Returns:
+        One scoped matcher per family with jobs.
+    """
+    out = []
+    for family, jobs in scrape_jobs:
+        if jobs:
+            out.append(ScopedMatcher(matcher("job", "=~", regex_alternation(jobs)), FAMILY_PREFIXES[family]))
+    return tuple(out)
 
 
 def validate_matchers(setting: str, values: Iterable[str]) -> tuple[str, ...]:
@@ -146,8 +197,11 @@ def validate_matchers(setting: str, values: Iterable[str]) -> tuple[str, ...]:
     Raises:
         InvalidName: a value is not exactly one label matcher with a double-quoted value.
     """
-    out = []
+    out: list[str] = []
     for value in values:
+        if isinstance(value, ScopedMatcher):
+            out.append(value)  # built from validated settings; kept with its scope
+            continue
         m = _MATCHER.fullmatch(value)
         if m is None:
             raise InvalidName(
@@ -169,14 +223,17 @@ def add_matchers(expr: str, matchers: Iterable[str]) -> str:
 
     Args:
         expr: PromQL built by the data layer.
-        matchers: validated matchers (see :func:`validate_matchers`).
+        matchers: validated matchers (see :func:`validate_matchers`); a :class:`ScopedMatcher` goes
+            only to the selectors of its metrics.
 
     Returns:
         The expression, unchanged when there are no matchers.
     """
-    extra = ",".join(matchers)
-    if not extra:
+    matchers = list(matchers)
+    if not matchers:
         return expr
+    everywhere = [m for m in matchers if not isinstance(m, ScopedMatcher)]
+    scoped = [m for m in matchers if isinstance(m, ScopedMatcher)]
     out: list[str] = []
     in_string, escaped = False, False
     for i, ch in enumerate(expr):
@@ -193,8 +250,11 @@ def add_matchers(expr: str, matchers: Iterable[str]) -> str:
             in_string = True
             out.append(ch)
         elif ch == "{" and i > 0 and (expr[i - 1].isalnum() or expr[i - 1] in "_:"):
+            metric = _METRIC_BEFORE.search(expr, 0, i)
+            name = metric.group(0) if metric else ""
+            extra = ",".join([*everywhere, *(m for m in scoped if m.applies_to(name))])
             closes = expr[i + 1 : i + 2] == "}"
-            out.append("{" + extra + ("" if closes else ","))
+            out.append("{" + extra + ("" if closes or not extra else ","))
         else:
             out.append(ch)
     return "".join(out)

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 from bottleneck_operator.contract.names import COLLECTOR_CONTAINER
 from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry.catalog import tag
 from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.names import add_matchers, quote
+from bottleneck_operator.telemetry.names import add_matchers, quote, validate_matchers
 from bottleneck_operator.telemetry.selectors import duration, sel
 from bottleneck_operator.telemetry.store import labels_of, to_float
 
@@ -180,3 +181,38 @@ def assess(state: ScrapeState) -> tuple[str, list[str]]:
         if t.down
     ]
     return "; ".join(found) or "no collector pods, no exporter targets", fixes
+
+
+_FAMILY = "bn_family"  # the label each family's probe is tagged with
+# One metric per exporter family, to see which scrape jobs write the family.
+_FAMILY_PROBES = {
+    "dcgm": "DCGM_FI_DEV_FB_USED",
+    "node": "node_uname_info",
+    "cadvisor": "container_cpu_usage_seconds_total",
+    "ksm": "kube_pod_info",
+    "sidecar": "bottleneck_sidecar_info",
+}
+
+
+def unread_jobs(client: PrometheusClient, labels: LabelSettings, at: float, window: float) -> list[str]:
+    """A note per family whose series some scrape job outside ``scrape_jobs`` writes: never read."""
+    allowed = {family: set(jobs) for family, jobs in labels.scrape_jobs if jobs}
+    if not allowed:
+        return []
+    w = duration(window)
+    parts = [
+        tag(f"count by (job) (last_over_time({sel(metric)}[{w}]))", _FAMILY, family)
+        for family, metric in _FAMILY_PROBES.items()
+        if family in allowed
+    ]
+    matchers = validate_matchers("selector_matchers", labels.selector_matchers)
+    unread: dict[str, set[str]] = {}
+    for row in client.query(add_matchers(" or ".join(parts), matchers), at):
+        found = labels_of(row)
+        family, job = found.get(_FAMILY, ""), found.get("job", "")
+        if family in allowed and job not in allowed[family]:
+            unread.setdefault(family, set()).add(job or "(none)")
+    return [
+        f"{family} series under scrape job(s) {', '.join(sorted(jobs))} are not read: not in scrape_jobs"
+        for family, jobs in sorted(unread.items())
+    ]

@@ -11,6 +11,7 @@ filed as soon as it arrives.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 from collections import defaultdict
@@ -69,8 +70,10 @@ def plan(
             else:
                 chosen = contexts[:1] if entry.name in _NODE_KEYED else contexts
             # One entry per request (answers need no tag: label_replace would relabel every sample),
-            # cut where its selection makes it longer than a request may be.
-            parts = [cat.entry_query(entry, [part]) for ctx in chosen for part in fit(ctx, entry.build)]
+            # cut where its selection makes it longer than a request may be (measured with the
+            # matchers every selector gets, the scrape-job ones included).
+            sized = functools.partial(_entry_query, entry)
+            parts = [cat.entry_query(entry, [part]) for ctx in chosen for part in fit(ctx, sized)]
             tasks += [Task(group, entry, promql) for promql in pack(parts, scope.base.max_query_bytes)]
     return tasks
 
@@ -160,3 +163,7 @@ def _bucket_contexts(
             if selection is not None:
                 out.append(dataclasses.replace(selection, rate_ranges=ranges, gauge_windows=windows))
     return out or [base]
+
+
+def _entry_query(entry: cat.Entry, ctx: sq.QueryContext) -> str:
+    return cat.entry_query(entry, [ctx])

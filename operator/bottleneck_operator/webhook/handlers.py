@@ -1,5 +1,6 @@
 """The kopf admission handlers that inject the collector: ``/inject-sidecar`` for batch/v1 Jobs,
-``/inject-workload-pod`` for the pods of the training operators' workloads.
+``/mark-workload`` for the training operators' workloads (their pod templates get the label the pod
+webhook selects, see webhook/templates.py), ``/inject-workload-pod`` for those workloads' pods.
 
 :func:`register` adds the handlers to a kopf registry (``bottleneck-operator run`` calls it with
 kopf's default one); importing the module registers nothing. The handler never rejects a Job: kopf answers ``allowed: false`` when a handler raises, so
@@ -10,126 +11,44 @@ training either.
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
-from bottleneck_operator.contract.annotations import Choice, profile_choice, wants_collector, wants_host_cgroup
-from bottleneck_operator.contract.names import COLLECTOR_SKIPPED_ANNOTATION
-from bottleneck_operator.controller.workloads import BY_KIND, VERSIONS
-from bottleneck_operator.settings import InjectionSettings, Settings
+from bottleneck_operator.contract.annotations import (
+    Choice,
+    invalid_switches,
+    profile_choice,
+    refusal,
+    wants_collector,
+    wants_host_cgroup,
+)
+from bottleneck_operator.contract.names import COLLECTOR_NO_HOST_CGROUP_ANNOTATION, COLLECTOR_SKIPPED_ANNOTATION
+from bottleneck_operator.controller.workloads import BY_KIND
+from bottleneck_operator.settings import InjectionSettings
 from bottleneck_operator.webhook import unsupported
+from bottleneck_operator.webhook.context import AdmissionContext as AdmissionContext
+from bottleneck_operator.webhook.context import configure as configure
+from bottleneck_operator.webhook.context import current_context as current_context
+from bottleneck_operator.webhook.context import current_settings as current_settings
+from bottleneck_operator.webhook.context import namespace_level as namespace_level
 from bottleneck_operator.webhook.inject import inject_template, injection, wants_injection
-from bottleneck_operator.webhook.podsecurity import ENFORCE_LABEL, enforce_level
-from bottleneck_operator.webhook.workloads import Lookup, Profiled, candidates, find_profiled
+from bottleneck_operator.webhook.podsecurity import allows_host_path
+from bottleneck_operator.webhook.templates import SWITCHES_DOWN, mark, workload_resources
+from bottleneck_operator.webhook.workloads import Profiled, candidates, find_profiled
 
 Found = tuple[str, str, Profiled]
-# (namespace, kind, name) -> the workload's object from the API, or None.
-Fetch = Callable[[str, str, str], Awaitable[Mapping[str, Any] | None]]
 
 HANDLER_ID = "inject-sidecar"
 POD_HANDLER_ID = "inject-workload-pod"
+WORKLOAD_HANDLER_ID = "mark-workload"
 
 log = logging.getLogger(__name__)
 
 SKIPPED_ANNOTATION = COLLECTOR_SKIPPED_ANNOTATION
-
-
-@dataclass
-class AdmissionContext:
-    """What the handlers decide with, besides the admitted object.
-
-    Attributes:
-        settings: the injection group: the webhook and the collector it injects.
-        levels: namespace -> its ``pod-security.kubernetes.io/enforce`` label ("" when unlabelled),
-            as the operator's namespace watch saw it; a namespace missing from it is not known yet.
-        workloads: the profiled training workloads (see :mod:`.workloads`).
-        post: posts an Event (involved object's body, type, reason, message), or None.
-        fetch: reads a workload from the API, (namespace, kind, name) -> its object or None: only
-            when the cache does not know the workload of a pod (its watch event not seen yet).
-    """
-
-    settings: InjectionSettings
-    levels: Mapping[str, str] = field(default_factory=dict)
-    workloads: Lookup = lambda _ns, _kind, _name: None
-    post: Callable[[dict[str, Any], str, str, str], None] | None = None
-    fetch: Fetch | None = None
-
-
-_configured: AdmissionContext | None = None
-
-
-def configure(
-    settings: InjectionSettings,
-    *,
-    levels: Mapping[str, str] | None = None,
-    workloads: Lookup | None = None,
-    post: Callable[[dict[str, Any], str, str, str], None] | None = None,
-    fetch: Fetch | None = None,
-) -> None:
-    """Use these settings (and, outside the operator, these namespaces and workloads) for injection."""
-    global _configured
-    _configured = AdmissionContext(settings, dict(levels or {}), workloads or AdmissionContext.workloads, post, fetch)
-
-
-@functools.cache
-def _from_environment() -> InjectionSettings:
-    no_overrides: dict[str, Any] = {}
-    return Settings(**no_overrides).injection  # every field from BOTTLENECK_* or its default
-
-
-def current_settings(memo: Any = None) -> InjectionSettings:
-    """The injection settings: ``memo.settings`` or ``memo.state.injection`` if the operator put
-    them there, else those given to :func:`configure`, else the environment."""
-    if memo is not None:
-        for candidate in (getattr(memo, "settings", None), getattr(getattr(memo, "state", None), "injection", None)):
-            if isinstance(candidate, InjectionSettings):
-                return candidate
-    return _configured.settings if _configured is not None else _from_environment()
-
-
-def current_context(memo: Any = None) -> AdmissionContext:
-    """The operator's state when it runs (its namespace levels, workload cache and Event poster),
-    else what :func:`configure` was given."""
-    settings = current_settings(memo)
-    state = getattr(memo, "state", None)
-    if state is None or not hasattr(state, "jobs"):
-        base = _configured or AdmissionContext(settings)
-        return AdmissionContext(settings, base.levels, base.workloads, base.post, base.fetch)
-
-    def lookup(namespace: str, kind: str, name: str) -> Profiled | None:
-        tracked = state.jobs.get((namespace, kind, name))
-        if tracked is None or tracked.kind != kind or tracked.finished:
-            return None
-        return Profiled(collector=tracked.collector, host_cgroup=tracked.host_cgroup, api_version=tracked.api_version)
-
-    async def fetch(namespace: str, kind: str, name: str) -> Mapping[str, Any] | None:
-        # MPIJob is served as v2beta1 (MPI Operator) or v1 (Training Operator): the other is a 404.
-        for version in VERSIONS[kind]:
-            found: Mapping[str, Any] | None = await state.api.get_workload(version, namespace, name)
-            if found is not None:
-                return found
-        return None
-
-    return AdmissionContext(settings, state.namespace_levels, lookup, state.poster, fetch)
-
-
-def namespace_level(ctx: AdmissionContext, namespace: str) -> tuple[str, str | None]:
-    """The namespace's enforced Pod Security level, and a note when it is not known.
-
-    A namespace the watch has not shown yet is taken as ``baseline``: the collector goes in without
-    the host mount, which every level admits (``restricted`` too, the container meeting its rules).
-    """
-    if namespace not in ctx.levels:
-        return "baseline", f"the Pod Security level of namespace {namespace!r} is not known yet"
-    value = ctx.levels[namespace]
-    return enforce_level({ENFORCE_LABEL: value} if value else {}), None
 
 
 def _post(ctx: AdmissionContext, target: dict[str, Any], note: str) -> None:
@@ -172,6 +91,10 @@ def inject_sidecar(
             mutated = copy.deepcopy(raw)
             tmeta = mutated["spec"]["template"].setdefault("metadata", {})
             tmeta.setdefault("annotations", {})[SKIPPED_ANNOTATION] = "pod-security"
+        elif mutated is not None and note is not None:
+            # The collector goes in without the host mount: the Job says so, and its report with it.
+            mutated["metadata"].setdefault("annotations", {})[COLLECTOR_NO_HOST_CGROUP_ANNOTATION] = level
+        _warn_invalid_switches(ctx, "batch/v1", "Job", ns, raw)
     except Exception:  # never reject or fail a Job because of the collector
         log.exception("collector not injected: unexpected error")
         return
@@ -206,7 +129,7 @@ async def inject_workload_pod(
         raw = dict(body)
         ctx = current_context(memo)
         ns = namespace or (raw.get("metadata") or {}).get("namespace") or ""
-        found = find_profiled(raw, ns, ctx.workloads) or await _fetch_profiled(ctx, raw, ns)
+        found = find_profiled(raw, ns, ctx.workloads) or await _read_profiled(ctx, raw, ns)
         if found is None or not found[2].collector:
             return
         kind, name, profiled = found
@@ -226,25 +149,26 @@ async def inject_workload_pod(
         log.info("collector injected into a pod of %s %s/%s", kind, ns, name)
 
 
-async def _fetch_profiled(ctx: AdmissionContext, pod: Mapping[str, Any], namespace: str) -> Found | None:
-    """The pod's workload read from the API, when the cache missed it; None when none is profiled."""
-    if ctx.fetch is None:
+async def _read_profiled(ctx: AdmissionContext, pod: Mapping[str, Any], namespace: str) -> Found | None:
+    """The pod's workload read from the API (once per workload: see webhook/owners.py) when the
+    operator's watch has not shown it yet; None when none is profiled."""
+    fetch = ctx.fetch
+    if fetch is None:
         return None
-    for kind, name in candidates(pod):
-        try:
-            obj = await asyncio.wait_for(ctx.fetch(namespace, kind, name), timeout=FETCH_TIMEOUT)
-        except Exception:  # the kind not installed, the API slow or down: no collector, no harm
-            log.debug("cannot read %s %s/%s", kind, namespace, name, exc_info=True)
-            continue
+
+    async def read(ns: str, kind: str, name: str) -> Profiled | None:
+        obj = await fetch(ns, kind, name)
         meta = (obj or {}).get("metadata") or {}
-        if obj is not None and profile_choice(meta) is Choice.ON:
-            switches = Profiled(wants_collector(meta), wants_host_cgroup(meta), str(obj.get("apiVersion") or ""))
-            return kind, name, switches
-    return None
+        if obj is None or profile_choice(meta) is not Choice.ON:
+            return None
+        return Profiled(wants_collector(meta), wants_host_cgroup(meta), str(obj.get("apiVersion") or ""))
+
+    return await ctx.owners.first_profiled(namespace, candidates(pod), read, budget=FETCH_BUDGET)
 
 
-# The chart gives the webhook 5 s (timeoutSeconds): a read that takes longer is given up.
-FETCH_TIMEOUT = 2.0
+# The chart gives the webhook 5 s (timeoutSeconds): reads still unanswered after this are not waited
+# for, so the answer (no collector for this pod) leaves in time; they go on and serve the next pods.
+FETCH_BUDGET = 3.0
 _noted: set[tuple[str, str, str | None, str]] = set()
 _NOTED_LIMIT = 10_000
 
@@ -266,6 +190,63 @@ def _first_time(namespace: str, kind: str, name: str | None, note: str, *, alway
 _API_VERSIONS = {kind: workload.api_version for kind, workload in BY_KIND.items()}
 
 
+def _warn_invalid_switches(ctx: AdmissionContext, api_version: str, kind: str, ns: str, obj: Mapping[str, Any]) -> None:
+    """A Warning Event on a profiled workload for each collector switch that is neither true nor false.
+
+    The profile switch itself is the operator's to warn about (it decides whether to analyse).
+    """
+    meta = obj.get("metadata") or {}
+    if profile_choice(meta) is not Choice.ON or not ctx.post or not meta.get("name"):
+        return
+    target = {"apiVersion": api_version, "kind": kind, "metadata": {"name": meta.get("name"), "namespace": ns}}
+    for key, value in invalid_switches(meta):
+        message = refusal(key, value)
+        log.warning("%s %s/%s: %s", kind, ns, meta.get("name"), message)
+        try:
+            ctx.post(target, "Warning", "InvalidAnnotation", message)
+        except Exception:  # an Event is a courtesy: never fail the admission for it
+            log.debug("could not post the Event", exc_info=True)
+
+
+def mark_workload(
+    body: kopf.Body,
+    patch: kopf.Patch,
+    operation: str | None = None,
+    memo: Any = None,
+    namespace: str | None = None,
+    **_: Any,
+) -> None:
+    """Label the pod templates of a profiled training workload (see webhook/templates.py).
+
+    The pod webhook's objectSelector selects that label, so only these workloads' pods reach it.
+    The workload's switches are remembered for its pods, which then need no read of the workload.
+    """
+    if operation != "CREATE":
+        return
+    try:
+        raw = dict(body)
+        meta = raw.get("metadata") or {}
+        kind, name = str(raw.get("kind", "")), str(meta.get("name") or "")
+        ctx = current_context(memo)
+        ns = namespace or meta.get("namespace") or ""
+        if not any(ref.get("kind") in _API_VERSIONS for ref in meta.get("ownerReferences") or ()):
+            _warn_invalid_switches(ctx, str(raw.get("apiVersion", "")), kind, ns, raw)
+        if not wants_collector(meta):
+            return
+        wanted = ctx.settings.sidecar_mount_host_cgroup and wants_host_cgroup(meta)
+        level = namespace_level(ctx, ns)[0]
+        mutated = mark(raw, no_host_cgroup=None if not wanted or allows_host_path(level) else level)
+        if name and kind not in SWITCHES_DOWN:
+            switches = Profiled(True, wants_host_cgroup(meta), str(raw.get("apiVersion", "")))
+            ctx.owners.remember((ns, kind, name), switches)
+    except Exception:  # never reject or fail a workload because of the collector
+        log.exception("workload not marked for the collector: unexpected error")
+        return
+    if mutated is not None:
+        _hand_to_kopf(patch, mutated)
+        log.info("pods of %s %s/%s marked for the collector", kind, ns, name)
+
+
 def _hand_to_kopf(patch: kopf.Patch, mutated: dict[str, Any]) -> None:
     def _apply(target: Any) -> None:  # kopf's RawBody: a plain dict
         target.clear()
@@ -285,7 +266,8 @@ def notice_unsupported(
 
 
 def register(registry: kopf.OperatorRegistry, settings: InjectionSettings | None = None) -> None:
-    """Register :func:`inject_sidecar` (Jobs) and :func:`inject_workload_pod` (training workloads' pods)."""
+    """Register :func:`inject_sidecar` (Jobs), :func:`mark_workload` (training workloads) and
+    :func:`inject_workload_pod` (their pods)."""
     if settings is not None:
         configure(settings)
     kopf.on.mutate(
@@ -308,6 +290,18 @@ def register(registry: kopf.OperatorRegistry, settings: InjectionSettings | None
         side_effects=False,
         registry=registry,
     )(inject_workload_pod)
+    for resource in workload_resources():
+        group, version, plural = resource
+        kopf.on.mutate(
+            group,
+            version,
+            plural,
+            id=WORKLOAD_HANDLER_ID,  # one path for every kind: kopf matches the resource as well
+            operations=["CREATE"],
+            ignore_failures=True,
+            side_effects=False,
+            registry=registry,
+        )(mark_workload)
     for group, version, plural in unsupported.WATCHED:
         kopf.on.mutate(
             group,

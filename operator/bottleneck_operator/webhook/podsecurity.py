@@ -4,10 +4,15 @@ Pod Security admission only warns when a Job's template breaks the namespace's `
 then rejects every pod the Job creates: injecting the host cgroup mount (a hostPath volume) into a
 Job in a ``baseline`` or ``restricted`` namespace would break the Job it was meant to profile. The
 webhook reads the namespace's ``pod-security.kubernetes.io/enforce`` label and injects only what
-that level admits: the collector with the host mount under ``privileged`` (and in an unlabelled
-namespace, which Kubernetes treats as ``privileged`` by default); the collector without it under
-``baseline``; under ``restricted`` the collector without it too, provided the container meets the
-restricted profile's container rules (checked here, not assumed), else no collector at all.
+that level admits: the collector with the host mount under ``privileged``; the collector without
+it under ``baseline``; under ``restricted`` the collector without it too, provided the container
+meets the restricted profile's container rules (checked here, not assumed), else no collector at all.
+
+An unlabelled namespace takes the cluster's default level. Kubernetes' own default is
+``privileged``, but clusters set another in the API server's AdmissionConfiguration, or ban
+hostPath with Kyverno or Gatekeeper, none of which a namespace label shows: the default is the
+setting ``pod_security_default_level`` (the chart's ``podSecurity.defaultLevel``), ``baseline``
+unless the cluster's owner says otherwise, so the mount is never assumed.
 """
 
 from __future__ import annotations
@@ -20,13 +25,27 @@ from bottleneck_operator.contract.names import POD_SECURITY_ENFORCE_LABEL
 
 ENFORCE_LABEL = POD_SECURITY_ENFORCE_LABEL
 LEVELS = ("privileged", "baseline", "restricted")
+DEFAULT_LEVEL = "baseline"
 
 
-def enforce_level(labels: Mapping[str, Any] | None) -> str:
-    """The namespace's enforced level: "privileged" when unlabelled; an unknown value is taken as
-    "restricted" (the API server would reject the namespace label, so this is only a precaution)."""
-    value = str((labels or {}).get(ENFORCE_LABEL, "privileged")).strip().lower()
+def enforce_level(labels: Mapping[str, Any] | None, default: str = DEFAULT_LEVEL) -> str:
+    """The namespace's effective enforced level.
+
+    Args:
+        labels: the namespace's labels.
+        default: the cluster's level for a namespace without the label.
+
+    Returns:
+        One of :data:`LEVELS`. An unknown value is taken as "restricted" (the API server would
+        reject such a namespace label, so this is only a precaution).
+    """
+    value = str((labels or {}).get(ENFORCE_LABEL) or default).strip().lower()
     return value if value in LEVELS else "restricted"
+
+
+def allows_host_path(level: str) -> bool:
+    """Whether pods may mount hostPath volumes under this level (only ``privileged`` allows them)."""
+    return level == "privileged"
 
 
 def restricted_violations(container: Mapping[str, Any]) -> list[str]:
@@ -80,7 +99,7 @@ def admitted(level: str, *, host_cgroup: bool, container: Mapping[str, Any]) -> 
         host_cgroup: the mount is wanted (operator setting and the workload's annotation).
         container: the collector container as it would be injected (without the mount).
     """
-    if level == "privileged":
+    if allows_host_path(level):
         return Admitted(True, host_cgroup)
     cut = (
         f"the collector runs without the host cgroup mount: Pod Security level {level!r} forbids hostPath volumes"

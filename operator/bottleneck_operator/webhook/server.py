@@ -30,6 +30,9 @@ from aiohttp import web
 
 from bottleneck_operator.settings import InjectionSettings
 from bottleneck_operator.webhook import handlers, unsupported
+from bottleneck_operator.webhook.context import Fetch
+from bottleneck_operator.webhook.owners import OwnerCache
+from bottleneck_operator.webhook.templates import workload_resources
 from bottleneck_operator.webhook.workloads import Lookup
 
 # Seconds between two reads of the certificate files. cert-manager renews well ahead of expiry
@@ -40,6 +43,7 @@ _HANDLERS: dict[tuple[Any, Any, Any], Callable[..., Any]] = {
     ("batch", "v1", "jobs"): handlers.inject_sidecar,
     ("", "v1", "pods"): handlers.inject_workload_pod,
     **{resource: handlers.notice_unsupported for resource in unsupported.WATCHED},
+    **{resource: handlers.mark_workload for resource in workload_resources()},
 }
 
 
@@ -93,7 +97,8 @@ async def serve_admission(
     levels: Mapping[str, str] | None = None,
     workloads: Lookup | None = None,
     post: Callable[[dict[str, Any], str, str, str], None] | None = None,
-    fetch: handlers.Fetch | None = None,
+    fetch: Fetch | None = None,
+    owners: OwnerCache | None = None,
     check_interval: float = CERT_CHECK_INTERVAL,
 ) -> AsyncIterator[str]:
     """Serve the ``inject-sidecar`` admission endpoint alone, on kopf's HTTPS server.
@@ -110,13 +115,14 @@ async def serve_admission(
         workloads: the profiled training workloads, for pods (as the operator's cache would answer).
         post: posts the Events the handlers raise.
         fetch: reads a workload from the API when ``workloads`` does not know it.
+        owners: the cache of what ``fetch`` answered (a new one from the settings when None).
         check_interval: seconds between two reads of the certificate files (renewals are served
             from the next read on, as in the operator).
 
     Yields:
         The endpoint URL, e.g. ``https://127.0.0.1:9443/inject-sidecar``.
     """
-    handlers.configure(settings, levels=levels, workloads=workloads, post=post, fetch=fetch)
+    handlers.configure(settings, levels=levels, workloads=workloads, post=post, fetch=fetch, owners=owners)
     server = kopf.WebhookServer(
         addr=addr,
         # Fixed once: kopf restarts its listener on a renewal and would pick another free port.

@@ -243,7 +243,7 @@ def main() -> None:
         [(lab(**g, **dc), [5e5 / 1.024e6 for _ in ts]) for g in gpus],
     )
     # the collector sidecar
-    sc = dict(namespace="ml", pod="resnet-io-7xk2p", node="gpu-node-1", job="bottleneck-sidecar")
+    sc = dict(namespace="ml", pod="resnet-io-7xk2p", node="gpu-node-1", job="bottleneck-collector")
     family("bottleneck_sidecar_cpu_usage_seconds_total", "counter", [(lab(**sc), [10 + 3.0 * STEP * i for i in ts])])
     family("bottleneck_sidecar_cpu_periods_total", "counter", [(lab(**sc), [1000 + 10 * STEP * i for i in ts])])
     family("bottleneck_sidecar_cpu_throttled_periods_total", "counter", [(lab(**sc), [100 + 1 * STEP * i for i in ts])])

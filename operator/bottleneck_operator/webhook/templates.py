@@ -1,0 +1,139 @@
+"""Marking a profiled training workload at its creation, so only its pods reach the pod webhook.
+
+The training operators create pods from the pod templates in their workload's spec. The workload
+webhook stamps :data:`PROFILED_POD_LABEL` on those templates when the workload is profiled with a
+collector; the pod webhook's ``objectSelector`` selects that label, so the API server sends it the
+pods of profiled workloads and no other pod of the cluster (every pod of every Kubeflow or JobSet
+workload before). Pure functions over plain dicts.
+
+Where each kind keeps its pod templates:
+
+- ``PyTorchJob``: ``spec.pytorchReplicaSpecs.<type>.template``;
+- ``MPIJob``: ``spec.mpiReplicaSpecs.<type>.template`` (both the MPI Operator's and Training
+  Operator v1's);
+- ``JobSet``: ``spec.replicatedJobs[].template.spec.template`` (a Job template's pod template);
+- ``RayJob``: ``spec.rayClusterSpec.headGroupSpec.template`` and each
+  ``spec.rayClusterSpec.workerGroupSpecs[].template`` (KubeRay keeps the templates' labels on the
+  RayCluster's pods);
+- ``LeaderWorkerSet``: ``spec.leaderWorkerTemplate.leaderTemplate`` and ``.workerTemplate``;
+- ``TrainJob``: none: its pods come from a TrainingRuntime. Trainer copies ``spec.annotations`` to
+  the JobSet it creates, so the switches are copied there, and that JobSet is marked in turn.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from bottleneck_operator.contract.annotations import SWITCHES
+from bottleneck_operator.contract.names import COLLECTOR_NO_HOST_CGROUP_ANNOTATION, PROFILED_POD_LABEL
+from bottleneck_operator.controller.workloads import VERSIONS
+
+
+def _replica_specs(field: str) -> Callable[[dict[str, Any]], Iterator[Any]]:
+    def templates(spec: dict[str, Any]) -> Iterator[Any]:
+        replicas = spec.get(field)
+        for replica in replicas.values() if isinstance(replicas, dict) else ():
+            yield replica.get("template") if isinstance(replica, dict) else None
+
+    return templates
+
+
+def _jobset(spec: dict[str, Any]) -> Iterator[Any]:
+    jobs = spec.get("replicatedJobs")
+    for job in jobs if isinstance(jobs, list) else ():
+        template = job.get("template") if isinstance(job, dict) else None
+        job_spec = template.get("spec") if isinstance(template, dict) else None
+        yield job_spec.get("template") if isinstance(job_spec, dict) else None
+
+
+def _rayjob(spec: dict[str, Any]) -> Iterator[Any]:
+    cluster = spec.get("rayClusterSpec")
+    if not isinstance(cluster, dict):
+        return
+    head = cluster.get("headGroupSpec")
+    yield head.get("template") if isinstance(head, dict) else None
+    workers = cluster.get("workerGroupSpecs")
+    for group in workers if isinstance(workers, list) else ():
+        yield group.get("template") if isinstance(group, dict) else None
+
+
+def _leaderworkerset(spec: dict[str, Any]) -> Iterator[Any]:
+    templates = spec.get("leaderWorkerTemplate")
+    if isinstance(templates, dict):
+        yield templates.get("leaderTemplate")
+        yield templates.get("workerTemplate")
+
+
+# kind -> the pod templates of its spec. Kinds added here are marked by the workload webhook once
+# the chart's MutatingWebhookConfiguration sends them to it.
+POD_TEMPLATES: dict[str, Callable[[dict[str, Any]], Iterator[Any]]] = {
+    "PyTorchJob": _replica_specs("pytorchReplicaSpecs"),
+    "MPIJob": _replica_specs("mpiReplicaSpecs"),
+    "JobSet": _jobset,
+    "RayJob": _rayjob,
+    "LeaderWorkerSet": _leaderworkerset,
+}
+
+
+def _no_templates(spec: dict[str, Any]) -> Iterator[Any]:
+    return iter(())
+
+
+# Kinds whose switches go down to the JobSet they run as (``spec.annotations``).
+SWITCHES_DOWN = frozenset({"TrainJob"})
+
+
+def workload_resources() -> list[tuple[str, str, str]]:
+    """(group, version, plural) of every training workload the workload webhook marks."""
+    return [(w.group, w.version, w.plural) for kind in (*POD_TEMPLATES, *SWITCHES_DOWN) for w in VERSIONS[kind]]
+
+
+def mark(workload: Mapping[str, Any], *, no_host_cgroup: str | None) -> dict[str, Any] | None:
+    """A copy of a profiled workload with its pod templates labelled; None when nothing changes.
+
+    Args:
+        workload: the workload as admitted (already known to be profiled with a collector).
+        no_host_cgroup: the Pod Security level that forbids the host cgroup mount, or None; written
+            on the workload so that its report can say what the collector does not see.
+
+    Returns:
+        The mutated copy, or None (an unknown kind, a malformed spec, nothing to label).
+    """
+    kind = str(workload.get("kind", ""))
+    out = copy.deepcopy(dict(workload))
+    spec = out.get("spec")
+    meta = out.get("metadata")
+    if not isinstance(spec, dict) or not isinstance(meta, dict):
+        return None
+    changed = False
+    if kind in SWITCHES_DOWN:
+        changed = _switches_down(meta, spec)
+    for template in POD_TEMPLATES.get(kind, _no_templates)(spec):
+        if isinstance(template, dict):
+            labels = template.setdefault("metadata", {}).setdefault("labels", {})
+            if isinstance(labels, dict):
+                labels[PROFILED_POD_LABEL] = "true"
+                changed = True
+    if not changed:
+        return None
+    if no_host_cgroup is not None:
+        annotations = meta.setdefault("annotations", {})
+        if isinstance(annotations, dict):
+            annotations[COLLECTOR_NO_HOST_CGROUP_ANNOTATION] = no_host_cgroup
+    return out
+
+
+def _switches_down(meta: dict[str, Any], spec: dict[str, Any]) -> bool:
+    """Copy the workload's switches into ``spec.annotations``, which Trainer gives its JobSet."""
+    given = meta.get("annotations")
+    if not isinstance(given, Mapping):
+        return False
+    down = spec.setdefault("annotations", {})
+    if not isinstance(down, dict):
+        return False
+    for key in SWITCHES:
+        if key in given:
+            down[key] = given[key]
+    return True
