@@ -13,145 +13,24 @@ mapping), :attr:`Settings.analysis`, :attr:`Settings.injection` (webhook and col
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
-from typing import Any, Literal, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bottleneck_operator.contract.names import COLLECTOR_PERIOD, COLLECTOR_PORT
-
-_G = TypeVar("_G")
-
-
-@dataclass(frozen=True)
-class PrometheusSettings:
-    """How to reach the PromQL API (see the ``prometheus_*`` fields of :class:`Settings`)."""
-
-    prometheus_url: str
-    prometheus_timeout: float
-    prometheus_retries: int
-    prometheus_retry_backoff: float
-    prometheus_bearer_token_file: Path | None
-    prometheus_username: str | None
-    prometheus_password: SecretStr | None
-    prometheus_ca_file: Path | None
-    prometheus_insecure_skip_verify: bool
-    prometheus_headers: dict[str, str]
-    prometheus_compression: bool
-    max_query_bytes: int
-
-
-@dataclass(frozen=True)
-class LabelSettings:
-    """Which labels carry what, where installations differ (see :class:`Settings`)."""
-
-    node_exporter_node_label: str
-    dcgm_hostname_label: str
-    dcgm_pod_label: str
-    dcgm_namespace_label: str
-    dcgm_container_label: str
-    selector_matchers: tuple[str, ...] = ()
-    node_exporter_join: str = "auto"
-    label_layout_detection: bool = True
-    # exporter family -> the ``job`` label values its series must carry (empty: any job)
-    scrape_jobs: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-
-@dataclass(frozen=True)
-class AnalysisSettings:
-    """Windows, resolution and the classifier's thresholds (see :class:`Settings`)."""
-
-    interval: float
-    window: float
-    step: float
-    min_window: float
-    min_coverage: float
-    abstain_threshold: float
-    secondary_margin: float
-    model_path: Path | None
-
-
-@dataclass(frozen=True)
-class InjectionSettings:
-    """The admission webhook and the collector it injects (see :class:`Settings`)."""
-
-    webhook_enabled: bool
-    webhook_port: int
-    webhook_cert_dir: Path | None
-    sidecar_image: str
-    sidecar_port: int
-    sidecar_period: float
-    sidecar_cpu_request: str
-    sidecar_cpu_limit: str
-    sidecar_memory_request: str
-    sidecar_memory_limit: str
-    sidecar_mount_host_cgroup: bool
-    sidecar_share_process_namespace: bool
-    pod_security_default_level: str = "baseline"
-    owner_cache_size: int = 4096
-    owner_cache_ttl: float = 300.0
-
-
-@dataclass(frozen=True)
-class OperatorSettings:
-    """What the operator watches, keeps and serves (see :class:`Settings`)."""
-
-    namespaces: tuple[str, ...]
-    report_retention: float
-    timeline_length: int
-    metrics_port: int
-    liveness_endpoint: str
-    leader_election: bool = False
-    lease_name: str = "bottleneck-operator"
-    lease_namespace: str = ""
-    leader_identity: str = ""
-    lease_duration: float = 15.0
-    lease_renew_deadline: float = 10.0
-    lease_retry_period: float = 2.0
-
-
-# Each group under the name of the Settings property that gives it; every field is in exactly one.
-GROUPS: tuple[tuple[str, type], ...] = (
-    ("prometheus", PrometheusSettings),
-    ("labels", LabelSettings),
-    ("analysis", AnalysisSettings),
-    ("injection", InjectionSettings),
-    ("operator", OperatorSettings),
-)
-
-
-def redact_url(url: str) -> str:
-    """The URL with any ``user:password@`` replaced by ``***@``: what logs and messages may show."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
-
-
-ExporterFamily = Literal["dcgm", "node", "cadvisor", "ksm", "sidecar"]
-
-
-def _default_scrape_jobs() -> dict[ExporterFamily, list[str]]:
-    # kube-prometheus-stack's job names; dcgm-exporter's chart and the GPU Operator's; the chart's PodMonitor.
-    return {
-        "dcgm": ["dcgm-exporter", "nvidia-dcgm-exporter"],
-        "node": ["node-exporter"],
-        "cadvisor": ["kubelet"],
-        "ksm": ["kube-state-metrics"],
-        "sidecar": ["bottleneck-collector"],
-    }
-
-
-def _frozen(name: str, value: Any) -> Any:
-    """Lists as tuples and ``scrape_jobs`` as sorted pairs, so a group stays hashable."""
-    if isinstance(value, list):
-        return tuple(value)
-    if name == "scrape_jobs":
-        return tuple((family, tuple(jobs)) for family, jobs in sorted(value.items()))
-    return value
+from bottleneck_operator.settings_groups import GROUPS as GROUPS
+from bottleneck_operator.settings_groups import AnalysisSettings as AnalysisSettings
+from bottleneck_operator.settings_groups import ExporterFamily as ExporterFamily
+from bottleneck_operator.settings_groups import GroupT, default_scrape_jobs, frozen_value
+from bottleneck_operator.settings_groups import InjectionSettings as InjectionSettings
+from bottleneck_operator.settings_groups import LabelSettings as LabelSettings
+from bottleneck_operator.settings_groups import OperatorSettings as OperatorSettings
+from bottleneck_operator.settings_groups import PrometheusSettings as PrometheusSettings
+from bottleneck_operator.settings_groups import redact_url as redact_url
 
 
 class Settings(BaseSettings):
@@ -246,7 +125,7 @@ class Settings(BaseSettings):
         ),
     )
     scrape_jobs: dict[ExporterFamily, list[str]] = Field(
-        default_factory=_default_scrape_jobs,
+        default_factory=default_scrape_jobs,
         description=(
             "The `job` label values each exporter family's series must carry: a series from any other scrape "
             "job is never read, so a pod that publishes series under another tenant's names (its own PodMonitor "
@@ -371,9 +250,9 @@ class Settings(BaseSettings):
         300.0, gt=0, description="Seconds a workload read by the pod webhook is trusted before it is read again."
     )
 
-    def _group(self, kind: type[_G]) -> _G:
+    def _group(self, kind: type[GroupT]) -> GroupT:
         values = {f.name: getattr(self, f.name) for f in fields(kind)}  # type: ignore[arg-type]
-        return kind(**{k: _frozen(k, v) for k, v in values.items()})
+        return kind(**{k: frozen_value(k, v) for k, v in values.items()})
 
     @property
     def prometheus(self) -> PrometheusSettings:

@@ -26,6 +26,8 @@ from bottleneck_operator.telemetry.catalog import KUBELET_PSI
 from bottleneck_operator.telemetry.layouts import LayoutCache
 from bottleneck_operator.telemetry.names import add_matchers, validate_matchers
 
+from .same import favoured
+
 pytestmark = pytest.mark.prometheus
 STEP = 30.0
 PSI_ATOL = 0.03  # on a window's mean pressure (0..1): the largest seen was 0.02
@@ -60,7 +62,7 @@ def _windows(url: str, jobs: list[Any], **settings: Any) -> dict[tuple[str, str]
 def _verdicts(url: str, jobs: list[Any], **settings: Any) -> list[Bottleneck]:
     analyzer = Analyzer.from_settings(Settings(prometheus_url=url, **settings))
     reqs = [JobRequest(namespace=j.namespace, job=j.name, start=j.start, end=j.end) for j in jobs]
-    return [r.verdict.bottleneck for r in analyzer.analyze_jobs(reqs, phase="Completed")]
+    return [favoured(r.verdict) for r in analyzer.analyze_jobs(reqs, phase="Completed")]
 
 
 PSI = frozenset(KUBELET_PSI)

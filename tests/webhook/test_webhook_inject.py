@@ -129,9 +129,9 @@ def test_non_job_and_non_mapping_inputs_give_no_plan() -> None:
 
 
 def test_configure_admission_uses_the_certificate_directory(tmp_path: Any, monkeypatch: Any) -> None:
-    from bottleneck_operator.webhook import handlers
+    from bottleneck_operator.webhook import context
 
-    monkeypatch.setattr(handlers, "_configured", None)  # configure_admission sets it; restored afterwards
+    monkeypatch.setattr(context, "_configured", None)  # configure_admission sets it; restored afterwards
     kopf_settings = kopf.OperatorSettings()
     configure_admission(kopf_settings, Settings(webhook_cert_dir=tmp_path, webhook_port=9443).injection)
     server = kopf_settings.admission.server
@@ -168,9 +168,9 @@ def test_burstable_pods_get_the_small_requests() -> None:
 def test_handler_settings_come_from_the_operators_memo_first(monkeypatch: Any) -> None:
     import types
 
-    from bottleneck_operator.webhook import handlers
+    from bottleneck_operator.webhook import context, handlers
 
-    monkeypatch.setattr(handlers, "_configured", None)  # restored afterwards
+    monkeypatch.setattr(context, "_configured", None)  # restored afterwards
 
     mine = Settings(sidecar_image="from-memo:1").injection
     assert handlers.current_settings(types.SimpleNamespace(settings=mine)) is mine
