@@ -50,6 +50,11 @@ class ReportsApi:
         self._kube = KubeClient(lambda: Credentials.from_login(login()), concurrency=concurrency, timeout=timeout)
 
     @property
+    def kube(self) -> KubeClient:
+        """The client itself, for the operator's other objects (the cluster summary)."""
+        return self._kube
+
+    @property
     def requests(self) -> int:
         """Requests sent so far."""
         return self._kube.requests

@@ -65,6 +65,8 @@ class ClusterSummary:
     start: float | None = None
     end: float | None = None
     stragglers_total: int = 0
+    jobs_by_namespace: dict[tuple[str, str], int] = field(default_factory=dict)
+    stragglers_by_namespace: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -118,6 +120,8 @@ def summarise(jobs: Sequence[JobDigest], *, alpha: float = ALPHA, min_share: flo
         start=min((j.end - j.seconds for j in jobs), default=None),
         end=max((j.end for j in jobs), default=None),
         stragglers_total=len(stragglers),
+        jobs_by_namespace=dict(Counter((j.namespace, j.bottleneck) for j in jobs)),
+        stragglers_by_namespace=dict(Counter(s.namespace for s in stragglers)),
     )
 
 
