@@ -266,11 +266,13 @@ class LocalCluster:
             raise ClusterError("the Kubernetes emulator is not running")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=60)
 
-    def create(self, resource: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    def create(self, resource: str, namespace: str | None, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create an object; returns it as stored."""
         return self._call(self._kube().create(_resource(resource), namespace, body))
 
-    def patch(self, resource: str, namespace: str, name: str, patch: Mapping[str, Any], sub: str | None = None) -> Any:
+    def patch(
+        self, resource: str, namespace: str | None, name: str, patch: Mapping[str, Any], sub: str | None = None
+    ) -> Any:
         """Merge-patch an object (or its status with ``sub="status"``)."""
         kube = self._kube()
         return self._call(kube.merge_patch(_resource(resource), namespace, name, patch, status=sub == "status"))
