@@ -47,7 +47,7 @@ class Suspect:
     @property
     def message(self) -> str:
         where = f"GPU {self.gpu} on {self.node}" if self.gpu is not None else f"node {self.node}"
-        return f"{where} is the {self.cause} straggler of {self.jobs} Jobs ({self.expected:.2f} expected by chance)"
+        return f"{where} is the {self.cause} straggler of {self.jobs} Jobs ({self.expected:.2g} expected by chance)"
 
 
 def find_suspects(
