@@ -41,11 +41,14 @@ def test_the_operator_may_write_the_one_summary_and_nothing_else(
     rules = one(rendered[scenario], "ClusterRole", "bn-bottleneck-operator")["rules"]
     summary = [r for r in rules if any(res.startswith("clusterbottlenecksummaries") for res in r["resources"])]
     assert summary == [
-        {"apiGroups": ["bottleneck.dev"], "resources": ["clusterbottlenecksummaries"], "verbs": ["create"]},
         {
             "apiGroups": ["bottleneck.dev"],
-            "resources": ["clusterbottlenecksummaries", "clusterbottlenecksummaries/status"],
-            "resourceNames": ["cluster"],
+            "resources": ["clusterbottlenecksummaries"],
+            "verbs": ["get", "create", "patch"],
+        },
+        {
+            "apiGroups": ["bottleneck.dev"],
+            "resources": ["clusterbottlenecksummaries/status"],
             "verbs": ["get", "patch"],
         },
     ]

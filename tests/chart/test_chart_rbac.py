@@ -51,6 +51,16 @@ ALL_WORKLOAD_GRANTS: set[Grant] = set().union(*WORKLOAD_GRANTS.values())
 # What kopf needs at cluster scope: the CRD scan, and the namespaces when it serves the whole cluster.
 CRD_SCAN: set[Grant] = {("apiextensions.k8s.io", "customresourcedefinitions", v) for v in ("list", "watch")}
 NAMESPACE_WATCH: set[Grant] = {("", "namespaces", v) for v in ("list", "watch")}
+# The one ClusterBottleneckSummary: cluster-scoped, so in the ClusterRole in either install.
+SUMMARY: set[Grant] = {
+    ("bottleneck.dev", r, v)
+    for r, verbs in (
+        ("clusterbottlenecksummaries", ("get", "create", "patch")),
+        ("clusterbottlenecksummaries/status", ("get", "patch")),
+    )
+    for v in verbs
+}
+CLUSTER_SCOPED = CRD_SCAN | SUMMARY
 
 
 def grants(role: Manifest) -> set[Grant]:
@@ -77,7 +87,7 @@ def test_no_wildcards(rendered: dict[str, list[Manifest]], scenario: str) -> Non
 
 def test_cluster_wide_grants_exactly_what_is_needed(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["default"]
-    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == NAMESPACED_GRANTS | CRD_SCAN | NAMESPACE_WATCH
+    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == NAMESPACED_GRANTS | CLUSTER_SCOPED | NAMESPACE_WATCH
     assert not find(docs, "Role")
     assert not find(docs, "RoleBinding")
 
@@ -95,7 +105,7 @@ def test_a_training_kind_is_read_only_where_the_cluster_serves_it(chart: Any, re
 def test_every_installed_training_kind_is_read(chart: Any) -> None:
     served = PROMETHEUS_OPERATOR_APIS + [api for apis in TRAINING_APIS.values() for api in apis]
     granted = grants(one(render_docs(chart, api_versions=served), "ClusterRole", OPERATOR_ROLE))
-    assert granted == NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CRD_SCAN | NAMESPACE_WATCH
+    assert granted == NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CLUSTER_SCOPED | NAMESPACE_WATCH
     # training-operator v1 served MPIJob as kubeflow.org/v1; the MPI operator serves v2beta1.
     v1 = render_docs(chart, api_versions=[*PROMETHEUS_OPERATOR_APIS, "kubeflow.org/v1", "kubeflow.org/v1/MPIJob"])
     assert grants(one(v1, "ClusterRole", OPERATOR_ROLE)) & ALL_WORKLOAD_GRANTS == WORKLOAD_GRANTS["mpijobs"]
@@ -109,7 +119,7 @@ def test_all_training_kinds_can_be_granted_without_the_apis(chart: Any) -> None:
     values = {"rbac": {"allWorkloadKinds": True}, "sidecar": {"podMonitor": {"enabled": False}}}
     docs = render_docs(chart, values, api_versions=[])
     assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == (
-        NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CRD_SCAN | NAMESPACE_WATCH
+        NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CLUSTER_SCOPED | NAMESPACE_WATCH
     )
     for role in find(render_docs(chart, {**values, **NAMESPACED_VALUES}, api_versions=[]), "Role"):
         assert grants(role) == NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS
@@ -127,7 +137,7 @@ def test_no_write_access_to_jobs_pods_or_secrets(rendered: dict[str, list[Manife
 def test_namespaced_install_grants_per_namespace(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["namespaced"]
     # nothing cluster-wide but the read-only CRD scan
-    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == CRD_SCAN
+    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == CLUSTER_SCOPED
     roles = find(docs, "Role")
     assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(WATCHED)
     for role in roles:
