@@ -11,7 +11,7 @@ import time
 import traceback
 from pathlib import Path
 
-ORDER = ["blind", "simulator", "telemetry", "layouts", "analysis", "crossfamily", "operator", "sidecar", "webhook", "cluster"]
+ORDER = ["blind", "simulator", "telemetry", "layouts", "analysis", "crossfamily", "operator", "sidecar", "webhook"]
 
 
 def _available() -> list[str]:

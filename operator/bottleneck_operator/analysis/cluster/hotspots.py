@@ -116,7 +116,7 @@ def find_hotspots(jobs: Sequence[JobDigest], *, alpha: float = ALPHA, min_jobs: 
         best: tuple[float, _Table, tuple[str, str], dict[str, float]] | None = None
         for table in tables:
             for place, members in table.places.items():
-                stats = _cmh(table, members)
+                stats = _test_place(table, members)
                 if stats["a"] >= min_jobs and (best is None or stats["p"] < best[0]):
                     best = (stats["p"], table, place, stats)
         if best is None:
@@ -150,7 +150,7 @@ def _table(jobs: Sequence[JobDigest], symptom: str) -> _Table | None:
     return _Table(symptom, measurable, strata, sick, places, np.ones(len(measurable), dtype=np.bool_), log_fact)
 
 
-def _cmh(table: _Table, members: IntArray) -> dict[str, float]:
+def _test_place(table: _Table, members: IntArray) -> dict[str, float]:
     """The one-sided exact conditional test of one place, over the Jobs not yet explained."""
     alive = table.alive
     members = members[alive[members]]

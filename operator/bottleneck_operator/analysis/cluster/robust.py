@@ -1,4 +1,4 @@
-"""Robust outlier scores across a Job's peers, and the normal tail the hot-spot test needs.
+"""Robust outlier scores across a Job's peers.
 
 The modified z-score of Iglewicz and Hoaglin ("How to Detect and Handle Outliers", ASQC Basic
 References in Quality Control 16, 1993): ``M = 0.6745 (x - median) / MAD``, where 0.6745 is the
@@ -11,7 +11,6 @@ statistic.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -43,8 +42,3 @@ def modified_z(values: Sequence[float]) -> tuple[float, list[float]]:
             return med, [0.0] * len(x)
         scores = dev / (_MEAN_AD_TO_SD * mean_ad)
     return med, [float(s) for s in scores]
-
-
-def normal_upper_tail(z: float) -> float:
-    """P(Z > z) for a standard normal Z (one-sided p-value of a z statistic)."""
-    return 0.5 * math.erfc(z / math.sqrt(2.0))

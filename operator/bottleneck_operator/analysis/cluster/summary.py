@@ -67,7 +67,6 @@ class ClusterSummary:
     stragglers_total: int = 0
     jobs_by_namespace: dict[tuple[str, str], int] = field(default_factory=dict)
     stragglers_by_namespace: dict[str, int] = field(default_factory=dict)
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def gpu_hours_lost(self) -> float:
