@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
-from bottleneck_operator.analysis.cluster import find_stragglers
+from bottleneck_operator.analysis.cluster import ClusterBook, find_stragglers
 from bottleneck_operator.contract.window import JobWindow, PodWindow, SignalBlock
 from bottleneck_operator.controller import summary
 from bottleneck_operator.controller.reports_api import ReportsApi
@@ -112,6 +112,17 @@ def test_the_summary_is_written_every_pass_and_its_gauges_follow(cluster: LocalC
             await summary.refresh(state)  # creates the object
             state.cluster.record(sim.jobs)
             await summary.refresh(state)  # patches its status
+            got = cluster.get(SUMMARIES, None, "cluster")
+            assert got is not None and got["status"]["hotSpots"]
+            # A later summary with fewer classes and no hot spot leaves nothing of the earlier one behind.
+            state.cluster = ClusterBook()
+            state.cluster.record([j for j in sim.jobs if j.bottleneck == "GPU"][:5])
+            await summary.refresh(state)
+            later = cluster.get(SUMMARIES, None, "cluster")
+            assert later is not None and later["status"]["byClass"]["IO"] == 0 and later["status"]["jobs"] == 5
+            assert later["status"]["hotSpots"] == [] and "topRecommendations" in later["status"]
+            state.cluster.record(sim.jobs)
+            await summary.refresh(state)
         finally:
             await api.close()
         gauges = _gauges(state)

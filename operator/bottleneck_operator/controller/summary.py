@@ -30,7 +30,13 @@ from bottleneck_operator.controller.state import OperatorState, TrackedJob
 from bottleneck_operator.kube import KubeClient, Resource, Unauthorized
 from bottleneck_operator.kube.errors import Conflict
 from bottleneck_operator.reports import ReportStatus
-from bottleneck_operator.reports.summary import SUMMARY_KIND, SUMMARY_NAME, SUMMARY_PLURAL, status_from_summary
+from bottleneck_operator.reports.summary import (
+    SUMMARY_KIND,
+    SUMMARY_NAME,
+    SUMMARY_PLURAL,
+    SummaryStatus,
+    status_from_summary,
+)
 
 if TYPE_CHECKING:
     from bottleneck_operator.pipeline import JobResult
@@ -40,6 +46,7 @@ SUMMARIES = Resource(API_GROUP, API_VERSION, SUMMARY_KIND, SUMMARY_PLURAL, names
 # The GPU activity a pod is judged by, best first (SM activity is the finest; GPU utilisation only
 # says a kernel ran).
 _ACTIVITY = ("sm_active", "gr_engine_active", "gpu_util")
+_STATUS_FIELDS = tuple(field.alias or name for name, field in SummaryStatus.model_fields.items())
 
 
 def observe(state: OperatorState, results: Sequence[JobResult], jobs: Mapping[int, TrackedJob]) -> None:
@@ -115,7 +122,8 @@ async def refresh(state: OperatorState) -> None:
     summary = await asyncio.to_thread(summarise, state.cluster.digests(now))
     metrics = _metrics(state)
     metrics.update(summary)
-    status = status_from_summary(summary, now=now).dump()
+    # A merge patch keeps what it does not name: every field is named (null deletes one now empty).
+    status = {**dict.fromkeys(_STATUS_FIELDS), **status_from_summary(summary, now=now).dump()}
     kube: KubeClient | None = getattr(state.api, "kube", None)
     if kube is None:  # a reports API that only records (the loop's own tests): nowhere to write
         return

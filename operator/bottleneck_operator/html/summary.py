@@ -42,7 +42,7 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence
 
 
 def _bars(values: Mapping[str, Any], unit: str) -> str:
-    numbers = {k: float(v) for k, v in values.items() if isinstance(v, int | float)}
+    numbers = {k: float(v) for k, v in values.items() if isinstance(v, int | float) and v}
     top = max(numbers.values(), default=0.0) or 1.0
     rows = []
     for cls, v in sorted(numbers.items(), key=lambda kv: -kv[1]):

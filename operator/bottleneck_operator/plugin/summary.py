@@ -115,7 +115,8 @@ def describe_summary(status: Mapping[str, Any], *, colour: bool = False) -> str:
         f"lost: {_h(status.get('gpuHoursLost'))}   costliest: {paint(str(top), top, colour) if top else 'none'}",
     ]
     by_class, lost = status.get("byClass") or {}, status.get("lostByClass") or {}
-    classes = sorted(set(by_class) | set(lost), key=lambda c: -float(lost.get(c, 0.0)))
+    seen = [c for c in set(by_class) | set(lost) if by_class.get(c) or lost.get(c)]  # no rows of zeros
+    classes = sorted(seen, key=lambda c: -float(lost.get(c, 0.0)))
     if classes:
         rows = [["CLASS", "JOBS", "GPU-HOURS LOST"]] + [
             [c, str(by_class.get(c, 0)), _h(lost.get(c, 0.0))] for c in classes

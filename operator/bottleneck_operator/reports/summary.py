@@ -14,6 +14,7 @@ from typing import Final
 from pydantic import Field
 
 from bottleneck_operator.analysis.cluster import ClusterSummary, HotSpot, Straggler, Suspect
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.reports.build import rfc3339
 from bottleneck_operator.reports.model import Timestamp, _Model
 
@@ -22,6 +23,7 @@ SUMMARY_PLURAL: Final = "clusterbottlenecksummaries"
 SUMMARY_SHORT_NAME: Final = "cbs"
 # The one summary the operator writes.
 SUMMARY_NAME: Final = "cluster"
+_CLASSES = (*CLASSES, Bottleneck.UNKNOWN)
 
 
 class SummarySpec(_Model):
@@ -123,8 +125,9 @@ def status_from_summary(summary: ClusterSummary, *, now: float) -> SummaryStatus
         gpu_hours=round(summary.gpu_hours, 3),
         gpu_hours_lost=round(summary.gpu_hours_lost, 3),
         top_bottleneck=top,
-        by_class=dict(summary.by_class),
-        lost_by_class=dict(lost),
+        # Every class, 0 where none: a class that vanished from the Jobs must read 0, not its old count.
+        by_class={c.value: summary.by_class.get(c.value, 0) for c in _CLASSES},
+        lost_by_class={c.value: lost.get(c.value, 0.0) for c in _CLASSES},
         lost_by_namespace=[
             NamespaceLossItem(namespace=x.namespace, bottleneck=x.bottleneck, gpu_hours=x.gpu_hours)
             for x in summary.lost_by_namespace
