@@ -92,6 +92,30 @@ def test_a_digest_reads_the_window_the_pass_fetched() -> None:
     )  # fmt: skip
 
 
+def test_a_pass_names_the_stragglers_in_the_jobs_own_report() -> None:
+    from bottleneck_operator.contract.verdict import Bottleneck, Verdict
+    from bottleneck_operator.pipeline import JobRequest, JobResult
+
+    job = TrackedJob(namespace="ml", name="resnet-7f9c2", uid="u", start=T0 - 3000)
+    pods = [
+        _pod(f"resnet-7f9c2-worker-{i}", f"gpu-node-{i}", sm, 0.02 + i / 100) for i, sm in enumerate((0.8, 0.81, 0.79))
+    ]
+    slow = _window([*pods, _pod("resnet-7f9c2-worker-3", "gpu-node-9", 0.45, 0.4)])
+    healthy = _window([*pods, _pod("resnet-7f9c2-worker-3", "gpu-node-9", 0.8, 0.02)])
+    state = OperatorState(Settings(prometheus_url="http://127.0.0.1:9"), None, lambda: None, clock=lambda: T0 + 600)  # type: ignore[arg-type,return-value]
+    verdict = Verdict(bottleneck=Bottleneck.IO, confidence=0.9, probabilities={"IO": 0.9})
+    results = []
+    for window in (slow, healthy):
+        request = JobRequest("ml", "resnet-7f9c2", T0, T0 + 600)
+        results.append(JobResult(request=request, window=window, verdict=verdict, status=_status()))
+        summary.observe(state, results[-1:], {id(request): job})
+    (named,) = results[0].status.stragglers or []
+    assert (named.pod, named.node, named.cause) == ("resnet-7f9c2-worker-3", "gpu-node-9", "storage")
+    assert 0.4 < named.share < 0.5 and {e.signal for e in named.evidence} >= {"activity", "io_wait"}
+    assert results[1].status.stragglers is None  # peers that agree: nothing named
+    assert "stragglers" not in results[1].status.dump()
+
+
 def _gauges(state: OperatorState) -> dict[str, list[dict[str, str]]]:
     out: dict[str, list[dict[str, str]]] = {}
     for family in text_string_to_metric_families(state.metrics.render().decode()):

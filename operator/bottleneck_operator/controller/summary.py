@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bottleneck_operator.analysis.cluster import JobDigest, PeerSample, summarise
+from bottleneck_operator.analysis.cluster import JobDigest, PeerSample, find_stragglers, summarise
 from bottleneck_operator.analysis.cluster.summary import workload_of
 from bottleneck_operator.contract.names import API_GROUP, API_VERSION, MANAGED_BY, MANAGED_BY_LABEL
 from bottleneck_operator.contract.window import JobWindow, PodWindow
@@ -36,6 +36,7 @@ from bottleneck_operator.reports.summary import (
     SUMMARY_PLURAL,
     SummaryStatus,
     status_from_summary,
+    straggler_item,
 )
 
 if TYPE_CHECKING:
@@ -50,14 +51,18 @@ _STATUS_FIELDS = tuple(field.alias or name for name, field in SummaryStatus.mode
 
 
 def observe(state: OperatorState, results: Sequence[JobResult], jobs: Mapping[int, TrackedJob]) -> None:
-    """Record a batch's results in the state's book (``jobs``: the Job of each request, by id)."""
+    """Record a batch's results in the state's book (``jobs``: the Job of each request, by id), and name
+    each Job's stragglers in its new status."""
     now = state.clock()
     digests = []
     for res in results:
         job = jobs.get(id(res.request))
         window = getattr(res, "window", None)  # a result without telemetry leaves no digest
         if job is not None and window is not None and window.pods:
-            digests.append(digest_of(job, window, res.status, now=now))
+            digest = digest_of(job, window, res.status, now=now)
+            digests.append(digest)
+            # Named in the Job's own report too (the status is written after this).
+            res.status.stragglers = [straggler_item(s) for s in find_stragglers(digest)] or None
     state.cluster.record(digests)
 
 

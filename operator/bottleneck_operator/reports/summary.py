@@ -16,7 +16,7 @@ from pydantic import Field
 from bottleneck_operator.analysis.cluster import ClusterSummary, HotSpot, Straggler, Suspect
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.reports.build import rfc3339
-from bottleneck_operator.reports.model import Timestamp, _Model
+from bottleneck_operator.reports.model import LagItem, StragglerItem, Timestamp, _Model
 
 SUMMARY_KIND: Final = "ClusterBottleneckSummary"
 SUMMARY_PLURAL: Final = "clusterbottlenecksummaries"
@@ -43,24 +43,6 @@ class ActionItem(_Model):
     bottleneck: str
     jobs: int
     gpu_hours: float = Field(description="GPU-hours the action would recover (headroom's low end, capped at idle).")
-
-
-class LagItem(_Model):
-    signal: str
-    observed: float
-    peers: float = Field(description="The median of the Job's peers.")
-    score: float = Field(description="Modified z-score against the peers (|score| > 3.5 lags).")
-
-
-class StragglerItem(_Model):
-    namespace: str
-    job: str
-    pod: str
-    node: str | None = None
-    gpu: str | None = None
-    cause: str = Field(description="throttled-clock, network, storage or starved.")
-    share: float = Field(description="Share of the Job's time the straggler costs (0..1).")
-    evidence: list[LagItem]
 
 
 class HotSpotItem(_Model):
@@ -136,7 +118,7 @@ def status_from_summary(summary: ClusterSummary, *, now: float) -> SummaryStatus
             ActionItem(action=a.action, bottleneck=a.bottleneck, jobs=a.jobs, gpu_hours=a.gpu_hours)
             for a in summary.actions
         ],
-        stragglers=[_straggler(s) for s in summary.stragglers],
+        stragglers=[straggler_item(s) for s in summary.stragglers],
         stragglers_total=summary.stragglers_total,
         hot_spots=[_hotspot(h) for h in summary.hotspots],
         hot_spot_count=len(summary.hotspots),
@@ -146,7 +128,8 @@ def status_from_summary(summary: ClusterSummary, *, now: float) -> SummaryStatus
     )
 
 
-def _straggler(s: Straggler) -> StragglerItem:
+def straggler_item(s: Straggler) -> StragglerItem:
+    """A straggler as the report and the summary carry it."""
     return StragglerItem(
         namespace=s.namespace,
         job=s.job,
