@@ -2,7 +2,7 @@
 healthy clusters, the summary's time and peak memory for 1,000 Jobs on 200 nodes, and stragglers.
 
 Every cluster here is drawn from seeds the detector was never developed on (development used
-seeds below 10,000). Targets (issue "cluster-wide insight"): per pattern precision >= 0.9 and
+seeds below 10,000). Targets: per pattern precision >= 0.9 and
 recall >= 0.8; 0 false alarms on 20 healthy clusters; the summary in <= 2 s; the right pod and GPU
 in >= 90 % of straggler scenarios and none named in >= 95 % of healthy multi-pod Jobs.
 """
