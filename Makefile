@@ -65,7 +65,9 @@ crd: $(STAMP)  ## regenerate the CRD from the report models, then copy it into t
 chart-sync:  ## copy the CRD and the dashboard into the chart (tests fail when they drift)
 	mkdir -p charts/bottleneck-operator/crds charts/bottleneck-operator/files
 	cp crds/bottleneckreports.bottleneck.dev.yaml charts/bottleneck-operator/crds/
+	cp crds/clusterbottlenecksummaries.bottleneck.dev.yaml charts/bottleneck-operator/crds/
 	cp dashboards/bottleneck-overview.json charts/bottleneck-operator/files/
+	cp dashboards/bottleneck-cluster.json charts/bottleneck-operator/files/
 	$(BIN)/python scripts/gen-chart-docs.py
 
 CHART_DIR := charts/bottleneck-operator

@@ -17,6 +17,7 @@ import yaml
 from ._helpers import CHART, ROOT, render_notes
 
 CRD = "bottleneckreports.bottleneck.dev.yaml"
+SUMMARY_CRD = "clusterbottlenecksummaries.bottleneck.dev.yaml"
 
 
 def _gen_chart_docs() -> ModuleType:
@@ -39,11 +40,13 @@ def test_chart_crds_are_a_copy_of_the_top_level_crds() -> None:
 
 
 def test_helm_installs_the_crd(chart: Any) -> None:
-    crds = chart.crds
-    assert [c["filename"] for c in crds] == [f"bottleneck-operator/crds/{CRD}"]
-    doc = yaml.safe_load(crds[0]["data"])
-    kubernetes_validate.validate(doc, "1.29.0", strict=True)
-    assert doc["spec"]["names"]["shortNames"] == ["bnr"]
+    crds = {c["filename"].rsplit("/", 1)[-1]: c for c in chart.crds}
+    assert sorted(crds) == sorted([CRD, SUMMARY_CRD])
+    docs = {name: yaml.safe_load(c["data"]) for name, c in crds.items()}
+    for doc in docs.values():
+        kubernetes_validate.validate(doc, "1.29.0", strict=True)
+    assert docs[CRD]["spec"]["names"]["shortNames"] == ["bnr"]
+    assert docs[SUMMARY_CRD]["spec"]["scope"] == "Cluster"
 
 
 def test_chart_dashboard_is_a_copy_of_the_dashboard() -> None:

@@ -40,8 +40,11 @@ WORKLOAD_GRANTS: dict[str, set[Grant]] = {
     k.plural: {g for g in CLIENT_AND_KOPF if g[:2] == (k.group, k.plural)} for k in CUSTOM_KINDS
 }
 ALL_WORKLOAD_GRANTS: set[Grant] = set().union(*WORKLOAD_GRANTS.values())
+# The one ClusterBottleneckSummary: cluster-scoped, so in the ClusterRole in either install.
+SUMMARY: set[Grant] = set(access.SUMMARY)
+CLUSTER_SCOPED: set[Grant] = CRD_SCAN | SUMMARY
 # What the operator does in a watched namespace: read Jobs, own its reports and their status, post Events.
-NAMESPACED_GRANTS: set[Grant] = CLIENT_AND_KOPF - ALL_WORKLOAD_GRANTS - LEASES - CRD_SCAN
+NAMESPACED_GRANTS: set[Grant] = CLIENT_AND_KOPF - ALL_WORKLOAD_GRANTS - LEASES - CRD_SCAN - SUMMARY
 
 
 def grants(role: Manifest) -> set[Grant]:
@@ -73,7 +76,7 @@ def test_no_wildcards(rendered: dict[str, list[Manifest]], scenario: str) -> Non
 
 def test_cluster_wide_grants_exactly_what_is_needed(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["default"]
-    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == NAMESPACED_GRANTS | CRD_SCAN | NAMESPACE_WATCH
+    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == NAMESPACED_GRANTS | CRD_SCAN | SUMMARY | NAMESPACE_WATCH
     # nothing namespaced but the Lease, in the release's own namespace
     assert [(r["metadata"]["namespace"], grants(r)) for r in find(docs, "Role")] == [(NAMESPACE, LEASES)]
     assert [b["metadata"]["namespace"] for b in find(docs, "RoleBinding")] == [NAMESPACE]
@@ -123,7 +126,7 @@ def test_a_training_kind_is_read_only_where_the_cluster_serves_it(chart: Any, re
 def test_every_installed_training_kind_is_read(chart: Any) -> None:
     served = PROMETHEUS_OPERATOR_APIS + [api for apis in TRAINING_APIS.values() for api in apis]
     granted = grants(one(render_docs(chart, api_versions=served), "ClusterRole", OPERATOR_ROLE))
-    assert granted == NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CRD_SCAN | NAMESPACE_WATCH
+    assert granted == NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CLUSTER_SCOPED | NAMESPACE_WATCH
     # training-operator v1 served MPIJob as kubeflow.org/v1; the MPI operator serves v2beta1.
     v1 = render_docs(chart, api_versions=[*PROMETHEUS_OPERATOR_APIS, "kubeflow.org/v1", "kubeflow.org/v1/MPIJob"])
     assert grants(one(v1, "ClusterRole", OPERATOR_ROLE)) & ALL_WORKLOAD_GRANTS == WORKLOAD_GRANTS["mpijobs"]
@@ -137,7 +140,7 @@ def test_all_training_kinds_can_be_granted_without_the_apis(chart: Any) -> None:
     values = {"rbac": {"allWorkloadKinds": True}, "sidecar": {"podMonitor": {"enabled": False}}}
     docs = render_docs(chart, values, api_versions=[])
     assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == (
-        NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CRD_SCAN | NAMESPACE_WATCH
+        NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS | CLUSTER_SCOPED | NAMESPACE_WATCH
     )
     for role in watched_roles(render_docs(chart, {**values, **NAMESPACED_VALUES}, api_versions=[])):
         assert grants(role) == NAMESPACED_GRANTS | ALL_WORKLOAD_GRANTS
@@ -155,7 +158,7 @@ def test_no_write_access_to_jobs_pods_or_secrets(rendered: dict[str, list[Manife
 def test_namespaced_install_grants_per_namespace(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["namespaced"]
     # nothing cluster-wide but the read-only CRD scan
-    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == CRD_SCAN
+    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == CRD_SCAN | SUMMARY
     roles = watched_roles(docs)
     assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(WATCHED)
     for role in roles:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bottleneck_operator.contract.names import API_GROUP, REPORT_PLURAL
 from bottleneck_operator.controller.workloads import CUSTOM_KINDS, KINDS
+from bottleneck_operator.reports.summary import SUMMARY_PLURAL
 
 Grant = tuple[str, str, str]  # (API group, resource[/subresource], verb)
 
@@ -23,7 +24,12 @@ WORKLOAD_READS: frozenset[Grant] = frozenset((k.group, k.plural, "get") for k in
 # Leader election (controller.leader), in the operator's own namespace only.
 LEASES: frozenset[Grant] = frozenset(("coordination.k8s.io", "leases", verb) for verb in ("get", "create", "patch"))
 
-CLIENT: frozenset[Grant] = REPORTS | WORKLOAD_READS | LEASES
+# The one ClusterBottleneckSummary (controller.summary): created when missing, its status patched.
+SUMMARY: frozenset[Grant] = frozenset(
+    {(API_GROUP, SUMMARY_PLURAL, "create"), (API_GROUP, f"{SUMMARY_PLURAL}/status", "patch")}
+)
+
+CLIENT: frozenset[Grant] = REPORTS | WORKLOAD_READS | LEASES | SUMMARY
 """Everything the operator's client may call."""
 
 CRD_SCAN: frozenset[Grant] = frozenset(

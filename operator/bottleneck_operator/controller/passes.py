@@ -16,7 +16,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bottleneck_operator.controller import retention
+from bottleneck_operator.controller import retention, summary
 from bottleneck_operator.controller.jobs import annotate_status, ensure_report
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportNotFound, ReportsApiError
@@ -140,6 +140,8 @@ async def run_pass(state: OperatorState, *, running: bool = True) -> Counter[str
         verdicts += await _analyse(state, analyzer, jobs, phase="Running")
 
     _trim_heap()  # the pass's report writes
+    if running or finals or jobs:
+        await summary.refresh(state)
     seconds = time.monotonic() - t0
     queries = analyzer.queries_issued - queries0
     state.metrics.queries.inc(queries)
@@ -291,6 +293,7 @@ async def _analyse_batch(
 
     # By request, not by name: a Job and a PyTorchJob of one name may share a batch.
     by_request = {id(r): j for r, j in zip(requests, jobs, strict=True)}
+    summary.observe(state, results, by_request)
     updates: list[tuple[TrackedJob, ReportStatus]] = []
     for res in results:
         job = by_request.get(id(res.request))

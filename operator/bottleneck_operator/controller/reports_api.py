@@ -53,6 +53,11 @@ class ReportsApi:
         )
 
     @property
+    def kube(self) -> KubeClient:
+        """The client itself, for the operator's other objects (the cluster summary)."""
+        return self._kube
+
+    @property
     def requests(self) -> int:
         """Requests sent so far."""
         return self._kube.requests

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bottleneck_operator.analysis.cluster import ClusterBook
+from bottleneck_operator.controller.cluster_metrics import ClusterMetrics
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.status import FINAL_PHASES
@@ -126,6 +128,9 @@ class OperatorState:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     started: float = field(default_factory=time.monotonic)
     analyzer: AnalyzerLike | None = None
+    # The latest digest of every Job of the last week, and the gauges of their summary (summary.py).
+    cluster: ClusterBook = field(default_factory=ClusterBook)
+    cluster_metrics: ClusterMetrics | None = None
     loop_task: asyncio.Task[None] | None = None
     # Set by the handlers once an event poster is reachable (kopf's lives in handler contexts).
     poster: EventPoster | None = None

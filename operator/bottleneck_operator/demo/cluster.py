@@ -40,6 +40,7 @@ JOBS = "batch/v1/jobs"
 EVENTS = "v1/events"
 PODS = "v1/pods"
 REPORTS = "bottleneck.dev/v1alpha1/bottleneckreports"
+SUMMARIES = "bottleneck.dev/v1alpha1/clusterbottlenecksummaries"
 NAMESPACES = "v1/namespaces"
 CRDS = "apiextensions.k8s.io/v1/customresourcedefinitions"
 
@@ -55,6 +56,13 @@ _RESOURCES: dict[str, dict[str, Any]] = {
         "singular": "bottleneckreport",
         "namespaced": True,
         "shortnames": {"bnr"},
+        "subresources": {"status"},
+    },
+    SUMMARIES: {
+        "kind": "ClusterBottleneckSummary",
+        "singular": "clusterbottlenecksummary",
+        "namespaced": False,
+        "shortnames": {"cbs"},
         "subresources": {"status"},
     },
 }
@@ -269,16 +277,18 @@ class LocalCluster:
             raise ClusterError("the Kubernetes emulator is not running")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=60)
 
-    def create(self, resource: str, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    def create(self, resource: str, namespace: str | None, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create an object; returns it as stored."""
         return self._call(self._kube().create(_resource(resource), namespace, body))
 
-    def patch(self, resource: str, namespace: str, name: str, patch: Mapping[str, Any], sub: str | None = None) -> Any:
+    def patch(
+        self, resource: str, namespace: str | None, name: str, patch: Mapping[str, Any], sub: str | None = None
+    ) -> Any:
         """Merge-patch an object (or its status with ``sub="status"``)."""
         kube = self._kube()
         return self._call(kube.merge_patch(_resource(resource), namespace, name, patch, status=sub == "status"))
 
-    def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+    def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """One object, or None."""
         try:
             return self._call(self._kube().get(_resource(resource), namespace, name))
@@ -296,13 +306,11 @@ class LocalCluster:
 
 
 def _resource(name: str) -> Resource:
-    """A namespaced resource of the emulator ("batch/v1/jobs") for the client."""
+    """A resource of the emulator ("batch/v1/jobs") for the client (cluster-scoped: namespace None)."""
     group_version, plural = name.rsplit("/", 1)
     group, _, version = group_version.rpartition("/")
     info = _RESOURCES[name]
-    if not info["namespaced"]:
-        raise ClusterError(f"{name}: only namespaced resources are read and written here")
-    return Resource(group, version, str(info["kind"]), plural)
+    return Resource(group, version, str(info["kind"]), plural, namespaced=bool(info["namespaced"]))
 
 
 def job_body(

@@ -9,5 +9,6 @@ written, so nothing else in the package pays for it.
 from __future__ import annotations
 
 from bottleneck_operator.html.render import render_html, write_html
+from bottleneck_operator.html.summary import render_summary_html, write_summary_html
 
-__all__ = ["render_html", "write_html"]
+__all__ = ["render_html", "render_summary_html", "write_html", "write_summary_html"]

@@ -19,7 +19,7 @@ import msgspec
 from lightkube import ApiError, AsyncClient, ConfigError
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.config.models import Cluster, User, UserExec
-from lightkube.generic_resource import create_namespaced_resource
+from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.types import PatchType
 
 from bottleneck_operator.kube.credentials import Credentials
@@ -40,17 +40,22 @@ FIELD_MANAGER = "bottleneck-operator"
 
 @dataclass(frozen=True)
 class Resource:
-    """A namespaced resource type, e.g. ``Resource("bottleneck.dev", "v1alpha1", "BottleneckReport", "bottleneckreports")``."""
+    """A resource type, e.g. ``Resource("bottleneck.dev", "v1alpha1", "BottleneckReport", "bottleneckreports")``.
+
+    A cluster-scoped one (``namespaced=False``) is reached with ``namespace=None``.
+    """
 
     group: str
     version: str
     kind: str
     plural: str
+    namespaced: bool = True
 
 
 @functools.cache
 def _generic(resource: Resource) -> Any:
-    return create_namespaced_resource(resource.group, resource.version, resource.kind, resource.plural)
+    make = create_namespaced_resource if resource.namespaced else create_global_resource
+    return make(resource.group, resource.version, resource.kind, resource.plural)
 
 
 def _to_dict(obj: Any) -> dict[str, Any]:
@@ -164,16 +169,16 @@ class KubeClient:
             # The operator's RBAC is built from the same table: such a call would be a 403 in a cluster.
             raise ApiRejected(f"{verb} {resource.group or 'core'}/{name}: not among this client's declared API uses")
 
-    async def create(self, resource: Resource, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def create(self, resource: Resource, namespace: str | None, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create an object; :class:`Conflict` when it exists."""
         self._permit(resource, "create")
         data = dict(body)
-        data["metadata"] = {**(data.get("metadata") or {}), "namespace": namespace}
+        data["metadata"] = {**(data.get("metadata") or {}), **({"namespace": namespace} if namespace else {})}
         obj = _generic(resource).from_dict(data)
         created = await self._call(f"create {resource.plural} {namespace}", lambda c: c.create(obj))
         return _to_dict(created)
 
-    async def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
+    async def get(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any]:
         """The object; :class:`NotFound` when it does not exist."""
         self._permit(resource, "get")
         got = await self._call(
@@ -182,7 +187,7 @@ class KubeClient:
         return _to_dict(got)
 
     async def merge_patch(
-        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any], *, status: bool = False
+        self, resource: Resource, namespace: str | None, name: str, patch: Mapping[str, Any], *, status: bool = False
     ) -> dict[str, Any]:
         """A JSON merge patch of the object (``status``: through the status subresource)."""
         self._permit(resource, "patch", status=status)

@@ -20,7 +20,7 @@ import yaml
 from bottleneck_operator import __version__
 from bottleneck_operator.errors import EXIT_INTERNAL, EXIT_OK, BottleneckError
 from bottleneck_operator.kube.kubeconfig import Target, load
-from bottleneck_operator.plugin import classes, listing
+from bottleneck_operator.plugin import classes, listing, summary
 from bottleneck_operator.plugin.render import explain_text, use_colour
 from bottleneck_operator.plugin.show import describe
 from bottleneck_operator.reportsource import KubectlError, get_report
@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("cls", metavar="CLASS", help=f"one of {', '.join(classes.names())} (any case)")
     p.add_argument("-o", "--output", choices=("json", "yaml"), help="output format (default: text)")
     p.set_defaults(func=cmd_explain)
+
+    summary.add_parser(sub, _kube_flags)
 
     p = sub.add_parser("doctor", help="check what the analysis can say from a Prometheus, and how to fix gaps")
     _doctor_flags(p)

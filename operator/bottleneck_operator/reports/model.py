@@ -81,6 +81,24 @@ class PodBreakdown(_Model):
     gpu_active: float | None = None
 
 
+class LagItem(_Model):
+    signal: str
+    observed: float
+    peers: float = Field(description="The median of the Job's peers.")
+    score: float = Field(description="Modified z-score against the peers (|score| > 3.5 lags).")
+
+
+class StragglerItem(_Model):
+    namespace: str
+    job: str
+    pod: str
+    node: str | None = None
+    gpu: str | None = None
+    cause: str = Field(description="throttled-clock, network, storage or starved.")
+    share: float = Field(description="Share of the Job's time the straggler costs (0..1).")
+    evidence: list[LagItem]
+
+
 class AnalysisWindow(_Model):
     start: Timestamp
     end: Timestamp
@@ -143,6 +161,9 @@ class ReportStatus(_Model):
     capacity: list[CapacityItem] | None = None
     window: AnalysisWindow | None = Field(None, description="The analysed time window.")
     pods: list[PodBreakdown] | None = Field(None, description="Per-pod breakdown.")
+    stragglers: list[StragglerItem] | None = Field(
+        None, description="Pods or GPUs behind the Job's own peers, costliest first (multi-pod Jobs)."
+    )
     data_quality: DataQualityStatus | None = None
     model_version: str | None = None
     timeline: list[TimelineEntry] | None = Field(
