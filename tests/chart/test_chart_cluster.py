@@ -44,12 +44,12 @@ def test_the_operator_may_write_the_one_summary_and_nothing_else(
         {
             "apiGroups": ["bottleneck.dev"],
             "resources": ["clusterbottlenecksummaries"],
-            "verbs": ["get", "create", "patch"],
+            "verbs": ["create"],
         },
         {
             "apiGroups": ["bottleneck.dev"],
             "resources": ["clusterbottlenecksummaries/status"],
-            "verbs": ["get", "patch"],
+            "verbs": ["patch"],
         },
     ]
 

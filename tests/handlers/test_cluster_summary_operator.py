@@ -29,7 +29,7 @@ def _counted(status: dict[str, Any]) -> dict[str, int]:
 def test_each_pass_refreshes_the_summary(cluster: LocalCluster, sim_dataset: Any) -> None:
     jobs = sim_dataset.jobs[:6]
     end = max(j.end for j in jobs) - 5
-    settings = fast_settings(sim_dataset.prom.url, window=600.0)
+    settings = fast_settings(sim_dataset.prom.url, window=900.0)
     for j in jobs:
         cluster.create(JOBS, j.namespace, job_body(j.namespace, j.name, start=j.start))
 
