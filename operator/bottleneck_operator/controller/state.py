@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bottleneck_operator.controller.health import PassHealth
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.status import FINAL_PHASES
@@ -31,9 +33,15 @@ EventPoster = Callable[[dict[str, Any], str, str, str], None]
 
 
 class AnalyzerLike(Protocol):
-    """What the operator needs of ``pipeline.Analyzer`` (one batched analysis of many Jobs)."""
+    """What the operator needs of ``pipeline.Analyzer`` (one batched analysis of many Jobs).
 
-    def analyze_jobs(self, requests: Sequence[JobRequest], *, phase: Phase = "Running") -> list[JobResult]: ...
+    ``step`` is passed only for a batch read coarser than the base step (long windows, see
+    ``telemetry.resolution``).
+    """
+
+    def analyze_jobs(
+        self, requests: Sequence[JobRequest], *, phase: Phase = "Running", step: float | None = None
+    ) -> list[JobResult]: ...
 
     @property
     def queries_issued(self) -> int: ...
@@ -108,6 +116,24 @@ class TrackedJob:
         return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta}
 
 
+# Invalid annotation values remembered (one Warning Event per Job and value): the oldest go first.
+WARNED_KEPT = 4096
+
+
+class BoundedDict(OrderedDict[str, str]):
+    """A dict that forgets its oldest entries beyond ``limit`` (``warned`` must not grow with every Job ever seen)."""
+
+    def __init__(self, limit: int = WARNED_KEPT) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key: str, value: str) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
 @dataclass
 class OperatorState:
     """Shared by the handlers (through ``memo``) and the pass loop."""
@@ -118,7 +144,7 @@ class OperatorState:
     clock: Clock = time.time
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     jobs: dict[tuple[str, str, str], TrackedJob] = field(default_factory=dict)
-    warned: dict[str, str] = field(default_factory=dict)
+    warned: BoundedDict = field(default_factory=BoundedDict)
     # Namespace -> its labels' Pod Security enforce level ("" when unlabelled), from the watch.
     namespace_levels: dict[str, str] = field(default_factory=dict)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -131,11 +157,18 @@ class OperatorState:
     analysis: AnalysisSettings = field(init=False, repr=False)
     operator: OperatorGroup = field(init=False, repr=False)
     injection: InjectionSettings = field(init=False, repr=False)
+    health: PassHealth = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.analysis = self.settings.analysis
         self.operator = self.settings.operator
         self.injection = self.settings.injection
+        self.health = PassHealth(deadline=self.analysis.pass_deadline)
+
+    def forget(self, job: TrackedJob) -> None:
+        """Drop a Job whose report is final from the cache (it has no work left)."""
+        if self.jobs.get(job.key) is job:
+            del self.jobs[job.key]
 
     def post_event(self, job: TrackedJob, type_: str, reason: str, message: str) -> None:
         """A Kubernetes Event on the Job, through the handlers' poster (logged too)."""

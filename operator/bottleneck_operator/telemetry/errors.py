@@ -10,7 +10,9 @@ from __future__ import annotations
 from bottleneck_operator.errors import NoData, Rejected, Unavailable, UsageError
 
 __all__ = [
+    "AnswerTooLarge",
     "InvalidName",
+    "InvalidSeries",
     "InvalidWindow",
     "NoData",
     "PrometheusUnavailable",
@@ -24,11 +26,42 @@ class PrometheusUnavailable(Unavailable):
 
 
 class QueryTimeout(PrometheusUnavailable):
-    """A query got no answer within ``prometheus_timeout`` seconds, retries included."""
+    """A query got no whole answer within ``prometheus_timeout`` seconds of wall-clock time, retries included.
+
+    The deadline covers connecting, waiting and reading the body: an answer that trickles in slowly
+    breaches it as surely as one that never starts.
+    """
+
+    limit = "deadline"
 
 
 class QueryRejected(Rejected):
     """Prometheus answered, but refused the query (4xx) or the answer is not Prometheus JSON."""
+
+
+class AnswerTooLarge(QueryRejected):
+    """An answer over the byte or series cap (``prometheus_max_answer_bytes``/``_series``): not read further.
+
+    Attributes:
+        limit: ``"bytes"`` or ``"series"``, the cap that was breached.
+    """
+
+    def __init__(self, message: str, *, limit: str, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.limit = limit
+
+
+class InvalidSeries(QueryRejected):
+    """An answer that is Prometheus JSON but holds a series no Prometheus writes (a label value that is
+    not a string, a sample that is not a ``[time, "value"]`` pair).
+
+    Attributes:
+        series: the offending series' labels as PromQL would print them, for the report's condition.
+    """
+
+    def __init__(self, message: str, *, series: str, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.series = series
 
 
 class InvalidName(UsageError):
