@@ -91,9 +91,7 @@ def plan(state: OperatorState, jobs: Sequence[TrackedJob], phase: str, now: floa
     return batches
 
 
-async def analyse_batch(
-    state: OperatorState, analyzer: AnalyzerLike, batch: Batch, *, phase: Phase
-) -> list[Update]:
+async def analyse_batch(state: OperatorState, analyzer: AnalyzerLike, batch: Batch, *, phase: Phase) -> list[Update]:
     """Analyse one batch; returns the new status of each Job (not written yet).
 
     Raises:
@@ -110,7 +108,7 @@ async def analyse_batch(
     except Unavailable as exc:
         state.metrics.errors.labels("prometheus").inc()
         raise BatchUnavailable(*describe(exc)) from exc
-    except Exception as exc:  # noqa: BLE001 - a fault of this batch's data stays with this batch
+    except Exception as exc:  # a fault of this batch's data stays with this batch
         return await _fault(state, analyzer, batch, exc, phase=phase, now=now)
 
     # By request, not by name: a Job and a PyTorchJob of one name may share a batch.

@@ -216,9 +216,7 @@ async def _analyse(
                 rest = [j for b in batches[done:] for j in b.jobs]
                 logger.warning("Prometheus unavailable, %d report(s) keep their last verdict: %s", len(rest), down)
                 now = state.clock()
-                updates = [
-                    (j, fault_status(j.status, down.reason, down.message, now=now, phase=j.phase)) for j in rest
-                ]
+                updates = [(j, fault_status(j.status, down.reason, down.message, now=now, phase=j.phase)) for j in rest]
                 if writing is not None:
                     await writing
                 writing = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -25,6 +25,7 @@ from bottleneck_operator.kube.errors import ApiUnavailable, CredentialsError, Ku
 
 T = TypeVar("T")
 Login = Callable[[], Credentials]
+Page = list[dict[str, Any]]  # named here: inside KubeClient, ``list`` is the method
 FIELD_MANAGER = "bottleneck-operator"
 
 
@@ -36,6 +37,15 @@ class Resource:
     version: str
     kind: str
     plural: str
+
+
+async def _next_page(objects: AsyncIterator[Any], limit: int) -> list[dict[str, Any]]:
+    page: list[dict[str, Any]] = []
+    async for obj in objects:
+        page.append(_to_dict(obj))
+        if len(page) >= limit:
+            break
+    return page
 
 
 @functools.cache
@@ -162,3 +172,19 @@ class KubeClient:
             return [_to_dict(obj) async for obj in found]
 
         return await self._call(f"list {resource.plural} {namespace or '*'}", collect)
+
+    async def list_pages(
+        self, resource: Resource, namespace: str | None = None, *, labels: Mapping[str, str] | None = None, limit: int
+    ) -> AsyncIterator[Page]:
+        """Objects as :meth:`list`, in pages of at most ``limit`` (LIST with ``limit``/``continue``).
+
+        Only one page is held at a time: the caller deals with it before the next is asked for.
+        """
+        client = await self._connect()
+        found = client.list(_generic(resource), namespace=namespace or "*", labels=dict(labels or {}), chunk_size=limit)
+        objects = found.__aiter__()
+        while True:
+            page = await self._call(f"list {resource.plural} {namespace or '*'}", lambda _: _next_page(objects, limit))
+            if not page:
+                return
+            yield page

@@ -220,12 +220,10 @@ class Transport:
             own reference already when the server closes after this answer).
         """
         conn.timeout = limits.remaining(self.timeout)  # applies to a connect still to come
-        if conn.sock is not None:
-            conn.sock.settimeout(conn.timeout)
+        _arm(conn.sock, conn.timeout)
         conn.request(method, wire, body=body, headers=headers)
         sock = conn.sock
-        if sock is not None:
-            sock.settimeout(limits.remaining(self.timeout))
+        _arm(sock, limits.remaining(self.timeout))
         return conn.getresponse(), sock
 
     def _take(self) -> tuple[http.client.HTTPConnection, bool]:
@@ -260,9 +258,7 @@ class Transport:
         return f"{self.origin.scheme}://{self.origin.netloc.rpartition('@')[2]}{target}"
 
 
-def _read_body(
-    response: http.client.HTTPResponse, sock: socket.socket | None, limits: Limits, timeout: float
-) -> bytes:
+def _read_body(response: http.client.HTTPResponse, sock: socket.socket | None, limits: Limits, timeout: float) -> bytes:
     """The whole body, piece by piece, each read given what is left of the deadline; the cap checked."""
     cap = limits.max_bytes
     length = response.getheader("Content-Length")
@@ -270,18 +266,26 @@ def _read_body(
         raise AnswerTooLong(cap)
     pieces: list[bytes] = []
     size = 0
-    while True:
-        if sock is not None:
-            sock.settimeout(limits.remaining(timeout))
-        piece = response.read(_PIECE)
+    while not response.isclosed():
+        _arm(sock, limits.remaining(timeout))
+        # read1: what one receive brings, so a trickle is measured against the deadline piece by piece
+        piece = response.read1(_PIECE)
         if not piece:
             break
         size += len(piece)
         if cap is not None and size > cap:
             raise AnswerTooLong(cap)
         pieces.append(piece)
-    limits.remaining(timeout)  # the last piece may have come in after the deadline
+    # read1 never marks a body of known length done: read() does (nothing is left to read), so the
+    # connection can carry the next request.
+    pieces.append(response.read())
     return b"".join(pieces)
+
+
+def _arm(sock: socket.socket | None, seconds: float) -> None:
+    """The socket's timeout for the next receive (a socket the answer has closed already needs none)."""
+    if sock is not None and sock.fileno() != -1:
+        sock.settimeout(seconds)
 
 
 def _inflate(data: bytes, cap: int | None) -> bytes:
