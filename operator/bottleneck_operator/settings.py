@@ -243,7 +243,7 @@ class Settings(BaseSettings):
         ),
     )
     pass_deadline: float = Field(
-        900.0,
+        600.0,
         ge=10,
         description=(
             "Seconds one analysis pass may run: a pass past it is cancelled, and one that cannot be cancelled "
