@@ -360,14 +360,24 @@ def _error_detail(body: bytes) -> str:
     return _short(body.decode("utf-8", errors="replace"))
 
 
+# Labels that say whose a series is, shown first (after the malformed ones) when a series is named.
+_WHOSE = ("namespace", "pod", "exported_namespace", "exported_pod", "container", "node", "instance", "gpu")
+
+
 def _bad_labels(labels: Any) -> str | None:
-    """The series as text when its labels are not a mapping of strings to strings, else None."""
+    """The series as text when its labels are not a mapping of strings to strings, else None.
+
+    The malformed labels come first, then those that say whose the series is: the text is cut short.
+    """
     if isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
         return None
     if not isinstance(labels, dict):
         return _short(repr(labels))
     name = labels.get("__name__")
-    inner = ", ".join(f"{k}={json.dumps(v)}" for k, v in labels.items() if k != "__name__")
+    bad = [k for k, v in labels.items() if not (isinstance(k, str) and isinstance(v, str))]
+    whose = [k for k in _WHOSE if k in labels and k not in bad]
+    rest = [k for k in labels if k not in bad and k not in whose and k != "__name__"]
+    inner = ", ".join(f"{k}={json.dumps(labels[k])}" for k in (*bad, *whose, *rest))
     return _short(f"{name if isinstance(name, str) else ''}{{{inner}}}")
 
 
