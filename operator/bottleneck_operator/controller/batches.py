@@ -31,9 +31,20 @@ from bottleneck_operator.telemetry.resolution import SERIES_POINTS, bounded_step
 if TYPE_CHECKING:
     from bottleneck_operator.pipeline import JobRequest, JobResult
 
-__all__ = ["Batch", "BatchUnavailable", "analyse_batch", "plan", "trim_heap", "window"]
+__all__ = ["Batch", "BatchUnavailable", "Outcome", "analyse_batch", "plan", "trim_heap", "window"]
 
 Update = tuple[TrackedJob, ReportStatus]
+
+
+@dataclass
+class Outcome:
+    """A batch's result: every status to write, and which of them are new verdicts (not faults)."""
+
+    updates: list[Update]
+    verdicts: list[ReportStatus]
+
+    def __add__(self, other: Outcome) -> Outcome:
+        return Outcome(self.updates + other.updates, self.verdicts + other.verdicts)
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,7 @@ def plan(state: OperatorState, jobs: Sequence[TrackedJob], phase: str, now: floa
     return batches
 
 
-async def analyse_batch(state: OperatorState, analyzer: AnalyzerLike, batch: Batch, *, phase: Phase) -> list[Update]:
+async def analyse_batch(state: OperatorState, analyzer: AnalyzerLike, batch: Batch, *, phase: Phase) -> Outcome:
     """Analyse one batch; returns the new status of each Job (not written yet).
 
     Raises:
@@ -122,12 +133,12 @@ async def analyse_batch(state: OperatorState, analyzer: AnalyzerLike, batch: Bat
             job.status, res.status, phase=phase, now=now, timeline_length=state.operator.timeline_length
         )
         updates.append((job, annotate_status(new, job, now)))
-    return updates
+    return Outcome(updates, [new for _, new in updates])
 
 
 async def _fault(
     state: OperatorState, analyzer: AnalyzerLike, batch: Batch, exc: Exception, *, phase: Phase, now: float
-) -> list[Update]:
+) -> Outcome:
     """The updates for a batch whose analysis raised ``exc``: split it when the fault may be some Jobs' alone."""
     state.metrics.errors.labels(error_kind(exc)).inc()
     jobs = batch.jobs
@@ -139,7 +150,7 @@ async def _fault(
     reason, message = describe(exc)
     names = ", ".join(f"{j.namespace}/{j.name}" for j in jobs[:5]) + (" ..." if len(jobs) > 5 else "")
     logger.error("%s for %d job(s) (%s): %s", reason, len(jobs), names, message, exc_info=_unexpected(exc))
-    return [(j, fault_status(j.status, reason, message, now=now, phase=j.phase)) for j in jobs]
+    return Outcome([(j, fault_status(j.status, reason, message, now=now, phase=j.phase)) for j in jobs], [])
 
 
 def _unexpected(exc: Exception) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bottleneck_operator.controller import retention
-from bottleneck_operator.controller.batches import BatchUnavailable, analyse_batch, plan, trim_heap
+from bottleneck_operator.controller.batches import BatchUnavailable, Outcome, analyse_batch, plan, trim_heap
 from bottleneck_operator.controller.jobs import ensure_report
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportNotFound, ReportsApiError
@@ -200,7 +200,7 @@ async def _analyse(
     # Up to IN_FLIGHT batches are analysed at once, each in a thread: while one is assembled and
     # classified (Python, one core), the next one's queries keep Prometheus busy (another core).
     # Batch k's reports are written while later batches are analysed.
-    pending: deque[asyncio.Task[list[tuple[TrackedJob, ReportStatus]]]] = deque()
+    pending: deque[asyncio.Task[Outcome]] = deque()
     writing: asyncio.Task[None] | None = None
     launched = done = 0
     try:
@@ -209,7 +209,7 @@ async def _analyse(
                 pending.append(asyncio.create_task(analyse_batch(state, analyzer, batches[launched], phase=phase)))
                 launched += 1
             try:
-                updates = await pending.popleft()
+                outcome = await pending.popleft()
             except BatchUnavailable as down:
                 # Prometheus is down or too slow: the remaining batches would only wait for the same.
                 await _cancel_all(pending)
@@ -223,15 +223,15 @@ async def _analyse(
                 await _write_all(state, updates, phase)
                 break
             done += 1
-            counted: Counter[str] = Counter(new.bottleneck or "Unknown" for _, new in updates)
+            counted: Counter[str] = Counter(new.bottleneck or "Unknown" for new in outcome.verdicts)
             for label, n in counted.items():
                 state.metrics.verdicts.labels(label).inc(n)
             if phase == "Running":
-                count_idle_gpu_time(state.metrics, [new for _, new in updates], state.analysis.interval)
+                count_idle_gpu_time(state.metrics, outcome.verdicts, state.analysis.interval)
             verdicts += counted
             if writing is not None:
                 await writing
-            writing = asyncio.create_task(_write_all(state, updates, phase))
+            writing = asyncio.create_task(_write_all(state, outcome.updates, phase))
         if writing is not None:
             await writing
     except BaseException:  # cancelled (shutdown) or a bug: leave no analysis or write task behind
