@@ -10,6 +10,8 @@ restarting server. ``fault`` turns on one deliberate misbehaviour at a time, for
 - ``"padded"``: the real answer followed by ``pad`` bytes of JSON whitespace (still valid, just large);
 - ``"copies"``: each range answer's first series repeated ``copies`` times (with a distinct label).
 
+``seen``: a list to which every request's path and query (a POST's form included) is appended.
+
 ``odd_pod`` (independent of ``fault``): in every answer, the series of pods whose name starts with it
 get a label value that is a number, which no Prometheus writes. This is the deliberately misbehaving
 server of the fault tests, nothing more.
@@ -26,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+_KNOBS = ("down", "fault", "delay", "pad", "copies", "odd_pod", "seen")
 _TEXT = {"401": b"unauthorized", "403": b"forbidden", "413": b"request entity too large"}
 
 
@@ -38,6 +41,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        if self.server.seen is not None:
+            self.server.seen.append(self.path + (f"?{body.decode(errors='replace')}" if body else ""))
         fault = self.server.fault
         if self.server.down:
             self._send(503, b"service unavailable", "text/plain")
@@ -126,6 +131,7 @@ class _ProxyServer(ThreadingHTTPServer):
     pad: int
     copies: int
     odd_pod: str | None
+    seen: list[str] | None
 
 
 class PromProxy:
@@ -144,16 +150,17 @@ class PromProxy:
         self._server.pad = 0
         self._server.copies = 0
         self._server.odd_pod = None
+        self._server.seen = None
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("down", "fault", "delay", "pad", "copies", "odd_pod"):
+        if name in _KNOBS:
             return getattr(self._server, name)
         raise AttributeError(name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("down", "fault", "delay", "pad", "copies", "odd_pod"):
+        if name in _KNOBS:
             setattr(self._server, name, value)
         else:
             super().__setattr__(name, value)
