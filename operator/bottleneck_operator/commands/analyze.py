@@ -213,7 +213,6 @@ def main(args: argparse.Namespace) -> int:
     from bottleneck_operator.telemetry.layouts import with_matchers
     from bottleneck_operator.telemetry.lifetime import job_lifetime
     from bottleneck_operator.telemetry.names import validate_k8s_name
-    from bottleneck_operator.telemetry.resolution import SERIES_POINTS, bounded_step
 
     if args.from_report:
         return from_report(args)
@@ -247,18 +246,8 @@ def main(args: argparse.Namespace) -> int:
         end = lifetime[1] if end is None else end
         if end <= start:
             end = start + settings.step
-        if end - start > MAX_RANGE:
-            print(
-                f"note: the Job ran longer than {MAX_RANGE / 86400:g} days; its last {MAX_RANGE / 86400:g} are analysed",
-                file=sys.stderr,
-            )
-            start = end - MAX_RANGE
-    step = bounded_step(start, end, settings.step)
-    if step > settings.step and args.step is not None:
-        print(
-            f"note: --step {args.step:g} raised to {step:g} s to keep {SERIES_POINTS} points per series",
-            file=sys.stderr,
-        )
+        start = _within_range(start, end)
+    step = _step(args, start, end, settings.step)
     analyzer = Analyzer.from_settings(settings, client=client)
     request = JobRequest(namespace=namespace, job=job, start=start, end=end)
     result = analyzer.analyze_jobs([request], step=step)[0]
@@ -270,6 +259,28 @@ def main(args: argparse.Namespace) -> int:
     )
     _print(namespace, job, result.status, args.output)
     return EXIT_NO_DATA if data_problem else EXIT_OK
+
+
+def _within_range(start: float, end: float) -> float:
+    """The start of a found lifetime, moved so the window is at most :data:`MAX_RANGE` (a note says so)."""
+    if end - start <= MAX_RANGE:
+        return start
+    days = MAX_RANGE / 86400
+    print(f"note: the Job ran longer than {days:g} days; its last {days:g} are analysed", file=sys.stderr)
+    return end - MAX_RANGE
+
+
+def _step(args: argparse.Namespace, start: float, end: float, base: float) -> float:
+    """The step the window is read at: the base one, coarser for a long window (a note when --step was raised)."""
+    from bottleneck_operator.telemetry.resolution import SERIES_POINTS, bounded_step
+
+    step = bounded_step(start, end, base)
+    if step > base and args.step is not None:
+        print(
+            f"note: --step {args.step:g} raised to {step:g} s to keep {SERIES_POINTS} points per series",
+            file=sys.stderr,
+        )
+    return step
 
 
 def _fmt_time(iso: str | None) -> str:

@@ -137,8 +137,10 @@ async def sweep(state: OperatorState) -> int:
     retention = state.operator.report_retention
     # Orphans can only be told apart once the watch has listed every Job at least once.
     settled = time.monotonic() - state.started > 2 * state.analysis.interval
-    deleted = 0
+    started = time.monotonic()
+    deleted = closed = read = pages = 0
     async for page in _pages(state):
+        read, pages = read + len(page), pages + 1
         by_report = _tracked_reports(state)
         actions = await asyncio.to_thread(_decide, page, by_report, now=now, retention=retention, settled=settled)
         del page
@@ -146,10 +148,19 @@ async def sweep(state: OperatorState) -> int:
             if action.patch is not None:
                 await state.api.patch_status(action.namespace, action.name, action.patch)
                 logger.info("%s/%s: Job gone, report closed", action.namespace, action.name)
+                closed += 1
                 continue
             if await state.api.delete(action.namespace, action.name):
                 deleted += 1
                 logger.info("%s/%s: report deleted after the retention period", action.namespace, action.name)
             if action.tracked is not None:
                 state.jobs.pop(action.tracked.key, None)
+    logger.info(
+        "retention sweep: reports=%d pages=%d deleted=%d closed=%d seconds=%.2f",
+        read,
+        pages,
+        deleted,
+        closed,
+        time.monotonic() - started,
+    )
     return deleted

@@ -41,6 +41,7 @@ from bottleneck_operator.telemetry.errors import (
     PrometheusUnavailable,
     QueryRejected,
     QueryTimeout,
+    malformed_series,
 )
 from bottleneck_operator.telemetry.grid import Grid, time_param
 from bottleneck_operator.telemetry.matrix import Matrix, decode_matrix
@@ -243,7 +244,7 @@ class PrometheusClient:
                 status=_OK,
             )
         for labels in series:
-            bad = _bad_labels(labels)
+            bad = malformed_series(labels)
             if bad is not None:
                 raise InvalidSeries(
                     f"the answer of {self._where(endpoint)} holds a malformed series {bad}", series=bad, status=_OK
@@ -358,27 +359,6 @@ def _error_detail(body: bytes) -> str:
     if isinstance(doc, dict) and "error" in doc:
         return _short(f"{doc.get('errorType', 'error')}: {doc['error']}")
     return _short(body.decode("utf-8", errors="replace"))
-
-
-# Labels that say whose a series is, shown first (after the malformed ones) when a series is named.
-_WHOSE = ("namespace", "pod", "exported_namespace", "exported_pod", "container", "node", "instance", "gpu")
-
-
-def _bad_labels(labels: Any) -> str | None:
-    """The series as text when its labels are not a mapping of strings to strings, else None.
-
-    The malformed labels come first, then those that say whose the series is: the text is cut short.
-    """
-    if isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
-        return None
-    if not isinstance(labels, dict):
-        return _short(repr(labels))
-    name = labels.get("__name__")
-    bad = [k for k, v in labels.items() if not (isinstance(k, str) and isinstance(v, str))]
-    whose = [k for k in _WHOSE if k in labels and k not in bad]
-    rest = [k for k in labels if k not in bad and k not in whose and k != "__name__"]
-    inner = ", ".join(f"{k}={json.dumps(labels[k])}" for k in (*bad, *whose, *rest))
-    return _short(f"{name if isinstance(name, str) else ''}{{{inner}}}")
 
 
 def _result(body: bytes) -> Result:
