@@ -12,8 +12,9 @@ restarting server. ``fault`` turns on one deliberate misbehaviour at a time, for
 
 ``seen``: a list to which every request's path and query (a POST's form included) is appended.
 
-``odd_pod`` (independent of ``fault``): in every answer, the series of pods whose name starts with it
-get a label value that is a number, which no Prometheus writes. This is the deliberately misbehaving
+``odd_pod`` (independent of ``fault``): in every answer (with ``odd_in`` set: only in the answers to
+queries whose text holds it), the series of pods whose name starts with it get a label value that is
+a number, which no Prometheus writes. This is the deliberately misbehaving
 server of the fault tests, nothing more.
 """
 
@@ -23,12 +24,13 @@ import json
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-_KNOBS = ("down", "fault", "delay", "pad", "copies", "odd_pod", "seen")
+_KNOBS = ("down", "fault", "delay", "pad", "copies", "odd_pod", "odd_in", "seen")
 _TEXT = {"401": b"unauthorized", "403": b"forbidden", "413": b"request entity too large"}
 
 
@@ -54,7 +56,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"<html><body><form>Sign in</form></body></html>", "text/html")
             return
         status, data, ctype = self._real(body)
-        data = self._rewrite(data) if status == 200 else data
+        asked = urllib.parse.unquote_plus(self.path + "&" + (body or b"").decode(errors="replace"))
+        odd_in = self.server.odd_in
+        data = self._rewrite(data, odd=not odd_in or odd_in in asked) if status == 200 else data
         if fault == "slow":
             time.sleep(self.server.delay)
         if fault == "trickle":
@@ -75,18 +79,19 @@ class _Handler(BaseHTTPRequestHandler):
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read(), exc.headers.get("Content-Type", "")
 
-    def _rewrite(self, data: bytes) -> bytes:
-        odd, copies = self.server.odd_pod, self.server.copies if self.server.fault == "copies" else 0
-        if not odd and not copies:
+    def _rewrite(self, data: bytes, *, odd: bool) -> bytes:
+        odd_pod = self.server.odd_pod if odd else None
+        copies = self.server.copies if self.server.fault == "copies" else 0
+        if not odd_pod and not copies:
             return data
         doc = json.loads(data)
         result = (doc.get("data") or {}).get("result")
         if not isinstance(result, list) or not result or not isinstance(result[0], dict):
             return data
-        if odd:
+        if odd_pod:
             for series in result:
                 labels = series.get("metric") or {}
-                if any(str(labels.get(k, "")).startswith(odd) for k in ("pod", "exported_pod")):
+                if any(str(labels.get(k, "")).startswith(odd_pod) for k in ("pod", "exported_pod")):
                     labels["odd"] = 7  # a number where Prometheus always writes a string
         if copies and "values" in result[0]:
             first = result[0]
@@ -131,6 +136,7 @@ class _ProxyServer(ThreadingHTTPServer):
     pad: int
     copies: int
     odd_pod: str | None
+    odd_in: str | None
     seen: list[str] | None
 
 
@@ -150,6 +156,7 @@ class PromProxy:
         self._server.pad = 0
         self._server.copies = 0
         self._server.odd_pod = None
+        self._server.odd_in = None
         self._server.seen = None
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"

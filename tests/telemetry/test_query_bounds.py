@@ -15,7 +15,7 @@ import pytest
 
 from bottleneck_operator.controller.faults import describe, local
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.telemetry import PrometheusClient
+from bottleneck_operator.telemetry import PrometheusClient, WindowRequest, fetch_windows
 from bottleneck_operator.telemetry.errors import AnswerTooLarge, InvalidSeries, QueryRejected, QueryTimeout
 from prom_proxy import PromProxy
 
@@ -98,6 +98,19 @@ def test_a_series_with_a_label_no_prometheus_writes_is_named(proxy: PromProxy) -
     # Series of other pods stay valid: the instant query over another Job's pods is answered.
     answer = _client(proxy.url).query('kube_pod_info{pod!~"resnet-io-.*"}', T0 + 60)
     assert answer and all(isinstance(v, str) for s in answer for v in s["metric"].values())
+
+
+def test_a_malformed_series_in_one_signal_is_raised_not_dropped(proxy: PromProxy) -> None:
+    # A rejected signal query only loses its signal (a note); a malformed series is the Job's data
+    # at fault, so it reaches the pass, which pins it on the Job.
+    proxy.odd_pod, proxy.odd_in = "resnet-io-", "DCGM_FI_DEV_GPU_UTIL"
+    client = _client(proxy.url)
+    with pytest.raises(InvalidSeries) as info:
+        fetch_windows(client, [WindowRequest("ml", "resnet-io", T0, END)], Settings().labels, step=30)
+    assert 'pod="resnet-io-7xk2p"' in info.value.series
+    proxy.odd_pod = None
+    windows = fetch_windows(client, [WindowRequest("ml", "resnet-io", T0, END)], Settings().labels, step=30)
+    assert windows[("ml", "resnet-io")].pods
 
 
 @pytest.mark.parametrize(
