@@ -9,7 +9,9 @@ run in its own process, exactly as the operator's final analysis reads it (the s
 - the same for a 2-hour part of the run, and the ratio: a long run costs what a short one does;
 - the step the 4-day window was read at, and the points per series that gives.
 
-The peak RSS is the child's own ``ru_maxrss`` (``os.wait4``), under the image's allocator settings.
+- the same 4 days read at the fixed 30 s step, as the final analysis did before, for comparison.
+
+The peak RSS is each child's own high-water mark (``VmHWM``), under the image's allocator settings.
 """
 
 from __future__ import annotations
@@ -44,24 +46,48 @@ def _sixteen_pod_job(start: float) -> list:  # type: ignore[type-arg]
     return [first, joined]
 
 
+# Runs in the child: the peak is read from the child's own /proc/self/status (VmHWM), which counts
+# only what it used after exec (ru_maxrss would also count the bench's own memory it forked from).
+_CHILD = """
+import atexit, json, sys
+def peak():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            open(sys.argv[1], "w").write(line.split()[1])
+atexit.register(peak)
+if sys.argv[2] == "analyze":
+    from bottleneck_operator.cli import main
+    raise SystemExit(main(sys.argv[2:]))
+# "fixed": the whole window at the base step, as the final analysis read it before the step was bounded
+from bottleneck_operator.pipeline import Analyzer, JobRequest
+from bottleneck_operator.settings import Settings
+url, job, start, end = sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6])
+analyzer = Analyzer.from_settings(Settings(prometheus_url=url))
+result = analyzer.analyze_jobs([JobRequest("ml", job, start, end)], phase="Completed", step=30.0)[0]
+print(result.status.model_dump_json(by_alias=True, exclude_none=True))
+"""
+
+
+def _child(args: list[str], env: dict[str, str], workdir: Path) -> tuple[float, float, dict]:  # type: ignore[type-arg]
+    """(peak RSS in MB, seconds, the printed status) of one child process running ``_CHILD``."""
+    out_path, err_path, peak_path = workdir / "child.json", workdir / "child.err", workdir / "child.peak"
+    started = time.perf_counter()
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        code = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(peak_path), *args], env=env, stdout=out, stderr=err
+        ).returncode
+    seconds = time.perf_counter() - started
+    if code not in (0, 3):
+        raise SystemExit(f"the analysis exited {code}: {err_path.read_text()[-2000:]}")
+    return int(peak_path.read_text()) / 1024, seconds, json.loads(out_path.read_text())
+
+
 def _analyze(
     url: str, job: str, window: tuple[float, float], env: dict[str, str], workdir: Path
 ) -> tuple[float, float, dict]:  # type: ignore[type-arg]
-    """(peak RSS in MB, seconds, the printed status) of one ``analyze`` process, reaped with ``os.wait4``."""
-    cmd = [
-        sys.executable, "-m", "bottleneck_operator", "analyze", "--prometheus-url", url, "-n", "ml", "--job", job,
-        "--start", str(window[0]), "--end", str(window[1]), "-o", "json",
-    ]  # fmt: skip
-    out_path, err_path = workdir / "analyze.json", workdir / "analyze.err"
-    started = time.perf_counter()
-    with out_path.open("wb") as out, err_path.open("wb") as err:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.perf_counter() - started
-    if proc.returncode not in (0, 3):
-        raise SystemExit(f"analyze exited {proc.returncode}: {err_path.read_text()[-2000:]}")
-    return usage.ru_maxrss / 1024, seconds, json.loads(out_path.read_text())
+    """``bottleneck-operator analyze`` of the window, in its own process."""
+    args = ["analyze", "--prometheus-url", url, "-n", "ml", "--job", job, "--start", str(window[0]), "--end", str(window[1]), "-o", "json"]  # fmt: skip
+    return _child(args, env, workdir)
 
 
 def main() -> None:
@@ -87,6 +113,8 @@ def main() -> None:
             short_start = run_end - 7200
             short_rss, short_s, short = _analyze(prom.url, name, (short_start, run_end), env, workdir)
             long_rss, long_s, full = _analyze(prom.url, name, (run_start, run_end), env, workdir)
+            fixed = ["fixed", prom.url, name, str(run_start), str(run_end)]
+            fixed_rss, fixed_s, _ = _child(fixed, env, workdir)
         step = bounded_step(run_start, run_end, 30.0)
         print(
             f"whole run ({(run_end - run_start) / 86400:.1f} days, {full['dataQuality']['pods']} pods): "
@@ -100,6 +128,10 @@ def main() -> None:
         )
         print(
             f"peak RSS, 2-hour window of the same Job: {short_rss:.0f} MB; ratio 4 days / 2 hours: {long_rss / short_rss:.2f}"
+        )
+        print(
+            f"peak RSS, the same 4 days read at the fixed 30 s step (before): {fixed_rss:.0f} MB, {fixed_s:.1f} s; "
+            f"ratio bounded / fixed: {long_rss / fixed_rss:.2f}"
         )
 
 
