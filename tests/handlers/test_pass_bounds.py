@@ -8,6 +8,7 @@ Jobs leave the cache once final. The real pipeline and API are in test_faults_lo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import time
 from typing import Any
@@ -177,3 +178,29 @@ def test_warned_forgets_its_oldest_entries() -> None:
     warned["uid-3"] = "perhaps"  # written again: the newest
     assert list(warned) == ["uid-2", "uid-4", "uid-3"]
     assert _state(_Analyzer()).warned.limit > 0
+
+
+class _Slow(_Analyzer):
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def analyze_jobs(self, requests: Any, *, phase: str = "Running", step: float | None = None) -> list[_Result]:
+        time.sleep(self.seconds)
+        return super().analyze_jobs(requests, phase=phase, step=step)
+
+
+def test_a_pass_past_its_deadline_is_cancelled_and_counted_and_a_completed_one_is_stamped() -> None:
+    analyzer = _Slow(1.0)
+    state = _state(analyzer)
+    state.analysis = dataclasses.replace(state.analysis, pass_deadline=0.3)
+    _job(state, "job-0", ran=600)
+    stamp = state.metrics.last_pass_completed
+    before = stamp._value.get()
+    asyncio.run(passes._bounded_pass(state, running=True))
+    assert state.metrics.errors.labels("deadline")._value.get() == 1
+    assert stamp._value.get() == before and state.health.last_completed is None
+    analyzer.seconds = 0.0
+    asyncio.run(passes._bounded_pass(state, running=True))
+    assert state.metrics.errors.labels("deadline")._value.get() == 1
+    assert state.health.last_completed is not None and stamp._value.get() == state.health.last_completed >= before

@@ -76,15 +76,18 @@ async def _bounded_pass(state: OperatorState, *, running: bool) -> None:
     deadline = state.analysis.pass_deadline
     state.health.started()
     completed = False
+    bound = asyncio.timeout(deadline)
     try:
-        await asyncio.wait_for(run_pass(state, running=running), timeout=deadline)
+        async with bound:
+            await run_pass(state, running=running)
         completed = True
-    except TimeoutError:
-        state.metrics.errors.labels("deadline").inc()
-        logger.error("analysis pass cancelled: it ran past its %gs deadline (pass_deadline)", deadline)
     except Exception:  # a bug must not stop the loop: log it, count it, go on next time
-        state.metrics.errors.labels("analysis").inc()
-        logger.exception("analysis pass failed")
+        if bound.expired():
+            state.metrics.errors.labels("deadline").inc()
+            logger.error("analysis pass cancelled: it ran past its %gs deadline (pass_deadline)", deadline)
+        else:
+            state.metrics.errors.labels("analysis").inc()
+            logger.exception("analysis pass failed")
     finally:
         state.health.ended(completed=completed)
     if completed:
