@@ -115,13 +115,25 @@ async def analyse_batch(state: OperatorState, analyzer: AnalyzerLike, batch: Bat
     requests = [JobRequest(j.namespace, j.name, *window(state, j, phase, now)) for j in jobs]
     step = batch.step if batch.step != state.analysis.step else None
     try:
-        results = await asyncio.to_thread(_analyse_then_trim, state.health, analyzer, requests, phase, step)
+        updates = await asyncio.to_thread(_analyse_in_thread, state, analyzer, jobs, requests, (phase, step, now))
     except Unavailable as exc:
         state.metrics.errors.labels("prometheus").inc()
         raise BatchUnavailable(*describe(exc)) from exc
     except Exception as exc:  # a fault of this batch's data stays with this batch
         return await _fault(state, analyzer, batch, exc, phase=phase, now=now)
+    return Outcome(updates, [new for _, new in updates])
 
+
+def _analyse_in_thread(
+    state: OperatorState,
+    analyzer: AnalyzerLike,
+    jobs: Sequence[TrackedJob],
+    requests: Sequence[JobRequest],
+    how: tuple[Phase, float | None, float],
+) -> list[Update]:
+    """The batch's analysis and its new statuses, built off the event loop (a status is many models)."""
+    phase, step, now = how
+    results = _analyse_then_trim(state.health, analyzer, requests, phase, step)
     # By request, not by name: a Job and a PyTorchJob of one name may share a batch.
     by_request = {id(r): j for r, j in zip(requests, jobs, strict=True)}
     updates: list[Update] = []
@@ -133,7 +145,7 @@ async def analyse_batch(state: OperatorState, analyzer: AnalyzerLike, batch: Bat
             job.status, res.status, phase=phase, now=now, timeline_length=state.operator.timeline_length
         )
         updates.append((job, annotate_status(new, job, now)))
-    return Outcome(updates, [new for _, new in updates])
+    return updates
 
 
 async def _fault(

@@ -186,13 +186,11 @@ def _update_gauges(state: OperatorState) -> None:
 
 
 def _analysed_once(job: TrackedJob) -> bool:
-    status = job.status
-    return status is not None and status.last_analysis_time is not None
+    return job.analysed_once
 
 
 def _current_class(job: TrackedJob) -> str:
-    status = job.status
-    return (status.bottleneck if status else None) or "None"
+    return job.current_class or "None"
 
 
 async def _analyse(

@@ -86,6 +86,10 @@ class TrackedJob:
     # The status is kept as compact JSON: with its timeline of up to 48 windows it weighs ~20 KB as
     # Python objects and ~5 KB as text, for every profiled Job, for as long as the operator runs.
     _status: bytes | None = field(default=None, repr=False, compare=False)
+    # What every pass asks of every Job (its class, whether it was analysed), kept beside the JSON:
+    # parsing a thousand statuses on the event loop for these would hold it up for a quarter second.
+    _bottleneck: str | None = field(default=None, repr=False, compare=False)
+    _analysed: bool = field(default=False, repr=False, compare=False)
 
     @property
     def status(self) -> ReportStatus | None:
@@ -95,6 +99,18 @@ class TrackedJob:
     @status.setter
     def status(self, value: ReportStatus | None) -> None:
         self._status = None if value is None else value.model_dump_json(by_alias=True, exclude_none=True).encode()
+        self._bottleneck = value.bottleneck if value is not None else None
+        self._analysed = value is not None and value.last_analysis_time is not None
+
+    @property
+    def current_class(self) -> str | None:
+        """The report's class as last read or written (None: no verdict yet), without parsing the status."""
+        return self._bottleneck
+
+    @property
+    def analysed_once(self) -> bool:
+        """The report has had an analysis (``lastAnalysisTime`` set), without parsing the status."""
+        return self._analysed
 
     def __post_init__(self) -> None:
         self.report = self.report or self.name
