@@ -22,9 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -71,24 +69,38 @@ def _retained(cluster: Any, template: dict[str, Any], now: float) -> int:
     return size
 
 
-class _Probe(threading.Thread):
-    """GET /metrics every 20 ms; keeps (wall time, seconds waited) of each answer."""
+# The probe runs in a process of its own: in the bench's process it would share the interpreter lock
+# with the emulator, and the emulator's own work would read as the operator's stalls.
+_PROBE = """
+import sys, time, urllib.request
+url, out = sys.argv[1], open(sys.argv[2], "w", buffering=1)
+while True:
+    t0 = time.perf_counter()
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            resp.read()
+    except OSError:
+        time.sleep(0.05)
+        continue
+    out.write(f"{time.time()} {time.perf_counter() - t0}\\n")
+    time.sleep(0.02)
+"""
 
-    def __init__(self, url: str) -> None:
-        super().__init__(daemon=True)
-        self.url, self.samples, self.stop = url, [], threading.Event()
 
-    def run(self) -> None:
-        while not self.stop.is_set():
-            t0 = time.perf_counter()
-            try:
-                with urllib.request.urlopen(self.url, timeout=30) as resp:
-                    resp.read()
-            except OSError:
-                time.sleep(0.05)
-                continue
-            self.samples.append((time.time(), time.perf_counter() - t0))
-            time.sleep(0.02)
+class _Probe:
+    """GET /metrics every 20 ms from a separate process; ``samples()``: (wall time, seconds waited)."""
+
+    def __init__(self, url: str, path: Path) -> None:
+        self.path = path
+        self.proc = subprocess.Popen([sys.executable, "-c", _PROBE, url, str(path)])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+    def samples(self) -> list[tuple[float, float]]:
+        rows = (line.split() for line in self.path.read_text().splitlines())
+        return [(float(t), float(w)) for t, w in rows]
 
 
 def main() -> None:
@@ -128,23 +140,22 @@ def _run_operator(cluster: Any, prom_url: str, workdir: Path, port: int, *, jobs
         "--interval", str(INTERVAL), "--metrics-port", str(port), "--liveness", "", "--no-webhook",
     ]  # fmt: skip
     log_path = workdir / "operator.log"
-    probe = _Probe(f"http://127.0.0.1:{port}/metrics")
     with log_path.open("w") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-        probe.start()
+        probe = _Probe(f"http://127.0.0.1:{port}/metrics", workdir / f"probe-{port}.txt")
         try:
             sweep, seen_at = _wait_for_sweep(proc, log_path, deadline=time.time() + 420)
             if jobs:
                 time.sleep(2 * INTERVAL)  # passes over the Jobs go on meanwhile
             peak = _vm_hwm_mb(proc.pid)
         finally:
-            probe.stop.set()
+            probe.stop()
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-    _report(probe.samples, sweep, seen_at, peak, jobs)
+    _report(probe.samples(), sweep, seen_at, peak, jobs)
 
 
 def _wait_for_sweep(proc: subprocess.Popen, log_path: Path, deadline: float) -> tuple[re.Match[str], float]:  # type: ignore[type-arg]
