@@ -185,13 +185,13 @@ class Settings(BaseSettings):
         ge=1 << 20,
         description=(
             "Most bytes of one answer: a larger one is not read further, and the reports of the Jobs it was "
-            "for say so (condition AnswerTooLarge). Bounds the operator's memory whatever Prometheus holds."
+            "for say so (reason AnswerBytesExceeded). Bounds the operator's memory whatever Prometheus holds."
         ),
     )
     max_answer_series: int = Field(
         50_000,
         ge=100,
-        description="Most series in one answer: a query that selects more is refused the same way (AnswerTooLarge).",
+        description="Most series in one answer: more are refused the same way (reason AnswerSeriesExceeded).",
     )
 
     # --- label mapping (installations differ)
