@@ -68,6 +68,9 @@ async def run_loop(state: OperatorState) -> None:
             except ReportsApiError as exc:
                 state.metrics.errors.labels("kubernetes").inc()
                 logger.warning("retention sweep failed: %s", exc)
+            except Exception:  # a bug in the sweep must not end the loop (the passes would stop with it)
+                state.metrics.errors.labels("kubernetes").inc()
+                logger.exception("retention sweep failed")
             next_sweep = time.monotonic() + retention.sweep_period(state.analysis, state.operator)
 
 

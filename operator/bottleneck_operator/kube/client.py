@@ -124,6 +124,8 @@ class KubeClient:
                 error, cause = for_status(code, f"{what}: HTTP {code}: {exc.response.text[:300]}"), exc
             except (httpx2.HTTPError, OSError, TimeoutError) as exc:
                 error, cause = ApiUnavailable(f"{what}: {type(exc).__name__}: {exc}"), exc
+            except (KeyError, ValueError) as exc:  # an answer the client cannot read (an error without Content-Type)
+                error, cause = ApiUnavailable(f"{what}: an unreadable answer ({type(exc).__name__}: {exc})"), exc
         if isinstance(error, Unauthorized) and error.status == 401 and not retried:
             await self.close()  # the token may have rotated: log in again, once
             return await self._call(what, call, retried=True)
