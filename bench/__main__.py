@@ -11,7 +11,10 @@ import time
 import traceback
 from pathlib import Path
 
-ORDER = ["blind", "simulator", "telemetry", "layouts", "analysis", "crossfamily", "operator", "sidecar", "webhook"]
+ORDER = [
+    "blind", "simulator", "telemetry", "layouts", "analysis", "crossfamily", "operator", "bounded", "retained", "sidecar",
+    "webhook",
+]  # fmt: skip
 
 
 def _available() -> list[str]:

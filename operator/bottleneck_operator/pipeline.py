@@ -116,12 +116,16 @@ class Analyzer:
             )
         return verdicts
 
-    def analyze_jobs(self, requests: Sequence[JobRequest], *, phase: Phase = "Running") -> list[JobResult]:
+    def analyze_jobs(
+        self, requests: Sequence[JobRequest], *, phase: Phase = "Running", step: float | None = None
+    ) -> list[JobResult]:
         """One verdict per request, from one batched fetch.
 
         Args:
             requests: the job windows to analyse.
             phase: the phase written into each status.
+            step: the grid step, seconds (default ``analysis.step``; long windows are read coarser,
+                see :mod:`.telemetry.resolution`).
 
         Returns:
             Results in request order; a job without data gets an Unknown verdict with a reason.
@@ -137,7 +141,7 @@ class Analyzer:
             self.client,
             list(requests),
             self.labels,
-            step=self.analysis.step,
+            step=step or self.analysis.step,
             max_query_bytes=self.prometheus.max_query_bytes,
             intervals=self.intervals,
         )

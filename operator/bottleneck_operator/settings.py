@@ -44,7 +44,14 @@ class Settings(BaseSettings):
         "http://prometheus-operated.monitoring.svc:9090",
         description="Base URL of any PromQL-compatible API (Prometheus, Thanos Query, Mimir, VictoriaMetrics).",
     )
-    prometheus_timeout: float = Field(30.0, gt=0, description="Seconds before one HTTP query is abandoned.")
+    prometheus_timeout: float = Field(
+        30.0,
+        gt=0,
+        description=(
+            "Wall-clock seconds one query may take, retries included: connecting, waiting and reading the "
+            "whole answer (a slow trickle is cut off as surely as silence)."
+        ),
+    )
 
     @field_validator("prometheus_url")
     @classmethod
@@ -93,6 +100,20 @@ class Settings(BaseSettings):
             "VictoriaMetrics refuses queries over 16384 bytes by default (-search.maxQueryLen), and "
             "gateways in front of Thanos or Mimir have limits of the same kind."
         ),
+    )
+
+    max_answer_bytes: int = Field(
+        64 << 20,
+        ge=1 << 20,
+        description=(
+            "Most bytes of one answer: a larger one is not read further, and the reports of the Jobs it was "
+            "for say so (reason AnswerBytesExceeded). Bounds the operator's memory whatever Prometheus holds."
+        ),
+    )
+    max_answer_series: int = Field(
+        50_000,
+        ge=100,
+        description="Most series in one answer: more are refused the same way (reason AnswerSeriesExceeded).",
     )
 
     # --- label mapping (installations differ)
@@ -145,7 +166,22 @@ class Settings(BaseSettings):
     # --- analysis
     interval: float = Field(60.0, ge=5, description="Seconds between analysis passes over running Jobs.")
     window: float = Field(900.0, ge=60, description="Sliding window, seconds, analysed for a running Job.")
-    step: float = Field(30.0, ge=1, description="Query resolution, seconds (>= the scrape interval is best).")
+    step: float = Field(
+        30.0,
+        ge=1,
+        description=(
+            "Query resolution, seconds (>= the scrape interval is best). A window longer than 240 steps is "
+            "read at a coarser step, so each series keeps at most 240 points however long the Job ran."
+        ),
+    )
+    pass_deadline: float = Field(
+        600.0,
+        ge=10,
+        description=(
+            "Seconds one analysis pass may run: a pass past it is cancelled, and one that cannot be cancelled "
+            "fails the liveness probe, so Kubernetes restarts the operator."
+        ),
+    )
     min_window: float = Field(120.0, ge=0, description="A window shorter than this is reported as Unknown.")
     min_coverage: float = Field(
         0.5, ge=0, le=1, description="Below this share of GPU samples in the window the verdict is Unknown."

@@ -31,6 +31,8 @@ class PrometheusSettings:
     prometheus_headers: dict[str, str]
     prometheus_compression: bool
     max_query_bytes: int
+    max_answer_bytes: int = 64 << 20
+    max_answer_series: int = 50_000
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class AnalysisSettings:
     interval: float
     window: float
     step: float
+    pass_deadline: float
     min_window: float
     min_coverage: float
     abstain_threshold: float

@@ -64,6 +64,7 @@ def test_rule_names_labels_and_severity(rendered: dict[str, list[Manifest]]) -> 
     assert set(alerts) == {
         "BottleneckOperatorDown",
         "BottleneckOperatorPassErrors",
+        "BottleneckOperatorPassesStalled",
         "BottleneckWebhookFailingOpen",
         "BottleneckWebhookCertificateExpiring",
     }
@@ -258,7 +259,7 @@ def test_no_expiry_alert_for_a_certificate_the_user_supplies(chart: Any) -> None
 
 def test_no_webhook_alerts_without_the_webhook(chart: Any) -> None:
     alerts = _rules(render_docs(chart, {"prometheusRule": {"enabled": True}, "webhook": {"enabled": False}}))
-    assert set(alerts) == {"BottleneckOperatorDown", "BottleneckOperatorPassErrors"}
+    assert set(alerts) == {"BottleneckOperatorDown", "BottleneckOperatorPassErrors", "BottleneckOperatorPassesStalled"}
 
 
 @needs_promtool

@@ -3,14 +3,20 @@
 Exit codes: 0 a verdict (including a model abstention), 1 the report of ``--from-report`` could not be
 read (none of that name, Kubernetes API unreachable), 2 usage error, 3 no or too little data (a
 verdict of Unknown with the reason is still printed, in the chosen output), 4 Prometheus unreachable.
+
+Absurd windows are refused with exit 2 before any query: a start at or after the end, a time past
+now by more than :data:`CLOCK_SKEW`, a window longer than :data:`MAX_RANGE`, numbers that are not
+finite or that no clock reaches (``--start 1e30``). A long window is read at a coarser step
+(:mod:`bottleneck_operator.telemetry.resolution`), so its memory does not grow with its length.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +26,14 @@ from bottleneck_operator.errors import EXIT_NO_DATA, EXIT_OK, UsageError
 if TYPE_CHECKING:
     from bottleneck_operator.contract.window import JobWindow
     from bottleneck_operator.reports import ReportStatus
+
+# Seconds a time may lie past this machine's now (clocks of the cluster and the laptop differ).
+CLOCK_SKEW = 300.0
+# The longest window analysed: a month and a day, longer than any training run kept in a
+# Prometheus with the common retentions (15 to 30 days).
+MAX_RANGE = 31 * 86400.0
+# The furthest back --lookback searches for a Job's pods.
+MAX_LOOKBACK = 90 * 86400.0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,13 +58,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--kubeconfig", help="with --from-report: the kubeconfig (default $KUBECONFIG, ~/.kube/config)")
     parser.add_argument("--context", help="with --from-report: the kubeconfig context (default its current one)")
-    parser.add_argument("--start", help="window start (unix seconds or RFC 3339)")
-    parser.add_argument("--end", help="window end (unix seconds or RFC 3339)")
+    parser.add_argument("--start", help="window start (unix seconds or RFC 3339); windows up to 31 days")
+    parser.add_argument("--end", help="window end (unix seconds or RFC 3339), not in the future")
     parser.add_argument(
         "--lookback",
         type=float,
         default=7 * 86400.0,
-        help="seconds back from now to look for the Job's pods when --start/--end are not given (default 7 days)",
+        help=(
+            "seconds back from now to look for the Job's pods when --start/--end are not given "
+            "(default 7 days, at most 90)"
+        ),
     )
     parser.add_argument("--step", type=float, help="query resolution in seconds (default: the step setting)")
     parser.add_argument("--output", "-o", choices=("json", "table"), default="table", help="output format")
@@ -94,7 +111,7 @@ def parse_time(text: str, flag: str) -> float:
     except ValueError:
         pass
     else:
-        if value != value or value < 0 or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value) or value < 0:
             raise UsageError(f"{flag}: not a valid time: {text!r}")
         return value
     try:
@@ -103,7 +120,53 @@ def parse_time(text: str, flag: str) -> float:
         raise UsageError(f"{flag}: not unix seconds or RFC 3339 (e.g. 2026-01-01T10:00:00Z): {text!r}") from exc
     if parsed.tzinfo is None:
         raise UsageError(f"{flag}: RFC 3339 needs a time zone (Z or +HH:MM): {text!r}")
-    return parsed.timestamp()
+    try:
+        return parsed.timestamp()
+    except (OverflowError, OSError, ValueError) as exc:
+        raise UsageError(f"{flag}: not a time this machine can represent: {text!r}") from exc
+
+
+def check_window(start: float | None, end: float | None, now: float) -> None:
+    """Refuse a window no Prometheus can sensibly answer, before any query.
+
+    Args:
+        start: ``--start`` as unix seconds, None when not given.
+        end: ``--end`` as unix seconds, None when not given.
+        now: this machine's time.
+
+    Raises:
+        UsageError: a time past now by more than :data:`CLOCK_SKEW`, start at or after end, or a
+            window longer than :data:`MAX_RANGE`.
+    """
+    for flag, value in (("--start", start), ("--end", end)):
+        if value is not None and value > now + CLOCK_SKEW:
+            raise UsageError(f"{flag} lies in the future ({_when(value)}, now is {_when(now)})")
+    if start is not None and end is not None:
+        if end <= start:
+            raise UsageError("--end must be after --start")
+        if end - start > MAX_RANGE:
+            days = (end - start) / 86400
+            raise UsageError(
+                f"the window is {days:.4g} days long, over the {MAX_RANGE / 86400:g}-day maximum: "
+                "analyse a part of it (--start/--end)"
+            )
+
+
+def _when(t: float) -> str:
+    try:
+        return datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return f"{t:g} s"
+
+
+def _check_lookback(lookback: float) -> None:
+    if not math.isfinite(lookback) or lookback <= 0 or lookback > MAX_LOOKBACK:
+        raise UsageError(f"--lookback must be a positive number of seconds up to {MAX_LOOKBACK:g} (90 days)")
+
+
+def _check_step(step: float | None) -> None:
+    if step is not None and not (math.isfinite(step) and 1 <= step <= MAX_RANGE):
+        raise UsageError(f"--step must be a number of seconds from 1 to {MAX_RANGE:g}")
 
 
 def _no_data_status(namespace: str, job: str, start: float, end: float, reason: str) -> ReportStatus:
@@ -156,19 +219,19 @@ def main(args: argparse.Namespace) -> int:
         return from_report(args)
     if not args.namespace or not args.job:
         raise UsageError("--namespace and --job are required (or --from-report NAME)")
+    _check_step(args.step)
     settings = settings_from_args(args, step=args.step)
     namespace = validate_k8s_name("namespace", args.namespace)
     job = validate_k8s_name("job", args.job)
     start = parse_time(args.start, "--start") if args.start else None
     end = parse_time(args.end, "--end") if args.end else None
-    if start is not None and end is not None and end <= start:
-        raise UsageError("--end must be after --start")
+    now = time.time()
+    check_window(start, end, now)
+    if start is None or end is None:
+        _check_lookback(args.lookback)
     client = PrometheusClient(settings.prometheus)
     client.check()
-    now = time.time()
     if start is None or end is None:
-        if args.lookback <= 0:
-            raise UsageError("--lookback must be positive")
         # With only --end given, the Job's lifetime is searched back from it.
         search_end = end if end is not None else now
         matchers = with_matchers(settings.labels).selector_matchers
@@ -184,8 +247,11 @@ def main(args: argparse.Namespace) -> int:
         end = lifetime[1] if end is None else end
         if end <= start:
             end = start + settings.step
+        start = _within_range(start, end)
+    step = _step(args, start, end, settings.step)
     analyzer = Analyzer.from_settings(settings, client=client)
-    result = analyzer.analyze_jobs([JobRequest(namespace=namespace, job=job, start=start, end=end)])[0]
+    request = JobRequest(namespace=namespace, job=job, start=start, end=end)
+    result = analyzer.analyze_jobs([request], step=step)[0]
     page = result.status.dump()
     if args.html is not None:  # the operator's per-window timeline, replayed (commands/html_timeline.py)
         page["timeline"] = timeline(analyzer, namespace, job, start, end, settings.analysis, settings.timeline_length)
@@ -197,6 +263,28 @@ def main(args: argparse.Namespace) -> int:
     )
     _print(namespace, job, result.status, args.output)
     return EXIT_NO_DATA if data_problem else EXIT_OK
+
+
+def _within_range(start: float, end: float) -> float:
+    """The start of a found lifetime, moved so the window is at most :data:`MAX_RANGE` (a note says so)."""
+    if end - start <= MAX_RANGE:
+        return start
+    days = MAX_RANGE / 86400
+    print(f"note: the Job ran longer than {days:g} days; its last {days:g} are analysed", file=sys.stderr)
+    return end - MAX_RANGE
+
+
+def _step(args: argparse.Namespace, start: float, end: float, base: float) -> float:
+    """The step the window is read at: the base one, coarser for a long window (a note when --step was raised)."""
+    from bottleneck_operator.telemetry.resolution import SERIES_POINTS, bounded_step
+
+    step = bounded_step(start, end, base)
+    if step > base and args.step is not None:
+        print(
+            f"note: --step {args.step:g} raised to {step:g} s to keep {SERIES_POINTS} points per series",
+            file=sys.stderr,
+        )
+    return step
 
 
 def _fmt_time(iso: str | None) -> str:

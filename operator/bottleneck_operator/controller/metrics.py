@@ -51,17 +51,24 @@ class OperatorMetrics:
         )
         self.errors = Counter(
             "bottleneck_operator_errors_total",
-            "Errors by where they happened (prometheus, kubernetes, analysis).",
+            "Errors by where they happened (prometheus, kubernetes, analysis, deadline: a pass cancelled at it).",
             ["kind"],
             registry=self.registry,
         )
         self.jobs = Gauge(
             "bottleneck_operator_jobs", "Profiled Jobs tracked, by state.", ["state"], registry=self.registry
         )
+        self.last_pass_completed = Gauge(
+            "bottleneck_operator_last_pass_completed_timestamp_seconds",
+            "Unix time the last analysis pass completed (the process's start until one has): the chart's "
+            "BottleneckOperatorPassesStalled alert fires when it falls behind.",
+            registry=self.registry,
+        )
+        self.last_pass_completed.set_to_current_time()
         for cls in Bottleneck:
             self.verdicts.labels(cls.value)
             self.wasted_gpu_seconds.labels(cls.value)
-        for kind in ("prometheus", "kubernetes", "analysis"):
+        for kind in ("prometheus", "kubernetes", "analysis", "deadline"):
             self.errors.labels(kind)
         self._runner: web.AppRunner | None = None
 

@@ -1,37 +1,33 @@
 """The one analysis loop: every ``interval``, all running profiled Jobs in one batched pass.
 
 Not a timer per Job: one pass builds one window request per Job and hands them to
-``pipeline.Analyzer`` in batches of :data:`PASS_BATCH` (each batch a fixed number of PromQL queries
-whatever its number of Jobs), in a thread so kopf's event loop keeps serving the watch streams. Jobs that ended are finalised by the same
+``pipeline.Analyzer`` in batches (:mod:`.batches`: up to :data:`PASS_BATCH` Jobs, fewer where their
+windows are long; each batch a fixed number of PromQL queries whatever its number of Jobs), in a
+thread so kopf's event loop keeps serving the watch streams. Jobs that ended are finalised by the same
 loop as soon as they are seen (the loop is woken early), over their whole run.
+
+Every pass runs under ``pass_deadline`` and reports to :class:`.health.PassHealth` (the liveness
+probe's view); a completed pass sets ``bottleneck_operator_last_pass_completed_timestamp_seconds``,
+which the chart's ``BottleneckOperatorPassesStalled`` alert watches.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import gc
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from bottleneck_operator.controller import retention, summary
-from bottleneck_operator.controller.jobs import annotate_status, ensure_report
+from bottleneck_operator.controller.batches import BatchUnavailable, Outcome, analyse_batch, plan, trim_heap
+from bottleneck_operator.controller.jobs import ensure_report
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportNotFound, ReportsApiError
 from bottleneck_operator.controller.state import AnalyzerLike, OperatorState, TrackedJob, logger
-from bottleneck_operator.controller.status import (
-    analysed_status,
-    merge_patch,
-    needs_final,
-    unavailable_status,
-)
-from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
+from bottleneck_operator.controller.status import fault_status, merge_patch, needs_final
 from bottleneck_operator.reports import Phase, ReportStatus
-
-if TYPE_CHECKING:
-    from bottleneck_operator.pipeline import JobRequest, JobResult
 
 # A short pause after being woken, so Jobs ending together are finalised in one batch.
 _BATCH_DELAY = 0.2
@@ -63,13 +59,7 @@ async def run_loop(state: OperatorState) -> None:
             pass
         state.wake.clear()
         due = time.monotonic() >= next_running
-        try:
-            await run_pass(state, running=due)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a bug must not stop the loop: log it, count it, go on next time
-            state.metrics.errors.labels("analysis").inc()
-            logger.exception("analysis pass failed")
+        await _bounded_pass(state, running=due)
         if due:
             next_running = time.monotonic() + interval
         if time.monotonic() >= next_sweep:
@@ -78,7 +68,33 @@ async def run_loop(state: OperatorState) -> None:
             except ReportsApiError as exc:
                 state.metrics.errors.labels("kubernetes").inc()
                 logger.warning("retention sweep failed: %s", exc)
+            except Exception:  # a bug in the sweep must not end the loop (the passes would stop with it)
+                state.metrics.errors.labels("kubernetes").inc()
+                logger.exception("retention sweep failed")
             next_sweep = time.monotonic() + retention.sweep_period(state.analysis, state.operator)
+
+
+async def _bounded_pass(state: OperatorState, *, running: bool) -> None:
+    """One pass under the deadline; its end (or its failure) recorded for the probe and the alert."""
+    deadline = state.analysis.pass_deadline
+    state.health.started()
+    completed = False
+    bound = asyncio.timeout(deadline)
+    try:
+        async with bound:
+            await run_pass(state, running=running)
+        completed = True
+    except Exception:  # a bug must not stop the loop: log it, count it, go on next time
+        if bound.expired():
+            state.metrics.errors.labels("deadline").inc()
+            logger.error("analysis pass cancelled: it ran past its %gs deadline (pass_deadline)", deadline)
+        else:
+            state.metrics.errors.labels("analysis").inc()
+            logger.exception("analysis pass failed")
+    finally:
+        state.health.ended(completed=completed)
+    if completed:
+        state.metrics.last_pass_completed.set(state.health.last_completed or time.time())
 
 
 def _analyzer(state: OperatorState) -> AnalyzerLike:
@@ -97,7 +113,28 @@ def freeze_long_lived() -> None:
     """
     gc.collect()
     gc.freeze()
-    _trim_heap()  # what loading the model used and freed
+    trim_heap()  # what loading the model used and freed
+
+
+async def _ensure_reports(state: OperatorState) -> None:
+    """A report for every Job that has none yet (one that cannot be created is tried again next pass)."""
+    for job in [j for j in state.jobs.values() if not j.report_ready and not j.deleted]:
+        try:
+            await ensure_report(state, job)
+        except ReportsApiError as exc:
+            state.metrics.errors.labels("kubernetes").inc()
+            logger.warning("%s/%s: cannot create the report yet: %s", job.namespace, job.name, exc)
+
+
+async def _finalise(state: OperatorState, analyzer: AnalyzerLike, finals: list[TrackedJob]) -> Counter[str]:
+    """The final analysis of ended Jobs, by the phase they ended in."""
+    verdicts: Counter[str] = Counter()
+    final_phases: tuple[Phase, ...] = ("Completed", "Failed")
+    for phase in final_phases:
+        batch = [j for j in finals if j.phase == phase]
+        if batch:
+            verdicts += await _analyse(state, analyzer, batch, phase=phase)
+    return verdicts
 
 
 async def run_pass(state: OperatorState, *, running: bool = True) -> Counter[str]:
@@ -115,22 +152,15 @@ async def run_pass(state: OperatorState, *, running: bool = True) -> Counter[str
     queries0 = analyzer.queries_issued
     verdicts: Counter[str] = Counter()
 
-    for job in [j for j in state.jobs.values() if not j.report_ready and not j.deleted]:
-        try:
-            await ensure_report(state, job)
-        except ReportsApiError as exc:
-            state.metrics.errors.labels("kubernetes").inc()
-            logger.warning("%s/%s: cannot create the report yet: %s", job.namespace, job.name, exc)
-
+    await _ensure_reports(state)
     finals = [j for j in state.jobs.values() if j.report_ready and j.finished and needs_final(j.status)]
-    final_phases: tuple[Phase, ...] = ("Completed", "Failed")
-    for phase in final_phases:
-        batch = [j for j in finals if j.phase == phase]
-        if batch:
-            verdicts += await _analyse(state, analyzer, batch, phase=phase)
-    # Deleted Jobs leave the cache once finalised; finished ones stay to ignore later events.
-    for job in [j for j in state.jobs.values() if j.deleted and not needs_final(j.status)]:
-        state.jobs.pop(job.key, None)
+    verdicts += await _finalise(state, analyzer, finals)
+    # Deleted and finished Jobs leave the cache once finalised: the cache then holds only Jobs with
+    # work left, however many have run. A later event of a finished Job costs one read of its
+    # report, which says it is final.
+    for job in [j for j in state.jobs.values() if (j.deleted or j.finished) and j.report_ready]:
+        if not needs_final(job.status) and not job.lock.locked():
+            state.forget(job)
 
     # Between scheduled passes, Jobs never analysed yet (new reports) get their first verdict now.
     jobs = state.running_jobs()
@@ -139,7 +169,7 @@ async def run_pass(state: OperatorState, *, running: bool = True) -> Counter[str
     if jobs:
         verdicts += await _analyse(state, analyzer, jobs, phase="Running")
 
-    _trim_heap()  # the pass's report writes
+    trim_heap()  # the pass's report writes
     if running or finals or jobs:
         await summary.refresh(state)
     seconds = time.monotonic() - t0
@@ -172,65 +202,57 @@ def _update_gauges(state: OperatorState) -> None:
 
 
 def _analysed_once(job: TrackedJob) -> bool:
-    status = job.status
-    return status is not None and status.last_analysis_time is not None
+    return job.analysed_once
 
 
 def _current_class(job: TrackedJob) -> str:
-    status = job.status
-    return (status.bottleneck if status else None) or "None"
-
-
-def _window(state: OperatorState, job: TrackedJob, phase: str, now: float) -> tuple[float, float]:
-    if phase == "Running":
-        end = now
-        start = max(job.start or now, now - state.analysis.window)
-    else:
-        end = job.end or now
-        start = job.start if job.start is not None else end - state.analysis.window
-    return start, max(end, start)
+    return job.current_class or "None"
 
 
 async def _analyse(
     state: OperatorState, analyzer: AnalyzerLike, jobs: Sequence[TrackedJob], *, phase: Phase
 ) -> Counter[str]:
     verdicts: Counter[str] = Counter()
-    batches = [jobs[i : i + PASS_BATCH] for i in range(0, len(jobs), PASS_BATCH)]
+    batches = plan(state, jobs, phase, state.clock(), PASS_BATCH)
     # Up to IN_FLIGHT batches are analysed at once, each in a thread: while one is assembled and
     # classified (Python, one core), the next one's queries keep Prometheus busy (another core).
     # Batch k's reports are written while later batches are analysed.
-    pending: deque[asyncio.Task[list[tuple[TrackedJob, ReportStatus]]]] = deque()
+    pending: deque[asyncio.Task[Outcome]] = deque()
     writing: asyncio.Task[None] | None = None
     launched = done = 0
     try:
         while done < len(batches):
             while launched < len(batches) and len(pending) < IN_FLIGHT:
-                pending.append(asyncio.create_task(_analyse_batch(state, analyzer, batches[launched], phase=phase)))
+                pending.append(
+                    asyncio.create_task(
+                        analyse_batch(state, analyzer, batches[launched], phase=phase, observe=summary.observe)
+                    )
+                )
                 launched += 1
             try:
-                updates = await pending.popleft()
-            except _Unavailable as down:
-                # Prometheus is down: the remaining batches would only wait for the same timeout.
+                outcome = await pending.popleft()
+            except BatchUnavailable as down:
+                # Prometheus is down or too slow: the remaining batches would only wait for the same.
                 await _cancel_all(pending)
-                rest = [j for b in batches[done:] for j in b]
+                rest = [j for b in batches[done:] for j in b.jobs]
                 logger.warning("Prometheus unavailable, %d report(s) keep their last verdict: %s", len(rest), down)
                 now = state.clock()
-                updates = [(j, unavailable_status(j.status, str(down), now=now, phase=j.phase)) for j in rest]
+                updates = [(j, fault_status(j.status, down.reason, down.message, now=now, phase=j.phase)) for j in rest]
                 if writing is not None:
                     await writing
                 writing = None
                 await _write_all(state, updates, phase)
                 break
             done += 1
-            counted: Counter[str] = Counter(new.bottleneck or "Unknown" for _, new in updates)
+            counted: Counter[str] = Counter(new.bottleneck or "Unknown" for new in outcome.verdicts)
             for label, n in counted.items():
                 state.metrics.verdicts.labels(label).inc(n)
             if phase == "Running":
-                count_idle_gpu_time(state.metrics, [new for _, new in updates], state.analysis.interval)
+                count_idle_gpu_time(state.metrics, outcome.verdicts, state.analysis.interval)
             verdicts += counted
             if writing is not None:
                 await writing
-            writing = asyncio.create_task(_write_all(state, updates, phase))
+            writing = asyncio.create_task(_write_all(state, outcome.updates, phase))
         if writing is not None:
             await writing
     except BaseException:  # cancelled (shutdown) or a bug: leave no analysis or write task behind
@@ -264,72 +286,6 @@ def count_idle_gpu_time(metrics: OperatorMetrics, statuses: Sequence[ReportStatu
         metrics.wasted_gpu_seconds.labels(status.bottleneck or "Unknown").inc(idle)
 
 
-class _Unavailable(Exception):
-    """Internal: a batch found Prometheus unavailable (the message is the data layer's)."""
-
-
-async def _analyse_batch(
-    state: OperatorState, analyzer: AnalyzerLike, jobs: Sequence[TrackedJob], *, phase: Phase
-) -> list[tuple[TrackedJob, ReportStatus]]:
-    """Analyse one batch; returns the new status of each Job (not written yet)."""
-    from bottleneck_operator.pipeline import JobRequest
-
-    now = state.clock()
-    requests = [JobRequest(j.namespace, j.name, *_window(state, j, phase, now)) for j in jobs]
-    try:
-        results = await asyncio.to_thread(_analyse_then_trim, analyzer, requests, phase)
-    except Unavailable as exc:
-        state.metrics.errors.labels("prometheus").inc()
-        raise _Unavailable(str(exc)) from exc
-    except Rejected as exc:
-        # Prometheus refused this batch's queries: the other batches may still be answered.
-        state.metrics.errors.labels("prometheus").inc()
-        logger.error("Prometheus rejected the queries of %d job(s): %s", len(jobs), exc)
-        return []
-    except BottleneckError as exc:
-        state.metrics.errors.labels("analysis").inc()
-        logger.error("analysis failed for %d job(s): %s", len(jobs), exc)
-        return []
-
-    # By request, not by name: a Job and a PyTorchJob of one name may share a batch.
-    by_request = {id(r): j for r, j in zip(requests, jobs, strict=True)}
-    summary.observe(state, results, by_request)
-    updates: list[tuple[TrackedJob, ReportStatus]] = []
-    for res in results:
-        job = by_request.get(id(res.request))
-        if job is None:
-            continue
-        new = analysed_status(
-            job.status, res.status, phase=phase, now=now, timeline_length=state.operator.timeline_length
-        )
-        updates.append((job, annotate_status(new, job, now)))
-    return updates
-
-
-def _analyse_then_trim(analyzer: AnalyzerLike, requests: Sequence[JobRequest], phase: Phase) -> list[JobResult]:
-    try:
-        return analyzer.analyze_jobs(requests, phase=phase)
-    finally:
-        # A batch frees tens of MB of small objects; glibc keeps such memory for the process unless
-        # asked, and the next batch's peak would then start from a higher resident size.
-        _trim_heap()
-
-
-def _trim_heap() -> None:
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
-
-
-def _find_malloc_trim() -> Callable[[int], int] | None:
-    try:
-        return ctypes.CDLL(None).malloc_trim  # type: ignore[no-any-return]
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim
-        return None
-
-
-_MALLOC_TRIM = _find_malloc_trim()
-
-
 async def _write_all(state: OperatorState, updates: Sequence[tuple[TrackedJob, ReportStatus]], phase: str) -> None:
     # A bounded number of PATCHes in flight: a batch's hundreds of requests at once would hold
     # their bodies and connections together while the next batch is being analysed.
@@ -345,6 +301,9 @@ async def _write_all(state: OperatorState, updates: Sequence[tuple[TrackedJob, R
 async def _write(state: OperatorState, job: TrackedJob, new: ReportStatus, phase: str) -> None:
     old = job.status
     if old == new:
+        return
+    if phase == "Running" and job.phase == "Suspended":
+        # suspended while its window was being analysed: the report says Suspended, not this
         return
     try:
         await state.api.patch_status(job.namespace, job.report, merge_patch(old, new))

@@ -7,7 +7,7 @@ The error names the controller branches on are the client's (re-exported under r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from bottleneck_operator.contract import names
@@ -35,6 +35,7 @@ ApiUnauthorized = Unauthorized
 __all__ = ["ApiUnauthorized", "ApiUnavailable", "ReportConflict", "ReportNotFound", "ReportsApi", "ReportsApiError"]
 
 LoginFn = Callable[[], Any]  # returns a kopf ConnectionInfo (read by attribute)
+Page = list[dict[str, Any]]  # named here: inside ReportsApi, ``list`` is the method
 
 
 class ReportsApi:
@@ -108,7 +109,16 @@ class ReportsApi:
         """Reports managed by this operator, in one namespace or all of them."""
         items = await self._kube.list(REPORTS, namespace, labels={MANAGED_BY_LABEL: MANAGED_BY})
         # Some servers (and emulators) ignore the selector: filter again here.
-        return [i for i in items if ((i.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY]
+        return [i for i in items if _managed(i)]
+
+    async def pages(self, namespace: str | None = None, *, limit: int = 100) -> AsyncIterator[Page]:
+        """Reports as :meth:`list`, a page of at most ``limit`` at a time (the retention sweep's LIST)."""
+        async for page in self._kube.list_pages(REPORTS, namespace, labels={MANAGED_BY_LABEL: MANAGED_BY}, limit=limit):
+            yield [i for i in page if _managed(i)]
+
+
+def _managed(item: Mapping[str, Any]) -> bool:
+    return ((item.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
 
 
 def report_body(

@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bottleneck_operator.analysis.cluster import ClusterBook
 from bottleneck_operator.controller.cluster_metrics import ClusterMetrics
+from bottleneck_operator.controller.health import PassHealth
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.status import FINAL_PHASES
@@ -33,9 +35,15 @@ EventPoster = Callable[[dict[str, Any], str, str, str], None]
 
 
 class AnalyzerLike(Protocol):
-    """What the operator needs of ``pipeline.Analyzer`` (one batched analysis of many Jobs)."""
+    """What the operator needs of ``pipeline.Analyzer`` (one batched analysis of many Jobs).
 
-    def analyze_jobs(self, requests: Sequence[JobRequest], *, phase: Phase = "Running") -> list[JobResult]: ...
+    ``step`` is passed only for a batch read coarser than the base step (long windows, see
+    ``telemetry.resolution``).
+    """
+
+    def analyze_jobs(
+        self, requests: Sequence[JobRequest], *, phase: Phase = "Running", step: float | None = None
+    ) -> list[JobResult]: ...
 
     @property
     def queries_issued(self) -> int: ...
@@ -82,6 +90,10 @@ class TrackedJob:
     # The status is kept as compact JSON: with its timeline of up to 48 windows it weighs ~20 KB as
     # Python objects and ~5 KB as text, for every profiled Job, for as long as the operator runs.
     _status: bytes | None = field(default=None, repr=False, compare=False)
+    # What every pass asks of every Job (its class, whether it was analysed), kept beside the JSON:
+    # parsing a thousand statuses on the event loop for these would hold it up for a quarter second.
+    _bottleneck: str | None = field(default=None, repr=False, compare=False)
+    _analysed: bool = field(default=False, repr=False, compare=False)
 
     @property
     def status(self) -> ReportStatus | None:
@@ -91,6 +103,18 @@ class TrackedJob:
     @status.setter
     def status(self, value: ReportStatus | None) -> None:
         self._status = None if value is None else value.model_dump_json(by_alias=True, exclude_none=True).encode()
+        self._bottleneck = value.bottleneck if value is not None else None
+        self._analysed = value is not None and value.last_analysis_time is not None
+
+    @property
+    def current_class(self) -> str | None:
+        """The report's class as last read or written (None: no verdict yet), without parsing the status."""
+        return self._bottleneck
+
+    @property
+    def analysed_once(self) -> bool:
+        """The report has had an analysis (``lastAnalysisTime`` set), without parsing the status."""
+        return self._analysed
 
     def __post_init__(self) -> None:
         self.report = self.report or self.name
@@ -112,6 +136,24 @@ class TrackedJob:
         return {"apiVersion": self.api_version, "kind": self.kind, "metadata": meta}
 
 
+# Invalid annotation values remembered (one Warning Event per Job and value): the oldest go first.
+WARNED_KEPT = 4096
+
+
+class BoundedDict(OrderedDict[str, str]):
+    """A dict that forgets its oldest entries beyond ``limit`` (``warned`` must not grow with every Job ever seen)."""
+
+    def __init__(self, limit: int = WARNED_KEPT) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key: str, value: str) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
 @dataclass
 class OperatorState:
     """Shared by the handlers (through ``memo``) and the pass loop."""
@@ -122,7 +164,7 @@ class OperatorState:
     clock: Clock = time.time
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics)
     jobs: dict[tuple[str, str, str], TrackedJob] = field(default_factory=dict)
-    warned: dict[str, str] = field(default_factory=dict)
+    warned: BoundedDict = field(default_factory=BoundedDict)
     # Namespace -> its labels' Pod Security enforce level ("" when unlabelled), from the watch.
     namespace_levels: dict[str, str] = field(default_factory=dict)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
@@ -140,11 +182,18 @@ class OperatorState:
     analysis: AnalysisSettings = field(init=False, repr=False)
     operator: OperatorGroup = field(init=False, repr=False)
     injection: InjectionSettings = field(init=False, repr=False)
+    health: PassHealth = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.analysis = self.settings.analysis
         self.operator = self.settings.operator
         self.injection = self.settings.injection
+        self.health = PassHealth(deadline=self.analysis.pass_deadline)
+
+    def forget(self, job: TrackedJob) -> None:
+        """Drop a Job whose report is final from the cache (it has no work left)."""
+        if self.jobs.get(job.key) is job:
+            del self.jobs[job.key]
 
     def post_event(self, job: TrackedJob, type_: str, reason: str, message: str) -> None:
         """A Kubernetes Event on the Job, through the handlers' poster (logged too)."""

@@ -149,11 +149,41 @@ def unavailable_status(
     Returns:
         The full new status.
     """
+    return fault_status(previous, "PrometheusUnavailable", message, now=now, phase=phase)
+
+
+def fault_status(
+    previous: ReportStatus | None,
+    reason: str,
+    message: str,
+    *,
+    now: float,
+    phase: Phase | None = None,
+) -> ReportStatus:
+    """The status when this Job's analysis failed: last verdict kept, MetricsAvailable=False with the reason.
+
+    A finished Job's report is marked to have its final analysis tried again on the next pass.
+
+    Args:
+        previous: the report's current status.
+        reason: the condition's reason (see ``controller.faults.describe``), e.g. ``DataInvalid``.
+        message: what went wrong, in one sentence.
+        now: unix seconds.
+        phase: a new phase (the Job ended meanwhile), else the previous one is kept.
+
+    Returns:
+        The full new status.
+    """
     prev = previous or ReportStatus()
-    conditions = set_condition(prev.conditions, METRICS, "False", "PrometheusUnavailable", message, now)
+    conditions = set_condition(prev.conditions, METRICS, "False", reason, message, now)
     if phase in FINAL_PHASES:
         conditions = set_condition(
-            conditions, READY, "False", FINAL_PENDING, "the Job ended; the final analysis waits for Prometheus", now
+            conditions,
+            READY,
+            "False",
+            FINAL_PENDING,
+            f"the Job ended; the final analysis is retried on the next pass ({reason})",
+            now,
         )
     update: dict[str, Any] = {"conditions": conditions}
     if phase is not None:

@@ -121,6 +121,28 @@ class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         obj = self._lookup(request)
         return obj.last.raw if obj is not None else await super()._serve_update(request)
 
+    async def _serve_list(self, request: Any) -> Any:
+        # A real API server answers ``limit`` with a page and a ``continue`` token; kmock answers
+        # everything at once. Paged here as the API server pages (in key order, the token the last
+        # key served, so objects deleted between pages skip nothing), so a client that pages (the
+        # retention sweep) is served as a cluster would serve it.
+        listed = await super()._serve_list(request)
+        params = getattr(request, "params", None) or {}
+        limit = int(params.get("limit") or 0)
+        if limit <= 0 or not isinstance(listed, dict):
+            return listed
+
+        def key(obj: Mapping[str, Any]) -> str:
+            meta = obj.get("metadata") or {}
+            return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+        after = params.get("continue") or ""
+        items = sorted((i for i in listed.get("items") or [] if key(i) > after), key=key)
+        meta = dict(listed.get("metadata") or {})
+        if len(items) > limit:
+            meta["continue"] = key(items[limit - 1])
+        return {**listed, "metadata": meta, "items": items[:limit]}
+
     def _lookup(self, request: Any) -> Any:
         if request.resource is None or request.namespace is None or request.name is None:
             return None

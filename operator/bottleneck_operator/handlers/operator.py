@@ -92,6 +92,7 @@ def register_handlers(
     factory = analyzer_factory or _default_analyzer(settings)
     _register_startup(registry, settings, factory, clock, configure_kopf, login)
     _register_login(registry, login)
+    kopf.on.probe(id="analysis_passes", registry=registry)(_passes_alive)
     kopf.on.cleanup(id="shutdown", registry=registry)(_shutdown)
     if not settings.operator.namespaces:
         # Namespaces' Pod Security levels, for the webhook (what a Job's pods may be given). Only
@@ -198,6 +199,17 @@ def _register_login(registry: kopf.OperatorRegistry, login: LoginFn | None) -> N
         # A registry of our own carries no default login handler: kopf and the reports client
         # find their credentials the same way.
         return (login or kube_login(settings, logger))()
+
+
+def _passes_alive(memo: Any, **_: Any) -> dict[str, float | None] | str:
+    """The liveness probe's view of the pass loop: a stuck pass fails it (see controller.health)."""
+    state: OperatorState | None = getattr(memo, "state", None)
+    if state is None:
+        return "starting"
+    stuck = state.health.stuck()
+    if stuck is not None:
+        raise kopf.PermanentError(stuck)  # permanent: kopf answers the probe now, with a 500
+    return state.health.summary()
 
 
 async def _shutdown(memo: Any, **_: Any) -> None:

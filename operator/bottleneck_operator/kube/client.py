@@ -35,6 +35,7 @@ from bottleneck_operator.kube.selectors import Requirement, lightkube_labels, ma
 
 T = TypeVar("T")
 Login = Callable[[], Credentials]
+Page = list[dict[str, Any]]  # named here: inside KubeClient, ``list`` is the method
 FIELD_MANAGER = "bottleneck-operator"
 
 
@@ -52,6 +53,15 @@ class Resource:
     namespaced: bool = True
 
 
+async def _next_page(objects: AsyncIterator[Any], limit: int) -> list[dict[str, Any]]:
+    page: list[dict[str, Any]] = []
+    async for obj in objects:
+        page.append(_to_dict(obj))
+        if len(page) >= limit:
+            break
+    return page
+
+
 @functools.cache
 def _generic(resource: Resource) -> Any:
     make = create_namespaced_resource if resource.namespaced else create_global_resource
@@ -63,7 +73,7 @@ def _to_dict(obj: Any) -> dict[str, Any]:
     return data
 
 
-_LIBRARY_ERRORS = (ApiError, httpx2.HTTPError, ConfigError, json.JSONDecodeError, KeyError, OSError, TimeoutError)
+_LIBRARY_ERRORS = (ApiError, httpx2.HTTPError, ConfigError, KeyError, ValueError, OSError, TimeoutError)
 
 
 def _translate(what: str, exc: BaseException) -> KubeError:
@@ -73,9 +83,14 @@ def _translate(what: str, exc: BaseException) -> KubeError:
     if isinstance(exc, httpx2.HTTPStatusError):  # an error body that is not a Kubernetes Status
         code = exc.response.status_code
         return for_status(code, f"{what}: HTTP {code}: {exc.response.text[:300]}")
+    if isinstance(exc, KeyError) and str(exc.args[0] if exc.args else "").lower() == "content-type":
+        # an error answer without a Content-Type (a proxy's 502): the library cannot read it
+        return ApiUnavailable(f"{what}: an unreadable answer (no Content-Type)")
     if isinstance(exc, ConfigError | json.JSONDecodeError | KeyError):
         # An exec plugin that failed or printed no ExecCredential, or a token file gone.
         return CredentialsError(f"{what}: cannot log in: {exc}")
+    if isinstance(exc, ValueError):
+        return ApiUnavailable(f"{what}: an unreadable answer ({type(exc).__name__}: {exc})")
     return ApiUnavailable(f"{what}: {type(exc).__name__}: {exc}")
 
 
@@ -250,3 +265,20 @@ class KubeClient:
                     yield str(event), data
         except _LIBRARY_ERRORS as exc:
             raise _translate(what, exc) from exc
+
+    async def list_pages(
+        self, resource: Resource, namespace: str | None = None, *, labels: Mapping[str, str] | None = None, limit: int
+    ) -> AsyncIterator[Page]:
+        """Objects as :meth:`list`, in pages of at most ``limit`` (LIST with ``limit``/``continue``).
+
+        Only one page is held at a time: the caller deals with it before the next is asked for.
+        """
+        self._permit(resource, "list")
+        client = await self._connect()
+        found = client.list(_generic(resource), namespace=namespace or "*", labels=dict(labels or {}), chunk_size=limit)
+        objects = found.__aiter__()
+        while True:
+            page = await self._call(f"list {resource.plural} {namespace or '*'}", lambda _: _next_page(objects, limit))
+            if not page:
+                return
+            yield page

@@ -12,6 +12,13 @@ whole queries (``queries_issued`` does not grow with retries), double a configur
 first retry on, retry a POST like a GET (a query has no side effect), keep a read timeout a
 :class:`QueryTimeout`, and keep the last answer's status and Prometheus's own error text for the
 error that is finally raised.
+
+Every query is bounded, so no answer can take the operator's time or memory with it: one wall-clock
+deadline (``prometheus_timeout``) for all its attempts, a byte cap on the body
+(``max_answer_bytes``) and a series cap on the decoded answer (``max_answer_series``). A breach
+raises :class:`QueryTimeout` or :class:`AnswerTooLarge` (which cap, as ``limit``). A series no
+Prometheus writes (a label value that is not a string) raises :class:`InvalidSeries` naming it,
+before anything downstream trips over it.
 """
 
 from __future__ import annotations
@@ -24,14 +31,21 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode
 
 from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.settings import PrometheusSettings, Settings
-from bottleneck_operator.telemetry.errors import PrometheusUnavailable, QueryRejected, QueryTimeout
+from bottleneck_operator.settings import PrometheusSettings, Settings, redact_url
+from bottleneck_operator.telemetry.errors import (
+    AnswerTooLarge,
+    InvalidSeries,
+    PrometheusUnavailable,
+    QueryRejected,
+    QueryTimeout,
+    malformed_series,
+)
 from bottleneck_operator.telemetry.grid import Grid, time_param
 from bottleneck_operator.telemetry.matrix import Matrix, decode_matrix
-from bottleneck_operator.telemetry.transport import USER_AGENT, Transport, basic_auth, url_auth
+from bottleneck_operator.telemetry.transport import USER_AGENT, AnswerTooLong, Limits, Transport, basic_auth, url_auth
 
 log = logging.getLogger(__name__)
 
@@ -50,15 +64,6 @@ class _Retryable(Exception):
     def __init__(self, error: BottleneckError) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-def _redact(url: str) -> str:
-    """The URL without user:password, for messages."""
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class HTTPStatusError(Exception):
@@ -105,7 +110,7 @@ class PrometheusClient:
         config = settings.prometheus if isinstance(settings, Settings) else settings
         self.settings = config
         self.base_url = config.prometheus_url.rstrip("/")
-        self.display_url = _redact(self.base_url)
+        self.display_url = redact_url(self.base_url)
         self.queries_issued = 0
         self._lock = threading.Lock()
         self._transport = _transport(config, self.base_url)
@@ -127,6 +132,7 @@ class PrometheusClient:
             PrometheusUnavailable: unreachable, timed out or 5xx/429 after the configured retries.
             QueryRejected: rejected (4xx) or an answer that is not Prometheus JSON.
             InvalidWindow: ``at`` is not finite.
+            AnswerTooLarge, InvalidSeries: see :meth:`query_matrix`.
         """
         return self._call("query", {"query": promql, "time": time_param(at)}, _result)
 
@@ -146,6 +152,7 @@ class PrometheusClient:
             PrometheusUnavailable: unreachable, timed out or 5xx/429 after the configured retries.
             QueryRejected: rejected (4xx) or an answer that is not Prometheus JSON.
             InvalidWindow: a time that is not finite, a step under a millisecond, or end before start.
+            AnswerTooLarge, InvalidSeries: see :meth:`query_matrix`.
         """
         grid = Grid.query(start, end, step)
         return self._call("query_range", {"query": promql, **grid.params()}, _result)
@@ -164,8 +171,11 @@ class PrometheusClient:
             The answer's series labels and values (NaN where a series has no sample).
 
         Raises:
-            PrometheusUnavailable: unreachable, timed out or 5xx/429 after the configured retries.
+            PrometheusUnavailable: unreachable, or 5xx/429 after the configured retries.
+            QueryTimeout: no whole answer within the deadline (``prometheus_timeout``), retries included.
             QueryRejected: rejected (4xx) or an answer that is not a Prometheus matrix.
+            AnswerTooLarge: the answer is over ``max_answer_bytes`` or ``max_answer_series``.
+            InvalidSeries: a series in the answer has labels no Prometheus writes.
         """
         return self._call("query_range", {"query": promql, **grid.params()}, lambda body: decode_matrix(body, grid))
 
@@ -210,42 +220,77 @@ class PrometheusClient:
         # work. The token file is read once per query, so a rotated token is picked up.
         body = self._fetch(endpoint, urlencode(params), self._headers())
         try:
-            return decode(body)
+            answer = decode(body)
         except (KeyError, TypeError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
             kind = "malformed JSON" if isinstance(exc, json.JSONDecodeError) else "not a Prometheus API response"
             raise QueryRejected(
                 f"the answer of {self._where(endpoint)} is {kind} ({_short(repr(exc))})", status=_OK
             ) from exc
+        del body  # the decoded answer is all that is kept: the bytes go before the checks
+        if isinstance(answer, Matrix):
+            self._check_series(endpoint, answer.labels)
+        elif isinstance(answer, list):
+            self._check_series(endpoint, [i.get("metric") for i in answer if isinstance(i, dict)])
+        return answer
+
+    def _check_series(self, endpoint: str, series: list[Any]) -> None:
+        """The series cap, and labels as Prometheus writes them (names and values strings)."""
+        cap = self.settings.max_answer_series
+        if len(series) > cap:
+            raise AnswerTooLarge(
+                f"the answer of {self._where(endpoint)} holds {len(series)} series, over the cap of {cap} "
+                "(max_answer_series)",
+                limit="series",
+                status=_OK,
+            )
+        for labels in series:
+            bad = malformed_series(labels)
+            if bad is not None:
+                raise InvalidSeries(
+                    f"the answer of {self._where(endpoint)} holds a malformed series {bad}", series=bad, status=_OK
+                )
 
     def _fetch(self, endpoint: str, encoded: str, headers: dict[str, str]) -> bytes:
-        """The 200 body of one query, after at most ``prometheus_retries`` retries with doubling delays."""
+        """The 200 body of one query, after at most ``prometheus_retries`` retries with doubling delays.
+
+        All attempts share one deadline: a retry starts only when its delay ends before it.
+        """
         retries = self.settings.prometheus_retries
         delay = self.settings.prometheus_retry_backoff
+        limits = Limits(time.monotonic() + self.settings.prometheus_timeout, self.settings.max_answer_bytes)
         for attempt in range(retries):
             try:
-                return self._attempt(endpoint, encoded, headers)
+                return self._attempt(endpoint, encoded, headers, limits)
             except _Retryable as exc:
+                if limits.deadline is not None and time.monotonic() + delay >= limits.deadline:
+                    raise exc.error from exc.error.__cause__
                 log.warning("%s (attempt %d of %d), retrying in %.2fs", exc.error, attempt + 1, retries + 1, delay)
                 time.sleep(delay)
                 delay *= 2
         try:
-            return self._attempt(endpoint, encoded, headers)
+            return self._attempt(endpoint, encoded, headers, limits)
         except _Retryable as exc:
             raise exc.error from exc.error.__cause__
 
-    def _attempt(self, endpoint: str, encoded: str, headers: dict[str, str]) -> bytes:
+    def _attempt(self, endpoint: str, encoded: str, headers: dict[str, str], limits: Limits) -> bytes:
         """One HTTP request: the 200 body, or our error (retryable ones wrapped in _Retryable)."""
         target = f"{self._transport.origin.path}/api/v1/{endpoint}"
         timeout = self.settings.prometheus_timeout
         try:
             if len(encoded) <= GET_LIMIT:
-                answer = self._transport.request("GET", f"{target}?{encoded}", None, headers)
+                answer = self._transport.request("GET", f"{target}?{encoded}", None, headers, limits)
             else:
                 form = {**headers, "Content-Type": "application/x-www-form-urlencoded"}
-                answer = self._transport.request("POST", target, encoded, form)
+                answer = self._transport.request("POST", target, encoded, form, limits)
         except TimeoutError as exc:
-            timed_out = QueryTimeout(f"Prometheus at {self._where(endpoint)} did not answer within {timeout:g}s")
+            timed_out = QueryTimeout(
+                f"Prometheus at {self._where(endpoint)} gave no whole answer within the {timeout:g}s deadline"
+            )
             raise _Retryable(_chain(timed_out, exc)) from exc
+        except AnswerTooLong as exc:
+            raise AnswerTooLarge(
+                f"the answer of {self._where(endpoint)} is over {exc.cap} bytes (max_answer_bytes)", limit="bytes"
+            ) from exc
         except ssl.SSLError as exc:
             raise PrometheusUnavailable(f"TLS error talking to Prometheus at {self._where(endpoint)}: {exc}") from exc
         except (OSError, http.client.HTTPException) as exc:
@@ -253,7 +298,7 @@ class PrometheusClient:
             raise _Retryable(_chain(error, exc)) from exc
         if answer.elsewhere is not None:
             raise QueryRejected(
-                f"Prometheus at {self._where(endpoint)} redirects to {_redact(answer.elsewhere)} "
+                f"Prometheus at {self._where(endpoint)} redirects to {redact_url(answer.elsewhere)} "
                 f"(HTTP {answer.status}): give that address as the Prometheus URL",
                 status=answer.status,
             ) from HTTPStatusError(answer.status, answer.body)

@@ -7,16 +7,26 @@ original chained as ``__cause__`` so a debug log still shows it.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from bottleneck_operator.errors import NoData, Rejected, Unavailable, UsageError
 
 __all__ = [
+    "AnswerTooLarge",
     "InvalidName",
+    "InvalidSeries",
     "InvalidWindow",
     "NoData",
     "PrometheusUnavailable",
     "QueryRejected",
     "QueryTimeout",
+    "malformed_series",
 ]
+
+# Labels that say whose a series is, shown first (after the malformed ones) when a series is named.
+_WHOSE = ("namespace", "pod", "exported_namespace", "exported_pod", "container", "node", "instance", "gpu")
+_SHOWN = 300  # characters of a series' text in a message
 
 
 class PrometheusUnavailable(Unavailable):
@@ -24,11 +34,42 @@ class PrometheusUnavailable(Unavailable):
 
 
 class QueryTimeout(PrometheusUnavailable):
-    """A query got no answer within ``prometheus_timeout`` seconds, retries included."""
+    """A query got no whole answer within ``prometheus_timeout`` seconds of wall-clock time, retries included.
+
+    The deadline covers connecting, waiting and reading the body: an answer that trickles in slowly
+    breaches it as surely as one that never starts.
+    """
+
+    limit = "deadline"
 
 
 class QueryRejected(Rejected):
     """Prometheus answered, but refused the query (4xx) or the answer is not Prometheus JSON."""
+
+
+class AnswerTooLarge(QueryRejected):
+    """An answer over the byte or series cap (``prometheus_max_answer_bytes``/``_series``): not read further.
+
+    Attributes:
+        limit: ``"bytes"`` or ``"series"``, the cap that was breached.
+    """
+
+    def __init__(self, message: str, *, limit: str, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.limit = limit
+
+
+class InvalidSeries(QueryRejected):
+    """An answer that is Prometheus JSON but holds a series no Prometheus writes (a label value that is
+    not a string, a sample that is not a ``[time, "value"]`` pair).
+
+    Attributes:
+        series: the offending series' labels as PromQL would print them, for the report's condition.
+    """
+
+    def __init__(self, message: str, *, series: str, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.series = series
 
 
 class InvalidName(UsageError):
@@ -37,3 +78,21 @@ class InvalidName(UsageError):
 
 class InvalidWindow(UsageError):
     """A time window that cannot be queried (end before start, not a finite time)."""
+
+
+def malformed_series(labels: Any) -> str | None:
+    """A series as text when its labels are not a mapping of strings to strings (as Prometheus writes), else None.
+
+    The malformed labels come first, then those that say whose the series is: the text is cut short.
+    """
+    if isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        return None
+    if not isinstance(labels, dict):
+        return repr(labels)[:_SHOWN]
+    name = labels.get("__name__")
+    bad = [k for k, v in labels.items() if not (isinstance(k, str) and isinstance(v, str))]
+    whose = [k for k in _WHOSE if k in labels and k not in bad]
+    rest = [k for k in labels if k not in bad and k not in whose and k != "__name__"]
+    inner = ", ".join(f"{k}={json.dumps(labels[k])}" for k in (*bad, *whose, *rest))
+    text = f"{name if isinstance(name, str) else ''}{{{inner}}}"
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from bottleneck_operator.telemetry import catalog as cat
 from bottleneck_operator.telemetry import selectors as sq
 from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.errors import PrometheusUnavailable, QueryRejected
+from bottleneck_operator.telemetry.errors import AnswerTooLarge, InvalidSeries, PrometheusUnavailable, QueryRejected
 from bottleneck_operator.telemetry.matrix import Matrix
 from bottleneck_operator.telemetry.names import regex_alternation
 from bottleneck_operator.telemetry.scope import Scope, fit, pack, pod_selections
@@ -92,6 +92,7 @@ def run(client: PrometheusClient, tasks: Iterable[Task], scope: Scope, store: St
 
     Raises:
         PrometheusUnavailable: Prometheus became unreachable, too slow or failing.
+        AnswerTooLarge, InvalidSeries: an answer over a cap, or with a malformed series.
     """
     abort = threading.Event()
 
@@ -100,6 +101,9 @@ def run(client: PrometheusClient, tasks: Iterable[Task], scope: Scope, store: St
             return None
         try:
             return client.query_matrix(task.promql, scope.grid)
+        except (AnswerTooLarge, InvalidSeries):
+            abort.set()  # the batch's data, not the signal: the caller splits the batch to find whose
+            raise
         except QueryRejected as exc:
             return exc
         except PrometheusUnavailable:

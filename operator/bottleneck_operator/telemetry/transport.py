@@ -7,7 +7,12 @@ none outlives :meth:`Transport.close`), takes TLS settings and basic auth, goes 
 that ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` name, and follows redirects within the endpoint.
 
 Failures are the standard library's own: ``TimeoutError``, ``ssl.SSLError``, another ``OSError``
-or ``http.client.HTTPException``. The caller (:mod:`.client`) turns them into the data layer's errors
+or ``http.client.HTTPException``, and :class:`AnswerTooLong` for an answer over the caller's byte cap.
+A request has a wall-clock deadline, not only a timeout per socket operation: every connect, send
+and read gets what is left of it, so an answer that trickles in a byte at a time ends with a
+``TimeoutError`` at the deadline like one that never starts. The body is read in pieces and given up
+as soon as it passes the byte cap (before it is read at all when ``Content-Length`` says so), and a
+compressed body is inflated only up to the cap. The caller (:mod:`.client`) turns them into the data layer's errors
 and decides what to retry; this module makes one attempt per call, except that a kept-alive
 connection the server has closed in the meantime is replaced once, as any HTTP client does.
 """
@@ -17,14 +22,17 @@ from __future__ import annotations
 import base64
 import http.client
 import os
+import socket
 import ssl
 import threading
+import time
+import zlib
 from dataclasses import dataclass
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from bottleneck_operator import __version__
 
-__all__ = ["USER_AGENT", "Answer", "Transport", "basic_auth", "url_auth"]
+__all__ = ["USER_AGENT", "Answer", "AnswerTooLong", "Limits", "Transport", "basic_auth", "url_auth"]
 
 USER_AGENT = f"bottleneck-operator/{__version__}"
 
@@ -33,6 +41,40 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _IDLE_KEPT = 16  # idle connections kept for reuse: more than a pass's concurrent queries
 # A kept-alive connection the server closed while idle fails like this on the next request.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+_PIECE = 1 << 16  # bytes read at a time: the deadline and the cap are checked between pieces
+
+
+class AnswerTooLong(Exception):
+    """An answer body over the byte cap; nothing more of it was read.
+
+    Attributes:
+        cap: the cap in bytes.
+    """
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"the answer is over {cap} bytes")
+        self.cap = cap
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may take: a wall-clock deadline (``time.monotonic()``) and a body size."""
+
+    deadline: float | None = None
+    max_bytes: int | None = None
+
+    def remaining(self, timeout: float) -> float:
+        """Seconds for the next socket operation: ``timeout``, or what is left of the deadline.
+
+        Raises:
+            TimeoutError: the deadline has passed.
+        """
+        if self.deadline is None:
+            return timeout
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request's deadline passed")
+        return min(timeout, left)
 
 
 @dataclass(frozen=True)
@@ -91,7 +133,9 @@ class Transport:
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
-    def request(self, method: str, target: str, body: str | None, headers: dict[str, str]) -> Answer:
+    def request(
+        self, method: str, target: str, body: str | None, headers: dict[str, str], limits: Limits = Limits()
+    ) -> Answer:
         """Send one request and read its whole answer, following redirects within the endpoint.
 
         Args:
@@ -99,12 +143,15 @@ class Transport:
             target: path and query (``/api/v1/query?...``) under the endpoint's origin.
             body: the form-encoded body of a POST.
             headers: request headers.
+            limits: the wall-clock deadline (redirects included) and the most bytes of the body.
 
         Raises:
-            TimeoutError, ssl.SSLError, OSError, http.client.HTTPException: as the connection fails.
+            TimeoutError: a socket operation timed out, or the deadline passed.
+            AnswerTooLong: the body (inflated, when compressed) is over ``limits.max_bytes``.
+            ssl.SSLError, OSError, http.client.HTTPException: as the connection fails.
         """
         for _ in range(MAX_REDIRECTS):
-            status, data, location = self._exchange(method, target, body, headers)
+            status, data, location = self._exchange(method, target, body, headers, limits)
             if status not in _REDIRECTS or not location:
                 return Answer(status, data)
             # The query is re-sent as it was: it has no side effect, and a POST turned into a body-less
@@ -129,23 +176,23 @@ class Transport:
 
     # --- connections
 
-    def _exchange(self, method: str, target: str, body: str | None, headers: dict[str, str]) -> tuple[int, bytes, str]:
+    def _exchange(
+        self, method: str, target: str, body: str | None, headers: dict[str, str], limits: Limits
+    ) -> tuple[int, bytes, str]:
         conn, reused = self._take()
         wire = target
         if self._proxy is not None and not self._https:
             wire, headers = self._url(target), {**headers, **self._proxy_headers}
         try:
             try:
-                conn.request(method, wire, body=body, headers=headers)
-                response = conn.getresponse()
+                response, sock = self._send(conn, method, wire, body, headers, limits)
             except _STALE:
                 if not reused:
                     raise
                 conn.close()
                 conn = self._connect()
-                conn.request(method, wire, body=body, headers=headers)
-                response = conn.getresponse()
-            data = response.read()
+                response, sock = self._send(conn, method, wire, body, headers, limits)
+            data = _read_body(response, sock, limits, self.timeout)
         except BaseException:
             conn.close()
             raise
@@ -154,10 +201,30 @@ class Transport:
         else:
             self._give(conn)
         if (response.getheader("Content-Encoding") or "").lower() == "gzip":
-            import gzip  # only for compressed answers (prometheus_compression)
-
-            data = gzip.decompress(data)
+            data = _inflate(data, limits.max_bytes)
         return response.status, data, response.getheader("Location") or ""
+
+    def _send(
+        self,
+        conn: http.client.HTTPConnection,
+        method: str,
+        wire: str,
+        body: str | None,
+        headers: dict[str, str],
+        limits: Limits,
+    ) -> tuple[http.client.HTTPResponse, socket.socket | None]:
+        """Send the request and read the status line, each within what is left of the deadline.
+
+        Returns:
+            The response, and the socket its body is read from (the connection may have dropped its
+            own reference already when the server closes after this answer).
+        """
+        conn.timeout = limits.remaining(self.timeout)  # applies to a connect still to come
+        _arm(conn.sock, conn.timeout)
+        conn.request(method, wire, body=body, headers=headers)
+        sock = conn.sock
+        _arm(sock, limits.remaining(self.timeout))
+        return conn.getresponse(), sock
 
     def _take(self) -> tuple[http.client.HTTPConnection, bool]:
         with self._lock:
@@ -189,6 +256,47 @@ class Transport:
 
     def _url(self, target: str) -> str:
         return f"{self.origin.scheme}://{self.origin.netloc.rpartition('@')[2]}{target}"
+
+
+def _read_body(response: http.client.HTTPResponse, sock: socket.socket | None, limits: Limits, timeout: float) -> bytes:
+    """The whole body, piece by piece, each read given what is left of the deadline; the cap checked."""
+    cap = limits.max_bytes
+    length = response.getheader("Content-Length")
+    if cap is not None and length is not None and length.isdigit() and int(length) > cap:
+        raise AnswerTooLong(cap)
+    pieces: list[bytes] = []
+    size = 0
+    while not response.isclosed():
+        _arm(sock, limits.remaining(timeout))
+        # read1: what one receive brings, so a trickle is measured against the deadline piece by piece
+        piece = response.read1(_PIECE)
+        if not piece:
+            break
+        size += len(piece)
+        if cap is not None and size > cap:
+            raise AnswerTooLong(cap)
+        pieces.append(piece)
+    # read1 never marks a body of known length done: read() does (nothing is left to read), so the
+    # connection can carry the next request.
+    pieces.append(response.read())
+    return b"".join(pieces)
+
+
+def _arm(sock: socket.socket | None, seconds: float) -> None:
+    """The socket's timeout for the next receive (a socket the answer has closed already needs none)."""
+    if sock is not None and sock.fileno() != -1:
+        sock.settimeout(seconds)
+
+
+def _inflate(data: bytes, cap: int | None) -> bytes:
+    """A gzip body inflated, never past the cap (a small body can inflate to gigabytes)."""
+    inflater = zlib.decompressobj(wbits=31)
+    if cap is None:
+        return inflater.decompress(data) + inflater.flush()
+    out = inflater.decompress(data, cap + 1)
+    if len(out) > cap or inflater.unconsumed_tail:
+        raise AnswerTooLong(cap)
+    return out + inflater.flush()
 
 
 def _proxy_for(origin: SplitResult) -> SplitResult | None:
