@@ -51,12 +51,13 @@ log = logging.getLogger(__name__)
 SKIPPED_ANNOTATION = COLLECTOR_SKIPPED_ANNOTATION
 
 
-def _post(ctx: AdmissionContext, target: dict[str, Any], note: str) -> None:
+def _post(ctx: AdmissionContext, target: dict[str, Any], note: str, reason: str = "CollectorRestricted") -> None:
+    """Log a warning about the admitted object and post it as a Warning Event on it."""
     meta = target.get("metadata") or {}
     log.warning("%s %s/%s: %s", target.get("kind"), meta.get("namespace"), meta.get("name"), note)
     if ctx.post is not None and meta.get("name"):
         try:
-            ctx.post(target, "Warning", "CollectorRestricted", note)
+            ctx.post(target, "Warning", reason, note)
         except Exception:  # an Event is a courtesy: never fail the admission for it
             log.debug("could not post the Event", exc_info=True)
 
@@ -200,12 +201,7 @@ def _warn_invalid_switches(ctx: AdmissionContext, api_version: str, kind: str, n
         return
     target = {"apiVersion": api_version, "kind": kind, "metadata": {"name": meta.get("name"), "namespace": ns}}
     for key, value in invalid_switches(meta):
-        message = refusal(key, value)
-        log.warning("%s %s/%s: %s", kind, ns, meta.get("name"), message)
-        try:
-            ctx.post(target, "Warning", "InvalidAnnotation", message)
-        except Exception:  # an Event is a courtesy: never fail the admission for it
-            log.debug("could not post the Event", exc_info=True)
+        _post(ctx, target, refusal(key, value), "InvalidAnnotation")
 
 
 def mark_workload(
