@@ -42,7 +42,7 @@ def with_ranges(ctx: QueryContext, rate: dict[str, float], gauge: dict[str, floa
     """``ctx`` with per-exporter ranges, keyed by the exporter names the catalog's enum carries."""
     import dataclasses
 
-    keys = {k.value if hasattr(k, "value") else str(k): k for k in _exporter_keys()}
+    keys = {getattr(k, "exporter_name", str(k)): k for k in _exporter_keys()}
     return dataclasses.replace(
         ctx,
         rate_ranges={keys[name]: s for name, s in rate.items()},

@@ -18,7 +18,7 @@ from bottleneck_operator.telemetry.store import MODE_PREFIX, Pod, PodKey, Store,
 
 _NODE_FAMILIES = (Family.NODE, Family.NODE_PSI, Family.NODE_IB)  # node-exporter's
 # Preference when one scrape interval must describe the window: the GPU series matter most.
-_INTERVAL_PREFERENCE = (sq.Group.DCGM, sq.Group.CADVISOR, sq.Group.SIDECAR, sq.Group.NODE, sq.Group.KSM)
+_INTERVAL_PREFERENCE = (Family.DCGM, Family.CADVISOR, Family.SIDECAR, Family.NODE, Family.KSM)
 
 
 def assemble(req: WindowRequest, grid: Grid, store: Store) -> JobWindow:
@@ -203,7 +203,7 @@ def _scrape_interval(store: Store, pods: Sequence[PodWindow], ns: str) -> float 
     """The Job's own sample spacing: its pods' estimates of the most relevant exporter."""
     for group in _INTERVAL_PREFERENCE:
         found = store.intervals.get(group, {})
-        keys: list[object] = [p.node for p in pods] if group is sq.Group.NODE else [(ns, p.pod) for p in pods]
+        keys: list[object] = [p.node for p in pods] if group is Family.NODE else [(ns, p.pod) for p in pods]
         values = [found[k] for k in keys if k in found]
         if values:
             return round(statistics.median(values), 3)
