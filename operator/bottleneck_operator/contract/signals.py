@@ -14,130 +14,16 @@ may be absent on a given cluster, and the analysis must degrade gracefully. A fa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-
 from bottleneck_operator.contract.names import COLLECTOR_CONTAINER
 
-
-class Layout(StrEnum):
-    """How an exporter labels its series, which decides how a plain read combines them per pod."""
-
-    GPU = "gpu"  # one series per GPU, the workload in namespace/pod (or exported_*): mean over the pod's GPUs
-    CONTAINER = "container"  # one series per container (cAdvisor): summed over the workload's containers
-    POD = "pod"  # one series per pod, or per container of it (kube-state-metrics, the collector)
-    NODE = "node"  # one series per node, CPU or device (node-exporter): the pod's node
-
-
-class Family(StrEnum):
-    """Where a signal comes from; a cluster may lack any of them.
-
-    The first family of each exporter also stands for the exporter as a whole (its label layout,
-    its scrape interval): ``Family.DCGM`` is dcgm-exporter, named by the DEV fields every GPU has.
-    """
-
-    DCGM_DEV = "dcgm_dev"  # dcgm-exporter DEV fields: present on every NVIDIA GPU
-    DCGM_PROF = "dcgm_prof"  # PROF fields of dcgm-exporter's shipped counters files
-    DCGM_PROF_SM = "dcgm_prof_sm"  # SM activity/occupancy: only with a custom counters file
-    DCGM_PROF_NVLINK = "dcgm_prof_nvlink"  # NVLink PROF bytes: in neither shipped file
-    DCGM_PROF_PIPES = "dcgm_prof_pipes"  # FP32/FP16 pipe activity: only with a custom counters file
-    DCGM_POWER_CLOCKS = "dcgm_power_clocks"  # enforced power limit and clock-event reasons, where exported
-    CADVISOR = "cadvisor"  # kubelet/cAdvisor container metrics
-    CADVISOR_CFS = "cadvisor_cfs"  # CFS throttling: only for containers with a CPU limit
-    KSM = "ksm"  # kube-state-metrics resource limits
-    NODE = "node"  # node-exporter cpu/disk/memory/network
-    NODE_PSI = "node_psi"  # node-exporter pressure (kernel >= 4.20)
-    NODE_IB = "node_ib"  # node-exporter infiniband collector: RDMA traffic (InfiniBand, RoCE) netdev never sees
-    SIDECAR = "sidecar"  # the collector injected into the pod
-    # An alias, not a member (iterating Family never yields it): dcgm-exporter as a whole.
-    DCGM = "dcgm_dev"
-
-    @property
-    def exporter_name(self) -> str:
-        """The exporter's short name ("dcgm", "cadvisor", "ksm", "node", "sidecar"), as settings spell it."""
-        return self.value.split("_", 1)[0]
-
-    @property
-    def exporter(self) -> Family:
-        """The family that stands for this family's exporter (its label layout and scrape interval)."""
-        return EXPORTERS[self.exporter_name]
-
-    @property
-    def layout(self) -> Layout:
-        """How this family's exporter labels its series."""
-        return _LAYOUTS[self.exporter_name]
-
-
-# The exporters, in the order a pass probes them, by their short names.
-EXPORTERS: dict[str, Family] = {
-    "dcgm": Family.DCGM,
-    "cadvisor": Family.CADVISOR,
-    "ksm": Family.KSM,
-    "node": Family.NODE,
-    "sidecar": Family.SIDECAR,
-}
-_LAYOUTS = {"dcgm": Layout.GPU, "cadvisor": Layout.CONTAINER, "ksm": Layout.POD, "node": Layout.NODE, "sidecar": Layout.POD}
-
-
-class Kind(StrEnum):
-    """How an exporter metric is read: a counter through ``rate()``, a gauge by its latest sample."""
-
-    COUNTER = "counter"
-    GAUGE = "gauge"
-
-
-# Host-side virtual interfaces carry the same bytes as the physical NIC (pod veths, CNI bridges and
-# tunnels): counting them would double the node's traffic.
-VIRTUAL_NICS = "lo|veth.*|cali.*|cilium.*|lxc.*|flannel.*|cni.*|docker.*|br-.*|virbr.*|tunl.*|vxlan.*|genev.*|kube-ipvs.*|weave.*|azv.*|eni.*|gke.*"
-
-Matcher = tuple[str, str, str]  # (label, operator, value), the value quoted by the data layer
-
-
-@dataclass(frozen=True)
-class SignalSpec:
-    """One signal.
-
-    Attributes:
-        name: the signal's id.
-        family: the exporter (and configuration) that provides it.
-        unit: the unit of the signal (after ``scale``).
-        description: what it is, in the exporter's terms.
-        metrics: the exporter metrics it is computed from, in the order its query uses them.
-        kind: how those metrics are read (counters through ``rate()``).
-        scale: the exporter's value is divided by this (100 for a percentage read as a ratio).
-        matchers: fixed label matchers of a plain read.
-        combine: how one pod's (one node's) series combine: "avg", "sum" or "max"; "" for the
-            layout's own rule (GPU: avg, container: sum, pod and node: max).
-        alternates: another exporter's metrics that stand in for it where they exist (the kubelet's PSI).
-        special: the query is hand-written in telemetry/ (a ratio, a bit test, a unit conversion,
-            a join); it still takes its metric names from ``metrics``.
-    """
-
-    name: str
-    family: Family
-    unit: str
-    description: str
-    metrics: tuple[str, ...] = ()
-    kind: Kind = Kind.GAUGE
-    scale: float = 1.0
-    matchers: tuple[Matcher, ...] = ()
-    combine: str = ""
-    alternates: tuple[str, ...] = ()
-    special: bool = False
-
-    @property
-    def metric(self) -> str:
-        """The one exporter metric of a plain read."""
-        (metric,) = self.metrics
-        return metric
-
-    @property
-    def how(self) -> str:
-        """How the per-pod (per-node) series combine: :attr:`combine`, else the layout's rule."""
-        return self.combine or _COMBINE[self.family.layout]
-
-
-_COMBINE = {Layout.GPU: "avg", Layout.CONTAINER: "sum", Layout.POD: "max", Layout.NODE: "max"}
+# The table's vocabulary, re-exported: every part imports signals and families from here.
+from bottleneck_operator.contract.signal_types import EXPORTERS as EXPORTERS
+from bottleneck_operator.contract.signal_types import VIRTUAL_NICS as VIRTUAL_NICS
+from bottleneck_operator.contract.signal_types import Family as Family
+from bottleneck_operator.contract.signal_types import Kind as Kind
+from bottleneck_operator.contract.signal_types import Layout as Layout
+from bottleneck_operator.contract.signal_types import Matcher as Matcher
+from bottleneck_operator.contract.signal_types import SignalSpec as SignalSpec
 
 # dcgm-exporter's name for NVML's clock-event reasons (DCGM >= 3.3) and the name releases built on an
 # older DCGM publish the same field (112) under; a counters file lists the one its release knows.
@@ -157,25 +43,42 @@ def _psi(scope: str, resource: str, kind: str, text: str) -> SignalSpec:
         return SignalSpec(name, F.NODE_PSI, "ratio", f"rate of {metric}", (metric,), C)
     kubelet = f"container_pressure_{resource}_{kind}_seconds_total"
     return SignalSpec(
-        f"sc_psi_{short}_{some_full}", F.SIDECAR, "ratio", text, (f"{S}pressure_{kind}_seconds_total",), C,
-        matchers=(("resource", "=", resource),), alternates=(kubelet,),
-    )  # fmt: skip
+        f"sc_psi_{short}_{some_full}",
+        F.SIDECAR,
+        "ratio",
+        text,
+        (f"{S}pressure_{kind}_seconds_total",),
+        C,
+        matchers=(("resource", "=", resource),),
+        alternates=(kubelet,),
+    )
 
 
 _SPECS: tuple[SignalSpec, ...] = (
     # --- dcgm-exporter, DEV fields
-    SignalSpec("gpu_util", F.DCGM_DEV, "ratio", f"{D}GPU_UTIL / 100: time any kernel ran", (f"{D}GPU_UTIL",), scale=100.0),
+    SignalSpec(
+        "gpu_util", F.DCGM_DEV, "ratio", f"{D}GPU_UTIL / 100: time any kernel ran", (f"{D}GPU_UTIL",), scale=100.0
+    ),
     SignalSpec("mem_copy_util", F.DCGM_DEV, "ratio", f"{D}MEM_COPY_UTIL / 100", (f"{D}MEM_COPY_UTIL",), scale=100.0),
     SignalSpec(
-        "fb_used_frac", F.DCGM_DEV, "ratio", "FB_USED / (FB_USED + FB_FREE), max over GPUs",
-        (f"{D}FB_USED", f"{D}FB_FREE"), combine="max", special=True,
-    ),  # fmt: skip
+        "fb_used_frac",
+        F.DCGM_DEV,
+        "ratio",
+        "FB_USED / (FB_USED + FB_FREE), max over GPUs",
+        (f"{D}FB_USED", f"{D}FB_FREE"),
+        combine="max",
+        special=True,
+    ),
     SignalSpec("power_w", F.DCGM_DEV, "W", f"{D}POWER_USAGE", (f"{D}POWER_USAGE",)),
     SignalSpec("sm_clock_mhz", F.DCGM_DEV, "MHz", f"{D}SM_CLOCK", (f"{D}SM_CLOCK",)),
     SignalSpec(
-        "nvlink_total_bps", F.DCGM_DEV, "B/s", f"rate of {D}NVLINK_BANDWIDTH_TOTAL",
-        (f"{D}NVLINK_BANDWIDTH_TOTAL",), special=True,
-    ),  # fmt: skip
+        "nvlink_total_bps",
+        F.DCGM_DEV,
+        "B/s",
+        f"rate of {D}NVLINK_BANDWIDTH_TOTAL",
+        (f"{D}NVLINK_BANDWIDTH_TOTAL",),
+        special=True,
+    ),
     # --- dcgm-exporter, PROF fields in the shipped counters files
     *(
         SignalSpec(name, F.DCGM_PROF, unit, text or f"DCGM_FI_PROF_{field}", (f"DCGM_FI_PROF_{field}",))
@@ -190,40 +93,96 @@ _SPECS: tuple[SignalSpec, ...] = (
     # --- dcgm-exporter, PROF fields that need a custom counters file
     SignalSpec("sm_active", F.DCGM_PROF_SM, "ratio", "DCGM_FI_PROF_SM_ACTIVE", ("DCGM_FI_PROF_SM_ACTIVE",)),
     SignalSpec("sm_occupancy", F.DCGM_PROF_SM, "ratio", "DCGM_FI_PROF_SM_OCCUPANCY", ("DCGM_FI_PROF_SM_OCCUPANCY",)),
-    SignalSpec("nvlink_tx_bps", F.DCGM_PROF_NVLINK, "B/s", "DCGM_FI_PROF_NVLINK_TX_BYTES", ("DCGM_FI_PROF_NVLINK_TX_BYTES",)),
-    SignalSpec("nvlink_rx_bps", F.DCGM_PROF_NVLINK, "B/s", "DCGM_FI_PROF_NVLINK_RX_BYTES", ("DCGM_FI_PROF_NVLINK_RX_BYTES",)),
-    SignalSpec("fp32_active", F.DCGM_PROF_PIPES, "ratio", "DCGM_FI_PROF_PIPE_FP32_ACTIVE", ("DCGM_FI_PROF_PIPE_FP32_ACTIVE",)),
-    SignalSpec("fp16_active", F.DCGM_PROF_PIPES, "ratio", "DCGM_FI_PROF_PIPE_FP16_ACTIVE", ("DCGM_FI_PROF_PIPE_FP16_ACTIVE",)),
-    # --- dcgm-exporter, where a counters file exports them
     SignalSpec(
-        "power_limit_w", F.DCGM_POWER_CLOCKS, "W", f"{D}POWER_MGMT_LIMIT (the enforced limit)", (f"{D}POWER_MGMT_LIMIT",)
+        "nvlink_tx_bps", F.DCGM_PROF_NVLINK, "B/s", "DCGM_FI_PROF_NVLINK_TX_BYTES", ("DCGM_FI_PROF_NVLINK_TX_BYTES",)
     ),
     SignalSpec(
-        "clock_slowdown_frac", F.DCGM_POWER_CLOCKS, "ratio",
+        "nvlink_rx_bps", F.DCGM_PROF_NVLINK, "B/s", "DCGM_FI_PROF_NVLINK_RX_BYTES", ("DCGM_FI_PROF_NVLINK_RX_BYTES",)
+    ),
+    SignalSpec(
+        "fp32_active", F.DCGM_PROF_PIPES, "ratio", "DCGM_FI_PROF_PIPE_FP32_ACTIVE", ("DCGM_FI_PROF_PIPE_FP32_ACTIVE",)
+    ),
+    SignalSpec(
+        "fp16_active", F.DCGM_PROF_PIPES, "ratio", "DCGM_FI_PROF_PIPE_FP16_ACTIVE", ("DCGM_FI_PROF_PIPE_FP16_ACTIVE",)
+    ),
+    # --- dcgm-exporter, where a counters file exports them
+    SignalSpec(
+        "power_limit_w",
+        F.DCGM_POWER_CLOCKS,
+        "W",
+        f"{D}POWER_MGMT_LIMIT (the enforced limit)",
+        (f"{D}POWER_MGMT_LIMIT",),
+    ),
+    SignalSpec(
+        "clock_slowdown_frac",
+        F.DCGM_POWER_CLOCKS,
+        "ratio",
         f"share of the pod's GPUs whose {CLOCK_REASONS[0]} (older: _CLOCK_THROTTLE_REASONS) has a "
         "power-cap, thermal or hardware-slowdown bit set (0x4, 0x8, 0x20, 0x40, 0x80)",
-        CLOCK_REASONS, special=True,
-    ),  # fmt: skip
+        CLOCK_REASONS,
+        special=True,
+    ),
     # --- kubelet / cAdvisor, summed over the pod's containers except the collector sidecar
-    SignalSpec("cpu_cores", F.CADVISOR, "cores", "rate of container_cpu_usage_seconds_total", ("container_cpu_usage_seconds_total",), C),
-    SignalSpec("mem_working_set_bytes", F.CADVISOR, "B", "container_memory_working_set_bytes", ("container_memory_working_set_bytes",)),
     SignalSpec(
-        "mem_limit_bytes", F.CADVISOR, "B", "container_spec_memory_limit_bytes (NaN: none)",
+        "cpu_cores",
+        F.CADVISOR,
+        "cores",
+        "rate of container_cpu_usage_seconds_total",
+        ("container_cpu_usage_seconds_total",),
+        C,
+    ),
+    SignalSpec(
+        "mem_working_set_bytes",
+        F.CADVISOR,
+        "B",
+        "container_memory_working_set_bytes",
+        ("container_memory_working_set_bytes",),
+    ),
+    SignalSpec(
+        "mem_limit_bytes",
+        F.CADVISOR,
+        "B",
+        "container_spec_memory_limit_bytes (NaN: none)",
         ("container_spec_memory_limit_bytes", "kube_pod_container_resource_limits", f"{S}memory_max_bytes"),
         special=True,
-    ),  # fmt: skip
-    SignalSpec("fs_read_bps", F.CADVISOR, "B/s", "rate of container_fs_reads_bytes_total (block only)", ("container_fs_reads_bytes_total",), C),
+    ),
     SignalSpec(
-        "cpu_throttled_frac", F.CADVISOR_CFS, "ratio", "throttled / total CFS periods",
-        ("container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_periods_total"), C, special=True,
-    ),  # fmt: skip
+        "fs_read_bps",
+        F.CADVISOR,
+        "B/s",
+        "rate of container_fs_reads_bytes_total (block only)",
+        ("container_fs_reads_bytes_total",),
+        C,
+    ),
+    SignalSpec(
+        "cpu_throttled_frac",
+        F.CADVISOR_CFS,
+        "ratio",
+        "throttled / total CFS periods",
+        ("container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_periods_total"),
+        C,
+        special=True,
+    ),
     # --- kube-state-metrics: the workload containers' limits, summed
     SignalSpec(
-        "cpu_limit_cores", F.KSM, "cores", "kube_pod_container_resource_limits{resource=cpu}",
-        ("kube_pod_container_resource_limits",), matchers=(("resource", "=", "cpu"), NOT_COLLECTOR), combine="sum",
-    ),  # fmt: skip
+        "cpu_limit_cores",
+        F.KSM,
+        "cores",
+        "kube_pod_container_resource_limits{resource=cpu}",
+        ("kube_pod_container_resource_limits",),
+        matchers=(("resource", "=", "cpu"), NOT_COLLECTOR),
+        combine="sum",
+    ),
     # --- node-exporter on the pod's node
-    SignalSpec("node_cpus", F.NODE, "cores", "number of CPUs of the node", ("node_cpu_seconds_total",), combine="sum", special=True),
+    SignalSpec(
+        "node_cpus",
+        F.NODE,
+        "cores",
+        "number of CPUs of the node",
+        ("node_cpu_seconds_total",),
+        combine="sum",
+        special=True,
+    ),
     *(
         SignalSpec(f"node_cpu_{mode}_frac", F.NODE, "ratio", text, ("node_cpu_seconds_total",), C, special=True)
         for mode, text in (
@@ -233,31 +192,59 @@ _SPECS: tuple[SignalSpec, ...] = (
         )
     ),
     SignalSpec(
-        "node_disk_read_bps", F.NODE, "B/s", "rate of node_disk_read_bytes_total, all devices",
-        ("node_disk_read_bytes_total",), C, combine="sum",
-    ),  # fmt: skip
+        "node_disk_read_bps",
+        F.NODE,
+        "B/s",
+        "rate of node_disk_read_bytes_total, all devices",
+        ("node_disk_read_bytes_total",),
+        C,
+        combine="sum",
+    ),
     SignalSpec(
-        "node_disk_reads_ps", F.NODE, "1/s", "rate of node_disk_reads_completed_total",
-        ("node_disk_reads_completed_total",), C, combine="sum",
-    ),  # fmt: skip
+        "node_disk_reads_ps",
+        F.NODE,
+        "1/s",
+        "rate of node_disk_reads_completed_total",
+        ("node_disk_reads_completed_total",),
+        C,
+        combine="sum",
+    ),
     SignalSpec(
-        "node_disk_busy_frac", F.NODE, "ratio", "rate of node_disk_io_time_seconds_total, max device",
-        ("node_disk_io_time_seconds_total",), C,
-    ),  # fmt: skip
+        "node_disk_busy_frac",
+        F.NODE,
+        "ratio",
+        "rate of node_disk_io_time_seconds_total, max device",
+        ("node_disk_io_time_seconds_total",),
+        C,
+    ),
     SignalSpec(
-        "node_mem_avail_frac", F.NODE, "ratio", "MemAvailable / MemTotal",
-        ("node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes"), special=True,
-    ),  # fmt: skip
+        "node_mem_avail_frac",
+        F.NODE,
+        "ratio",
+        "MemAvailable / MemTotal",
+        ("node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes"),
+        special=True,
+    ),
     SignalSpec(
-        "node_swap_used_frac", F.NODE, "ratio", "1 - SwapFree / SwapTotal (0 without swap)",
-        ("node_memory_SwapFree_bytes", "node_memory_SwapTotal_bytes"), special=True,
-    ),  # fmt: skip
+        "node_swap_used_frac",
+        F.NODE,
+        "ratio",
+        "1 - SwapFree / SwapTotal (0 without swap)",
+        ("node_memory_SwapFree_bytes", "node_memory_SwapTotal_bytes"),
+        special=True,
+    ),
     SignalSpec("node_majfault_ps", F.NODE, "1/s", "rate of node_vmstat_pgmajfault", ("node_vmstat_pgmajfault",), C),
     *(
         SignalSpec(
-            f"node_net_{way}_bps", F.NODE, "B/s", f"rate of {metric} (no lo)", (metric,), C,
-            matchers=(("device", "!~", VIRTUAL_NICS),), combine="sum",
-        )  # fmt: skip
+            f"node_net_{way}_bps",
+            F.NODE,
+            "B/s",
+            f"rate of {metric} (no lo)",
+            (metric,),
+            C,
+            matchers=(("device", "!~", VIRTUAL_NICS),),
+            combine="sum",
+        )
         for way, metric in (("rx", "node_network_receive_bytes_total"), ("tx", "node_network_transmit_bytes_total"))
     ),
     _psi("node", "cpu", "waiting", ""),
@@ -278,26 +265,61 @@ _SPECS: tuple[SignalSpec, ...] = (
     _psi("pod", "io", "stalled", "pod cgroup io.pressure full"),
     _psi("pod", "memory", "waiting", "pod cgroup memory.pressure some"),
     _psi("pod", "memory", "stalled", "pod cgroup memory.pressure full"),
-    SignalSpec("sc_cpu_cores", F.SIDECAR, "cores", "pod cgroup cpu.stat usage rate", (f"{S}cpu_usage_seconds_total",), C),
     SignalSpec(
-        "sc_throttled_frac", F.SIDECAR, "ratio", "pod cgroup nr_throttled / nr_periods",
-        (f"{S}cpu_throttled_periods_total", f"{S}cpu_periods_total"), C, special=True,
-    ),  # fmt: skip
+        "sc_cpu_cores", F.SIDECAR, "cores", "pod cgroup cpu.stat usage rate", (f"{S}cpu_usage_seconds_total",), C
+    ),
+    SignalSpec(
+        "sc_throttled_frac",
+        F.SIDECAR,
+        "ratio",
+        "pod cgroup nr_throttled / nr_periods",
+        (f"{S}cpu_throttled_periods_total", f"{S}cpu_periods_total"),
+        C,
+        special=True,
+    ),
     SignalSpec("sc_io_read_bps", F.SIDECAR, "B/s", "pod cgroup io.stat rbytes rate", (f"{S}io_read_bytes_total",), C),
-    SignalSpec("sc_majfault_ps", F.SIDECAR, "1/s", "pod cgroup memory.stat pgmajfault rate", (f"{S}memory_major_faults_total",), C),
     SignalSpec(
-        "sc_swapin_ps", F.SIDECAR, "1/s", "pod cgroup memory.stat pswpin rate (pages back from swap)",
-        (f"{S}memory_swapins_total",), C,
-    ),  # fmt: skip
-    SignalSpec("sc_oom_kills", F.SIDECAR, "1/s", "pod cgroup memory.events oom_kill rate", (f"{S}memory_oom_kills_total",), C),
+        "sc_majfault_ps",
+        F.SIDECAR,
+        "1/s",
+        "pod cgroup memory.stat pgmajfault rate",
+        (f"{S}memory_major_faults_total",),
+        C,
+    ),
+    SignalSpec(
+        "sc_swapin_ps",
+        F.SIDECAR,
+        "1/s",
+        "pod cgroup memory.stat pswpin rate (pages back from swap)",
+        (f"{S}memory_swapins_total",),
+        C,
+    ),
+    SignalSpec(
+        "sc_oom_kills", F.SIDECAR, "1/s", "pod cgroup memory.events oom_kill rate", (f"{S}memory_oom_kills_total",), C
+    ),
     *(
         SignalSpec(
-            f"sc_procs_{state}", F.SIDECAR, "procs", f"trainer processes in state {code}", (f"{S}processes",),
+            f"sc_procs_{state}",
+            F.SIDECAR,
+            "procs",
+            f"trainer processes in state {code}",
+            (f"{S}processes",),
             matchers=(("state", "=", state),),
-        )  # fmt: skip
+        )
         for state, code in (("running", "R"), ("iowait", "D"))
     ),
-    SignalSpec("sc_procs_busy", F.SIDECAR, "procs", "trainer processes using 0.9 of a core or more", (f"{S}busy_processes",)),
+    SignalSpec(
+        "sc_procs_busy", F.SIDECAR, "procs", "trainer processes using 0.9 of a core or more", (f"{S}busy_processes",)
+    ),
+    # --- context: reported beside the verdict, never a feature of the model (its schema is fixed)
+    SignalSpec(
+        "xid_code",
+        F.DCGM_DEV,
+        "code",
+        f"{D}XID_ERRORS: the last XID error code, highest over the pod's GPUs (0: none since the driver loaded)",
+        (f"{D}XID_ERRORS",),
+        combine="max",
+    ),
 )
 
 SIGNALS: dict[str, SignalSpec] = {s.name: s for s in _SPECS}

@@ -11,7 +11,6 @@ from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.contract.window import DataQuality, FloatArray, JobWindow, PodWindow, SignalBlock
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
-from bottleneck_operator.telemetry import selectors as sq
 from bottleneck_operator.telemetry.grid import Grid
 from bottleneck_operator.telemetry.plausibility import drop_implausible_nvlink
 from bottleneck_operator.telemetry.store import MODE_PREFIX, Pod, PodKey, Store, WindowRequest

@@ -206,7 +206,9 @@ def _node_uname(c: QueryContext) -> str:
 
 def _sc_throttled(c: QueryContext) -> str:
     r = c.rate_range(Family.SIDECAR)
-    throttled, periods = (f"max by (namespace, pod) (rate({c.podsel(m)}[{r}]))" for m in metrics_of("sc_throttled_frac"))
+    throttled, periods = (
+        f"max by (namespace, pod) (rate({c.podsel(m)}[{r}]))" for m in metrics_of("sc_throttled_frac")
+    )
     return f"{throttled} / {periods}"
 
 
