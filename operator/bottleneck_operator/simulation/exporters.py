@@ -19,10 +19,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bottleneck_operator import __version__
+from bottleneck_operator.contract.signals import metrics_of
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.dcgm import TRAINER, dcgm_fields, dcgm_series
 from bottleneck_operator.simulation.series import Series, SeriesMaker, series_maker
 from bottleneck_operator.simulation.state import CPU_MODES, F
+
+
+def _m(signal: str, index: int = 0) -> str:
+    """The ``index``-th exporter metric the signal table reads ``signal`` from."""
+    return metrics_of(signal)[index]
+
 
 if TYPE_CHECKING:
     from bottleneck_operator.simulation.record import JobRecord
@@ -68,7 +75,7 @@ def _node_cpu(s: SeriesMaker, cpu_total: F, ncpu: int, rng: np.random.Generator)
     per_cpu = cpu_total[None] / ncpu * weights
     for c in range(ncpu):
         for m, mode in enumerate(CPU_MODES):
-            yield s("node_cpu_seconds_total", "counter", "Seconds the CPUs spent in each mode.",
+            yield s(_m("node_cpus"), "counter", "Seconds the CPUs spent in each mode.",
                     per_cpu[c, m], {"cpu": str(c), "mode": mode})  # fmt: skip
 
 
@@ -76,36 +83,36 @@ def _node_disk_memory(s: SeriesMaker, job: JobRecord, j: int, devices: list[str]
     st = job.state
     for d, dev in enumerate(devices):
         lab = {"device": dev}
-        yield s("node_disk_read_bytes_total", "counter", "The total number of bytes read successfully.",
+        yield s(_m("node_disk_read_bps"), "counter", "The total number of bytes read successfully.",
                 st.node["disk_read_c"][j, d], lab)  # fmt: skip
-        yield s("node_disk_reads_completed_total", "counter", "The total number of reads completed successfully.",
+        yield s(_m("node_disk_reads_ps"), "counter", "The total number of reads completed successfully.",
                 st.node["disk_reads_c"][j, d], lab)  # fmt: skip
-        yield s("node_disk_io_time_seconds_total", "counter", "Total seconds spent doing I/Os.",
+        yield s(_m("node_disk_busy_frac"), "counter", "Total seconds spent doing I/Os.",
                 st.node["disk_io_time_c"][j, d], lab)  # fmt: skip
     mem = {
-        "node_memory_MemAvailable_bytes": "mem_avail", "node_memory_MemTotal_bytes": "mem_total",
-        "node_memory_SwapTotal_bytes": "swap_total", "node_memory_SwapFree_bytes": "swap_free",
+        _m("node_mem_avail_frac"): "mem_avail", _m("node_mem_avail_frac", 1): "mem_total",
+        _m("node_swap_used_frac", 1): "swap_total", _m("node_swap_used_frac"): "swap_free",
     }  # fmt: skip
     for name, key in mem.items():
         yield s(name, "gauge", f"Memory information field {name[12:]}.", st.node[key][j])
-    yield s("node_vmstat_pgmajfault", "unknown", "/proc/vmstat information field pgmajfault.", st.node["majfault_c"][j])
+    yield s(_m("node_majfault_ps"), "unknown", "/proc/vmstat information field pgmajfault.", st.node["majfault_c"][j])
 
 
 def _node_network_psi(s: SeriesMaker, job: JobRecord, j: int) -> Iterator[Series]:
     st = job.state
     sc = job.params
     lo = np.cumsum(np.full(st.t.size, 3e4 * sc.scrape_interval)) + 1e9
-    for name, key in (("receive", "net_rx_c"), ("transmit", "net_tx_c")):
+    for name, key, signal in (("receive", "net_rx_c", "node_net_rx_bps"), ("transmit", "net_tx_c", "node_net_tx_bps")):
         text = f"Network device statistic {name}_bytes."
-        yield s(f"node_network_{name}_bytes_total", "counter", text, st.node[key][j], {"device": "eth0"})
-        yield s(f"node_network_{name}_bytes_total", "counter", text, lo, {"device": "lo"})
+        yield s(_m(signal), "counter", text, st.node[key][j], {"device": "eth0"})
+        yield s(_m(signal), "counter", text, lo, {"device": "lo"})
     if sc.env.node_psi:
         psi = (
-            ("node_pressure_cpu_waiting_seconds_total", "psi_cpu_some_c", "CPU"),
-            ("node_pressure_io_waiting_seconds_total", "psi_io_some_c", "IO"),
-            ("node_pressure_io_stalled_seconds_total", "psi_io_full_c", "IO"),
-            ("node_pressure_memory_waiting_seconds_total", "psi_mem_some_c", "memory"),
-            ("node_pressure_memory_stalled_seconds_total", "psi_mem_full_c", "memory"),
+            (_m("node_psi_cpu_some"), "psi_cpu_some_c", "CPU"),
+            (_m("node_psi_io_some"), "psi_io_some_c", "IO"),
+            (_m("node_psi_io_full"), "psi_io_full_c", "IO"),
+            (_m("node_psi_mem_some"), "psi_mem_some_c", "memory"),
+            (_m("node_psi_mem_full"), "psi_mem_full_c", "memory"),
         )
         for name, key, what in psi:
             yield s(name, "counter", f"Total time in seconds that processes have waited for {what}.", st.node[key][j])
@@ -117,9 +124,9 @@ def _node_infiniband(s: SeriesMaker, job: JobRecord, j: int) -> Iterator[Series]
     st = job.state
     for port in range(job.params.env.ib_ports):
         lab = {"device": f"mlx5_{port}", "port": "1"}
-        yield s("node_infiniband_port_data_received_bytes_total", "counter",
+        yield s(_m("ib_rx_bps"), "counter",
                 "Number of data octets received on all links", st.node["ib_rx_c"][j, port], lab)  # fmt: skip
-        yield s("node_infiniband_port_data_transmitted_bytes_total", "counter",
+        yield s(_m("ib_tx_bps"), "counter",
                 "Number of data octets transmitted on all links", st.node["ib_tx_c"][j, port], lab)  # fmt: skip
 
 
@@ -170,11 +177,11 @@ def _pod_cadvisor(job: JobRecord, p: int, scrape: dict[str, str], dev: str) -> I
     for labels, cpu, ws, limit, cpu_limit in [*containers, (pod_level, cpu_sum, ws_sum, np.zeros(n), None)]:
         s = series_maker("cadvisor", up=st.up["cadvisor"], scrape=scrape, base=labels)
 
-        yield s("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed in seconds.", cpu)
-        yield s("container_memory_working_set_bytes", "gauge", "Current working set in bytes.", ws)
-        yield s("container_spec_memory_limit_bytes", "gauge", "Memory limit for the container.", limit)
+        yield s(_m("cpu_cores"), "counter", "Cumulative cpu time consumed in seconds.", cpu)
+        yield s(_m("mem_working_set_bytes"), "gauge", "Current working set in bytes.", ws)
+        yield s(_m("mem_limit_bytes"), "gauge", "Memory limit for the container.", limit)
         if labels is trainer:
-            yield s("container_fs_reads_bytes_total", "counter", "Cumulative count of bytes read",
+            yield s(_m("fs_read_bps"), "counter", "Cumulative count of bytes read",
                     st.pod["fs_read_c"][p], {"device": dev})  # fmt: skip
         if cpu_limit is not None:
             yield from _cfs_series(s, job, p if labels is trainer else None, cpu_limit)
@@ -192,8 +199,8 @@ def _cfs_series(s: SeriesMaker, job: JobRecord, p: int | None, cpu_limit: float)
     else:  # the collector: quiet, seldom throttled
         periods = np.cumsum(np.full(n, 10.0 * 0.3 * job.params.scrape_interval))
         thr, thr_s = periods * 0.002, periods * 1e-5
-    yield s("container_cpu_cfs_periods_total", "counter", "Number of elapsed enforcement period intervals.", periods)
-    yield s("container_cpu_cfs_throttled_periods_total", "counter", "Number of throttled period intervals.", thr)
+    yield s(_m("cpu_throttled_frac", 1), "counter", "Number of elapsed enforcement period intervals.", periods)
+    yield s(_m("cpu_throttled_frac"), "counter", "Number of throttled period intervals.", thr)
     yield s("container_cpu_cfs_throttled_seconds_total", "counter", "Total time duration the container has been throttled.", thr_s)  # fmt: skip
 
 
@@ -207,9 +214,9 @@ def _neighbour_cadvisor(job: JobRecord) -> Iterator[Series]:
             cid = f"{zlib.crc32(pod_name.encode()):08x}" * 8
             labels = {"namespace": ns, "pod": pod_name, "container": "worker",
                       "id": f"/kubepods.slice/kubepods-besteffort.slice/{cid}", "image": "busybox", "name": cid}  # fmt: skip
-            yield Series("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed in seconds.",
+            yield Series(_m("cpu_cores"), "counter", "Cumulative cpu time consumed in seconds.",
                          labels, st.neighbours["cpu_c"][j, k], "cadvisor", up, scrape)  # fmt: skip
-            yield Series("container_memory_working_set_bytes", "gauge", "Current working set in bytes.",
+            yield Series(_m("mem_working_set_bytes"), "gauge", "Current working set in bytes.",
                          labels, st.neighbours["ws"][j, k], "cadvisor", up, scrape)  # fmt: skip
 
 
@@ -248,7 +255,7 @@ def ksm_series(job: JobRecord) -> Iterator[Series]:
             limits += [(SIDECAR, "cpu", "core", SIDECAR_CPU_LIMIT), (SIDECAR, "memory", "byte", SIDECAR_MEM_LIMIT)]
         for container, resource, unit, value in limits:
             labels = {**base, "container": container, "resource": resource, "unit": unit}
-            yield Series("kube_pod_container_resource_limits", "gauge", lim, labels, ones * value, "ksm", up, scrape)
+            yield Series(_m("cpu_limit_cores"), "gauge", lim, labels, ones * value, "ksm", up, scrape)
     for j, nd in enumerate(job.nodes):
         for ns, pod_name, owner in job.neighbours[j] if job.neighbours else ():
             yield Series("kube_pod_info", "gauge", info, {
