@@ -19,16 +19,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bottleneck_operator import __version__
-from bottleneck_operator.contract.signals import metrics_of
+from bottleneck_operator.contract.names import COLLECTOR_METRIC_PREFIX
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.dcgm import TRAINER, dcgm_fields, dcgm_series
-from bottleneck_operator.simulation.series import Series, SeriesMaker, series_maker
+from bottleneck_operator.simulation.series import Series, SeriesMaker, series_maker, table_metric
 from bottleneck_operator.simulation.state import CPU_MODES, F
 
+_m = table_metric  # every series below is named through the signal table
 
-def _m(signal: str, index: int = 0) -> str:
-    """The ``index``-th exporter metric the signal table reads ``signal`` from."""
-    return metrics_of(signal)[index]
+
+def _sc(signal: str, index: int = 0) -> str:
+    return table_metric(signal, index, strip=COLLECTOR_METRIC_PREFIX)
 
 
 if TYPE_CHECKING:
@@ -332,37 +333,40 @@ def sidecar_series(job: JobRecord) -> Iterator[Series]:
         base = {"namespace": job.namespace, "pod": pod.pod, "node": pod.node}
         scrape = {"instance": f"{pod.ip}:9105", "job": "bottleneck-collector"}
 
-        s = series_maker("sidecar", up, scrape, base, prefix="bottleneck_sidecar_")
+        s = series_maker("sidecar", up, scrape, base, prefix=COLLECTOR_METRIC_PREFIX)
 
         yield s("info", "gauge", "The collector's data source and version.", np.ones(n),
                 {"source": "cgroup2", "version": __version__})  # fmt: skip
-        yield s(
-            "cpu_usage_seconds_total", "counter", "Pod cgroup CPU time.", st.pod["cpu_c"][p] + st.pod["cpu_sc_c"][p]
-        )
+        yield s(_sc("sc_cpu_cores"), "counter", "Pod cgroup CPU time.", st.pod["cpu_c"][p] + st.pod["cpu_sc_c"][p])
         if sc.cpu_limit is not None:
-            yield s("cpu_periods_total", "counter", "cpu.stat nr_periods.", st.pod["cfs_periods_c"][p])
-            yield s("cpu_throttled_periods_total", "counter", "cpu.stat nr_throttled.", st.pod["cfs_throttled_c"][p])
+            yield s(_sc("sc_throttled_frac", 1), "counter", "cpu.stat nr_periods.", st.pod["cfs_periods_c"][p])
+            yield s(_sc("sc_throttled_frac"), "counter", "cpu.stat nr_throttled.", st.pod["cfs_throttled_c"][p])
             yield s(
                 "cpu_throttled_seconds_total", "counter", "cpu.stat throttled_usec.", st.pod["cfs_throttled_s_c"][p]
             )
         for res, some, _ in SIDECAR_PSI:
-            yield s("pressure_waiting_seconds_total", "counter", "PSI some total.", st.pod[some][p], {"resource": res})
+            yield s(_sc("sc_psi_cpu_some"), "counter", "PSI some total.", st.pod[some][p], {"resource": res})
         for res, _, full in SIDECAR_PSI:
-            yield s("pressure_stalled_seconds_total", "counter", "PSI full total.", st.pod[full][p], {"resource": res})
-        yield s("io_read_bytes_total", "counter", "io.stat rbytes.", st.pod["fs_read_c"][p])
+            yield s(_sc("sc_psi_io_full"), "counter", "PSI full total.", st.pod[full][p], {"resource": res})
+        yield s(_sc("sc_io_read_bps"), "counter", "io.stat rbytes.", st.pod["fs_read_c"][p])
         yield s("io_write_bytes_total", "counter", "io.stat wbytes.", st.pod["fs_read_c"][p] * 0.02)
         yield s("io_reads_total", "counter", "io.stat rios.", st.pod["fs_reads_c"][p])
         yield s("memory_current_bytes", "gauge", "memory.current.", st.pod["mem_current"][p])
         if sc.env.mem_limit_bytes:
-            yield s("memory_max_bytes", "gauge", "memory.max.", np.full(n, sc.env.mem_limit_bytes + SIDECAR_MEM_LIMIT))
-        yield s("memory_major_faults_total", "counter", "memory.stat pgmajfault.", st.pod["majfault_c"][p])
+            yield s(
+                _sc("mem_limit_bytes", 2),
+                "gauge",
+                "memory.max.",
+                np.full(n, sc.env.mem_limit_bytes + SIDECAR_MEM_LIMIT),
+            )
+        yield s(_sc("sc_majfault_ps"), "counter", "memory.stat pgmajfault.", st.pod["majfault_c"][p])
         if sc.env.swapins_counted:  # kernels >= 6.15 count swap-ins per cgroup
-            yield s("memory_swapins_total", "counter", "memory.stat pswpin.", st.pod["swapin_c"][p])
-        yield s("memory_oom_kills_total", "counter", "memory.events oom_kill.", st.pod["oom_c"][p])
+            yield s(_sc("sc_swapin_ps"), "counter", "memory.stat pswpin.", st.pod["swapin_c"][p])
+        yield s(_sc("sc_oom_kills"), "counter", "memory.events oom_kill.", st.pod["oom_c"][p])
         for state, key in (("running", "procs_running"), ("iowait", "procs_iowait"), ("sleeping", "procs_sleeping")):
-            yield s("processes", "gauge", "Trainer processes by state.", st.pod[key][p], {"state": state})
+            yield s(_sc("sc_procs_running"), "gauge", "Trainer processes by state.", st.pod[key][p], {"state": state})
         if counts_busy_processes(job.name):
-            yield s("busy_processes", "gauge", "Processes at a full core.", st.pod["procs_busy"][p])
+            yield s(_sc("sc_procs_busy"), "gauge", "Processes at a full core.", st.pod["procs_busy"][p])
 
 
 EXPORTER_SERIES = {
