@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.signals import Family, metrics_of
 from bottleneck_operator.telemetry.catalog import node_names, tag
 from bottleneck_operator.telemetry.names import add_matchers, quote, regex_alternation
 from bottleneck_operator.telemetry.selectors import GROUP_LABEL, QueryContext, duration, sel
@@ -103,15 +103,15 @@ def lifetime_selectors(namespace: str, job: str, matchers: Sequence[str] = ()) -
 def _interval_probe(group: Family, c: QueryContext) -> tuple[str, str]:
     """(selector, by-labels) of the series whose spacing gives a group's scrape interval."""
     if group is Family.DCGM:
-        return c.dcgmsel("DCGM_FI_DEV_FB_USED"), c.dcgm_by
+        return c.dcgmsel(metrics_of("fb_used_frac")[0]), c.dcgm_by
     if group is Family.CADVISOR:
-        return c.containersel("container_cpu_usage_seconds_total"), "namespace, pod"
+        return c.containersel(*metrics_of("cpu_cores")), "namespace, pod"
     if group is Family.KSM:
         return c.podsel("kube_pod_info"), "namespace, pod"
     if group is Family.SIDECAR:
         return c.podsel("bottleneck_sidecar_info"), "namespace, pod"
     if c.node_label:
-        return sel("node_memory_MemTotal_bytes", f"{c.node_label}=~{quote(c.nodes)}"), c.node_label
+        return sel(metrics_of("node_mem_avail_frac")[1], f"{c.node_label}=~{quote(c.nodes)}"), c.node_label
     if c.labels.node_exporter_join == "pod":
         # Per exporter pod; _to_nodes() places them on their nodes.
         return sel("node_uname_info", 'pod!=""'), "namespace, pod"
