@@ -5,8 +5,10 @@ Run as a module (``python -m tests.telemetry.catalog_snapshot``) to print the sn
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+from bottleneck_operator.contract.signals import EXPORTERS
 from bottleneck_operator.settings_groups import LabelSettings
 from bottleneck_operator.telemetry import catalog
 from bottleneck_operator.telemetry.selectors import QueryContext
@@ -30,7 +32,7 @@ _EXPORTED = LabelSettings(
 
 
 def contexts() -> dict[str, QueryContext]:
-    """Two label layouts, with and without estimated ranges (strings only: no enum in the key)."""
+    """Two label layouts: pod labels with a node label, and exported_* labels with the pod join."""
     common = {"namespaces": "ml|team\\.b", "pods": "a-0|a-1|b-.+", "nodes": "n1|n2"}
     return {
         "pod-labels": QueryContext(labels=_POD_LABELS, **common),
@@ -39,25 +41,12 @@ def contexts() -> dict[str, QueryContext]:
 
 
 def with_ranges(ctx: QueryContext, rate: dict[str, float], gauge: dict[str, float]) -> QueryContext:
-    """``ctx`` with per-exporter ranges, keyed by the exporter names the catalog's enum carries."""
-    import dataclasses
-
-    keys = {getattr(k, "exporter_name", str(k)): k for k in _exporter_keys()}
+    """``ctx`` with per-exporter ranges, given by the exporters' short names."""
     return dataclasses.replace(
         ctx,
-        rate_ranges={keys[name]: s for name, s in rate.items()},
-        gauge_windows={keys[name]: s for name, s in gauge.items()},
+        rate_ranges={EXPORTERS[name]: s for name, s in rate.items()},
+        gauge_windows={EXPORTERS[name]: s for name, s in gauge.items()},
     )
-
-
-def _exporter_keys() -> list[object]:
-    sel = __import__("bottleneck_operator.telemetry.selectors", fromlist=["x"])
-    enum = getattr(sel, "Group", None)
-    if enum is not None:
-        return list(enum)
-    from bottleneck_operator.contract.signals import EXPORTERS
-
-    return list(EXPORTERS)
 
 
 def snapshot() -> dict[str, dict[str, str]]:
