@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 from tests.telemetry.catalog_snapshot import contexts, snapshot
 
-from bottleneck_operator.contract.signals import EXPORTERS, SIGNALS, Family, Kind, Layout, SignalSpec, signals_of
+from bottleneck_operator.contract.signals import (
+    EXPORTERS,
+    SIGNAL_NAMES,
+    SIGNALS,
+    Family,
+    Kind,
+    Layout,
+    SignalSpec,
+    signals_of,
+)
 from bottleneck_operator.simulation import dcgm
 from bottleneck_operator.telemetry import catalog
 
@@ -62,7 +71,8 @@ def test_one_enum_names_families_and_their_exporters() -> None:
         assert family.exporter_name == exporter.exporter_name and family.layout is exporter.layout
     assert Family.DCGM_PROF_SM.exporter is Family.DCGM and Family.NODE_PSI.exporter is Family.NODE
     assert Family.DCGM.layout is Layout.GPU and Family.CADVISOR_CFS.layout is Layout.CONTAINER
-    assert sum(len(signals_of(f)) for f in Family) == len(SIGNALS)
+    assert sum(len(signals_of(f, context=True)) for f in Family) == len(SIGNALS)
+    assert sum(len(signals_of(f)) for f in Family) == len(SIGNAL_NAMES)
 
 
 def test_a_counter_per_gpu_has_no_plain_read() -> None:

@@ -17,7 +17,7 @@ from tests.conftest import SIM_DURATION, SIM_SEED, SIM_START
 
 from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, feature_schema_hash
 from bottleneck_operator.analysis.model.classifier import METADATA_FILE, MODEL_DIR
-from bottleneck_operator.contract.signals import SIGNALS, Family
+from bottleneck_operator.contract.signals import CONTEXT_SIGNALS, SIGNAL_NAMES, SIGNALS, Family
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient, WindowRequest, fetch_windows
 from bottleneck_operator.telemetry.catalog import ENTRIES
@@ -80,6 +80,7 @@ def test_present_in_the_window_as_simulated(windows: list[tuple[Any, Any, Any]])
 def test_a_context_signal_leaves_the_feature_schema_alone() -> None:
     import json
 
+    assert "xid_code" in CONTEXT_SIGNALS and "xid_code" not in SIGNAL_NAMES  # not among the analysis' inputs
     assert not any(name.split(".")[0] == "xid_code" for name in FEATURE_NAMES)
     shipped = json.loads((MODEL_DIR / METADATA_FILE).read_text())
     assert shipped["feature_schema"] == feature_schema_hash()

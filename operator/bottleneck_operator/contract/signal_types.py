@@ -106,6 +106,9 @@ class SignalSpec:
         combine: how one pod's (one node's) series combine: "avg", "sum" or "max"; "" for the
             layout's own rule (GPU: avg, container: sum, pod and node: max).
         alternates: another exporter's metrics that stand in for it where they exist (the kubelet's PSI).
+        context: reported with the window but never read by the analysis: not among
+            :data:`~bottleneck_operator.contract.signals.SIGNAL_NAMES`, so the model's inputs (and
+            its feature schema) stay as they are.
         special: the query is hand-written in telemetry/ (a ratio, a bit test, a unit conversion,
             a join); it still takes its metric names from ``metrics``.
     """
@@ -120,6 +123,7 @@ class SignalSpec:
     matchers: tuple[Matcher, ...] = ()
     combine: str = ""
     alternates: tuple[str, ...] = ()
+    context: bool = False
     special: bool = False
 
     @property

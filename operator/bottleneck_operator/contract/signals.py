@@ -4,8 +4,9 @@ A signal is one time series per pod, aligned on the window's timestamps, in the 
 The data layer (``telemetry/``) derives its PromQL from a signal's declaration (its metrics, their
 kind and the label layout its family is published in) and writes by hand only the queries that are
 more than a plain read; the simulators (``simulation/``, ``scenarios/``) take the exporters' metric
-names from here; the analysis only ever sees signals. GPU signals are the mean over the pod's GPUs
-unless the declaration combines them otherwise.
+names from here; the analysis only ever sees signals, and only those of :data:`SIGNAL_NAMES`:
+context signals (:data:`CONTEXT_SIGNALS`) travel with the window for the reader, outside the model's
+inputs. GPU signals are the mean over the pod's GPUs unless the declaration combines them otherwise.
 
 Families group signals by the exporter (and exporter configuration) that provides them; any family
 may be absent on a given cluster, and the analysis must degrade gracefully. A family's exporter
@@ -319,16 +320,19 @@ _SPECS: tuple[SignalSpec, ...] = (
         f"{D}XID_ERRORS: the last XID error code, highest over the pod's GPUs (0: none since the driver loaded)",
         (f"{D}XID_ERRORS",),
         combine="max",
+        context=True,
     ),
 )
 
 SIGNALS: dict[str, SignalSpec] = {s.name: s for s in _SPECS}
-SIGNAL_NAMES: tuple[str, ...] = tuple(SIGNALS)
+# The signals the analysis reads, in the order of its raw arrays; context signals only travel with the window.
+SIGNAL_NAMES: tuple[str, ...] = tuple(s.name for s in _SPECS if not s.context)
+CONTEXT_SIGNALS: tuple[str, ...] = tuple(s.name for s in _SPECS if s.context)
 
 
-def signals_of(family: Family) -> tuple[str, ...]:
-    """Names of the signals that one family provides."""
-    return tuple(s.name for s in _SPECS if s.family is family)
+def signals_of(family: Family, *, context: bool = False) -> tuple[str, ...]:
+    """Names of the signals that one family provides to the analysis (``context``: its context signals too)."""
+    return tuple(s.name for s in _SPECS if s.family is family and (context or not s.context))
 
 
 def metrics_of(signal: str) -> tuple[str, ...]:
