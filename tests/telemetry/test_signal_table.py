@@ -88,3 +88,13 @@ def test_the_simulated_dcgm_exporter_names_its_fields_from_the_table() -> None:
     published = {name for table in tables for name in table}
     published |= {*dcgm.DCGM_POWER_CLOCKS, *dcgm.DCGM_POWER_CLOCKS_LEGACY, dcgm.NVLINK_TOTAL, dcgm.XID}
     assert published == declared
+
+
+def test_node_instances_merge_as_their_signals_combine() -> None:
+    # several node-exporter instances of one node: counts and byte rates add up, shares and rates of one device do not
+    summed = {name for name, how in catalog.MERGE.items() if how == "sum"}
+    assert summed == {
+        "node_cpus", catalog.INTERNAL_CPU_MODES, "node_disk_read_bps", "node_disk_reads_ps",
+        "node_net_rx_bps", "node_net_tx_bps", "ib_rx_bps", "ib_tx_bps",
+    }  # fmt: skip
+    assert set(catalog.MERGE.values()) == {"sum", "max"}

@@ -243,7 +243,6 @@ def _kubelet_psi_entry(signal: str) -> Entry:
     return Entry(KUBELET_PSI[signal], Family.CADVISOR, _kubelet_psi(signal))
 
 
-# Bytes/s of one unit of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (docs/telemetry.md, "What the signals mean").
 INTERNAL_UNAME = "_node_uname"  # which node-exporter instance is which node, per step
 
 # The signals whose query is more than a plain read (signal table: ``special``).
