@@ -75,6 +75,8 @@ SIGNAL_LABELS: Final[dict[str, str]] = {
     "sc_procs_running": "trainer processes running",
     "sc_procs_iowait": "trainer processes waiting on I/O",
     "sc_procs_busy": "trainer processes at a full core",
+    # context
+    "xid_code": "last GPU XID error code",
 }
 
 # Units as a reader writes them; "ratio" signals are shown as percentages.

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from bottleneck_operator.contract.signals import metrics_of
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.series import Series
 from bottleneck_operator.simulation.state import B, F, rounded
@@ -28,43 +29,58 @@ if TYPE_CHECKING:
 TRAINER = "trainer"
 _BUS_IDS = (0x07, 0x0F, 0x47, 0x4E, 0x87, 0x90, 0xB7, 0xBD)  # a DGX A100's GPU bus numbers
 
+
+def _field(signal: str, key: str, text: str, index: int = 0) -> tuple[str, tuple[str, str]]:
+    """One dcgm field: the ``index``-th metric the signal table reads ``signal`` from, its state key, its help."""
+    return metrics_of(signal)[index], (key, text)
+
+
 # dcgm field -> (state key, help text)
-DCGM_DEV = {
-    "DCGM_FI_DEV_GPU_UTIL": ("gpu_util", "GPU utilization (in %)."),
-    "DCGM_FI_DEV_MEM_COPY_UTIL": ("mem_copy_util", "Memory utilization (in %)."),
-    "DCGM_FI_DEV_FB_USED": ("fb_used", "Framebuffer memory used (in MiB)."),
-    "DCGM_FI_DEV_FB_FREE": ("fb_free", "Framebuffer memory free (in MiB)."),
-    "DCGM_FI_DEV_POWER_USAGE": ("power", "Power draw (in W)."),
-    "DCGM_FI_DEV_SM_CLOCK": ("sm_clock", "SM clock frequency (in MHz)."),
-}
-DCGM_SHIPPED = {
-    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": ("gr_engine_active", "Ratio of time the graphics engine is active."),
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": ("tensor_active", "Ratio of cycles the tensor (HMMA) pipe is active."),
-    "DCGM_FI_PROF_DRAM_ACTIVE": ("dram_active", "Ratio of cycles the device memory interface is active."),
-    "DCGM_FI_PROF_PCIE_TX_BYTES": ("pcie_tx", "The rate of data transmitted over the PCIe bus (bytes/s)."),
-    "DCGM_FI_PROF_PCIE_RX_BYTES": ("pcie_rx", "The rate of data received over the PCIe bus (bytes/s)."),
-}
-DCGM_FULL = {
-    "DCGM_FI_PROF_SM_ACTIVE": ("sm_active", "The ratio of cycles an SM has at least 1 warp assigned."),
-    "DCGM_FI_PROF_SM_OCCUPANCY": ("sm_occupancy", "The ratio of number of warps resident on an SM."),
-    "DCGM_FI_PROF_NVLINK_TX_BYTES": ("nvlink_tx", "The rate of data transmitted over NVLink (bytes/s)."),
-    "DCGM_FI_PROF_NVLINK_RX_BYTES": ("nvlink_rx", "The rate of data received over NVLink (bytes/s)."),
-}
-
-
-DCGM_PIPES = {
-    "DCGM_FI_PROF_PIPE_FP32_ACTIVE": ("fp32_active", "Ratio of cycles the fp32 pipes are active."),
-    "DCGM_FI_PROF_PIPE_FP16_ACTIVE": ("fp16_active", "Ratio of cycles the fp16 pipes are active."),
-}
-DCGM_POWER_CLOCKS = {
-    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit", "Power management limit (in W)."),
-    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("clock_reasons", "Current clock event reasons (bitmask)."),
-}
+DCGM_DEV = dict(
+    (
+        _field("gpu_util", "gpu_util", "GPU utilization (in %)."),
+        _field("mem_copy_util", "mem_copy_util", "Memory utilization (in %)."),
+        _field("fb_used_frac", "fb_used", "Framebuffer memory used (in MiB).", 0),
+        _field("fb_used_frac", "fb_free", "Framebuffer memory free (in MiB).", 1),
+        _field("power_w", "power", "Power draw (in W)."),
+        _field("sm_clock_mhz", "sm_clock", "SM clock frequency (in MHz)."),
+    )
+)
+DCGM_SHIPPED = dict(
+    (
+        _field("gr_engine_active", "gr_engine_active", "Ratio of time the graphics engine is active."),
+        _field("tensor_active", "tensor_active", "Ratio of cycles the tensor (HMMA) pipe is active."),
+        _field("dram_active", "dram_active", "Ratio of cycles the device memory interface is active."),
+        _field("pcie_tx_bps", "pcie_tx", "The rate of data transmitted over the PCIe bus (bytes/s)."),
+        _field("pcie_rx_bps", "pcie_rx", "The rate of data received over the PCIe bus (bytes/s)."),
+    )
+)
+DCGM_FULL = dict(
+    (
+        _field("sm_active", "sm_active", "The ratio of cycles an SM has at least 1 warp assigned."),
+        _field("sm_occupancy", "sm_occupancy", "The ratio of number of warps resident on an SM."),
+        _field("nvlink_tx_bps", "nvlink_tx", "The rate of data transmitted over NVLink (bytes/s)."),
+        _field("nvlink_rx_bps", "nvlink_rx", "The rate of data received over NVLink (bytes/s)."),
+    )
+)
+DCGM_PIPES = dict(
+    (
+        _field("fp32_active", "fp32_active", "Ratio of cycles the fp32 pipes are active."),
+        _field("fp16_active", "fp16_active", "Ratio of cycles the fp16 pipes are active."),
+    )
+)
+_POWER_LIMIT = _field("power_limit_w", "power_limit", "Power management limit (in W).")
+DCGM_POWER_CLOCKS = dict(
+    (_POWER_LIMIT, _field("clock_slowdown_frac", "clock_reasons", "Current clock event reasons (bitmask).", 0))
+)
 # The same field as releases built on a DCGM before 3.3 name it.
-DCGM_POWER_CLOCKS_LEGACY = {
-    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit", "Power management limit (in W)."),
-    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": ("clock_reasons", "Current clock throttle reasons (bitmask)."),
-}
+DCGM_POWER_CLOCKS_LEGACY = dict(
+    (_POWER_LIMIT, _field("clock_slowdown_frac", "clock_reasons", "Current clock throttle reasons (bitmask).", 1))
+)
+# Typed a counter in dcgm-exporter, yet an instantaneous rate (see _gpu_series).
+(NVLINK_TOTAL,) = metrics_of("nvlink_total_bps")
+# Published where a scenario injects XID errors (state key "xid"): the last XID code per GPU.
+(XID,) = metrics_of("xid_code")
 
 
 def dcgm_fields(env: Environment) -> dict[str, tuple[str, str]]:
@@ -109,10 +125,14 @@ def _gpu_series(
 ) -> Iterator[Series]:
     for name, (key, text) in fields.items():
         yield Series(name, "gauge", text, labels, values[key], "dcgm", up, scrape)
+    if "xid" in values:
+        yield Series(
+            XID, "gauge", "Value of the last XID error encountered.", labels, values["xid"], "dcgm", up, scrape
+        )
     # Typed a counter in dcgm-exporter (its name has no _total, so OpenMetrics calls it "unknown"), yet
     # the value is an instantaneous rate: a scraper that rate()s it gets garbage.
     yield Series(
-        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "unknown", "Total number of NVLink bandwidth counters for all lanes.",
+        NVLINK_TOTAL, "unknown", "Total number of NVLink bandwidth counters for all lanes.",
         labels, values["nvlink_total"], "dcgm", up, scrape,
     )  # fmt: skip
 
@@ -131,16 +151,17 @@ def dcgm_series(job: JobRecord) -> Iterator[Series]:
     up = st.up["dcgm"]
     node_ip = {nd.name: nd.ip for nd in job.nodes}
     fields = dcgm_fields(sc.env)
+    xid = "xid" in st.gpu
     for p, pod in enumerate(job.pods):
         for g in range(pod.gpu_count):
             idx = pod.first_gpu + g
             labels = _gpu_labels(idx, pod.node, pod.gpu_model, (job.namespace, pod.pod, TRAINER))
             scrape = {"instance": f"{node_ip[pod.node]}:9400", "job": "dcgm-exporter"}
             yield from _gpu_series(fields, labels, {key: st.gpu[key][p, g] for key in st.gpu}, up, scrape)
-    yield from _other_gpus_series(job, fields)
+    yield from _other_gpus_series(job, fields, xid)
 
 
-def _other_gpus_series(job: JobRecord, fields: dict[str, tuple[str, str]]) -> Iterator[Series]:
+def _other_gpus_series(job: JobRecord, fields: dict[str, tuple[str, str]], xid: bool) -> Iterator[Series]:
     """The GPUs of the job's nodes that the job does not use.
 
     dcgm-exporter reports every GPU of the node: the rest belong to neighbours' pods or to no pod
@@ -158,6 +179,8 @@ def _other_gpus_series(job: JobRecord, fields: dict[str, tuple[str, str]]) -> It
             owner = neighbours[idx % len(neighbours)] if neighbours and rng.random() < 0.7 else None
             busy = float(rng.uniform(0.3, 1.0)) if owner else 0.0
             values = _other_gpu(kind, busy, st.t.size, rng, kind.tdp_w * sc.env.power_cap)
+            if xid:  # the neighbours' GPUs had no XID error
+                values["xid"] = np.zeros(st.t.size)
             labels = _gpu_labels(idx, nd.name, kind.model_name, (owner[0], owner[1], "worker") if owner else None)
             yield from _gpu_series(fields, labels, values, st.up["dcgm"], scrape)
 

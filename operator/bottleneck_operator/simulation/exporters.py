@@ -19,10 +19,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bottleneck_operator import __version__
+from bottleneck_operator.contract.names import COLLECTOR_METRIC_PREFIX
 from bottleneck_operator.simulation import catalog as cat
 from bottleneck_operator.simulation.dcgm import TRAINER, dcgm_fields, dcgm_series
-from bottleneck_operator.simulation.series import Series, SeriesMaker, series_maker
+from bottleneck_operator.simulation.series import Series, SeriesMaker, series_maker, table_metric
 from bottleneck_operator.simulation.state import CPU_MODES, F
+
+_m = table_metric  # every series below is named through the signal table
+
+
+def _sc(signal: str, index: int = 0) -> str:
+    return table_metric(signal, index, strip=COLLECTOR_METRIC_PREFIX)
+
 
 if TYPE_CHECKING:
     from bottleneck_operator.simulation.record import JobRecord
@@ -68,7 +76,7 @@ def _node_cpu(s: SeriesMaker, cpu_total: F, ncpu: int, rng: np.random.Generator)
     per_cpu = cpu_total[None] / ncpu * weights
     for c in range(ncpu):
         for m, mode in enumerate(CPU_MODES):
-            yield s("node_cpu_seconds_total", "counter", "Seconds the CPUs spent in each mode.",
+            yield s(_m("node_cpus"), "counter", "Seconds the CPUs spent in each mode.",
                     per_cpu[c, m], {"cpu": str(c), "mode": mode})  # fmt: skip
 
 
@@ -76,36 +84,36 @@ def _node_disk_memory(s: SeriesMaker, job: JobRecord, j: int, devices: list[str]
     st = job.state
     for d, dev in enumerate(devices):
         lab = {"device": dev}
-        yield s("node_disk_read_bytes_total", "counter", "The total number of bytes read successfully.",
+        yield s(_m("node_disk_read_bps"), "counter", "The total number of bytes read successfully.",
                 st.node["disk_read_c"][j, d], lab)  # fmt: skip
-        yield s("node_disk_reads_completed_total", "counter", "The total number of reads completed successfully.",
+        yield s(_m("node_disk_reads_ps"), "counter", "The total number of reads completed successfully.",
                 st.node["disk_reads_c"][j, d], lab)  # fmt: skip
-        yield s("node_disk_io_time_seconds_total", "counter", "Total seconds spent doing I/Os.",
+        yield s(_m("node_disk_busy_frac"), "counter", "Total seconds spent doing I/Os.",
                 st.node["disk_io_time_c"][j, d], lab)  # fmt: skip
     mem = {
-        "node_memory_MemAvailable_bytes": "mem_avail", "node_memory_MemTotal_bytes": "mem_total",
-        "node_memory_SwapTotal_bytes": "swap_total", "node_memory_SwapFree_bytes": "swap_free",
+        _m("node_mem_avail_frac"): "mem_avail", _m("node_mem_avail_frac", 1): "mem_total",
+        _m("node_swap_used_frac", 1): "swap_total", _m("node_swap_used_frac"): "swap_free",
     }  # fmt: skip
     for name, key in mem.items():
         yield s(name, "gauge", f"Memory information field {name[12:]}.", st.node[key][j])
-    yield s("node_vmstat_pgmajfault", "unknown", "/proc/vmstat information field pgmajfault.", st.node["majfault_c"][j])
+    yield s(_m("node_majfault_ps"), "unknown", "/proc/vmstat information field pgmajfault.", st.node["majfault_c"][j])
 
 
 def _node_network_psi(s: SeriesMaker, job: JobRecord, j: int) -> Iterator[Series]:
     st = job.state
     sc = job.params
     lo = np.cumsum(np.full(st.t.size, 3e4 * sc.scrape_interval)) + 1e9
-    for name, key in (("receive", "net_rx_c"), ("transmit", "net_tx_c")):
+    for name, key, signal in (("receive", "net_rx_c", "node_net_rx_bps"), ("transmit", "net_tx_c", "node_net_tx_bps")):
         text = f"Network device statistic {name}_bytes."
-        yield s(f"node_network_{name}_bytes_total", "counter", text, st.node[key][j], {"device": "eth0"})
-        yield s(f"node_network_{name}_bytes_total", "counter", text, lo, {"device": "lo"})
+        yield s(_m(signal), "counter", text, st.node[key][j], {"device": "eth0"})
+        yield s(_m(signal), "counter", text, lo, {"device": "lo"})
     if sc.env.node_psi:
         psi = (
-            ("node_pressure_cpu_waiting_seconds_total", "psi_cpu_some_c", "CPU"),
-            ("node_pressure_io_waiting_seconds_total", "psi_io_some_c", "IO"),
-            ("node_pressure_io_stalled_seconds_total", "psi_io_full_c", "IO"),
-            ("node_pressure_memory_waiting_seconds_total", "psi_mem_some_c", "memory"),
-            ("node_pressure_memory_stalled_seconds_total", "psi_mem_full_c", "memory"),
+            (_m("node_psi_cpu_some"), "psi_cpu_some_c", "CPU"),
+            (_m("node_psi_io_some"), "psi_io_some_c", "IO"),
+            (_m("node_psi_io_full"), "psi_io_full_c", "IO"),
+            (_m("node_psi_mem_some"), "psi_mem_some_c", "memory"),
+            (_m("node_psi_mem_full"), "psi_mem_full_c", "memory"),
         )
         for name, key, what in psi:
             yield s(name, "counter", f"Total time in seconds that processes have waited for {what}.", st.node[key][j])
@@ -117,9 +125,9 @@ def _node_infiniband(s: SeriesMaker, job: JobRecord, j: int) -> Iterator[Series]
     st = job.state
     for port in range(job.params.env.ib_ports):
         lab = {"device": f"mlx5_{port}", "port": "1"}
-        yield s("node_infiniband_port_data_received_bytes_total", "counter",
+        yield s(_m("ib_rx_bps"), "counter",
                 "Number of data octets received on all links", st.node["ib_rx_c"][j, port], lab)  # fmt: skip
-        yield s("node_infiniband_port_data_transmitted_bytes_total", "counter",
+        yield s(_m("ib_tx_bps"), "counter",
                 "Number of data octets transmitted on all links", st.node["ib_tx_c"][j, port], lab)  # fmt: skip
 
 
@@ -170,11 +178,11 @@ def _pod_cadvisor(job: JobRecord, p: int, scrape: dict[str, str], dev: str) -> I
     for labels, cpu, ws, limit, cpu_limit in [*containers, (pod_level, cpu_sum, ws_sum, np.zeros(n), None)]:
         s = series_maker("cadvisor", up=st.up["cadvisor"], scrape=scrape, base=labels)
 
-        yield s("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed in seconds.", cpu)
-        yield s("container_memory_working_set_bytes", "gauge", "Current working set in bytes.", ws)
-        yield s("container_spec_memory_limit_bytes", "gauge", "Memory limit for the container.", limit)
+        yield s(_m("cpu_cores"), "counter", "Cumulative cpu time consumed in seconds.", cpu)
+        yield s(_m("mem_working_set_bytes"), "gauge", "Current working set in bytes.", ws)
+        yield s(_m("mem_limit_bytes"), "gauge", "Memory limit for the container.", limit)
         if labels is trainer:
-            yield s("container_fs_reads_bytes_total", "counter", "Cumulative count of bytes read",
+            yield s(_m("fs_read_bps"), "counter", "Cumulative count of bytes read",
                     st.pod["fs_read_c"][p], {"device": dev})  # fmt: skip
         if cpu_limit is not None:
             yield from _cfs_series(s, job, p if labels is trainer else None, cpu_limit)
@@ -192,8 +200,8 @@ def _cfs_series(s: SeriesMaker, job: JobRecord, p: int | None, cpu_limit: float)
     else:  # the collector: quiet, seldom throttled
         periods = np.cumsum(np.full(n, 10.0 * 0.3 * job.params.scrape_interval))
         thr, thr_s = periods * 0.002, periods * 1e-5
-    yield s("container_cpu_cfs_periods_total", "counter", "Number of elapsed enforcement period intervals.", periods)
-    yield s("container_cpu_cfs_throttled_periods_total", "counter", "Number of throttled period intervals.", thr)
+    yield s(_m("cpu_throttled_frac", 1), "counter", "Number of elapsed enforcement period intervals.", periods)
+    yield s(_m("cpu_throttled_frac"), "counter", "Number of throttled period intervals.", thr)
     yield s("container_cpu_cfs_throttled_seconds_total", "counter", "Total time duration the container has been throttled.", thr_s)  # fmt: skip
 
 
@@ -207,9 +215,9 @@ def _neighbour_cadvisor(job: JobRecord) -> Iterator[Series]:
             cid = f"{zlib.crc32(pod_name.encode()):08x}" * 8
             labels = {"namespace": ns, "pod": pod_name, "container": "worker",
                       "id": f"/kubepods.slice/kubepods-besteffort.slice/{cid}", "image": "busybox", "name": cid}  # fmt: skip
-            yield Series("container_cpu_usage_seconds_total", "counter", "Cumulative cpu time consumed in seconds.",
+            yield Series(_m("cpu_cores"), "counter", "Cumulative cpu time consumed in seconds.",
                          labels, st.neighbours["cpu_c"][j, k], "cadvisor", up, scrape)  # fmt: skip
-            yield Series("container_memory_working_set_bytes", "gauge", "Current working set in bytes.",
+            yield Series(_m("mem_working_set_bytes"), "gauge", "Current working set in bytes.",
                          labels, st.neighbours["ws"][j, k], "cadvisor", up, scrape)  # fmt: skip
 
 
@@ -248,7 +256,7 @@ def ksm_series(job: JobRecord) -> Iterator[Series]:
             limits += [(SIDECAR, "cpu", "core", SIDECAR_CPU_LIMIT), (SIDECAR, "memory", "byte", SIDECAR_MEM_LIMIT)]
         for container, resource, unit, value in limits:
             labels = {**base, "container": container, "resource": resource, "unit": unit}
-            yield Series("kube_pod_container_resource_limits", "gauge", lim, labels, ones * value, "ksm", up, scrape)
+            yield Series(_m("cpu_limit_cores"), "gauge", lim, labels, ones * value, "ksm", up, scrape)
     for j, nd in enumerate(job.nodes):
         for ns, pod_name, owner in job.neighbours[j] if job.neighbours else ():
             yield Series("kube_pod_info", "gauge", info, {
@@ -325,37 +333,40 @@ def sidecar_series(job: JobRecord) -> Iterator[Series]:
         base = {"namespace": job.namespace, "pod": pod.pod, "node": pod.node}
         scrape = {"instance": f"{pod.ip}:9105", "job": "bottleneck-collector"}
 
-        s = series_maker("sidecar", up, scrape, base, prefix="bottleneck_sidecar_")
+        s = series_maker("sidecar", up, scrape, base, prefix=COLLECTOR_METRIC_PREFIX)
 
         yield s("info", "gauge", "The collector's data source and version.", np.ones(n),
                 {"source": "cgroup2", "version": __version__})  # fmt: skip
-        yield s(
-            "cpu_usage_seconds_total", "counter", "Pod cgroup CPU time.", st.pod["cpu_c"][p] + st.pod["cpu_sc_c"][p]
-        )
+        yield s(_sc("sc_cpu_cores"), "counter", "Pod cgroup CPU time.", st.pod["cpu_c"][p] + st.pod["cpu_sc_c"][p])
         if sc.cpu_limit is not None:
-            yield s("cpu_periods_total", "counter", "cpu.stat nr_periods.", st.pod["cfs_periods_c"][p])
-            yield s("cpu_throttled_periods_total", "counter", "cpu.stat nr_throttled.", st.pod["cfs_throttled_c"][p])
+            yield s(_sc("sc_throttled_frac", 1), "counter", "cpu.stat nr_periods.", st.pod["cfs_periods_c"][p])
+            yield s(_sc("sc_throttled_frac"), "counter", "cpu.stat nr_throttled.", st.pod["cfs_throttled_c"][p])
             yield s(
                 "cpu_throttled_seconds_total", "counter", "cpu.stat throttled_usec.", st.pod["cfs_throttled_s_c"][p]
             )
         for res, some, _ in SIDECAR_PSI:
-            yield s("pressure_waiting_seconds_total", "counter", "PSI some total.", st.pod[some][p], {"resource": res})
+            yield s(_sc("sc_psi_cpu_some"), "counter", "PSI some total.", st.pod[some][p], {"resource": res})
         for res, _, full in SIDECAR_PSI:
-            yield s("pressure_stalled_seconds_total", "counter", "PSI full total.", st.pod[full][p], {"resource": res})
-        yield s("io_read_bytes_total", "counter", "io.stat rbytes.", st.pod["fs_read_c"][p])
+            yield s(_sc("sc_psi_io_full"), "counter", "PSI full total.", st.pod[full][p], {"resource": res})
+        yield s(_sc("sc_io_read_bps"), "counter", "io.stat rbytes.", st.pod["fs_read_c"][p])
         yield s("io_write_bytes_total", "counter", "io.stat wbytes.", st.pod["fs_read_c"][p] * 0.02)
         yield s("io_reads_total", "counter", "io.stat rios.", st.pod["fs_reads_c"][p])
         yield s("memory_current_bytes", "gauge", "memory.current.", st.pod["mem_current"][p])
         if sc.env.mem_limit_bytes:
-            yield s("memory_max_bytes", "gauge", "memory.max.", np.full(n, sc.env.mem_limit_bytes + SIDECAR_MEM_LIMIT))
-        yield s("memory_major_faults_total", "counter", "memory.stat pgmajfault.", st.pod["majfault_c"][p])
+            yield s(
+                _sc("mem_limit_bytes", 2),
+                "gauge",
+                "memory.max.",
+                np.full(n, sc.env.mem_limit_bytes + SIDECAR_MEM_LIMIT),
+            )
+        yield s(_sc("sc_majfault_ps"), "counter", "memory.stat pgmajfault.", st.pod["majfault_c"][p])
         if sc.env.swapins_counted:  # kernels >= 6.15 count swap-ins per cgroup
-            yield s("memory_swapins_total", "counter", "memory.stat pswpin.", st.pod["swapin_c"][p])
-        yield s("memory_oom_kills_total", "counter", "memory.events oom_kill.", st.pod["oom_c"][p])
+            yield s(_sc("sc_swapin_ps"), "counter", "memory.stat pswpin.", st.pod["swapin_c"][p])
+        yield s(_sc("sc_oom_kills"), "counter", "memory.events oom_kill.", st.pod["oom_c"][p])
         for state, key in (("running", "procs_running"), ("iowait", "procs_iowait"), ("sleeping", "procs_sleeping")):
-            yield s("processes", "gauge", "Trainer processes by state.", st.pod[key][p], {"state": state})
+            yield s(_sc("sc_procs_running"), "gauge", "Trainer processes by state.", st.pod[key][p], {"state": state})
         if counts_busy_processes(job.name):
-            yield s("busy_processes", "gauge", "Processes at a full core.", st.pod["procs_busy"][p])
+            yield s(_sc("sc_procs_busy"), "gauge", "Processes at a full core.", st.pod["procs_busy"][p])
 
 
 EXPORTER_SERIES = {

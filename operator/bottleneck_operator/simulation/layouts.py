@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
+from bottleneck_operator.contract.signals import metrics_of
 from bottleneck_operator.simulation.exporters import job_series, kubelet_psi_series
 from bottleneck_operator.simulation.openmetrics import format_timestamps, write_series
 from bottleneck_operator.simulation.series import Series
@@ -42,7 +43,7 @@ NODE_EXPORTER_DS = "kube-prometheus-stack-prometheus-node-exporter"
 RESOURCE_PATH = "/metrics/resource"
 _WORKLOAD = ("namespace", "pod", "container")
 # kubelet's /metrics/resource endpoint serves these two under the same names as cAdvisor.
-_RESOURCE_METRICS = frozenset({"container_cpu_usage_seconds_total", "container_memory_working_set_bytes"})
+_RESOURCE_METRICS = frozenset({*metrics_of("cpu_cores"), *metrics_of("mem_working_set_bytes")})
 _CONSTANT = ("kube_", "_info")  # presence and limits: the same in both clusters
 
 
@@ -157,7 +158,7 @@ def multi_cluster(series: Iterable[Series]) -> Iterator[Series]:
 def nvlink_implausible(series: Iterable[Series]) -> Iterator[Series]:
     """NVLink read in the wrong unit (DEV counter x1024) and PROF NVLink fields stuck at 0."""
     for s in series:
-        if s.name == "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL":
+        if s.name in metrics_of("nvlink_total_bps"):
             yield dataclasses.replace(s, values=s.values * 1024.0)
         elif s.name.startswith("DCGM_FI_PROF_NVLINK_"):
             yield dataclasses.replace(s, values=np.zeros_like(s.values))

@@ -15,7 +15,9 @@ the scrape interval rounded to the second as the data layer's estimate is):
   ``lo``, disk busy the busiest device, RDMA bytes summed over the adapters' ports),
   ``node_cpu_*_frac`` shares of all modes' CPU time;
 - ``clock_slowdown_frac`` is the share of the pod's GPUs whose latest clock-event reasons carry a
-  slowdown bit (0x4, 0x8, 0x20, 0x40 or 0x80), as the catalog's PromQL tests them.
+  slowdown bit (0x4, 0x8, 0x20, 0x40 or 0x80), as the catalog's PromQL tests them;
+- ``xid_code``, where a scenario injects XID errors (state key ``xid``), the highest of the pod's GPUs'
+  last XID codes.
 """
 
 from __future__ import annotations
@@ -133,6 +135,8 @@ def _pod_signals(job: JobRecord, p: int, smp: dict[str, _Sampler], fields: set[s
         sig[name] = d.gauge(st.gpu[key][p]).mean(axis=0) * scale
     if "clock_reasons" in fields:
         sig["clock_slowdown_frac"] = _slowed_share(d.gauge(st.gpu["clock_reasons"][p]))
+    if "xid" in st.gpu:
+        sig["xid_code"] = d.gauge(st.gpu["xid"][p]).max(axis=0)
     used, free = d.gauge(st.gpu["fb_used"][p]), d.gauge(st.gpu["fb_free"][p])
     sig["fb_used_frac"] = _ratio(used, used + free).max(axis=0)
     sig["nvlink_total_bps"] = d.gauge(st.gpu["nvlink_total"][p]).mean(axis=0) * cat.NVLINK_TOTAL_UNIT_BYTES

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bottleneck_operator.contract.signals import metrics_of
 from bottleneck_operator.simulation.state import B, F
 
 
@@ -36,3 +37,8 @@ def series_maker(exporter: str, up: B, scrape: dict[str, str], base: dict[str, s
         return Series(prefix + name, kind, text, {**base, **(extra or {})}, values, exporter, up, scrape)
 
     return make
+
+
+def table_metric(signal: str, index: int = 0, *, strip: str = "") -> str:
+    """The ``index``-th exporter metric the signal table reads ``signal`` from, less the prefix ``strip``."""
+    return metrics_of(signal)[index].removeprefix(strip)

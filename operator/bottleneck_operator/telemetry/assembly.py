@@ -11,14 +11,13 @@ from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.contract.window import DataQuality, FloatArray, JobWindow, PodWindow, SignalBlock
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
-from bottleneck_operator.telemetry import selectors as sq
 from bottleneck_operator.telemetry.grid import Grid
 from bottleneck_operator.telemetry.plausibility import drop_implausible_nvlink
 from bottleneck_operator.telemetry.store import MODE_PREFIX, Pod, PodKey, Store, WindowRequest
 
 _NODE_FAMILIES = (Family.NODE, Family.NODE_PSI, Family.NODE_IB)  # node-exporter's
 # Preference when one scrape interval must describe the window: the GPU series matter most.
-_INTERVAL_PREFERENCE = (sq.Group.DCGM, sq.Group.CADVISOR, sq.Group.SIDECAR, sq.Group.NODE, sq.Group.KSM)
+_INTERVAL_PREFERENCE = (Family.DCGM, Family.CADVISOR, Family.SIDECAR, Family.NODE, Family.KSM)
 
 
 def assemble(req: WindowRequest, grid: Grid, store: Store) -> JobWindow:
@@ -203,7 +202,7 @@ def _scrape_interval(store: Store, pods: Sequence[PodWindow], ns: str) -> float 
     """The Job's own sample spacing: its pods' estimates of the most relevant exporter."""
     for group in _INTERVAL_PREFERENCE:
         found = store.intervals.get(group, {})
-        keys: list[object] = [p.node for p in pods] if group is sq.Group.NODE else [(ns, p.pod) for p in pods]
+        keys: list[object] = [p.node for p in pods] if group is Family.NODE else [(ns, p.pod) for p in pods]
         values = [found[k] for k in keys if k in found]
         if values:
             return round(statistics.median(values), 3)

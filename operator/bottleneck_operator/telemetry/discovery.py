@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
+from bottleneck_operator.contract.signals import Family, metrics_of
 from bottleneck_operator.telemetry.catalog import node_names, tag
 from bottleneck_operator.telemetry.names import add_matchers, quote, regex_alternation
-from bottleneck_operator.telemetry.selectors import GROUP_LABEL, Group, QueryContext, duration, sel
+from bottleneck_operator.telemetry.selectors import GROUP_LABEL, QueryContext, duration, sel
 
 # The ``created_by_kind`` of pods that belong to a profiled workload directly: batch/v1 Jobs, and
 # the Kubeflow Training Operator's PyTorchJob and MPIJob (which create their pods themselves).
@@ -99,18 +100,18 @@ def lifetime_selectors(namespace: str, job: str, matchers: Sequence[str] = ()) -
     return add_matchers(owned, matchers), add_matchers(orphan, matchers)
 
 
-def _interval_probe(group: Group, c: QueryContext) -> tuple[str, str]:
+def _interval_probe(group: Family, c: QueryContext) -> tuple[str, str]:
     """(selector, by-labels) of the series whose spacing gives a group's scrape interval."""
-    if group is Group.DCGM:
-        return c.dcgmsel("DCGM_FI_DEV_FB_USED"), c.dcgm_by
-    if group is Group.CADVISOR:
-        return c.containersel("container_cpu_usage_seconds_total"), "namespace, pod"
-    if group is Group.KSM:
+    if group is Family.DCGM:
+        return c.dcgmsel(metrics_of("fb_used_frac")[0]), c.dcgm_by
+    if group is Family.CADVISOR:
+        return c.containersel(*metrics_of("cpu_cores")), "namespace, pod"
+    if group is Family.KSM:
         return c.podsel("kube_pod_info"), "namespace, pod"
-    if group is Group.SIDECAR:
+    if group is Family.SIDECAR:
         return c.podsel("bottleneck_sidecar_info"), "namespace, pod"
     if c.node_label:
-        return sel("node_memory_MemTotal_bytes", f"{c.node_label}=~{quote(c.nodes)}"), c.node_label
+        return sel(metrics_of("node_mem_avail_frac")[1], f"{c.node_label}=~{quote(c.nodes)}"), c.node_label
     if c.labels.node_exporter_join == "pod":
         # Per exporter pod; _to_nodes() places them on their nodes.
         return sel("node_uname_info", 'pod!=""'), "namespace, pod"
@@ -136,7 +137,7 @@ def probe_windows(start: float, end: float, step: float) -> tuple[int, float, fl
     return k, spacing, min(spacing, 600.0)
 
 
-def interval_query(groups: Iterable[Group], ctx: QueryContext, start: float, end: float, step: float) -> str:
+def interval_query(groups: Iterable[Family], ctx: QueryContext, start: float, end: float, step: float) -> str:
     """Seconds between samples per pod (per node for node-exporter), as an instant query at ``end``.
 
     For each series and sub-window: (time of its last sample - time of the last sample before it)
@@ -177,9 +178,9 @@ def interval_query(groups: Iterable[Group], ctx: QueryContext, start: float, end
             upper = f"({last} - {lo:.3f}) / (({count} - 1) > 0)"
             pieces.append(tag(f"quantile by ({by}) (0.5, ({exact}) or ({upper}))", "bn_sub", str(i)))
         estimate = f"min by ({by}) ({' or '.join(pieces)})"
-        if g is Group.NODE and not ctx.node_label and ctx.labels.node_exporter_join == "pod":
+        if g is Family.NODE and not ctx.node_label and ctx.labels.node_exporter_join == "pod":
             estimate = _to_nodes(estimate, ctx, max(end - start, step) + LOOKBACK_DELTA)
-        parts.append(tag(estimate, GROUP_LABEL, g.value))
+        parts.append(tag(estimate, GROUP_LABEL, g.exporter_name))
     return add_matchers(" or ".join(parts), ctx.labels.selector_matchers)
 
 

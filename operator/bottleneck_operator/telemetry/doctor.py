@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Gauge
 
+from bottleneck_operator.contract.signals import CLOCK_REASONS, SIGNALS, metrics_of
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.settings import LabelSettings, Settings
 from bottleneck_operator.telemetry import scrapes
-from bottleneck_operator.telemetry.catalog import CLOCK_REASONS, tag
+from bottleneck_operator.telemetry.catalog import tag
 from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.layouts import Layout, detect, with_matchers
 from bottleneck_operator.telemetry.names import add_matchers, quote, validate_k8s_name
@@ -89,23 +90,27 @@ def _queries(labels: LabelSettings, namespace: str | None) -> dict[str, tuple[st
     ns = [f"namespace={quote(namespace)}"] if namespace else []
     dcgm_ns = [f"{labels.dcgm_namespace_label}={quote(namespace)}"] if namespace else []
     mapped = [f'{labels.dcgm_pod_label}!=""', *dcgm_ns]
+
+    def m(signal: str, index: int = 0) -> str:  # the signal table's name of the probed metric
+        return metrics_of(signal)[index]
+
     return {
-        "dcgm_dev": (sel("DCGM_FI_DEV_GPU_UTIL", *mapped), "interval"),
-        "dcgm_fb": (sel("DCGM_FI_DEV_FB_USED", *mapped), "interval"),
-        "dcgm_shipped": (sel("DCGM_FI_PROF_GR_ENGINE_ACTIVE", *mapped), "present"),
-        "dcgm_sm": (sel("DCGM_FI_PROF_SM_ACTIVE", *mapped), "present"),
-        "dcgm_nvlink": (sel("DCGM_FI_PROF_NVLINK_TX_BYTES", *mapped), "present"),
-        "dcgm_pipes": (sel("DCGM_FI_PROF_PIPE_FP32_ACTIVE", *mapped), "present"),
-        "dcgm_power_limit": (sel("DCGM_FI_DEV_POWER_MGMT_LIMIT", *mapped), "present"),
+        "dcgm_dev": (sel(m("gpu_util"), *mapped), "interval"),
+        "dcgm_fb": (sel(m("fb_used_frac"), *mapped), "interval"),
+        "dcgm_shipped": (sel(m("gr_engine_active"), *mapped), "present"),
+        "dcgm_sm": (sel(m("sm_active"), *mapped), "present"),
+        "dcgm_nvlink": (sel(m("nvlink_tx_bps"), *mapped), "present"),
+        "dcgm_pipes": (sel(m("fp32_active"), *mapped), "present"),
+        "dcgm_power_limit": (sel(m("power_limit_w"), *mapped), "present"),
         **{f"dcgm_reasons_{i}": (sel(name, *mapped), "present") for i, name in enumerate(CLOCK_REASONS)},
         "ksm": (sel("kube_pod_info", *ns), "interval"),
-        "ksm_limits": (sel("kube_pod_container_resource_limits", *ns), "present"),
-        "cadvisor": (sel("container_cpu_usage_seconds_total", 'container!=""', *ns), "interval"),
-        "cadvisor_cfs": (sel("container_cpu_cfs_periods_total", *ns), "present"),
-        "cadvisor_psi": (sel("container_pressure_cpu_waiting_seconds_total", 'pod!=""', *ns), "present"),
-        "node": (sel("node_cpu_seconds_total", 'mode="idle"'), "interval"),
-        "node_psi": (sel("node_pressure_cpu_waiting_seconds_total"), "present"),
-        "node_ib": (sel("node_infiniband_port_data_received_bytes_total"), "present"),
+        "ksm_limits": (sel(m("cpu_limit_cores"), *ns), "present"),
+        "cadvisor": (sel(m("cpu_cores"), 'container!=""', *ns), "interval"),
+        "cadvisor_cfs": (sel(m("cpu_throttled_frac", 1), *ns), "present"),
+        "cadvisor_psi": (sel(*SIGNALS["sc_psi_cpu_some"].alternates, 'pod!=""', *ns), "present"),
+        "node": (sel(m("node_cpus"), 'mode="idle"'), "interval"),
+        "node_psi": (sel(m("node_psi_cpu_some")), "present"),
+        "node_ib": (sel(m("ib_rx_bps")), "present"),
         "sidecar": (sel("bottleneck_sidecar_info", *ns), "interval"),
     }
 

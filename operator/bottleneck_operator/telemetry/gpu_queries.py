@@ -1,29 +1,33 @@
-"""The DCGM side of the query catalog: dcgm-exporter's per-GPU fields averaged per pod, its clock-event
+"""The DCGM side of the query catalog: dcgm-exporter's per-GPU fields combined per pod, its clock-event
 reasons tested bit by bit, framebuffer and NVLink read as what dcgm-exporter really publishes.
+
+Every metric name comes from the signal table (contract/signals.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from bottleneck_operator.contract.signals import CLOCK_REASONS as CLOCK_REASONS
+from bottleneck_operator.contract.signals import Family, SignalSpec, metrics_of
 from bottleneck_operator.telemetry.names import quote
-from bottleneck_operator.telemetry.selectors import Group, QueryContext, sel
+from bottleneck_operator.telemetry.selectors import QueryContext, sel
 
 # DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL's unit: 1000 KiB/s (see nvlink_total).
 NVLINK_TOTAL_UNIT_BYTES = 1.024e6
+# FB_USED exists on every GPU, MIG instances included (GPU_UTIL does not under MIG): it counts GPUs.
+FB_USED, FB_FREE = metrics_of("fb_used_frac")
 
 
-def dcgm_avg(metric: str, scale: float = 1.0) -> Callable[[QueryContext], str]:
+def dcgm_gauge(spec: SignalSpec) -> Callable[[QueryContext], str]:
+    """A plain per-GPU gauge, combined over the pod's GPUs as the signal declares (mean by default)."""
+    metric, how, scale = spec.metric, spec.how, spec.scale
+
     def build(c: QueryContext) -> str:
-        expr = f"avg by ({c.dcgm_by}) ({c.last(Group.DCGM, c.dcgmsel(metric))})"
+        expr = f"{how} by ({c.dcgm_by}) ({c.last(Family.DCGM, c.dcgmsel(metric))})"
         return f"{expr} / {scale:g}" if scale != 1.0 else expr
 
     return build
-
-
-# dcgm-exporter's name for NVML's clock-event reasons (DCGM >= 3.3) and the name releases built on an
-# older DCGM publish the same field (112) under; a counters file lists the one its release knows.
-CLOCK_REASONS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
 
 
 def slowdown_test(x: str) -> str:
@@ -39,30 +43,30 @@ def slowdown_test(x: str) -> str:
 def clock_slowdown(c: QueryContext) -> str:
     # One series per GPU after the test (arithmetic drops the metric name): where a GPU carries both
     # names (an exporter upgraded mid-window), ``or`` keeps the newer name's sample.
-    tests = [slowdown_test(c.last(Group.DCGM, c.dcgmsel(name))) for name in CLOCK_REASONS]
+    tests = [slowdown_test(c.last(Family.DCGM, c.dcgmsel(name))) for name in metrics_of("clock_slowdown_frac")]
     return f"avg by ({c.dcgm_by}) ({' or '.join(tests)})"
 
 
 def fb_used_frac(c: QueryContext) -> str:
-    used = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_FB_USED"))
-    free = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_FB_FREE"))
+    used = c.last(Family.DCGM, c.dcgmsel(FB_USED))
+    free = c.last(Family.DCGM, c.dcgmsel(FB_FREE))
     return f"max by ({c.dcgm_by}) ({used} / ({used} + {free}))"
 
 
 def nvlink_total(c: QueryContext) -> str:
     # Typed a counter, but DCGM publishes an instantaneous TX+RX rate in units of 1000 KiB/s (its cache
     # manager divides the NVML KiB delta by the interval, then by 1000): read it as a gauge, never rate().
-    gauge = c.last(Group.DCGM, c.dcgmsel("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"))
+    (metric,) = metrics_of("nvlink_total_bps")
+    gauge = c.last(Family.DCGM, c.dcgmsel(metric))
     return f"avg by ({c.dcgm_by}) ({gauge}) * {NVLINK_TOTAL_UNIT_BYTES:g}"
 
 
 def gpus(c: QueryContext) -> str:
-    # FB_USED exists on every GPU, MIG instances included (GPU_UTIL does not under MIG).
-    per_gpu = f"group by ({c.dcgm_by}, modelName, gpu, UUID, GPU_I_ID) ({c.last(Group.DCGM, c.dcgmsel('DCGM_FI_DEV_FB_USED'))})"
+    per_gpu = f"group by ({c.dcgm_by}, modelName, gpu, UUID, GPU_I_ID) ({c.last(Family.DCGM, c.dcgmsel(FB_USED))})"
     return f"count by ({c.dcgm_by}, modelName) ({per_gpu})"
 
 
 def unmapped_gpus(c: QueryContext) -> str:
     host = c.dcgm_hostname_label
-    series = sel("DCGM_FI_DEV_FB_USED", f"{host}=~{quote(c.nodes)}", f'{c.dcgm_pod_label}=""')
-    return f"count by ({host}) ({c.last(Group.DCGM, series)})"
+    series = sel(FB_USED, f"{host}=~{quote(c.nodes)}", f'{c.dcgm_pod_label}=""')
+    return f"count by ({host}) ({c.last(Family.DCGM, series)})"

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from bottleneck_operator.telemetry.selectors import Group
+from bottleneck_operator.contract.signals import Family
 
 DEFAULT_TTL = 600.0
 # Kept entries at most; beyond it the oldest go first (a cluster's churn cannot grow it unbounded).
@@ -38,13 +38,13 @@ class IntervalCache:
         self.ttl = ttl
         self._clock = clock
         # (group, unit) -> (seconds, or 0.0 for "no series"; expiry time); insertion order = age
-        self._entries: dict[tuple[Group, object], tuple[float, float]] = {}
+        self._entries: dict[tuple[Family, object], tuple[float, float]] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, group: Group, unit: object) -> float | None:
+    def get(self, group: Family, unit: object) -> float | None:
         """The kept estimate (0.0: the unit has no series of this exporter), or None when unknown or expired."""
         with self._lock:
             found = self._entries.get((group, unit))
@@ -55,7 +55,7 @@ class IntervalCache:
                 return None
             return found[0]
 
-    def put(self, group: Group, unit: object, seconds: float) -> None:
+    def put(self, group: Family, unit: object, seconds: float) -> None:
         """Keep an estimate (0.0 or less: no series) for :attr:`ttl` seconds."""
         key = (group, unit)
         with self._lock:

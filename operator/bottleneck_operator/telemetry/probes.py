@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from bottleneck_operator.contract.signals import EXPORTERS, Family
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import discovery as disc
 from bottleneck_operator.telemetry import selectors as sq
@@ -25,11 +26,10 @@ from bottleneck_operator.telemetry.scope import Scope, alternation, fit, pack, p
 from bottleneck_operator.telemetry.store import Pod, PodKey, Store, labels_of, store_hint, to_float
 from bottleneck_operator.telemetry.tasks import CONCURRENCY
 
-Estimates = dict[sq.Group, dict[object, float]]  # group -> pod key or node -> seconds
+Estimates = dict[Family, dict[object, float]]  # group -> pod key or node -> seconds
 Instances = dict[str, set[str]]  # node -> its node-exporter instances
 # (group, selectors narrowed to the units without a kept estimate, those units)
-_Probe = tuple[sq.Group, sq.QueryContext, list[object]]
-_GROUPS = frozenset(g.value for g in sq.Group)
+_Probe = tuple[Family, sq.QueryContext, list[object]]
 
 
 def probe(
@@ -92,7 +92,7 @@ def _query_parts(scope: Scope, probes: Sequence[_Probe]) -> list[str]:
     return parts
 
 
-def _intervals(group: sq.Group, grid: Grid) -> Callable[[sq.QueryContext], str]:
+def _intervals(group: Family, grid: Grid) -> Callable[[sq.QueryContext], str]:
     return lambda c: disc.interval_query([group], c, grid.start, grid.end, grid.step)
 
 
@@ -117,18 +117,18 @@ def _file(
         instances[labels.get("nodename", "")].add(labels.get("instance", ""))
         return
     value = to_float(row.get("value", [0, "NaN"])[1])  # type: ignore[index]
-    if name not in _GROUPS or not (math.isfinite(value) and value > 0):
+    if name not in EXPORTERS or not (math.isfinite(value) and value > 0):
         return
-    group = sq.Group(name)
+    group = EXPORTERS[name]
     key = _unit_key(group, labels, ctx)
     estimates[group][key] = value
     store.intervals[group][key] = value
 
 
-def _unit_key(group: sq.Group, labels: dict[str, str], ctx: sq.QueryContext) -> object:
-    if group is sq.Group.NODE:
+def _unit_key(group: Family, labels: dict[str, str], ctx: sq.QueryContext) -> object:
+    if group is Family.NODE:
         return labels.get(ctx.node_key, "")
-    if group is sq.Group.DCGM:
+    if group is Family.DCGM:
         return (labels.get(ctx.dcgm_namespace_label, ""), labels.get(ctx.dcgm_pod_label, ""))
     return (labels.get("namespace", ""), labels.get("pod", ""))
 
@@ -140,7 +140,7 @@ def _unknown_intervals(cache: IntervalCache | None, scope: Scope, estimates: Est
     """
     probes: list[_Probe] = []
     for group in scope.groups:
-        units: list[object] = list(sorted(scope.nodes) if group is sq.Group.NODE else sorted(scope.placed))
+        units: list[object] = list(sorted(scope.nodes) if group is Family.NODE else sorted(scope.placed))
         unknown: list[object] = []
         for unit in units:
             kept = cache.get(group, unit) if cache is not None else None
@@ -149,7 +149,7 @@ def _unknown_intervals(cache: IntervalCache | None, scope: Scope, estimates: Est
             elif kept > 0:
                 estimates[group][unit] = kept
                 store.intervals[group][unit] = kept
-        if group is sq.Group.NODE:
+        if group is Family.NODE:
             if unknown:
                 nodes = regex_alternation(map(str, unknown))
                 probes.append((group, dataclasses.replace(scope.base, nodes=nodes), unknown))
@@ -181,7 +181,7 @@ def _keep_intervals(
             on_node[info.node].append(info)
     for group, _, units in probes:
         found = estimates[group]
-        if group is sq.Group.NODE:
+        if group is Family.NODE:
             for node in units:
                 seconds = found.get(node, 0.0)
                 if any(_existed(info, probe_start, seconds, grid) for info in on_node.get(node, ())):

@@ -11,13 +11,14 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.telemetry import selectors as sq
 from bottleneck_operator.telemetry.grid import Grid
 from bottleneck_operator.telemetry.names import escape_regex, quote, regex_alternation
 from bottleneck_operator.telemetry.store import JobKey, Pod, PodKey
 
 # The exporters in the order their queries go out: the GPU series matter most.
-GROUP_ORDER = (sq.Group.DCGM, sq.Group.CADVISOR, sq.Group.KSM, sq.Group.NODE, sq.Group.SIDECAR)
+GROUP_ORDER = (Family.DCGM, Family.CADVISOR, Family.KSM, Family.NODE, Family.SIDECAR)
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,9 @@ class Scope:
     base: sq.QueryContext
 
     @property
-    def groups(self) -> list[sq.Group]:
+    def groups(self) -> list[Family]:
         """The exporters to read: node-exporter only when some pod has a node."""
-        return [g for g in GROUP_ORDER if g is not sq.Group.NODE or self.nodes]
+        return [g for g in GROUP_ORDER if g is not Family.NODE or self.nodes]
 
 
 def alternation(literals: Sequence[str], patterns: Sequence[str] = ()) -> str:

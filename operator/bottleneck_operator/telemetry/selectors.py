@@ -13,7 +13,6 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 # The sampling rules belong to the window contract (contract/sampling.py); re-exported here for
 # the data layer's modules.
@@ -21,14 +20,13 @@ from bottleneck_operator.contract.sampling import DEFAULT_SCRAPE_INTERVAL as DEF
 from bottleneck_operator.contract.sampling import gauge_window as gauge_window
 from bottleneck_operator.contract.sampling import range_milliseconds
 from bottleneck_operator.contract.sampling import rate_range as rate_range
+from bottleneck_operator.contract.signals import VIRTUAL_NICS as VIRTUAL_NICS
+from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry.names import escape_regex, quote
 
 GROUP_LABEL = "bn_group"  # tag of the scrape-interval estimates
 COLLECTOR_CONTAINER = "bottleneck-collector"  # the injected sidecar: its own CPU must not count as the job's
-# Host-side virtual interfaces carry the same bytes as the physical NIC (pod veths, CNI bridges and
-# tunnels): counting them would double the node's traffic.
-VIRTUAL_NICS = "lo|veth.*|cali.*|cilium.*|lxc.*|flannel.*|cni.*|docker.*|br-.*|virbr.*|tunl.*|vxlan.*|genev.*|kube-ipvs.*|weave.*|azv.*|eni.*|gke.*"
 # Per-node system pods (exporters, CNI, kube-proxy) are everywhere: they are not "neighbours".
 SYSTEM_OWNER_KINDS = "DaemonSet|Node"
 INTERNAL_GPUS = "_gpus"  # GPUs per pod and their modelName
@@ -96,16 +94,6 @@ def pod_prefixes(jobs: Mapping[str, Iterable[str]]) -> PodPrefixes:
     return PodPrefixes(listed)
 
 
-class Group(StrEnum):
-    """One exporter: its label layout, and a scrape interval estimated per pod (per node) and group."""
-
-    DCGM = "dcgm"
-    CADVISOR = "cadvisor"
-    KSM = "ksm"
-    NODE = "node"
-    SIDECAR = "sidecar"
-
-
 @dataclass(frozen=True)
 class QueryContext:
     """What the expressions of one pass are built from (all values already escaped regexes).
@@ -115,8 +103,8 @@ class QueryContext:
         pods: regex alternation of the pods (names found in kube_pod_info, or ``<job>-.+`` prefixes).
         nodes: regex alternation of the pods' nodes.
         labels: the label-mapping settings (already validated as label names).
-        rate_ranges: seconds of the rate() range per group.
-        gauge_windows: seconds a gauge sample stays valid, per group.
+        rate_ranges: seconds of the rate() range per exporter (keyed by its :attr:`Family.exporter`).
+        gauge_windows: seconds a gauge sample stays valid, per exporter.
         instances: regex alternation of the nodes' node-exporter instances ("" = unknown).
         max_query_bytes: the most PromQL bytes one request may carry (selections are cut to fit).
         prefixes: the Jobs whose pods a ``<job>-.+`` pattern selects (None: list every pod).
@@ -126,8 +114,8 @@ class QueryContext:
     pods: str
     nodes: str
     labels: LabelSettings
-    rate_ranges: Mapping[Group, float] | None = None
-    gauge_windows: Mapping[Group, float] | None = None
+    rate_ranges: Mapping[Family, float] | None = None
+    gauge_windows: Mapping[Family, float] | None = None
     instances: str = ""
     max_query_bytes: int = DEFAULT_MAX_QUERY_BYTES
     prefixes: PodPrefixes | None = None
@@ -149,13 +137,14 @@ class QueryContext:
     def dcgm_hostname_label(self) -> str:
         return self.labels.dcgm_hostname_label
 
-    def rate_range(self, group: Group) -> str:
-        seconds = (self.rate_ranges or {}).get(group, 4 * DEFAULT_SCRAPE_INTERVAL)
+    def rate_range(self, family: Family) -> str:
+        """The rate() range of a family's exporter (a scrape interval is the exporter's, not the family's)."""
+        seconds = (self.rate_ranges or {}).get(family.exporter, 4 * DEFAULT_SCRAPE_INTERVAL)
         return duration(seconds)
 
-    def last(self, group: Group, selector: str) -> str:
+    def last(self, family: Family, selector: str) -> str:
         """The latest sample of a gauge selector, if recent enough (``last_over_time``)."""
-        seconds = (self.gauge_windows or {}).get(group, 1.1 * DEFAULT_SCRAPE_INTERVAL)
+        seconds = (self.gauge_windows or {}).get(family.exporter, 1.1 * DEFAULT_SCRAPE_INTERVAL)
         return f"last_over_time({selector}[{duration(seconds)}])"
 
     @property
@@ -225,11 +214,11 @@ class QueryContext:
 
     def node_rate(self, metric: str, *extra: str) -> str:
         """rate() of node-exporter counters of the pass's nodes (not aggregated)."""
-        return f"rate({sel(metric, *self.node_filter(*extra))}[{self.rate_range(Group.NODE)}])"
+        return f"rate({sel(metric, *self.node_filter(*extra))}[{self.rate_range(Family.NODE)}])"
 
     def node_last(self, metric: str, *extra: str) -> str:
         """Latest samples of node-exporter gauges of the pass's nodes (not aggregated)."""
-        return self.last(Group.NODE, sel(metric, *self.node_filter(*extra)))
+        return self.last(Family.NODE, sel(metric, *self.node_filter(*extra)))
 
 
 def sel(metric: str, *matchers: str) -> str:

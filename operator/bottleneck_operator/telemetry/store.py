@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry import alignment as al
 from bottleneck_operator.telemetry import catalog as cat
@@ -71,7 +72,7 @@ class Store:
     on_node: dict[str, dict[PodKey, list[al.Chunk]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
-    intervals: dict[sq.Group, dict[object, float]] = field(default_factory=lambda: defaultdict(dict))
+    intervals: dict[Family, dict[object, float]] = field(default_factory=lambda: defaultdict(dict))
     failures: list[str] = field(default_factory=list)
     prefix_jobs: set[JobKey] = field(default_factory=set)  # Jobs whose pods came from signal series alone
     hints: dict[PodKey, str] = field(default_factory=dict)  # pod -> node from the collector/dcgm labels
@@ -145,7 +146,7 @@ def discover(answer: Matrix, jobs: AbstractSet[JobKey], store: Store) -> set[Job
 
 
 def store_group(
-    group: sq.Group,
+    group: Family,
     entry: str,
     answer: Matrix,
     ctx: sq.QueryContext,
@@ -165,7 +166,7 @@ def store_group(
     for i, labels in enumerate(answer.labels):
         name = entry
         chunk = al.Chunk(idx, answer.row(i))
-        if group is sq.Group.NODE:
+        if group is Family.NODE:
             if name == sq.INTERNAL_CPU_MODES:
                 name = MODE_PREFIX + labels.get("mode", "")
             if ctx.node_label:
@@ -178,7 +179,7 @@ def store_group(
             store.on_node[labels.get("node", "")][(labels.get("namespace", ""), labels.get("pod", ""))].append(chunk)
         elif name == sq.INTERNAL_UNMAPPED:
             store.unmapped[labels.get(mapping.dcgm_hostname_label, "")].append(chunk)
-        elif group is sq.Group.DCGM:
+        elif group is Family.DCGM:
             key = (labels.get(mapping.dcgm_namespace_label, ""), labels.get(mapping.dcgm_pod_label, ""))
             if name == sq.INTERNAL_GPUS:
                 store.gpus[key][labels.get("modelName", "")].append(chunk)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.telemetry import catalog as cat
 from bottleneck_operator.telemetry import selectors as sq
 from bottleneck_operator.telemetry.client import PrometheusClient
@@ -41,13 +42,13 @@ _NODE_KEYED = (sq.INTERNAL_UNMAPPED, sq.INTERNAL_ON_NODE)
 class Task:
     """One signal request: a catalog entry's expression over the segment's pods or nodes."""
 
-    group: sq.Group
+    group: Family
     entry: cat.Entry
     promql: str
 
 
 def plan(
-    scope: Scope, estimates: Mapping[sq.Group, Mapping[object, float]], instances: Mapping[str, set[str]]
+    scope: Scope, estimates: Mapping[Family, Mapping[object, float]], instances: Mapping[str, set[str]]
 ) -> list[Task]:
     """The segment's signal requests, one per catalog entry that applies.
 
@@ -135,7 +136,7 @@ def _own(scope: Scope, estimates: Mapping[object, float]) -> set[object]:
 
 
 def _bucket_contexts(
-    group: sq.Group, scope: Scope, estimates: Mapping[object, float], instances: Mapping[str, set[str]]
+    group: Family, scope: Scope, estimates: Mapping[object, float], instances: Mapping[str, set[str]]
 ) -> list[sq.QueryContext]:
     """One context per scrape interval (rounded to the second) among the group's pods or nodes.
 
@@ -143,18 +144,18 @@ def _bucket_contexts(
     without an estimate (and name-prefix patterns) go to a last, default bucket.
     """
     base, step = scope.base, scope.grid.step
-    units: set[object] = set(scope.nodes) if group is sq.Group.NODE else set(scope.placed) | _own(scope, estimates)
+    units: set[object] = set(scope.nodes) if group is Family.NODE else set(scope.placed) | _own(scope, estimates)
     buckets: dict[float | None, list[object]] = defaultdict(list)
     for unit in units:
         si = estimates.get(unit)
         buckets[max(1.0, round(si)) if si else None].append(unit)
-    if scope.prefix_alts and group is not sq.Group.NODE:
+    if scope.prefix_alts and group is not Family.NODE:
         buckets.setdefault(None, [])
     out = []
     for si in sorted(buckets, key=lambda b: (b is None, b or 0.0)):
         members = buckets[si]
         ranges, windows = {group: sq.rate_range(step, si)}, {group: sq.gauge_window(step, si)}
-        if group is sq.Group.NODE:
+        if group is Family.NODE:
             ctx = dataclasses.replace(base, nodes=regex_alternation(str(m) for m in members))
             if base.instances:
                 # Series are selected (and answered) by instance: each bucket takes its own nodes'.
