@@ -3,7 +3,9 @@
 Shared by the kubectl plugin and ``analyze --from-report``, below both. The reads go through the
 project's one Kubernetes client (:mod:`bottleneck_operator.kube`); its errors become
 :class:`KubectlError` with the message kubectl would print for the same failure, so a user reads
-``Error from server (NotFound): ...`` from both tools.
+``Error from server (NotFound): ...`` from both tools. The objects come back as the API returns
+them (``-o json|yaml`` print them as they stand); :func:`typed` reads one as the typed
+:class:`~bottleneck_operator.reports.BottleneckReport` that everything else takes.
 """
 
 from __future__ import annotations
