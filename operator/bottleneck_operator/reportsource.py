@@ -3,7 +3,9 @@
 Shared by the kubectl plugin and ``analyze --from-report``, below both. The reads go through the
 project's one Kubernetes client (:mod:`bottleneck_operator.kube`); its errors become
 :class:`KubectlError` with the message kubectl would print for the same failure, so a user reads
-``Error from server (NotFound): ...`` from both tools.
+``Error from server (NotFound): ...`` from both tools. The objects come back as the API returns
+them (``-o json|yaml`` print them as they stand); :func:`typed` reads one as the typed
+:class:`~bottleneck_operator.reports.BottleneckReport` that everything else takes.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from bottleneck_operator.kube import (
 )
 from bottleneck_operator.kube.kubeconfig import Target
 from bottleneck_operator.kube.selectors import SelectorError
-from bottleneck_operator.reports import ReportStatus, read_status
+from bottleneck_operator.reports import BottleneckReport, read_report
 
 T = TypeVar("T")
 RESOURCE_NAME = f"{REPORT_PLURAL}.{API_GROUP}"
@@ -109,16 +111,18 @@ def watch_reports(
     _run(target, follow, timeout=None)
 
 
-def typed_status(report: Mapping[str, Any]) -> ReportStatus:
-    """A report's status as the typed model.
+def typed(report: Mapping[str, Any]) -> BottleneckReport:
+    """A report from the API as the typed :class:`BottleneckReport`.
 
     Fields a newer operator added are left out rather than refused, so an older plugin still
-    reads a newer report (the raw dict keeps them for who wants them).
+    reads a newer report (``raw`` keeps them for ``-o json|yaml``).
+
+    Raises:
+        KubectlError: a known field holds a value this version refuses.
     """
     try:
-        return read_status(report.get("status"))
+        return read_report(report)
     except ValueError as exc:
-        meta = report.get("metadata") or {}
-        raise KubectlError(
-            f"error: report {meta.get('namespace')}/{meta.get('name')} has an unreadable status: {exc}"
-        ) from exc
+        meta = report.get("metadata")
+        key = "/".join(str(meta.get(k)) for k in ("namespace", "name")) if isinstance(meta, Mapping) else "?"
+        raise KubectlError(f"error: report {key} has an unreadable status: {exc}") from exc

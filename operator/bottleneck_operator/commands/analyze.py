@@ -1,7 +1,8 @@
 """`bottleneck-operator analyze`: one verdict for one Job from Prometheus alone, or read from its report.
 
 Exit codes: 0 a verdict (including a model abstention), 1 the report of ``--from-report`` could not be
-read (none of that name, Kubernetes API unreachable), 2 usage error, 3 no or too little data (a
+read (none of that name, Kubernetes API unreachable), 2 usage error (an ``--html`` file that cannot be
+written included), 3 no or too little data (a
 verdict of Unknown with the reason is still printed, in the chosen output), 4 Prometheus unreachable.
 
 Absurd windows are refused with exit 2 before any query: a start at or after the end, a time past
@@ -16,11 +17,11 @@ import argparse
 import math
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bottleneck_operator.commands._common import add_prometheus_flags, dumps, settings_from_args
+from bottleneck_operator.contract.times import parse_rfc3339, rfc3339
 from bottleneck_operator.errors import EXIT_NO_DATA, EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -80,16 +81,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=main)
 
 
-def _write_html(args: argparse.Namespace, status: dict[str, Any], window: JobWindow | None, name: str) -> None:
-    """Write the --html page when asked; a path that cannot be written is the caller's mistake."""
+def _write_html(args: argparse.Namespace, status: ReportStatus, window: JobWindow | None, name: str) -> None:
+    """Write the --html page when asked (a path that cannot be written: ``PageNotWritten``, exit code 2)."""
     if args.html is None:
         return
     from bottleneck_operator.html import write_html
 
-    try:
-        write_html(status, args.html, window=window, name=name)
-    except OSError as exc:
-        raise UsageError(f"--html: cannot write {args.html}: {exc.strerror or exc}") from exc
+    write_html(status, args.html, window=window, name=name)
     print(f"HTML report written to {args.html}", file=sys.stderr)
 
 
@@ -115,15 +113,9 @@ def parse_time(text: str, flag: str) -> float:
             raise UsageError(f"{flag}: not a valid time: {text!r}")
         return value
     try:
-        parsed = datetime.fromisoformat(text.strip().replace("z", "Z"))
+        return parse_rfc3339(text)
     except ValueError as exc:
-        raise UsageError(f"{flag}: not unix seconds or RFC 3339 (e.g. 2026-01-01T10:00:00Z): {text!r}") from exc
-    if parsed.tzinfo is None:
-        raise UsageError(f"{flag}: RFC 3339 needs a time zone (Z or +HH:MM): {text!r}")
-    try:
-        return parsed.timestamp()
-    except (OverflowError, OSError, ValueError) as exc:
-        raise UsageError(f"{flag}: not a time this machine can represent: {text!r}") from exc
+        raise UsageError(f"{flag}: {exc} (want unix seconds or RFC 3339, e.g. 2026-01-01T10:00:00Z)") from exc
 
 
 def check_window(start: float | None, end: float | None, now: float) -> None:
@@ -154,7 +146,7 @@ def check_window(start: float | None, end: float | None, now: float) -> None:
 
 def _when(t: float) -> str:
     try:
-        return datetime.fromtimestamp(t, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        return rfc3339(t)
     except (OverflowError, OSError, ValueError):
         return f"{t:g} s"
 
@@ -192,18 +184,17 @@ def _is_data_problem(status: ReportStatus) -> bool:
 def from_report(args: argparse.Namespace) -> int:
     """Print an existing report's status (``--from-report``) in the chosen output; exit codes as for a fresh analysis."""
     from bottleneck_operator.kube.kubeconfig import load
-    from bottleneck_operator.reportsource import get_report, typed_status
+    from bottleneck_operator.reportsource import get_report, typed
     from bottleneck_operator.telemetry.names import validate_k8s_name
 
     if args.job or args.start or args.end:
         raise UsageError("--from-report reads a finished analysis: --job, --start and --end do not apply")
     target = load(args.kubeconfig, args.context)
     namespace = validate_k8s_name("namespace", args.namespace or target.namespace)
-    report = get_report(target, namespace, validate_k8s_name("report", args.from_report))
-    status = typed_status(report)
-    job = ((report.get("spec") or {}).get("jobRef") or {}).get("name") or args.from_report
-    _write_html(args, status.dump(), None, f"{namespace}/{args.from_report}")
-    _print(namespace, str(job), status, args.output)
+    report = typed(get_report(target, namespace, validate_k8s_name("report", args.from_report)))
+    status = report.status
+    _write_html(args, status, None, f"{namespace}/{args.from_report}")
+    _print(namespace, report.job_name or args.from_report, status, args.output)
     return EXIT_NO_DATA if _is_data_problem(status) else EXIT_OK
 
 
@@ -240,7 +231,7 @@ def main(args: argparse.Namespace) -> int:
             days = args.lookback / 86400
             reason = f"no pods of Job {namespace}/{job} found in Prometheus (kube_pod_info, last {days:.3g} days)"
             status = _no_data_status(namespace, job, start or now, end or now, reason)
-            _write_html(args, status.dump(), None, f"{namespace}/{job}")
+            _write_html(args, status, None, f"{namespace}/{job}")
             _print(namespace, job, status, args.output)
             return EXIT_NO_DATA
         start = lifetime[0] if start is None else start
@@ -252,9 +243,10 @@ def main(args: argparse.Namespace) -> int:
     analyzer = Analyzer.from_settings(settings, client=client)
     request = JobRequest(namespace=namespace, job=job, start=start, end=end)
     result = analyzer.analyze_jobs([request], step=step)[0]
-    page = result.status.dump()
+    page = result.status
     if args.html is not None:  # the operator's per-window timeline, replayed (commands/html_timeline.py)
-        page["timeline"] = timeline(analyzer, namespace, job, start, end, settings.analysis, settings.timeline_length)
+        entries = timeline(analyzer, namespace, job, start, end, settings.analysis, settings.timeline_length)
+        page = page.model_copy(update={"timeline": entries})
     _write_html(args, page, result.window, f"{namespace}/{job}")
     data_problem = (
         result.window is None

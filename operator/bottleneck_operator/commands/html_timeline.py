@@ -9,9 +9,9 @@ shorter than ``min_window``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from bottleneck_operator.reports import rfc3339
+from bottleneck_operator.reports import TimelineEntry, rfc3339
 
 if TYPE_CHECKING:
     from bottleneck_operator.pipeline import Analyzer
@@ -42,8 +42,8 @@ def pass_windows(
 
 def timeline(
     analyzer: Analyzer, namespace: str, job: str, start: float, end: float, analysis: AnalysisSettings, limit: int
-) -> list[dict[str, Any]]:
-    """The timeline entries (API form, as the report's ``status.timeline``) of the replayed passes.
+) -> list[TimelineEntry]:
+    """The timeline entries (as the report's ``status.timeline``) of the replayed passes.
 
     One analysis per window: an analysis batch holds one window per Job.
     """
@@ -54,13 +54,13 @@ def timeline(
         start, end, interval=analysis.interval, window=analysis.window, min_window=analysis.min_window, limit=limit
     )
     for a, b in windows:
-        status = analyzer.analyze_jobs([JobRequest(namespace=namespace, job=job, start=a, end=b)])[0].status.dump()
+        status = analyzer.analyze_jobs([JobRequest(namespace=namespace, job=job, start=a, end=b)])[0].status
         entries.append(
-            {
-                "start": rfc3339(a),
-                "end": rfc3339(b),
-                "bottleneck": status.get("bottleneck", "Unknown"),
-                "confidence": status.get("confidence", 0.0),
-            }
+            TimelineEntry(
+                start=rfc3339(a),
+                end=rfc3339(b),
+                bottleneck=status.bottleneck or "Unknown",
+                confidence=status.confidence if status.confidence is not None else 0.0,
+            )
         )
     return entries

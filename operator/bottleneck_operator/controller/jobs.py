@@ -28,7 +28,7 @@ from bottleneck_operator.controller.workloads import (
     replica_type,
     suspended,
 )
-from bottleneck_operator.reports import Phase, ReportStatus, read_status
+from bottleneck_operator.reports import Phase, ReportStatus, read_report
 
 __all__ = ["ensure_report", "job_phase", "missed_by_webhook", "observe", "parse_time", "report_names"]
 COLLECTOR_CONDITION = "CollectorInjected"
@@ -96,29 +96,26 @@ async def _claim(state: OperatorState, job: TrackedJob) -> bool:
         if existing is None:  # deleted between the two calls: try once more
             await api.create(job.namespace, _body(job))
         else:
-            ref = (existing.get("spec") or {}).get("jobRef") or {}
-            if (ref.get("kind") or "Job", ref.get("name")) != (job.kind, job.name):
+            # Values an older operator wrote that this one refuses are left out of the status.
+            found = read_report(existing, drop_invalid=True)
+            ref = found.spec.job_ref if found.spec is not None else None
+            if (found.job_kind, ref.name if ref else None) != (job.kind, job.name):
                 return False
-            ref_uid = ref.get("uid")
+            ref_uid = ref.uid if ref else None
             if job.uid and ref_uid and ref_uid != job.uid:
                 new_ref = {"name": job.name, "uid": job.uid, "kind": job.kind, "apiVersion": job.api_version}
                 await api.patch(job.namespace, job.report, {"spec": {"jobRef": new_ref}})
                 fresh = pending_status(now)
-                await api.patch_status(job.namespace, job.report, merge_patch(_read(existing), fresh))
+                await api.patch_status(job.namespace, job.report, merge_patch(found.status, fresh))
                 job.status = fresh
                 state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=True))
             else:
-                job.status = _read(existing)
+                job.status = found.status
             return True
     job.status = with_collector_condition(pending_status(now), job, now)
     await api.patch_status(job.namespace, job.report, job.status.dump())
     state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=False))
     return True
-
-
-def _read(report: Mapping[str, Any]) -> ReportStatus:
-    """An existing report's status; values an older operator wrote that this one refuses are left out."""
-    return read_status(report.get("status"), drop_invalid=True)
 
 
 def _warn_invalid(state: OperatorState, probe: TrackedJob, value: Any) -> None:

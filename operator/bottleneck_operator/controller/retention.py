@@ -21,7 +21,7 @@ from typing import Any
 from bottleneck_operator.controller.jobs import parse_time
 from bottleneck_operator.controller.state import OperatorState, logger
 from bottleneck_operator.controller.status import FINAL_PHASES, READY, merge_patch, set_condition
-from bottleneck_operator.reports import ReportStatus, read_status
+from bottleneck_operator.reports import ReportStatus, read_report
 from bottleneck_operator.settings import AnalysisSettings, OperatorSettings
 
 
@@ -101,11 +101,10 @@ def _decide(
     """What to do about one page of reports (run in a thread: reading each status is the sweep's work)."""
     actions: list[_Action] = []
     for item in page:
-        meta = item.get("metadata") or {}
-        ns, name = meta.get("namespace") or "", meta.get("name") or ""
-        status = read_status(item.get("status"), drop_invalid=True)
+        report = read_report(item, drop_invalid=True)
+        ns, name, status = report.namespace, report.name, report.status
         tracked = by_report.get((ns, name))
-        ref_kind = ((item.get("spec") or {}).get("jobRef") or {}).get("kind") or "Job"
+        ref_kind = report.job_kind
         if tracked is not None and not tracked.report_ready and tracked.kind != ref_kind:
             tracked = None  # another kind's report of that name: this workload's will be named apart
         if status.phase in FINAL_PHASES:

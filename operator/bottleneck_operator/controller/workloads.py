@@ -31,20 +31,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
+
+from bottleneck_operator.contract.times import parse_rfc3339_or_none
 
 Phase = tuple[str, float | None, float | None]  # (phase, start, end) in unix seconds
 
 
-def parse_time(value: Any) -> float | None:
-    """An RFC 3339 time from the API as unix seconds, None when absent or unreadable."""
-    if not value or not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+# An RFC 3339 time from the API as unix seconds, None when absent or unreadable.
+parse_time = parse_rfc3339_or_none
 
 
 def _true(status: Mapping[str, Any], *types: str) -> Mapping[str, Any] | None:

@@ -8,15 +8,15 @@ from typing import Any, TextIO
 
 from bottleneck_operator.demo.report import LETTERS
 from bottleneck_operator.demo.story import DemoJob
-from bottleneck_operator.demo.table import typed_status
-from bottleneck_operator.reports import ReportStatus
+from bottleneck_operator.reports import BottleneckReport, ReportStatus, as_report
 
 BAR = 24  # characters of the progress bar
 PLAIN_EVERY = 20.0  # seconds between plain progress lines
 
 
-def _by_key(reports: Sequence[Mapping[str, Any]]) -> dict[str, ReportStatus]:
-    return {f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}": typed_status(r) for r in reports}
+def _by_key(reports: Sequence[BottleneckReport | Mapping[str, Any]]) -> dict[str, ReportStatus]:
+    typed = [as_report(r) for r in reports]
+    return {r.key: r.status for r in typed}
 
 
 def _strip(status: ReportStatus | None, width: int = 16) -> str:
@@ -49,7 +49,7 @@ class Progress:
         self.stream.write(f"[{elapsed:5.1f}s] {text}\n")
         self.stream.flush()
 
-    def update(self, elapsed: float, reports: Sequence[Mapping[str, Any]]) -> None:
+    def update(self, elapsed: float, reports: Sequence[BottleneckReport | Mapping[str, Any]]) -> None:
         """Redraw (terminal) or, every ``PLAIN_EVERY`` seconds, print one summary line."""
         statuses = _by_key(reports)
         if self.live:

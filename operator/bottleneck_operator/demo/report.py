@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-from bottleneck_operator.demo.table import typed_status
-from bottleneck_operator.reports import ReportStatus
+from bottleneck_operator.contract.times import clock, parse_rfc3339
+from bottleneck_operator.reports import BottleneckReport, ReportStatus, as_report
 from bottleneck_operator.reports.model import TimelineEntry
 
 # One letter per class for the timeline strip (G for GPU, M for Memory, ...; "?" for Unknown).
@@ -21,7 +20,7 @@ def _pct(share: float) -> str:
 def _clock(ts: str) -> str:
     """An RFC 3339 time as the wall-clock time of day (UTC), which is what the timeline needs."""
     try:
-        return datetime.fromisoformat(ts.replace("Z", "+00:00")).strftime("%H:%M:%S")
+        return clock(parse_rfc3339(ts))
     except ValueError:
         return ts
 
@@ -51,18 +50,17 @@ def timeline_lines(status: ReportStatus) -> list[str]:
     return lines
 
 
-def _verdict_lines(report: Mapping[str, Any], status: ReportStatus) -> list[str]:
-    meta = report.get("metadata") or {}
-    raw = report.get("status") or {}
-    lines = [f"BottleneckReport {meta.get('namespace', '')}/{meta.get('name', '')}   phase {status.phase}"]
+def _verdict_lines(report: BottleneckReport) -> list[str]:
+    status = report.status
+    lines = [f"BottleneckReport {report.key}   phase {status.phase}"]
     verdict: str = status.bottleneck or "Unknown"
     if status.confidence is not None:
         verdict += f"  (confidence {_pct(status.confidence)})"
     if status.secondary:
         verdict += f", runner-up {status.secondary}"
     lines.append(f"Bottleneck    {verdict}")
-    if raw.get("mechanism"):
-        lines.append(f"Mechanism     {raw['mechanism']}")
+    if status.mechanism:
+        lines.append(f"Mechanism     {status.mechanism}")
     if status.reason:
         lines.append(f"Why Unknown   {status.reason}")
     if status.window is not None:
@@ -73,10 +71,11 @@ def _verdict_lines(report: Mapping[str, Any], status: ReportStatus) -> list[str]
     return lines
 
 
-def format_report(report: Mapping[str, Any]) -> str:
-    """A report in full: what ``kubectl get bnr NAME -o yaml`` holds, laid out to be read."""
-    status = typed_status(report)
-    lines = _verdict_lines(report, status)
+def format_report(report: BottleneckReport | Mapping[str, Any]) -> str:
+    """A report in full (typed, or as the API returns it): what ``kubectl get bnr NAME -o yaml`` holds, laid out to be read."""
+    typed = as_report(report)
+    status = typed.status
+    lines = _verdict_lines(typed)
     if status.evidence:
         lines.append("Evidence")
         lines.extend(f"  - {e.message}" for e in status.evidence)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import sys
@@ -29,7 +30,7 @@ from bottleneck_operator.demo.story import DemoJob, changing_job, class_jobs
 from bottleneck_operator.demo.table import CHANGE, format_details, format_table
 from bottleneck_operator.demo.threads import BackgroundLoop, OperatorThread
 from bottleneck_operator.demo.watch import watch
-from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.reports import read_report
 from bottleneck_operator.settings import Settings
 
 log = logging.getLogger("bottleneck_operator.demo")
@@ -189,13 +190,14 @@ def _summary(stream: TextIO, reports: list[dict[str, Any]], jobs: list[DemoJob],
     # The mechanism the last record built in (the changing Job's final class is its last record's).
     mechanisms = {j.key: (m.value if (m := j.records[-1].mechanism) else None) for j in jobs}
     changing = next(j for j in jobs if j.changes)
-    full = [r for r in reports if f"{r['metadata'].get('namespace')}/{r['metadata']['name']}" == changing.key]
+    typed = [read_report(r) for r in reports]
+    full = [r for r in typed if r.key == changing.key]
     parts = [
         "",
         "$ kubectl get bnr -A -o wide",
-        format_table(reports, wide=True),
+        format_table(typed, wide=True),
         "",
-        format_details(reports, truth=truth, mechanisms=mechanisms),
+        format_details(typed, truth=truth, mechanisms=mechanisms),
     ]
     if full:
         ns, name = changing.key.split("/")
@@ -277,16 +279,13 @@ def _write_html(
 
     changing = next(j for j in jobs if j.changes)
     ns, name = changing.key.split("/")
-    report = next((r for r in reports if r["metadata"]["name"] == name and r["metadata"].get("namespace") == ns), None)
+    report = next((t for t in map(read_report, reports) if t.key == changing.key), None)
     if report is None:
         return None
     path = options.html or Path(tempfile.gettempdir()) / "bottleneck-demo" / f"{ns}-{name}.html"
     now = time.time()
     request = JobRequest(namespace=ns, job=name, start=max(changing.first.start, now - HTML_SPAN), end=now)
     window = Analyzer.from_settings(settings).analyze_jobs([request])[0].window
-    try:
+    with contextlib.suppress(OSError):  # a directory that cannot be made fails the write, which says why
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_html(report.get("status") or {}, path, window=window, name=changing.key)
-    except OSError as exc:
-        raise BottleneckError(f"cannot write the HTML report {path}: {exc.strerror or exc}") from exc
-    return path
+    return write_html(report.status, path, window=window, name=changing.key)

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bottleneck_operator.reports import ReportStatus, read_status
+from bottleneck_operator.reports import BottleneckReport, ReportStatus, as_report
 from bottleneck_operator.reports.age import kubectl_age
 
 _age = kubectl_age
@@ -19,16 +19,16 @@ def _num(value: Any) -> str:
 # kubectl's columns for the report kind, in order: (header, cell from the report and its typed status).
 # A new printer column of the CRD is one entry here.
 CHANGE = "→"  # joins the classes a Job went through, in order
-_Cell = Callable[[Mapping[str, Any], ReportStatus, float], str]
+_Cell = Callable[[BottleneckReport, ReportStatus, float], str]
 COLUMN_CELLS: tuple[tuple[str, _Cell], ...] = (
-    ("NAMESPACE", lambda r, s, now: str(r["metadata"].get("namespace", ""))),
-    ("NAME", lambda r, s, now: str(r["metadata"].get("name", ""))),
-    ("JOB", lambda r, s, now: str(((r.get("spec") or {}).get("jobRef") or {}).get("name", ""))),
+    ("NAMESPACE", lambda r, s, now: r.namespace),
+    ("NAME", lambda r, s, now: r.name),
+    ("JOB", lambda r, s, now: r.job_name),
     ("BOTTLENECK", lambda r, s, now: s.bottleneck or ""),
     ("CONFIDENCE", lambda r, s, now: _num(s.confidence)),
     ("GPU", lambda r, s, now: _num(s.gpu_active)),
-    ("PHASE", lambda r, s, now: s.phase if r.get("status") else ""),
-    ("AGE", lambda r, s, now: _age(r["metadata"].get("creationTimestamp"), now)),
+    ("PHASE", lambda r, s, now: s.phase if r.analysed else ""),
+    ("AGE", lambda r, s, now: _age(r.created, now)),
 )
 COLUMNS = tuple(header for header, _ in COLUMN_CELLS)
 # ``-o wide`` adds the CRD's priority-1 columns in their place: the mechanism after the class
@@ -39,20 +39,21 @@ WIDE_CELLS = (*COLUMN_CELLS[:_AFTER], *_WIDE_EXTRA, *COLUMN_CELLS[_AFTER:])
 WIDE_COLUMNS = tuple(header for header, _ in WIDE_CELLS)
 
 
-def _sorted(reports: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return sorted(reports, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"]["name"]))
+Reports = Sequence[BottleneckReport | Mapping[str, Any]]  # typed, or as the API returns them
 
 
-def rows(
-    reports: Sequence[Mapping[str, Any]], now: float | None = None, *, wide: bool = False
-) -> list[tuple[str, ...]]:
+def _sorted(reports: Reports) -> list[BottleneckReport]:
+    return sorted((as_report(r) for r in reports), key=lambda r: (r.namespace, r.name))
+
+
+def rows(reports: Reports, now: float | None = None, *, wide: bool = False) -> list[tuple[str, ...]]:
     """One row per report, in kubectl's column order (``wide``: as ``-o wide``), sorted by namespace and name."""
     at = time.time() if now is None else now
     cells = WIDE_CELLS if wide else COLUMN_CELLS
-    return [tuple(cell(r, typed_status(r), at) for _, cell in cells) for r in _sorted(reports)]
+    return [tuple(cell(r, r.status, at) for _, cell in cells) for r in _sorted(reports)]
 
 
-def format_table(reports: Sequence[Mapping[str, Any]], now: float | None = None, *, wide: bool = False) -> str:
+def format_table(reports: Reports, now: float | None = None, *, wide: bool = False) -> str:
     """The reports as ``kubectl get bnr -A`` (``wide``: ``-o wide``) would print them (left-aligned, 3-space gaps)."""
     columns = WIDE_COLUMNS if wide else COLUMNS
     table = [columns, *rows(reports, now, wide=wide)]
@@ -73,15 +74,6 @@ def _evidence_line(status: ReportStatus) -> str | None:
     return (specific or evidence)[0].message.rstrip(".")
 
 
-def typed_status(report: Mapping[str, Any]) -> ReportStatus:
-    """A report's status as the typed model (the API's camelCase read through the aliases).
-
-    Fields this version does not know (a newer operator's) are left out rather than refused: the demo
-    shows what it can read.
-    """
-    return read_status(report.get("status"))
-
-
 def _mechanism_part(status: ReportStatus, truth: str | None, known: bool) -> tuple[str | None, bool]:
     """The report's mechanism for its line, checked against the simulated one when ``known``; (text, match)."""
     if not status.mechanism:
@@ -93,14 +85,14 @@ def _mechanism_part(status: ReportStatus, truth: str | None, known: bool) -> tup
 
 
 def format_details(
-    reports: Sequence[Mapping[str, Any]],
+    reports: Reports,
     truth: Mapping[str, str] | None = None,
     mechanisms: Mapping[str, str | None] | None = None,
 ) -> str:
     """One line per report: its telling evidence, first recommendation, headroom (or why it is Unknown).
 
     Args:
-        reports: BottleneckReport objects.
+        reports: BottleneckReports (typed, or as the API returns them).
         truth: "namespace/name" -> the bottleneck the simulator built into that Job ("IO→GPU" for one that
             changes: the final report should show the last); when given, each line says whether the verdict
             matches and a last line counts the matches.
@@ -113,8 +105,7 @@ def format_details(
     lines = []
     matched = mech_named = mech_matched = 0
     for r in _sorted(reports):
-        status = typed_status(r)
-        name = f"{r['metadata'].get('namespace', '')}/{r['metadata']['name']}"
+        status, name = r.status, r.key
         parts = []
         if truth is not None and name in truth:
             ok = status.bottleneck == truth[name].split(CHANGE)[-1]

@@ -9,24 +9,20 @@ from typing import Any
 from bottleneck_operator.demo.cluster import JOBS, REPORTS, LocalCluster, job_status
 from bottleneck_operator.demo.progress import Progress
 from bottleneck_operator.demo.story import DemoJob
-from bottleneck_operator.demo.table import typed_status
+from bottleneck_operator.reports import BottleneckReport, as_report
 
 TICK = 0.5  # seconds between looks at the reports
 # Windows of the new class the changing Job's timeline shows before the demo ends.
 AFTER_CHANGE = 2
 
 
-def _key(report: Mapping[str, Any]) -> str:
-    return f"{report['metadata'].get('namespace', '')}/{report['metadata']['name']}"
-
-
-def story_told(jobs: Sequence[DemoJob], reports: Sequence[Mapping[str, Any]]) -> bool:
+def story_told(jobs: Sequence[DemoJob], reports: Sequence[BottleneckReport | Mapping[str, Any]]) -> bool:
     """Whether every Job's report shows what was built in.
 
     A steady Job: a verdict (any class: a miss is shown as one, not waited out), finalised if it
     completed. The changing Job: its timeline has the first class, then the last for a few windows.
     """
-    statuses = {_key(r): typed_status(r) for r in reports}
+    statuses = {r.key: r.status for r in map(as_report, reports)}
     for j in jobs:
         s = statuses.get(j.key)
         if s is None or s.bottleneck in (None, "Unknown"):
@@ -56,8 +52,9 @@ def watch(cluster: LocalCluster, jobs: Sequence[DemoJob], progress: Progress, li
             cluster.patch(JOBS, ns, name, {"status": job_status(start=j.first.start, end=time.time())}, sub="status")
             progress.note(elapsed, f"Job {j.key} ({j.truth}) completed: its report is finalised over the whole run")
         reports = cluster.list(REPORTS)
-        progress.update(elapsed, reports)
-        if not pending and story_told(jobs, reports):
+        typed = [as_report(r) for r in reports]
+        progress.update(elapsed, typed)
+        if not pending and story_told(jobs, typed):
             break
         time.sleep(TICK)
     progress.finish()

@@ -1,21 +1,23 @@
 """The page: the verdict, its evidence, plots of the Job's signals, the verdict timeline, the pods.
 
-Everything comes from the status's API form (camelCase JSON, as the CRD defines it), read
-defensively: a field the status lacks is left out of the page, never an error. Every value from the
-status is HTML-escaped, since pod names and messages are not ours.
+Everything comes from the typed status (:class:`~bottleneck_operator.reports.ReportStatus`; a status
+in its API form is read through the report models first, fields that do not validate left out): a
+field the status lacks is left out of the page, never an error. Every value from the status is
+HTML-escaped, since pod names and messages are not ours.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from bottleneck_operator.contract.labels import signal_label
+from bottleneck_operator.contract.times import parse_rfc3339_or_none
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.html import series
+from bottleneck_operator.html.output import write_page
 from bottleneck_operator.html.plots import (
     CLASS_COLOURS,
     Plot,
@@ -28,6 +30,7 @@ from bottleneck_operator.html.plots import (
 )
 from bottleneck_operator.html.shares import step_shares
 from bottleneck_operator.html.template import PAGE
+from bottleneck_operator.reports import CapacityItem, ReportStatus, read_status
 
 
 def _e(value: object) -> str:
@@ -42,53 +45,37 @@ def _num(value: object) -> str:
     return f"{float(value):.3g}" if isinstance(value, int | float) else ""
 
 
-def _seconds(iso: object) -> float | None:
-    if not isinstance(iso, str):
-        return None
-    try:
-        return datetime.fromisoformat(iso.replace("Z", "+00:00").replace("z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def _list(status: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    value = status.get(key)
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
-
-
 def _badge(cls: object) -> str:
     colour = CLASS_COLOURS.get(str(cls), CLASS_COLOURS["Unknown"])
     return f'<span class="badge" style="background:{colour}">{_e(cls)}</span>'
 
 
-def _verdict(status: Mapping[str, Any], title: str) -> str:
-    window = status.get("window") if isinstance(status.get("window"), Mapping) else {}
-    facts = [("Job", title)]
-    if status.get("secondary"):
-        facts.append(("Secondary", status["secondary"]))
-    facts += [("Confidence", _pct(status.get("confidence"))), ("GPU active", _pct(status.get("gpuActive")))]
-    if status.get("phase"):
-        facts.append(("Phase", status["phase"]))
-    if window:
-        facts.append(
-            ("Window", f"{window.get('start', '?')} .. {window.get('end', '?')} ({_num(window.get('seconds'))} s)")
-        )
-    head = status.get("headroom")
-    if isinstance(head, Mapping):
-        facts.append(("Headroom", f"{_num(head.get('low'))}x .. {_num(head.get('high'))}x ({head.get('basis', '')})"))
-    if status.get("modelVersion"):
-        facts.append(("Model", status["modelVersion"]))
+def _verdict(status: ReportStatus, title: str) -> str:
+    window = status.window
+    facts: list[tuple[str, object]] = [("Job", title)]
+    if status.secondary:
+        facts.append(("Secondary", status.secondary))
+    facts += [("Confidence", _pct(status.confidence)), ("GPU active", _pct(status.gpu_active))]
+    if "phase" in status.model_fields_set:  # the default phase of a bare verdict is not shown
+        facts.append(("Phase", status.phase))
+    if window is not None:
+        facts.append(("Window", f"{window.start} .. {window.end} ({_num(window.seconds)} s)"))
+    head = status.headroom
+    if head is not None:
+        facts.append(("Headroom", f"{_num(head.low)}x .. {_num(head.high)}x ({head.basis})"))
+    if status.model_version:
+        facts.append(("Model", status.model_version))
     dl = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts)
-    reason = f'<div class="reason">{_e(status["reason"])}</div>' if status.get("reason") else ""
+    reason = f'<div class="reason">{_e(status.reason)}</div>' if status.reason else ""
     return (
-        f'<section class="card" id="verdict"><div class="verdict">{_badge(status.get("bottleneck", "Unknown"))}'
+        f'<section class="card" id="verdict"><div class="verdict">{_badge(status.bottleneck or "Unknown")}'
         f'<dl class="facts">{dl}</dl></div>{reason}{_probabilities(status)}</section>'
     )
 
 
-def _probabilities(status: Mapping[str, Any]) -> str:
-    probs = status.get("probabilities")
-    if not isinstance(probs, Mapping) or not probs:
+def _probabilities(status: ReportStatus) -> str:
+    probs = status.probabilities
+    if not probs:
         return ""
     rows = []
     for cls, p in sorted(probs.items(), key=lambda kv: -float(kv[1])):
@@ -107,20 +94,19 @@ def _items(title: str, anchor: str, entries: Sequence[str]) -> str:
     return f'<h2 id="{anchor}">{_e(title)}</h2><ul>{"".join(f"<li>{e}</li>" for e in entries)}</ul>'
 
 
-def _evidence(status: Mapping[str, Any]) -> str:
+def _evidence(status: ReportStatus) -> str:
     ev = []
-    for e in _list(status, "evidence"):
-        ref = f", reference {_num(e['reference'])}" if isinstance(e.get("reference"), int | float) else ""
+    for e in status.evidence or []:
+        ref = f", reference {_num(e.reference)}" if e.reference is not None else ""
         ev.append(
-            f'{_e(e.get("message", ""))} <span class="muted">({_e(signal_label(str(e.get("signal", ""))))}: '
-            f"{_e(_num(e.get('observed')))} {_e(e.get('unit', ''))}{_e(ref)})</span>"
+            f'{_e(e.message)} <span class="muted">({_e(signal_label(e.signal))}: '
+            f"{_e(_num(e.observed))} {_e(e.unit)}{_e(ref)})</span>"
         )
     recs = [
-        f'<strong>{_e(r.get("action", ""))}</strong> <span class="muted">[{_e(signal_label(str(r.get("signal", ""))))}]</span>: '
-        f"{_e(r.get('detail', ''))}"
-        for r in _list(status, "recommendations")
+        f'<strong>{_e(r.action)}</strong> <span class="muted">[{_e(signal_label(r.signal))}]</span>: {_e(r.detail)}'
+        for r in status.recommendations or []
     ]
-    caps = [_e(c.get("message", "")) for c in _list(status, "capacity")]
+    caps = [_e(c.message) for c in status.capacity or []]
     return (
         _items("Evidence", "evidence", ev)
         + _items("Recommendations", "recommendations", recs)
@@ -136,23 +122,20 @@ def _figure(plot: Plot) -> str:
     )
 
 
-def _segments(status: Mapping[str, Any]) -> list[Segment]:
+def _segments(status: ReportStatus) -> list[Segment]:
     """The status's timeline, or one segment for the whole window when it has none."""
-    entries = _list(status, "timeline")
-    if not entries and isinstance(status.get("window"), Mapping):
-        w = status["window"]
-        entries = [{"start": w.get("start"), "end": w.get("end"), **status}]
+    entries: list[tuple[str, str, str, float | None]] = [
+        (t.start, t.end, t.bottleneck, t.confidence) for t in status.timeline or []
+    ]
+    if not entries and status.window is not None:
+        w = status.window
+        entries = [(w.start, w.end, status.bottleneck or "Unknown", status.confidence)]
     out: list[Segment] = []
-    for t in entries:
-        start, end = _seconds(t.get("start")), _seconds(t.get("end"))
+    for start_text, end_text, cls, conf in entries:
+        start, end = parse_rfc3339_or_none(start_text), parse_rfc3339_or_none(end_text)
         if start is None or end is None:
             continue
-        conf = t.get("confidence")
-        out.append(
-            Segment(
-                start, end, str(t.get("bottleneck", "Unknown")), float(conf) if isinstance(conf, int | float) else 0.0
-            )
-        )
+        out.append(Segment(start, end, cls, conf if conf is not None else 0.0))
     return out
 
 
@@ -166,9 +149,9 @@ def _span(window: JobWindow | None, segments: Sequence[Segment]) -> tuple[float,
     return (lo, hi) if hi > lo else (lo, lo + 1.0)
 
 
-def _plots(status: Mapping[str, Any], window: JobWindow | None) -> str:
+def _plots(status: ReportStatus, window: JobWindow | None) -> str:
     parts: list[str] = []
-    cls = str(status.get("bottleneck", "Unknown"))
+    cls = status.bottleneck or "Unknown"
     segments = _segments(status)
     span = _span(window, segments)
     if window is None:
@@ -177,15 +160,15 @@ def _plots(status: Mapping[str, Any], window: JobWindow | None) -> str:
             "timeline is plotted; <code>analyze … --html FILE</code> includes them.</p>"
         )
     else:
-        parts += _signal_figures(window, cls, _list(status, "capacity"), span)
+        parts += _signal_figures(window, cls, status.capacity or [], span)
     if segments:
-        caption = "Verdict timeline" if _list(status, "timeline") else "Verdict (whole window; no per-window timeline)"
+        caption = "Verdict timeline" if status.timeline else "Verdict (whole window; no per-window timeline)"
         parts.append(_figure(timeline_plot("timeline", caption, segments, span)))
     return "<h2>Signals over time</h2>" + "".join(parts)
 
 
 def _signal_figures(
-    window: JobWindow, cls: str, capacity: Sequence[Mapping[str, Any]], span: tuple[float, float]
+    window: JobWindow, cls: str, capacity: Sequence[CapacityItem], span: tuple[float, float]
 ) -> list[str]:
     """The step time, GPU activity (per pod as a heat map past a few pods) and the limiting stage."""
     parts = []
@@ -209,13 +192,13 @@ def _signal_figures(
     return parts
 
 
-def _pods(status: Mapping[str, Any]) -> str:
-    pods = _list(status, "pods")
+def _pods(status: ReportStatus) -> str:
+    pods = status.pods or []
     if not pods:
         return ""
     rows = "".join(
-        f"<tr><td>{_e(p.get('pod', ''))}</td><td>{_e(p.get('node') or '-')}</td><td>{_e(p.get('bottleneck', ''))}</td>"
-        f'<td class="num">{_pct(p.get("confidence"))}</td><td class="num">{_pct(p.get("gpuActive"))}</td></tr>'
+        f"<tr><td>{_e(p.pod)}</td><td>{_e(p.node or '-')}</td><td>{_e(p.bottleneck)}</td>"
+        f'<td class="num">{_pct(p.confidence)}</td><td class="num">{_pct(p.gpu_active)}</td></tr>'
         for p in pods
     )
     return (
@@ -224,25 +207,32 @@ def _pods(status: Mapping[str, Any]) -> str:
     )
 
 
-def _data_quality(status: Mapping[str, Any]) -> str:
-    dq = status.get("dataQuality")
-    if not isinstance(dq, Mapping):
+def _data_quality(status: ReportStatus) -> str:
+    dq = status.data_quality
+    if dq is None:
         return ""
     lines = [
-        f"{_e(dq.get('pods', 0))} pods, {_e(dq.get('gpus', 0))} GPUs, coverage {_pct(dq.get('coverage'))}",
-        "families: " + _e(", ".join(map(str, dq.get("families") or [])) or "none"),
+        f"{_e(dq.pods)} pods, {_e(dq.gpus)} GPUs, coverage {_pct(dq.coverage)}",
+        "families: " + _e(", ".join(dq.families) or "none"),
     ]
-    if dq.get("missingFamilies"):
-        lines.append("missing: " + _e(", ".join(map(str, dq["missingFamilies"]))))
-    lines.extend(_e(n) for n in dq.get("notes") or [])
+    if dq.missing_families:
+        lines.append("missing: " + _e(", ".join(dq.missing_families)))
+    lines.extend(_e(n) for n in dq.notes)
     return _items("Data", "data-quality", lines)
 
 
-def render_html(status: Mapping[str, Any], *, window: JobWindow | None = None, name: str | None = None) -> str:
+def _typed(status: ReportStatus | Mapping[str, Any]) -> ReportStatus:
+    # A mapping is the API form; a field whose value does not validate is left out of the page.
+    return status if isinstance(status, ReportStatus) else read_status(status, drop_invalid=True)
+
+
+def render_html(
+    status: ReportStatus | Mapping[str, Any], *, window: JobWindow | None = None, name: str | None = None
+) -> str:
     """The page as a string.
 
     Args:
-        status: a BottleneckReport's ``.status`` in its API (camelCase JSON) form.
+        status: a BottleneckReport's status, typed or in its API (camelCase JSON) form.
         window: the analysed window's signals, for the signal plots; None plots the timeline only.
         name: what the page calls the Job; by default ``namespace/job`` from ``window``, else "Job".
 
@@ -253,6 +243,7 @@ def render_html(status: Mapping[str, Any], *, window: JobWindow | None = None, n
         UsageError: matplotlib (the optional extra ``html``) is not installed.
     """
     require_matplotlib()
+    status = _typed(status)
     title = name or (f"{window.namespace}/{window.job}" if window is not None else "Job")
     body = (
         f"<h1>What limits {_e(title)}</h1>"
@@ -262,17 +253,16 @@ def render_html(status: Mapping[str, Any], *, window: JobWindow | None = None, n
         + _pods(status)
         + _data_quality(status)
     )
-    return PAGE.substitute(title=_e(f"{title}: {status.get('bottleneck', 'Unknown')}"), body=body)
+    return PAGE.substitute(title=_e(f"{title}: {status.bottleneck or 'Unknown'}"), body=body)
 
 
 def write_html(
-    status: Mapping[str, Any], path: Path, *, window: JobWindow | None = None, name: str | None = None
+    status: ReportStatus | Mapping[str, Any], path: Path, *, window: JobWindow | None = None, name: str | None = None
 ) -> Path:
     """Write the page for one report (see :func:`render_html`) and return its path.
 
     Raises:
-        OSError: the file could not be written (the caller turns it into a user-facing message).
+        PageNotWritten: the file could not be written (a usage error: the message names the file
+            and the system's reason).
     """
-    path = Path(path)
-    path.write_text(render_html(status, window=window, name=name), encoding="utf-8")
-    return path
+    return write_page(render_html(status, window=window, name=name), Path(path))

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from bottleneck_operator.contract.labels import signal_label
 from bottleneck_operator.contract.window import FloatArray, JobWindow
+from bottleneck_operator.reports import CapacityItem
 
 GPU_ACTIVITY_SIGNALS = ("gr_engine_active", "gpu_util")
 # Beyond this many pods a plot shows the Job's mean only, and the GPU activity of each pod is a heat
@@ -182,12 +182,12 @@ def gpu_activity(window: JobWindow) -> SignalPlot | None:
     return None
 
 
-def limiting_stage(window: JobWindow, bottleneck: str, capacity: Sequence[Mapping[str, Any]]) -> SignalPlot | None:
+def limiting_stage(window: JobWindow, bottleneck: str, capacity: Sequence[CapacityItem]) -> SignalPlot | None:
     """The verdict's limiting signal against its capacity, or None (Unknown, or no such signal)."""
     cands = [c for c in LIMITING.get(bottleneck, ()) if has_signal(window, c.signal)]
     if not cands:
         return None
-    needs = {str(c.get("resource")): c for c in capacity if _finite(c.get("needed"))}
+    needs = {c.resource: c for c in capacity if _finite(c.needed)}
     cand = min(cands, key=lambda c: _distance(window, c, needs))
     lines = _pod_lines(window, cand.signal, mean_only=len(window.pods) > MAX_POD_LINES)
     if cand.limit_signal is not None and has_signal(window, cand.limit_signal):
@@ -197,18 +197,18 @@ def limiting_stage(window: JobWindow, bottleneck: str, capacity: Sequence[Mappin
         lines.extend(Line(f"limit: {signal_label(cand.limit_signal)}", ln.x, ln.y, dashed=True) for ln in limit[-1:])
     refs: tuple[tuple[str, float], ...] = ()
     if cand.resource in needs:
-        refs = (("needed to keep the\nGPUs busy", float(needs[cand.resource]["needed"])),)
+        refs = (("needed to keep the\nGPUs busy", float(needs[cand.resource].needed)),)
     return SignalPlot(cand.signal, tuple(lines), refs)
 
 
-def _distance(window: JobWindow, cand: Candidate, needs: Mapping[str, Mapping[str, Any]]) -> tuple[int, float]:
+def _distance(window: JobWindow, cand: Candidate, needs: Mapping[str, CapacityItem]) -> tuple[int, float]:
     """Rank candidates: the one the report's capacity was computed from first, then list order.
 
     The analysis picks, e.g., network or disk reads for IO by which carried more; the capacity's
     ``observed`` is that rate, so the signal whose mean is nearest to it (in ratio) is the one it used.
     """
     need = needs.get(cand.resource or "")
-    observed = float(need["observed"]) if need is not None and _finite(need.get("observed")) else 0.0
+    observed = float(need.observed) if need is not None and _finite(need.observed) else 0.0
     if observed <= 0:
         return (1, 0.0)
     rows = [np.asarray(p.signals[cand.signal], dtype=np.float64) for p in window.pods if cand.signal in p.signals]

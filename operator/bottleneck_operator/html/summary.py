@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bottleneck_operator.html.output import write_page
 from bottleneck_operator.html.plots import CLASS_COLOURS
 from bottleneck_operator.html.template import PAGE
 
@@ -121,6 +122,10 @@ def render_summary_html(status: Mapping[str, Any], *, title: str = "Cluster bott
     return PAGE.substitute(title=_e(title), body=body)
 
 
-def write_summary_html(status: Mapping[str, Any], path: Path) -> None:
-    """Write the page to ``path``."""
-    path.write_text(render_summary_html(status), encoding="utf-8")
+def write_summary_html(status: Mapping[str, Any], path: Path) -> Path:
+    """Write the page to ``path`` and return it.
+
+    Raises:
+        PageNotWritten: the file could not be written (see :func:`~bottleneck_operator.html.output.write_page`).
+    """
+    return write_page(render_summary_html(status), Path(path))

@@ -8,33 +8,36 @@ averages the Job's GPU activity over each timeline window, so the timeline gains
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
+from bottleneck_operator.contract.times import parse_rfc3339
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.errors import UsageError
+from bottleneck_operator.reports import ReportStatus
 
 # The analysis's own order (analysis/summary.py), so the row measures what the report's "GPU active" does.
 GPU_SIGNALS = ("sm_active", "gr_engine_active", "gpu_util")
 COLUMNS = 60
 
 
-def _unix(iso: str) -> float:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+def spans(status: ReportStatus) -> list[tuple[float, float]]:
+    """The timeline's windows as unix seconds; without a timeline, the analysed window in equal columns.
 
-
-def spans(status: Mapping[str, Any]) -> list[tuple[float, float]]:
-    """The timeline's windows as unix seconds; without a timeline, the analysed window in equal columns."""
-    entries = [e for e in status.get("timeline") or [] if isinstance(e, dict) and e.get("start") and e.get("end")]
-    if entries:
-        return [(_unix(e["start"]), _unix(e["end"])) for e in entries]
-    window = status.get("window") or {}
-    if not window.get("start") or not window.get("end"):
-        return []
-    start, end = _unix(window["start"]), _unix(window["end"])
+    Raises:
+        UsageError: a time in the report is not RFC 3339.
+    """
+    try:
+        entries = [e for e in status.timeline or [] if e.start and e.end]
+        if entries:
+            return [(parse_rfc3339(e.start), parse_rfc3339(e.end)) for e in entries]
+        window = status.window
+        if window is None or not window.start or not window.end:
+            return []
+        start, end = parse_rfc3339(window.start), parse_rfc3339(window.end)
+    except ValueError as exc:
+        raise UsageError(f"--prometheus-url: the report's timeline cannot be read: {exc}") from exc
     width = (end - start) / COLUMNS
     return [(start + i * width, start + (i + 1) * width) for i in range(COLUMNS)] if width > 0 else []
 

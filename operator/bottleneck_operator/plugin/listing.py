@@ -23,7 +23,8 @@ import yaml
 from bottleneck_operator.errors import EXIT_OK
 from bottleneck_operator.kube.kubeconfig import Target
 from bottleneck_operator.plugin.render import paint, report_rows, table, use_colour
-from bottleneck_operator.reportsource import KubectlError, list_reports, watch_reports
+from bottleneck_operator.reports import BottleneckReport
+from bottleneck_operator.reportsource import KubectlError, list_reports, typed, watch_reports
 
 _STEP = re.compile(r"\.?(?:\['([^']+)'\]|([^.\[\]]+))|\[(\d+)\]")
 
@@ -121,7 +122,8 @@ def cmd_list(args: argparse.Namespace, target: Target, namespace: str | None) ->
         return EXIT_OK
     colour_column = 3 if namespace is None else 2
     colour = use_colour(sys.stdout)
-    rows = report_rows(reports, all_namespaces=namespace is None, wide=args.output == "wide")
+    read = [typed(r) for r in reports]
+    rows = report_rows(read, all_namespaces=namespace is None, wide=args.output == "wide")
     if structured:
         for report in reports:
             print(_dump(report, args.output), flush=True)
@@ -132,14 +134,14 @@ def cmd_list(args: argparse.Namespace, target: Target, namespace: str | None) ->
         print(f"No resources found{where}.", file=sys.stderr)
     if args.watch:
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        seen = {_version(r) for r in reports}
+        seen = {_version(r) for r in read}
         _follow(args, target, namespace, seen, widths, (colour_column, colour), header=len(rows) > 1 or structured)
     return EXIT_OK
 
 
-def _version(report: Mapping[str, Any]) -> tuple[str, str]:
-    meta = report.get("metadata") or {}
-    return (str(meta.get("uid") or meta.get("name")), str(meta.get("resourceVersion") or ""))
+def _version(report: BottleneckReport) -> tuple[str, str]:
+    meta = report.metadata
+    return (str(meta.uid or meta.name), str(meta.resource_version or ""))
 
 
 def _follow(
@@ -154,13 +156,14 @@ def _follow(
 ) -> None:
     shown = [header]
 
-    def on_event(kind: str, report: dict[str, Any]) -> None:
+    def on_event(kind: str, raw: dict[str, Any]) -> None:
+        report = typed(raw)
         version = _version(report)
         if version in seen and kind != "DELETED":
             return  # the watch replays what the list already showed
         seen.add(version)
         if args.output in ("json", "yaml"):
-            print(_dump(report, args.output), flush=True)
+            print(_dump(raw, args.output), flush=True)
             return
         rows = report_rows([report], all_namespaces=namespace is None, wide=args.output == "wide")
         if not shown[0]:

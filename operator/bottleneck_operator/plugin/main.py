@@ -23,10 +23,11 @@ from bottleneck_operator.kube.kubeconfig import Target, load
 from bottleneck_operator.plugin import classes, listing, summary
 from bottleneck_operator.plugin.render import explain_text, use_colour
 from bottleneck_operator.plugin.show import describe
-from bottleneck_operator.reportsource import KubectlError, get_report
+from bottleneck_operator.reportsource import KubectlError, get_report, typed
 
 if TYPE_CHECKING:
     from bottleneck_operator.contract.window import JobWindow
+    from bottleneck_operator.reports import BottleneckReport
 
 PROG = "kubectl bottleneck"
 
@@ -126,32 +127,31 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     target = _target(args)
     namespace = _name("namespace", args.namespace or target.namespace)
-    report = get_report(target, namespace, _name("report name", args.name))
+    raw = get_report(target, namespace, _name("report name", args.name))
+    if args.output in ("json", "yaml") and not (args.prometheus_url or args.html):
+        print(_dump(raw, args.output))  # as the API holds it, without reading it
+        return EXIT_OK
+    report = typed(raw)
     window, gpu = None, None
     if args.prometheus_url:
         from bottleneck_operator.plugin import activity
 
-        status = report.get("status") or {}
-        job = ((report.get("spec") or {}).get("jobRef") or {}).get("name") or args.name
-        spans = activity.spans(status)
-        window = activity.fetch(args, namespace, str(job), spans)
+        spans = activity.spans(report.status)
+        window = activity.fetch(args, namespace, report.job_name or args.name, spans)
         gpu = activity.per_window(window, spans)
     if args.html:
         _write_html(report, args.html, f"{namespace}/{args.name}", window)
     if args.output in ("json", "yaml"):
-        print(_dump(report, args.output))
+        print(_dump(raw, args.output))
     else:
         print(describe(report, colour=use_colour(sys.stdout), gpu=gpu))
     return EXIT_OK
 
 
-def _write_html(report: dict[str, Any], path: str, name: str, window: JobWindow | None) -> None:
+def _write_html(report: BottleneckReport, path: str, name: str, window: JobWindow | None) -> None:
     from bottleneck_operator.html import write_html
 
-    try:
-        write_html(report.get("status") or {}, Path(path), window=window, name=name)
-    except OSError as exc:
-        raise KubectlError(f"error: --html: cannot write {path}: {exc.strerror or exc}") from exc
+    write_html(report.status, Path(path), window=window, name=name)
     print(f"HTML report written to {path}", file=sys.stderr)
 
 

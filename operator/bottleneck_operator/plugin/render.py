@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 from bottleneck_operator.plugin import classes
+from bottleneck_operator.reports import BottleneckReport
 from bottleneck_operator.reports.age import kubectl_age
-from bottleneck_operator.reportsource import typed_status
 
 # One colour per class, the same in the table and the timeline.
 _COLOURS = {"IO": "33", "CPU": "35", "Interconnect": "36", "GPU": "32", "Memory": "34", "Unknown": "90"}
@@ -61,7 +61,7 @@ def table(rows: Sequence[Sequence[str]], colour_column: int | None = None, colou
 
 
 def report_rows(
-    reports: Sequence[Mapping[str, Any]], *, all_namespaces: bool, wide: bool, now: float | None = None
+    reports: Sequence[BottleneckReport], *, all_namespaces: bool, wide: bool, now: float | None = None
 ) -> list[list[str]]:
     """The ``list`` table, header first: kubectl get bnr's columns, plus the wide ones with ``-o wide``."""
     at = time.time() if now is None else now
@@ -70,26 +70,25 @@ def report_rows(
         header += ["MECHANISM", "SECONDARY", "HEADROOM", "REASON"]
     rows = [(["NAMESPACE"] if all_namespaces else []) + header]
     for r in reports:
-        meta, raw = r.get("metadata") or {}, r.get("status") or {}
-        status = typed_status(r)
+        status = r.status
         row = [
-            meta.get("name", ""),
-            ((r.get("spec") or {}).get("jobRef") or {}).get("name", ""),
+            r.name,
+            r.job_name,
             status.bottleneck or "",
             pct(status.confidence),
             pct(status.gpu_active),
-            status.phase if raw else "",
-            age(meta.get("creationTimestamp"), at),
+            status.phase if r.analysed else "",
+            age(r.created, at),
         ]
         if wide:
             head = status.headroom
             row += [
-                str(raw.get("mechanism") or "<none>"),
+                str(status.mechanism or "<none>"),
                 status.secondary or "<none>",
                 f"{head.low:.1f}x-{head.high:.1f}x" if head else "<none>",
                 status.reason or "",
             ]
-        rows.append(([meta.get("namespace", "")] if all_namespaces else []) + row)
+        rows.append(([r.namespace] if all_namespaces else []) + row)
     return rows
 
 

@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bottleneck_operator.plugin.render import SPARKS, bold, paint, pct, table
-from bottleneck_operator.reports import ReportStatus
-from bottleneck_operator.reportsource import typed_status
+from bottleneck_operator.reports import BottleneckReport, ReportStatus, read_status
 
 WIDTH = 60
 LETTERS = {"IO": "I", "CPU": "C", "Interconnect": "N", "GPU": "G", "Memory": "M", "Unknown": "?"}
@@ -43,20 +42,24 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def timeline_lines(
-    raw: Mapping[str, Any], colour: bool, width: int = WIDTH, gpu: Sequence[float | None] | None = None
+    status: ReportStatus | Mapping[str, Any],
+    colour: bool,
+    width: int = WIDTH,
+    gpu: Sequence[float | None] | None = None,
 ) -> list[str]:
     """The timeline block: verdict letters, confidence and GPU activity sparklines, the span and a legend.
 
     Args:
-        raw: the report's status as the API holds it.
+        status: the report's status (a mapping: its API form, read through the report models).
         colour: paint the verdict letters.
         width: at most this many columns.
         gpu: GPU activity per timeline window (read from Prometheus); default the entries' own
-            ``gpuActive`` where they carry it.
+            GPU activity where they carry it.
     """
-    entries = [e for e in raw.get("timeline") or [] if isinstance(e, dict)]
-    if gpu is None and any(e.get("gpuActive") is not None for e in entries):
-        gpu = [e.get("gpuActive") for e in entries]
+    typed = status if isinstance(status, ReportStatus) else read_status(status)
+    entries = typed.timeline or []
+    if gpu is None and any(e.gpu_active is not None for e in entries):
+        gpu = [e.gpu_active for e in entries]
     if not entries:
         if not gpu or all(v is None for v in gpu):
             return ["Timeline:      <none> (no window analysed yet)"]
@@ -66,9 +69,9 @@ def timeline_lines(
             f"  GPU active   {row}",
         ]
     groups = _squeeze(list(range(len(entries))), width)
-    verdicts = [Counter(str(entries[i].get("bottleneck", "Unknown")) for i in g).most_common(1)[0][0] for g in groups]
+    verdicts = [Counter(entries[i].bottleneck for i in g).most_common(1)[0][0] for g in groups]
     letters = "".join(paint(LETTERS.get(v, "?"), v, colour) for v in verdicts)
-    conf = sparkline([_mean([entries[i].get("confidence") for i in g]) for g in groups])
+    conf = sparkline([_mean([entries[i].confidence for i in g]) for g in groups])
     lines = [
         f"Timeline:      {len(entries)} windows, oldest first",
         f"  verdict      {letters}",
@@ -78,28 +81,27 @@ def timeline_lines(
         lines.append("  GPU active   <no samples>")
     elif gpu is not None and len(gpu) == len(entries):
         lines.append(f"  GPU active   {sparkline([_mean([gpu[i] for i in g]) for g in groups])}")
-    lines.append(f"  span         {entries[0].get('start', '?')} .. {entries[-1].get('end', '?')}")
+    lines.append(f"  span         {entries[0].start} .. {entries[-1].end}")
     seen = sorted(set(verdicts), key=lambda v: list(LETTERS).index(v) if v in LETTERS else len(LETTERS))
     lines.append("  legend       " + "  ".join(f"{paint(LETTERS[v], v, colour)}={v}" for v in seen if v in LETTERS))
     return lines
 
 
-def _header(report: Mapping[str, Any], s: ReportStatus, colour: bool) -> list[str]:
-    meta = report.get("metadata") or {}
-    raw = report.get("status") or {}
+def _header(report: BottleneckReport, colour: bool) -> list[str]:
+    s = report.status
     verdict = paint(s.bottleneck or "<none>", s.bottleneck, colour)
     if s.confidence is not None:
         verdict += f"  (confidence {pct(s.confidence)}"
         verdict += f", secondary {s.secondary})" if s.secondary else ")"
     lines = [
-        f"Name:          {meta.get('name', '')}",
-        f"Namespace:     {meta.get('namespace', '')}",
-        f"Job:           {((report.get('spec') or {}).get('jobRef') or {}).get('name', '')}",
-        f"Phase:         {s.phase if raw else '<none>'}",
+        f"Name:          {report.name}",
+        f"Namespace:     {report.namespace}",
+        f"Job:           {report.job_name}",
+        f"Phase:         {s.phase if report.analysed else '<none>'}",
         f"Bottleneck:    {verdict}",
     ]
-    if raw.get("mechanism"):
-        lines.append(f"Mechanism:     {raw['mechanism']}")
+    if s.mechanism:
+        lines.append(f"Mechanism:     {s.mechanism}")
     if s.reason:
         lines.append(f"Reason:        {s.reason}" + (f" ({s.abstention.value})" if s.abstention else ""))
     if s.gpu_active is not None:
@@ -182,15 +184,15 @@ def _tail(s: ReportStatus, colour: bool) -> list[str]:
     return lines
 
 
-def describe(report: Mapping[str, Any], colour: bool = False, gpu: Sequence[float | None] | None = None) -> str:
+def describe(report: BottleneckReport, colour: bool = False, gpu: Sequence[float | None] | None = None) -> str:
     """A report in full: verdict, evidence, recommendations, headroom and capacity, pods, timeline, data.
 
     ``gpu``: GPU activity per timeline window (see :func:`timeline_lines`).
     """
-    s = typed_status(report)
-    lines = _header(report, s, colour)
+    s = report.status
+    lines = _header(report, colour)
     lines += _body(s, colour)
     lines += _pods(s, colour)
-    lines += ["", *timeline_lines(report.get("status") or {}, colour, gpu=gpu)]
+    lines += ["", *timeline_lines(s, colour, gpu=gpu)]
     lines += _tail(s, colour)
     return "\n".join(lines)

@@ -81,10 +81,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if args.html:
         from bottleneck_operator.html import write_summary_html
 
-        try:
-            write_summary_html(status, Path(args.html))
-        except OSError as exc:
-            raise KubectlError(f"error: --html: cannot write {args.html}: {exc.strerror or exc}") from exc
+        write_summary_html(status, Path(args.html))
         print(f"HTML summary written to {args.html}", file=sys.stderr)
     if args.output == "json":
         print(json.dumps(obj, indent=4))

@@ -1,11 +1,14 @@
 """BottleneckReport: the pydantic models (:mod:`.model`) and how a verdict becomes a status (:mod:`.build`).
 
 ``ReportStatus`` is what the operator writes to ``.status`` and what ``analyze --output json`` prints:
-one shape for both, snake_case in Python, the CRD's camelCase only at the API boundary: read with
-:func:`read_status`, written with ``ReportStatus.dump()``.
+one shape for both, snake_case in Python, the CRD's camelCase only at the API boundary: a whole
+report is read with :func:`read_report` (a status alone with :func:`read_status`), written with
+``ReportStatus.dump()``. No module outside this package reads a report's camelCase keys (a test
+checks the package's source).
 """
 
 from bottleneck_operator.reports.build import rfc3339, status_from_verdict
+from bottleneck_operator.reports.document import BottleneckReport, ReportMetadata, as_report, read_report
 from bottleneck_operator.reports.model import (
     AnalysisWindow,
     CapacityItem,
@@ -26,6 +29,7 @@ from bottleneck_operator.reports.read import read_status
 
 __all__ = [
     "AnalysisWindow",
+    "BottleneckReport",
     "CapacityItem",
     "ClassName",
     "Condition",
@@ -36,9 +40,12 @@ __all__ = [
     "Phase",
     "PodBreakdown",
     "RecommendationItem",
+    "ReportMetadata",
     "ReportSpec",
     "ReportStatus",
     "TimelineEntry",
+    "as_report",
+    "read_report",
     "read_status",
     "rfc3339",
     "status_from_verdict",

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 
-
-def kubectl_age(created: str | None, now: float) -> str:
-    """kubectl's short age: 45s, 3m12s, 2h5m, 4d."""
-    if not created:
+def kubectl_age(created: float | None, now: float) -> str:
+    """kubectl's short age (45s, 3m12s, 2h5m, 4d) of a resource created at ``created`` (unix seconds)."""
+    if created is None:
         return "<unknown>"
-    try:
-        seconds = max(0, int(now - datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()))
-    except ValueError:
-        return "<unknown>"
+    seconds = max(0, int(now - created))
     if seconds < 120:
         return f"{seconds}s"
     if seconds < 600:

@@ -1,10 +1,13 @@
-"""Building a report status from the analysis: :func:`status_from_verdict` and its parts."""
+"""Building a report status from the analysis: :func:`status_from_verdict` and its parts.
+
+Times are written by :func:`~bottleneck_operator.contract.times.rfc3339`, re-exported here for the
+report's writers.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.times import rfc3339
 from bottleneck_operator.contract.verdict import Verdict
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.reports.model import (
@@ -19,10 +22,7 @@ from bottleneck_operator.reports.model import (
     ReportStatus,
 )
 
-
-def rfc3339(ts: float) -> str:
-    """Unix seconds as RFC 3339 UTC with a 'Z', as Kubernetes writes times."""
-    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+__all__ = ["rfc3339", "status_from_verdict"]
 
 
 def _round(x: float | None, digits: int = 4) -> float | None:

@@ -120,6 +120,9 @@ class TimelineEntry(_Model):
     end: Timestamp
     bottleneck: ClassName
     confidence: float
+    gpu_active: float | None = Field(
+        None, description="Mean GPU activity 0..1 in this window, where the writer measured it."
+    )
 
 
 class Condition(_Model):

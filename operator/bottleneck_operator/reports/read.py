@@ -32,7 +32,7 @@ def read_status(raw: Mapping[str, Any] | None, *, drop_invalid: bool = False) ->
     Raises:
         pydantic.ValidationError: a known field has a value the model refuses (unless ``drop_invalid``).
     """
-    known = _known_only(ReportStatus, raw or {})
+    known = known_only(ReportStatus, raw or {})
     try:
         return ReportStatus.model_validate(known)
     except ValidationError as exc:
@@ -42,7 +42,7 @@ def read_status(raw: Mapping[str, Any] | None, *, drop_invalid: bool = False) ->
         return ReportStatus.model_validate({k: v for k, v in known.items() if k not in bad})
 
 
-def _known_only(model: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:
+def known_only(model: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:
     """``raw`` with only the keys ``model`` declares (by alias or name), nested models likewise."""
     out: dict[str, Any] = {}
     for name, field in model.model_fields.items():
@@ -51,9 +51,9 @@ def _known_only(model: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any
             continue
         value, nested = raw[key], _nested_model(field.annotation)
         if nested is not None and isinstance(value, Mapping):
-            value = _known_only(nested, value)
+            value = known_only(nested, value)
         elif nested is not None and isinstance(value, list):
-            value = [_known_only(nested, v) if isinstance(v, Mapping) else v for v in value]
+            value = [known_only(nested, v) if isinstance(v, Mapping) else v for v in value]
         out[key] = value
     return out
 
