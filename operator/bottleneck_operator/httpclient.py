@@ -1,0 +1,144 @@
+"""The project's one HTTP library and the policy every client of it shares.
+
+Everything the project calls over HTTP goes through httpx (the fork ``httpx2`` that lightkube uses
+here): the Kubernetes client (through lightkube), the Prometheus client (:mod:`.telemetry.transport`)
+and the local runners of the simulators. They share what this module fixes:
+
+- one pooled client per target, never trusting the environment's ``.netrc`` or CA variables
+  (``trust_env`` off): TLS is what the settings say, and a proxy is used only where the
+  ``*_proxy`` variables name one for that target (``no_proxy`` honoured);
+- redirects are not followed by the library: a client that accepts any does so itself;
+- one :class:`Policy` for timeouts and retries: which answers are worth another attempt (429 and
+  5xx, :func:`retryable`), how long to wait before each (doubling from ``backoff``), and the
+  seconds a connect, read or write may take.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
+
+import httpx2
+
+__all__ = [
+    "Policy",
+    "async_transport",
+    "environment_proxy",
+    "os_cause",
+    "retryable",
+    "simple_request",
+    "sync_client",
+    "tls_context",
+]
+
+# A connect waits this long when no timeout is set at all (a watch): an address that never answers
+# must still fail.
+_CONNECT_WITHOUT_TIMEOUT = 15.0
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Timeouts and retries, the same for every client.
+
+    Attributes:
+        timeout: seconds a connect, read, write or wait for a pooled connection may take (None: no
+            limit, for watches; a connect still fails after 15 s).
+        retries: attempts after the first for an answer :func:`retryable` says is worth it.
+        backoff: seconds before the first retry, doubled before each next one.
+        max_connections: connections to one target, in use or idle.
+    """
+
+    timeout: float | None = 30.0
+    retries: int = 0
+    backoff: float = 0.5
+    max_connections: int = 64
+
+    def timeouts(self, left: float | None = None) -> httpx2.Timeout:
+        """The library's timeouts, none over ``left`` seconds (what remains of a caller's deadline)."""
+        seconds = self.timeout if left is None else left if self.timeout is None else min(self.timeout, left)
+        return httpx2.Timeout(seconds, connect=_CONNECT_WITHOUT_TIMEOUT if seconds is None else seconds)
+
+    def delays(self) -> list[float]:
+        """The wait before each retry, in order."""
+        return [self.backoff * 2**n for n in range(self.retries)]
+
+    def limits(self) -> httpx2.Limits:
+        """The pool's size."""
+        return httpx2.Limits(max_connections=self.max_connections, max_keepalive_connections=self.max_connections)
+
+
+def retryable(status: int) -> bool:
+    """Whether an answer with this HTTP status is worth another attempt (overloaded or failing: 429, 5xx)."""
+    return status == 429 or status >= 500
+
+
+def tls_context(ca_file: str | None = None, insecure: bool = False) -> ssl.SSLContext:
+    """The TLS context for an https target: the system's CAs, a given CA bundle, or no verification."""
+    if insecure:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    return ssl.create_default_context(cafile=ca_file)
+
+
+def environment_proxy(origin: SplitResult) -> str | None:
+    """The proxy the environment names for ``origin`` (the ``*_proxy`` variables, ``no_proxy`` honoured)."""
+    if not any(name.lower() in ("http_proxy", "https_proxy", "all_proxy") for name in os.environ):
+        return None
+    import urllib.request  # only where a proxy is configured: reading the variables, no request
+
+    if urllib.request.proxy_bypass(origin.hostname or ""):
+        return None
+    proxies = urllib.request.getproxies()
+    url = proxies.get(origin.scheme) or proxies.get("all")
+    if not url:
+        return None
+    return url if "://" in url else f"http://{url}"
+
+
+def sync_client(base_url: str, policy: Policy, *, verify: ssl.SSLContext | bool = True) -> httpx2.Client:
+    """A pooled client for one target (scheme, host and port of ``base_url``), for callers in threads."""
+    transport = httpx2.HTTPTransport(
+        verify=verify, limits=policy.limits(), proxy=environment_proxy(urlsplit(base_url)), trust_env=False
+    )
+    return httpx2.Client(transport=transport, timeout=policy.timeouts(), follow_redirects=False, trust_env=False)
+
+
+def async_transport(policy: Policy, *, verify: ssl.SSLContext | bool = True) -> httpx2.AsyncHTTPTransport:
+    """The pooled transport of an async client (lightkube's, to the Kubernetes API)."""
+    return httpx2.AsyncHTTPTransport(verify=verify, limits=policy.limits(), trust_env=False)
+
+
+def os_cause(exc: BaseException) -> BaseException | None:
+    """The operating system's error under a library's (a refused connection, a TLS failure), if any."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def simple_request(
+    method: str, url: str, *, body: bytes | None = None, timeout: float, headers: Mapping[str, str] | None = None
+) -> tuple[int, bytes]:
+    """One request on a client of its own (a local runner's few calls): the status and the body.
+
+    Raises:
+        OSError: the request failed (the operating system's error where there is one).
+    """
+    with sync_client(url, Policy(timeout=timeout)) as client:
+        try:
+            response = client.request(method, url, content=body, headers=dict(headers or {}))
+        except httpx2.HTTPError as exc:
+            cause = os_cause(exc)
+            if isinstance(cause, OSError):
+                raise cause from exc
+            raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
+        return response.status_code, response.content
