@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
@@ -25,10 +26,12 @@ import httpx2
 
 __all__ = [
     "Policy",
+    "Sent",
     "async_transport",
     "environment_proxy",
     "os_cause",
     "retryable",
+    "sent",
     "simple_request",
     "sync_client",
     "tls_context",
@@ -125,6 +128,68 @@ def os_cause(exc: BaseException) -> BaseException | None:
     return None
 
 
+class Sent:
+    """An answer whose status and headers are in, and whose body is still to be read (:func:`sent`)."""
+
+    def __init__(self, response: httpx2.Response) -> None:
+        self._response = response
+        self.status = response.status_code
+
+    def header(self, name: str) -> str:
+        """A header's value ("" when absent), whatever its case."""
+        return self._response.headers.get(name, "")
+
+    def pieces(self, read_timeout: float | None) -> Iterator[bytes]:
+        """The body as it arrives (compressed as sent), each read given at most ``read_timeout`` seconds."""
+        # The body's reads get this timeout, not the one given when the request was sent (the
+        # library reads the request's timeout table when the body starts).
+        self._response.request.extensions.get("timeout", {})["read"] = read_timeout
+        return self._response.iter_raw()
+
+
+# A kept-alive connection the server closed while idle fails like this before any answer.
+_STALE = (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)
+
+
+@contextmanager
+def sent(
+    client: httpx2.Client,
+    method: str,
+    url: str,
+    *,
+    content: str | bytes | None,
+    headers: Mapping[str, str],
+    timeout: httpx2.Timeout,
+) -> Iterator[Sent]:
+    """Send one request and hold its answer open while the caller reads the body; no library error leaves.
+
+    A kept-alive connection the server has closed meanwhile is replaced once, as any HTTP client
+    does (the server never read the request, so it is still sent once).
+
+    Raises:
+        TimeoutError: a connect, write or read took longer than ``timeout`` allows.
+        OSError: the connection failed (the operating system's error, e.g. ``ssl.SSLError`` or
+            ``ConnectionRefusedError``, else a ``ConnectionError``), the library's chained as its cause.
+    """
+    request = client.build_request(method, url, content=content, headers=dict(headers), timeout=timeout)
+    try:
+        try:
+            response = client.send(request, stream=True)
+        except _STALE:
+            response = client.send(request, stream=True)
+        try:
+            yield Sent(response)
+        finally:
+            response.close()
+    except httpx2.TimeoutException as exc:
+        raise TimeoutError(f"no whole answer in time ({type(exc).__name__})") from exc
+    except httpx2.HTTPError as exc:
+        cause = os_cause(exc)
+        if isinstance(cause, OSError):
+            raise cause from exc
+        raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
+
+
 def simple_request(
     method: str, url: str, *, body: bytes | None = None, timeout: float, headers: Mapping[str, str] | None = None
 ) -> tuple[int, bytes]:
@@ -133,12 +198,9 @@ def simple_request(
     Raises:
         OSError: the request failed (the operating system's error where there is one).
     """
-    with sync_client(url, Policy(timeout=timeout)) as client:
-        try:
-            response = client.request(method, url, content=body, headers=dict(headers or {}))
-        except httpx2.HTTPError as exc:
-            cause = os_cause(exc)
-            if isinstance(cause, OSError):
-                raise cause from exc
-            raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
-        return response.status_code, response.content
+    policy = Policy(timeout=timeout)
+    with (
+        sync_client(url, policy) as client,
+        sent(client, method, url, content=body, headers=headers or {}, timeout=policy.timeouts()) as answer,
+    ):
+        return answer.status, b"".join(answer.pieces(timeout))

@@ -8,6 +8,7 @@ Kubernetes meaning matters (``NotFound``, ``Conflict``).
 from __future__ import annotations
 
 from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable, UsageError
+from bottleneck_operator.httpclient import retryable
 
 
 class KubeError(BottleneckError):
@@ -46,6 +47,6 @@ def for_status(status: int, message: str) -> KubeError:
         return Conflict(message, status=status)
     if status in (401, 403):
         return Unauthorized(message, status=status)
-    if status >= 500 or status == 429:
+    if retryable(status):  # the shared policy's: overloaded or failing, worth another attempt later
         return ApiUnavailable(message, status=status)
     return ApiRejected(message, status=status)

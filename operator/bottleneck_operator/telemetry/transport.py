@@ -26,10 +26,8 @@ import zlib
 from dataclasses import dataclass
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
-import httpx2
-
 from bottleneck_operator import __version__
-from bottleneck_operator.httpclient import Policy, os_cause, sync_client, tls_context
+from bottleneck_operator.httpclient import Policy, Sent, sent, sync_client, tls_context
 
 __all__ = ["USER_AGENT", "Answer", "AnswerTooLong", "Limits", "Transport", "basic_auth", "url_auth"]
 
@@ -38,8 +36,6 @@ USER_AGENT = f"bottleneck-operator/{__version__}"
 MAX_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _IDLE_KEPT = 16  # connections to one endpoint: more than a pass's concurrent queries
-# A kept-alive connection the server closed while idle fails like this before any answer.
-_STALE = (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)
 
 
 class AnswerTooLong(Exception):
@@ -159,50 +155,26 @@ class Transport:
         self, method: str, target: str, body: str | None, headers: dict[str, str], limits: Limits
     ) -> tuple[int, bytes, str]:
         timeout = self._policy.timeouts(limits.remaining(self.timeout))
-        request = self._client.build_request(method, self._url(target), content=body, headers=headers, timeout=timeout)
-        try:
-            response = self._send(request)
-            try:
-                data = _read_body(response, limits, self.timeout)
-            finally:
-                response.close()
-        except httpx2.TimeoutException as exc:
-            raise TimeoutError(f"no whole answer in time ({type(exc).__name__})") from exc
-        except httpx2.HTTPError as exc:
-            raise _os_error(exc) from exc
-        if response.headers.get("Content-Encoding", "").lower() == "gzip":
+        with sent(self._client, method, self._url(target), content=body, headers=headers, timeout=timeout) as answer:
+            data = _read_body(answer, limits, self.timeout)
+        if answer.header("Content-Encoding").lower() == "gzip":
             data = _inflate(data, limits.max_bytes)
-        return response.status_code, data, response.headers.get("Location", "")
-
-    def _send(self, request: httpx2.Request) -> httpx2.Response:
-        try:
-            return self._client.send(request, stream=True)
-        except _STALE:
-            # Most likely a kept-alive connection the server closed while idle: it never read the
-            # request, so sending it again on a fresh connection sends it once.
-            return self._client.send(request, stream=True)
+        return answer.status, data, answer.header("Location")
 
     def _url(self, target: str) -> str:
         return f"{self.origin.scheme}://{self.origin.netloc.rpartition('@')[2]}{target}"
 
 
-def _os_error(exc: httpx2.HTTPError) -> OSError:
-    """The operating system's error under the library's (what the caller names), else a ConnectionError."""
-    cause = os_cause(exc)
-    return cause if isinstance(cause, OSError) else ConnectionError(f"{type(exc).__name__}: {exc}")
-
-
-def _read_body(response: httpx2.Response, limits: Limits, timeout: float) -> bytes:
+def _read_body(answer: Sent, limits: Limits, timeout: float) -> bytes:
     """The whole body, piece by piece, the deadline and the cap checked between pieces."""
     cap = limits.max_bytes
-    length = response.headers.get("Content-Length")
-    if cap is not None and length is not None and length.isdigit() and int(length) > cap:
+    length = answer.header("Content-Length")
+    if cap is not None and length.isdigit() and int(length) > cap:
         raise AnswerTooLong(cap)
-    # The body's reads get what is left of the deadline now, not what was left when the request began.
-    response.request.extensions.get("timeout", {})["read"] = limits.remaining(timeout)
     pieces: list[bytes] = []
     size = 0
-    for piece in response.iter_raw():
+    # The body's reads get what is left of the deadline now, not what was left when the request began.
+    for piece in answer.pieces(limits.remaining(timeout)):
         size += len(piece)
         if cap is not None and size > cap:
             raise AnswerTooLong(cap)
