@@ -7,6 +7,7 @@ where the environment names one, and no module of the package speaks HTTP anothe
 from __future__ import annotations
 
 import ast
+import itertools
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -74,7 +75,7 @@ def _url(srv: _EchoServer, path: str = "") -> str:
 def test_delays_double_from_the_backoff_and_count_the_retries() -> None:
     delays = Policy(retries=4, backoff=0.25).delays()
     assert len(delays) == 4 and delays[0] == 0.25
-    assert all(later == 2 * earlier for earlier, later in zip(delays, delays[1:], strict=False))
+    assert all(later == 2 * earlier for earlier, later in itertools.pairwise(delays))
     assert Policy(retries=0).delays() == []
 
 
