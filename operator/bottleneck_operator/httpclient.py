@@ -199,8 +199,10 @@ def simple_request(
         OSError: the request failed (the operating system's error where there is one).
     """
     policy = Policy(timeout=timeout)
+    asked = {"Accept-Encoding": "identity", **(headers or {})}
     with (
         sync_client(url, policy) as client,
-        sent(client, method, url, content=body, headers=headers or {}, timeout=policy.timeouts()) as answer,
+        # Uncompressed: the body is returned as sent, and the library's default asks for gzip.
+        sent(client, method, url, content=body, headers=asked, timeout=policy.timeouts()) as answer,
     ):
         return answer.status, b"".join(answer.pieces(timeout))

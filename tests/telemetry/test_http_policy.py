@@ -107,6 +107,7 @@ def test_prometheus_retries_exactly_what_the_policy_calls_retryable(echo: _EchoS
 def test_a_simple_request_answers_status_and_body(echo: _EchoServer) -> None:
     status, body = simple_request("POST", _url(echo, "/201"), body=b"x", timeout=5.0, headers={"X-Test": "1"})
     assert status == 201 and b"X-Test: 1" in body
+    assert b"Accept-Encoding: identity" in body  # the body comes back as sent, never compressed
     assert http_ok(_url(echo, "/204")) and not http_ok(_url(echo, "/503"))
 
 
