@@ -17,17 +17,22 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
+import httpcore2
 import httpx2
 
 __all__ = [
     "Policy",
     "Sent",
     "async_transport",
+    "deadline",
     "environment_proxy",
     "os_cause",
     "retryable",
@@ -103,11 +108,101 @@ def environment_proxy(origin: SplitResult) -> str | None:
     return url if "://" in url else f"http://{url}"
 
 
+_thread = threading.local()
+
+
+@contextmanager
+def deadline(at: float | None) -> Iterator[None]:
+    """Every connect, write and read of this thread's requests (a sync client's) ends by ``at``.
+
+    Args:
+        at: a ``time.monotonic()`` instant; None: the timeouts alone.
+
+    A timeout bounds one socket operation; this bounds them all together, so an answer that
+    trickles in a byte at a time, headers included, ends at ``at`` like one that never starts (the
+    library then raises its timeout error, which :func:`sent` makes a ``TimeoutError``).
+    """
+    before = getattr(_thread, "deadline", None)
+    _thread.deadline = at
+    try:
+        yield
+    finally:
+        _thread.deadline = before
+
+
+def _left(timeout: float | None, expired: type[Exception]) -> float | None:
+    at: float | None = getattr(_thread, "deadline", None)
+    if at is None:
+        return timeout
+    left = at - time.monotonic()
+    if left <= 0:
+        raise expired("the request's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore2.NetworkStream):
+    """A connection whose every read and write gets at most what is left of the thread's deadline."""
+
+    def __init__(self, inner: httpcore2.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _left(timeout, httpcore2.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _left(timeout, httpcore2.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore2.NetworkStream:
+        tls = self._inner.start_tls(ssl_context, server_hostname, _left(timeout, httpcore2.ConnectTimeout))
+        return _DeadlineStream(tls)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore2.NetworkBackend):
+    """The library's own sockets, each connect and each stream bounded by the thread's deadline."""
+
+    def __init__(self) -> None:
+        self._inner = httpcore2.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
+        bounded = _left(timeout, httpcore2.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_tcp(host, port, bounded, local_address, socket_options))
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.NetworkStream:
+        bounded = _left(timeout, httpcore2.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_unix_socket(path, bounded, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
 def sync_client(base_url: str, policy: Policy, *, verify: ssl.SSLContext | bool = True) -> httpx2.Client:
-    """A pooled client for one target (scheme, host and port of ``base_url``), for callers in threads."""
+    """A pooled client for one target (scheme, host and port of ``base_url``), for callers in threads.
+
+    Its requests honour :func:`deadline` (the calling thread's).
+    """
     transport = httpx2.HTTPTransport(
         verify=verify, limits=policy.limits(), proxy=environment_proxy(urlsplit(base_url)), trust_env=False
     )
+    # httpx builds its connection pool itself and takes no network backend; the pool's constructor
+    # does (``network_backend``), and reads it only when it opens a connection: none is open yet.
+    transport._pool._network_backend = _DeadlineBackend()
     return httpx2.Client(transport=transport, timeout=policy.timeouts(), follow_redirects=False, trust_env=False)
 
 
@@ -139,11 +234,8 @@ class Sent:
         """A header's value ("" when absent), whatever its case."""
         return self._response.headers.get(name, "")
 
-    def pieces(self, read_timeout: float | None) -> Iterator[bytes]:
-        """The body as it arrives (compressed as sent), each read given at most ``read_timeout`` seconds."""
-        # The body's reads get this timeout, not the one given when the request was sent (the
-        # library reads the request's timeout table when the body starts).
-        self._response.request.extensions.get("timeout", {})["read"] = read_timeout
+    def pieces(self) -> Iterator[bytes]:
+        """The body as it arrives (compressed as sent), read by read."""
         return self._response.iter_raw()
 
 
@@ -205,4 +297,4 @@ def simple_request(
         # Uncompressed: the body is returned as sent, and the library's default asks for gzip.
         sent(client, method, url, content=body, headers=asked, timeout=policy.timeouts()) as answer,
     ):
-        return answer.status, b"".join(answer.pieces(timeout))
+        return answer.status, b"".join(answer.pieces())

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ast
 import itertools
+import socketserver
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,7 +23,7 @@ import bottleneck_operator
 from bottleneck_operator.httpclient import Policy, environment_proxy, retryable, simple_request
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.simulation.processes import http_ok
-from bottleneck_operator.telemetry import PrometheusClient, PrometheusUnavailable
+from bottleneck_operator.telemetry import PrometheusClient, PrometheusUnavailable, QueryTimeout
 
 from .conftest import serving
 
@@ -119,6 +121,41 @@ def test_a_refused_connection_is_the_operating_systems_error_not_the_librarys(ec
         simple_request("GET", f"http://127.0.0.1:{port}/", timeout=2.0)
     assert isinstance(info.value, ConnectionRefusedError)
     assert not http_ok(f"http://127.0.0.1:{port}/")
+
+
+class _TrickledHeaders(socketserver.BaseRequestHandler):
+    """Answers any request with a status line, then a header one byte every 0.2 s for 8 s."""
+
+    def handle(self) -> None:
+        self.request.recv(65536)
+        self.request.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        try:
+            for _ in range(40):
+                time.sleep(0.2)
+                self.request.sendall(b"a")
+        except OSError:  # the client gave up: what the test expects
+            return
+
+
+class _TrickleServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _TrickledHeaders)
+
+
+def test_the_deadline_bounds_headers_that_trickle_in() -> None:
+    # Every read gets a byte well within any per-read timeout: only a deadline over all the reads
+    # of the request, the headers' included, ends it.
+    with serving(_TrickleServer()) as srv:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        client = PrometheusClient(Settings(prometheus_url=url, prometheus_retries=0, prometheus_timeout=1.0))
+        started = time.monotonic()
+        with pytest.raises(QueryTimeout):
+            client.query("up", T0)
+        assert time.monotonic() - started < 4.0  # the answer's headers alone would take 8 s
+        client.close()
 
 
 def test_a_proxy_only_where_the_environment_names_one(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,9 +8,9 @@ the endpoint are followed here, with the query; one elsewhere is returned, not f
 Failures are the standard library's own: ``TimeoutError``, ``ssl.SSLError``, another ``OSError``
 (the operating system's error under the library's, chained), and :class:`AnswerTooLong` for an
 answer over the caller's byte cap. A request has a wall-clock deadline, not only a timeout per
-socket operation: each phase (connect and headers, then the body) gets at most what is left of it,
-and the body is read in pieces with the deadline checked between them, so an answer that trickles
-in a byte at a time ends with a ``TimeoutError`` at the deadline like one that never starts. The
+socket operation: every connect, write and read gets at most what is left of it
+(:func:`~bottleneck_operator.httpclient.deadline`), so an answer that trickles in a byte at a
+time, headers included, ends with a ``TimeoutError`` at the deadline like one that never starts. The
 body is given up as soon as it passes the byte cap (before it is read at all when
 ``Content-Length`` says so), and a compressed body is inflated only up to the cap. The caller
 (:mod:`.client`) turns them into the data layer's errors and decides what to retry; this module
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from bottleneck_operator import __version__
-from bottleneck_operator.httpclient import Policy, Sent, sent, sync_client, tls_context
+from bottleneck_operator.httpclient import Policy, Sent, deadline, sent, sync_client, tls_context
 
 __all__ = ["USER_AGENT", "Answer", "AnswerTooLong", "Limits", "Transport", "basic_auth", "url_auth"]
 
@@ -155,8 +155,11 @@ class Transport:
         self, method: str, target: str, body: str | None, headers: dict[str, str], limits: Limits
     ) -> tuple[int, bytes, str]:
         timeout = self._policy.timeouts(limits.remaining(self.timeout))
-        with sent(self._client, method, self._url(target), content=body, headers=headers, timeout=timeout) as answer:
-            data = _read_body(answer, limits, self.timeout)
+        with (
+            deadline(limits.deadline),
+            sent(self._client, method, self._url(target), content=body, headers=headers, timeout=timeout) as answer,
+        ):
+            data = _read_body(answer, limits.max_bytes)
         if answer.header("Content-Encoding").lower() == "gzip":
             data = _inflate(data, limits.max_bytes)
         return answer.status, data, answer.header("Location")
@@ -165,21 +168,18 @@ class Transport:
         return f"{self.origin.scheme}://{self.origin.netloc.rpartition('@')[2]}{target}"
 
 
-def _read_body(answer: Sent, limits: Limits, timeout: float) -> bytes:
-    """The whole body, piece by piece, the deadline and the cap checked between pieces."""
-    cap = limits.max_bytes
+def _read_body(answer: Sent, cap: int | None) -> bytes:
+    """The whole body, piece by piece, given up as soon as it passes the cap."""
     length = answer.header("Content-Length")
     if cap is not None and length.isdigit() and int(length) > cap:
         raise AnswerTooLong(cap)
     pieces: list[bytes] = []
     size = 0
-    # The body's reads get what is left of the deadline now, not what was left when the request began.
-    for piece in answer.pieces(limits.remaining(timeout)):
+    for piece in answer.pieces():  # each read bounded by the deadline (httpclient.deadline)
         size += len(piece)
         if cap is not None and size > cap:
             raise AnswerTooLong(cap)
         pieces.append(piece)
-        limits.remaining(timeout)  # a trickle that outlasts the deadline ends here
     return b"".join(pieces)
 
 
