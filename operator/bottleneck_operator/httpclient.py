@@ -276,10 +276,19 @@ def sent(
     except httpx2.TimeoutException as exc:
         raise TimeoutError(f"no whole answer in time ({type(exc).__name__})") from exc
     except httpx2.HTTPError as exc:
-        cause = os_cause(exc)
-        if isinstance(cause, OSError):
-            raise cause from exc
-        raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
+        raise _os_error(exc) from exc
+
+
+def _os_error(exc: httpx2.HTTPError) -> OSError:
+    """The operating system's error under the library's, as a new exception of its type (raising the
+    original again would chain it to itself); a ``ConnectionError`` when there is none."""
+    cause = os_cause(exc)
+    if isinstance(cause, OSError):
+        try:
+            return type(cause)(*cause.args)
+        except TypeError:  # a subclass with a constructor of its own
+            pass
+    return ConnectionError(f"{type(exc).__name__}: {exc}")
 
 
 def simple_request(
