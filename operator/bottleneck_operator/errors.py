@@ -4,10 +4,16 @@ Every boundary (Prometheus, Kubernetes, model files, user input) raises a subcla
 three branches below, with the library's exception chained as ``__cause__`` (no library type
 leaks). The branch says what to do; the boundary's subclass says where it happened:
 
-- :class:`Unavailable` — the service is unreachable, too slow or failing (5xx, 429): retry later;
-- :class:`Rejected` — the service answered and refused this request (4xx, malformed answer):
-  repeating the same request will not help, other requests may still work;
-- :class:`UsageError` — the caller's mistake (a bad name, time, flag or setting): fix the input.
+- :class:`Unavailable` — the service is unreachable, too slow or failing (5xx, 429): retry later
+  (a kopf handler raises ``kopf.TemporaryError``; the CLI exits 4);
+- :class:`Rejected` — the service answered and refused this request (4xx, malformed answer, no data):
+  repeating the same request will not help, other requests may still work (``kopf.PermanentError``;
+  exit 4, or 3 for :class:`NoData`);
+- :class:`UsageError` — the caller's mistake (a bad name, time, flag, setting or model file): fix the
+  input (``kopf.PermanentError``; exit 2).
+
+A :class:`BottleneckError` under none of them is the project's own failure (exit 1). A boundary's
+base class (``kube.KubeError``) groups its errors by where they happened and is never raised itself.
 
 ``status`` carries the HTTP status when there was one, as a field: never parsed back from a message.
 The CLI turns these into one line on stderr and the exit code below: never a traceback for a user
@@ -20,7 +26,9 @@ EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_NO_DATA = 3
-EXIT_PROMETHEUS_UNREACHABLE = 4
+EXIT_UNAVAILABLE = 4
+# The name of code 4 before the Kubernetes errors joined the tree; kept for callers that use it.
+EXIT_PROMETHEUS_UNREACHABLE = EXIT_UNAVAILABLE
 
 
 class BottleneckError(Exception):
@@ -40,13 +48,13 @@ class BottleneckError(Exception):
 class Unavailable(BottleneckError):
     """A service could not be reached or kept failing (refused, DNS, TLS, timeout, 5xx, 429): retry later."""
 
-    exit_code = EXIT_PROMETHEUS_UNREACHABLE
+    exit_code = EXIT_UNAVAILABLE
 
 
 class Rejected(BottleneckError):
     """A service answered but refused this request, or answered with something unusable."""
 
-    exit_code = EXIT_PROMETHEUS_UNREACHABLE
+    exit_code = EXIT_UNAVAILABLE
 
 
 class UsageError(BottleneckError):
@@ -55,8 +63,12 @@ class UsageError(BottleneckError):
     exit_code = EXIT_USAGE
 
 
-class NoData(BottleneckError):
-    """The service holds no data for what was asked (e.g. a Job Prometheus never saw)."""
+class NoData(Rejected):
+    """The service answered, and holds no data for what was asked (e.g. a Job Prometheus never saw).
+
+    A :class:`Rejected`: asking again now gets the same answer. Its own exit code (3) lets a script
+    tell "nothing to analyse" from a failing service.
+    """
 
     exit_code = EXIT_NO_DATA
 
@@ -66,3 +78,13 @@ class ModelError(UsageError):
 
     A usage error (exit 2): the model file is a setting (``model_path``), and the fix is another file.
     """
+
+
+BRANCHES: tuple[type[BottleneckError], ...] = (Unavailable, Rejected, UsageError)
+
+
+def branch(error: BottleneckError | type[BottleneckError]) -> type[BottleneckError] | None:
+    """The branch an error (or error class) lies under; None for the project's own failures."""
+    cls = error if isinstance(error, type) else type(error)
+    found = [b for b in BRANCHES if issubclass(cls, b)]
+    return found[0] if len(found) == 1 else None

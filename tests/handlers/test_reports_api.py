@@ -9,15 +9,10 @@ from typing import Any
 import httpx2
 import pytest
 
-from bottleneck_operator.controller.reports_api import (
-    ApiUnavailable,
-    ReportConflict,
-    ReportsApi,
-    ReportsApiError,
-    report_body,
-)
+from bottleneck_operator.controller.reports_api import ReportsApi, report_body
 from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
 from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.kube.errors import ApiUnavailable, Conflict, KubeError
 
 
 class _Info:
@@ -39,7 +34,7 @@ def test_create_conflict_patch_list_delete(cluster: LocalCluster) -> None:
         api = ReportsApi(lambda: _Info(cluster.url))
         try:
             await api.create("ml", report_body("ml", "train", "u1"))
-            with pytest.raises(ReportConflict) as err:
+            with pytest.raises(Conflict) as err:
                 await api.create("ml", report_body("ml", "train", "u1"))
             assert isinstance(err.value, BottleneckError) and err.value.status == 409
             await api.patch_status("ml", "train", {"phase": "Running", "bottleneck": "IO"})
@@ -69,7 +64,7 @@ def test_no_library_error_leaks() -> None:
                 await api.get("ml", "x")
         finally:
             await api.close()
-        assert isinstance(err.value, ReportsApiError)
+        assert isinstance(err.value, KubeError)
         assert not isinstance(err.value, httpx2.HTTPError)
         assert isinstance(err.value.__cause__, httpx2.HTTPError)
 

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from bottleneck_operator.controller import retention
-from bottleneck_operator.controller.reports_api import ReportsApi, ReportsApiError, report_body
+from bottleneck_operator.controller.reports_api import ReportsApi, report_body
 from bottleneck_operator.controller.state import OperatorState
 from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
+from bottleneck_operator.kube.errors import KubeError
 from bottleneck_operator.reports import rfc3339
 from bottleneck_operator.settings import Settings
 
@@ -111,7 +112,7 @@ def test_a_list_page_that_fails_loses_nothing_and_a_later_sweep_finishes(
             for _ in range(5):
                 try:
                     return left_after_failures, await retention.sweep(state)
-                except ReportsApiError as exc:
+                except KubeError as exc:
                     assert exc.status in (None, 502, 503), exc
                     left_after_failures.append(len(cluster.list(REPORTS)))
             raise AssertionError("the sweep never finished")

@@ -16,7 +16,7 @@ from bottleneck_operator.contract.names import (
     COLLECTOR_SKIPPED_ANNOTATION,
     PROFILE_ANNOTATION,
 )
-from bottleneck_operator.controller.reports_api import ReportConflict, report_body
+from bottleneck_operator.controller.reports_api import report_body
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
 from bottleneck_operator.controller.status import READY, merge_patch, needs_final, pending_status, set_condition
 from bottleneck_operator.controller.workloads import (
@@ -28,6 +28,7 @@ from bottleneck_operator.controller.workloads import (
     replica_type,
     suspended,
 )
+from bottleneck_operator.kube.errors import Conflict
 from bottleneck_operator.reports import Phase, ReportStatus, read_report
 
 __all__ = ["ensure_report", "job_phase", "missed_by_webhook", "observe", "parse_time", "report_names"]
@@ -54,7 +55,7 @@ async def ensure_report(state: OperatorState, job: TrackedJob) -> None:
                 job.report_ready = True
                 await _show_suspension(state, job)
                 return
-        raise ReportConflict(f"every report name of {job.kind} {job.namespace}/{job.name} is another's")
+        raise Conflict(f"every report name of {job.kind} {job.namespace}/{job.name} is another's")
 
 
 SUSPENDED_MESSAGE = "suspended (spec.suspend, or preempted by a queue such as Kueue): not analysed until it resumes"
@@ -91,7 +92,7 @@ async def _claim(state: OperatorState, job: TrackedJob) -> bool:
     api, now = state.api, state.clock()
     try:
         await api.create(job.namespace, _body(job))
-    except ReportConflict:
+    except Conflict:
         existing = await api.get(job.namespace, job.report)
         if existing is None:  # deleted between the two calls: try once more
             await api.create(job.namespace, _body(job))

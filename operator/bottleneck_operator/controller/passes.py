@@ -24,9 +24,9 @@ from bottleneck_operator.controller import retention, summary
 from bottleneck_operator.controller.batches import BatchUnavailable, Outcome, analyse_batch, plan, trim_heap
 from bottleneck_operator.controller.jobs import ensure_report
 from bottleneck_operator.controller.metrics import OperatorMetrics
-from bottleneck_operator.controller.reports_api import ReportNotFound, ReportsApiError
 from bottleneck_operator.controller.state import AnalyzerLike, OperatorState, TrackedJob, logger
 from bottleneck_operator.controller.status import fault_status, merge_patch, needs_final
+from bottleneck_operator.kube.errors import KubeError, NotFound
 from bottleneck_operator.reports import Phase, ReportStatus
 
 # A short pause after being woken, so Jobs ending together are finalised in one batch.
@@ -65,7 +65,7 @@ async def run_loop(state: OperatorState) -> None:
         if time.monotonic() >= next_sweep:
             try:
                 await retention.sweep(state)
-            except ReportsApiError as exc:
+            except KubeError as exc:
                 state.metrics.errors.labels("kubernetes").inc()
                 logger.warning("retention sweep failed: %s", exc)
             except Exception:  # a bug in the sweep must not end the loop (the passes would stop with it)
@@ -121,7 +121,7 @@ async def _ensure_reports(state: OperatorState) -> None:
     for job in [j for j in state.jobs.values() if not j.report_ready and not j.deleted]:
         try:
             await ensure_report(state, job)
-        except ReportsApiError as exc:
+        except KubeError as exc:
             state.metrics.errors.labels("kubernetes").inc()
             logger.warning("%s/%s: cannot create the report yet: %s", job.namespace, job.name, exc)
 
@@ -307,13 +307,13 @@ async def _write(state: OperatorState, job: TrackedJob, new: ReportStatus, phase
         return
     try:
         await state.api.patch_status(job.namespace, job.report, merge_patch(old, new))
-    except ReportNotFound:
+    except NotFound:
         # Someone deleted the report: create it again on the next pass (the cache starts over).
         job.report_ready, job.status = False, None
         state.metrics.errors.labels("kubernetes").inc()
         logger.warning("%s/%s: the report vanished; it will be created again", job.namespace, job.name)
         return
-    except ReportsApiError as exc:
+    except KubeError as exc:
         state.metrics.errors.labels("kubernetes").inc()
         logger.warning("%s/%s: cannot write the report: %s", job.namespace, job.name, exc)
         return

@@ -2,7 +2,8 @@
 
 kopf talks to the API server for what it watches; the operator's own writes (create a report,
 patch its status, list and delete old ones) go through here, with the credentials kopf found.
-The error names the controller branches on are the client's (re-exported under report names).
+Failures are the client's own errors (:mod:`bottleneck_operator.kube.errors`), under the project's
+tree: callers catch those, not names of this module's.
 """
 
 from __future__ import annotations
@@ -23,16 +24,12 @@ from bottleneck_operator.contract.names import (
 from bottleneck_operator.controller.access import CLIENT
 from bottleneck_operator.controller.workloads import WorkloadKind
 from bottleneck_operator.kube import Credentials, KubeClient, Resource
-from bottleneck_operator.kube.errors import ApiUnavailable, Conflict, KubeError, NotFound, Unauthorized
+from bottleneck_operator.kube.errors import NotFound
 
 GROUP, VERSION, PLURAL, KIND, API_VERSION = API_GROUP, names.API_VERSION, REPORT_PLURAL, REPORT_KIND, GROUP_VERSION
 REPORTS = Resource(GROUP, VERSION, KIND, PLURAL)
 
-ReportsApiError = KubeError
-ReportNotFound = NotFound
-ReportConflict = Conflict
-ApiUnauthorized = Unauthorized
-__all__ = ["ApiUnauthorized", "ApiUnavailable", "ReportConflict", "ReportNotFound", "ReportsApi", "ReportsApiError"]
+__all__ = ["ReportsApi", "report_body"]
 
 LoginFn = Callable[[], Any]  # returns a kopf ConnectionInfo (read by attribute)
 Page = list[dict[str, Any]]  # named here: inside ReportsApi, ``list`` is the method
@@ -68,7 +65,7 @@ class ReportsApi:
         await self._kube.close()
 
     async def create(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """Create a report; raises :class:`ReportConflict` when it already exists."""
+        """Create a report; raises :class:`~bottleneck_operator.kube.errors.Conflict` when it already exists."""
         return await self._kube.create(REPORTS, namespace, body)
 
     async def get(self, namespace: str, name: str) -> dict[str, Any] | None:

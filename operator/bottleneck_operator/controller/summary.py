@@ -25,10 +25,9 @@ from bottleneck_operator.analysis.cluster.summary import workload_of
 from bottleneck_operator.contract.names import API_GROUP, API_VERSION, MANAGED_BY, MANAGED_BY_LABEL
 from bottleneck_operator.contract.window import JobWindow, PodWindow
 from bottleneck_operator.controller.cluster_metrics import ClusterMetrics
-from bottleneck_operator.controller.reports_api import ReportNotFound, ReportsApiError
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
-from bottleneck_operator.kube import KubeClient, Resource, Unauthorized
-from bottleneck_operator.kube.errors import Conflict
+from bottleneck_operator.kube import KubeClient, Resource
+from bottleneck_operator.kube.errors import Conflict, KubeError, NotFound, Unauthorized
 from bottleneck_operator.reports import ReportStatus
 from bottleneck_operator.reports.summary import (
     SUMMARY_KIND,
@@ -134,7 +133,7 @@ async def refresh(state: OperatorState) -> None:
         return
     try:
         await _write(kube, status, state.cluster.lookback)
-    except (ReportNotFound, Unauthorized) as exc:
+    except (NotFound, Unauthorized) as exc:
         # No CRD (Helm installs new CRDs on install, not on upgrade) or no RBAC for it: say so once.
         if not state.warned.get("cluster-summary"):
             state.warned["cluster-summary"] = str(exc)
@@ -145,7 +144,7 @@ async def refresh(state: OperatorState) -> None:
                 API_GROUP,
                 exc,
             )
-    except ReportsApiError as exc:
+    except KubeError as exc:
         state.metrics.errors.labels("kubernetes").inc()
         log.warning("cannot write the %s: %s", SUMMARY_KIND, exc)
     else:
@@ -156,7 +155,7 @@ async def _write(kube: KubeClient, status: dict[str, Any], lookback: float) -> N
     try:
         await kube.merge_patch(SUMMARIES, None, SUMMARY_NAME, {"status": status}, status=True)
         return
-    except ReportNotFound:
+    except NotFound:
         pass
     body = {
         "apiVersion": f"{API_GROUP}/{API_VERSION}",

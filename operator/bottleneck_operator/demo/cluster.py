@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.errors import BottleneckError, Unavailable
 from bottleneck_operator.kube import Credentials, KubeClient, KubeError, NotFound, Resource
 
 T = TypeVar("T")
@@ -214,7 +214,7 @@ def kubeconfig_text(server: str) -> str:
     )
 
 
-class ClusterError(KubeError):
+class ClusterError(KubeError, Unavailable):
     """The emulator could not be started or reached."""
 
 

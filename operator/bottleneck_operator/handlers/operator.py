@@ -3,6 +3,9 @@
 Settings are applied in the startup handler and the clients kept in ``memo`` (kopf's per-operator
 memo: every per-object memo is a shallow copy of it, so ``memo.state`` is shared). Handlers stay
 thin: the work lives in :mod:`bottleneck_operator.controller` (reports, passes, retention).
+
+At this boundary the project's errors become kopf's (:func:`kopf_error`): an ``Unavailable`` a
+``kopf.TemporaryError`` that kopf retries after a delay, any other a ``kopf.PermanentError``.
 """
 
 from __future__ import annotations
@@ -25,11 +28,11 @@ from bottleneck_operator.controller.access import CLIENT
 from bottleneck_operator.controller.jobs import ensure_report, observe
 from bottleneck_operator.controller.leader import LeaderElector, LeaseTiming, default_identity, default_namespace
 from bottleneck_operator.controller.passes import freeze_long_lived, run_loop
-from bottleneck_operator.controller.reports_api import ReportsApi, ReportsApiError
+from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.state import AnalyzerLike, Clock, EventPoster, OperatorState
 from bottleneck_operator.controller.state import logger as log
 from bottleneck_operator.controller.workloads import KINDS, WorkloadKind
-from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.errors import BottleneckError, Unavailable
 from bottleneck_operator.kube import Credentials, KubeClient, refuse_exec_plugins
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry.doctor import check_at_start
@@ -37,6 +40,21 @@ from bottleneck_operator.telemetry.doctor import check_at_start
 LoginFn = Callable[[], Any]
 SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 Logger = logging.Logger | logging.LoggerAdapter[Any]
+# Seconds before kopf calls a handler again after an Unavailable: long enough for an API server or
+# Prometheus restart, short enough that the operator starts soon after it.
+RETRY_DELAY = 30.0
+
+
+def kopf_error(exc: BottleneckError, what: str) -> kopf.TemporaryError | kopf.PermanentError:
+    """The kopf error for one of ours: retried after a delay when the service is unavailable, else final.
+
+    Args:
+        exc: the project's error (chain it as the cause when raising the result).
+        what: what the handler was doing, the message's start.
+    """
+    if isinstance(exc, Unavailable):
+        return kopf.TemporaryError(f"{what}: {exc}", delay=RETRY_DELAY)
+    return kopf.PermanentError(f"{what}: {exc}")
 
 
 def kube_login(kopf_settings: kopf.OperatorSettings, logger: Logger) -> LoginFn:
@@ -145,9 +163,9 @@ def _register_startup(
         state = OperatorState(settings=operator_settings, api=api, analyzer_factory=factory, clock=clock)
         try:
             state.analyzer = await asyncio.to_thread(factory)
-        except BottleneckError as exc:
+        except BottleneckError as exc:  # a refused model file is final; kopf retries an unavailable source
             await api.close()
-            raise kopf.PermanentError(f"cannot start the analysis: {exc}") from exc
+            raise kopf_error(exc, "cannot start the analysis") from exc
         check_at_start(operator_settings, state.metrics.registry)
         freeze_long_lived()
         await state.metrics.serve(state.operator.metrics_port)
@@ -275,9 +293,13 @@ async def _profiled(kind: WorkloadKind, event: kopf.RawEvent, body: kopf.Body, m
         return
     try:
         await ensure_report(state, job)
-    except ReportsApiError as exc:  # the pass loop retries reports that are not in place
+    except BottleneckError as exc:
         state.metrics.errors.labels("kubernetes").inc()
-        logger.warning("cannot create the report yet: %s", exc)
-        state.request_pass()
-        return
+        state.request_pass()  # the pass loop tries every report not in place again
+        if isinstance(exc, Unavailable):
+            # kopf never retries an event handler: the pass loop's retry is the one there is.
+            logger.warning("cannot create the report yet: %s", exc)
+            return
+        # Refused (RBAC, every name another's): kopf logs it against the workload, as an Event.
+        raise kopf_error(exc, "cannot create the report") from exc
     state.request_pass()  # a first verdict (or the final one) without waiting for the schedule

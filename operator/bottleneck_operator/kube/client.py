@@ -1,8 +1,10 @@
 """An async Kubernetes client for the operator's own objects: lightkube's AsyncClient, dicts in and out.
 
 Objects are plain dicts (the API's JSON), resources are named by :class:`Resource` and reached
-through lightkube's generic resources, so a custom resource needs no generated model. Failures are
-:mod:`.errors` classes; a 401 logs in again once (rotated service-account tokens keep working).
+through lightkube's generic resources, so a custom resource needs no generated model. Its HTTP is
+the project's one library with the shared timeout policy (:mod:`bottleneck_operator.httpclient`).
+Failures are :mod:`.errors` classes, under the project's tree (an unreachable or overloaded API
+server is an ``Unavailable``); a 401 logs in again once (rotated service-account tokens keep working).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from lightkube.config.models import Cluster, User, UserExec
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.types import PatchType
 
+from bottleneck_operator.httpclient import Policy, async_transport
 from bottleneck_operator.kube.credentials import Credentials
 from bottleneck_operator.kube.errors import (
     ApiRejected,
@@ -118,7 +121,7 @@ class KubeClient:
         self._client: AsyncClient | None = None
         self._sem = asyncio.Semaphore(concurrency)
         self._connecting = asyncio.Lock()
-        self._timeout = timeout
+        self._policy = Policy(timeout=timeout)
         self.requests = 0
 
     async def _connect(self) -> AsyncClient:
@@ -147,11 +150,11 @@ class KubeClient:
         config = KubeConfig.from_one(cluster=Cluster(server=creds.server), user=user)
         # Our own transport carries the TLS context (built in memory); lightkube's would write
         # inline certificates to temporary files.
-        transport = httpx2.AsyncHTTPTransport(verify=creds.ssl_context(), limits=httpx2.Limits(max_connections=64))
+        transport = async_transport(self._policy, verify=creds.ssl_context())
         try:
             return AsyncClient(
                 config=config,
-                timeout=httpx2.Timeout(self._timeout, connect=self._timeout or 15.0),
+                timeout=self._policy.timeouts(),
                 field_manager=FIELD_MANAGER,
                 trust_env=False,
                 transport=transport,

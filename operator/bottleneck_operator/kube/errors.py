@@ -1,40 +1,42 @@
-"""The Kubernetes client's error tree: what callers branch on, whatever the HTTP library says."""
+"""The Kubernetes client's errors: the project's tree (:mod:`bottleneck_operator.errors`) at the API server.
+
+Each class is a :class:`KubeError` (where it happened) and lies under one branch of the tree (what
+to do): callers branch on the tree's classes (``Unavailable``: retry later), or on these where the
+Kubernetes meaning matters (``NotFound``, ``Conflict``).
+"""
 
 from __future__ import annotations
 
-from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable, UsageError
+from bottleneck_operator.httpclient import retryable
 
 
 class KubeError(BottleneckError):
-    """The Kubernetes API refused or failed a request."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+    """The Kubernetes API refused or failed a request: the base of this boundary's errors, never raised itself."""
 
 
-class ApiUnavailable(KubeError):
+class ApiUnavailable(KubeError, Unavailable):
     """The API server could not be reached or is overloaded (connection, timeout, 5xx, 429): retry later."""
 
 
-class NotFound(KubeError):
+class NotFound(KubeError, Rejected):
     """404: the object (or its resource type: is the CRD installed?) does not exist."""
 
 
-class Conflict(KubeError):
+class Conflict(KubeError, Rejected):
     """409: the object already exists, or a stale resourceVersion was sent."""
 
 
-class Unauthorized(KubeError):
+class Unauthorized(KubeError, Rejected):
     """401/403: the credentials are missing, expired, or lack the RBAC permission."""
 
 
-class ApiRejected(KubeError):
+class ApiRejected(KubeError, Rejected):
     """Another 4xx: the request itself is wrong (invalid object, bad patch)."""
 
 
-class CredentialsError(KubeError):
-    """No usable credentials: none found, unreadable TLS material, or an unsupported kubeconfig."""
+class CredentialsError(KubeError, UsageError):
+    """No usable credentials: none found, unreadable TLS material, or an unsupported kubeconfig (fix the kubeconfig)."""
 
 
 def for_status(status: int, message: str) -> KubeError:
@@ -45,6 +47,6 @@ def for_status(status: int, message: str) -> KubeError:
         return Conflict(message, status=status)
     if status in (401, 403):
         return Unauthorized(message, status=status)
-    if status >= 500 or status == 429:
+    if retryable(status):  # the shared policy's: overloaded or failing, worth another attempt later
         return ApiUnavailable(message, status=status)
     return ApiRejected(message, status=status)

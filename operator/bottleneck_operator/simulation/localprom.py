@@ -16,14 +16,13 @@ import contextlib
 import json
 import signal
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from bottleneck_operator.httpclient import simple_request
 from bottleneck_operator.simulation.nodeexporter import NODE_EXPORTER_COLLECTORS, NodeExporter
 from bottleneck_operator.simulation.processes import (
     LOG_TAIL,
@@ -270,12 +269,13 @@ class LocalPrometheus:
             raise LocalPrometheusError("Prometheus is not running")
         self.scrape_targets = {k: list(v) for k, v in scrape_targets.items()}
         self.config_path.write_text(_scrape_config(self.scrape_targets, self.scrape_interval, self.scrape_configs))
-        req = urllib.request.Request(f"{self.url}/-/reload", method="POST")  # noqa: S310 - loopback URL
         try:
-            with urllib.request.urlopen(req, timeout=timeout):  # noqa: S310
-                pass
-        except (urllib.error.URLError, OSError) as exc:
+            status, body = simple_request("POST", f"{self.url}/-/reload", timeout=timeout)
+        except OSError as exc:
             raise LocalPrometheusError(f"Prometheus refused the new scrape config: {exc}") from exc
+        if not 200 <= status < 300:
+            detail = body.decode(errors="replace")[:500]
+            raise LocalPrometheusError(f"Prometheus refused the new scrape config (HTTP {status}): {detail}")
 
     def stop(self) -> None:
         """Stop Prometheus: terminate, wait, kill if it lingers. Idempotent."""

@@ -24,13 +24,12 @@ import json
 import shutil
 import subprocess
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 
+from bottleneck_operator.httpclient import simple_request
 from bottleneck_operator.simulation.localprom import LocalPrometheusError, find_binary
 from bottleneck_operator.simulation.processes import launch_on_free_port
 
@@ -235,12 +234,11 @@ class LocalVictoriaMetrics:
     def _request(self, path: str, body: str | None) -> str:
         """POST ``body`` to ``path`` (GET without one); the answer's text."""
         data = body.encode() if body is not None else None
-        request = urllib.request.Request(f"{self.url}{path}", data=data, method="POST" if data else "GET")  # noqa: S310 - loopback URL we built
         try:
-            with urllib.request.urlopen(request, timeout=120) as resp:  # noqa: S310 - loopback URL we built
-                return str(resp.read().decode(errors="replace"))
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode(errors="replace")[:500]
-            raise LocalPrometheusError(f"VictoriaMetrics refused {path} (HTTP {exc.code}): {detail}") from exc
-        except (urllib.error.URLError, OSError) as exc:
+            status, answer = simple_request("POST" if data else "GET", f"{self.url}{path}", body=data, timeout=120)
+        except OSError as exc:
             raise LocalPrometheusError(f"VictoriaMetrics at {self.url} failed on {path}: {exc}") from exc
+        text = answer.decode(errors="replace")
+        if not 200 <= status < 300:
+            raise LocalPrometheusError(f"VictoriaMetrics refused {path} (HTTP {status}): {text[:500]}")
+        return text

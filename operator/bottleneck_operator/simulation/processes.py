@@ -11,12 +11,11 @@ import shutil
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.httpclient import simple_request
 
 _INSTALL_HINT = (
     "run `make test` or `make demo`, which install Debian's prometheus, promtool and prometheus-node-exporter"
@@ -70,10 +69,10 @@ def tail_log(path: Path) -> str:
 def http_ok(url: str, timeout: float = 1.0) -> bool:
     """Whether ``url`` answers with a 2xx status within ``timeout`` seconds."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - loopback URL we built
-            return 200 <= int(resp.status) < 300
-    except (urllib.error.URLError, OSError, ValueError):
+        status, _ = simple_request("GET", url, timeout=timeout)
+    except OSError:
         return False
+    return 200 <= status < 300
 
 
 def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:

@@ -1,7 +1,8 @@
 """The one HTTP client to a PromQL API: auth, TLS, headers, timeouts, retries, own errors.
 
 Every query (instant, range, range decoded to a matrix, the readiness check) takes the same path: one
-:class:`~.transport.Transport` configured here (CA bundle or no verification, basic auth), a GET, or a
+:class:`~.transport.Transport` (one pooled client of the project's HTTP library, see
+:mod:`bottleneck_operator.httpclient`) configured here (CA bundle or no verification, basic auth), a GET, or a
 form-encoded POST when the parameters are long (a batched selector over a thousand Jobs easily
 exceeds what proxies accept in a URL; Prometheus accepts a form POST on both query endpoints), and
 this module's own retry loop. Only the standard HTTP API (``/api/v1/query``, ``/api/v1/query_range``;
@@ -23,7 +24,6 @@ before anything downstream trips over it.
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import ssl
@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from bottleneck_operator.errors import BottleneckError
+from bottleneck_operator.httpclient import Policy, retryable
 from bottleneck_operator.settings import PrometheusSettings, Settings, redact_url
 from bottleneck_operator.telemetry.errors import (
     AnswerTooLarge,
@@ -113,6 +114,12 @@ class PrometheusClient:
         self.display_url = redact_url(self.base_url)
         self.queries_issued = 0
         self._lock = threading.Lock()
+        # The project's one retry policy (which answers to retry, doubling waits), with these settings.
+        self._policy = Policy(
+            timeout=config.prometheus_timeout,
+            retries=config.prometheus_retries,
+            backoff=config.prometheus_retry_backoff,
+        )
         self._transport = _transport(config, self.base_url)
         self._basic_auth = _basic_auth(config, self._transport)
 
@@ -255,18 +262,16 @@ class PrometheusClient:
 
         All attempts share one deadline: a retry starts only when its delay ends before it.
         """
-        retries = self.settings.prometheus_retries
-        delay = self.settings.prometheus_retry_backoff
+        delays = self._policy.delays()
         limits = Limits(time.monotonic() + self.settings.prometheus_timeout, self.settings.max_answer_bytes)
-        for attempt in range(retries):
+        for attempt, delay in enumerate(delays):
             try:
                 return self._attempt(endpoint, encoded, headers, limits)
             except _Retryable as exc:
                 if limits.deadline is not None and time.monotonic() + delay >= limits.deadline:
                     raise exc.error from exc.error.__cause__
-                log.warning("%s (attempt %d of %d), retrying in %.2fs", exc.error, attempt + 1, retries + 1, delay)
+                log.warning("%s (attempt %d of %d), retrying in %.2fs", exc.error, attempt + 1, len(delays) + 1, delay)
                 time.sleep(delay)
-                delay *= 2
         try:
             return self._attempt(endpoint, encoded, headers, limits)
         except _Retryable as exc:
@@ -293,7 +298,7 @@ class PrometheusClient:
             ) from exc
         except ssl.SSLError as exc:
             raise PrometheusUnavailable(f"TLS error talking to Prometheus at {self._where(endpoint)}: {exc}") from exc
-        except (OSError, http.client.HTTPException) as exc:
+        except OSError as exc:
             error = PrometheusUnavailable(f"cannot connect to Prometheus at {self._where(endpoint)}: {_short(exc)}")
             raise _Retryable(_chain(error, exc)) from exc
         if answer.elsewhere is not None:
@@ -342,7 +347,7 @@ def _status_error(where: str, exc: HTTPStatusError) -> BottleneckError | _Retrya
     """The error for a 4xx/5xx answer, its status as a field; 429 and 5xx wrapped to be retried."""
     status = exc.status
     detail = _error_detail(exc.body)
-    if status == 429 or status >= 500:
+    if retryable(status):
         error = PrometheusUnavailable(f"Prometheus at {where} answered HTTP {status}: {detail}", status=status)
         return _Retryable(_chain(error, exc))
     if status in (401, 403):

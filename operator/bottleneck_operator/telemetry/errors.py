@@ -1,8 +1,10 @@
 """The data layer's errors: the project's tree (:mod:`bottleneck_operator.errors`) at the Prometheus boundary.
 
-Nothing from ``requests`` or ``urllib3`` leaves the public functions of
-:mod:`bottleneck_operator.telemetry`: each library exception is wrapped in one of these, with the
-original chained as ``__cause__`` so a debug log still shows it.
+Nothing from the HTTP library (httpx) leaves the public functions of
+:mod:`bottleneck_operator.telemetry`: each failure is wrapped in one of these, with the operating
+system's or the library's exception chained as ``__cause__`` so a debug log still shows it. Each
+class lies under one branch of the tree: ``PrometheusUnavailable`` (retry later), ``QueryRejected``
+(this query cannot be answered), ``InvalidName``/``InvalidWindow`` (fix the input).
 """
 
 from __future__ import annotations
