@@ -44,7 +44,7 @@ def build_evidence(
     mechanism: Mechanism | None = None,
     limit: int = 5,
 ) -> tuple[Evidence, ...]:
-    """The gate that holds, then the strongest present signals for ``cls``: 3-5 items.
+    """The class's measured wait, then the strongest present signals for ``cls``: 3-5 items.
 
     Args:
         cls: the verdict class.
