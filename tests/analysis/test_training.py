@@ -10,7 +10,7 @@ from bottleneck_operator.analysis.classify import analyze_windows
 from bottleneck_operator.analysis.evaluation.metrics import figures
 from bottleneck_operator.analysis.model.degrade import degrade, trailing_mean
 from bottleneck_operator.analysis.model.training import build_training_set, fit_model
-from bottleneck_operator.contract.signals import SIGNALS
+from bottleneck_operator.contract.signals import SIGNAL_NAMES, SIGNALS
 from bottleneck_operator.contract.verdict import Bottleneck
 
 from .synth import make_window
@@ -23,7 +23,7 @@ def test_degrade_drops_whole_families_and_keeps_the_input() -> None:
     for _ in range(40):
         d = degrade(w, rng)
         present = set(d.pods[0].signals)
-        missing = set(SIGNALS) - present
+        missing = set(SIGNAL_NAMES) - present  # context signals (XID) are never in a window
         seen_missing |= {SIGNALS[n].family.value for n in missing}
         # a family is dropped whole or kept whole
         for n in missing:
@@ -32,7 +32,7 @@ def test_degrade_drops_whole_families_and_keeps_the_input() -> None:
         assert "gpu_util" in present  # DEV fields are the floor
         assert len(d.timestamps) == len(d.pods[0].signals["gpu_util"])
     assert {"sidecar", "node_psi", "dcgm_prof_sm"} <= seen_missing
-    assert len(w.pods[0].signals) == len(SIGNALS)
+    assert len(w.pods[0].signals) == len(SIGNAL_NAMES)
 
 
 def test_trailing_mean_is_a_rate_window() -> None:
