@@ -194,13 +194,16 @@ class Places:
         """Log each kind of trouble once (a missing object, a refused read); forget a refusal once reads work."""
         for (resource, namespace, name), error in zip(wanted, results, strict=True):
             what = f"{resource.plural}/{namespace + '/' if namespace else ''}{name}"
+            # Permissions are granted per namespace (a namespaced install) or cluster-wide (nodes).
+            denied = f"places-denied-{resource.plural}-{namespace}"
             if isinstance(error, NotFound):
                 key, message = f"places-missing-{resource.plural}", f"{what} does not exist"
             elif isinstance(error, Unauthorized):
-                key, message = f"places-denied-{resource.plural}", f"reading {what} is not allowed: {error}"
+                key = denied
+                message = f"reading {what} is not allowed (HTTP {error.status}: the role lacks get {resource.plural})"
             else:
                 if error is None:
-                    warned.pop(f"places-denied-{resource.plural}", None)
+                    warned.pop(denied, None)
                 continue
             if key not in warned:
                 warned[key] = message
@@ -227,11 +230,13 @@ class Places:
             if found is not None:
                 racks.update(found[0])
                 fabrics.update(found[1])
-        locations = {k: v for k, v in digest.locations.items() if k == "node"}
+        # What is not known (yet) leaves the digest's own places alone: a digest built with them (the
+        # simulator's) keeps them, and one of this pass gets them once its reads are answered.
+        locations = dict(digest.locations)
         for dimension, places in (("storage", storage), ("fabric", fabrics), ("rack", racks)):
             if places - {""}:
                 locations[dimension] = tuple(sorted(places - {""}))
-        if locations == dict(digest.locations):
+        if locations == digest.locations:
             return digest
         return replace(digest, locations=locations)
 
