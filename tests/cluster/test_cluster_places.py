@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from bottleneck_operator.contract.verdict import Bottleneck, Verdict
 from bottleneck_operator.contract.window import JobWindow, PodWindow, SignalBlock
@@ -238,3 +239,14 @@ def test_absent_objects_and_permissions_are_logged_once_and_change_nothing_else(
     digests = {d.name: d for d in state.cluster.digests(T0 + 600)}
     assert digests["resnet-0000"].locations == {"node": ("gpu-node-0", "gpu-node-4"), "storage": ("nfs-shared",)}
     assert digests["vit-0001"].locations == {"node": ("gpu-node-0",)}
+
+
+def test_node_label_keys_are_checked_where_they_are_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOTTLENECK_FABRIC_NODE_LABELS", '["example.com/fabric", "example.com/fabric"]')
+    monkeypatch.setenv("BOTTLENECK_RACK_NODE_LABELS", "[]")
+    settings = Settings()
+    assert settings.fabric_node_labels == ["example.com/fabric"] and settings.rack_node_labels == []
+    assert settings.operator.fabric_node_labels == ("example.com/fabric",)
+    with pytest.raises(ValidationError, match="rack_node_labels") as refused:
+        Settings(rack_node_labels=["topology.kubernetes.io/zone", "rack name"])
+    assert "not Kubernetes label keys" in str(refused.value) and "'rack name'" in str(refused.value)

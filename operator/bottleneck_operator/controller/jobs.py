@@ -264,8 +264,7 @@ def observe(
         retention = state.operator.report_retention
         if phase in ("Completed", "Failed") and retention and end and end < state.clock() - retention:
             return None  # ended before the retention horizon: its report would be deleted at once
-        tracked = TrackedJob(namespace=namespace, name=name, uid=uid, kind=kind.kind, api_version=kind.api_version)
-        state.jobs[key] = tracked
+        tracked = state.jobs[key] = TrackedJob(namespace, name, uid, kind=kind.kind, api_version=kind.api_version)
     was_finished, was_phase = tracked.finished, tracked.phase
     tracked.collector, tracked.host_cgroup = wants_collector(meta), wants_host_cgroup(meta)
     tracked.claims = volume_claims(kind.kind, body)
