@@ -207,7 +207,10 @@ class Places:
                 continue
             if key not in warned:
                 warned[key] = message
-                log.warning(
+                # A claim or node gone (a finished Job's claim deleted, a node scaled away) is routine; a
+                # refused read is the chart's RBAC or node-label values to fix.
+                log.log(
+                    logging.WARNING if isinstance(error, Unauthorized) else logging.INFO,
                     "cluster summary: %s; its Jobs' %s stay unknown (said once)",
                     message,
                     "storage classes" if resource is CLAIMS else "fabrics and racks",
