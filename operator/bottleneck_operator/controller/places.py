@@ -104,7 +104,7 @@ class Places:
         self._classes: _Expiring[tuple[str, str], str] = _Expiring(size, CLAIM_TTL)
         self._nodes: _Expiring[str, NodePlaces] = _Expiring(size, NODE_TTL)
         self._denied: dict[tuple[str, str], float] = {}  # (resource, namespace) -> refused until
-        self.lookups = 0
+        self.lookups = 0  # GETs sent so far
 
     @property
     def reads_nodes(self) -> bool:
