@@ -13,6 +13,7 @@ mapping), :attr:`Settings.analysis`, :attr:`Settings.injection` (webhook and col
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +32,9 @@ from bottleneck_operator.settings_groups import LabelSettings as LabelSettings
 from bottleneck_operator.settings_groups import OperatorSettings as OperatorSettings
 from bottleneck_operator.settings_groups import PrometheusSettings as PrometheusSettings
 from bottleneck_operator.settings_groups import redact_url as redact_url
+
+# A label key: an optional DNS-subdomain prefix and "/", then a name of up to 63 characters.
+_LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 
 
 class Settings(BaseSettings):
@@ -198,6 +202,32 @@ class Settings(BaseSettings):
 
     # --- operator
     namespaces: list[str] = Field(default_factory=list, description="Namespaces to watch; empty: the whole cluster.")
+    # The cluster summary's hot spots beyond nodes (docs/cluster.md): node label keys read with a GET of
+    # each Job's nodes, only when one of the two lists is non-empty.
+    rack_node_labels: list[str] = Field(
+        default_factory=lambda: ["topology.kubernetes.io/zone", "network.topology.nvidia.com/leaf"],
+        description=(
+            "Node label keys that place a node in a rack (or zone) for the cluster summary's hot spots: "
+            "Kubernetes' well-known zone label and Topograph's top-of-rack (leaf) switch label by default."
+        ),
+    )
+    fabric_node_labels: list[str] = Field(
+        default_factory=lambda: ["nvidia.com/gpu.clique", "network.topology.nvidia.com/spine"],
+        description=(
+            "Node label keys that place a node on a network fabric for the cluster summary's hot spots: the "
+            "GPU Operator's NVLink clique label and Topograph's spine switch label by default. Both lists "
+            "empty: nodes are never read."
+        ),
+    )
+
+    @field_validator("rack_node_labels", "fabric_node_labels")
+    @classmethod
+    def _label_keys(cls, value: list[str]) -> list[str]:
+        bad = [key for key in value if not _LABEL_KEY.fullmatch(key)]
+        if bad:
+            raise ValueError(f"not Kubernetes label keys ([prefix/]name): {', '.join(map(repr, bad))}")
+        return list(dict.fromkeys(value))
+
     report_retention: float = Field(
         30 * 86400.0, ge=0, description="Seconds a finished Job's report is kept; 0 keeps reports forever."
     )

@@ -103,6 +103,8 @@ class OperatorSettings:
     lease_duration: float = 15.0
     lease_renew_deadline: float = 10.0
     lease_retry_period: float = 2.0
+    rack_node_labels: tuple[str, ...] = ()
+    fabric_node_labels: tuple[str, ...] = ()
 
 
 # Each group under the name of the Settings property that gives it; every field is in exactly one.

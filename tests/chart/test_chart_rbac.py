@@ -40,11 +40,15 @@ WORKLOAD_GRANTS: dict[str, set[Grant]] = {
     k.plural: {g for g in CLIENT_AND_KOPF if g[:2] == (k.group, k.plural)} for k in CUSTOM_KINDS
 }
 ALL_WORKLOAD_GRANTS: set[Grant] = set().union(*WORKLOAD_GRANTS.values())
-# The one ClusterBottleneckSummary: cluster-scoped, so in the ClusterRole in either install.
+# The one ClusterBottleneckSummary: cluster-scoped, so in the ClusterRole in either install; so are the node reads
+# for its fabrics and racks (the chart's default node labels turn them on).
 SUMMARY: set[Grant] = set(access.SUMMARY)
-CLUSTER_SCOPED: set[Grant] = CRD_SCAN | SUMMARY
-# What the operator does in a watched namespace: read Jobs, own its reports and their status, post Events.
-NAMESPACED_GRANTS: set[Grant] = CLIENT_AND_KOPF - ALL_WORKLOAD_GRANTS - LEASES - CRD_SCAN - SUMMARY
+NODES: set[Grant] = set(access.NODE_READS)
+CLUSTER_SCOPED: set[Grant] = CRD_SCAN | SUMMARY | NODES
+# What the operator does in a watched namespace: read Jobs and their claims, own its reports and their status,
+# post Events.
+NAMESPACED_GRANTS: set[Grant] = CLIENT_AND_KOPF - ALL_WORKLOAD_GRANTS - LEASES - CLUSTER_SCOPED
+NO_NODE_LABELS: dict[str, Any] = {"clusterSummary": {"rackNodeLabels": [], "fabricNodeLabels": []}}
 
 
 def grants(role: Manifest) -> set[Grant]:
@@ -76,7 +80,7 @@ def test_no_wildcards(rendered: dict[str, list[Manifest]], scenario: str) -> Non
 
 def test_cluster_wide_grants_exactly_what_is_needed(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["default"]
-    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == NAMESPACED_GRANTS | CRD_SCAN | SUMMARY | NAMESPACE_WATCH
+    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == NAMESPACED_GRANTS | CLUSTER_SCOPED | NAMESPACE_WATCH
     # nothing namespaced but the Lease, in the release's own namespace
     assert [(r["metadata"]["namespace"], grants(r)) for r in find(docs, "Role")] == [(NAMESPACE, LEASES)]
     assert [b["metadata"]["namespace"] for b in find(docs, "RoleBinding")] == [NAMESPACE]
@@ -96,13 +100,15 @@ def _operator_grants(docs: list[Manifest]) -> set[Grant]:
     return out
 
 
+@pytest.mark.parametrize("node_labels", [True, False])
 @pytest.mark.parametrize("cluster_wide", [True, False])
-def test_rbac_is_what_the_code_uses_both_ways(chart: Any, cluster_wide: bool) -> None:
+def test_rbac_is_what_the_code_uses_both_ways(chart: Any, cluster_wide: bool, node_labels: bool) -> None:
     # Every training kind served: then the chart must grant exactly the code's table, no more and no less.
     values: dict[str, Any] = {} if cluster_wide else dict(NAMESPACED_VALUES)
+    values.update({} if node_labels else NO_NODE_LABELS)
     served = PROMETHEUS_OPERATOR_APIS + [api for apis in TRAINING_APIS.values() for api in apis]
     granted = _operator_grants(render_docs(chart, values, api_versions=served))
-    used = set(access.CLIENT | access.kopf_grants(cluster_wide=cluster_wide))
+    used = set(access.client_grants(node_labels=node_labels) | access.kopf_grants(cluster_wide=cluster_wide))
     assert granted - used == set(), "granted but never used"
     assert used - granted == set(), "used but not granted"
 
@@ -157,8 +163,8 @@ def test_no_write_access_to_jobs_pods_or_secrets(rendered: dict[str, list[Manife
 
 def test_namespaced_install_grants_per_namespace(rendered: dict[str, list[Manifest]]) -> None:
     docs = rendered["namespaced"]
-    # nothing cluster-wide but the read-only CRD scan
-    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == CRD_SCAN | SUMMARY
+    # nothing cluster-wide but the read-only CRD scan, the summary and the node reads
+    assert grants(one(docs, "ClusterRole", OPERATOR_ROLE)) == CLUSTER_SCOPED
     roles = watched_roles(docs)
     assert sorted(r["metadata"]["namespace"] for r in roles) == sorted(WATCHED)
     for role in roles:
@@ -236,3 +242,16 @@ def test_aggregated_roles_can_be_turned_off(chart: Any) -> None:
     docs = render_docs(chart, {"rbac": {"aggregateClusterRoles": False}})
     assert [r["metadata"]["name"] for r in find(docs, "ClusterRole")] == [OPERATOR_ROLE]
     assert _aggregated(docs) == {"view": set(), "edit": set(), "admin": set()}
+
+
+@pytest.mark.parametrize("dimension", ["rackNodeLabels", "fabricNodeLabels", None])
+def test_nodes_are_read_only_when_node_labels_are_configured(chart: Any, dimension: str | None) -> None:
+    summary: dict[str, list[str]] = {"rackNodeLabels": [], "fabricNodeLabels": []}
+    if dimension:
+        summary[dimension] = ["example.com/rack"]
+    for values in ({"clusterSummary": summary}, {**NAMESPACED_VALUES, "clusterSummary": summary}):
+        docs = render_docs(chart, values)
+        read = {g for role in find(docs, "ClusterRole") + find(docs, "Role") for g in grants(role) if g[1] == "nodes"}
+        assert read == (NODES if dimension else set()), values
+        # claims are read wherever Jobs are: the namespaced rules, whatever the labels
+        assert set(access.CLAIM_READS) <= _operator_grants(docs)

@@ -141,7 +141,7 @@ The names under which the API server reaches the webhook Service: the certificat
 
 {{/*
 The rules the operator needs in each namespace it watches (or cluster-wide). Least privilege, no
-wildcards: it reads Jobs and Pods, owns BottleneckReports, and posts Events.
+wildcards: it reads Jobs and the claims they mount, owns BottleneckReports, and posts Events.
 */}}
 {{/*
 Read access to the training operators' workloads (their phase and the profiling annotation), only
@@ -191,6 +191,10 @@ operator installed later). Each line is the kind's resource and the API versions
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["list", "watch"]
+# The storage class of each claim a profiled Job mounts, for the cluster summary's storage hot spots.
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["get"]
 {{- include "bottleneck-operator.workloadRules" . }}
 - apiGroups: ["bottleneck.dev"]
   resources: ["bottleneckreports"]

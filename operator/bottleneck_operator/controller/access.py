@@ -29,8 +29,21 @@ SUMMARY: frozenset[Grant] = frozenset(
     {(API_GROUP, SUMMARY_PLURAL, "create"), (API_GROUP, f"{SUMMARY_PLURAL}/status", "patch")}
 )
 
-CLIENT: frozenset[Grant] = REPORTS | WORKLOAD_READS | LEASES | SUMMARY
+# The summary's places (controller.places): the storage class of each claim a Job mounts, read in
+# the Job's namespace (so granted where Jobs are watched) ...
+CLAIM_READS: frozenset[Grant] = frozenset({("", "persistentvolumeclaims", "get")})
+# ... and the fabric and rack labels of its nodes: cluster-scoped, and used only when node labels
+# are configured (the chart grants it only then).
+NODE_READS: frozenset[Grant] = frozenset({("", "nodes", "get")})
+
+CLIENT: frozenset[Grant] = REPORTS | WORKLOAD_READS | LEASES | SUMMARY | CLAIM_READS | NODE_READS
 """Everything the operator's client may call."""
+
+
+def client_grants(*, node_labels: bool) -> frozenset[Grant]:
+    """What the client calls with these settings: node reads only when node labels are configured."""
+    return CLIENT if node_labels else CLIENT - NODE_READS
+
 
 CRD_SCAN: frozenset[Grant] = frozenset(
     ("apiextensions.k8s.io", "customresourcedefinitions", verb) for verb in ("list", "watch")

@@ -16,6 +16,7 @@ from bottleneck_operator.contract.names import (
     COLLECTOR_SKIPPED_ANNOTATION,
     PROFILE_ANNOTATION,
 )
+from bottleneck_operator.controller.pod_templates import volume_claims
 from bottleneck_operator.controller.reports_api import report_body
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
 from bottleneck_operator.controller.status import READY, merge_patch, needs_final, pending_status, set_condition
@@ -261,10 +262,10 @@ def observe(
         retention = state.operator.report_retention
         if phase in ("Completed", "Failed") and retention and end and end < state.clock() - retention:
             return None  # ended before the retention horizon: its report would be deleted at once
-        tracked = TrackedJob(namespace=namespace, name=name, uid=uid, kind=kind.kind, api_version=kind.api_version)
-        state.jobs[key] = tracked
+        tracked = state.jobs[key] = TrackedJob(namespace, name, uid, kind=kind.kind, api_version=kind.api_version)
     was_finished, was_phase = tracked.finished, tracked.phase
     tracked.collector, tracked.host_cgroup = wants_collector(meta), wants_host_cgroup(meta)
+    tracked.claims = volume_claims(kind.kind, body)
     tracked.no_collector = kind is JOB and state.injection.webhook_enabled and missed_by_webhook(body)
     cut = (meta.get("annotations") or {}).get(COLLECTOR_NO_HOST_CGROUP_ANNOTATION)
     tracked.no_host_cgroup = str(cut) if tracked.collector and cut else ""

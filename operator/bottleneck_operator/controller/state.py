@@ -18,6 +18,8 @@ from bottleneck_operator.analysis.cluster import ClusterBook
 from bottleneck_operator.controller.cluster_metrics import ClusterMetrics
 from bottleneck_operator.controller.health import PassHealth
 from bottleneck_operator.controller.metrics import OperatorMetrics
+from bottleneck_operator.controller.places import Places
+from bottleneck_operator.controller.pod_templates import NO_CLAIMS, VolumeClaims
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.status import FINAL_PHASES
 from bottleneck_operator.reports import Phase, ReportStatus
@@ -82,6 +84,8 @@ class TrackedJob:
     no_host_cgroup: str = ""
     start: float | None = None
     end: float | None = None
+    # The claims its pod templates mount: the cluster summary's storage classes (controller.places).
+    claims: VolumeClaims = NO_CLAIMS
     phase: Phase = "Pending"
     report_ready: bool = False
     deleted: bool = False
@@ -173,6 +177,8 @@ class OperatorState:
     # The latest digest of every Job of the last week, and the gauges of their summary (summary.py).
     cluster: ClusterBook = field(default_factory=ClusterBook)
     cluster_metrics: ClusterMetrics | None = None
+    # Where the book's Jobs' storage and nodes sit (storage classes, fabrics, racks): read from the API.
+    places: Places = field(init=False, repr=False)
     loop_task: asyncio.Task[None] | None = None
     # Set by the handlers once an event poster is reachable (kopf's lives in handler contexts).
     poster: EventPoster | None = None
@@ -189,6 +195,7 @@ class OperatorState:
         self.operator = self.settings.operator
         self.injection = self.settings.injection
         self.health = PassHealth(deadline=self.analysis.pass_deadline)
+        self.places = Places(rack_labels=self.operator.rack_node_labels, fabric_labels=self.operator.fabric_node_labels)
 
     def forget(self, job: TrackedJob) -> None:
         """Drop a Job whose report is final from the cache (it has no work left)."""

@@ -2,8 +2,9 @@
 
 Every analysed Job leaves its latest digest in the state's :class:`ClusterBook` (its verdict, its
 nodes, one summary per pod from the window the pass fetched anyway: no extra query); at the end of
-the pass the book's Jobs of the last week are summarised and the one cluster-scoped object is
-written, and the cluster gauges (:mod:`.cluster_metrics`) follow it.
+the pass the book's Jobs get their storage classes, fabrics and racks from the Kubernetes API
+(:mod:`.places`, cached), the Jobs of the last week are summarised and the one cluster-scoped
+object is written, and the cluster gauges (:mod:`.cluster_metrics`) follow it.
 
 Per-pod figures, not per-GPU: the window carries each pod's GPUs together, so a straggler is named
 by pod and node here (the analysis names a GPU wherever its input tells GPUs apart).
@@ -60,6 +61,7 @@ def observe(state: OperatorState, results: Sequence[JobResult], jobs: Mapping[in
         if job is not None and window is not None and window.pods:
             digest = digest_of(job, window, res.status, now=now)
             digests.append(digest)
+            state.places.note(digest.key, job.namespace, job.claims)
             # Named in the Job's own report too (the status is written after this).
             res.status.stragglers = [straggler_item(s) for s in find_stragglers(digest)] or None
     state.cluster.record(digests)
@@ -120,15 +122,18 @@ def _peer(pod: PodWindow) -> PeerSample:
 
 
 async def refresh(state: OperatorState) -> None:
-    """Summarise the book and write the ClusterBottleneckSummary (created when missing)."""
+    """Place the book's Jobs (storage classes, fabrics, racks), summarise them and write the
+    ClusterBottleneckSummary (created when missing)."""
     now = state.clock()
+    kube: KubeClient | None = getattr(state.api, "kube", None)
+    if kube is not None:
+        await state.places.fill(kube, state.cluster, now, state.warned)
     # In a thread: a week of a large cluster's Jobs is a few hundred milliseconds of work.
     summary = await asyncio.to_thread(summarise, state.cluster.digests(now))
     metrics = _metrics(state)
     metrics.update(summary)
     # A merge patch keeps what it does not name: every field is named (null deletes one now empty).
     status = {**dict.fromkeys(_STATUS_FIELDS), **status_from_summary(summary, now=now).dump()}
-    kube: KubeClient | None = getattr(state.api, "kube", None)
     if kube is None:  # a reports API that only records (the loop's own tests): nowhere to write
         return
     try:

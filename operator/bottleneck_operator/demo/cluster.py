@@ -43,6 +43,8 @@ REPORTS = "bottleneck.dev/v1alpha1/bottleneckreports"
 SUMMARIES = "bottleneck.dev/v1alpha1/clusterbottlenecksummaries"
 NAMESPACES = "v1/namespaces"
 CRDS = "apiextensions.k8s.io/v1/customresourcedefinitions"
+CLAIMS = "v1/persistentvolumeclaims"
+NODES = "v1/nodes"
 
 # kopf waits for namespaces and CRDs to be served (even cluster-wide), so they are declared too.
 _RESOURCES: dict[str, dict[str, Any]] = {
@@ -58,6 +60,9 @@ _RESOURCES: dict[str, dict[str, Any]] = {
         "shortnames": {"bnr"},
         "subresources": {"status"},
     },
+    # What the cluster summary reads for its storage classes, fabrics and racks (controller.places).
+    CLAIMS: {"kind": "PersistentVolumeClaim", "singular": "persistentvolumeclaim", "namespaced": True},
+    NODES: {"kind": "Node", "singular": "node", "namespaced": False},
     SUMMARIES: {
         "kind": "ClusterBottleneckSummary",
         "singular": "clusterbottlenecksummary",

@@ -6,75 +6,21 @@ collector; the pod webhook's ``objectSelector`` selects that label, so the API s
 pods of profiled workloads and no other pod of the cluster (every pod of every Kubeflow or JobSet
 workload before). Pure functions over plain dicts.
 
-Where each kind keeps its pod templates:
-
-- ``PyTorchJob``: ``spec.pytorchReplicaSpecs.<type>.template``;
-- ``MPIJob``: ``spec.mpiReplicaSpecs.<type>.template`` (both the MPI Operator's and Training
-  Operator v1's);
-- ``JobSet``: ``spec.replicatedJobs[].template.spec.template`` (a Job template's pod template);
-- ``RayJob``: ``spec.rayClusterSpec.headGroupSpec.template`` and each
-  ``spec.rayClusterSpec.workerGroupSpecs[].template`` (KubeRay keeps the templates' labels on the
-  RayCluster's pods);
-- ``LeaderWorkerSet``: ``spec.leaderWorkerTemplate.leaderTemplate`` and ``.workerTemplate``;
-- ``TrainJob``: none: its pods come from a TrainingRuntime. Trainer copies ``spec.annotations`` to
-  the JobSet it creates, so the switches are copied there, and that JobSet is marked in turn.
+Where each kind keeps its pod templates: :mod:`bottleneck_operator.controller.pod_templates`. A
+``TrainJob`` has none: its pods come from a TrainingRuntime. Trainer copies ``spec.annotations`` to
+the JobSet it creates, so the switches are copied there, and that JobSet is marked in turn.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from bottleneck_operator.contract.annotations import SWITCHES
 from bottleneck_operator.contract.names import COLLECTOR_NO_HOST_CGROUP_ANNOTATION, PROFILED_POD_LABEL
+from bottleneck_operator.controller.pod_templates import POD_TEMPLATES
 from bottleneck_operator.controller.workloads import VERSIONS
-
-
-def _replica_specs(field: str) -> Callable[[dict[str, Any]], Iterator[Any]]:
-    def templates(spec: dict[str, Any]) -> Iterator[Any]:
-        replicas = spec.get(field)
-        for replica in replicas.values() if isinstance(replicas, dict) else ():
-            yield replica.get("template") if isinstance(replica, dict) else None
-
-    return templates
-
-
-def _jobset(spec: dict[str, Any]) -> Iterator[Any]:
-    jobs = spec.get("replicatedJobs")
-    for job in jobs if isinstance(jobs, list) else ():
-        template = job.get("template") if isinstance(job, dict) else None
-        job_spec = template.get("spec") if isinstance(template, dict) else None
-        yield job_spec.get("template") if isinstance(job_spec, dict) else None
-
-
-def _rayjob(spec: dict[str, Any]) -> Iterator[Any]:
-    cluster = spec.get("rayClusterSpec")
-    if not isinstance(cluster, dict):
-        return
-    head = cluster.get("headGroupSpec")
-    yield head.get("template") if isinstance(head, dict) else None
-    workers = cluster.get("workerGroupSpecs")
-    for group in workers if isinstance(workers, list) else ():
-        yield group.get("template") if isinstance(group, dict) else None
-
-
-def _leaderworkerset(spec: dict[str, Any]) -> Iterator[Any]:
-    templates = spec.get("leaderWorkerTemplate")
-    if isinstance(templates, dict):
-        yield templates.get("leaderTemplate")
-        yield templates.get("workerTemplate")
-
-
-# kind -> the pod templates of its spec. Kinds added here are marked by the workload webhook once
-# the chart's MutatingWebhookConfiguration sends them to it.
-POD_TEMPLATES: dict[str, Callable[[dict[str, Any]], Iterator[Any]]] = {
-    "PyTorchJob": _replica_specs("pytorchReplicaSpecs"),
-    "MPIJob": _replica_specs("mpiReplicaSpecs"),
-    "JobSet": _jobset,
-    "RayJob": _rayjob,
-    "LeaderWorkerSet": _leaderworkerset,
-}
 
 
 def _no_templates(spec: dict[str, Any]) -> Iterator[Any]:
