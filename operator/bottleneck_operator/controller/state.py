@@ -21,8 +21,7 @@ from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.status import FINAL_PHASES
 from bottleneck_operator.reports import Phase, ReportStatus
-from bottleneck_operator.settings import AnalysisSettings, InjectionSettings, Settings
-from bottleneck_operator.settings import OperatorSettings as OperatorGroup
+from bottleneck_operator.settings import AnalysisSettings, InjectionSettings, OperationSettings, Settings
 
 if TYPE_CHECKING:
     from bottleneck_operator.pipeline import JobRequest, JobResult
@@ -180,13 +179,13 @@ class OperatorState:
     leading: Callable[[], bool] = field(default=lambda: True, repr=False)
     # The groups the controller reads, taken from ``settings`` once.
     analysis: AnalysisSettings = field(init=False, repr=False)
-    operator: OperatorGroup = field(init=False, repr=False)
+    operation: OperationSettings = field(init=False, repr=False)
     injection: InjectionSettings = field(init=False, repr=False)
     health: PassHealth = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.analysis = self.settings.analysis
-        self.operator = self.settings.operator
+        self.operation = self.settings.operation
         self.injection = self.settings.injection
         self.health = PassHealth(deadline=self.analysis.pass_deadline)
 
