@@ -39,17 +39,22 @@ def setting_fields() -> Iterator[tuple[str, str, FieldInfo]]:
             yield group, name, field
 
 
-def _group_of() -> dict[str, str]:
+def group_of(groups: tuple[tuple[str, type[BaseModel]], ...]) -> dict[str, str]:
+    """Each field's name -> the name of the group that declares it.
+
+    Raises:
+        TypeError: two groups declare the same name (it would be one environment variable).
+    """
     owner: dict[str, str] = {}
-    for group, name, _ in setting_fields():
-        # The environment variable is named after the field alone: two groups may not share a name.
-        if name in owner:
-            raise TypeError(f"setting {name!r} is declared in both {owner[name]!r} and {group!r}")
-        owner[name] = group
+    for group, model in groups:
+        for name in model.model_fields:
+            if name in owner:
+                raise TypeError(f"setting {name!r} is declared in both {owner[name]!r} and {group!r}")
+            owner[name] = group
     return owner
 
 
-GROUP_OF: dict[str, str] = _group_of()
+GROUP_OF: dict[str, str] = group_of(GROUPS)
 
 
 class _FlatEnvironment(BaseSettings):

@@ -89,7 +89,9 @@ def window(live: tuple[Settings, float]) -> Any:
     settings, _ = live
     now = float(int(time.time()))
     req = WindowRequest("ml", "probe-job", now - 8, now)
-    return fetch_windows(PrometheusClient(settings), [req], settings.labels, step=settings.step)[("ml", "probe-job")]
+    return fetch_windows(PrometheusClient(settings), [req], settings.labels, step=settings.analysis.step)[
+        ("ml", "probe-job")
+    ]
 
 
 def test_pod_placed_on_this_node(window: Any) -> None:

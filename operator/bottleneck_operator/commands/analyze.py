@@ -254,7 +254,9 @@ def main(args: argparse.Namespace) -> int:
     result = analyzer.analyze_jobs([request], step=step)[0]
     page = result.status.dump()
     if args.html is not None:  # the operator's per-window timeline, replayed (commands/html_timeline.py)
-        page["timeline"] = timeline(analyzer, namespace, job, start, end, settings.analysis, settings.operation.timeline_length)
+        page["timeline"] = timeline(
+            analyzer, namespace, job, start, end, settings.analysis, settings.operation.timeline_length
+        )
     _write_html(args, page, result.window, f"{namespace}/{job}")
     data_problem = (
         result.window is None

@@ -92,7 +92,11 @@ class Layout:
             )
         elif self.dcgm == "pod-labels":
             mapping = mapping.model_copy(
-                update={"dcgm_namespace_label": "namespace", "dcgm_pod_label": "pod", "dcgm_container_label": "container"}
+                update={
+                    "dcgm_namespace_label": "namespace",
+                    "dcgm_pod_label": "pod",
+                    "dcgm_container_label": "container",
+                }
             )
         if self.dcgm != "absent":
             mapping = mapping.model_copy(update={"dcgm_hostname_label": self.dcgm_host})
