@@ -115,3 +115,18 @@ def test_a_rejected_setting_is_named_as_the_user_wrote_it(
 def test_label_settings_need_no_other_group() -> None:
     # Consumers build a group alone (tests, the webhook): its defaults are those Settings gives.
     assert LabelSettings() == Settings().labels
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('{"dcgm": "dcgm-exporter"}', "the jobs of 'dcgm' must be a list of job names"),
+        ('{"gpu": ["x"]}', "scrape_jobs.0.0"),
+    ],
+)
+def test_a_malformed_scrape_jobs_mapping_is_refused_with_its_name(
+    monkeypatch: pytest.MonkeyPatch, value: str, message: str
+) -> None:
+    monkeypatch.setenv("BOTTLENECK_SCRAPE_JOBS", value)
+    with pytest.raises(ValidationError, match=message):
+        Settings()

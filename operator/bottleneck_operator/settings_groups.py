@@ -32,9 +32,13 @@ ExporterFamily = Literal["dcgm", "node", "cadvisor", "ksm", "sidecar"]
 def _job_pairs(value: Any) -> Any:
     # The environment and the chart give a mapping; the group keeps sorted pairs, so equal
     # settings hash equal whatever order the mapping was written in.
-    if isinstance(value, dict):
-        return tuple((family, tuple(jobs)) for family, jobs in sorted(value.items()))
-    return value
+    if not isinstance(value, dict):
+        return value
+    for family, jobs in value.items():
+        if not isinstance(jobs, list | tuple):
+            # tuple() would split a string into letters: refused here, named by its family.
+            raise ValueError(f"the jobs of {family!r} must be a list of job names")
+    return tuple((family, tuple(jobs)) for family, jobs in sorted(value.items()))
 
 
 def _job_mapping(pairs: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, list[str]]:

@@ -118,7 +118,7 @@ def test_operator_parses_the_default_settings(
 ) -> None:
     settings = _settings_from(rendered["default"], monkeypatch, tmp_path)
     assert settings.prometheus.prometheus_url == "http://prometheus-operated.monitoring.svc:9090"
-    assert settings.operation.namespaces == []
+    assert settings.operation.namespaces == ()
     assert settings.operation.report_retention == 30 * 86400
     assert settings.injection.webhook_enabled is True
     assert str(settings.injection.webhook_cert_dir) == "/etc/bottleneck-operator/webhook-tls"
@@ -158,7 +158,7 @@ def test_host_cgroup_mount_can_be_turned_off(chart: Any, monkeypatch: pytest.Mon
 def test_operator_parses_the_namespaced_settings(
     rendered: dict[str, list[Manifest]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    assert _settings_from(rendered["namespaced"], monkeypatch, tmp_path).namespaces == WATCHED
+    assert _settings_from(rendered["namespaced"], monkeypatch, tmp_path).operation.namespaces == tuple(WATCHED)
 
 
 def test_whole_numbers_stay_whole(chart: Any) -> None:
