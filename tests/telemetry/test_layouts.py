@@ -55,7 +55,7 @@ def _requests(jobs: list[Any]) -> list[WindowRequest]:
 
 def _windows(url: str, jobs: list[Any], **settings: Any) -> dict[tuple[str, str], JobWindow]:
     s = Settings(prometheus_url=url, step=STEP, **settings)
-    return fetch_windows(PrometheusClient(s), _requests(jobs), s.labels, step=s.step)
+    return fetch_windows(PrometheusClient(s), _requests(jobs), s.labels, step=s.analysis.step)
 
 
 def _verdicts(url: str, jobs: list[Any], **settings: Any) -> list[Bottleneck]:

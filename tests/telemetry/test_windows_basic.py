@@ -282,7 +282,7 @@ def test_node_label_setting_and_unmapped_gpus(start_prometheus: Any) -> None:
     # the default join finds nothing here (no node_uname_info), and says so
     default = Settings(prometheus_url=prom.url)
     w2 = fetch_windows(
-        PrometheusClient(default), [WindowRequest("ml", "train", T0, END)], default.labels, step=default.step
+        PrometheusClient(default), [WindowRequest("ml", "train", T0, END)], default.labels, step=default.analysis.step
     )[("ml", "train")]
     assert "node_mem_avail_frac" not in w2.pods[0].signals
     assert any("no node-exporter series for node n1" in n for n in w2.quality.notes)
