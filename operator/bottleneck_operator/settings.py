@@ -63,11 +63,8 @@ class _FlatEnvironment(BaseSettings):
 
 # Every field at the top level, so pydantic-settings reads BOTTLENECK_<FIELD> for each (JSON for lists
 # and mappings) exactly as it would for a flat class; only read from, never instantiated.
-_FLAT: type[BaseSettings] = create_model(  # type: ignore[call-overload]
-    "FlatEnvironment",
-    __base__=_FlatEnvironment,
-    **{name: (field.annotation, copy(field)) for _, name, field in setting_fields()},
-)
+_FLAT_FIELDS: dict[str, Any] = {name: (field.annotation, copy(field)) for _, name, field in setting_fields()}
+_FLAT: type[BaseSettings] = create_model("FlatEnvironment", __base__=_FlatEnvironment, **_FLAT_FIELDS)
 
 
 def _nest(data: dict[str, Any]) -> dict[str, Any]:
