@@ -130,3 +130,13 @@ def test_a_malformed_scrape_jobs_mapping_is_refused_with_its_name(
     monkeypatch.setenv("BOTTLENECK_SCRAPE_JOBS", value)
     with pytest.raises(ValidationError, match=message):
         Settings()
+
+
+def test_a_copy_takes_flat_names_to_their_group() -> None:
+    base = Settings(step=15.0)
+    # Below the floor on purpose: a copy is not validated (tests and the demo run faster than a cluster).
+    fast = base.model_copy(update={"interval": 1.0, "max_query_bytes": 10**7, "labels": base.labels})
+    assert fast.analysis.interval == 1.0 and fast.analysis.step == 15.0
+    assert fast.prometheus.max_query_bytes == 10**7
+    assert base.analysis.interval == 60.0 and base.prometheus.max_query_bytes == 12000
+    assert not hasattr(fast, "interval")

@@ -14,9 +14,9 @@ and :class:`Settings` nests those models as kopf's ``OperatorSettings`` nests it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from copy import copy
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, Field, create_model, model_validator
 from pydantic.fields import FieldInfo
@@ -127,6 +127,16 @@ class Settings(BaseSettings):
     @classmethod
     def _route_flat_names(cls, data: Any) -> Any:
         return _nest(data) if isinstance(data, dict) else data
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, as pydantic makes it (``update`` is not validated), where a flat name in ``update``
+        changes the field of its group, as it would in the constructor, rather than being dropped."""
+        routed: dict[str, Any] = {k: v for k, v in (update or {}).items() if k not in GROUP_OF}
+        for name, value in (update or {}).items():
+            group = GROUP_OF.get(name)
+            if group is not None:
+                routed[group] = routed.get(group, getattr(self, group)).model_copy(update={name: value})
+        return super().model_copy(update=routed or None, deep=deep)
 
     def effective(self) -> dict[str, Any]:
         """The settings as a flat dict (the environment's names) with secrets masked: logged once at start."""
