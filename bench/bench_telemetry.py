@@ -240,7 +240,11 @@ def _passes(prom: LocalPrometheus, settings: Settings, requests: list[WindowRequ
         client = _SizeClient(settings)
         c0, p0, started = _cpu_seconds(prom), time.process_time(), time.perf_counter()
         windows = fetch_windows(
-            client, requests, settings.labels, step=settings.step, max_query_bytes=settings.max_query_bytes
+            client,
+            requests,
+            settings.labels,
+            step=settings.analysis.step,
+            max_query_bytes=settings.prometheus.max_query_bytes,
         )
         times.append(time.perf_counter() - started)
         prom_cpu.append(_cpu_seconds(prom) - c0)
@@ -275,7 +279,11 @@ def main() -> None:
             for n in (10, 100, 1000):
                 client = PrometheusClient(settings)
                 windows = fetch_windows(
-                    client, requests[:n], settings.labels, step=settings.step, max_query_bytes=settings.max_query_bytes
+                    client,
+                    requests[:n],
+                    settings.labels,
+                    step=settings.analysis.step,
+                    max_query_bytes=settings.prometheus.max_query_bytes,
                 )
                 assert all(w.pods for w in windows.values()), "every job should have its pod"
                 counts[n] = client.queries_issued
@@ -285,7 +293,7 @@ def main() -> None:
             points = sum(len(w.timestamps) for w in run["windows"].values())
             times = run["times"]
             print(
-                f"  one pass, {JOBS} jobs x 1 h window at step {settings.step:g}s: median {statistics.median(times):.2f}s "
+                f"  one pass, {JOBS} jobs x 1 h window at step {settings.analysis.step:g}s: median {statistics.median(times):.2f}s "
                 f"(runs: {', '.join(f'{t:.2f}' for t in times)}; target <= 10 s); {points:,} job-timestamps; "
                 f"largest query {run['largest']:,} bytes"
             )

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import fields
 from pathlib import Path
 
-from bottleneck_operator.settings import GROUPS, Settings
+from bottleneck_operator.settings import GROUPS
 
 TARGET = Path(__file__).resolve().parent.parent / "docs" / "settings.md"
 
@@ -20,23 +19,25 @@ def render() -> str:
     lines = [
         "# Settings",
         "",
-        "Generated from `operator/bottleneck_operator/settings.py` by `scripts/gen-settings-docs.py`; do not edit.",
+        "Generated from `operator/bottleneck_operator/settings_groups.py` by `scripts/gen-settings-docs.py`; do not edit.",
         "",
         "Each setting is read from a command-line flag where the command has one, else from the environment",
         "variable shown, else the default. Lists and mappings are JSON in the environment.",
         "",
-        "The settings are loaded in one place and handed out by concern: each part of the code takes only",
-        "its group (`Settings.prometheus`, `Settings.labels`, ...), one table below each.",
+        "The settings are loaded in one place and nested by concern: each field is declared once, in its",
+        "group, and each part of the code takes only its group (`Settings.prometheus`, `Settings.labels`, ...),",
+        "one table below each. The environment variable is named after the field alone, whatever its group.",
     ]
     for prop, group in GROUPS:
-        summary = (group.__doc__ or "").split(" (see")[0].strip().rstrip(".")
+        summary = (group.__doc__ or "").strip().rstrip(".")
+        # The defaults as the environment would spell them (JSON; scrape_jobs as its mapping).
+        defaults = group().model_dump(mode="json")
         lines += ["", f"## {summary} (`Settings.{prop}`)", "", "| environment variable | default | description |"]
         lines.append("| --- | --- | --- |")
-        for f in fields(group):
-            field = Settings.model_fields[f.name]
-            default = field.get_default(call_default_factory=True)
-            shown = "(none)" if default is None else f"`{json.dumps(default, default=str)}`"
-            lines.append(f"| `BOTTLENECK_{f.name.upper()}` | {shown} | {field.description or ''} |")
+        for name, field in group.model_fields.items():
+            default = defaults[name]
+            shown = "(none)" if default is None else f"`{json.dumps(default)}`"
+            lines.append(f"| `BOTTLENECK_{name.upper()}` | {shown} | {field.description or ''} |")
     return "\n".join(lines) + "\n"
 
 

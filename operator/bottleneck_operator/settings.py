@@ -1,40 +1,91 @@
-"""Every setting of the operator, the analyzer and the collector, documented where it is declared.
+"""Every setting of the operator, the analyzer and the collector, loaded and validated in one place.
 
 Precedence: command-line flag, else environment variable ``BOTTLENECK_<FIELD>`` (upper case), else
-the default here. Lists and mappings are given as JSON in the environment, e.g.
+the default. Lists and mappings are given as JSON in the environment, e.g.
 ``BOTTLENECK_NAMESPACES='["ml","research"]'`` or ``BOTTLENECK_PROMETHEUS_HEADERS='{"X-Scope-OrgID":"team-a"}'``.
 
-:class:`Settings` is the one place they are loaded and validated (flat, so every environment
-variable and chart value keeps its name). Consumers take only their concern's group, a frozen
-view built from it: :attr:`Settings.prometheus` (connection), :attr:`Settings.labels` (label
-mapping), :attr:`Settings.analysis`, :attr:`Settings.injection` (webhook and collector) and
-:attr:`Settings.operator`.
+Each field is declared once, in its concern's model in :mod:`bottleneck_operator.settings_groups`,
+and :class:`Settings` nests those models as kopf's ``OperatorSettings`` nests its own:
+:attr:`Settings.prometheus` (connection), :attr:`Settings.labels` (label mapping),
+:attr:`Settings.analysis`, :attr:`Settings.injection` (webhook and collector) and
+:attr:`Settings.operation`. The names outside stay flat: the environment variable of
+``settings.analysis.step`` is ``BOTTLENECK_STEP``, and ``Settings(step=15.0)`` sets it.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import fields
-from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from collections.abc import Iterator, Mapping
+from copy import copy
+from typing import Any, Self
 
-from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from bottleneck_operator.contract.names import COLLECTOR_PERIOD, COLLECTOR_PORT
 from bottleneck_operator.settings_groups import GROUPS as GROUPS
 from bottleneck_operator.settings_groups import AnalysisSettings as AnalysisSettings
 from bottleneck_operator.settings_groups import ExporterFamily as ExporterFamily
-from bottleneck_operator.settings_groups import GroupT, default_scrape_jobs, frozen_value
 from bottleneck_operator.settings_groups import InjectionSettings as InjectionSettings
 from bottleneck_operator.settings_groups import LabelSettings as LabelSettings
-from bottleneck_operator.settings_groups import OperatorSettings as OperatorSettings
+from bottleneck_operator.settings_groups import OperationSettings as OperationSettings
 from bottleneck_operator.settings_groups import PrometheusSettings as PrometheusSettings
 from bottleneck_operator.settings_groups import redact_url as redact_url
 
-# A label key: an optional DNS-subdomain prefix and "/", then a name of up to 63 characters.
-_LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+
+def setting_fields() -> Iterator[tuple[str, str, FieldInfo]]:
+    """Every setting as (group, field name, its declaration), in the order the docs list them."""
+    for group, model in GROUPS:
+        for name, field in model.model_fields.items():
+            yield group, name, field
+
+
+def group_of(groups: tuple[tuple[str, type[BaseModel]], ...]) -> dict[str, str]:
+    """Each field's name -> the name of the group that declares it.
+
+    Raises:
+        TypeError: two groups declare the same name (it would be one environment variable).
+    """
+    owner: dict[str, str] = {}
+    for group, model in groups:
+        for name in model.model_fields:
+            if name in owner:
+                raise TypeError(f"setting {name!r} is declared in both {owner[name]!r} and {group!r}")
+            owner[name] = group
+    return owner
+
+
+GROUP_OF: dict[str, str] = group_of(GROUPS)
+
+
+class _FlatEnvironment(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BOTTLENECK_", extra="ignore")
+
+
+# Every field at the top level, so pydantic-settings reads BOTTLENECK_<FIELD> for each (JSON for lists
+# and mappings) exactly as it would for a flat class; only read from, never instantiated.
+_FLAT_FIELDS: dict[str, Any] = {name: (field.annotation, copy(field)) for _, name, field in setting_fields()}
+_FLAT: type[BaseSettings] = create_model("FlatEnvironment", __base__=_FlatEnvironment, **_FLAT_FIELDS)
+
+
+def _nest(data: dict[str, Any]) -> dict[str, Any]:
+    """Flat names moved into their group: over the group's other values, whether given as a dict or whole."""
+    routed: dict[str, Any] = {k: v for k, v in data.items() if k not in GROUP_OF}
+    for name, value in data.items():
+        group = GROUP_OF.get(name)
+        if group is None:
+            continue
+        given = routed.get(group)
+        nested = dict(given) if isinstance(given, BaseModel | dict) else {}
+        nested[name] = value
+        routed[group] = nested
+    return routed
+
+
+class EnvironmentSource(EnvSettingsSource):
+    # Nested before the sources are merged, so a group given whole as a keyword argument replaces
+    # the environment's values for it, as any keyword argument does.
+    def __call__(self) -> dict[str, Any]:
+        return _nest(super().__call__())
 
 
 class Settings(BaseSettings):
@@ -43,313 +94,57 @@ class Settings(BaseSettings):
         env_prefix="BOTTLENECK_", extra="ignore", validate_default=True, hide_input_in_errors=True
     )
 
-    # --- Prometheus connection
-    prometheus_url: str = Field(
-        "http://prometheus-operated.monitoring.svc:9090",
-        description="Base URL of any PromQL-compatible API (Prometheus, Thanos Query, Mimir, VictoriaMetrics).",
+    prometheus: PrometheusSettings = Field(
+        default_factory=PrometheusSettings, description="How to reach the PromQL API."
     )
-    prometheus_timeout: float = Field(
-        30.0,
-        gt=0,
-        description=(
-            "Wall-clock seconds one query may take, retries included: connecting, waiting and reading the "
-            "whole answer (a slow trickle is cut off as surely as silence)."
-        ),
+    labels: LabelSettings = Field(
+        default_factory=LabelSettings, description="Which labels carry what, where installations differ."
+    )
+    analysis: AnalysisSettings = Field(
+        default_factory=AnalysisSettings, description="Windows, resolution and the classifier's thresholds."
+    )
+    injection: InjectionSettings = Field(
+        default_factory=InjectionSettings, description="The admission webhook and the collector it injects."
+    )
+    operation: OperationSettings = Field(
+        default_factory=OperationSettings, description="What the operator watches, keeps and serves."
     )
 
-    @field_validator("prometheus_url")
     @classmethod
-    def _http_url(cls, value: str) -> str:
-        # Checked here, so a typo stops the command or the operator at once with the setting's name,
-        # rather than as a connection error at every query.
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(
-                "must be an http:// or https:// URL with a host, e.g. http://prometheus-operated.monitoring.svc:9090"
-            )
-        return value
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The flat environment replaces the nested one (BOTTLENECK_PROMETHEUS__...), so every variable
+        # keeps its name; keyword arguments still come first.
+        return init_settings, EnvironmentSource(_FLAT)
 
-    prometheus_retries: int = Field(
-        2, ge=0, le=10, description="Extra attempts for a failed query (connection errors, 5xx, timeouts)."
-    )
-    prometheus_retry_backoff: float = Field(
-        0.5, ge=0, description="Seconds before the first retry; doubles with each further attempt."
-    )
-    prometheus_bearer_token_file: Path | None = Field(
-        None, description="File holding a bearer token, re-read on every pass (rotated tokens keep working)."
-    )
-    prometheus_username: str | None = Field(None, description="Basic-auth user name.")
-    prometheus_password: SecretStr | None = Field(None, description="Basic-auth password.")
-    prometheus_ca_file: Path | None = Field(None, description="CA bundle that signs the Prometheus certificate.")
-    prometheus_insecure_skip_verify: bool = Field(
-        False, description="Skip TLS certificate verification (testing only)."
-    )
-    prometheus_headers: dict[str, str] = Field(
-        default_factory=dict,
-        description='Extra HTTP headers on every query, e.g. {"X-Scope-OrgID": "team-a"} for Mimir/Thanos.',
-    )
-    prometheus_compression: bool = Field(
-        False,
-        description=(
-            "Ask for gzip-compressed answers: a tenth of the traffic, for a remote or metered endpoint, "
-            "at the cost of CPU on both ends (about a sixth of Prometheus's work in a pass)."
-        ),
-    )
-
-    max_query_bytes: int = Field(
-        12000,
-        ge=1024,
-        description=(
-            "Most bytes of PromQL in one query: longer selections are split over several queries. "
-            "VictoriaMetrics refuses queries over 16384 bytes by default (-search.maxQueryLen), and "
-            "gateways in front of Thanos or Mimir have limits of the same kind."
-        ),
-    )
-
-    max_answer_bytes: int = Field(
-        64 << 20,
-        ge=1 << 20,
-        description=(
-            "Most bytes of one answer: a larger one is not read further, and the reports of the Jobs it was "
-            "for say so (reason AnswerBytesExceeded). Bounds the operator's memory whatever Prometheus holds."
-        ),
-    )
-    max_answer_series: int = Field(
-        50_000,
-        ge=100,
-        description="Most series in one answer: more are refused the same way (reason AnswerSeriesExceeded).",
-    )
-
-    # --- label mapping (installations differ)
-    node_exporter_node_label: str = Field(
-        "",
-        description=(
-            "Label on node-exporter series that carries the Kubernetes node name. Empty: join "
-            "node_uname_info{nodename} on 'instance' (works with kube-prometheus-stack's defaults)."
-        ),
-    )
-    dcgm_hostname_label: str = Field(
-        "Hostname", description="dcgm-exporter's host label: 'Hostname', or 'hostname' in newer releases."
-    )
-    dcgm_pod_label: str = Field("pod", description="dcgm-exporter label carrying the pod (pod mapping on).")
-    dcgm_namespace_label: str = Field("namespace", description="dcgm-exporter label carrying the namespace.")
-    dcgm_container_label: str = Field("container", description="dcgm-exporter label carrying the container.")
-    node_exporter_join: Literal["auto", "uname", "pod"] = Field(
-        "auto",
-        description=(
-            "How node-exporter series without a node label reach their node: 'uname' (node_uname_info{nodename} "
-            "is the node name), 'pod' (the exporter pod through kube_pod_info, as kube-prometheus-stack's rules "
-            "do: hostname overrides, cloud names), or 'auto' (the one that finds the nodes)."
-        ),
-    )
-    selector_matchers: list[str] = Field(
-        default_factory=list,
-        description=(
-            'Label matchers added to every selector, e.g. ["cluster=\\"a\\""] to read one cluster of a '
-            "Thanos/Mimir that serves several (pods of the same name in two clusters never merge)."
-        ),
-    )
-    scrape_jobs: dict[ExporterFamily, list[str]] = Field(
-        default_factory=default_scrape_jobs,
-        description=(
-            "The `job` label values each exporter family's series must carry: a series from any other scrape "
-            "job is never read, so a pod that publishes series under another tenant's names (its own PodMonitor "
-            "with honorLabels: true) cannot reach that tenant's report. Defaults: kube-prometheus-stack's jobs, "
-            "dcgm-exporter's chart and the GPU Operator's, and the chart's PodMonitor. A family left out, or "
-            "given [], is read from any job."
-        ),
-    )
-    label_layout_detection: bool = Field(
-        True,
-        description=(
-            "Detect each exporter's label layout (dcgm-exporter behind honorLabels: false, Hostname or "
-            "hostname, the node-exporter join) from the data when the configured labels find nothing."
-        ),
-    )
-
-    # --- analysis
-    interval: float = Field(60.0, ge=5, description="Seconds between analysis passes over running Jobs.")
-    window: float = Field(900.0, ge=60, description="Sliding window, seconds, analysed for a running Job.")
-    step: float = Field(
-        30.0,
-        ge=1,
-        description=(
-            "Query resolution, seconds (>= the scrape interval is best). A window longer than 240 steps is "
-            "read at a coarser step, so each series keeps at most 240 points however long the Job ran."
-        ),
-    )
-    pass_deadline: float = Field(
-        600.0,
-        ge=10,
-        description=(
-            "Seconds one analysis pass may run: a pass past it is cancelled, and one that cannot be cancelled "
-            "fails the liveness probe, so Kubernetes restarts the operator."
-        ),
-    )
-    min_window: float = Field(120.0, ge=0, description="A window shorter than this is reported as Unknown.")
-    min_coverage: float = Field(
-        0.5, ge=0, le=1, description="Below this share of GPU samples in the window the verdict is Unknown."
-    )
-    abstain_threshold: float = Field(
-        0.5, ge=0, le=1, description="Below this top-class probability the verdict is Unknown."
-    )
-    secondary_margin: float = Field(
-        0.25, ge=0, le=1, description="A runner-up within this probability of the top class is named secondary."
-    )
-    model_path: Path | None = Field(
-        None, description="A model file (.npz runtime model, or a .skops training file); default: the shipped model."
-    )
-
-    # --- operator
-    namespaces: list[str] = Field(default_factory=list, description="Namespaces to watch; empty: the whole cluster.")
-    # The cluster summary's hot spots beyond nodes (docs/cluster.md): node label keys read with a GET of
-    # each Job's nodes, only when one of the two lists is non-empty.
-    rack_node_labels: list[str] = Field(
-        default_factory=lambda: ["topology.kubernetes.io/zone", "network.topology.nvidia.com/leaf"],
-        description=(
-            "Node label keys that place a node in a rack (or zone) for the cluster summary's hot spots: "
-            "Kubernetes' well-known zone label and Topograph's top-of-rack (leaf) switch label by default."
-        ),
-    )
-    fabric_node_labels: list[str] = Field(
-        default_factory=lambda: ["nvidia.com/gpu.clique", "network.topology.nvidia.com/spine"],
-        description=(
-            "Node label keys that place a node on a network fabric for the cluster summary's hot spots: the "
-            "GPU Operator's NVLink clique label and Topograph's spine switch label by default. Both lists "
-            "empty: nodes are never read."
-        ),
-    )
-
-    @field_validator("rack_node_labels", "fabric_node_labels")
+    @model_validator(mode="before")
     @classmethod
-    def _label_keys(cls, value: list[str]) -> list[str]:
-        bad = [key for key in value if not _LABEL_KEY.fullmatch(key)]
-        if bad:
-            raise ValueError(f"not Kubernetes label keys ([prefix/]name): {', '.join(map(repr, bad))}")
-        return list(dict.fromkeys(value))
+    def _route_flat_names(cls, data: Any) -> Any:
+        return _nest(data) if isinstance(data, dict) else data
 
-    report_retention: float = Field(
-        30 * 86400.0, ge=0, description="Seconds a finished Job's report is kept; 0 keeps reports forever."
-    )
-    timeline_length: int = Field(48, ge=1, le=1000, description="Per-window verdicts kept in a report.")
-    metrics_port: int = Field(8080, ge=0, le=65535, description="Port of the operator's /metrics; 0: off.")
-    liveness_endpoint: str = Field("http://0.0.0.0:8081/healthz", description="kopf's liveness endpoint; empty: off.")
-
-    # --- one leader among replicas (docs/operator.md, "Several replicas: one leader")
-    leader_election: bool = Field(
-        False,
-        description=(
-            "Hold a coordination.k8s.io Lease so that one replica runs the analysis passes and the retention "
-            "sweep (and writes reports and Events); every replica serves the webhook. The chart turns it on."
-        ),
-    )
-    lease_name: str = Field("bottleneck-operator", min_length=1, description="Name of the Lease (one per release).")
-    lease_namespace: str = Field(
-        "", description="Namespace of the Lease; empty: the pod's own (POD_NAMESPACE, else the service account's)."
-    )
-    leader_identity: str = Field(
-        "", description="This replica's holder identity; empty: the pod's name (POD_NAME), else host and process."
-    )
-    lease_duration: float = Field(
-        15.0, ge=1, le=300, description="Seconds without a renewal before another replica takes the Lease."
-    )
-    lease_renew_deadline: float = Field(
-        10.0,
-        gt=0,
-        description="Seconds the leader keeps leading without a successful renewal (less than lease_duration).",
-    )
-    lease_retry_period: float = Field(
-        2.0, gt=0, description="Seconds between attempts to take or renew the Lease (less than the renew deadline)."
-    )
-
-    @model_validator(mode="after")
-    def _lease_timing(self) -> Settings:
-        # The holder must give up before anyone else may take over, and try more than once before that.
-        if not self.lease_retry_period < self.lease_renew_deadline < self.lease_duration:
-            raise ValueError("lease timing needs lease_retry_period < lease_renew_deadline < lease_duration")
-        return self
-
-    # --- admission webhook and the injected collector
-    webhook_enabled: bool = Field(True, description="Serve the mutating webhook that injects the collector.")
-    webhook_port: int = Field(9443, ge=1, le=65535, description="HTTPS port of the admission webhook.")
-    webhook_cert_dir: Path | None = Field(
-        None, description="Directory with tls.crt and tls.key; empty: kopf makes a self-signed pair (dev)."
-    )
-    sidecar_image: str = Field(
-        "ghcr.io/bottleneck-dev/bottleneck-operator:0.1.0", description="Image of the injected collector."
-    )
-    sidecar_port: int = Field(COLLECTOR_PORT, ge=1, le=65535, description="Port the collector serves /metrics on.")
-    sidecar_period: float = Field(COLLECTOR_PERIOD, gt=0, description="Seconds between the collector's readings.")
-    sidecar_cpu_request: str = Field("10m", description="CPU request of the injected collector.")
-    sidecar_cpu_limit: str = Field("50m", description="CPU limit of the injected collector.")
-    sidecar_memory_request: str = Field("32Mi", description="Memory request of the injected collector.")
-    sidecar_memory_limit: str = Field("64Mi", description="Memory limit of the injected collector.")
-    sidecar_mount_host_cgroup: bool = Field(
-        True,
-        description=(
-            "Mount the node's /sys/fs/cgroup read-only into the collector so it reads the pod's own cgroup "
-            "(pressure, throttling, IO, memory). A hostPath volume: added only where the namespace's Pod Security "
-            "level is 'privileged' (pod_security_default_level for unlabelled namespaces); a Job opts out with "
-            'bottleneck.dev/sidecar-host-cgroup: "false".'
-        ),
-    )
-    sidecar_share_process_namespace: bool = Field(
-        True,
-        description=(
-            "Set shareProcessNamespace on profiled pods (unless the Job says otherwise) so the collector sees "
-            "the trainer's process states (R, D)."
-        ),
-    )
-
-    pod_security_default_level: Literal["privileged", "baseline", "restricted"] = Field(
-        "baseline",
-        description=(
-            "The Pod Security level of a namespace without a pod-security.kubernetes.io/enforce label: the "
-            "cluster's default (the API server's AdmissionConfiguration, or Kyverno/Gatekeeper policies). The "
-            "host cgroup mount goes only where the level is 'privileged'."
-        ),
-    )
-    owner_cache_size: int = Field(
-        4096, ge=16, description="Training workloads whose profiling switches the pod webhook keeps after one read."
-    )
-    owner_cache_ttl: float = Field(
-        300.0, gt=0, description="Seconds a workload read by the pod webhook is trusted before it is read again."
-    )
-
-    def _group(self, kind: type[GroupT]) -> GroupT:
-        values = {f.name: getattr(self, f.name) for f in fields(kind)}  # type: ignore[arg-type]
-        return kind(**{k: frozen_value(k, v) for k, v in values.items()})
-
-    @property
-    def prometheus(self) -> PrometheusSettings:
-        """The connection settings alone."""
-        return self._group(PrometheusSettings)
-
-    @property
-    def labels(self) -> LabelSettings:
-        """The label-mapping settings alone."""
-        return self._group(LabelSettings)
-
-    @property
-    def analysis(self) -> AnalysisSettings:
-        """The analysis settings alone."""
-        return self._group(AnalysisSettings)
-
-    @property
-    def injection(self) -> InjectionSettings:
-        """The webhook and collector settings alone."""
-        return self._group(InjectionSettings)
-
-    @property
-    def operator(self) -> OperatorSettings:
-        """The operator's own settings alone."""
-        return self._group(OperatorSettings)
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, as pydantic makes it (``update`` is not validated), where a flat name in ``update``
+        changes the field of its group, as it would in the constructor, rather than being dropped."""
+        routed: dict[str, Any] = {k: v for k, v in (update or {}).items() if k not in GROUP_OF}
+        for name, value in (update or {}).items():
+            group = GROUP_OF.get(name)
+            if group is not None:
+                routed[group] = routed.get(group, getattr(self, group)).model_copy(update={name: value})
+        return super().model_copy(update=routed or None, deep=deep)
 
     def effective(self) -> dict[str, Any]:
-        """The settings as a dict with secrets masked: logged once at start."""
-        data = self.model_dump(mode="json")
-        data["prometheus_url"] = redact_url(self.prometheus_url)
-        if self.prometheus_password is not None:
+        """The settings as a flat dict (the environment's names) with secrets masked: logged once at start."""
+        data: dict[str, Any] = {}
+        for group, _ in GROUPS:
+            data.update(getattr(self, group).model_dump(mode="json"))
+        data["prometheus_url"] = redact_url(self.prometheus.prometheus_url)
+        if self.prometheus.prometheus_password is not None:
             data["prometheus_password"] = "***"  # noqa: S105 - a mask, not a password
         if data.get("prometheus_headers"):
             data["prometheus_headers"] = {k: "***" for k in data["prometheus_headers"]}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bottleneck_operator.settings import Settings
+from bottleneck_operator.settings import GROUP_OF, Settings
 
 from ._helpers import ROOT, SCENARIOS, WATCHED, Manifest, one, operator_container, render_docs, settings_env
 
@@ -88,7 +88,7 @@ def test_requests_limits_and_liveness(rendered: dict[str, list[Manifest]], scena
 
 
 def test_settings_config_map_holds_only_real_settings(rendered: dict[str, list[Manifest]]) -> None:
-    known = {f"BOTTLENECK_{name.upper()}" for name in Settings.model_fields}
+    known = {f"BOTTLENECK_{name.upper()}" for name in GROUP_OF}
     for scenario, docs in rendered.items():
         config = one(docs, "ConfigMap", "bn-bottleneck-operator")["data"]
         unknown = set(config) - known
@@ -117,16 +117,16 @@ def test_operator_parses_the_default_settings(
     rendered: dict[str, list[Manifest]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     settings = _settings_from(rendered["default"], monkeypatch, tmp_path)
-    assert settings.prometheus_url == "http://prometheus-operated.monitoring.svc:9090"
-    assert settings.namespaces == []
-    assert settings.report_retention == 30 * 86400
-    assert settings.webhook_enabled is True
-    assert str(settings.webhook_cert_dir) == "/etc/bottleneck-operator/webhook-tls"
-    assert settings.sidecar_image == "ghcr.io/bottleneck-dev/bottleneck-operator:0.1.0"
-    assert settings.sidecar_port == 9105
-    assert settings.model_path is None
-    assert settings.sidecar_mount_host_cgroup is True
-    assert settings.prometheus_bearer_token_file is None
+    assert settings.prometheus.prometheus_url == "http://prometheus-operated.monitoring.svc:9090"
+    assert settings.operation.namespaces == ()
+    assert settings.operation.report_retention == 30 * 86400
+    assert settings.injection.webhook_enabled is True
+    assert str(settings.injection.webhook_cert_dir) == "/etc/bottleneck-operator/webhook-tls"
+    assert settings.injection.sidecar_image == "ghcr.io/bottleneck-dev/bottleneck-operator:0.1.0"
+    assert settings.injection.sidecar_port == 9105
+    assert settings.analysis.model_path is None
+    assert settings.injection.sidecar_mount_host_cgroup is True
+    assert settings.prometheus.prometheus_bearer_token_file is None
 
 
 def test_operator_parses_every_optional_setting(
@@ -134,16 +134,16 @@ def test_operator_parses_every_optional_setting(
 ) -> None:
     docs = rendered["full"]
     settings = _settings_from(docs, monkeypatch, tmp_path)
-    assert settings.prometheus_headers == {"X-Scope-OrgID": "team-a"}
-    assert settings.prometheus_username == "bottleneck"
-    assert settings.prometheus_password is not None
-    assert str(settings.model_path) == "/models/custom.skops"
+    assert settings.prometheus.prometheus_headers == {"X-Scope-OrgID": "team-a"}
+    assert settings.prometheus.prometheus_username == "bottleneck"
+    assert settings.prometheus.prometheus_password is not None
+    assert str(settings.analysis.model_path) == "/models/custom.skops"
     mounts = {m["mountPath"] for m in operator_container(docs)["volumeMounts"]}
     # secrets and CA arrive as files inside mounted volumes, never as chart values
-    assert settings.prometheus_bearer_token_file is not None
-    assert str(settings.prometheus_bearer_token_file.parent) in mounts
-    assert settings.prometheus_ca_file is not None
-    assert str(settings.prometheus_ca_file.parent) in mounts
+    assert settings.prometheus.prometheus_bearer_token_file is not None
+    assert str(settings.prometheus.prometheus_bearer_token_file.parent) in mounts
+    assert settings.prometheus.prometheus_ca_file is not None
+    assert str(settings.prometheus.prometheus_ca_file.parent) in mounts
     password = next(e for e in operator_container(docs)["env"] if e["name"] == "BOTTLENECK_PROMETHEUS_PASSWORD")
     assert password["valueFrom"]["secretKeyRef"] == {"name": "prometheus-basic-auth", "key": "password"}
 
@@ -151,14 +151,14 @@ def test_operator_parses_every_optional_setting(
 def test_host_cgroup_mount_can_be_turned_off(chart: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     docs = render_docs(chart, {"sidecar": {"mountHostCgroup": False, "shareProcessNamespace": False}})
     settings = _settings_from(docs, monkeypatch, tmp_path)
-    assert settings.sidecar_mount_host_cgroup is False
-    assert settings.sidecar_share_process_namespace is False
+    assert settings.injection.sidecar_mount_host_cgroup is False
+    assert settings.injection.sidecar_share_process_namespace is False
 
 
 def test_operator_parses_the_namespaced_settings(
     rendered: dict[str, list[Manifest]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    assert _settings_from(rendered["namespaced"], monkeypatch, tmp_path).namespaces == WATCHED
+    assert _settings_from(rendered["namespaced"], monkeypatch, tmp_path).operation.namespaces == tuple(WATCHED)
 
 
 def test_whole_numbers_stay_whole(chart: Any) -> None:

@@ -37,7 +37,11 @@ def test_two_replicas_rolled_one_at_a_time_with_one_leader(rendered: dict[str, l
     assert durations == {"duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
     # The operator reads them as the settings they name, and accepts them.
     settings = Settings(**{f"lease_{k}": v for k, v in durations.items()}, leader_election=True)
-    assert settings.lease_retry_period < settings.lease_renew_deadline < settings.lease_duration
+    assert (
+        settings.operation.lease_retry_period
+        < settings.operation.lease_renew_deadline
+        < settings.operation.lease_duration
+    )
 
 
 @pytest.mark.parametrize("scenario", TWO_REPLICAS)

@@ -207,8 +207,8 @@ def test_absent_objects_and_permissions_are_logged_once_and_change_nothing_else(
         api = ReportsApi(lambda: _Info(cluster.url))
         state = _state(api)  # the default node labels: nodes are read
         state.places = places.Places(
-            rack_labels=state.operator.rack_node_labels,
-            fabric_labels=state.operator.fabric_node_labels,
+            rack_labels=state.operation.rack_node_labels,
+            fabric_labels=state.operation.fabric_node_labels,
             clock=lambda: clock[0],
         )
         lookups = []
@@ -250,8 +250,9 @@ def test_node_label_keys_are_checked_where_they_are_set(monkeypatch: pytest.Monk
     monkeypatch.setenv("BOTTLENECK_FABRIC_NODE_LABELS", '["example.com/fabric", "example.com/fabric"]')
     monkeypatch.setenv("BOTTLENECK_RACK_NODE_LABELS", "[]")
     settings = Settings()
-    assert settings.fabric_node_labels == ["example.com/fabric"] and settings.rack_node_labels == []
-    assert settings.operator.fabric_node_labels == ("example.com/fabric",)
+    assert (
+        settings.operation.fabric_node_labels == ("example.com/fabric",) and settings.operation.rack_node_labels == ()
+    )
     with pytest.raises(ValidationError, match="rack_node_labels") as refused:
         Settings(rack_node_labels=["topology.kubernetes.io/zone", "rack name"])
     assert "not Kubernetes label keys" in str(refused.value) and "'rack name'" in str(refused.value)

@@ -34,7 +34,7 @@ def fast_settings(prometheus_url: str, **overrides: Any) -> Settings:
     values.update({k: v for k, v in overrides.items() if k != "interval"})
     settings = Settings(**values)
     # Settings wants interval >= 5 s (sane on a cluster); tests go faster on purpose.
-    settings.interval = float(overrides.get("interval", 1.0))
+    settings.analysis = settings.analysis.model_copy(update={"interval": float(overrides.get("interval", 1.0))})
     return settings
 
 

@@ -44,7 +44,7 @@ def test_the_operator_reads_the_claims_and_nodes_of_the_jobs_it_analyses(
 
     with run_operator(settings, clock=lambda: end):
         wait_for("the summary of every Job", lambda: summarised() == len(jobs), 90)
-        time.sleep(3 * settings.interval)  # more passes: their summaries are placed from the cache
+        time.sleep(3 * settings.analysis.interval)  # more passes: their summaries are placed from the cache
     claims: dict[Any, int] = {k: v for k, v in reads.items() if k[0] == "persistentvolumeclaims"}
     assert claims == {("persistentvolumeclaims", j.namespace, f"{j.name}-data"): 1 for j in jobs}  # cached after
     assert {k[2]: v for k, v in reads.items() if k[0] == "nodes"} == dict.fromkeys(nodes, 1)

@@ -8,7 +8,6 @@ Jobs leave the cache once final. The real pipeline and API are in test_faults_lo
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 import time
 from typing import Any
@@ -193,7 +192,7 @@ class _Slow(_Analyzer):
 def test_a_pass_past_its_deadline_is_cancelled_and_counted_and_a_completed_one_is_stamped() -> None:
     analyzer = _Slow(1.0)
     state = _state(analyzer)
-    state.analysis = dataclasses.replace(state.analysis, pass_deadline=0.3)
+    state.analysis = state.analysis.model_copy(update={"pass_deadline": 0.3})
     _job(state, "job-0", ran=600)
     stamp = state.metrics.last_pass_completed
     before = stamp._value.get()

@@ -60,7 +60,8 @@ def test_a_stuck_pass_fails_liveness_and_passes_again_once_it_ends(
     monkeypatch.setattr(health, "GRACE", 1.0)
     analyzer = HangingAnalyzer()
     settings = fast_settings("http://127.0.0.1:9")
-    settings.pass_deadline = 2.0  # Settings asks for >= 10 s (sane on a cluster); tests go faster on purpose
+    # Settings asks for >= 10 s (sane on a cluster); tests go faster on purpose
+    settings.analysis = settings.analysis.model_copy(update={"pass_deadline": 2.0})
     url = f"http://127.0.0.1:{free_port()}/healthz"
     registry = kopf.OperatorRegistry()
     register_handlers(registry, settings, analyzer_factory=lambda: analyzer)

@@ -44,8 +44,8 @@ def test_html_is_written_beside_the_json(sim_dataset: Any, capsys: pytest.Captur
     # the operator's passes replayed: a window ending every minute (the default interval), each 15 minutes back
     settings = Settings()
     windows = pass_windows(
-        job.start, job.end, interval=settings.interval, window=settings.window,
-        min_window=settings.min_window, limit=settings.timeline_length,
+        job.start, job.end, interval=settings.analysis.interval, window=settings.analysis.window,
+        min_window=settings.analysis.min_window, limit=settings.operation.timeline_length,
     )  # fmt: skip
     assert len(windows) >= 10 and windows[-1][1] == job.end
     assert points.get("gpu-activity", 0) > 10 and points.get("timeline") == len(windows), points

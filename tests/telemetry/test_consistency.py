@@ -53,7 +53,7 @@ def pairs(sim_dataset: Any) -> list[tuple[Any, Any, Any]]:
         start, end = math.ceil(job.start / STEP) * STEP, math.floor(job.end / STEP) * STEP
         reqs.append(WindowRequest(job.namespace, job.name, start, end))
         expected[(job.namespace, job.name)] = (job, job.to_window(STEP, start, end))
-    got = fetch_windows(client, reqs, settings.labels, step=settings.step)
+    got = fetch_windows(client, reqs, settings.labels, step=settings.analysis.step)
     return [(job, sim, got[key]) for key, (job, sim) in expected.items()]
 
 
@@ -226,7 +226,7 @@ def test_kept_scrape_intervals_change_no_window(sim_dataset: Any) -> None:
         for j in sim_dataset.jobs
     ]
     cache = IntervalCache()
-    first = fetch_windows(client, reqs, settings.labels, step=settings.step, intervals=cache)
+    first = fetch_windows(client, reqs, settings.labels, step=settings.analysis.step, intervals=cache)
     assert len(cache) > 0
     # Pods kube-state-metrics places on a node (their Jobs ran long enough) are probed once only.
     # A Job with several pods is selected by its "<job>-.+" prefix rather than by each pod's name.
@@ -239,7 +239,7 @@ def test_kept_scrape_intervals_change_no_window(sim_dataset: Any) -> None:
     assert placed
     assert all(any(pod in q or prefix in q for q in client.instant) for pod, prefix in placed)
     client.instant.clear()
-    second = fetch_windows(client, reqs, settings.labels, step=settings.step, intervals=cache)
+    second = fetch_windows(client, reqs, settings.labels, step=settings.analysis.step, intervals=cache)
     assert not [pod for pod, prefix in placed if any(pod in q or prefix in q for q in client.instant)]
     for key, a in first.items():
         b = second[key]

@@ -8,7 +8,6 @@ verdicts as the project's layout, and say in data quality which layout it found.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +55,7 @@ def _requests(jobs: list[Any]) -> list[WindowRequest]:
 
 def _windows(url: str, jobs: list[Any], **settings: Any) -> dict[tuple[str, str], JobWindow]:
     s = Settings(prometheus_url=url, step=STEP, **settings)
-    return fetch_windows(PrometheusClient(s), _requests(jobs), s.labels, step=s.step)
+    return fetch_windows(PrometheusClient(s), _requests(jobs), s.labels, step=s.analysis.step)
 
 
 def _verdicts(url: str, jobs: list[Any], **settings: Any) -> list[Bottleneck]:
@@ -207,7 +206,7 @@ def test_a_family_that_comes_back_empty_is_detected_again(kps: Any, sim_dataset:
     cache.resolve(client, settings.labels, sim_dataset.end)
     assert client.queries_issued == before  # kept
     # A pass that found no GPU series in a layout that has them: the exporter changed, ask again.
-    wrong = dataclasses.replace(settings.labels, label_layout_detection=False)
+    wrong = settings.labels.model_copy(update={"label_layout_detection": False})
     windows = fetch_windows(client, _requests(sim_dataset.jobs[:1]), wrong, step=STEP)
     assert not any(p.gpu_count for w in windows.values() for p in w.pods)
     cache.check_pass(client, settings.labels, layout, windows.values())
@@ -234,5 +233,5 @@ def test_a_bad_matcher_setting_is_refused_before_any_query(bad_server: Any) -> N
     settings = Settings(prometheus_url=bad_server.refused_url, selector_matchers=['cluster="a"} or up{'])
     client = PrometheusClient(settings)
     with pytest.raises(InvalidName, match="selector_matchers"):
-        fetch_windows(client, [WindowRequest("ml", "x", 0.0, 600.0)], settings.labels, step=settings.step)
+        fetch_windows(client, [WindowRequest("ml", "x", 0.0, 600.0)], settings.labels, step=settings.analysis.step)
     assert client.queries_issued == 0

@@ -89,7 +89,9 @@ def window(live: tuple[Settings, float]) -> Any:
     settings, _ = live
     now = float(int(time.time()))
     req = WindowRequest("ml", "probe-job", now - 8, now)
-    return fetch_windows(PrometheusClient(settings), [req], settings.labels, step=settings.step)[("ml", "probe-job")]
+    return fetch_windows(PrometheusClient(settings), [req], settings.labels, step=settings.analysis.step)[
+        ("ml", "probe-job")
+    ]
 
 
 def test_pod_placed_on_this_node(window: Any) -> None:
@@ -156,7 +158,7 @@ def test_node_label_mode_on_live_series(live: tuple[Settings, float]) -> None:
     alt = settings.model_copy(update={"node_exporter_node_label": "nodename"})
     now = float(int(time.time()))
     w = fetch_windows(
-        PrometheusClient(alt), [WindowRequest("ml", "probe-job", now - 8, now)], alt.labels, step=alt.step
+        PrometheusClient(alt), [WindowRequest("ml", "probe-job", now - 8, now)], alt.labels, step=alt.analysis.step
     )[("ml", "probe-job")]
     assert Family.NODE not in w.quality.families
     assert any("no node-exporter series" in n for n in w.quality.notes)

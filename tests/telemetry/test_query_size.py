@@ -128,7 +128,11 @@ def _pass(prom: Any, jobs: list[str], **overrides: Any) -> tuple[RecordingClient
     client = RecordingClient(settings)
     try:
         return client, fetch_windows(
-            client, _requests(jobs), settings.labels, step=settings.step, max_query_bytes=settings.max_query_bytes
+            client,
+            _requests(jobs),
+            settings.labels,
+            step=settings.analysis.step,
+            max_query_bytes=settings.prometheus.max_query_bytes,
         )
     finally:
         client.close()

@@ -41,7 +41,7 @@ def windows(settings: Settings) -> dict[tuple[str, str], Any]:
         WindowRequest("ml", "legacy-job", T0, END),
         WindowRequest("ml", "never-ran", T0, END),
     ]
-    return fetch_windows(client, reqs, settings.labels, step=settings.step)
+    return fetch_windows(client, reqs, settings.labels, step=settings.analysis.step)
 
 
 def _late(values: np.ndarray) -> float:
@@ -136,7 +136,13 @@ def test_queries_do_not_grow_with_jobs(settings: Settings) -> None:
         reqs = [WindowRequest("ml", "resnet-io", T0, END)] + [
             WindowRequest(f"ns{i % 7}", f"job-{i}", T0 + i, END) for i in range(n - 1)
         ]
-        fetch_windows(client, reqs, settings.labels, step=settings.step, max_query_bytes=settings.max_query_bytes)
+        fetch_windows(
+            client,
+            reqs,
+            settings.labels,
+            step=settings.analysis.step,
+            max_query_bytes=settings.prometheus.max_query_bytes,
+        )
         counts.append(client.queries_issued)
     assert counts[0] == counts[1] == counts[2], counts
 
@@ -144,7 +150,7 @@ def test_queries_do_not_grow_with_jobs(settings: Settings) -> None:
 def test_windows_are_cut_per_job(settings: Settings) -> None:
     client = PrometheusClient(settings)
     reqs = [WindowRequest("ml", "resnet-io", T0 + 300, END), WindowRequest("ml", "legacy-job", T0, T0 + 120)]
-    out = fetch_windows(client, reqs, settings.labels, step=settings.step)
+    out = fetch_windows(client, reqs, settings.labels, step=settings.analysis.step)
     assert out[("ml", "resnet-io")].timestamps[0] == T0 + 300
     assert len(out[("ml", "resnet-io")].timestamps) == 11
     assert len(out[("ml", "legacy-job")].timestamps) == 5
@@ -154,9 +160,9 @@ def test_long_window_is_split_into_segments_seamlessly(basic_prometheus: Any) ->
     settings = Settings(prometheus_url=basic_prometheus.url, step=1.0)
     client = PrometheusClient(settings)
     start = END - MAX_POINTS - 300  # two segments, the boundary inside the data
-    w = fetch_windows(client, [WindowRequest("ml", "resnet-io", start, END)], settings.labels, step=settings.step)[
-        ("ml", "resnet-io")
-    ]
+    w = fetch_windows(
+        client, [WindowRequest("ml", "resnet-io", start, END)], settings.labels, step=settings.analysis.step
+    )[("ml", "resnet-io")]
     assert len(w.timestamps) == END - start + 1
     cpu = w.pods[0].signals["cpu_cores"]
     assert np.isfinite(cpu[w.timestamps >= T0 + 30]).all()  # no hole at the segment boundary
@@ -171,7 +177,7 @@ def test_empty_and_short_windows(settings: Settings) -> None:
         WindowRequest("ml", "resnet-io", T0 + 300, T0 + 300),  # one instant, on the grid
         WindowRequest("ml", "legacy-job", T0 + 301, T0 + 302),  # between two steps
     ]
-    out = fetch_windows(client, reqs, settings.labels, step=settings.step)
+    out = fetch_windows(client, reqs, settings.labels, step=settings.analysis.step)
     assert len(out[("ml", "resnet-io")].timestamps) == 1
     assert out[("ml", "resnet-io")].pods[0].signals["gpu_util"][0] == pytest.approx(0.45)
     short = out[("ml", "legacy-job")]
@@ -193,7 +199,7 @@ def test_invalid_names_are_refused_before_any_query(bad_server: Any, req: Window
     settings = Settings(prometheus_url=bad_server.refused_url, prometheus_retries=0)
     client = PrometheusClient(settings)
     with pytest.raises(InvalidName):
-        fetch_windows(client, [WindowRequest("ml", "fine", T0, END), req], settings.labels, step=settings.step)
+        fetch_windows(client, [WindowRequest("ml", "fine", T0, END), req], settings.labels, step=settings.analysis.step)
     assert client.queries_issued == 0
 
 
@@ -205,7 +211,7 @@ def test_invalid_windows(bad_server: Any, start: float, end: float) -> None:
             PrometheusClient(settings),
             [WindowRequest("ml", "resnet-io", start, end)],
             settings.labels,
-            step=settings.step,
+            step=settings.analysis.step,
         )
 
 
@@ -213,13 +219,16 @@ def test_bad_label_setting_is_refused(bad_server: Any) -> None:
     settings = Settings(prometheus_url=bad_server.refused_url, dcgm_hostname_label='Hostname"}')
     with pytest.raises(InvalidName, match="dcgm_hostname_label"):
         fetch_windows(
-            PrometheusClient(settings), [WindowRequest("ml", "resnet-io", T0, END)], settings.labels, step=settings.step
+            PrometheusClient(settings),
+            [WindowRequest("ml", "resnet-io", T0, END)],
+            settings.labels,
+            step=settings.analysis.step,
         )
 
 
 def test_no_requests_no_queries(settings: Settings) -> None:
     client = PrometheusClient(settings)
-    assert fetch_windows(client, [], settings.labels, step=settings.step) == {}
+    assert fetch_windows(client, [], settings.labels, step=settings.analysis.step) == {}
     assert client.queries_issued == 0
 
 
@@ -261,7 +270,10 @@ def test_node_label_setting_and_unmapped_gpus(start_prometheus: Any) -> None:
     prom = start_prometheus(_relabelled_cluster())
     settings = Settings(prometheus_url=prom.url, node_exporter_node_label="node", dcgm_hostname_label="hostname")
     w = fetch_windows(
-        PrometheusClient(settings), [WindowRequest("ml", "train", T0, END)], settings.labels, step=settings.step
+        PrometheusClient(settings),
+        [WindowRequest("ml", "train", T0, END)],
+        settings.labels,
+        step=settings.analysis.step,
     )[("ml", "train")]
     pod = w.pods[0]
     assert _late(pod.signals["node_mem_avail_frac"]) == pytest.approx(0.25)
@@ -270,7 +282,7 @@ def test_node_label_setting_and_unmapped_gpus(start_prometheus: Any) -> None:
     # the default join finds nothing here (no node_uname_info), and says so
     default = Settings(prometheus_url=prom.url)
     w2 = fetch_windows(
-        PrometheusClient(default), [WindowRequest("ml", "train", T0, END)], default.labels, step=default.step
+        PrometheusClient(default), [WindowRequest("ml", "train", T0, END)], default.labels, step=default.analysis.step
     )[("ml", "train")]
     assert "node_mem_avail_frac" not in w2.pods[0].signals
     assert any("no node-exporter series for node n1" in n for n in w2.quality.notes)

@@ -46,7 +46,7 @@ def windows(start_prometheus: Any, tmp_path_factory: pytest.TempPathFactory) -> 
         start, end = np.ceil(job.start / STEP) * STEP, np.floor(job.end / STEP) * STEP
         reqs.append(WindowRequest(job.namespace, job.name, float(start), float(end)))
         sims.append(job.to_window(STEP, float(start), float(end)))
-    got = fetch_windows(PrometheusClient(settings), reqs, settings.labels, step=settings.step)
+    got = fetch_windows(PrometheusClient(settings), reqs, settings.labels, step=settings.analysis.step)
     return [(job, sim, got[(job.namespace, job.name)]) for job, sim in zip(jobs, sims, strict=True)]
 
 

@@ -65,9 +65,17 @@ def settings_from_args(args: argparse.Namespace, **extra: Any) -> Settings:
 def _short_validation(exc: ValueError) -> str:
     errors = getattr(exc, "errors", None)
     if callable(errors):
-        parts = [f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in errors()]
+        parts = [_named(e["loc"], e["msg"]) for e in errors()]
         return "invalid settings: " + "; ".join(parts)
     return str(exc)
+
+
+def _named(loc: tuple[Any, ...], msg: str) -> str:
+    # Named as the flag and the environment variable name it, without the group that holds it.
+    from bottleneck_operator.settings import GROUP_OF
+
+    path = loc[1:] if loc and loc[0] in GROUP_OF.values() else loc
+    return f"{'.'.join(str(x) for x in path)}: {msg}" if path else msg
 
 
 def dumps(data: Any) -> str:

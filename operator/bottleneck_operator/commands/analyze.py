@@ -237,15 +237,15 @@ def main(args: argparse.Namespace) -> int:
         start = lifetime[0] if start is None else start
         end = lifetime[1] if end is None else end
         if end <= start:
-            end = start + settings.step
+            end = start + settings.analysis.step
         start = _within_range(start, end)
-    step = _step(args, start, end, settings.step)
+    step = _step(args, start, end, settings.analysis.step)
     analyzer = Analyzer.from_settings(settings, client=client)
     request = JobRequest(namespace=namespace, job=job, start=start, end=end)
     result = analyzer.analyze_jobs([request], step=step)[0]
     page = result.status
     if args.html is not None:  # the operator's per-window timeline, replayed (commands/html_timeline.py)
-        entries = timeline(analyzer, namespace, job, start, end, settings.analysis, settings.timeline_length)
+        entries = timeline(analyzer, namespace, job, start, end, settings.analysis, settings.operation.timeline_length)
         page = page.model_copy(update={"timeline": entries})
     _write_html(args, page, result.window, f"{namespace}/{job}")
     data_problem = (

@@ -100,16 +100,16 @@ def main(args: argparse.Namespace) -> int:
         logging.getLogger("kopf").setLevel(logging.WARNING)
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     registry = kopf.get_default_registry()
-    configure = _load_webhook(registry, settings.injection) if settings.webhook_enabled else None
+    configure = _load_webhook(registry, settings.injection) if settings.injection.webhook_enabled else None
     register_handlers(registry, settings, configure_kopf=configure)
     try:
         kopf.run(
             registry=registry,
             standalone=args.peering is None,
             peering_name=args.peering,
-            clusterwide=not settings.namespaces,
-            namespaces=settings.namespaces,
-            liveness_endpoint=settings.liveness_endpoint or None,
+            clusterwide=not settings.operation.namespaces,
+            namespaces=settings.operation.namespaces,
+            liveness_endpoint=settings.operation.liveness_endpoint or None,
         )
     except Exception as exc:
         # kopf raises its ActivityError (not exported at its top level) when a startup handler fails

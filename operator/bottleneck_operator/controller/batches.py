@@ -154,7 +154,7 @@ def _analyse_in_thread(
         if job is None:
             continue
         new = analysed_status(
-            job.status, res.status, phase=phase, now=now, timeline_length=state.operator.timeline_length
+            job.status, res.status, phase=phase, now=now, timeline_length=state.operation.timeline_length
         )
         updates.append((job, annotate_status(new, job, now)))
     return updates

@@ -259,7 +259,7 @@ def observe(
     if phase not in ("Completed", "Failed") and suspended(body):
         phase, start, end = "Suspended", None, None
     if tracked is None or (uid and tracked.uid != uid):
-        retention = state.operator.report_retention
+        retention = state.operation.report_retention
         if phase in ("Completed", "Failed") and retention and end and end < state.clock() - retention:
             return None  # ended before the retention horizon: its report would be deleted at once
         tracked = state.jobs[key] = TrackedJob(namespace, name, uid, kind=kind.kind, api_version=kind.api_version)

@@ -71,7 +71,7 @@ async def run_loop(state: OperatorState) -> None:
             except Exception:  # a bug in the sweep must not end the loop (the passes would stop with it)
                 state.metrics.errors.labels("kubernetes").inc()
                 logger.exception("retention sweep failed")
-            next_sweep = time.monotonic() + retention.sweep_period(state.analysis, state.operator)
+            next_sweep = time.monotonic() + retention.sweep_period(state.analysis, state.operation)
 
 
 async def _bounded_pass(state: OperatorState, *, running: bool) -> None:

@@ -22,12 +22,12 @@ from bottleneck_operator.controller.jobs import parse_time
 from bottleneck_operator.controller.state import OperatorState, logger
 from bottleneck_operator.controller.status import FINAL_PHASES, READY, merge_patch, set_condition
 from bottleneck_operator.reports import ReportStatus, read_report
-from bottleneck_operator.settings import AnalysisSettings, OperatorSettings
+from bottleneck_operator.settings import AnalysisSettings, OperationSettings
 
 
-def sweep_period(analysis: AnalysisSettings, operator: OperatorSettings) -> float:
+def sweep_period(analysis: AnalysisSettings, operation: OperationSettings) -> float:
     """Seconds between sweeps: often enough for the retention, never more than every pass."""
-    retention = operator.report_retention or 3600.0
+    retention = operation.report_retention or 3600.0
     return max(analysis.interval, min(600.0, retention / 4))
 
 
@@ -43,7 +43,7 @@ SWEEP_PAGE = 100
 
 async def _pages(state: OperatorState) -> AsyncIterator[list[dict[str, Any]]]:
     """The reports to sweep, a page at a time (LIST with limit/continue: never all of them at once)."""
-    patterns = list(state.operator.namespaces)
+    patterns = list(state.operation.namespaces)
     if not patterns or any(ch in p for p in patterns for ch in "*?[!"):
         async for page in state.api.pages(None, limit=SWEEP_PAGE):
             if patterns:
@@ -133,7 +133,7 @@ async def sweep(state: OperatorState) -> int:
         The number of reports deleted.
     """
     now = state.clock()
-    retention = state.operator.report_retention
+    retention = state.operation.report_retention
     # Orphans can only be told apart once the watch has listed every Job at least once.
     settled = time.monotonic() - state.started > 2 * state.analysis.interval
     started = time.monotonic()

@@ -23,8 +23,7 @@ from bottleneck_operator.controller.pod_templates import NO_CLAIMS, VolumeClaims
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.status import FINAL_PHASES
 from bottleneck_operator.reports import Phase, ReportStatus
-from bottleneck_operator.settings import AnalysisSettings, InjectionSettings, Settings
-from bottleneck_operator.settings import OperatorSettings as OperatorGroup
+from bottleneck_operator.settings import AnalysisSettings, InjectionSettings, OperationSettings, Settings
 
 if TYPE_CHECKING:
     from bottleneck_operator.pipeline import JobRequest, JobResult
@@ -186,16 +185,18 @@ class OperatorState:
     leading: Callable[[], bool] = field(default=lambda: True, repr=False)
     # The groups the controller reads, taken from ``settings`` once.
     analysis: AnalysisSettings = field(init=False, repr=False)
-    operator: OperatorGroup = field(init=False, repr=False)
+    operation: OperationSettings = field(init=False, repr=False)
     injection: InjectionSettings = field(init=False, repr=False)
     health: PassHealth = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.analysis = self.settings.analysis
-        self.operator = self.settings.operator
+        self.operation = self.settings.operation
         self.injection = self.settings.injection
         self.health = PassHealth(deadline=self.analysis.pass_deadline)
-        self.places = Places(rack_labels=self.operator.rack_node_labels, fabric_labels=self.operator.fabric_node_labels)
+        self.places = Places(
+            rack_labels=self.operation.rack_node_labels, fabric_labels=self.operation.fabric_node_labels
+        )
 
     def forget(self, job: TrackedJob) -> None:
         """Drop a Job whose report is final from the cache (it has no work left)."""

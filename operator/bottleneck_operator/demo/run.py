@@ -266,7 +266,8 @@ def demo_settings(options: DemoOptions, prometheus_url: str) -> Settings:
         "webhook_enabled": False,
     }
     settings = Settings(**values)
-    settings.interval = options.interval  # faster than a cluster would go
+    # Below the setting's floor (faster than a cluster would go): set past validation on purpose.
+    settings.analysis = settings.analysis.model_copy(update={"interval": options.interval})
     return settings
 
 

@@ -86,9 +86,9 @@ class OperatorThread:
                 registry=registry,
                 settings=kopf.OperatorSettings(),
                 standalone=True,
-                clusterwide=not self.settings.namespaces,
-                namespaces=self.settings.namespaces,
-                liveness_endpoint=self.settings.liveness_endpoint or None,
+                clusterwide=not self.settings.operation.namespaces,
+                namespaces=self.settings.operation.namespaces,
+                liveness_endpoint=self.settings.operation.liveness_endpoint or None,
                 stop_flag=self._stop,
                 ready_flag=self._ready,
             )

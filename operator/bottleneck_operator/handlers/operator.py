@@ -112,7 +112,7 @@ def register_handlers(
     _register_login(registry, login)
     kopf.on.probe(id="analysis_passes", registry=registry)(_passes_alive)
     kopf.on.cleanup(id="shutdown", registry=registry)(_shutdown)
-    if not settings.operator.namespaces:
+    if not settings.operation.namespaces:
         # Namespaces' Pod Security levels, for the webhook (what a Job's pods may be given). Only
         # cluster-wide, where the chart grants the namespace watch; a namespaced install knows no
         # level, and the webhook then leaves the host mount out everywhere.
@@ -168,14 +168,14 @@ def _register_startup(
             raise kopf_error(exc, "cannot start the analysis") from exc
         check_at_start(operator_settings, state.metrics.registry)
         freeze_long_lived()
-        await state.metrics.serve(state.operator.metrics_port)
+        await state.metrics.serve(state.operation.metrics_port)
         state.loop_task = _start_loop(state, login or kube_login(settings, logger))
         memo.state = state
 
 
 def _start_loop(state: OperatorState, login: LoginFn) -> asyncio.Task[None]:
     """The pass loop: at once for a single replica; with leader election, only while this replica leads."""
-    own = state.operator
+    own = state.operation
     leader = Gauge(
         "bottleneck_operator_leader",
         "1 while this replica runs the passes and writes (it holds the Lease, or runs alone), else 0.",

@@ -61,8 +61,8 @@ def fetch(
             client,
             [request],
             settings.labels,
-            step=settings.step,
-            max_query_bytes=settings.max_query_bytes,
+            step=settings.analysis.step,
+            max_query_bytes=settings.prometheus.max_query_bytes,
         )
     finally:
         client.close()

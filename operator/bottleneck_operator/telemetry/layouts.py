@@ -83,17 +83,25 @@ class Layout:
         """The label mapping to read this layout with (the configured one where it finds series)."""
         mapping = configured
         if self.dcgm == "exported-labels":
-            mapping = dataclasses.replace(
-                mapping, dcgm_namespace_label=EXPORTED[0], dcgm_pod_label=EXPORTED[1], dcgm_container_label=EXPORTED[2]
+            mapping = mapping.model_copy(
+                update={
+                    "dcgm_namespace_label": EXPORTED[0],
+                    "dcgm_pod_label": EXPORTED[1],
+                    "dcgm_container_label": EXPORTED[2],
+                }
             )
         elif self.dcgm == "pod-labels":
-            mapping = dataclasses.replace(
-                mapping, dcgm_namespace_label="namespace", dcgm_pod_label="pod", dcgm_container_label="container"
+            mapping = mapping.model_copy(
+                update={
+                    "dcgm_namespace_label": "namespace",
+                    "dcgm_pod_label": "pod",
+                    "dcgm_container_label": "container",
+                }
             )
         if self.dcgm != "absent":
-            mapping = dataclasses.replace(mapping, dcgm_hostname_label=self.dcgm_host)
+            mapping = mapping.model_copy(update={"dcgm_hostname_label": self.dcgm_host})
         if self.node in ("uname-join", "pod-join") and not configured.node_exporter_node_label:
-            mapping = dataclasses.replace(mapping, node_exporter_join=self.node.removesuffix("-join"))
+            mapping = mapping.model_copy(update={"node_exporter_join": self.node.removesuffix("-join")})
         return mapping
 
 
@@ -212,7 +220,8 @@ def with_matchers(configured: LabelSettings) -> LabelSettings:
     matchers = validate_matchers("selector_matchers", configured.selector_matchers)
     held = {(m, m.prefixes) for m in matchers if isinstance(m, ScopedMatcher)}  # already applied: idempotent
     scoped = [m for m in scrape_job_matchers(configured.scrape_jobs) if (m, m.prefixes) not in held]
-    return dataclasses.replace(configured, selector_matchers=(*matchers, *scoped))
+    # model_copy, not validation: validation would turn the ScopedMatchers back into plain strings.
+    return configured.model_copy(update={"selector_matchers": (*matchers, *scoped)})
 
 
 class LayoutCache:
