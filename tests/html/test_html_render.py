@@ -28,6 +28,27 @@ def test_values_from_the_status_are_escaped() -> None:
     assert page.count("&lt;script&gt;") >= 4
 
 
+def test_stragglers_are_named_with_what_lags_and_escaped() -> None:
+    straggler = {
+        "namespace": "ml",
+        "job": "train",
+        "pod": HOSTILE,
+        "node": "gpu-node-7",
+        "gpu": "3",
+        "cause": "throttled-clock",
+        "share": 0.12,
+        "evidence": [{"signal": "clock_rel_peak", "observed": 0.71, "peers": 0.98, "score": -6.2}],
+    }
+    page = render_html({"bottleneck": "Interconnect", "confidence": 0.8, "stragglers": [straggler]})
+    assert '<h2 id="stragglers">' in page and "<script" not in page
+    assert "on gpu-node-7 GPU 3</b>: throttled-clock, 12" in page
+    assert (
+        "clock_rel_peak 0.71 against the peers&#x27; 0.98" in page
+        or "clock_rel_peak 0.71 against the peers' 0.98" in page
+    )
+    assert 'id="stragglers"' not in render_html({"bottleneck": "GPU", "confidence": 0.9})
+
+
 def test_a_status_with_only_a_verdict_renders() -> None:
     page = render_html({"bottleneck": "Unknown", "reason": "no pods of Job ml/x found"})
     assert "no pods of Job ml/x found" in page

@@ -14,6 +14,7 @@ import yaml
 from _plugin_support import Reports, Run, io_status, unknown_status
 
 from bottleneck_operator.plugin.show import _unit, sparkline, timeline_lines
+from bottleneck_operator.reports.model import LagItem, StragglerItem
 
 
 def test_show_prints_everything_the_report_holds(reports: Reports, run: Run) -> None:
@@ -169,3 +170,21 @@ def test_the_real_executable_prints_one_line_not_a_traceback(tmp_path: Path) -> 
     )  # fmt: skip
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.startswith("Unable to connect to the server") and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_show_names_the_stragglers_with_their_evidence(reports: Reports, run: Run) -> None:
+    lag = LagItem(signal="clock_rel_peak", observed=0.71, peers=0.98, score=-6.2)
+    straggler = StragglerItem(
+        namespace="ml", job="train-io", pod="train-io-1", node="node-b", gpu="3", cause="throttled-clock",
+        share=0.12, evidence=[lag],
+    )  # fmt: skip
+    status = io_status().model_copy(update={"stragglers": [straggler]})
+    reports.add("ml", "train-io", status)
+    code, out, err = run("show", "train-io", "-n", "ml")
+    assert code == 0, err
+    assert "Stragglers (against the Job's own peers):" in out
+    assert "  - train-io-1 on node-b GPU 3: throttled-clock, costs 12% of the Job's time" in out
+    assert "      clock_rel_peak 0.71 against the peers' 0.98 (score -6.2)" in out
+    # a report without stragglers says nothing of them
+    reports.add("ml", "plain", io_status())
+    assert "Stragglers" not in run("show", "plain", "-n", "ml")[1]

@@ -207,6 +207,20 @@ def _pods(status: ReportStatus) -> str:
     )
 
 
+def _stragglers(status: ReportStatus) -> str:
+    """The pods (and GPUs) behind the Job's own peers, what lags and the share of the Job's time it costs."""
+    entries = []
+    for st in status.stragglers or []:
+        where = " ".join(
+            x for x in (st.pod, f"on {st.node}" if st.node else "", f"GPU {st.gpu}" if st.gpu else "") if x
+        )
+        lags = "; ".join(
+            f"{_e(lag.signal)} {_num(lag.observed)} against the peers' {_num(lag.peers)}" for lag in st.evidence
+        )
+        entries.append(f"<b>{_e(where)}</b>: {_e(st.cause)}, {_pct(st.share)} of the Job's time ({lags})")
+    return _items("Stragglers (against the Job's own peers)", "stragglers", entries)
+
+
 def _data_quality(status: ReportStatus) -> str:
     dq = status.data_quality
     if dq is None:
@@ -251,6 +265,7 @@ def render_html(
         + _evidence(status)
         + _plots(status, window)
         + _pods(status)
+        + _stragglers(status)
         + _data_quality(status)
     )
     return PAGE.substitute(title=_e(f"{title}: {status.bottleneck or 'Unknown'}"), body=body)

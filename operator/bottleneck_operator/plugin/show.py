@@ -159,6 +159,23 @@ def _pods(s: ReportStatus, colour: bool) -> list[str]:
     return ["", bold("Pods:", colour), *("  " + line for line in body.splitlines())]
 
 
+def _stragglers(s: ReportStatus, colour: bool) -> list[str]:
+    """The pods (and GPUs) behind their peers, with what lags and the share of the Job's time it costs."""
+    if not s.stragglers:
+        return []
+    lines = ["", bold("Stragglers (against the Job's own peers):", colour)]
+    for st in s.stragglers:
+        where = " ".join(
+            x for x in (st.pod, f"on {st.node}" if st.node else "", f"GPU {st.gpu}" if st.gpu else "") if x
+        )
+        lines.append(f"  - {where}: {st.cause}, costs {pct(st.share)} of the Job's time")
+        for lag in st.evidence:
+            lines.append(
+                f"      {lag.signal} {lag.observed:.3g} against the peers' {lag.peers:.3g} (score {lag.score:.1f})"
+            )
+    return lines
+
+
 def _tail(s: ReportStatus, colour: bool) -> list[str]:
     lines: list[str] = []
     dq = s.data_quality
@@ -193,6 +210,7 @@ def describe(report: BottleneckReport, colour: bool = False, gpu: Sequence[float
     lines = _header(report, colour)
     lines += _body(s, colour)
     lines += _pods(s, colour)
+    lines += _stragglers(s, colour)
     lines += ["", *timeline_lines(s, colour, gpu=gpu)]
     lines += _tail(s, colour)
     return "\n".join(lines)
