@@ -42,7 +42,7 @@ def test_stragglers_are_named_with_what_lags_and_escaped() -> None:
     page = render_html({"bottleneck": "Interconnect", "confidence": 0.8, "stragglers": [straggler]})
     assert '<h2 id="stragglers">' in page and "<script" not in page
     assert "on gpu-node-7 GPU 3</b>: throttled-clock, 12" in page
-    assert "clock_rel_peak 0.71 against the peers&#x27; 0.98" in page
+    assert "clock_rel_peak 0.71 against the peers' 0.98" in page
     assert 'id="stragglers"' not in render_html({"bottleneck": "GPU", "confidence": 0.9})
 
 
