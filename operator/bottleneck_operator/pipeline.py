@@ -19,8 +19,8 @@ from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Verdict
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.reports import Phase, ReportStatus, status_from_verdict
 from bottleneck_operator.settings import AnalysisSettings, LabelSettings, PrometheusSettings, Settings
-from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.intervals import IntervalCache
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.plan.intervals import IntervalCache
 from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows
 
 JobRequest = WindowRequest

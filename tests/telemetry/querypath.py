@@ -9,6 +9,7 @@ modules (so a loop over a thousand series counts as one, as it reads once).
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from collections.abc import Callable
@@ -35,7 +36,7 @@ class Path:
         for seq in self.threads.values():
             kept = _collapse([m for m in seq if _within(m, prefix)])
             seen: set[str] = set()
-            for before, now in zip(kept, kept[1:], strict=False):
+            for before, now in itertools.pairwise(kept):
                 seen.add(before)
                 if now in seen:
                     back.add((before, now))

@@ -29,20 +29,24 @@ from collections.abc import Mapping, Sequence
 
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.settings import LabelSettings
-from bottleneck_operator.telemetry import discovery as disc
-from bottleneck_operator.telemetry import selectors as sq
-from bottleneck_operator.telemetry.assembly import assemble
-from bottleneck_operator.telemetry.client import PrometheusClient
+from bottleneck_operator.telemetry.assemble import assemble, attach_instances
 from bottleneck_operator.telemetry.errors import InvalidWindow
-from bottleneck_operator.telemetry.grid import Grid, segments
-from bottleneck_operator.telemetry.intervals import IntervalCache
-from bottleneck_operator.telemetry.layouts import LAYOUTS, with_matchers
-from bottleneck_operator.telemetry.names import escape_regex, regex_alternation, validate_k8s_name, validate_label_name
-from bottleneck_operator.telemetry.nodes import attach_instances
-from bottleneck_operator.telemetry.probes import probe
-from bottleneck_operator.telemetry.scope import Scope, alternation, pod_selections, query_bytes
-from bottleneck_operator.telemetry.store import JobKey, Store, WindowRequest, discover
-from bottleneck_operator.telemetry.tasks import plan, run
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.fetch.layouts import LAYOUTS, with_matchers
+from bottleneck_operator.telemetry.fetch.probes import probe
+from bottleneck_operator.telemetry.fetch.scope import Scope, alternation, pod_selections, query_bytes
+from bottleneck_operator.telemetry.fetch.store import JobKey, Store, WindowRequest, discover
+from bottleneck_operator.telemetry.fetch.tasks import plan, run
+from bottleneck_operator.telemetry.plan import discovery as disc
+from bottleneck_operator.telemetry.plan import selectors as sq
+from bottleneck_operator.telemetry.plan.grid import Grid, segments
+from bottleneck_operator.telemetry.plan.intervals import IntervalCache
+from bottleneck_operator.telemetry.plan.names import (
+    escape_regex,
+    regex_alternation,
+    validate_k8s_name,
+    validate_label_name,
+)
 
 __all__ = ["WindowRequest", "fetch_windows"]
 

@@ -15,16 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from bottleneck_operator.contract.signals import EXPORTERS, Family
-from bottleneck_operator.telemetry import alignment as al
-from bottleneck_operator.telemetry import discovery as disc
-from bottleneck_operator.telemetry import selectors as sq
-from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.grid import Grid
-from bottleneck_operator.telemetry.intervals import IntervalCache
-from bottleneck_operator.telemetry.names import regex_alternation
-from bottleneck_operator.telemetry.scope import Scope, alternation, fit, pack, pod_selections, query_bytes
-from bottleneck_operator.telemetry.store import Pod, PodKey, Store, labels_of, store_hint, to_float
-from bottleneck_operator.telemetry.tasks import CONCURRENCY
+from bottleneck_operator.telemetry.fetch import answers as al
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.fetch.scope import Scope, alternation, fit, pack, pod_selections, query_bytes
+from bottleneck_operator.telemetry.fetch.store import Pod, PodKey, Store, labels_of, store_hint, to_float
+from bottleneck_operator.telemetry.fetch.tasks import CONCURRENCY
+from bottleneck_operator.telemetry.plan import discovery as disc
+from bottleneck_operator.telemetry.plan import selectors as sq
+from bottleneck_operator.telemetry.plan.grid import Grid
+from bottleneck_operator.telemetry.plan.intervals import IntervalCache
+from bottleneck_operator.telemetry.plan.names import regex_alternation
 
 Estimates = dict[Family, dict[object, float]]  # group -> pod key or node -> seconds
 Instances = dict[str, set[str]]  # node -> its node-exporter instances

@@ -29,17 +29,17 @@ from dataclasses import dataclass
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.settings import LabelSettings
-from bottleneck_operator.telemetry.catalog import tag
-from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.names import (
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.fetch.store import labels_of, to_float
+from bottleneck_operator.telemetry.plan.catalog import tag
+from bottleneck_operator.telemetry.plan.names import (
     ScopedMatcher,
     add_matchers,
     quote,
     scrape_job_matchers,
     validate_matchers,
 )
-from bottleneck_operator.telemetry.selectors import duration, sel
-from bottleneck_operator.telemetry.store import labels_of, to_float
+from bottleneck_operator.telemetry.plan.selectors import duration, sel
 
 PROBE_LABEL = "bn_probe"
 EXPORTED = ("exported_namespace", "exported_pod", "exported_container")

@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 
 from bottleneck_operator.contract.signals import Family, metrics_of
-from bottleneck_operator.telemetry.catalog import node_names, tag
-from bottleneck_operator.telemetry.names import add_matchers, quote, regex_alternation
-from bottleneck_operator.telemetry.selectors import GROUP_LABEL, QueryContext, duration, sel
+from bottleneck_operator.telemetry.plan.catalog import node_names, tag
+from bottleneck_operator.telemetry.plan.names import add_matchers, quote, regex_alternation
+from bottleneck_operator.telemetry.plan.selectors import GROUP_LABEL, QueryContext, duration, sel
 
 # The ``created_by_kind`` of pods that belong to a profiled workload directly: batch/v1 Jobs, and
 # the Kubeflow Training Operator's PyTorchJob and MPIJob (which create their pods themselves).

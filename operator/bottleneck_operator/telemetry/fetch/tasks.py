@@ -20,14 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.telemetry import catalog as cat
-from bottleneck_operator.telemetry import selectors as sq
-from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.errors import AnswerTooLarge, InvalidSeries, PrometheusUnavailable, QueryRejected
-from bottleneck_operator.telemetry.matrix import Matrix
-from bottleneck_operator.telemetry.names import regex_alternation
-from bottleneck_operator.telemetry.scope import Scope, fit, pack, pod_selections
-from bottleneck_operator.telemetry.store import Store, store_group
+from bottleneck_operator.telemetry.fetch.answers import Matrix
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.fetch.scope import Scope, fit, pack, pod_selections
+from bottleneck_operator.telemetry.fetch.store import Store, store_group
+from bottleneck_operator.telemetry.plan import catalog as cat
+from bottleneck_operator.telemetry.plan import selectors as sq
+from bottleneck_operator.telemetry.plan.names import regex_alternation
 
 log = logging.getLogger(__name__)
 

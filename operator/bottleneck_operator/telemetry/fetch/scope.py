@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.telemetry import selectors as sq
-from bottleneck_operator.telemetry.grid import Grid
-from bottleneck_operator.telemetry.names import escape_regex, quote, regex_alternation
-from bottleneck_operator.telemetry.store import JobKey, Pod, PodKey
+from bottleneck_operator.telemetry.fetch.store import JobKey, Pod, PodKey
+from bottleneck_operator.telemetry.plan import selectors as sq
+from bottleneck_operator.telemetry.plan.grid import Grid
+from bottleneck_operator.telemetry.plan.names import escape_regex, quote, regex_alternation
 
 # The exporters in the order their queries go out: the GPU series matter most.
 GROUP_ORDER = (Family.DCGM, Family.CADVISOR, Family.KSM, Family.NODE, Family.SIDECAR)

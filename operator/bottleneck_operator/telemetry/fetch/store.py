@@ -16,12 +16,12 @@ import numpy as np
 
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.settings import LabelSettings
-from bottleneck_operator.telemetry import alignment as al
-from bottleneck_operator.telemetry import catalog as cat
-from bottleneck_operator.telemetry import selectors as sq
-from bottleneck_operator.telemetry.discovery import POD_OWNER_KINDS
-from bottleneck_operator.telemetry.grid import Grid, IntArray
-from bottleneck_operator.telemetry.matrix import Matrix
+from bottleneck_operator.telemetry.fetch import answers as al
+from bottleneck_operator.telemetry.fetch.answers import Matrix
+from bottleneck_operator.telemetry.plan import catalog as cat
+from bottleneck_operator.telemetry.plan import selectors as sq
+from bottleneck_operator.telemetry.plan.discovery import POD_OWNER_KINDS
+from bottleneck_operator.telemetry.plan.grid import Grid, IntArray
 
 PodKey = tuple[str, str]  # (namespace, pod)
 JobKey = tuple[str, str]  # (namespace, job)

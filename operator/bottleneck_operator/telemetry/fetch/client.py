@@ -44,9 +44,16 @@ from bottleneck_operator.telemetry.errors import (
     QueryTimeout,
     malformed_series,
 )
-from bottleneck_operator.telemetry.grid import Grid, time_param
-from bottleneck_operator.telemetry.matrix import Matrix, decode_matrix
-from bottleneck_operator.telemetry.transport import USER_AGENT, AnswerTooLong, Limits, Transport, basic_auth, url_auth
+from bottleneck_operator.telemetry.fetch.answers import Matrix, decode_matrix
+from bottleneck_operator.telemetry.fetch.transport import (
+    USER_AGENT,
+    AnswerTooLong,
+    Limits,
+    Transport,
+    basic_auth,
+    url_auth,
+)
+from bottleneck_operator.telemetry.plan.grid import Grid, time_param
 
 log = logging.getLogger(__name__)
 
