@@ -33,14 +33,21 @@ from bottleneck_operator.telemetry.assemble import assemble, attach_instances
 from bottleneck_operator.telemetry.errors import InvalidWindow
 from bottleneck_operator.telemetry.fetch.client import PrometheusClient
 from bottleneck_operator.telemetry.fetch.layouts import LAYOUTS, with_matchers
-from bottleneck_operator.telemetry.fetch.probes import probe
-from bottleneck_operator.telemetry.fetch.scope import Scope, alternation, pod_selections, query_bytes
-from bottleneck_operator.telemetry.fetch.store import JobKey, Store, WindowRequest, discover
-from bottleneck_operator.telemetry.fetch.tasks import plan, run
+from bottleneck_operator.telemetry.fetch.queries import plan, probe, run
+from bottleneck_operator.telemetry.fetch.store import (
+    JobKey,
+    Scope,
+    Store,
+    WindowRequest,
+    alternation,
+    discover,
+    pod_selections,
+    query_bytes,
+)
 from bottleneck_operator.telemetry.plan import discovery as disc
 from bottleneck_operator.telemetry.plan import selectors as sq
+from bottleneck_operator.telemetry.plan.discovery import IntervalCache
 from bottleneck_operator.telemetry.plan.grid import Grid, segments
-from bottleneck_operator.telemetry.plan.intervals import IntervalCache
 from bottleneck_operator.telemetry.plan.names import (
     escape_regex,
     regex_alternation,
