@@ -125,7 +125,7 @@ class Analyzer:
             requests: the job windows to analyse.
             phase: the phase written into each status.
             step: the grid step, seconds (default ``analysis.step``; long windows are read coarser,
-                see :mod:`.telemetry.resolution`).
+                see :mod:`.telemetry.plan.grid`).
 
         Returns:
             Results in request order; a job without data gets an Unknown verdict with a reason.

@@ -236,3 +236,26 @@ def _dense(c: Chunk) -> bool:
     """True when a chunk's indices are one consecutive run (so it can be sliced, not masked)."""
     n = len(c.idx)
     return n > 0 and int(c.idx[-1]) - int(c.idx[0]) == n - 1
+
+
+# Labels that say whose a series is, shown first (after the malformed ones) when a series is named.
+_WHOSE = ("namespace", "pod", "exported_namespace", "exported_pod", "container", "node", "instance", "gpu")
+_SHOWN = 300  # characters of a series' text in a message
+
+
+def malformed_series(labels: Any) -> str | None:
+    """A series as text when its labels are not a mapping of strings to strings (as Prometheus writes), else None.
+
+    The malformed labels come first, then those that say whose the series is: the text is cut short.
+    """
+    if isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        return None
+    if not isinstance(labels, dict):
+        return repr(labels)[:_SHOWN]
+    name = labels.get("__name__")
+    bad = [k for k, v in labels.items() if not (isinstance(k, str) and isinstance(v, str))]
+    whose = [k for k in _WHOSE if k in labels and k not in bad]
+    rest = [k for k in labels if k not in bad and k not in whose and k != "__name__"]
+    inner = ", ".join(f"{k}={json.dumps(labels[k])}" for k in (*bad, *whose, *rest))
+    text = f"{name if isinstance(name, str) else ''}{{{inner}}}"
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."

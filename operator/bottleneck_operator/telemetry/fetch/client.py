@@ -35,9 +35,8 @@ from bottleneck_operator.telemetry.errors import (
     PrometheusUnavailable,
     QueryRejected,
     QueryTimeout,
-    malformed_series,
 )
-from bottleneck_operator.telemetry.fetch.answers import Matrix, decode_matrix
+from bottleneck_operator.telemetry.fetch.answers import Matrix, decode_matrix, malformed_series
 from bottleneck_operator.telemetry.fetch.transport import (
     USER_AGENT,
     AnswerTooLong,
