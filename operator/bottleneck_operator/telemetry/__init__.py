@@ -1,7 +1,7 @@
-"""Prometheus access: the query catalog, batching, label escaping and the data layer's own errors.
+"""Prometheus access in three stages, plan → fetch → assemble, and the data layer's own errors.
 
-Public entry points: :class:`~.client.PrometheusClient`, :func:`~.windows.fetch_windows`,
-:class:`~.windows.WindowRequest`, :func:`~.lifetime.job_lifetime`, and :mod:`.errors`.
+Public entry points: :class:`~.fetch.client.PrometheusClient`, :func:`~.windows.fetch_windows`,
+:class:`~.windows.WindowRequest`, :func:`~.fetch.lifetime.job_lifetime`, and :mod:`.errors`.
 """
 
 from bottleneck_operator.telemetry.errors import (

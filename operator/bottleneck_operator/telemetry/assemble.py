@@ -1,4 +1,12 @@
-"""Assembly: the pass's answers cut into one JobWindow per Job, with its data quality."""
+"""Assembly: the pass's answers cut into one JobWindow per Job, with its data quality.
+
+Two corrections come first. Without a node label on node-exporter's series, only ``node_uname_info``
+says which ``instance`` is which node: :func:`attach_instances` counts each instance series for a node
+at the steps where node_uname_info pairs them, as ``* on (instance) group_left (nodename)`` would (in
+PromQL that join cost Prometheus a new label set per series and step). And readings no hardware can
+produce are treated as missing (:func:`drop_implausible_nvlink`): dcgm-exporter's NVLink total has a
+disputed unit upstream, and the PROF NVLink fields read 0 on some firmware whatever the traffic.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What the analysis will be able to say from a Prometheus, family by family, and how to fix each gap.
 
 :func:`check` reads, in two instant queries, whether each family the analysis reads holds series
-(optionally for one namespace), in which label layout (:mod:`.layouts`), at which scrape interval,
+(optionally for one namespace), in which label layout (:mod:`.fetch.layouts`), at which scrape interval,
 whether node-exporter's series reach their nodes, and which DCGM fields are on. Each finding comes
 with the exact change that closes the gap: a chart value, a counters-file line, a relabeling.
 ``bottleneck-operator doctor`` prints it; the operator logs it at start and exports it as a metric.

@@ -1,11 +1,15 @@
-"""Range answers decoded straight onto the step grid, without holding Prometheus's JSON as Python objects.
+"""Range answers decoded straight onto the step grid, and cut onto windows by grid index.
 
 A pass over a thousand Jobs reads millions of samples. Decoded the usual way, every sample
 becomes a ``[timestamp, "value"]`` list of Python objects, many times the size of the float it
 carries, and all of a pass's answers are alive at once. Here each series is taken apart the moment
 the JSON decoder has built it (an ``object_hook``), its samples are converted to numpy in batches,
-and the answer ends as one dense float64 matrix on the query's :class:`~.grid.Grid`: 8 bytes per
+and the answer ends as one dense float64 matrix on the query's :class:`~..plan.grid.Grid`: 8 bytes per
 grid point.
+
+Every answer of a pass is on the global grid of multiples of the step, so a :class:`Chunk` is a
+series' values with their global indices, and a window's values are the indices ``lo..hi`` of its
+own grid: no time is converted after decoding.
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ def decode_matrix(body: bytes | str, grid: Grid) -> Matrix:
 
     Args:
         body: the HTTP body.
-        grid: the query's evaluation instants (see :class:`~.grid.Grid`): the matrix's columns.
+        grid: the query's evaluation instants (see :class:`~..plan.grid.Grid`): the matrix's columns.
 
     Returns:
         The answer as a matrix.

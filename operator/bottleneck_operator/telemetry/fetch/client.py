@@ -164,7 +164,7 @@ class PrometheusClient:
         return self._call("query_range", {"query": promql, **grid.params()}, _result)
 
     def query_matrix(self, promql: str, grid: Grid) -> Matrix:
-        """A range query over ``grid``, decoded straight onto it (see :mod:`.matrix`).
+        """A range query over ``grid``, decoded straight onto it (see :mod:`.answers`).
 
         The pass's queries use this: their answers are large, and a dense float matrix costs a small
         fraction of the memory and time of Prometheus's JSON as Python objects.

@@ -10,7 +10,7 @@ Real monitoring stacks store the same metric names under different labels:
   override, cloud names, upper case) only the exporter pod's ``namespace``/``pod`` lead to the node
   through ``kube_pod_info`` (the join kube-prometheus-stack's own recording rules use).
 - cAdvisor: with or without ``container_spec_*``, once or twice (``metrics_path="/metrics/resource"``);
-  the catalog's expressions read every one of these without a setting (see :mod:`.catalog`).
+  the catalog's expressions read every one of these without a setting (see :mod:`..plan.catalog`).
 
 :func:`detect` asks one instant query; :class:`LayoutCache` keeps the answer per family and asks
 again for a family when a pass finds nothing in it (an exporter redeployed with another layout).

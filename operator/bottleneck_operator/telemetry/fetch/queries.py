@@ -1,11 +1,16 @@
-"""Step 3 of a segment: one range query per catalog entry, planned per scrape-interval bucket and run.
+"""Steps 2 and 3 of a segment: the probe (one instant query), then one range query per catalog entry.
+
+The probe reads each pod's (per node for node-exporter) scrape interval per exporter, which sets the
+rate() ranges and gauge windows of the signal queries (estimates kept from earlier passes are reused),
+which node-exporter instances are the pass's nodes, and, for pods kube_pod_info does not place, the
+node from the collector's or dcgm-exporter's labels.
 
 Each entry's request selects every pod (or node) of the segment, its buckets joined inside it with
 ``or``; where that would exceed ``max_query_bytes`` the selection is cut into several requests
-(:func:`.scope.fit`), so a request's size is bounded whatever the number of pods. Entries go out as separate requests rather than one big ``or`` per exporter: Prometheus
-merges each ``or`` operand into everything before it, which grows with the square of the operands.
-A few run at once; each answer is decoded straight onto the segment's grid (:mod:`.matrix`) and
-filed as soon as it arrives.
+(:func:`.store.fit`), so a request's size is bounded whatever the number of pods. Entries go out as
+separate requests rather than one big ``or`` per exporter: Prometheus merges each ``or`` operand into
+everything before it, which grows with the square of the operands. A few run at once; each answer is
+decoded straight onto the segment's grid (:mod:`.answers`) and filed as soon as it arrives.
 """
 
 from __future__ import annotations
@@ -335,7 +340,7 @@ def _keep_intervals(
     probe_start: float,
     grid: Grid,
 ) -> None:
-    """Keep the estimates that saw whole intervals (see :mod:`.intervals`).
+    """Keep the estimates that saw whole intervals (see :class:`.discovery.IntervalCache`).
 
     The first probe sub-window starts at ``probe_start``; an estimate is exact when the unit's series
     had a sample before it, which holds when kube_pod_info shows the pod (for a node: one of its

@@ -2,7 +2,8 @@
 
 Answers are keyed for assembly: pods per Job (from kube_pod_info), pod-level series per
 (namespace, pod), node-level series per node, GPUs per pod, neighbours per node, scrape-interval
-estimates, and where pods ran when kube_pod_info does not say.
+estimates, and where pods ran when kube_pod_info does not say. A segment's :class:`Scope` (its grid,
+Jobs, pods and nodes) is found by the pods query and widened by the probe; its selectors are built here.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class Store:
     def indices(self, grid: Grid) -> IntArray:
         """The global indices of a segment's grid: one array per grid, shared by every answer on it.
 
-        Chunks of one segment then line up by identity (see :func:`.alignment.take_many`).
+        Chunks of one segment then line up by identity (see :func:`.answers.take_many`).
         """
         idx = self.grids.get(grid)
         if idx is None:
@@ -116,7 +117,7 @@ def discover(answer: Matrix, jobs: AbstractSet[JobKey], store: Store) -> set[Job
     """Assign kube_pod_info series to the requested Jobs; returns the Jobs that got pods.
 
     Args:
-        answer: the pods query of one segment (see :func:`.discovery.pods_query`).
+        answer: the pods query of one segment (see :func:`..plan.discovery.pods_query`).
         jobs: the segment's Jobs.
         store: where pods, their nodes and presence go.
 

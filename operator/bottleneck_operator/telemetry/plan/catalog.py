@@ -3,8 +3,11 @@
 Every expression selects *all* pods (or nodes) of a pass at once, through an escaped regex
 alternation, and aggregates ``by`` the labels that identify a pod (``namespace``, ``pod``) or a node;
 the caller splits the answer per Job in Python. Each entry is one request per segment of a pass
-(normally one, see :mod:`.windows`); pods whose exporters are scraped at different intervals fall
+(normally one, see :mod:`..windows`); pods whose exporters are scraped at different intervals fall
 into buckets, and an entry's request joins its buckets' expressions with ``or``.
+
+The DCGM side combines dcgm-exporter's per-GPU fields per pod, tests its clock-event reasons bit by
+bit, and reads framebuffer and NVLink as dcgm-exporter really publishes them.
 """
 
 from __future__ import annotations

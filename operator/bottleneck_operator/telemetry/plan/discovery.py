@@ -4,6 +4,9 @@ These run before the catalog's signal queries: kube_pod_info gives pods and node
 query estimates each pod's scrape interval per exporter (it sets rate() ranges and gauge windows)
 and, for pods kube-state-metrics does not place, reads the node from the collector's or
 dcgm-exporter's labels.
+
+The interval estimates are kept from one pass to the next (:class:`IntervalCache`): an exporter's
+interval is configuration, and estimating it reads each exporter's densest series several times over.
 """
 
 from __future__ import annotations
