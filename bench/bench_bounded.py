@@ -92,7 +92,7 @@ def _analyze(
 
 def main() -> None:
     from bottleneck_operator.simulation.localprom import LocalPrometheus
-    from bottleneck_operator.telemetry.resolution import SERIES_POINTS, bounded_step
+    from bottleneck_operator.telemetry.plan.grid import SERIES_POINTS, bounded_step
 
     with tempfile.TemporaryDirectory(prefix="bench-bounded-") as tmp:
         workdir = Path(tmp)

@@ -19,8 +19,8 @@ from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Verdict
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.reports import Phase, ReportStatus, status_from_verdict
 from bottleneck_operator.settings import AnalysisSettings, LabelSettings, PrometheusSettings, Settings
-from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.intervals import IntervalCache
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.plan.discovery import IntervalCache
 from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows
 
 JobRequest = WindowRequest
@@ -125,7 +125,7 @@ class Analyzer:
             requests: the job windows to analyse.
             phase: the phase written into each status.
             step: the grid step, seconds (default ``analysis.step``; long windows are read coarser,
-                see :mod:`.telemetry.resolution`).
+                see :mod:`.telemetry.plan.grid`).
 
         Returns:
             Results in request order; a job without data gets an Unknown verdict with a reason.

@@ -13,7 +13,7 @@ import pytest
 
 from bottleneck_operator.cli import main as cli_main
 from bottleneck_operator.errors import EXIT_USAGE
-from bottleneck_operator.telemetry.resolution import SERIES_POINTS
+from bottleneck_operator.telemetry.plan.grid import SERIES_POINTS
 from prom_proxy import PromProxy
 
 NOW = time.time()

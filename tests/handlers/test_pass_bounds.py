@@ -20,7 +20,7 @@ from bottleneck_operator.controller.state import BoundedDict, OperatorState, Tra
 from bottleneck_operator.reports import AnalysisWindow, ReportStatus, rfc3339
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry.errors import QueryRejected, QueryTimeout
-from bottleneck_operator.telemetry.resolution import SERIES_POINTS
+from bottleneck_operator.telemetry.plan.grid import SERIES_POINTS
 
 DAY = 86400.0
 

@@ -17,10 +17,10 @@ import pytest
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient
-from bottleneck_operator.telemetry.discovery import pods_query
-from bottleneck_operator.telemetry.grid import Grid
-from bottleneck_operator.telemetry.names import regex_alternation
-from bottleneck_operator.telemetry.store import Store, discover
+from bottleneck_operator.telemetry.fetch.store import Store, discover
+from bottleneck_operator.telemetry.plan.discovery import pods_query
+from bottleneck_operator.telemetry.plan.grid import Grid
+from bottleneck_operator.telemetry.plan.names import regex_alternation
 
 pytestmark = pytest.mark.prometheus
 

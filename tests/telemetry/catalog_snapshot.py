@@ -10,8 +10,8 @@ import json
 
 from bottleneck_operator.contract.signals import EXPORTERS
 from bottleneck_operator.settings_groups import LabelSettings
-from bottleneck_operator.telemetry import catalog
-from bottleneck_operator.telemetry.selectors import QueryContext
+from bottleneck_operator.telemetry.plan import catalog
+from bottleneck_operator.telemetry.plan.selectors import QueryContext
 
 _POD_LABELS = LabelSettings(
     node_exporter_node_label="node",

@@ -24,7 +24,7 @@ from bottleneck_operator.telemetry import (
     fetch_windows,
     job_lifetime,
 )
-from bottleneck_operator.telemetry.client import HTTPStatusError
+from bottleneck_operator.telemetry.fetch.client import HTTPStatusError
 
 T0 = 1767225600.0
 

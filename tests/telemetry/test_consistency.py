@@ -26,8 +26,8 @@ import pytest
 from bottleneck_operator.contract.sampling import counter_rate, gauge_window, last_sample
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient, WindowRequest, fetch_windows
-from bottleneck_operator.telemetry import selectors as cat
-from bottleneck_operator.telemetry.names import escape_regex
+from bottleneck_operator.telemetry.plan import selectors as cat
+from bottleneck_operator.telemetry.plan.names import escape_regex
 
 pytestmark = pytest.mark.prometheus
 STEP = 30.0
@@ -217,7 +217,7 @@ class _RecordingClient(PrometheusClient):
 
 def test_kept_scrape_intervals_change_no_window(sim_dataset: Any) -> None:
     """A second pass reusing the first one's interval estimates probes less and reads the same windows."""
-    from bottleneck_operator.telemetry.intervals import IntervalCache
+    from bottleneck_operator.telemetry.plan.discovery import IntervalCache
 
     settings = Settings(prometheus_url=sim_dataset.prom.url, step=STEP)
     client = _RecordingClient(settings)

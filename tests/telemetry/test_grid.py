@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import InvalidWindow, PrometheusClient
-from bottleneck_operator.telemetry.grid import Grid, format_ms, segments
+from bottleneck_operator.telemetry.plan.grid import Grid, format_ms, segments
 
 T0 = 1767225600.0
 STEP_MS = 30_000

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.telemetry import intervals
-from bottleneck_operator.telemetry.intervals import IntervalCache
+from bottleneck_operator.telemetry.plan import discovery as intervals
+from bottleneck_operator.telemetry.plan.discovery import IntervalCache
 
 
 class _Clock:

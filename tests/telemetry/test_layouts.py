@@ -21,9 +21,9 @@ from bottleneck_operator.settings import Settings
 from bottleneck_operator.simulation import generate_jobs
 from bottleneck_operator.simulation.layouts import kernel_hostname, layout_series, write_layout
 from bottleneck_operator.telemetry import InvalidName, PrometheusClient, WindowRequest, fetch_windows
-from bottleneck_operator.telemetry.catalog import KUBELET_PSI
-from bottleneck_operator.telemetry.layouts import LayoutCache
-from bottleneck_operator.telemetry.names import add_matchers, validate_matchers
+from bottleneck_operator.telemetry.fetch.layouts import LayoutCache
+from bottleneck_operator.telemetry.plan.catalog import KUBELET_PSI
+from bottleneck_operator.telemetry.plan.names import add_matchers, validate_matchers
 
 from .same import favoured
 

@@ -14,7 +14,7 @@ import pytest
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import InvalidWindow, PrometheusClient, job_lifetime
-from bottleneck_operator.telemetry.lifetime import MAX_INTERVALS, coarse_step
+from bottleneck_operator.telemetry.fetch.lifetime import MAX_INTERVALS, coarse_step
 
 pytestmark = pytest.mark.prometheus
 

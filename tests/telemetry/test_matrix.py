@@ -10,8 +10,8 @@ import pytest
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient, QueryRejected
-from bottleneck_operator.telemetry.grid import Grid
-from bottleneck_operator.telemetry.matrix import decode_matrix
+from bottleneck_operator.telemetry.fetch.answers import decode_matrix
+from bottleneck_operator.telemetry.plan.grid import Grid
 
 T0 = 1767225600.0
 END = T0 + 600

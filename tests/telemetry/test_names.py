@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from bottleneck_operator.errors import EXIT_USAGE, UsageError
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.errors import InvalidName, QueryRejected
-from bottleneck_operator.telemetry.names import (
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.plan.names import (
     escape_regex,
     quote,
     regex_alternation,

@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bottleneck_operator.telemetry.resolution import SERIES_POINTS, bounded_step
+from bottleneck_operator.telemetry.plan.grid import SERIES_POINTS, bounded_step
 
 T0 = 1767225600.0
 

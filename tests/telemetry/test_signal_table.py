@@ -26,7 +26,7 @@ from bottleneck_operator.contract.signals import (
     signals_of,
 )
 from bottleneck_operator.simulation import dcgm
-from bottleneck_operator.telemetry import catalog
+from bottleneck_operator.telemetry.plan import catalog
 
 GOLDEN = Path(__file__).parent / "data" / "catalog_queries.json"
 # Signals added after the golden was written are context signals (outside the model's inputs).

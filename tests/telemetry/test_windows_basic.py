@@ -21,7 +21,7 @@ from bottleneck_operator.telemetry import (
     fetch_windows,
     job_lifetime,
 )
-from bottleneck_operator.telemetry.grid import MAX_POINTS
+from bottleneck_operator.telemetry.plan.grid import MAX_POINTS
 
 pytestmark = pytest.mark.prometheus
 T0 = 1767225600.0

@@ -20,7 +20,7 @@ from bottleneck_operator.analysis.model.classifier import METADATA_FILE, MODEL_D
 from bottleneck_operator.contract.signals import CONTEXT_SIGNALS, SIGNAL_NAMES, SIGNALS, Family
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient, WindowRequest, fetch_windows
-from bottleneck_operator.telemetry.catalog import ENTRIES
+from bottleneck_operator.telemetry.plan.catalog import ENTRIES
 
 pytestmark = pytest.mark.prometheus
 STEP = 30.0

@@ -8,7 +8,7 @@ verdict of Unknown with the reason is still printed, in the chosen output), 4 Pr
 Absurd windows are refused with exit 2 before any query: a start at or after the end, a time past
 now by more than :data:`CLOCK_SKEW`, a window longer than :data:`MAX_RANGE`, numbers that are not
 finite or that no clock reaches (``--start 1e30``). A long window is read at a coarser step
-(:mod:`bottleneck_operator.telemetry.resolution`), so its memory does not grow with its length.
+(:mod:`bottleneck_operator.telemetry.plan.grid`), so its memory does not grow with its length.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def from_report(args: argparse.Namespace) -> int:
     """Print an existing report's status (``--from-report``) in the chosen output; exit codes as for a fresh analysis."""
     from bottleneck_operator.kube.kubeconfig import load
     from bottleneck_operator.reportsource import get_report, typed
-    from bottleneck_operator.telemetry.names import validate_k8s_name
+    from bottleneck_operator.telemetry.plan.names import validate_k8s_name
 
     if args.job or args.start or args.end:
         raise UsageError("--from-report reads a finished analysis: --job, --start and --end do not apply")
@@ -201,10 +201,10 @@ def from_report(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace) -> int:
     from bottleneck_operator.commands.html_timeline import timeline
     from bottleneck_operator.pipeline import Analyzer, JobRequest
-    from bottleneck_operator.telemetry.client import PrometheusClient
-    from bottleneck_operator.telemetry.layouts import with_matchers
-    from bottleneck_operator.telemetry.lifetime import job_lifetime
-    from bottleneck_operator.telemetry.names import validate_k8s_name
+    from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+    from bottleneck_operator.telemetry.fetch.layouts import with_matchers
+    from bottleneck_operator.telemetry.fetch.lifetime import job_lifetime
+    from bottleneck_operator.telemetry.plan.names import validate_k8s_name
 
     if args.from_report:
         return from_report(args)
@@ -268,7 +268,7 @@ def _within_range(start: float, end: float) -> float:
 
 def _step(args: argparse.Namespace, start: float, end: float, base: float) -> float:
     """The step the window is read at: the base one, coarser for a long window (a note when --step was raised)."""
-    from bottleneck_operator.telemetry.resolution import SERIES_POINTS, bounded_step
+    from bottleneck_operator.telemetry.plan.grid import SERIES_POINTS, bounded_step
 
     step = bounded_step(start, end, base)
     if step > base and args.step is not None:

@@ -1,7 +1,7 @@
 """One pass's Jobs in batches, and one batch's analysis: bounded in memory, its faults kept to itself.
 
 Each Job's window is read at the step that keeps its series to a fixed number of points
-(:mod:`bottleneck_operator.telemetry.resolution`): a running Job's sliding window at the base step,
+(:mod:`bottleneck_operator.telemetry.plan.grid`): a running Job's sliding window at the base step,
 a long finished run coarser. Jobs are grouped by step (one batched fetch reads one grid), and a
 batch holds as many Jobs as keep its points within what a batch of running Jobs holds, so a batch
 of final analyses of four-day runs weighs what a batch of fifteen-minute windows does.
@@ -26,7 +26,7 @@ from bottleneck_operator.controller.state import AnalyzerLike, OperatorState, Tr
 from bottleneck_operator.controller.status import analysed_status, fault_status
 from bottleneck_operator.errors import BottleneckError, Unavailable
 from bottleneck_operator.reports import Phase, ReportStatus
-from bottleneck_operator.telemetry.resolution import SERIES_POINTS, bounded_step
+from bottleneck_operator.telemetry.plan.grid import SERIES_POINTS, bounded_step
 
 if TYPE_CHECKING:
     from bottleneck_operator.pipeline import JobRequest, JobResult

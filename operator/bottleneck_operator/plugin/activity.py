@@ -47,7 +47,7 @@ def fetch(
 ) -> JobWindow | None:
     """The Job's telemetry over the span of ``windows`` (None: Prometheus holds none of its pods)."""
     from bottleneck_operator.commands._common import settings_from_args
-    from bottleneck_operator.telemetry.client import PrometheusClient
+    from bottleneck_operator.telemetry.fetch.client import PrometheusClient
     from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows
 
     if not windows:

@@ -104,7 +104,7 @@ def _target(args: argparse.Namespace) -> Target:
 
 
 def _name(what: str, value: str) -> str:
-    from bottleneck_operator.telemetry.names import validate_k8s_name
+    from bottleneck_operator.telemetry.plan.names import validate_k8s_name
 
     try:
         return validate_k8s_name(what, value)

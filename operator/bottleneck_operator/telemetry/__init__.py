@@ -1,10 +1,9 @@
-"""Prometheus access: the query catalog, batching, label escaping and the data layer's own errors.
+"""Prometheus access in three stages, plan → fetch → assemble, and the data layer's own errors.
 
-Public entry points: :class:`~.client.PrometheusClient`, :func:`~.windows.fetch_windows`,
-:class:`~.windows.WindowRequest`, :func:`~.lifetime.job_lifetime`, and :mod:`.errors`.
+Public entry points: :class:`~.fetch.client.PrometheusClient`, :func:`~.windows.fetch_windows`,
+:class:`~.windows.WindowRequest`, :func:`~.fetch.lifetime.job_lifetime`, and :mod:`.errors`.
 """
 
-from bottleneck_operator.telemetry.client import PrometheusClient
 from bottleneck_operator.telemetry.errors import (
     InvalidName,
     InvalidWindow,
@@ -13,7 +12,8 @@ from bottleneck_operator.telemetry.errors import (
     QueryRejected,
     QueryTimeout,
 )
-from bottleneck_operator.telemetry.lifetime import job_lifetime
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.fetch.lifetime import job_lifetime
 from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows
 
 __all__ = [

@@ -9,9 +9,6 @@ class lies under one branch of the tree: ``PrometheusUnavailable`` (retry later)
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from bottleneck_operator.errors import NoData, Rejected, Unavailable, UsageError
 
 __all__ = [
@@ -23,12 +20,7 @@ __all__ = [
     "PrometheusUnavailable",
     "QueryRejected",
     "QueryTimeout",
-    "malformed_series",
 ]
-
-# Labels that say whose a series is, shown first (after the malformed ones) when a series is named.
-_WHOSE = ("namespace", "pod", "exported_namespace", "exported_pod", "container", "node", "instance", "gpu")
-_SHOWN = 300  # characters of a series' text in a message
 
 
 class PrometheusUnavailable(Unavailable):
@@ -80,21 +72,3 @@ class InvalidName(UsageError):
 
 class InvalidWindow(UsageError):
     """A time window that cannot be queried (end before start, not a finite time)."""
-
-
-def malformed_series(labels: Any) -> str | None:
-    """A series as text when its labels are not a mapping of strings to strings (as Prometheus writes), else None.
-
-    The malformed labels come first, then those that say whose the series is: the text is cut short.
-    """
-    if isinstance(labels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
-        return None
-    if not isinstance(labels, dict):
-        return repr(labels)[:_SHOWN]
-    name = labels.get("__name__")
-    bad = [k for k, v in labels.items() if not (isinstance(k, str) and isinstance(v, str))]
-    whose = [k for k in _WHOSE if k in labels and k not in bad]
-    rest = [k for k in labels if k not in bad and k not in whose and k != "__name__"]
-    inner = ", ".join(f"{k}={json.dumps(labels[k])}" for k in (*bad, *whose, *rest))
-    text = f"{name if isinstance(name, str) else ''}{{{inner}}}"
-    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."

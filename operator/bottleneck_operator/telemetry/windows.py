@@ -1,24 +1,24 @@
 """Batched fetching of Job windows: a fixed number of queries per pass, however many Jobs.
 
-Every window is put on the global grid of the step (:mod:`.grid`); the windows are covered by as few
+Every window is put on the global grid of the step (:mod:`.plan.grid`); the windows are covered by as few
 query grids (segments) as possible, normally one. Per segment, for all of its Jobs at once:
 
 1. ``kube_pod_info`` of all Jobs (owner labels, else the ``<job>-`` name prefix): pods, nodes
    (:func:`_find_pods`); from here on a Job with several pods is selected by its ``<job>-.+``
-   prefix rather than by each pod's name (:class:`.selectors.PodPrefixes`);
+   prefix rather than by each pod's name (:class:`.plan.selectors.PodPrefixes`);
 2. one instant query: each pod's scrape interval per exporter, the nodes' node-exporter instances,
-   and where pods kube_pod_info does not place ran (:mod:`.probes`);
-3. one range query per catalog entry (:mod:`.catalog`), each selecting every pod or node of the
+   and where pods kube_pod_info does not place ran (:mod:`.fetch.queries`);
+3. one range query per catalog entry (:mod:`.plan.catalog`), each selecting every pod or node of the
    segment through one escaped regex alternation (node-exporter's series by the nodes' instances),
-   run a few at a time and filed as they arrive (:mod:`.tasks`).
+   run a few at a time and filed as they arrive (:mod:`.fetch.queries`).
 
 Every request stays within ``max_query_bytes`` (VictoriaMetrics refuses queries over 16 KiB by
-default): a selection too long for one request is cut into several (:func:`.scope.fit`), so the
+default): a selection too long for one request is cut into several (:func:`.fetch.store.fit`), so the
 number of queries grows only once the Jobs' names no longer fit, never with their pods.
 
-The answers are split per Job and pod in Python (:mod:`.store`, :mod:`.assembly`), node-exporter's
-instances attached to their nodes (:mod:`.nodes`), and cut onto each Job's own grid
-(:mod:`.alignment`).
+The answers are filed per Job and pod in Python (:mod:`.fetch.store`), node-exporter's instances
+attached to their nodes and each Job's columns cut onto its own grid (:mod:`.assemble`). The steps
+read in one direction: plan (what to ask), fetch (ask, decode, file), assemble.
 """
 
 from __future__ import annotations
@@ -29,20 +29,31 @@ from collections.abc import Mapping, Sequence
 
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.settings import LabelSettings
-from bottleneck_operator.telemetry import discovery as disc
-from bottleneck_operator.telemetry import selectors as sq
-from bottleneck_operator.telemetry.assembly import assemble
-from bottleneck_operator.telemetry.client import PrometheusClient
+from bottleneck_operator.telemetry.assemble import assemble, attach_instances
 from bottleneck_operator.telemetry.errors import InvalidWindow
-from bottleneck_operator.telemetry.grid import Grid, segments
-from bottleneck_operator.telemetry.intervals import IntervalCache
-from bottleneck_operator.telemetry.layouts import LAYOUTS, with_matchers
-from bottleneck_operator.telemetry.names import escape_regex, regex_alternation, validate_k8s_name, validate_label_name
-from bottleneck_operator.telemetry.nodes import attach_instances
-from bottleneck_operator.telemetry.probes import probe
-from bottleneck_operator.telemetry.scope import Scope, alternation, pod_selections, query_bytes
-from bottleneck_operator.telemetry.store import JobKey, Store, WindowRequest, discover
-from bottleneck_operator.telemetry.tasks import plan, run
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.fetch.layouts import LAYOUTS, with_matchers
+from bottleneck_operator.telemetry.fetch.queries import plan, probe, run
+from bottleneck_operator.telemetry.fetch.store import (
+    JobKey,
+    Scope,
+    Store,
+    WindowRequest,
+    alternation,
+    discover,
+    pod_selections,
+    query_bytes,
+)
+from bottleneck_operator.telemetry.plan import discovery as disc
+from bottleneck_operator.telemetry.plan import selectors as sq
+from bottleneck_operator.telemetry.plan.discovery import IntervalCache
+from bottleneck_operator.telemetry.plan.grid import Grid, segments
+from bottleneck_operator.telemetry.plan.names import (
+    escape_regex,
+    regex_alternation,
+    validate_k8s_name,
+    validate_label_name,
+)
 
 __all__ = ["WindowRequest", "fetch_windows"]
 

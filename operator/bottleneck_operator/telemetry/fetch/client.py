@@ -1,25 +1,18 @@
 """The one HTTP client to a PromQL API: auth, TLS, headers, timeouts, retries, own errors.
 
-Every query (instant, range, range decoded to a matrix, the readiness check) takes the same path: one
-:class:`~.transport.Transport` (one pooled client of the project's HTTP library, see
-:mod:`bottleneck_operator.httpclient`) configured here (CA bundle or no verification, basic auth), a GET, or a
-form-encoded POST when the parameters are long (a batched selector over a thousand Jobs easily
-exceeds what proxies accept in a URL; Prometheus accepts a form POST on both query endpoints), and
-this module's own retry loop. Only the standard HTTP API (``/api/v1/query``, ``/api/v1/query_range``;
-``/-/ready`` is not assumed) is used, so Thanos Query, Mimir, VictoriaMetrics and friends work too.
+Every query (instant, range, range decoded to a matrix, the readiness check) goes through one
+:class:`~.transport.Transport` (a pooled client of :mod:`bottleneck_operator.httpclient`; CA bundle or
+no verification, basic auth), as a GET, or a form POST when the parameters are long (a selector over a
+thousand Jobs exceeds what proxies accept in a URL). Only ``/api/v1/query`` and ``/api/v1/query_range``
+are used (``/-/ready`` is not assumed), so Thanos Query, Mimir and VictoriaMetrics work too.
 
-The transport makes a single attempt per call: retries are a loop here because they must count
-whole queries (``queries_issued`` does not grow with retries), double a configured delay from the
-first retry on, retry a POST like a GET (a query has no side effect), keep a read timeout a
-:class:`QueryTimeout`, and keep the last answer's status and Prometheus's own error text for the
-error that is finally raised.
-
-Every query is bounded, so no answer can take the operator's time or memory with it: one wall-clock
-deadline (``prometheus_timeout``) for all its attempts, a byte cap on the body
-(``max_answer_bytes``) and a series cap on the decoded answer (``max_answer_series``). A breach
-raises :class:`QueryTimeout` or :class:`AnswerTooLarge` (which cap, as ``limit``). A series no
-Prometheus writes (a label value that is not a string) raises :class:`InvalidSeries` naming it,
-before anything downstream trips over it.
+The transport makes one attempt per call: retries loop here because they count whole queries
+(``queries_issued`` does not grow with retries), double a configured delay, retry a POST like a GET (a
+query has no side effect), keep a read timeout a :class:`QueryTimeout`, and keep the last status and
+Prometheus's error text for the error finally raised. One deadline (``prometheus_timeout``) covers all
+attempts, a byte cap (``max_answer_bytes``) the body and a series cap (``max_answer_series``) the
+decoded answer: a breach raises :class:`QueryTimeout` or :class:`AnswerTooLarge` (naming the cap). A
+series no Prometheus writes (a label value that is not a string) raises :class:`InvalidSeries`.
 """
 
 from __future__ import annotations
@@ -42,11 +35,17 @@ from bottleneck_operator.telemetry.errors import (
     PrometheusUnavailable,
     QueryRejected,
     QueryTimeout,
-    malformed_series,
 )
-from bottleneck_operator.telemetry.grid import Grid, time_param
-from bottleneck_operator.telemetry.matrix import Matrix, decode_matrix
-from bottleneck_operator.telemetry.transport import USER_AGENT, AnswerTooLong, Limits, Transport, basic_auth, url_auth
+from bottleneck_operator.telemetry.fetch.answers import Matrix, decode_matrix, malformed_series
+from bottleneck_operator.telemetry.fetch.transport import (
+    USER_AGENT,
+    AnswerTooLong,
+    Limits,
+    Transport,
+    basic_auth,
+    url_auth,
+)
+from bottleneck_operator.telemetry.plan.grid import Grid, time_param
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +164,7 @@ class PrometheusClient:
         return self._call("query_range", {"query": promql, **grid.params()}, _result)
 
     def query_matrix(self, promql: str, grid: Grid) -> Matrix:
-        """A range query over ``grid``, decoded straight onto it (see :mod:`.matrix`).
+        """A range query over ``grid``, decoded straight onto it (see :mod:`.answers`).
 
         The pass's queries use this: their answers are large, and a dense float matrix costs a small
         fraction of the memory and time of Prometheus's JSON as Python objects.

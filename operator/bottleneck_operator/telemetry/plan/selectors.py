@@ -23,7 +23,7 @@ from bottleneck_operator.contract.sampling import rate_range as rate_range
 from bottleneck_operator.contract.signals import VIRTUAL_NICS as VIRTUAL_NICS
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.settings import LabelSettings
-from bottleneck_operator.telemetry.names import escape_regex, quote
+from bottleneck_operator.telemetry.plan.names import escape_regex, quote
 
 GROUP_LABEL = "bn_group"  # tag of the scrape-interval estimates
 COLLECTOR_CONTAINER = "bottleneck-collector"  # the injected sidecar: its own CPU must not count as the job's

@@ -10,7 +10,7 @@ Real monitoring stacks store the same metric names under different labels:
   override, cloud names, upper case) only the exporter pod's ``namespace``/``pod`` lead to the node
   through ``kube_pod_info`` (the join kube-prometheus-stack's own recording rules use).
 - cAdvisor: with or without ``container_spec_*``, once or twice (``metrics_path="/metrics/resource"``);
-  the catalog's expressions read every one of these without a setting (see :mod:`.catalog`).
+  the catalog's expressions read every one of these without a setting (see :mod:`..plan.catalog`).
 
 :func:`detect` asks one instant query; :class:`LayoutCache` keeps the answer per family and asks
 again for a family when a pass finds nothing in it (an exporter redeployed with another layout).
@@ -29,17 +29,17 @@ from dataclasses import dataclass
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.settings import LabelSettings
-from bottleneck_operator.telemetry.catalog import tag
-from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.names import (
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.fetch.store import labels_of, to_float
+from bottleneck_operator.telemetry.plan.catalog import tag
+from bottleneck_operator.telemetry.plan.names import (
     ScopedMatcher,
     add_matchers,
     quote,
     scrape_job_matchers,
     validate_matchers,
 )
-from bottleneck_operator.telemetry.selectors import duration, sel
-from bottleneck_operator.telemetry.store import labels_of, to_float
+from bottleneck_operator.telemetry.plan.selectors import duration, sel
 
 PROBE_LABEL = "bn_probe"
 EXPORTED = ("exported_namespace", "exported_pod", "exported_container")

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from bottleneck_operator.contract.names import COLLECTOR_CONTAINER
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.settings import LabelSettings
-from bottleneck_operator.telemetry.catalog import tag
-from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.names import add_matchers, quote, validate_matchers
-from bottleneck_operator.telemetry.selectors import duration, sel
-from bottleneck_operator.telemetry.store import labels_of, to_float
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.fetch.store import labels_of, to_float
+from bottleneck_operator.telemetry.plan.catalog import tag
+from bottleneck_operator.telemetry.plan.names import add_matchers, quote, validate_matchers
+from bottleneck_operator.telemetry.plan.selectors import duration, sel
 
 PROBE = "bn_scrape"
 # What each exporter family publishes, to find its scrape jobs by their job label.

@@ -4,17 +4,22 @@ These run before the catalog's signal queries: kube_pod_info gives pods and node
 query estimates each pod's scrape interval per exporter (it sets rate() ranges and gauge windows)
 and, for pods kube-state-metrics does not place, reads the node from the collector's or
 dcgm-exporter's labels.
+
+The interval estimates are kept from one pass to the next (:class:`IntervalCache`): an exporter's
+interval is configuration, and estimating it reads each exporter's densest series several times over.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
 
 from bottleneck_operator.contract.signals import Family, metrics_of
-from bottleneck_operator.telemetry.catalog import node_names, tag
-from bottleneck_operator.telemetry.names import add_matchers, quote, regex_alternation
-from bottleneck_operator.telemetry.selectors import GROUP_LABEL, QueryContext, duration, sel
+from bottleneck_operator.telemetry.plan.catalog import node_names, tag
+from bottleneck_operator.telemetry.plan.names import add_matchers, quote, regex_alternation
+from bottleneck_operator.telemetry.plan.selectors import GROUP_LABEL, QueryContext, duration, sel
 
 # The ``created_by_kind`` of pods that belong to a profiled workload directly: batch/v1 Jobs, and
 # the Kubeflow Training Operator's PyTorchJob and MPIJob (which create their pods themselves).
@@ -247,3 +252,51 @@ def node_hint_query(ctx: QueryContext, start: float, end: float) -> str:
         for source, expr in (("sidecar", sidecar), ("dcgm", dcgm))
     )
     return add_matchers(expr, ctx.labels.selector_matchers)
+
+
+DEFAULT_TTL = 600.0
+# Kept entries at most; beyond it the oldest go first (a cluster's churn cannot grow it unbounded).
+MAX_ENTRIES = 100_000
+
+
+class IntervalCache:
+    """Per (exporter group, pod or node) scrape interval, with an expiry; safe to share between threads.
+
+    Args:
+        ttl: seconds an estimate is reused.
+        clock: monotonic seconds (tests pass their own).
+    """
+
+    def __init__(self, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self._clock = clock
+        # (group, unit) -> (seconds, or 0.0 for "no series"; expiry time); insertion order = age
+        self._entries: dict[tuple[Family, object], tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, group: Family, unit: object) -> float | None:
+        """The kept estimate (0.0: the unit has no series of this exporter), or None when unknown or expired."""
+        with self._lock:
+            found = self._entries.get((group, unit))
+            if found is None:
+                return None
+            if found[1] <= self._clock():
+                del self._entries[(group, unit)]
+                return None
+            return found[0]
+
+    def put(self, group: Family, unit: object, seconds: float) -> None:
+        """Keep an estimate (0.0 or less: no series) for :attr:`ttl` seconds."""
+        key = (group, unit)
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = (max(0.0, seconds), self._clock() + self.ttl)
+            while len(self._entries) > MAX_ENTRIES:
+                del self._entries[next(iter(self._entries))]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()

@@ -1,19 +1,27 @@
-"""Assembly: the pass's answers cut into one JobWindow per Job, with its data quality."""
+"""Assembly: the pass's answers cut into one JobWindow per Job, with its data quality.
+
+Two corrections come first. Without a node label on node-exporter's series, only ``node_uname_info``
+says which ``instance`` is which node: :func:`attach_instances` counts each instance series for a node
+at the steps where node_uname_info pairs them, as ``* on (instance) group_left (nodename)`` would (in
+PromQL that join cost Prometheus a new label set per series and step). And readings no hardware can
+produce are treated as missing (:func:`drop_implausible_nvlink`): dcgm-exporter's NVLink total has a
+disputed unit upstream, and the PROF NVLink fields read 0 on some firmware whatever the traffic.
+"""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import MutableMapping, Sequence
 
 import numpy as np
 
 from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.contract.window import DataQuality, FloatArray, JobWindow, PodWindow, SignalBlock
-from bottleneck_operator.telemetry import alignment as al
-from bottleneck_operator.telemetry import catalog as cat
-from bottleneck_operator.telemetry.grid import Grid
-from bottleneck_operator.telemetry.plausibility import drop_implausible_nvlink
-from bottleneck_operator.telemetry.store import MODE_PREFIX, Pod, PodKey, Store, WindowRequest
+from bottleneck_operator.telemetry.fetch import answers as al
+from bottleneck_operator.telemetry.fetch.store import MODE_PREFIX, Pod, PodKey, Store, WindowRequest
+from bottleneck_operator.telemetry.plan import catalog as cat
+from bottleneck_operator.telemetry.plan.grid import Grid
 
 _NODE_FAMILIES = (Family.NODE, Family.NODE_PSI, Family.NODE_IB)  # node-exporter's
 # Preference when one scrape interval must describe the window: the GPU series matter most.
@@ -207,3 +215,86 @@ def _scrape_interval(store: Store, pods: Sequence[PodWindow], ns: str) -> float 
         if values:
             return round(statistics.median(values), 3)
     return None
+
+
+def attach_instances(store: Store) -> None:
+    """Move the instance-keyed series of one segment into ``store.node_signals``.
+
+    Args:
+        store: the pass's store; its ``instance_signals`` and ``uname`` are emptied.
+    """
+    parts: dict[tuple[str, str], list[FloatArray]] = defaultdict(list)
+    grids: dict[tuple[str, str], al.Chunk] = {}
+    for instance, node, presence in store.uname:
+        signals = store.instance_signals.get(instance)
+        if not signals or not len(presence.idx):
+            continue
+        paired = np.isfinite(presence.val)
+        always = bool(paired.all())  # the usual case: the instance is the node's for the whole segment
+        lo, hi = int(presence.idx[0]), int(presence.idx[-1])
+        for name, chunks in signals.items():
+            for chunk in chunks:
+                # Answers of one segment share its grid: the presence row then masks the samples as
+                # they are; scatter() lines up anything else.
+                same = chunk.idx is presence.idx or np.array_equal(chunk.idx, presence.idx)
+                values = chunk.val if same else al.scatter([chunk], lo, hi)
+                parts[(node, name)].append(values if always else np.where(paired, values, np.nan))
+                grids[(node, name)] = presence
+    for (node, name), rows in parts.items():
+        how = "sum" if name.startswith(MODE_PREFIX) else cat.MERGE.get(name, "max")
+        value = rows[0] if len(rows) == 1 else _combine(rows, how)
+        store.node_signals[node][name].append(al.Chunk(grids[(node, name)].idx, value))
+    store.uname.clear()
+    store.instance_signals.clear()
+
+
+def _combine(rows: list[FloatArray], how: str) -> FloatArray:
+    """A node's instances at each step: their sum or max; NaN where none has a sample."""
+    stacked = np.vstack(rows)
+    empty = np.isnan(stacked).all(axis=0)
+    combined = np.nansum(stacked, axis=0) if how == "sum" else np.fmax.reduce(stacked, axis=0)
+    return np.asarray(np.where(empty, np.nan, combined), dtype=np.float64)
+
+
+# NVLink 5 (B200): 1.8 TB/s per GPU, both directions together; nothing exceeds it.
+NVLINK_MAX_BPS = 1.8e12
+# DEV traffic above which PROF fields reading exactly 0 for the whole window cannot be right.
+NVLINK_TRAFFIC_BPS = 1e9
+PROF_NVLINK = ("nvlink_tx_bps", "nvlink_rx_bps")
+
+
+def drop_implausible_nvlink(signals: MutableMapping[str, FloatArray]) -> list[str]:
+    """Blank implausible NVLink readings of one pod in place; returns notes for data quality.
+
+    Args:
+        signals: the pod's signals (``nvlink_total_bps``, ``nvlink_tx_bps``, ``nvlink_rx_bps``).
+
+    Returns:
+        One note per kind of implausible reading found (empty when all is plausible).
+    """
+    notes: list[str] = []
+    total = signals.get("nvlink_total_bps")
+    traffic = False
+    if total is not None:
+        finite = total[np.isfinite(total)]
+        traffic = bool(finite.size) and float(np.median(finite)) > NVLINK_TRAFFIC_BPS
+        too_high = np.isfinite(total) & (total > NVLINK_MAX_BPS)
+        if too_high.any():
+            # A unit mismatch scales every reading: the low ones are no more right than the high ones.
+            signals["nvlink_total_bps"] = np.full_like(total, np.nan)
+            notes.append(
+                "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL above any NVLink's capacity (unit mismatch?): treated as missing"
+            )
+    for name in PROF_NVLINK:
+        values = signals.get(name)
+        if values is None:
+            continue
+        finite = values[np.isfinite(values)]
+        too_high = np.isfinite(values) & (values > NVLINK_MAX_BPS)
+        if too_high.any():
+            signals[name] = np.full_like(values, np.nan)
+            notes.append(f"{name} above any NVLink's capacity: treated as missing")
+        elif traffic and finite.size and not finite.any():
+            del signals[name]
+            notes.append("NVLink PROF fields read 0 while the DEV counter shows traffic (firmware): treated as missing")
+    return list(dict.fromkeys(notes))

@@ -19,12 +19,12 @@ import math
 import time
 from collections.abc import Iterable, Sequence
 
-from bottleneck_operator.telemetry.client import PrometheusClient
-from bottleneck_operator.telemetry.discovery import lifetime_selectors
 from bottleneck_operator.telemetry.errors import InvalidWindow
-from bottleneck_operator.telemetry.names import validate_k8s_name
-from bottleneck_operator.telemetry.selectors import duration
-from bottleneck_operator.telemetry.store import to_float
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.fetch.store import to_float
+from bottleneck_operator.telemetry.plan.discovery import lifetime_selectors
+from bottleneck_operator.telemetry.plan.names import validate_k8s_name
+from bottleneck_operator.telemetry.plan.selectors import duration
 
 __all__ = ["DEFAULT_LOOKBACK", "MAX_INTERVALS", "coarse_step", "job_lifetime"]
 

@@ -1,0 +1,1 @@
+"""Plan: what to ask Prometheus (names, selectors, the grid, the catalog, discovery)."""
