@@ -1,7 +1,7 @@
 """The project's one HTTP library and the policy every client of it shares.
 
 Everything the project calls over HTTP goes through httpx (the fork ``httpx2`` that lightkube uses
-here): the Kubernetes client (through lightkube), the Prometheus client (:mod:`.telemetry.transport`)
+here): the Kubernetes client (through lightkube), the Prometheus client (:mod:`.telemetry.fetch.transport`)
 and the local runners of the simulators. They share what this module fixes:
 
 - one pooled client per target, never trusting the environment's ``.netrc`` or CA variables

@@ -39,7 +39,7 @@ class AnalyzerLike(Protocol):
     """What the operator needs of ``pipeline.Analyzer`` (one batched analysis of many Jobs).
 
     ``step`` is passed only for a batch read coarser than the base step (long windows, see
-    ``telemetry.resolution``).
+    ``telemetry.plan.grid``).
     """
 
     def analyze_jobs(
