@@ -38,7 +38,7 @@ def offline_register(name: str) -> Register:
     """The parser registration of the offline command `name`, from the offline package.
 
     Raises:
-        UsageError: the offline package is not installed here (the image, a wheel install).
+        UsageError: the offline package is not installed here (the operator's image).
     """
     try:
         module = importlib.import_module(f"{OFFLINE_PACKAGE}.commands")
@@ -47,8 +47,8 @@ def offline_register(name: str) -> Register:
             raise  # a dependency of the offline package is missing: a broken install, not a usage error
         raise UsageError(
             f"`{name}` is an offline command: it needs the {OFFLINE_PACKAGE} package, which this installation "
-            "(the image, a wheel) leaves out; run it from a checkout of the source, installed with "
-            "`make venv` (or `pip install -e '.[dev]'`)"
+            "leaves out (as the operator's image does); install the distribution from a checkout or a wheel with "
+            "`make venv` or `pip install 'bottleneck-operator[demo,train]'`"
         ) from None
     register: Register = module.COMMANDS[name]
     return register
