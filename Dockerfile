@@ -26,9 +26,11 @@ COPY requirements.lock ./
 RUN python -m pip --python /opt/venv/bin/python install --no-cache-dir --require-hashes --only-binary=:all: \
         --no-deps -r requirements.lock
 
-# The package itself, built with a hash-pinned build backend (and no fetched, unpinned one).
+# The runtime package itself, built with a hash-pinned build backend (and no fetched, unpinned one).
+# Only it: the offline package beside it (operator/bottleneck_operator_dev/: demo, simulators, local
+# Prometheus runners) stays out of the image.
 COPY pyproject.toml README.md ./
-COPY operator/ ./operator/
+COPY operator/bottleneck_operator/ ./operator/bottleneck_operator/
 RUN printf '%s\n' 'setuptools==84.2.1 --hash=sha256:ca140b45d5325a9478f880e351484f62fef15f336462e449ca0c03c873d589c2' \
         > /tmp/build.lock \
     && python -m pip install --no-cache-dir --require-hashes --only-binary=:all: -r /tmp/build.lock \

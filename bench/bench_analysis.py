@@ -45,7 +45,7 @@ def measure_throughput() -> None:
     from bottleneck_operator.analysis.classify import analyze_windows
     from bottleneck_operator.analysis.features.extract import extract_features
     from bottleneck_operator.analysis.model.classifier import load_model
-    from bottleneck_operator.commands.train import simulated_windows
+    from bottleneck_operator_dev.commands.train import simulated_windows
 
     target = 10_000  # features + prediction, windows/s on one core
     model = load_model()
@@ -108,7 +108,7 @@ def framebuffer_check() -> None:
 
     from bottleneck_operator.analysis.classify import analyze_windows
     from bottleneck_operator.analysis.model.classifier import load_model
-    from bottleneck_operator.commands.train import simulated_windows
+    from bottleneck_operator_dev.commands.train import simulated_windows
 
     model = load_model()
     _, windows = simulated_windows(5151, FB_JOBS, holdout=True)
@@ -138,7 +138,7 @@ def framebuffer_check() -> None:
 
 def main() -> None:
     from bottleneck_operator.analysis.evaluation.report import format_report
-    from bottleneck_operator.commands.evaluate import DEFAULT_JOBS, DEFAULT_ROUND, DEFAULT_SEED, run_evaluation
+    from bottleneck_operator_dev.commands.evaluate import DEFAULT_JOBS, DEFAULT_ROUND, DEFAULT_SEED, run_evaluation
 
     def say(msg: str) -> None:
         print(f"  {msg}", file=sys.stderr, flush=True)

@@ -1,6 +1,6 @@
 """The blind family: the figure the README leads with.
 
-Family C (``bottleneck_operator.blindfamily``) was written from TELEMETRY.md, the datasheets and the
+Family C (``bottleneck_operator_dev.blindfamily``) was written from TELEMETRY.md, the datasheets and the
 class definitions alone, without reading the analysis or the other families, and nothing is tuned
 against it. A model is trained on families A and B together (the shipped model's recipe, smaller),
 and every Job of C is analysed as a user would read it: the verdict's class, an Unknown counted as an
@@ -32,7 +32,7 @@ TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 
 
 def family_c(seed: int, n: int) -> tuple[list[Any], list[str]]:
     """Windows and labels of the blind family."""
-    from bottleneck_operator.blindfamily import generate_blind_family
+    from bottleneck_operator_dev.blindfamily import generate_blind_family
 
     jobs = generate_blind_family(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs]

@@ -35,7 +35,7 @@ RSS_TARGET_MB = 200.0
 
 def _sixteen_pod_job(start: float) -> list:  # type: ignore[type-arg]
     """Two 8-pod simulated runs, the second renamed into the first: one Job of 16 pods on 16 nodes."""
-    from bottleneck_operator.simulation import generate_jobs
+    from bottleneck_operator_dev.simulation import generate_jobs
 
     jobs = generate_jobs(7, 30, start=start, duration=DAYS * 86400, scrape_interval=SCRAPE, dcgm_fieldset="dev")
     first, second = [j for j in jobs if len(j.pods) == 8][:2]
@@ -91,8 +91,8 @@ def _analyze(
 
 
 def main() -> None:
-    from bottleneck_operator.simulation.localprom import LocalPrometheus
     from bottleneck_operator.telemetry.plan.grid import SERIES_POINTS, bounded_step
+    from bottleneck_operator_dev.simulation.localprom import LocalPrometheus
 
     with tempfile.TemporaryDirectory(prefix="bench-bounded-") as tmp:
         workdir = Path(tmp)

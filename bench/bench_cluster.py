@@ -14,8 +14,8 @@ import time
 import tracemalloc
 
 from bottleneck_operator.analysis.cluster import summarise
-from bottleneck_operator.simulation.cluster import PATTERNS, draw_cluster
-from bottleneck_operator.simulation.cluster_score import Scores, StragglerScore
+from bottleneck_operator_dev.simulation.cluster import PATTERNS, draw_cluster
+from bottleneck_operator_dev.simulation.cluster_score import Scores, StragglerScore
 
 SEED = 10_000  # the bench's draws: apart from development's (below 100) and the tests' (5,000 on)
 PER_PATTERN = 10

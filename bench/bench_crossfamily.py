@@ -1,7 +1,7 @@
 """Cross-family benchmark: train on one scenario family, evaluate on the other, both ways.
 
-Family A is the project's simulator (``bottleneck_operator.simulation``), family B the independently
-written ``bottleneck_operator.scenarios``. A model that learned physics rather than one simulator's
+Family A is the project's simulator (``bottleneck_operator_dev.simulation``), family B the independently
+written ``bottleneck_operator_dev.scenarios``. A model that learned physics rather than one simulator's
 habits scores well in both directions. The in-family figures are printed beside them for scale, and
 each family's model is also put to the real recordings (``tests/data/real-*``, ``gpu-*``, replayed
 through a Prometheus each by ``recordings.replay``): truth neither family generated.
@@ -45,7 +45,7 @@ class Direction:
 
 def family_a(seed: int, n: int) -> tuple[list[Any], list[str]]:
     """Windows and labels of the simulator's unambiguous jobs."""
-    from bottleneck_operator.simulation.jobs import generate_jobs
+    from bottleneck_operator_dev.simulation.jobs import generate_jobs
 
     jobs = [j for j in generate_jobs(seed, n, start=START) if not j.ambiguous]
     return [j.to_window(step=30.0) for j in jobs], [j.label.value for j in jobs]
@@ -53,7 +53,7 @@ def family_a(seed: int, n: int) -> tuple[list[Any], list[str]]:
 
 def family_b(seed: int, n: int) -> tuple[list[Any], list[str]]:
     """Windows and labels of the second scenario family."""
-    from bottleneck_operator.scenarios import generate_family
+    from bottleneck_operator_dev.scenarios import generate_family
 
     jobs = generate_family(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs]
@@ -141,7 +141,7 @@ def recorded(notes: list[str]) -> dict[str, tuple[Any, str]] | None:
     when they cannot be replayed here (no recordings, no Prometheus)."""
     from recordings.replay import recording_names, replay
 
-    from bottleneck_operator.simulation.localprom import LocalPrometheusError
+    from bottleneck_operator_dev.simulation.localprom import LocalPrometheusError
 
     names = recording_names()
     if not names:

@@ -83,8 +83,8 @@ def _analyze_wall(url: str, job: object, env: dict[str, str]) -> list[float]:
 
 
 def main() -> None:
-    from bottleneck_operator.simulation import generate_jobs, write_openmetrics
-    from bottleneck_operator.simulation.localprom import LocalPrometheus
+    from bottleneck_operator_dev.simulation import generate_jobs, write_openmetrics
+    from bottleneck_operator_dev.simulation.localprom import LocalPrometheus
 
     jobs = [j for j in generate_jobs(11, 8, start=_START) if not j.ambiguous]
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,6 +1,6 @@
 """Verdicts side by side per label layout: the same simulated Jobs stored as each real stack stores them.
 
-Every layout of :mod:`bottleneck_operator.simulation.layouts` is backfilled into a Prometheus of its
+Every layout of :mod:`bottleneck_operator_dev.simulation.layouts` is backfilled into a Prometheus of its
 own and analysed with default settings (``multi-cluster`` with ``selector_matchers=['cluster="a"']``,
 the one setting a Thanos/Mimir serving several clusters needs). Prints, per layout, the layout the
 operator detected, the agreement of its verdicts with the project layout's, and macro-F1 against the
@@ -17,9 +17,9 @@ from typing import Any
 from bottleneck_operator.analysis.evaluation.metrics import figures
 from bottleneck_operator.pipeline import Analyzer, JobRequest
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation import generate_jobs
-from bottleneck_operator.simulation.layouts import LAYOUTS, write_layout
-from bottleneck_operator.simulation.localprom import LocalPrometheus, binaries_available
+from bottleneck_operator_dev.simulation import generate_jobs
+from bottleneck_operator_dev.simulation.layouts import LAYOUTS, write_layout
+from bottleneck_operator_dev.simulation.localprom import LocalPrometheus, binaries_available
 
 SEED = 20261124
 JOBS = 24  # enough for every class; each layout is one backfill and one pass

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import kmock
 
-from bottleneck_operator.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
+from bottleneck_operator_dev.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
 
 ROUNDS = 3
 JOBS_N = 20

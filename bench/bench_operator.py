@@ -51,7 +51,7 @@ def _last_full_pass_batches(text: str) -> list[float]:
 
 
 def _write_history(jobs: list, path: Path) -> int:  # type: ignore[type-arg]
-    from bottleneck_operator.simulation.openmetrics import job_series, write_series
+    from bottleneck_operator_dev.simulation.openmetrics import job_series, write_series
 
     pairs = []
     seen: set[tuple[object, ...]] = set()
@@ -80,9 +80,9 @@ def _vm_hwm_mb(pid: int) -> float:
 
 def main() -> None:
     from bottleneck_operator.contract.verdict import CLASSES
-    from bottleneck_operator.demo.cluster import JOBS, REPORTS, LocalCluster, job_body
-    from bottleneck_operator.simulation import generate_jobs
-    from bottleneck_operator.simulation.localprom import LocalPrometheus, free_port
+    from bottleneck_operator_dev.demo.cluster import JOBS, REPORTS, LocalCluster, job_body
+    from bottleneck_operator_dev.simulation import generate_jobs
+    from bottleneck_operator_dev.simulation.localprom import LocalPrometheus, free_port
 
     with tempfile.TemporaryDirectory(prefix="bench-operator-") as tmp:
         workdir = Path(tmp)

@@ -56,8 +56,8 @@ def _template(prom_url: str, job: Any) -> dict[str, Any]:
 
 def _retained(cluster: Any, template: dict[str, Any], now: float) -> int:
     from bottleneck_operator.controller.reports_api import report_body
-    from bottleneck_operator.demo.cluster import REPORTS
     from bottleneck_operator.reports import rfc3339
+    from bottleneck_operator_dev.demo.cluster import REPORTS
 
     size = 0
     for i in range(N_RETAINED):
@@ -105,9 +105,9 @@ class _Probe:
 
 def main() -> None:
     from bottleneck_operator.contract.verdict import CLASSES
-    from bottleneck_operator.demo.cluster import JOBS, LocalCluster, job_body
-    from bottleneck_operator.simulation import generate_jobs
-    from bottleneck_operator.simulation.localprom import LocalPrometheus, free_port
+    from bottleneck_operator_dev.demo.cluster import JOBS, LocalCluster, job_body
+    from bottleneck_operator_dev.simulation import generate_jobs
+    from bottleneck_operator_dev.simulation.localprom import LocalPrometheus, free_port
 
     with tempfile.TemporaryDirectory(prefix="bench-retained-") as tmp:
         workdir = Path(tmp)

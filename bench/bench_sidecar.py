@@ -26,7 +26,7 @@ from prometheus_client import generate_latest
 
 from bottleneck_operator.sidecar.reader import Identity
 from bottleneck_operator.sidecar.service import CollectorOptions, build
-from bottleneck_operator.simulation.localprom import free_port
+from bottleneck_operator_dev.simulation.localprom import free_port
 
 POD_UID = "8f14e45f-ceea-467a-9575-6a8b1c2d3e4f"
 PERIOD = 5.0

@@ -10,7 +10,7 @@ import io
 import statistics
 import time
 
-from bottleneck_operator.simulation import generate_jobs, write_openmetrics
+from bottleneck_operator_dev.simulation import generate_jobs, write_openmetrics
 
 START = 1_700_000_000.0
 RUNS = 3

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation.localprom import LocalPrometheus, backfill
 from bottleneck_operator.telemetry import PrometheusClient, WindowRequest, fetch_windows
+from bottleneck_operator_dev.simulation.localprom import LocalPrometheus, backfill
 
 ROOT = Path(__file__).resolve().parent.parent
 JOBS = 1000

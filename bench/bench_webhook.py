@@ -30,11 +30,11 @@ import kmock
 import requests
 
 from bottleneck_operator.controller.workloads import VERSIONS
-from bottleneck_operator.demo.cluster import LocalCluster
 from bottleneck_operator.kube import Credentials, KubeClient, NotFound, Resource
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook.owners import OwnerCache
 from bottleneck_operator.webhook.server import serve_admission
+from bottleneck_operator_dev.demo.cluster import LocalCluster
 
 N = 1000
 WARMUP = 50

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bottleneck_operator.simulation.localprom import LocalPrometheus, NodeExporter, hostname
+from bottleneck_operator_dev.simulation.localprom import LocalPrometheus, NodeExporter, hostname
 from recordings.cgroups import Cgroup, Counters, Limits, block_device_of
 from recordings.exporter import PodExporter, PodIdentity
 from recordings.virtual_gpu import VirtualGpu, read_progress

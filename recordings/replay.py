@@ -99,7 +99,7 @@ def replay(names: Sequence[str], *, phase: float = 0.0, data: Path = DATA) -> di
     """
     from bottleneck_operator.pipeline import Analyzer, JobRequest
     from bottleneck_operator.settings import Settings
-    from bottleneck_operator.simulation.localprom import LocalPrometheus
+    from bottleneck_operator_dev.simulation.localprom import LocalPrometheus
 
     out: dict[str, tuple[Shifted, JobResult]] = {}
     with tempfile.TemporaryDirectory(prefix="recordings-") as root:

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from bottleneck_operator.simulation.localprom import (
+from bottleneck_operator_dev.simulation.localprom import (
     LocalPrometheus,
     NodeExporter,
     binaries_available,
@@ -104,7 +104,7 @@ class SimDataset:
 def sim_jobs() -> list[Any]:
     """Ten seeded jobs covering every verdict class (Unknown excepted), 15 minutes each."""
     from bottleneck_operator.contract.verdict import CLASSES
-    from bottleneck_operator.simulation import generate_jobs
+    from bottleneck_operator_dev.simulation import generate_jobs
 
     jobs: list[Any] = generate_jobs(
         SIM_SEED, 2 * len(CLASSES), start=SIM_START, duration=SIM_DURATION, classes=list(CLASSES)
@@ -117,7 +117,7 @@ def sim_dataset(
     sim_jobs: list[Any], start_prometheus: StartPrometheus, tmp_path_factory: pytest.TempPathFactory
 ) -> SimDataset:
     """The ``sim_jobs`` written as OpenMetrics, backfilled, served by a real Prometheus."""
-    from bottleneck_operator.simulation import write_openmetrics
+    from bottleneck_operator_dev.simulation import write_openmetrics
 
     path = tmp_path_factory.mktemp("simdata") / "sim.om"
     with path.open("w") as out:

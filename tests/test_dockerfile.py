@@ -22,10 +22,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
-# What the image is built from: the package (with its model), its metadata and the locked dependencies.
-ALLOWED_SOURCES = {"requirements.lock", "pyproject.toml", "README.md", "operator/"}
+# What the image is built from: the runtime package (with its model), its metadata and the locked
+# dependencies; never the offline package beside it.
+ALLOWED_SOURCES = {"requirements.lock", "pyproject.toml", "README.md", "operator/bottleneck_operator/"}
+OFFLINE_PACKAGE = "bottleneck_operator_dev"
 SECRET_WORDS = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AWS_|GITHUB_)", re.I)
 NON_ROOT_UID = 65532
+RUNTIME = "operator/bottleneck_operator/"
+DEV = f"operator/{OFFLINE_PACKAGE}/"
 
 
 @dataclass(frozen=True)
@@ -96,7 +100,9 @@ def problems(text: str) -> list[str]:
         if ins.keyword == "COPY" and not any(a.startswith("--from=") for a in ins.args.split()):
             sources = [a for a in ins.args.split() if not a.startswith("--")][:-1]
             for source in sources:
-                if source not in ALLOWED_SOURCES:
+                if OFFLINE_PACKAGE in source or source.rstrip("/") in {"operator", ".", "*"}:
+                    found.append(f"line {ins.line}: COPY of {source!r} brings the offline package {OFFLINE_PACKAGE}")
+                elif source not in ALLOWED_SOURCES:
                     found.append(f"line {ins.line}: COPY of {source!r}, not needed in the image")
         if ins.keyword == "RUN" and re.search(r"\bpip\b.*\binstall\b", ins.args):
             for command in re.split(r"&&|;", ins.args):
@@ -136,8 +142,13 @@ def test_dockerfile_follows_the_rules(dockerfile: str) -> None:
         (lambda t: t.replace("USER 65532:65532", "USER root"), "not a numeric non-root user"),
         (lambda t: t.replace("USER 65532:65532", "USER 0"), "not a numeric non-root user"),
         (lambda t: t.replace("USER 65532:65532\n", ""), "sets no USER"),
-        (lambda t: t.replace("COPY operator/ ./operator/", "COPY . ."), "COPY of '.'"),
-        (lambda t: t.replace("COPY operator/ ./operator/", "ADD operator/ ./operator/"), "ADD"),
+        (lambda t: t.replace(f"COPY {RUNTIME} ./{RUNTIME}", "COPY . ."), "COPY of '.'"),
+        (lambda t: t.replace(f"COPY {RUNTIME} ./{RUNTIME}", f"ADD {RUNTIME} ./{RUNTIME}"), "ADD"),
+        (lambda t: t.replace(f"COPY {RUNTIME} ./{RUNTIME}", "COPY operator/ ./operator/"), OFFLINE_PACKAGE),
+        (
+            lambda t: t.replace(f"COPY {RUNTIME} ./{RUNTIME}", f"COPY {RUNTIME} ./{RUNTIME}\nCOPY {DEV} ./{DEV}"),
+            OFFLINE_PACKAGE,
+        ),
         (lambda t: t.replace("WORKDIR /src", "WORKDIR /src\nARG GITHUB_TOKEN"), "looks like a secret"),
         (lambda t: t.replace("--require-hashes --only-binary=:all: \\\n        --no-deps -r", "-r"), "require-hashes"),
         (lambda t: t.replace("RUN python -m venv", "RUN pip install requests && python -m venv"), "neither locked"),
@@ -200,6 +211,22 @@ def test_context_holds_only_what_is_copied() -> None:
     assert allowed == ALLOWED_SOURCES
     for source in ALLOWED_SOURCES:
         assert (ROOT / source).exists(), source
+
+
+def test_the_image_copies_the_runtime_package_alone(dockerfile: str) -> None:
+    # The wheel is built from what was copied: the offline package must not be in the build context.
+    copied = {
+        source
+        for ins in parse(dockerfile)
+        if ins.keyword == "COPY" and not any(a.startswith("--from=") for a in ins.args.split())
+        for source in [a for a in ins.args.split() if not a.startswith("--")][:-1]
+    }
+    assert RUNTIME in copied
+    assert not any(OFFLINE_PACKAGE in source or source.rstrip("/") == "operator" for source in copied)
+    assert (ROOT / DEV / "__init__.py").exists(), "the offline package moved: update the check"
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    # Each package is named on its own, so a build from the runtime directory alone finds only the runtime.
+    assert "bottleneck_operator" in include and "bottleneck_operator*" not in include
 
 
 def test_model_ships_inside_the_package() -> None:

@@ -12,11 +12,16 @@ import sys
 from collections.abc import Sequence
 
 from bottleneck_operator import __version__
-from bottleneck_operator.commands import COMMANDS
+from bottleneck_operator.commands import COMMANDS, OFFLINE_COMMANDS, offline_placeholder, offline_register
 from bottleneck_operator.errors import EXIT_INTERNAL, EXIT_USAGE, BottleneckError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; the offline `command`, when named, with its real arguments (the others listed only).
+
+    Raises:
+        UsageError: `command` is an offline one and the offline package is not installed.
+    """
     parser = argparse.ArgumentParser(
         prog="bottleneck-operator",
         description="Tells what limits a Kubernetes training Job: IO, CPU, Interconnect, GPU or Memory.",
@@ -26,12 +31,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for register in COMMANDS:
         register(sub)
+    for name in OFFLINE_COMMANDS:
+        if name == command:
+            offline_register(name)(sub)
+        else:
+            offline_placeholder(sub, name)
     return parser
 
 
+def _command(argv: Sequence[str]) -> str | None:
+    # No option before the command takes a value, so the first word that is not one names it.
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = _command(words)
+    try:
+        parser = build_parser(command)
+    except BottleneckError as exc:
+        print(f"bottleneck-operator {command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    args = parser.parse_args(words)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -13,9 +13,9 @@ from bottleneck_operator.analysis.features.derived import derived_columns, deriv
 from bottleneck_operator.analysis.features.extract import QUANTILES, extract_features
 from bottleneck_operator.analysis.features.gather import gather
 from bottleneck_operator.analysis.features.series_names import SERIES
-from bottleneck_operator.commands.train import simulated_windows
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import JobWindow, PodWindow, SignalBlock
+from bottleneck_operator_dev.commands.train import simulated_windows
 
 
 @pytest.fixture(scope="module")

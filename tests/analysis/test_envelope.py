@@ -11,9 +11,9 @@ from bottleneck_operator.analysis.classify import analyze_window, analyze_window
 from bottleneck_operator.analysis.features.extract import FEATURE_NAMES
 from bottleneck_operator.analysis.model.classifier import BottleneckModel, load_model, save_model
 from bottleneck_operator.analysis.model.envelope import MIN_SIGNALS, fit_envelope, signal_of
-from bottleneck_operator.commands.train import simulated_windows
 from bottleneck_operator.contract.verdict import Abstention, Bottleneck
 from bottleneck_operator.contract.window import JobWindow
+from bottleneck_operator_dev.commands.train import simulated_windows
 
 
 def _training(rows: int = 5000, width: int = 6, seed: int = 0) -> np.ndarray:

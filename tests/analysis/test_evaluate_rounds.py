@@ -7,8 +7,8 @@ from typing import Any
 
 from bottleneck_operator.analysis.evaluation.report import format_report
 from bottleneck_operator.analysis.evaluation.scoring import round_seeds, score
-from bottleneck_operator.commands.train import DEFAULT_SEED as TRAIN_SEED
 from bottleneck_operator.contract.verdict import Abstention, Bottleneck, Verdict
+from bottleneck_operator_dev.commands.train import DEFAULT_SEED as TRAIN_SEED
 
 from .synth import make_window
 
@@ -68,9 +68,9 @@ def test_score_aggregates_rounds_and_lists_the_errors() -> None:
 def test_sidecar_ablation_strips_only_the_collector_signals_and_scores_both() -> None:
     from bottleneck_operator.analysis.evaluation.report import format_report
     from bottleneck_operator.analysis.evaluation.scoring import sidecar_gain
-    from bottleneck_operator.commands.evaluate import _without_sidecar
     from bottleneck_operator.contract.signals import Family, signals_of
     from bottleneck_operator.settings import Settings
+    from bottleneck_operator_dev.commands.evaluate import _without_sidecar
 
     seen: list[Any] = []
 

@@ -17,7 +17,7 @@ from bottleneck_operator.analysis.features.extract import FEATURE_NAMES
 from bottleneck_operator.analysis.model.classifier import BottleneckModel, load_model
 from bottleneck_operator.contract.verdict import Verdict
 from bottleneck_operator.contract.window import JobWindow
-from bottleneck_operator.simulation import generate_jobs
+from bottleneck_operator_dev.simulation import generate_jobs
 
 START = 1_700_000_000.0
 

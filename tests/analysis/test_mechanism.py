@@ -15,7 +15,7 @@ from bottleneck_operator.analysis.explain.mechanism import decide_mechanism
 from bottleneck_operator.analysis.features.extract import FEATURE_INDEX, N_FEATURES, extract_features
 from bottleneck_operator.analysis.model.classifier import load_model
 from bottleneck_operator.contract.verdict import MECHANISMS, Bottleneck, Mechanism
-from bottleneck_operator.simulation import SimulatedJob, generate_jobs
+from bottleneck_operator_dev.simulation import SimulatedJob, generate_jobs
 
 B, M = Bottleneck, Mechanism
 START = 1767225600.0  # fixed: the simulator's output does not depend on the calendar

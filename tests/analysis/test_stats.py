@@ -21,8 +21,8 @@ from bottleneck_operator.analysis.features.extract import (
 from bottleneck_operator.analysis.features.gather import gather
 from bottleneck_operator.analysis.features.series_names import DEAD_BAND, SERIES_INDEX
 from bottleneck_operator.analysis.model.classifier import load_model
-from bottleneck_operator.commands.train import simulated_windows
 from bottleneck_operator.contract.window import FloatArray, JobWindow
+from bottleneck_operator_dev.commands.train import simulated_windows
 
 
 def _series(seed: int, shape: tuple[int, ...], missing: float) -> FloatArray:

@@ -44,7 +44,7 @@ def test_trailing_mean_is_a_rate_window() -> None:
 
 
 def test_small_model_on_simulated_jobs_beats_chance_on_held_out_jobs() -> None:
-    from bottleneck_operator.simulation import generate_jobs
+    from bottleneck_operator_dev.simulation import generate_jobs
 
     start = 1_767_225_600.0
     train = [j for j in generate_jobs(11, 100, start=start) if not j.ambiguous]
@@ -94,7 +94,7 @@ def test_the_temperature_is_fitted_across_worlds_when_there_are_several() -> Non
     """A world whose labels the other contradicts makes a model fitted on one confidently wrong on the
     other: fitted across worlds, the temperature flattens the probabilities far more than one fitted
     on held-out jobs of the same worlds, which hides that disagreement."""
-    from bottleneck_operator.simulation import generate_jobs
+    from bottleneck_operator_dev.simulation import generate_jobs
 
     start = 1_767_225_600.0
     jobs = [j for j in generate_jobs(21, 80, start=start) if not j.ambiguous]

@@ -13,11 +13,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from bottleneck_operator.blindfamily import BlindJob, generate_blind_family
-from bottleneck_operator.blindfamily.stages import Stages, label_of, speedups
 from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import families_and_coverage
+from bottleneck_operator_dev.blindfamily import BlindJob, generate_blind_family
+from bottleneck_operator_dev.blindfamily.stages import Stages, label_of, speedups
 
 START = 1767225600.0
 MODELS = {

@@ -176,7 +176,7 @@ def test_offline_renders_make_a_new_pair_each_time(chart: Any) -> None:
 
 def test_upgrade_keeps_the_recorded_expiry(chart: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # Helm's `lookup` against a real (emulated) API server, as in test_chart_webhook.
-    from bottleneck_operator.demo import cluster as emulated
+    from bottleneck_operator_dev.demo import cluster as emulated
 
     monkeypatch.setitem(emulated._RESOURCES, "v1/secrets", {"kind": "Secret", "singular": "secret", "namespaced": True})
     values = {**NO_POD_MONITOR, "prometheusRule": {"enabled": True}}

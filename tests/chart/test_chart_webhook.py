@@ -224,7 +224,7 @@ def test_upgrade_reuses_the_certificate_in_the_cluster(
     # Helm's `lookup` against a real (emulated) API server: the Secret of the first install is reused.
     import helm_python as helm
 
-    from bottleneck_operator.demo import cluster as emulated
+    from bottleneck_operator_dev.demo import cluster as emulated
 
     monkeypatch.setitem(emulated._RESOURCES, "v1/secrets", {"kind": "Secret", "singular": "secret", "namespaced": True})
     installed = one(rendered["default"], "Secret", "bn-bottleneck-operator-webhook-tls")

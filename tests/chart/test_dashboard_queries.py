@@ -19,10 +19,10 @@ import pytest
 
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation import generate_jobs
-from bottleneck_operator.simulation.layouts import layout_series
-from bottleneck_operator.simulation.openmetrics import format_labels, format_timestamps, write_series
 from bottleneck_operator.telemetry import PrometheusClient
+from bottleneck_operator_dev.simulation import generate_jobs
+from bottleneck_operator_dev.simulation.layouts import layout_series
+from bottleneck_operator_dev.simulation.openmetrics import format_labels, format_timestamps, write_series
 
 from ._helpers import ROOT
 

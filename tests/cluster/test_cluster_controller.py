@@ -18,10 +18,10 @@ from bottleneck_operator.contract.window import JobWindow, PodWindow, SignalBloc
 from bottleneck_operator.controller import summary
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
-from bottleneck_operator.demo.cluster import SUMMARIES, LocalCluster
 from bottleneck_operator.reports import DataQualityStatus, HeadroomRange, RecommendationItem, ReportStatus
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation.cluster import draw_cluster
+from bottleneck_operator_dev.demo.cluster import SUMMARIES, LocalCluster
+from bottleneck_operator_dev.simulation.cluster import draw_cluster
 
 T0 = 1.8e9
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from bottleneck_operator.analysis.cluster import summarise
 from bottleneck_operator.html import render_summary_html, write_summary_html
 from bottleneck_operator.reports.summary import status_from_summary
-from bottleneck_operator.simulation.cluster import draw_cluster
+from bottleneck_operator_dev.simulation.cluster import draw_cluster
 
 
 def test_the_page_has_every_section_of_a_full_summary(tmp_path: Path) -> None:

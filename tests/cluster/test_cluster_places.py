@@ -24,10 +24,10 @@ from bottleneck_operator.contract.window import JobWindow, PodWindow, SignalBloc
 from bottleneck_operator.controller import jobs, places, summary
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
-from bottleneck_operator.demo.cluster import CLAIMS, NODES, SUMMARIES, LocalCluster, job_body
 from bottleneck_operator.pipeline import JobRequest, JobResult
 from bottleneck_operator.reports import DataQualityStatus, ReportStatus
 from bottleneck_operator.settings import Settings
+from bottleneck_operator_dev.demo.cluster import CLAIMS, NODES, SUMMARIES, LocalCluster, job_body
 
 T0 = 1.8e9
 NS = "ml"

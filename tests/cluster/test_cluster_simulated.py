@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from bottleneck_operator.analysis.cluster import summarise
-from bottleneck_operator.simulation.cluster import PATTERNS, draw_cluster
-from bottleneck_operator.simulation.cluster_score import StragglerScore, findings, is_right
+from bottleneck_operator_dev.simulation.cluster import PATTERNS, draw_cluster
+from bottleneck_operator_dev.simulation.cluster_score import StragglerScore, findings, is_right
 
 SEED = 5000
 

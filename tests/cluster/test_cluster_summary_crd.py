@@ -12,7 +12,7 @@ import yaml
 from bottleneck_operator.analysis.cluster import summarise
 from bottleneck_operator.reports.summary import status_from_summary
 from bottleneck_operator.reports.summary_crd import FILE_NAME, render
-from bottleneck_operator.simulation.cluster import draw_cluster
+from bottleneck_operator_dev.simulation.cluster import draw_cluster
 
 ROOT = Path(__file__).parents[2]
 

@@ -186,8 +186,8 @@ def test_data_problem_prints_a_table_by_default(sim_dataset: Any, capsys: pytest
 def test_from_report_prints_the_stored_verdict(
     sim_dataset: Any, capsys: pytest.CaptureFixture[str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
     from bottleneck_operator.plugin.main import main as plugin_main
+    from bottleneck_operator_dev.demo.cluster import REPORTS, LocalCluster
 
     job = _clear_jobs(sim_dataset)[0]
     code, out, err = _run(

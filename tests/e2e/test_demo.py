@@ -21,7 +21,7 @@ def _table(lines: list[str]) -> tuple[int, list[list[str]]]:
 
 
 def test_demo_tells_the_story(tmp_path: Path) -> None:
-    from bottleneck_operator.simulation.localprom import binaries_available
+    from bottleneck_operator_dev.simulation.localprom import binaries_available
 
     if not binaries_available():
         pytest.skip("Debian's prometheus/promtool are not installed (make test installs them)")

@@ -12,13 +12,13 @@ import numpy as np
 from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, extract_features
 from bottleneck_operator.analysis.model.classifier import load_model
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
-from bottleneck_operator.demo.progress import Progress
-from bottleneck_operator.demo.report import format_report, next_steps, timeline_lines
-from bottleneck_operator.demo.story import DemoJob, changing_job, class_jobs, observable
-from bottleneck_operator.demo.watch import story_told
 from bottleneck_operator.reports import ReportStatus
-from bottleneck_operator.simulation import generate_jobs
-from bottleneck_operator.simulation.live import LiveExporters
+from bottleneck_operator_dev.demo.progress import Progress
+from bottleneck_operator_dev.demo.report import format_report, next_steps, timeline_lines
+from bottleneck_operator_dev.demo.story import DemoJob, changing_job, class_jobs, observable
+from bottleneck_operator_dev.demo.watch import story_told
+from bottleneck_operator_dev.simulation import generate_jobs
+from bottleneck_operator_dev.simulation.live import LiveExporters
 
 GR = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bottleneck_operator.demo.table import format_details, format_table
+from bottleneck_operator_dev.demo.table import format_details, format_table
 
 
 def _report(ns: str, name: str, bottleneck: str, **status: Any) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from bottleneck_operator.demo.cluster import JOBS, REPORTS, LocalCluster, job_body
-from bottleneck_operator.simulation.localprom import free_port
+from bottleneck_operator_dev.demo.cluster import JOBS, REPORTS, LocalCluster, job_body
+from bottleneck_operator_dev.simulation.localprom import free_port
 
 
 def _get(url: str) -> tuple[int, str]:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from bottleneck_operator.analysis.model.classifier import MODEL_DIR, MODEL_FILE
-from bottleneck_operator.demo.cluster import LocalCluster
 from bottleneck_operator.errors import EXIT_USAGE
+from bottleneck_operator_dev.demo.cluster import LocalCluster
 
 
 @pytest.fixture()

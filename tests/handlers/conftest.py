@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bottleneck_operator.demo.cluster import LocalCluster
+from bottleneck_operator_dev.demo.cluster import LocalCluster
 
 
 @pytest.fixture()

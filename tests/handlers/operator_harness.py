@@ -15,9 +15,9 @@ import kopf
 import pytest
 from kopf.testing import KopfRunner
 
-from bottleneck_operator.demo.cluster import EVENTS, REPORTS, LocalCluster
 from bottleneck_operator.handlers import register_handlers
 from bottleneck_operator.settings import Settings
+from bottleneck_operator_dev.demo.cluster import EVENTS, REPORTS, LocalCluster
 
 
 def fast_settings(prometheus_url: str, **overrides: Any) -> Settings:

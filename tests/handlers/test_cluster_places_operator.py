@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from operator_harness import fast_settings, run_operator, wait_for
 
-from bottleneck_operator.demo.cluster import CLAIMS, JOBS, NODES, SUMMARIES, LocalCluster, job_body
+from bottleneck_operator_dev.demo.cluster import CLAIMS, JOBS, NODES, SUMMARIES, LocalCluster, job_body
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 

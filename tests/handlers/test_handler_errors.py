@@ -14,9 +14,9 @@ import pytest
 from operator_harness import fast_settings, reports, run_operator, wait_for
 from test_mechanics import EchoAnalyzer
 
-from bottleneck_operator.demo.cluster import JOBS, LocalCluster, job_body
 from bottleneck_operator.handlers import operator as handlers
 from bottleneck_operator.telemetry.errors import PrometheusUnavailable
+from bottleneck_operator_dev.demo.cluster import JOBS, LocalCluster, job_body
 
 NOW = time.time()
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 import bottleneck_operator.kube as kube
-from bottleneck_operator.demo.cluster import LocalCluster
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.kube import Credentials, CredentialsError, KubeClient, NotFound, Resource
 from bottleneck_operator.kube.errors import ApiRejected, ApiUnavailable, Conflict, KubeError, Unauthorized, for_status
+from bottleneck_operator_dev.demo.cluster import LocalCluster
 
 FOREIGN = ("lightkube", "httpx")
 REPORTS = Resource("bottleneck.dev", "v1alpha1", "BottleneckReport", "bottleneckreports")

@@ -26,9 +26,9 @@ from kopf.testing import KopfRunner
 from operator_harness import events_for, fast_settings, reports, wait_for
 from test_mechanics import EchoAnalyzer
 
-from bottleneck_operator.demo.cluster import JOBS, LocalCluster, job_body
 from bottleneck_operator.handlers import register_handlers
 from bottleneck_operator.settings import Settings
+from bottleneck_operator_dev.demo.cluster import JOBS, LocalCluster, job_body
 
 LEASE_NS = "bottleneck-system"
 # Short durations: a dead leader's Lease is taken 3 s after its last renewal.

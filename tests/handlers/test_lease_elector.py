@@ -15,8 +15,8 @@ from test_leader import holder, serve_leases
 
 from bottleneck_operator.controller.access import CLIENT
 from bottleneck_operator.controller.leader import LeaderElector, LeaseTiming
-from bottleneck_operator.demo.cluster import LocalCluster
 from bottleneck_operator.kube import ApiRejected, Credentials, KubeClient, Resource
+from bottleneck_operator_dev.demo.cluster import LocalCluster
 
 TIMING = LeaseTiming(lease_duration=3.0, renew_deadline=2.0, retry_period=0.2)
 

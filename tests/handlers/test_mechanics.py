@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from operator_harness import events_for, fast_settings, reports, run_operator, wait_for
 
-from bottleneck_operator.demo.cluster import JOBS, REPORTS, LocalCluster, job_body, job_status
 from bottleneck_operator.reports import AnalysisWindow, ReportStatus, rfc3339
+from bottleneck_operator_dev.demo.cluster import JOBS, REPORTS, LocalCluster, job_body, job_status
 
 
 @dataclass

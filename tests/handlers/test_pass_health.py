@@ -18,10 +18,10 @@ from operator_harness import fast_settings, wait_for
 
 from bottleneck_operator.controller import health
 from bottleneck_operator.controller.health import PassHealth
-from bottleneck_operator.demo.cluster import JOBS, LocalCluster, job_body
 from bottleneck_operator.handlers import register_handlers
 from bottleneck_operator.reports import ReportStatus
-from bottleneck_operator.simulation.localprom import free_port
+from bottleneck_operator_dev.demo.cluster import JOBS, LocalCluster, job_body
+from bottleneck_operator_dev.simulation.localprom import free_port
 
 
 @dataclass

@@ -17,10 +17,10 @@ from operator_harness import fast_settings, reports, run_operator, wait_for
 from test_upgrade_gap import _Analyzer
 
 from bottleneck_operator.controller.jobs import no_host_cgroup_note
-from bottleneck_operator.demo.cluster import JOBS, LocalCluster, job_body
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook import handlers
 from bottleneck_operator.webhook.server import review
+from bottleneck_operator_dev.demo.cluster import JOBS, LocalCluster, job_body
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "webhook"))
 from _webhook_support import admission_review, apply, patch_of

@@ -12,7 +12,6 @@ import time
 import pytest
 
 from bottleneck_operator.controller.reports_api import report_body
-from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
 from bottleneck_operator.reports import (
     AnalysisWindow,
     DataQualityStatus,
@@ -23,6 +22,7 @@ from bottleneck_operator.reports import (
     read_report,
     rfc3339,
 )
+from bottleneck_operator_dev.demo.cluster import REPORTS, LocalCluster
 
 
 def _analysed(now: float) -> ReportStatus:

@@ -10,9 +10,9 @@ import httpx2
 import pytest
 
 from bottleneck_operator.controller.reports_api import ReportsApi, report_body
-from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.kube.errors import ApiUnavailable, Conflict, KubeError
+from bottleneck_operator_dev.demo.cluster import REPORTS, LocalCluster
 
 
 class _Info:

@@ -19,7 +19,7 @@ import pytest
 from operator_harness import fast_settings, reports, run_operator, wait_for
 from test_verdicts import ReplayClock
 
-from bottleneck_operator.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
+from bottleneck_operator_dev.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
 from prom_proxy import PromProxy, _Handler
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]

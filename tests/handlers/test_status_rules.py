@@ -13,8 +13,8 @@ from bottleneck_operator.controller.status import (
     set_condition,
     unavailable_status,
 )
-from bottleneck_operator.demo.cluster import job_status
 from bottleneck_operator.reports import AnalysisWindow, DataQualityStatus, ReportStatus, TimelineEntry, rfc3339
+from bottleneck_operator_dev.demo.cluster import job_status
 
 T = 1_767_225_600.0
 

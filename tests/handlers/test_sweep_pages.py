@@ -15,10 +15,10 @@ import pytest
 from bottleneck_operator.controller import retention
 from bottleneck_operator.controller.reports_api import ReportsApi, report_body
 from bottleneck_operator.controller.state import OperatorState
-from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
 from bottleneck_operator.kube.errors import KubeError
 from bottleneck_operator.reports import rfc3339
 from bottleneck_operator.settings import Settings
+from bottleneck_operator_dev.demo.cluster import REPORTS, LocalCluster
 
 NOW = time.time()
 HOUR = 3600.0

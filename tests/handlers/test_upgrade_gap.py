@@ -15,8 +15,8 @@ import pytest
 from operator_harness import fast_settings, reports, run_operator, wait_for
 
 from bottleneck_operator.controller.jobs import NO_COLLECTOR, missed_by_webhook
-from bottleneck_operator.demo.cluster import JOBS, LocalCluster, job_body
 from bottleneck_operator.reports import AnalysisWindow, DataQualityStatus, ReportStatus, rfc3339
+from bottleneck_operator_dev.demo.cluster import JOBS, LocalCluster, job_body
 
 NOW = time.time()
 

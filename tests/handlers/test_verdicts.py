@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from operator_harness import events_for, fast_settings, reports, run_operator, wait_for
 
-from bottleneck_operator.demo.cluster import JOBS, REPORTS, LocalCluster, job_body, job_status
 from bottleneck_operator.reports import rfc3339
+from bottleneck_operator_dev.demo.cluster import JOBS, REPORTS, LocalCluster, job_body, job_status
 from prom_proxy import PromProxy
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]

@@ -30,9 +30,9 @@ from workload_support import (
 
 from bottleneck_operator.controller.reports_api import ReportsApi
 from bottleneck_operator.controller.workloads import BY_KIND, PYTORCHJOB, replica_type
-from bottleneck_operator.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
 from bottleneck_operator.reports import AnalysisWindow, PodBreakdown, ReportStatus, rfc3339
 from bottleneck_operator.webhook.handlers import current_context
+from bottleneck_operator_dev.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
 
 NOW = float(int(time.time()))  # whole seconds, as the API writes times
 START = NOW - 600

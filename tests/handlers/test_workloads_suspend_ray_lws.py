@@ -17,9 +17,9 @@ from operator_harness import fast_settings, reports, run_operator, wait_for
 from workload_support import condition, create, install_crd, path, set_status, ts, validate_status
 
 from bottleneck_operator.controller.workloads import BY_KIND, job_phase, replica_type, suspended
-from bottleneck_operator.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
 from bottleneck_operator.reports import AnalysisWindow, ReportStatus, rfc3339
 from bottleneck_operator.webhook.workloads import candidates
+from bottleneck_operator_dev.demo.cluster import EVENTS, JOBS, LocalCluster, job_body
 
 NOW = float(int(time.time()))
 START = NOW - 600

@@ -17,7 +17,7 @@ import kmock
 import requests
 import yaml
 
-from bottleneck_operator.demo.cluster import LocalCluster
+from bottleneck_operator_dev.demo.cluster import LocalCluster
 
 CRDS = Path(__file__).parent.parent / "data" / "crds"
 # Kind (or "kind/version" for an older version) -> its CRD. MPIJob: the MPI Operator's v2beta1; "MPIJob/v1" is

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bottleneck_operator.demo.cluster import REPORTS, LocalCluster
 from bottleneck_operator.reports import (
     AnalysisWindow,
     CapacityItem,
@@ -18,6 +17,7 @@ from bottleneck_operator.reports import (
     ReportStatus,
     TimelineEntry,
 )
+from bottleneck_operator_dev.demo.cluster import REPORTS, LocalCluster
 
 Run = Callable[..., tuple[int, str, str]]
 

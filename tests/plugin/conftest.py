@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from _plugin_support import Reports, Run
 
-from bottleneck_operator.demo.cluster import LocalCluster
 from bottleneck_operator.plugin.main import main
+from bottleneck_operator_dev.demo.cluster import LocalCluster
 
 
 @pytest.fixture()

@@ -9,9 +9,9 @@ import time
 import pytest
 from _plugin_support import Reports, Run, io_status, unknown_status
 
-from bottleneck_operator.demo.cluster import REPORTS
 from bottleneck_operator.kube.selectors import Requirement, SelectorError, matches, parse_selector
 from bottleneck_operator.plugin.listing import field_path
+from bottleneck_operator_dev.demo.cluster import REPORTS
 
 
 def _names(out: str) -> list[str]:

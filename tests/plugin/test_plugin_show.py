@@ -66,7 +66,7 @@ def test_api_down_is_a_clear_error(tmp_path: Path, run: Run, monkeypatch: pytest
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed when the block ends: connections are refused
-    from bottleneck_operator.demo.cluster import kubeconfig_text
+    from bottleneck_operator_dev.demo.cluster import kubeconfig_text
 
     path = tmp_path / "kubeconfig"
     path.write_text(kubeconfig_text(f"http://127.0.0.1:{port}"))
@@ -157,7 +157,7 @@ def test_show_html_writes_the_page(reports: Reports, run: Run, tmp_path: Path) -
 def test_the_real_executable_prints_one_line_not_a_traceback(tmp_path: Path) -> None:
     import subprocess
 
-    from bottleneck_operator.demo.cluster import kubeconfig_text
+    from bottleneck_operator_dev.demo.cluster import kubeconfig_text
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

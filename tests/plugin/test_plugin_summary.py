@@ -9,9 +9,9 @@ import yaml
 from _plugin_support import Reports, Run
 
 from bottleneck_operator.analysis.cluster import summarise
-from bottleneck_operator.demo.cluster import SUMMARIES
 from bottleneck_operator.reports.summary import status_from_summary
-from bottleneck_operator.simulation.cluster import draw_cluster
+from bottleneck_operator_dev.demo.cluster import SUMMARIES
+from bottleneck_operator_dev.simulation.cluster import draw_cluster
 
 
 def _add_summary(reports: Reports, pattern: str = "bad-gpu") -> dict[str, object]:

@@ -10,8 +10,8 @@ import pytest
 from bottleneck_operator.analysis.features.hardware import spec_for
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
-from bottleneck_operator.scenarios import MECHANISMS, ScenarioJob, generate_family
-from bottleneck_operator.scenarios.stages import StageTimes, truth
+from bottleneck_operator_dev.scenarios import MECHANISMS, ScenarioJob, generate_family
+from bottleneck_operator_dev.scenarios.stages import StageTimes, truth
 
 START = 1_700_000_000.0
 

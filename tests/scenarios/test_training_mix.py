@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from bottleneck_operator.commands.train import main, scenario_windows, train, write_card
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.errors import UsageError
+from bottleneck_operator_dev.commands.train import main, scenario_windows, train, write_card
 
 
 @pytest.fixture(scope="module")

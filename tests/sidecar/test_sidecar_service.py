@@ -19,7 +19,7 @@ import pytest
 from _sidecar_support import POD_UID, build_tree, value, write_proc
 
 from bottleneck_operator.sidecar.service import CollectorOptions, serve
-from bottleneck_operator.simulation.localprom import free_port
+from bottleneck_operator_dev.simulation.localprom import free_port
 
 POD_ENV = {"POD_NAMESPACE": "ml", "POD_NAME": "train-resnet-x7k2p", "NODE_NAME": "gpu-node-3", "POD_UID": POD_UID}
 LABELS = {"namespace": "ml", "pod": "train-resnet-x7k2p", "node": "gpu-node-3"}

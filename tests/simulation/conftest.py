@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bottleneck_operator.contract.verdict import CLASSES
-from bottleneck_operator.simulation import SimulatedJob, generate_jobs
+from bottleneck_operator_dev.simulation import SimulatedJob, generate_jobs
 
 START = 1_700_000_000.0
 

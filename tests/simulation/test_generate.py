@@ -9,8 +9,8 @@ import pytest
 
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.errors import UsageError
-from bottleneck_operator.simulation import SimulatedJob, generate_jobs, in_holdout
-from bottleneck_operator.simulation.stages import AMBIGUOUS_MARGIN, label_of
+from bottleneck_operator_dev.simulation import SimulatedJob, generate_jobs, in_holdout
+from bottleneck_operator_dev.simulation.stages import AMBIGUOUS_MARGIN, label_of
 
 START = 1_700_000_000.0
 

@@ -25,7 +25,7 @@ import pytest
 
 from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, extract_features
 from bottleneck_operator.contract.window import JobWindow
-from bottleneck_operator.simulation import SimulatedJob, generate_jobs, write_openmetrics
+from bottleneck_operator_dev.simulation import SimulatedJob, generate_jobs, write_openmetrics
 
 GOLDEN = Path(__file__).with_name("golden.json")
 START = 1_700_000_000.0

@@ -13,8 +13,8 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bottleneck_operator.simulation import LiveExporters, generate_jobs
-from bottleneck_operator.simulation.localprom import LocalPrometheus, binaries_available
+from bottleneck_operator_dev.simulation import LiveExporters, generate_jobs
+from bottleneck_operator_dev.simulation.localprom import LocalPrometheus, binaries_available
 
 START = 1_700_000_000.0
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from bottleneck_operator.simulation import SimulatedJob, generate_jobs, write_openmetrics
-from bottleneck_operator.simulation.openmetrics import escape_label_value
+from bottleneck_operator_dev.simulation import SimulatedJob, generate_jobs, write_openmetrics
+from bottleneck_operator_dev.simulation.openmetrics import escape_label_value
 
 START = 1_700_000_000.0
 DCGM_LABELS = {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "namespace", "pod", "container"}
@@ -238,7 +238,7 @@ def test_optional_families_as_the_exporters_name_them() -> None:
 
 def test_write_series_takes_plain_times(few_jobs: list[SimulatedJob]) -> None:
     """``write_series`` with float times (as callers that filter series use it) matches ``write_openmetrics``."""
-    from bottleneck_operator.simulation.openmetrics import job_series, write_series
+    from bottleneck_operator_dev.simulation.openmetrics import job_series, write_series
 
     job = few_jobs[0]
     times = {e: job.state.times(e).tolist() for e in job.state.offsets}

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
-from bottleneck_operator.simulation import SimulatedJob, generate_jobs
-from bottleneck_operator.simulation import catalog as cat
+from bottleneck_operator_dev.simulation import SimulatedJob, generate_jobs
+from bottleneck_operator_dev.simulation import catalog as cat
 
 START = 1_700_000_000.0
 

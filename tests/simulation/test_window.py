@@ -6,7 +6,7 @@ import numpy as np
 
 from bottleneck_operator.contract.signals import SIGNALS, Family, signals_of
 from bottleneck_operator.contract.verdict import Bottleneck
-from bottleneck_operator.simulation import SimulatedJob, generate_jobs
+from bottleneck_operator_dev.simulation import SimulatedJob, generate_jobs
 
 START = 1_700_000_000.0
 RATIOS = [n for n, s in SIGNALS.items() if s.unit == "ratio"]
@@ -111,8 +111,8 @@ def test_nccl_busy_looks_busy_but_sms_wait() -> None:
 
 def test_the_label_bounds_most_samples(many_jobs: list[SimulatedJob]) -> None:
     """Per sample (with drift, jitter and bursts) the labelled class is still the slowest stage most of the time."""
-    from bottleneck_operator.simulation.physics import BOUND_CLASSES
-    from bottleneck_operator.simulation.stages import step_time
+    from bottleneck_operator_dev.simulation.physics import BOUND_CLASSES
+    from bottleneck_operator_dev.simulation.stages import step_time
 
     for job in many_jobs:
         st = job.state
@@ -142,7 +142,7 @@ def test_counter_reset_is_undone_like_rate() -> None:
 
 def test_a_full_framebuffer_is_drawn_for_every_class() -> None:
     """Allocators reserve the framebuffer whatever bounds the step, so fullness must not mark a class."""
-    from bottleneck_operator.simulation.draw import draw_scenario
+    from bottleneck_operator_dev.simulation.draw import draw_scenario
 
     rng = np.random.default_rng(5)
     for target in (c for c in Bottleneck if c is not Bottleneck.UNKNOWN):

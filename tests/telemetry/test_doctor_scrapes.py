@@ -19,12 +19,12 @@ from bottleneck_operator.cli import main
 from bottleneck_operator.contract.names import COLLECTOR_CONTAINER
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation import generate_jobs
-from bottleneck_operator.simulation.layouts import layout_series
-from bottleneck_operator.simulation.openmetrics import format_timestamps, write_series
-from bottleneck_operator.simulation.series import Series
 from bottleneck_operator.telemetry import PrometheusClient
 from bottleneck_operator.telemetry.doctor import Diagnosis, check
+from bottleneck_operator_dev.simulation import generate_jobs
+from bottleneck_operator_dev.simulation.layouts import layout_series
+from bottleneck_operator_dev.simulation.openmetrics import format_timestamps, write_series
+from bottleneck_operator_dev.simulation.series import Series
 
 pytestmark = pytest.mark.prometheus
 START = 1767225600.0  # fixed: every run backfills the same blocks

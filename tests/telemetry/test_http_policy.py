@@ -22,8 +22,8 @@ import pytest
 import bottleneck_operator
 from bottleneck_operator.httpclient import Policy, environment_proxy, retryable, simple_request
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation.processes import http_ok
 from bottleneck_operator.telemetry import PrometheusClient, PrometheusUnavailable, QueryTimeout
+from bottleneck_operator_dev.simulation.processes import http_ok
 
 from .conftest import serving
 

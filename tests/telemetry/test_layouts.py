@@ -1,7 +1,7 @@
 """The label layouts real stacks store telemetry in, each read from a real Prometheus with no setting changed.
 
 The same simulated Jobs are written once as the project's own Prometheus stores them (``sim_dataset``)
-and once per layout of :mod:`bottleneck_operator.simulation.layouts`, each backfilled into a
+and once per layout of :mod:`bottleneck_operator_dev.simulation.layouts`, each backfilled into a
 Prometheus of its own. Reading a layout must give the same windows (signal for signal) and the same
 verdicts as the project's layout, and say in data quality which layout it found.
 """
@@ -18,12 +18,12 @@ from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.pipeline import Analyzer, JobRequest
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation import generate_jobs
-from bottleneck_operator.simulation.layouts import kernel_hostname, layout_series, write_layout
 from bottleneck_operator.telemetry import InvalidName, PrometheusClient, WindowRequest, fetch_windows
 from bottleneck_operator.telemetry.fetch.layouts import LayoutCache
 from bottleneck_operator.telemetry.plan.catalog import KUBELET_PSI
 from bottleneck_operator.telemetry.plan.names import add_matchers, validate_matchers
+from bottleneck_operator_dev.simulation import generate_jobs
+from bottleneck_operator_dev.simulation.layouts import kernel_hostname, layout_series, write_layout
 
 from .same import favoured
 

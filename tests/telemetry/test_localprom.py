@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from bottleneck_operator.errors import BottleneckError
-from bottleneck_operator.simulation import localprom
-from bottleneck_operator.simulation.localprom import LocalPrometheus, LocalPrometheusError
+from bottleneck_operator_dev.simulation import localprom
+from bottleneck_operator_dev.simulation.localprom import LocalPrometheus, LocalPrometheusError
 
 pytestmark = pytest.mark.prometheus
 

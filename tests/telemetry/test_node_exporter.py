@@ -21,8 +21,8 @@ import pytest
 
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation.localprom import hostname
 from bottleneck_operator.telemetry import PrometheusClient, WindowRequest, fetch_windows
+from bottleneck_operator_dev.simulation.localprom import hostname
 
 pytestmark = pytest.mark.prometheus
 STEP = 1.0

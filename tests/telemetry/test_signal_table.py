@@ -25,8 +25,8 @@ from bottleneck_operator.contract.signals import (
     SignalSpec,
     signals_of,
 )
-from bottleneck_operator.simulation import dcgm
 from bottleneck_operator.telemetry.plan import catalog
+from bottleneck_operator_dev.simulation import dcgm
 
 GOLDEN = Path(__file__).parent / "data" / "catalog_queries.json"
 # Signals added after the golden was written are context signals (outside the model's inputs).

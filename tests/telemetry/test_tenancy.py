@@ -34,9 +34,9 @@ from tests.chart._helpers import CHART, one, render_docs
 
 from bottleneck_operator.pipeline import Analyzer, JobRequest, JobResult
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation import generate_jobs, write_openmetrics
 from bottleneck_operator.telemetry import PrometheusClient
 from bottleneck_operator.telemetry.doctor import check
+from bottleneck_operator_dev.simulation import generate_jobs, write_openmetrics
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 

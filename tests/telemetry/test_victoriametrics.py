@@ -29,9 +29,9 @@ import pytest
 
 from bottleneck_operator.pipeline import Analyzer, JobRequest
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation import localvm
-from bottleneck_operator.simulation.localprom import LocalPrometheusError
-from bottleneck_operator.simulation.localvm import LocalVictoriaMetrics, to_prometheus_text
+from bottleneck_operator_dev.simulation import localvm
+from bottleneck_operator_dev.simulation.localprom import LocalPrometheusError
+from bottleneck_operator_dev.simulation.localvm import LocalVictoriaMetrics, to_prometheus_text
 
 from .same import favoured
 

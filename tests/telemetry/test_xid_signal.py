@@ -29,7 +29,7 @@ CODE = 79.0
 
 @pytest.fixture(scope="module")
 def windows(start_prometheus: Any, tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Any, Any, Any]]:
-    from bottleneck_operator.simulation import generate_jobs, write_openmetrics
+    from bottleneck_operator_dev.simulation import generate_jobs, write_openmetrics
 
     jobs = generate_jobs(SIM_SEED + 43, 2, start=SIM_START, duration=SIM_DURATION, classes=["GPU", "IO"])
     st = jobs[0].state

@@ -13,9 +13,9 @@ import aiohttp
 import pytest
 from _webhook_support import Endpoint
 
-from bottleneck_operator.demo import cluster as cluster_mod
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook.server import serve_admission
+from bottleneck_operator_dev.demo import cluster as cluster_mod
 
 
 @pytest.fixture(scope="session")

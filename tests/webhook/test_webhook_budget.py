@@ -22,13 +22,13 @@ import yaml
 from _webhook_support import Endpoint, apply, patch_of
 
 from bottleneck_operator.controller.workloads import VERSIONS
-from bottleneck_operator.demo.cluster import LocalCluster
 from bottleneck_operator.kube import Credentials, KubeClient, NotFound, Resource
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.webhook.inject import CONTAINER_NAME
 from bottleneck_operator.webhook.owners import OwnerCache
 from bottleneck_operator.webhook.server import serve_admission
 from bottleneck_operator.webhook.workloads import Profiled
+from bottleneck_operator_dev.demo.cluster import LocalCluster
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "handlers"))
 from workload_support import create, install_crd

@@ -17,9 +17,9 @@ import kopf
 from _webhook_support import admission_review, apply, make_job, running_operator, wait_for_review
 
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation.localprom import free_port
 from bottleneck_operator.webhook import handlers
 from bottleneck_operator.webhook.server import configure_admission
+from bottleneck_operator_dev.simulation.localprom import free_port
 
 
 def test_running_operator_serves_the_injection(cluster: Any, tls_pair: tuple[Path, Path], cert_dir: Path) -> None:

@@ -29,14 +29,14 @@ from _webhook_support import (
     wait_for_review,
 )
 
-from bottleneck_operator.demo import cluster as cluster_mod
 from bottleneck_operator.handlers import register_handlers
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.simulation.localprom import free_port
 from bottleneck_operator.webhook import handlers
 from bottleneck_operator.webhook.inject import CGROUP_VOLUME, CONTAINER_NAME
 from bottleneck_operator.webhook.server import configure_admission, serve_admission
 from bottleneck_operator.webhook.workloads import Profiled, candidates
+from bottleneck_operator_dev.demo import cluster as cluster_mod
+from bottleneck_operator_dev.simulation.localprom import free_port
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "handlers"))
 from workload_support import create, install_crd
