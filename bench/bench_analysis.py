@@ -138,6 +138,7 @@ def framebuffer_check() -> None:
 
 def main() -> None:
     from bottleneck_operator.analysis.evaluation.report import format_report
+    from bottleneck_operator.analysis.evaluation.scoring import STALL_BAR
     from bottleneck_operator_dev.commands.evaluate import DEFAULT_JOBS, DEFAULT_ROUND, DEFAULT_SEED, run_evaluation
 
     def say(msg: str) -> None:
@@ -151,9 +152,8 @@ def main() -> None:
     ece = "n/a" if m["ece"] is None else f"{m['ece']:.3f}"
     recalls = {k: v["recall"] for k, v in m["per_class"].items() if v["support"]}
     print(
-        f"invariants over {inv['verdicts']} verdicts: stall class with headroom < x1.15 "
-        f"{inv['stall_headroom_below_floor']}, evidence under threshold {inv['evidence_under_threshold']}, "
-        f"FB fill as evidence {inv['fb_as_evidence']}"
+        f"invariants over {inv['verdicts']} verdicts: stall class with headroom under x{STALL_BAR:.2f} "
+        f"{inv['stall_headroom_below_bar']}, FB fill as evidence {inv['fb_as_evidence']} (each must be 0)"
     )
     print(
         f"held-out: macro-F1 {m['macro_f1']:.3f}, lowest class recall {min(recalls.values()):.3f} "
