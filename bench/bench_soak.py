@@ -64,7 +64,7 @@ class ApiFaults:
 
     def __init__(self) -> None:
         self.code = 0  # answer every request with this status (0: none)
-        self.cut = False  # end every watch stream as soon as it opens
+        self.cut = False  # end every watch stream 0.3 s after it opens
         self.restart_armed = False
         self.mid_write = threading.Event()
         self.answered: Counter[str] = Counter()
