@@ -3,15 +3,16 @@
 The operator's handlers run in this process under kopf (``KopfRunner``) against kmock's API emulator,
 reading the simulated Jobs' telemetry (every class, backfilled into a real Prometheus) through the
 misbehaving proxy of the fault tests (``tests/prom_proxy.py``). Its clock is injected, as the
-handlers tests do: simulated time runs ``COMPRESSION`` times faster than the wall clock, so the 30
-minutes of sliding windows pass in a few minutes; API calls, watches and Events stay live.
+handlers tests do: simulated time runs faster than the wall clock (the run prints how much), so the
+30 minutes of sliding windows pass in a few minutes; API calls, watches and Events stay live.
 
 Each fault is switched on for ``FAULT_S`` wall seconds (a few passes), then cleared for ``CLEAR_S``:
 Prometheus down, answers past the query deadline, an HTML login page, 401, 403, 413, an answer over
 the byte cap, more series than the series cap, one Job's series with a malformed label; then the API
-emulator answering 429, 500, 503 and 409 to every request, its watches cut as soon as they open, and
-the operator stopped while its report writes are in flight, then started again. New Jobs appear
-during the Prometheus faults and the cut watches.
+emulator answering 429, 500 and 503 to every request and 409 to every write, its watches cut 0.3 s
+after they open, and the operator stopped while a report write is in flight, then started again.
+New Jobs appear while Prometheus is down and while the watches are cut; one Job ends while
+Prometheus is down (its final analysis waits for Prometheus).
 
 Printed at the end (targets in brackets): reports lost, a profiled Job without a report [0]; reports
 duplicated, two reports for one Job or an Event posted twice for one change [0]; and how many reports
