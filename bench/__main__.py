@@ -13,7 +13,7 @@ from pathlib import Path
 
 ORDER = [
     "blind", "simulator", "telemetry", "layouts", "analysis", "crossfamily", "operator", "bounded", "retained", "sidecar",
-    "webhook",
+    "webhook", "soak",
 ]  # fmt: skip
 
 

@@ -9,16 +9,27 @@ shown yet, admitted in waves of 16 as the Training Operator creates them, each w
 kmock's emulator slowed to 2 s per read. Without the owner cache every pod reads its workload;
 with it one read serves all of a workload's pods ("cold"), and none is needed when the workload
 webhook saw the workload created ("marked"). Target: p99 under the chart's 5 s timeout, both ways.
+
+Last, the webhook while a retention sweep runs in the same process: ``bottleneck-operator run`` (the
+webhook on, its certificate from a directory) on kmock's emulator holding ``BENCH_WEBHOOK_RETAINED``
+(10,000) reports of finished Jobs, each a real final status (as bench_retained makes them). A separate
+process POSTs a profiled Job's AdmissionReview over a kept-alive HTTPS connection every 10 ms; its
+answers while the startup sweep pages through the reports are set against its answers once the sweep
+has ended, in the same run. Target: webhook p99 unchanged during a sweep (ratio near 1).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import shutil
+import signal
 import ssl
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -256,6 +267,123 @@ def main() -> None:
             print("openssl not found: measuring over plain HTTP")
         asyncio.run(_run(cert, key))
         _slow_api(cert, key)
+        if cert is not None and key is not None:
+            _during_sweep(cert, key, json.dumps(_review({"bottleneck.dev/profile": "true"})))
+
+
+# The admission client runs in a process of its own: in the bench's process it would share the
+# interpreter lock with the emulator, whose work during the sweep would read as the webhook's.
+_ADMIT = """
+import http.client, ssl, sys, time
+port, cafile, body, out = int(sys.argv[1]), sys.argv[2], open(sys.argv[3], "rb").read(), open(sys.argv[4], "w", buffering=1)
+ctx, conn = ssl.create_default_context(cafile=cafile), None
+while True:
+    t0 = time.perf_counter()
+    try:
+        conn = conn or http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=30)
+        conn.request("POST", "/inject-sidecar", body, {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        ok = resp.status == 200 and b'"patch"' in resp.read()
+    except (OSError, http.client.HTTPException):
+        conn = None
+        time.sleep(0.05)
+        continue
+    out.write(f"{time.time()} {time.perf_counter() - t0} {int(ok)}\\n")
+    time.sleep(0.01)
+"""
+RETAINED = int(os.environ.get("BENCH_WEBHOOK_RETAINED", "10000"))
+
+
+def _retained_reports(cluster: LocalCluster, workdir: Path) -> None:
+    """``RETAINED`` reports of finished Jobs, each a real final status with a full timeline (as bench_retained)."""
+    from bench.bench_operator import _write_history
+    from bench.bench_retained import _template
+    from bottleneck_operator.controller.reports_api import report_body
+    from bottleneck_operator.demo.cluster import REPORTS
+    from bottleneck_operator.reports import rfc3339
+    from bottleneck_operator.simulation import generate_jobs
+    from bottleneck_operator.simulation.localprom import LocalPrometheus
+
+    now = time.time()
+    jobs = generate_jobs(20261129, 1, start=now - 900, duration=900, scrape_interval=30.0, dcgm_fieldset="dev")
+    _write_history(jobs, workdir / "one.om")
+    with LocalPrometheus.from_openmetrics(workdir / "one.om", workdir=workdir / "prom") as prom:
+        template = _template(prom.url, jobs[0])
+    for i in range(RETAINED):
+        ended = now - 86400 - 60 * i  # within the retention: the sweep reads every one and deletes none
+        status = {**template, "window": {**template["window"], "end": rfc3339(ended), "start": rfc3339(ended - 3600)}}
+        cluster.create(REPORTS, "archive", {**report_body("archive", f"done-{i:05d}", f"uid-{i}"), "status": status})
+
+
+def _during_sweep(cert: Path, key: Path, review: str) -> None:
+    from bench.bench_retained import _SWEEP
+    from bench.image_env import image_malloc_env
+    from bottleneck_operator.simulation.localprom import free_port
+
+    with tempfile.TemporaryDirectory(prefix="bn-bench-webhook-sweep-") as tmp, LocalCluster() as cluster:
+        workdir = Path(tmp)
+        t = time.perf_counter()
+        _retained_reports(cluster, workdir)
+        print(f"{RETAINED:,} retained reports created in {time.perf_counter() - t:.0f} s")
+        (workdir / "review.json").write_text(review)
+        port = free_port()
+        env = {
+            **os.environ, **image_malloc_env(), "KUBECONFIG": str(cluster.write_kubeconfig(workdir / "kubeconfig")),
+            "BOTTLENECK_WEBHOOK_PORT": str(port), "BOTTLENECK_WEBHOOK_CERT_DIR": str(cert.parent),
+        }  # fmt: skip
+        cmd = [sys.executable, "-m", "bottleneck_operator", "run", "--prometheus-url", "http://127.0.0.1:9",
+               "--interval", "10", "--metrics-port", "0", "--liveness", ""]  # fmt: skip
+        samples, log_path = workdir / "admit.txt", workdir / "operator.log"
+        with log_path.open("w") as log:
+            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+            admit = subprocess.Popen(
+                [sys.executable, "-c", _ADMIT, str(port), str(cert), str(workdir / "review.json"), str(samples)]
+            )
+            try:
+                sweep, seen_at = _sweep_logged(proc, log_path, _SWEEP)
+                time.sleep(min(60.0, max(15.0, float(sweep.group(5)))))  # as long again with no sweep
+            finally:
+                admit.terminate()
+                admit.wait(timeout=10)
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        _print_sweep(samples.read_text(), sweep, seen_at)
+
+
+def _sweep_logged(
+    proc: subprocess.Popen[bytes], log_path: Path, pattern: re.Pattern[str]
+) -> tuple[re.Match[str], float]:
+    deadline = time.time() + 420
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the operator exited early: {log_path.read_text()[-3000:]}")
+        for m in pattern.finditer(log_path.read_text()):
+            if int(m.group(1)) >= RETAINED:
+                return m, time.time()
+        time.sleep(0.2)
+    raise SystemExit("no retention sweep over every report was logged in time")
+
+
+def _print_sweep(text: str, sweep: re.Match[str], seen_at: float) -> None:
+    rows = [line.split() for line in text.splitlines()][5:]  # the first answers include the TLS handshake
+    began = seen_at - float(sweep.group(5)) - 0.2
+    during = [1e3 * float(w) for t, w, _ in rows if began <= float(t) <= seen_at]
+    after = [1e3 * float(w) for t, w, _ in rows if float(t) > seen_at]
+    failed = sum(1 for *_, ok in rows if ok != "1")
+    if not during or not after:
+        raise SystemExit(f"too few admissions measured: {len(during)} during the sweep, {len(after)} after")
+    p99_during, p99_after = _pct(during, 0.99), _pct(after, 0.99)
+    print(f"retention sweep in the operator's process: {sweep.group(1)} reports in {sweep.group(2)} pages, "
+          f"{float(sweep.group(5)):.1f} s")  # fmt: skip
+    print(f"webhook during the sweep: {len(during)} admissions, p50 {statistics.median(during):.1f} ms, "
+          f"p99 {p99_during:.1f} ms, max {max(during):.1f} ms")  # fmt: skip
+    print(f"webhook with no sweep (same process, after it): {len(after)} admissions, "
+          f"p50 {statistics.median(after):.1f} ms, p99 {p99_after:.1f} ms, max {max(after):.1f} ms")  # fmt: skip
+    print(f"webhook p99 during a sweep / without: {p99_during / p99_after:.2f} (target: unchanged, near 1); "
+          f"{failed} answers without a patch")  # fmt: skip
 
 
 if __name__ == "__main__":

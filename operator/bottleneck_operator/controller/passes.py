@@ -326,7 +326,8 @@ def _post_verdict_events(
 ) -> None:
     before, after = (old.bottleneck if old else None), new.bottleneck
     confidence = float(new.confidence or 0.0)
-    final_now = phase != "Running" and (old is None or old.phase != phase or needs_final(old))
+    # A final analysis still pending (Prometheus down when the Job ended) is announced once it is done.
+    final_now = phase != "Running" and not needs_final(new) and (old is None or old.phase != phase or needs_final(old))
     if final_now and after:
         state.post_event(
             job,
