@@ -201,21 +201,21 @@ def _settings(prom_url: str) -> Any:
 
 
 def _create_wave(s: Soak, wave: list[Any]) -> None:
-    from bottleneck_operator.demo.cluster import JOBS, job_body
+    from bottleneck_operator_dev.demo.cluster import JOBS, job_body
 
     for j in wave:
         s.cluster.create(JOBS, j.namespace, job_body(j.namespace, j.name, start=j.start))
 
 
 def _end_job(s: Soak, job: Any, clock: SimClock) -> None:
-    from bottleneck_operator.demo.cluster import JOBS, job_status
+    from bottleneck_operator_dev.demo.cluster import JOBS, job_status
 
     s.ended[job.name] = end = float(int(clock()))
     s.cluster.patch(JOBS, job.namespace, job.name, {"status": job_status(start=job.start, end=end)}, sub="status")
 
 
 def _reasons(s: Soak) -> Counter[str]:
-    from bottleneck_operator.demo.cluster import REPORTS
+    from bottleneck_operator_dev.demo.cluster import REPORTS
 
     seen: Counter[str] = Counter()
     for r in s.cluster.list(REPORTS):
@@ -262,8 +262,8 @@ def _say(*lines: str) -> None:
 
 
 def _wait_final(s: Soak, clock: SimClock, timeout: float = 120.0) -> None:
-    from bottleneck_operator.demo.cluster import REPORTS
     from bottleneck_operator.reports import rfc3339
+    from bottleneck_operator_dev.demo.cluster import REPORTS
 
     while clock() < clock.end:
         time.sleep(0.5)
@@ -314,7 +314,7 @@ def _duplicate_events(events: list[dict[str, Any]]) -> tuple[int, Counter[str]]:
 
 
 def _print_outcome(s: Soak, prom_url: str, end: float, compression: float, wall: float) -> None:
-    from bottleneck_operator.demo.cluster import EVENTS, REPORTS
+    from bottleneck_operator_dev.demo.cluster import EVENTS, REPORTS
 
     reports = s.cluster.list(REPORTS)
     by_job = Counter(((r.get("spec") or {}).get("jobRef") or {}).get("name") for r in reports)
@@ -344,8 +344,8 @@ def _print_outcome(s: Soak, prom_url: str, end: float, compression: float, wall:
 
 def main() -> None:
     from bottleneck_operator.contract.verdict import CLASSES
-    from bottleneck_operator.simulation import generate_jobs
-    from bottleneck_operator.simulation.localprom import LocalPrometheus
+    from bottleneck_operator_dev.simulation import generate_jobs
+    from bottleneck_operator_dev.simulation.localprom import LocalPrometheus
 
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
         workdir = Path(tmp)
@@ -365,7 +365,7 @@ def main() -> None:
 
 
 def _soak(prom_url: str, jobs: list[Any], end: float) -> None:
-    from bottleneck_operator.demo.cluster import LocalCluster
+    from bottleneck_operator_dev.demo.cluster import LocalCluster
 
     faults = len(_faults("x"))
     planned = faults * (FAULT_S + CLEAR_S) + 10.0

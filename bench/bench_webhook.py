@@ -299,10 +299,10 @@ def _retained_reports(cluster: LocalCluster, workdir: Path) -> None:
     from bench.bench_operator import _write_history
     from bench.bench_retained import _template
     from bottleneck_operator.controller.reports_api import report_body
-    from bottleneck_operator.demo.cluster import REPORTS
     from bottleneck_operator.reports import rfc3339
-    from bottleneck_operator.simulation import generate_jobs
-    from bottleneck_operator.simulation.localprom import LocalPrometheus
+    from bottleneck_operator_dev.demo.cluster import REPORTS
+    from bottleneck_operator_dev.simulation import generate_jobs
+    from bottleneck_operator_dev.simulation.localprom import LocalPrometheus
 
     now = time.time()
     jobs = generate_jobs(20261129, 1, start=now - 900, duration=900, scrape_interval=30.0, dcgm_fieldset="dev")
@@ -318,7 +318,7 @@ def _retained_reports(cluster: LocalCluster, workdir: Path) -> None:
 def _during_sweep(cert: Path, key: Path, review: str) -> None:
     from bench.bench_retained import _SWEEP
     from bench.image_env import image_malloc_env
-    from bottleneck_operator.simulation.localprom import free_port
+    from bottleneck_operator_dev.simulation.localprom import free_port
 
     with tempfile.TemporaryDirectory(prefix="bn-bench-webhook-sweep-") as tmp, LocalCluster() as cluster:
         workdir = Path(tmp)
