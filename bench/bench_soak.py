@@ -196,7 +196,8 @@ def _settings(prom_url: str) -> Any:
         webhook_enabled=False, prometheus_retries=0, prometheus_timeout=PROM_TIMEOUT,
         max_answer_bytes=MAX_BYTES, max_answer_series=MAX_SERIES,
     )  # fmt: skip
-    settings.interval = INTERVAL  # Settings wants >= 5 s (sane on a cluster); the soak goes faster on purpose
+    # Settings wants >= 5 s (sane on a cluster); the soak goes faster on purpose
+    settings.analysis = settings.analysis.model_copy(update={"interval": INTERVAL})
     return settings
 
 
