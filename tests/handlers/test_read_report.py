@@ -19,6 +19,7 @@ from bottleneck_operator.reports import (
     ReportStatus,
     TimelineEntry,
     as_report,
+    read_lifecycle,
     read_report,
     rfc3339,
 )
@@ -117,3 +118,19 @@ def test_an_unreadable_spec_reads_as_none_and_the_status_still_shows(cluster: Lo
 
     assert report.spec is None and (report.job_name, report.job_kind) == ("", "Job")
     assert report.status.bottleneck == "IO"
+
+
+def test_the_lifecycle_retention_reads_agrees_with_the_typed_report(cluster: LocalCluster) -> None:
+    """The sweep reads only where a report is, whose it is, its phase and when its Job ended: the same
+    values the typed report holds, without validating the whole status; odd or absent fields read None."""
+    now = time.time()
+    cluster.create(REPORTS, "ml", report_body("ml", "resnet", "u-1", kind="PyTorchJob", api_version="kubeflow.org/v1"))
+    final = _analysed(now).model_copy(update={"phase": "Completed"})
+    cluster.patch(REPORTS, "ml", "resnet", {"status": final.dump()}, sub="status")
+    raw = cluster.get(REPORTS, "ml", "resnet")
+    assert raw is not None
+    life, report = read_lifecycle(raw), read_report(raw)
+    assert (life.namespace, life.name, life.job_kind, life.phase) == ("ml", "resnet", "PyTorchJob", "Completed")
+    assert report.status.window is not None and life.ended == report.status.window.end
+    odd = read_lifecycle({"metadata": {"name": "x", "namespace": "ml"}, "status": {"phase": 3, "window": "soon"}})
+    assert (odd.job_kind, odd.phase, odd.ended) == ("Job", None, None)

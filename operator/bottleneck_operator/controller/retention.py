@@ -21,7 +21,7 @@ from typing import Any
 from bottleneck_operator.controller.jobs import parse_time
 from bottleneck_operator.controller.state import OperatorState, logger
 from bottleneck_operator.controller.status import FINAL_PHASES, READY, merge_patch, set_condition
-from bottleneck_operator.reports import ReportStatus, read_report
+from bottleneck_operator.reports import ReportStatus, read_lifecycle, read_report
 from bottleneck_operator.settings import AnalysisSettings, OperationSettings
 
 
@@ -101,18 +101,18 @@ def _decide(
     """What to do about one page of reports (run in a thread: reading each status is the sweep's work)."""
     actions: list[_Action] = []
     for item in page:
-        report = read_report(item, drop_invalid=True)
-        ns, name, status = report.namespace, report.name, report.status
+        life = read_lifecycle(item)  # the whole status is read only for a report to close
+        ns, name = life.namespace, life.name
         tracked = by_report.get((ns, name))
-        ref_kind = report.job_kind
-        if tracked is not None and not tracked.report_ready and tracked.kind != ref_kind:
+        if tracked is not None and not tracked.report_ready and tracked.kind != life.job_kind:
             tracked = None  # another kind's report of that name: this workload's will be named apart
-        if status.phase in FINAL_PHASES:
-            ended = finished_at(status)
+        if life.phase in FINAL_PHASES:
+            ended = parse_time(life.ended)
             expired = retention and ended is not None and ended < now - retention
             if expired and (tracked is None or tracked.finished):  # else a new Job of the same name owns it
                 actions.append(_Action(ns, name, tracked))
         elif tracked is None and settled:
+            status = read_report(item, drop_invalid=True).status
             conditions = set_condition(
                 status.conditions,
                 READY,

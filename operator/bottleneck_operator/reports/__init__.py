@@ -8,7 +8,14 @@ checks the package's source).
 """
 
 from bottleneck_operator.reports.build import rfc3339, status_from_verdict
-from bottleneck_operator.reports.document import BottleneckReport, ReportMetadata, as_report, read_report
+from bottleneck_operator.reports.document import (
+    BottleneckReport,
+    Lifecycle,
+    ReportMetadata,
+    as_report,
+    read_lifecycle,
+    read_report,
+)
 from bottleneck_operator.reports.model import (
     AnalysisWindow,
     CapacityItem,
@@ -37,6 +44,7 @@ __all__ = [
     "EvidenceItem",
     "HeadroomRange",
     "JobRef",
+    "Lifecycle",
     "Phase",
     "PodBreakdown",
     "RecommendationItem",
@@ -45,6 +53,7 @@ __all__ = [
     "ReportStatus",
     "TimelineEntry",
     "as_report",
+    "read_lifecycle",
     "read_report",
     "read_status",
     "rfc3339",

@@ -118,6 +118,42 @@ def _spec(raw: object) -> ReportSpec | None:
         return None
 
 
+@dataclass(frozen=True)
+class Lifecycle:
+    """What retention needs of a report: where it is, whose it is, its phase and when its Job ended.
+
+    Read from the API object without validating the whole status: a sweep reads thousands of
+    reports, and a full read of each holds the interpreter from the event loop for the length of it.
+    """
+
+    namespace: str
+    name: str
+    job_kind: str
+    phase: str | None
+    ended: str | None  # the final window's end, else the last analysis time (RFC 3339), None: neither
+
+
+def read_lifecycle(raw: Mapping[str, Any]) -> Lifecycle:
+    """A report's :class:`Lifecycle` from its API object; absent or odd fields read as None."""
+    meta = _mapping(raw.get("metadata"))
+    spec = _mapping(raw.get("spec"))
+    status = _mapping(raw.get("status"))
+    window = _mapping(status.get("window"))
+    ended = window.get("end") or status.get("lastAnalysisTime")
+    phase = status.get("phase")
+    return Lifecycle(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        job_kind=str(_mapping(spec.get("jobRef")).get("kind") or "Job"),
+        phase=phase if isinstance(phase, str) else None,
+        ended=ended if isinstance(ended, str) else None,
+    )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def as_report(report: BottleneckReport | Mapping[str, Any]) -> BottleneckReport:
     """``report`` typed: a :class:`BottleneckReport` as it is, an API object through :func:`read_report`."""
     return report if isinstance(report, BottleneckReport) else read_report(report)
