@@ -62,6 +62,9 @@ async def _next_page(objects: AsyncIterator[Any], limit: int) -> list[dict[str, 
         page.append(_to_dict(obj))
         if len(page) >= limit:
             break
+        if len(page) % 10 == 0:
+            # a page of large objects is converted one by one: let the admissions waiting meanwhile run
+            await asyncio.sleep(0)
     return page
 
 
