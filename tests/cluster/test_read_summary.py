@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bottleneck_operator.analysis.cluster import summarise
+from bottleneck_operator.html import render_summary_html
 from bottleneck_operator.plugin.summary import describe_summary
 from bottleneck_operator.reports import ClusterBottleneckSummary, as_summary_status, read_summary
 from bottleneck_operator.reports.summary import SummaryStatus, status_from_summary
@@ -130,3 +131,4 @@ def test_typed_and_api_forms_show_the_same(written: SummaryStatus) -> None:
 
     assert isinstance(summary, ClusterBottleneckSummary) and as_summary_status(written) is written
     assert as_summary_status(written.dump()) == written == summary.status
+    assert render_summary_html(written) == render_summary_html(written.dump())

@@ -1,9 +1,10 @@
 """Reading an object's API form into a model as far as it validates, for pages and tables that show it.
 
-A reader that shows an object should show all it can of one another version wrote: a field of a
-newer operator is left out, a value that does not validate is left out at the smallest level that
-can lose it (a field, a list item, a dict entry), and a field this version requires that an older
+An object another version of the operator wrote is shown as fully as it can be: a field of a newer
+operator is left out, a value that does not validate is left out at the smallest level that can
+lose it (a field, a list item, a dict entry), and a field this version requires that an older
 operator did not write reads as its type's empty value, so the rest of its item is still shown.
+Nothing here is written back: the operator rewrites what it owns from its own models.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _value(annotation: Any, raw: Any) -> Any:
         if len(inner) == 1:
             return _value(inner[0], raw)
     try:
-        return _adapter(annotation).validate_python(raw)
+        return _adapter_for(annotation).validate_python(raw)
     except ValidationError as exc:
         raise Unreadable(str(exc)) from exc
 
@@ -101,8 +102,16 @@ def _kept(annotation: Any, raw: Any) -> Any:
         return _LEFT_OUT
 
 
+def _adapter_for(annotation: Any) -> TypeAdapter[Any]:
+    try:
+        return _adapter(annotation)
+    except TypeError:  # an annotation whose metadata cannot be hashed: built afresh
+        return TypeAdapter(annotation)
+
+
 @functools.cache
 def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    # Built once per type: a summary's lists repeat the same few scalar types hundreds of times.
     return TypeAdapter(annotation)
 
 
