@@ -1,7 +1,9 @@
-"""A report's camelCase keys are read in reports/ alone: everything else reads the typed report.
+"""A report's and the cluster summary's camelCase keys are read in reports/ alone: everything else
+reads the typed report (``read_report``) and the typed summary (``read_summary``).
 
-The keys are the aliases of the report models (the CRD's schema is generated from them), so a field
-added to the CRD joins the check by itself. The scan reads the package's source with ``ast`` and
+The keys are the aliases of the report's and the summary's models (the CRDs' schemas are generated
+from them), so a field added to either CRD joins the check by itself. The offline package (the demo,
+the simulators) is scanned too. The scan reads the package's source with ``ast`` and
 looks for dict reads of such a key: ``x["key"]``, ``x.get("key")`` (``pop``, ``setdefault``) and
 ``"key" in x``. Building an object (a dict literal, a patch) is not a read.
 """
@@ -17,11 +19,17 @@ from typing import Any
 from pydantic import BaseModel
 
 from bottleneck_operator.reports import ReportMetadata, ReportSpec, ReportStatus
+from bottleneck_operator.reports.summary import SummarySpec, SummaryStatus
 
-PACKAGE = Path(__file__).resolve().parents[2] / "operator" / "bottleneck_operator"
+SOURCE = Path(__file__).resolve().parents[2] / "operator"
+PACKAGE = SOURCE / "bottleneck_operator"
+PACKAGES = (PACKAGE, SOURCE / "bottleneck_operator_dev")
 # Names Kubernetes gives every object or condition, read on Jobs, Leases and the training
-# operators' workloads as well: a read of one of these says nothing about reports.
-KUBERNETES_KEYS = frozenset({"apiVersion", "creationTimestamp", "lastTransitionTime", "resourceVersion"})
+# operators' workloads as well (their conditions carry lastUpdateTime): a read of one of these says
+# nothing about reports or the summary.
+KUBERNETES_KEYS = frozenset(
+    {"apiVersion", "creationTimestamp", "lastTransitionTime", "lastUpdateTime", "resourceVersion"}
+)
 READERS = frozenset({"get", "pop", "setdefault"})
 
 
@@ -46,8 +54,17 @@ def _nested(annotation: Any) -> list[type[BaseModel]]:
 
 def report_keys() -> frozenset[str]:
     """The report's camelCase keys: every alias that differs from its Python name."""
+    return _keys(ReportMetadata, ReportSpec, ReportStatus)
+
+
+def summary_keys() -> frozenset[str]:
+    """The cluster summary's camelCase keys (its metadata is read as a report's is)."""
+    return _keys(SummarySpec, SummaryStatus)
+
+
+def _keys(*roots: type[BaseModel]) -> frozenset[str]:
     models: set[type[BaseModel]] = set()
-    for root in (ReportMetadata, ReportSpec, ReportStatus):
+    for root in roots:
         _models(root, models)
     aliases = {f.alias for m in models for name, f in m.model_fields.items() if f.alias and f.alias != name}
     return frozenset(aliases - KUBERNETES_KEYS)
@@ -79,6 +96,13 @@ def test_the_keys_are_the_models_aliases() -> None:
     assert not any("_" in k for k in keys) and not keys & KUBERNETES_KEYS
 
 
+def test_the_summary_keys_are_its_models_aliases() -> None:
+    keys = summary_keys()
+    assert {"gpuHours", "gpuHoursLost", "topBottleneck", "byClass", "lostByNamespace", "hotSpots", "pValue"} <= keys
+    assert {"lookbackSeconds", "stragglersTotal", "hotSpotCount", "oddsRatio", "topRecommendations"} <= keys
+    assert not any("_" in k for k in keys) and not keys & KUBERNETES_KEYS
+
+
 def test_the_scan_finds_each_kind_of_read() -> None:
     keys = report_keys()
     source = (
@@ -91,12 +115,35 @@ def test_the_scan_finds_each_kind_of_read() -> None:
     assert camel_reads(source, keys) == [(1, "jobRef"), (2, "gpuActive"), (3, "dataQuality")]
 
 
-def test_no_camel_case_key_of_a_report_is_read_outside_reports() -> None:
-    keys = report_keys()
-    reads = [
-        f"{path.relative_to(PACKAGE).as_posix()}:{line}: {key}"
-        for path in sorted(PACKAGE.rglob("*.py"))
-        if path.relative_to(PACKAGE).parts[0] != "reports"
+def test_the_scan_finds_the_summary_read_as_a_dict() -> None:
+    # How the summary's page and table read it before it was typed: the scan must catch each form.
+    source = (
+        'a = status.get("gpuHoursLost")\n'
+        'b = status["topBottleneck"]\n'
+        'c = [h.get("pValue", 1.0) for h in status.get("hotSpots") or []]\n'
+        'd = "byClass" in status\n'
+        'e = cond.get("lastUpdateTime")\n'  # a workload's condition: Kubernetes' name, not the summary's
+    )
+    assert sorted(camel_reads(source, summary_keys())) == [
+        (1, "gpuHoursLost"), (2, "topBottleneck"), (3, "hotSpots"), (3, "pValue"), (4, "byClass")
+    ]  # fmt: skip
+
+
+def _reads_outside_reports(keys: frozenset[str]) -> list[str]:
+    return [
+        f"{path.relative_to(SOURCE).as_posix()}:{line}: {key}"
+        for package in PACKAGES
+        for path in sorted(package.rglob("*.py"))
+        if path.relative_to(PACKAGE.parent).parts[:2] != ("bottleneck_operator", "reports")
         for line, key in camel_reads(path.read_text(), keys)
     ]
+
+
+def test_no_camel_case_key_of_a_report_is_read_outside_reports() -> None:
+    reads = _reads_outside_reports(report_keys())
     assert not reads, "read the typed report (reports.read_report) instead:\n" + "\n".join(reads)
+
+
+def test_no_camel_case_key_of_the_summary_is_read_outside_reports() -> None:
+    reads = _reads_outside_reports(summary_keys())
+    assert not reads, "read the typed summary (reports.read_summary) instead:\n" + "\n".join(reads)

@@ -11,7 +11,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from bottleneck_operator.kube import (
 )
 from bottleneck_operator.kube.kubeconfig import Target, load
 from bottleneck_operator.plugin.render import bold, paint, table, use_colour
+from bottleneck_operator.reports import ClusterBottleneckSummary, read_summary
 from bottleneck_operator.reports.summary import SUMMARY_KIND, SUMMARY_NAME, SUMMARY_PLURAL
 from bottleneck_operator.reportsource import KubectlError
 
@@ -77,64 +78,57 @@ def fetch(target: Target) -> dict[str, Any]:
 
 def cmd_summary(args: argparse.Namespace) -> int:
     obj = fetch(load(args.kubeconfig, args.context))
-    status = obj.get("status") or {}
+    # Shown, not worked on: what another version wrote that this one refuses is left out.
+    summary = read_summary(obj, drop_invalid=True)
     if args.html:
         from bottleneck_operator.html import write_summary_html
 
-        write_summary_html(status, Path(args.html))
+        write_summary_html(summary.status, Path(args.html))
         print(f"HTML summary written to {args.html}", file=sys.stderr)
     if args.output == "json":
         print(json.dumps(obj, indent=4))
     elif args.output == "yaml":
         print(yaml.safe_dump(obj, sort_keys=False, allow_unicode=True).rstrip("\n"))
     else:
-        print(describe_summary(status, colour=use_colour(sys.stdout)))
+        print(describe_summary(summary, colour=use_colour(sys.stdout)))
     return EXIT_OK
 
 
-def _list(status: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    value = status.get(key)
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+def _h(value: float) -> str:
+    return f"{value:,.1f}"
 
 
-def _h(value: object) -> str:
-    return f"{float(value):,.1f}" if isinstance(value, int | float) else "-"
-
-
-def describe_summary(status: Mapping[str, Any], *, colour: bool = False) -> str:
+def describe_summary(summary: ClusterBottleneckSummary, *, colour: bool = False) -> str:
     """The summary as text: a headline, then one table per section (empty sections left out)."""
-    if not status:
+    if not summary.written:
         return "The summary is empty: the operator has not finished a pass yet."
-    top = status.get("topBottleneck")
+    status = summary.status
+    top = status.top_bottleneck
     lines = [
         bold("Cluster bottleneck summary", colour),
-        f"Jobs: {status.get('jobs', 0)}   GPU-hours: {_h(status.get('gpuHours'))}   "
-        f"lost: {_h(status.get('gpuHoursLost'))}   costliest: {paint(str(top), top, colour) if top else 'none'}",
+        f"Jobs: {status.jobs}   GPU-hours: {_h(status.gpu_hours)}   "
+        f"lost: {_h(status.gpu_hours_lost)}   costliest: {paint(top, top, colour) if top else 'none'}",
     ]
-    by_class, lost = status.get("byClass") or {}, status.get("lostByClass") or {}
+    by_class, lost = status.by_class, status.lost_by_class
     seen = [c for c in set(by_class) | set(lost) if by_class.get(c) or lost.get(c)]  # no rows of zeros
-    classes = sorted(seen, key=lambda c: -float(lost.get(c, 0.0)))
+    classes = sorted(seen, key=lambda c: -lost.get(c, 0.0))
     if classes:
         rows = [["CLASS", "JOBS", "GPU-HOURS LOST"]] + [
             [c, str(by_class.get(c, 0)), _h(lost.get(c, 0.0))] for c in classes
         ]
         lines += ["", table(rows, colour_column=0, colour=colour)]
     lines += _section("What to fix first", ["ACTION", "CLASS", "JOBS", "GPU-HOURS RECOVERED"],
-                      [[a.get("action"), a.get("bottleneck"), a.get("jobs"), _h(a.get("gpuHours"))]
-                       for a in _list(status, "topRecommendations")])  # fmt: skip
-    lines += _section("Hot spots", ["FINDING", "P-VALUE"],
-                      [[h.get("message"), f"{float(h.get('pValue', 1.0)):.2g}"] for h in _list(status, "hotSpots")])  # fmt: skip
+                      [[a.action, a.bottleneck, a.jobs, _h(a.gpu_hours)] for a in status.top_recommendations])  # fmt: skip
+    lines += _section("Hot spots", ["FINDING", "P-VALUE"], [[h.message, f"{h.p_value:.2g}"] for h in status.hot_spots])
     lines += _section("Suspect nodes and GPUs", ["FINDING", "P-VALUE"],
-                      [[s.get("message"), f"{float(s.get('pValue', 1.0)):.2g}"] for s in _list(status, "suspects")])  # fmt: skip
+                      [[s.message, f"{s.p_value:.2g}"] for s in status.suspects])  # fmt: skip
     stragglers = [
-        [f"{s.get('namespace')}/{s.get('job')}", s.get("pod"), s.get("node") or "<none>", s.get("gpu") or "all",
-         s.get("cause"), f"{100 * float(s.get('share', 0.0)):.0f}%"]
-        for s in _list(status, "stragglers")
-    ]  # fmt: skip
+        [f"{s.namespace}/{s.job}", s.pod, s.node or "<none>", s.gpu or "all", s.cause, f"{100 * s.share:.0f}%"]
+        for s in status.stragglers
+    ]
     lines += _section("Stragglers", ["JOB", "POD", "NODE", "GPU", "CAUSE", "TIME LOST"], stragglers)
     lines += _section("GPU-hours lost by namespace", ["NAMESPACE", "CLASS", "GPU-HOURS"],
-                      [[x.get("namespace"), x.get("bottleneck"), _h(x.get("gpuHours"))]
-                       for x in _list(status, "lostByNamespace")])  # fmt: skip
+                      [[x.namespace, x.bottleneck, _h(x.gpu_hours)] for x in status.lost_by_namespace])  # fmt: skip
     return "\n".join(lines)
 
 
