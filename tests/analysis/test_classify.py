@@ -122,18 +122,37 @@ def test_abstains_on_low_coverage_and_short_window() -> None:
     assert analyze_window(make_window(B.GPU, samples=20, step=15.0), model, min_window=60.0).bottleneck is B.GPU
 
 
+def _held(w: JobWindow, k: int, interval: float) -> JobWindow:
+    """The window as a scrape every ``interval`` seconds reads on its grid: each reading held ``k`` points."""
+    n = len(w.timestamps)
+    pods = tuple(
+        replace(p, signals={name: np.repeat(np.asarray(v)[::k], k)[:n] for name, v in p.signals.items()})
+        for p in w.pods
+    )
+    return replace(w, pods=pods, quality=replace(w.quality, scrape_interval=interval))
+
+
 def test_samples_seen_count_scrapes_not_grid_points() -> None:
     from bottleneck_operator.analysis.checks.data import samples_seen
 
     w = make_window(B.GPU, samples=30, step=30.0)
     assert samples_seen(w) == pytest.approx(30.0)
-    slow = replace(w, quality=replace(w.quality, scrape_interval=60.0))
-    assert samples_seen(slow) == pytest.approx(15.0)
+    assert samples_seen(_held(w, 2, 60.0)) == pytest.approx(15.0)
     # the same 900 s at a 120 s scrape is 7.5 readings: the window abstains and says what it needs
-    sparse = replace(w, quality=replace(w.quality, scrape_interval=120.0))
-    v = analyze_window(sparse, FixedModel({B.GPU: 0.99}))
+    v = analyze_window(_held(w, 4, 120.0), FixedModel({B.GPU: 0.99}))
     assert v.abstention is Abstention.SHORT_WINDOW
     assert v.reason and "8 scrapes at 120 s" in v.reason and "at least 1440 s" in v.reason
+
+
+def test_a_thrown_off_interval_estimate_does_not_hide_the_readings() -> None:
+    """An exporter that restarted leaves a pod two short series and a gap: the interval estimate
+    reads one scrape a minute, yet the grid holds a new reading at every point."""
+    from bottleneck_operator.analysis.checks.data import samples_seen
+
+    w = make_window(B.GPU, samples=30, step=30.0)
+    thrown = replace(w, quality=replace(w.quality, scrape_interval=300.0))
+    assert samples_seen(thrown) == pytest.approx(30.0)
+    assert analyze_window(thrown, FixedModel({B.GPU: 0.99})).bottleneck is B.GPU
 
 
 def test_no_pods_is_unknown() -> None:

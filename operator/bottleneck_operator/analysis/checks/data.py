@@ -8,6 +8,8 @@ times): :func:`samples_seen` counts them, and a window with fewer than ``MIN_SAM
 
 from __future__ import annotations
 
+import numpy as np
+
 from bottleneck_operator.contract.verdict import Abstention
 from bottleneck_operator.contract.window import JobWindow
 
@@ -18,13 +20,43 @@ from bottleneck_operator.contract.window import JobWindow
 MIN_SAMPLES = 12
 
 
+# GPU gauges whose readings change from one DCGM collection to the next (power above all: a board's
+# draw moves by tenths of a watt between readings), read to tell a new reading from a repeated one.
+_READINGS = ("power_w", "gpu_util", "gr_engine_active", "sm_active")
+
+
 def samples_seen(window: JobWindow) -> float:
-    """Distinct scrapes in the window: its span over the larger of the grid step and the scrape interval."""
+    """Distinct scrapes in the window.
+
+    The larger of two counts: the window's span over the larger of the grid step and the scrape
+    interval Prometheus showed, and the grid points at which some pod's GPU gauges hold a new reading
+    (a value that differs from the one before it: a reading held over several grid points counts
+    once). The first is too small when the interval estimate is thrown off (an exporter that restarts
+    leaves one pod two short series, and a long gap between them); the second when every gauge sat still.
+    """
     if len(window.timestamps) == 0:
         return 0.0
     interval = max(window.step, window.quality.scrape_interval or 0.0)
     span = float(window.timestamps[-1] - window.timestamps[0]) + window.step
-    return span / interval if interval > 0 else float(len(window.timestamps))
+    by_span = span / interval if interval > 0 else float(len(window.timestamps))
+    return max(by_span, float(_new_readings(window)))
+
+
+def _new_readings(window: JobWindow) -> int:
+    """The most grid points at which one pod's GPU gauges hold a reading not held the point before."""
+    n = len(window.timestamps)
+    best = 0
+    for pod in window.pods:
+        rows = [np.asarray(pod.signals[k][:n], dtype=np.float64) for k in _READINGS if k in pod.signals]
+        rows = [r for r in rows if len(r) == n]
+        if not rows:
+            continue
+        m = np.vstack(rows)
+        finite = np.isfinite(m)
+        new = finite.copy()
+        new[:, 1:] &= ~(finite[:, :-1] & (m[:, 1:] == m[:, :-1]))
+        best = max(best, int(new.any(axis=0).sum()))
+    return best
 
 
 def data_reason(window: JobWindow, *, min_coverage: float, min_window: float) -> tuple[Abstention, str] | None:
