@@ -43,9 +43,17 @@ def _resource() -> Resource:
     return Resource(API_GROUP, API_VERSION, REPORT_KIND, REPORT_PLURAL)
 
 
-def _run(
-    target: Target, call: Callable[[KubeClient], Awaitable[T]], *, name: str | None = None, timeout: float | None = 15.0
+def call_api(
+    target: Target,
+    call: Callable[[KubeClient], Awaitable[T]],
+    *,
+    not_found: str | None = None,
+    timeout: float | None = 15.0,
 ) -> T:
+    """Run ``call`` with a client logged in as ``target``; every failure is a :class:`KubectlError` in
+    kubectl's words (``not_found``: the NotFound message naming what was looked for; without it, the
+    server serves no reports at all)."""
+
     async def scenario() -> T:
         client = KubeClient(lambda: target.credentials, concurrency=4, timeout=timeout)
         try:
@@ -58,9 +66,9 @@ def _run(
     except SelectorError as exc:
         raise KubectlError(f"error: {exc}") from exc
     except NotFound as exc:
-        if name is None:
+        if not_found is None:
             raise KubectlError(f'error: the server doesn\'t have a resource type "{REPORT_PLURAL}"') from exc
-        raise KubectlError(f'Error from server (NotFound): {RESOURCE_NAME} "{name}" not found') from exc
+        raise KubectlError(not_found) from exc
     except Unauthorized as exc:
         kind = "Forbidden" if exc.status == 403 else "Unauthorized"
         raise KubectlError(f"Error from server ({kind}): {exc}") from exc
@@ -74,12 +82,13 @@ def _run(
 
 def get_report(target: Target, namespace: str, name: str) -> dict[str, Any]:
     """One BottleneckReport; :class:`KubectlError` (kubectl's NotFound wording) when there is none."""
-    return _run(target, lambda c: c.get(_resource(), namespace, name), name=name)
+    missing = f'Error from server (NotFound): {RESOURCE_NAME} "{name}" not found'
+    return call_api(target, lambda c: c.get(_resource(), namespace, name), not_found=missing)
 
 
 def list_reports(target: Target, namespace: str | None, selector: str = "") -> list[dict[str, Any]]:
     """The reports of one namespace (None: every namespace) matching a label selector, by namespace and name."""
-    found = _run(target, lambda c: c.list(_resource(), namespace, selector=selector))
+    found = call_api(target, lambda c: c.list(_resource(), namespace, selector=selector))
     return sorted(found, key=lambda r: (r["metadata"].get("namespace", ""), r["metadata"].get("name", "")))
 
 
@@ -108,7 +117,7 @@ def watch_reports(
             return
 
     # A watch waits for changes as long as the user wants: no read timeout.
-    _run(target, follow, timeout=None)
+    call_api(target, follow, timeout=None)
 
 
 def typed(report: Mapping[str, Any]) -> BottleneckReport:

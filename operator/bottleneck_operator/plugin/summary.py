@@ -8,7 +8,6 @@ Errors are worded as kubectl words them; exit codes are the plugin's (0 success,
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -20,19 +19,13 @@ import yaml
 from bottleneck_operator.contract.names import API_GROUP, API_VERSION
 from bottleneck_operator.errors import EXIT_OK
 from bottleneck_operator.kube import (
-    ApiUnavailable,
-    CredentialsError,
-    KubeClient,
-    KubeError,
-    NotFound,
     Resource,
-    Unauthorized,
 )
 from bottleneck_operator.kube.kubeconfig import Target, load
 from bottleneck_operator.plugin.render import bold, paint, table, use_colour
 from bottleneck_operator.reports import ClusterBottleneckSummary, read_summary
 from bottleneck_operator.reports.summary import SUMMARY_KIND, SUMMARY_NAME, SUMMARY_PLURAL
-from bottleneck_operator.reportsource import KubectlError
+from bottleneck_operator.reportsource import call_api
 
 RESOURCE = Resource(API_GROUP, API_VERSION, SUMMARY_KIND, SUMMARY_PLURAL, namespaced=False)
 _ROWS = 10  # rows per section in text; -o json/yaml has everything
@@ -49,31 +42,11 @@ def add_parser(sub: Any, kube_flags: Callable[..., None]) -> None:
 
 def fetch(target: Target) -> dict[str, Any]:
     """The summary object; :class:`KubectlError` in kubectl's words when it cannot be read."""
-
-    async def get() -> dict[str, Any]:
-        client = KubeClient(lambda: target.credentials, concurrency=1, timeout=15.0)
-        try:
-            return await client.get(RESOURCE, None, SUMMARY_NAME)
-        finally:
-            await client.close()
-
-    name = f"{SUMMARY_PLURAL}.{API_GROUP}"
-    try:
-        return asyncio.run(get())
-    except NotFound as exc:
-        raise KubectlError(
-            f'Error from server (NotFound): {name} "{SUMMARY_NAME}" not found '
-            "(the operator writes it after its first analysis pass)"
-        ) from exc
-    except Unauthorized as exc:
-        kind = "Forbidden" if exc.status == 403 else "Unauthorized"
-        raise KubectlError(f"Error from server ({kind}): {exc}") from exc
-    except ApiUnavailable as exc:
-        raise KubectlError(f"Unable to connect to the server {target.credentials.server}: {exc}") from exc
-    except CredentialsError as exc:
-        raise KubectlError(f"error: {exc}") from exc
-    except KubeError as exc:
-        raise KubectlError(f"Error from server: {exc}") from exc
+    missing = (
+        f'Error from server (NotFound): {SUMMARY_PLURAL}.{API_GROUP} "{SUMMARY_NAME}" not found '
+        "(the operator writes it after its first analysis pass)"
+    )
+    return call_api(target, lambda c: c.get(RESOURCE, None, SUMMARY_NAME), not_found=missing)
 
 
 def cmd_summary(args: argparse.Namespace) -> int:

@@ -137,32 +137,40 @@ def crd() -> dict[str, Any]:
             "status": _status_schema(),
         },
     }
+    # No categories: "all" would put reports in the path of `kubectl delete all`, and a report is meant
+    # to outlive its Job.
+    return definition(REPORT_KIND, REPORT_PLURAL, "bnr", "Namespaced", root, PRINTER_COLUMNS)
+
+
+def definition(
+    kind: str, plural: str, short_name: str, scope: str, root: dict[str, Any], columns: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A CustomResourceDefinition of this API group: one served and stored version with a status
+    subresource, ``root`` its schema and ``columns`` what ``kubectl get`` shows."""
     version = {
         "name": API_VERSION,
         "served": True,
         "storage": True,
         "subresources": {"status": {}},
-        "additionalPrinterColumns": PRINTER_COLUMNS,
+        "additionalPrinterColumns": columns,
         "schema": {"openAPIV3Schema": root},
     }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {
-            "name": f"{REPORT_PLURAL}.{API_GROUP}",
+            "name": f"{plural}.{API_GROUP}",
             "labels": {"app.kubernetes.io/name": "bottleneck-operator"},
         },
         "spec": {
             "group": API_GROUP,
-            "scope": "Namespaced",
+            "scope": scope,
             "names": {
-                "kind": REPORT_KIND,
-                "listKind": f"{REPORT_KIND}List",
-                "plural": REPORT_PLURAL,
-                "singular": REPORT_KIND.lower(),
-                # No categories: "all" would put reports in the path of `kubectl delete all`, and a
-                # report is meant to outlive its Job.
-                "shortNames": ["bnr"],
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": [short_name],
             },
             "versions": [version],
         },

@@ -6,8 +6,8 @@ from typing import Any
 
 import yaml
 
-from bottleneck_operator.contract.names import API_GROUP, API_VERSION
-from bottleneck_operator.reports.crd import openapi
+from bottleneck_operator.contract.names import API_GROUP
+from bottleneck_operator.reports.crd import definition, openapi
 from bottleneck_operator.reports.summary import (
     SUMMARY_KIND,
     SUMMARY_PLURAL,
@@ -61,34 +61,7 @@ def crd() -> dict[str, Any]:
             "status": status,
         },
     }
-    version = {
-        "name": API_VERSION,
-        "served": True,
-        "storage": True,
-        "subresources": {"status": {}},
-        "additionalPrinterColumns": PRINTER_COLUMNS,
-        "schema": {"openAPIV3Schema": root},
-    }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {
-            "name": f"{SUMMARY_PLURAL}.{API_GROUP}",
-            "labels": {"app.kubernetes.io/name": "bottleneck-operator"},
-        },
-        "spec": {
-            "group": API_GROUP,
-            "scope": "Cluster",
-            "names": {
-                "kind": SUMMARY_KIND,
-                "listKind": f"{SUMMARY_KIND}List",
-                "plural": SUMMARY_PLURAL,
-                "singular": SUMMARY_KIND.lower(),
-                "shortNames": [SUMMARY_SHORT_NAME],
-            },
-            "versions": [version],
-        },
-    }
+    return definition(SUMMARY_KIND, SUMMARY_PLURAL, SUMMARY_SHORT_NAME, "Cluster", root, PRINTER_COLUMNS)
 
 
 def render() -> str:
