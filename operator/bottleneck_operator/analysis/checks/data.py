@@ -34,12 +34,20 @@ def samples_seen(window: JobWindow) -> float:
     once). The first is too small when the interval estimate is thrown off (an exporter that restarts
     leaves one pod two short series, and a long gap between them); the second when every gauge sat still.
     """
+    return max(_by_span(window), float(_new_readings(window)))
+
+
+def _interval(window: JobWindow) -> float:
+    return max(window.step, window.quality.scrape_interval or 0.0)
+
+
+def _by_span(window: JobWindow) -> float:
+    """The window's span over the larger of its grid step and the scrape interval seen."""
     if len(window.timestamps) == 0:
         return 0.0
-    interval = max(window.step, window.quality.scrape_interval or 0.0)
+    interval = _interval(window)
     span = float(window.timestamps[-1] - window.timestamps[0]) + window.step
-    by_span = span / interval if interval > 0 else float(len(window.timestamps))
-    return max(by_span, float(_new_readings(window)))
+    return span / interval if interval > 0 else float(len(window.timestamps))
 
 
 def _new_readings(window: JobWindow) -> int:
@@ -74,9 +82,9 @@ def data_reason(window: JobWindow, *, min_coverage: float, min_window: float) ->
         return Abstention.NO_PODS, "no pods of the job were found in the window"
     if window.duration < min_window:
         return Abstention.SHORT_WINDOW, f"window too short: {window.duration:.0f} s < min_window {min_window:.0f} s"
-    seen = samples_seen(window)
-    if seen < MIN_SAMPLES:
-        interval = max(window.step, window.quality.scrape_interval or 0.0)
+    # the readings are counted only when the span alone falls short: most windows never need it
+    if _by_span(window) < MIN_SAMPLES and (seen := samples_seen(window)) < MIN_SAMPLES:
+        interval = _interval(window)
         return Abstention.SHORT_WINDOW, (
             f"too few samples: {seen:.0f} scrapes at {interval:.0f} s < {MIN_SAMPLES}; "
             f"a window of at least {MIN_SAMPLES * interval:.0f} s is needed at this interval"
