@@ -52,6 +52,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if "/api/v1/" not in self.path:
+            # A Prometheus of a test running beside this one may scrape a port it once knew that
+            # this server now holds: such a stray /metrics is not the client's and is not counted.
+            self._reply(404, b"")
+            return
         seen = self.server.seen
         with self.server.lock:
             seen.lines.append(f"{self.command} {self.path}")
