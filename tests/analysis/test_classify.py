@@ -85,15 +85,16 @@ def test_memory_is_ruled_out_only_when_both_mechanisms_are() -> None:
 
 
 def test_headroom_comes_from_a_measured_wait_else_the_bare_ceiling() -> None:
-    # IO: the pod's io.pressure at 60 % against GPUs idle 65 %: x2.5 at most, from no gain up
+    # IO: the pod's io.pressure at 60 % against GPUs idle up to 70 %: x2.5 at most, from no gain up
     v = analyze_window(make_window(B.IO, noise=0.0), FixedModel({B.IO: 1.0}))
     assert v.headroom is not None and v.headroom.low == 1.0
     assert v.headroom.high == pytest.approx(1 / (1 - 0.6))
     assert "io.pressure" in v.headroom.basis
-    # without the collector nothing measured the wait: the bare 1/busy ceiling, said as such
+    # without the collector nothing measured the wait: the bare ceiling, said as such, by the lower busy
+    # reading (GR_ENGINE_ACTIVE 0.30 against GPU_UTIL 0.35): "at most" must allow for every reading
     bare = analyze_window(make_window(B.IO, noise=0.0, drop=[Family.SIDECAR]), FixedModel({B.IO: 1.0}))
     assert bare.headroom is not None and bare.headroom.basis.startswith("bare ceiling")
-    assert bare.headroom.high == pytest.approx(1 / 0.35)
+    assert bare.headroom.high == pytest.approx(1 / 0.30)
 
 
 def test_abstains_below_threshold_with_reason() -> None:

@@ -36,8 +36,9 @@ class Reads:
     """Measured quantities of one window.
 
     Attributes:
-        busy_low: the lower of the GPUs' time-busy readings (GR_ENGINE_ACTIVE, GPU_UTIL).
-        busy_high: the higher of them.
+        busy_low: the lower of the GPUs' time-busy readings (GR_ENGINE_ACTIVE, GPU_UTIL). Both the vetoes
+            and the step account read this one: the GPUs may have been idle as much as it leaves, so a
+            stage is ruled out, and an "at most" speed-up bounded, only by what every reading allows.
         dram: DRAM_ACTIVE, the share of cycles the HBM interface is busy.
         links: link name -> bytes over its capacity (the busier direction).
         links_unread: links the Job may use whose bytes no exporter provided.
@@ -50,7 +51,6 @@ class Reads:
     """
 
     busy_low: float | None = None
-    busy_high: float | None = None
     dram: float | None = None
     links: dict[str, float] = field(default_factory=dict)
     links_unread: tuple[str, ...] = ()
@@ -68,8 +68,8 @@ class Reads:
 
     @property
     def idle(self) -> float | None:
-        """The GPUs' idle share by their more generous busy reading."""
-        return None if self.busy_high is None else max(0.0, 1.0 - min(self.busy_high, 1.0))
+        """The most the GPUs may have idled: one minus their lower busy reading."""
+        return None if self.busy_low is None else max(0.0, 1.0 - min(self.busy_low, 1.0))
 
 
 def _mean(window: JobWindow, name: str, training: np.ndarray, *, per_node: bool = False) -> float | None:
@@ -113,7 +113,6 @@ def read_window(window: JobWindow, phases: Phases) -> Reads:
     links, unread = _links(window, t)
     return Reads(
         busy_low=_both(util, gr, min),
-        busy_high=_both(util, gr, max),
         dram=m("dram_active"),
         links=links,
         links_unread=unread,

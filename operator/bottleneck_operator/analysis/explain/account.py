@@ -35,7 +35,8 @@ class StepAccount:
     """The GPUs' busy share and the measured waits of one window.
 
     Attributes:
-        busy: the GPUs' busy share over training samples (their more generous reading), None unread.
+        busy: the GPUs' busy share over training samples (their lower reading: an upper bound on what
+            removing idle time can give must allow for every reading), None unread.
         waits: stall class -> its measured wait, for the classes something measured.
     """
 
@@ -102,4 +103,4 @@ def step_account(r: Reads) -> StepAccount:
         name = max(r.links, key=lambda k: r.links[k])
         share = min(r.links[name], 1.0 - 1.0 / MAX_SPEEDUP)
         waits[Bottleneck.INTERCONNECT] = Wait(share, f"{name} bytes against its capacity", "wait_share")
-    return StepAccount(r.busy_high, {c: w for c, w in waits.items() if _worth(w)})
+    return StepAccount(r.busy_low, {c: w for c, w in waits.items() if _worth(w)})
