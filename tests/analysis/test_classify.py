@@ -10,7 +10,7 @@ import pytest
 from bottleneck_operator.analysis.classify import analyze_window, analyze_windows
 from bottleneck_operator.analysis.model.classifier import BottleneckModel
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck
+from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck, Mechanism
 from bottleneck_operator.contract.window import DataQuality, JobWindow
 
 from .conftest import FixedModel
@@ -202,3 +202,21 @@ def test_tiny_model_recognises_textbook_windows(tiny_model) -> None:  # type: ig
     verdicts = analyze_windows(windows, tiny_model, abstain_threshold=0.0)
     assert [v.bottleneck for v in verdicts] == list(CLASSES)
     assert all(v.model_version == "test-tiny" for v in verdicts)
+
+
+def test_a_memory_verdict_on_gpus_that_never_waited_is_the_gpus_own_memory() -> None:
+    # DEV fields only: no DRAM_ACTIVE, GPU_UTIL 0.98. Host memory is ruled out with every input stage
+    # (the GPUs never waited), so the Memory left standing is HBM's, and the report says that compute-
+    # and bandwidth-bound kernels cannot be told apart without DRAM_ACTIVE.
+    w = make_window(B.MEMORY, noise=0.0, drop=[Family.DCGM_PROF], overrides={"sc_psi_mem_some": 0.3})
+    v = analyze_window(w, FixedModel({B.MEMORY: 0.9, B.IO: 0.1}))
+    assert v.bottleneck is B.MEMORY and v.mechanism is Mechanism.HBM_BANDWIDTH
+    assert any("DRAM_ACTIVE was not collected" in n for n in v.notes)
+    assert v.headroom is not None and v.headroom.basis.startswith("HBM-bandwidth-bound kernels")
+    # the same job with GPUs that idle: host memory pressure stays the reading
+    idle = make_window(
+        B.MEMORY, noise=0.0, drop=[Family.DCGM_PROF], overrides={"sc_psi_mem_some": 0.3, "gpu_util": 0.5}
+    )
+    v = analyze_window(idle, FixedModel({B.MEMORY: 0.9, B.IO: 0.1}))
+    assert v.mechanism is Mechanism.HOST_MEMORY_PRESSURE
+    assert not any("DRAM_ACTIVE was not collected" in n for n in v.notes)

@@ -115,19 +115,3 @@ def test_inline_client_certificate_is_loaded_from_memory(tmp_path: Path) -> None
     broken = Credentials(server="https://example.invalid", certificate_data=crt, private_key_data="not a key")
     with pytest.raises(CredentialsError, match="bad TLS material"):
         broken.ssl_context()
-
-
-def test_exec_plugin_kubeconfig_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "config"
-    path.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
-        "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443'}}]\n"
-        "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}}}]\n"
-    )
-    with pytest.raises(CredentialsError, match="exec plugin"):
-        kube.refuse_exec_plugins(path)
-    path.write_text(
-        path.read_text().replace("{exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}}", "{token: t}")
-    )
-    kube.refuse_exec_plugins(path)  # a token is fine

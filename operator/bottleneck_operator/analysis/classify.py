@@ -21,7 +21,7 @@ import numpy as np
 
 from bottleneck_operator.analysis.checks.data import data_reason
 from bottleneck_operator.analysis.checks.reads import Reads, read_window
-from bottleneck_operator.analysis.checks.vetoes import Veto, apply_vetoes, vetoes
+from bottleneck_operator.analysis.checks.vetoes import Veto, apply_vetoes, gpus_never_wait, vetoes
 from bottleneck_operator.analysis.explain.account import StepAccount, step_account
 from bottleneck_operator.analysis.explain.advice import build_recommendations
 from bottleneck_operator.analysis.explain.evidence import build_evidence, context_notes, framebuffer_p90
@@ -31,7 +31,7 @@ from bottleneck_operator.analysis.features.extract import FEATURE_NAMES, extract
 from bottleneck_operator.analysis.features.phases import segment_phases
 from bottleneck_operator.analysis.features.summary import JobSummary, summarize
 from bottleneck_operator.analysis.model.envelope import Envelope
-from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck, PodVerdict, Verdict
+from bottleneck_operator.contract.verdict import CLASSES, Abstention, Bottleneck, Mechanism, PodVerdict, Verdict
 from bottleneck_operator.contract.window import FloatArray, JobWindow, PodWindow
 
 
@@ -136,6 +136,13 @@ def _abstained(
     )
 
 
+# DCGM's DRAM_ACTIVE is the one field that measures HBM bandwidth in use; MEM_COPY_UTIL is a time share.
+HBM_UNREAD = (
+    "DRAM_ACTIVE was not collected: HBM-bandwidth-bound and compute-bound kernels cannot be told apart; "
+    "either way the gains are inside the kernels, where a profile shows which."
+)
+
+
 def _bare(
     w: JobWindow,
     probs: dict[str, float],
@@ -154,7 +161,10 @@ def _bare(
     bare = _checked_verdict(
         apply_vetoes(probs, ruled_out), probs, gpu_active, version, abstain_threshold, secondary_margin
     )
-    return reads, replace(bare, notes=notes, mechanism=decide_mechanism(bare.bottleneck, x))
+    mechanism = decide_mechanism(bare.bottleneck, x, gpus_never_waited=gpus_never_wait(reads) is not None)
+    if mechanism is Mechanism.HBM_BANDWIDTH and reads.dram is None:
+        notes = (*notes, HBM_UNREAD)
+    return reads, replace(bare, notes=notes, mechanism=mechanism)
 
 
 def _veto_notes(probs: Mapping[str, float], ruled_out: Mapping[Bottleneck, Veto]) -> list[str]:

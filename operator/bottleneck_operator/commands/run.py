@@ -82,6 +82,7 @@ def main(args: argparse.Namespace) -> int:
     import kopf
 
     from bottleneck_operator.handlers import register_handlers
+    from bottleneck_operator.handlers.operator import check_login_outside_cluster
 
     settings = settings_from_args(
         args,
@@ -99,6 +100,7 @@ def main(args: argparse.Namespace) -> int:
         logging.getLogger().setLevel(logging.INFO)
         logging.getLogger("kopf").setLevel(logging.WARNING)
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    check_login_outside_cluster()
     registry = kopf.get_default_registry()
     configure = _load_webhook(registry, settings.injection) if settings.injection.webhook_enabled else None
     register_handlers(registry, settings, configure_kopf=configure)

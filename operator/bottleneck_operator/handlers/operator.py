@@ -33,7 +33,10 @@ from bottleneck_operator.controller.state import AnalyzerLike, Clock, EventPoste
 from bottleneck_operator.controller.state import logger as log
 from bottleneck_operator.controller.workloads import KINDS, WorkloadKind
 from bottleneck_operator.errors import BottleneckError, Unavailable
-from bottleneck_operator.kube import Credentials, KubeClient, refuse_exec_plugins
+from bottleneck_operator.kube import Credentials, KubeClient
+from bottleneck_operator.kube.exec_credential import resolved
+from bottleneck_operator.kube.kubeconfig import kubeconfig_files
+from bottleneck_operator.kube.kubeconfig import load as load_kubeconfig
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry.doctor import check_at_start
 
@@ -58,11 +61,11 @@ def kopf_error(exc: BottleneckError, what: str) -> kopf.TemporaryError | kopf.Pe
 
 
 def kube_login(kopf_settings: kopf.OperatorSettings, logger: Logger) -> LoginFn:
-    """Credentials as kopf finds them: the client library's (in-cluster, else kubeconfig), else kopf's own."""
+    """Credentials: the service account in a cluster, else the user's kubeconfig as kubectl reads it."""
 
     def login() -> Any:
-        if not SERVICE_ACCOUNT_TOKEN.exists():
-            refuse_exec_plugins()  # outside a cluster: a kubeconfig whose exec plugin would be skipped
+        if not SERVICE_ACCOUNT_TOKEN.exists() and kubeconfig_files(None):
+            return kubeconfig_login(kopf_settings)
         try:
             info = kopf.login_via_client(logger=logger, settings=kopf_settings)
         except kopf.LoginError:
@@ -74,6 +77,41 @@ def kube_login(kopf_settings: kopf.OperatorSettings, logger: Logger) -> LoginFn:
         )
 
     return login
+
+
+def kubeconfig_login(kopf_settings: kopf.OperatorSettings) -> kopf.ConnectionInfo:
+    """Outside a cluster: the user's kubeconfig as kubectl reads it (``KUBECONFIG`` lists, relative
+    paths, token files), its exec plugin run for a token that kopf renews when it expires."""
+    target = load_kubeconfig()
+    creds, expiration = resolved(target.credentials)
+    return kopf.ConnectionInfo(
+        server=creds.server,
+        ca_path=creds.ca_path,
+        ca_data=creds.ca_data,
+        insecure=creds.insecure,
+        username=creds.username,
+        password=creds.password,
+        token=creds.token,
+        certificate_path=creds.certificate_path,
+        certificate_data=creds.certificate_data,
+        private_key_path=creds.private_key_path,
+        private_key_data=creds.private_key_data,
+        default_namespace=target.namespace,
+        expiration=expiration,
+        trust_env=kopf_settings.networking.trust_env,
+    )
+
+
+def check_login_outside_cluster() -> None:
+    """Log in once before kopf starts when outside a cluster, so that a kubeconfig to fix or a plugin's
+    login to redo stops the start with its message (exit 2) rather than in kopf's retries; later
+    logins (an expired token) are kopf's, retried as it retries them.
+
+    Raises:
+        CredentialsError: the kubeconfig cannot be used or its exec plugin failed.
+    """
+    if not SERVICE_ACCOUNT_TOKEN.exists() and kubeconfig_files(None):
+        kubeconfig_login(kopf.OperatorSettings())
 
 
 def _default_analyzer(settings: Settings) -> Callable[[], AnalyzerLike]:

@@ -8,7 +8,7 @@ library's exception chained as ``__cause__``.
 """
 
 from bottleneck_operator.kube.client import KubeClient, Resource
-from bottleneck_operator.kube.credentials import Credentials, refuse_exec_plugins
+from bottleneck_operator.kube.credentials import Credentials
 from bottleneck_operator.kube.errors import (
     ApiRejected,
     ApiUnavailable,
@@ -30,5 +30,4 @@ __all__ = [
     "NotFound",
     "Resource",
     "Unauthorized",
-    "refuse_exec_plugins",
 ]

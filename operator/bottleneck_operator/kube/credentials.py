@@ -14,10 +14,7 @@ import os
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from bottleneck_operator.kube.errors import CredentialsError
 
@@ -120,40 +117,3 @@ def _in_memory(text: str) -> Iterator[str]:
         yield f"/proc/self/fd/{fd}"
     finally:
         os.close(fd)
-
-
-def refuse_exec_plugins(kubeconfig: str | Path | None = None) -> None:
-    """Fail with a clear message when the kubeconfig's current user authenticates through an exec plugin.
-
-    Exec plugins (cloud CLIs) run arbitrary programs to fetch tokens; the operator does not run
-    them. In a cluster it uses its service account; outside, give it a kubeconfig with a token or
-    a client certificate.
-
-    Args:
-        kubeconfig: the file (default: the first of ``$KUBECONFIG``, else ``~/.kube/config``).
-    """
-    path = Path(kubeconfig) if kubeconfig else _default_kubeconfig()
-    if path is None or not path.is_file():
-        return
-    try:
-        config = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise CredentialsError(f"cannot read the kubeconfig {path}: {exc}") from exc
-    current = config.get("current-context")
-    contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or []}
-    user_name = contexts.get(current, {}).get("user")
-    for user in config.get("users") or []:
-        if user.get("name") == user_name and (user.get("user") or {}).get("exec"):
-            raise CredentialsError(
-                f"kubeconfig {path}: user {user_name!r} authenticates through an exec plugin, which "
-                "bottleneck-operator does not run; use a kubeconfig with a token or a client certificate "
-                "(in a cluster, the service account is used)"
-            )
-
-
-def _default_kubeconfig() -> Path | None:
-    env = os.environ.get("KUBECONFIG")
-    if env:
-        first = env.split(os.pathsep)[0]
-        return Path(first).expanduser() if first else None
-    return Path("~/.kube/config").expanduser()

@@ -182,15 +182,20 @@ _RULES: dict[Bottleneck, Callable[[FloatArray], Mechanism | None]] = {
 }
 
 
-def decide_mechanism(cls: Bottleneck, x: FloatArray) -> Mechanism | None:
+def decide_mechanism(cls: Bottleneck, x: FloatArray, *, gpus_never_waited: bool = False) -> Mechanism | None:
     """The mechanism of a verdict's class in one window.
 
     Args:
         cls: the verdict's class.
         x: the window's feature row (columns as ``features.FEATURE_NAMES``).
+        gpus_never_waited: the GPUs ran kernels 95 % of the time or more by both readings (the veto
+            :func:`..checks.vetoes.gpus_never_wait`). Host memory is then ruled out as every input
+            stage is, so a Memory verdict left standing can only be the GPU's own memory.
 
     Returns:
         One of ``MECHANISMS[cls]``, or None for Unknown or when no signal tells.
     """
+    if cls is Bottleneck.MEMORY and gpus_never_waited:
+        return Mechanism.HBM_BANDWIDTH
     rule = _RULES.get(cls)
     return rule(x) if rule is not None else None
