@@ -96,9 +96,11 @@ def main() -> None:
             walls = _analyze_wall(prom.url, _with_verdict(prom.url, jobs), env)  # type: ignore[arg-type]
     loads, rss, heavy = [], 0.0, 0
     for _ in range(3):
-        out = subprocess.run([sys.executable, "-c", _LOAD], check=True, capture_output=True, text=True).stdout.split()
-        loads.append(float(out[0]))
-        rss, heavy = max(rss, float(out[1])), max(heavy, int(out[2]))
+        fields = subprocess.run(
+            [sys.executable, "-c", _LOAD], check=True, capture_output=True, text=True
+        ).stdout.split()
+        loads.append(float(fields[0]))
+        rss, heavy = max(rss, float(fields[1])), max(heavy, int(fields[2]))
     print(
         f"analyze, one Job, fresh process (package byte-compiled): median {statistics.median(walls):.2f} s "
         f"(min {min(walls):.2f}, max {max(walls):.2f}, {RUNS} runs; target <= {ANALYZE_TARGET_S:.1f} s: "

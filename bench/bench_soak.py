@@ -42,7 +42,7 @@ import kmock
 from bench.bench_operator import _write_history
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from prom_proxy import PromProxy
+from prom_proxy import PromProxy  # type: ignore[import-not-found]  # tests/ joins the path above
 
 N_JOBS = int(os.environ.get("BENCH_SOAK_JOBS", "12"))
 WAVES = 3  # the Jobs appear in this many waves (the later ones during faults)
