@@ -19,7 +19,15 @@ from bottleneck_operator_dev.familyd.world import Rng, Setup
 
 # CPU spent per GB/s read, by storage: local block reads ~0.1 core, NFS's RPC layer more, an HTTPS
 # object-store client (TLS, HTTP parsing, copying) about a core (estimates).
-IO_CORES_PER_GBPS = {"nvme": 0.1, "sata": 0.1, "cloud-volume": 0.12, "iomax": 0.1, "mmap": 0.15, "nfs": 0.35, "object-store": 1.1}
+IO_CORES_PER_GBPS = {
+    "nvme": 0.1,
+    "sata": 0.1,
+    "cloud-volume": 0.12,
+    "iomax": 0.1,
+    "mmap": 0.15,
+    "nfs": 0.35,
+    "object-store": 1.1,
+}
 # The kernel's TCP stack costs roughly a core per GB/s each way; RDMA bypasses it.
 TCP_CORES_PER_GBPS = 0.8
 # Storage whose readers sleep in D state (iowait, io pressure).
@@ -130,81 +138,113 @@ def _link_rates(setup: Setup, w: Workload, step: FloatArray, run: FloatArray) ->
     return {"h2d": h2d, "d2h": d2h, "nvlink": nv, "tcp": tcp, "rdma": rdma}
 
 
-def _cpu(setup: Setup, w: Workload, acc_busy: FloatArray, decode: FloatArray, extra: FloatArray, rng: Rng) -> tuple[FloatArray, FloatArray]:
-    """(cores used, cores wanted) of the trainer container."""
+def _cpu(
+    setup: Setup, w: Workload, acc_busy: FloatArray, decode: FloatArray, extra: FloatArray, rng: Rng
+) -> tuple[FloatArray, FloatArray]:
+    """(cores used, cores wanted) of the trainer container.
+
+    Each loader worker is busy for the decode stage's share of the step; when there are more
+    workers than cores to run them (a CPU limit, a full node), they want more than they get.
+    """
     mains = setup.gpus * w.main_cores * (0.35 + 0.65 * acc_busy)
-    demand = decode + mains + extra
+    wanted = decode * np.maximum(w.workers / w.loader_cores[:, None], 1.0)
+    demand = wanted + mains + extra
     cap = setup.cpu_limit * 0.995 if setup.cpu_limit is not None else setup.node_cpus / setup.pods_per_node * 0.99
     used = np.minimum(demand, cap) * (1.0 + 0.01 * rng.standard_normal(demand.shape))
     return np.maximum(used, 0.0), demand
 
 
+def _faults(rng: Rng, setup: Setup, w: Workload, swap_share: FloatArray, read: FloatArray) -> dict[str, FloatArray]:
+    """Swap-ins, major faults and refault reads per second, per pod.
+
+    Under pressure with swap, stalled processes fault pages back from swap (a fault every
+    60-200 us of stall, an estimate for SSD or zram swap; readahead brings several pages per
+    fault); without swap, evicted file pages (code, mapped data) are read back instead. A
+    memory-mapped dataset reads through major faults too, which is I/O, not memory pressure.
+    """
+    procs = setup.gpus + w.workers + 3.0
+    none = np.zeros_like(read)
+    swapin, majfault, refault = none, none, none
+    if w.mem_kind == "swap":
+        swapin = swap_share * procs / float(rng.uniform(6e-5, 2e-4))
+        majfault = swapin * float(rng.uniform(0.3, 0.8))
+    elif w.mem_kind == "thrash":
+        majfault = swap_share * procs / float(rng.uniform(1.5e-4, 4e-4))
+        refault = majfault * 32768.0
+    if w.io_kind == "mmap":
+        majfault = majfault + read / (4096.0 * float(rng.uniform(4, 32)))
+    return {"swapin": swapin, "majfault": majfault + float(rng.uniform(0.0, 2.0)), "refault": refault}
+
+
+def _stalls(
+    rng: Rng, w: Workload, storage_busy: FloatArray, swap_share: FloatArray, decode: FloatArray
+) -> dict[str, FloatArray]:
+    """The pod cgroup's I/O and memory pressure, and its processes in D state.
+
+    Readers of block devices and NFS sleep in D state while a read is in flight, so "some" I/O
+    pressure follows the storage's busy share; object-store readers wait in socket receive (S
+    state) and leave no trace there. "full" needs every non-idle task stalled, which busy
+    decoding workers prevent.
+    """
+    dstate_reader = w.io_kind in DSTATE
+    io_wait = storage_busy * (float(rng.uniform(0.85, 1.02)) if dstate_reader else 0.02)
+    io_wait = np.minimum(io_wait + 0.3 * swap_share * (w.mem_kind == "thrash"), 1.0)
+    decoding = np.minimum(decode / np.maximum(w.loader_cores[:, None], 1), 1)
+    io_full = io_wait * float(rng.uniform(0.3, 0.7)) * (1.0 - 0.5 * decoding)
+    mem_wait = np.minimum(swap_share * float(rng.uniform(1.0, 1.35)), 1.0) + 0.0005
+    # Little's law: readers in D state = reads in flight, which the storage needs a handful of to
+    # stay busy (queue depth or RPC slots), bounded by the workers that can issue them
+    in_flight = min(float(w.workers), float(rng.uniform(2.0, 12.0)))
+    return {
+        "io_wait": io_wait,
+        "io_full": io_full,
+        "mem_wait": mem_wait,
+        "mem_full": mem_wait * float(rng.uniform(0.35, 0.75)),
+        "dstate": in_flight * io_wait if dstate_reader else np.zeros_like(io_wait),
+    }
+
+
 def simulate(rng: Rng, setup: Setup, w: Workload, plan: Plan, grid: FloatArray) -> PodActivity:
     """The job's activity on the grid."""
-    n = grid.size
-    p = _wandering_plan(rng, setup, w, plan, n)
+    p = _wandering_plan(rng, setup, w, plan, grid.size)
     acc = account(p, setup.total_gpus > 1)
     step = acc.step
     paused = pauses(setup, grid, rng)[None, :] * np.ones((setup.pods, 1))
     run = 1.0 - paused
-    math = p.math / p.clock / step * run
-    hbm = p.hbm / step * run
-    nccl = np.minimum((acc.comm_total + acc.wait) / step, 1.0) * run
     busy = np.minimum((acc.compute + acc.comm_exposed + acc.wait) / step, 1.0) * run
     links = _link_rates(setup, w, step, run)
     read = w.read_bytes[:, None] / step * run
     swap_share = np.minimum((p.swap_main + p.swap_workers) / step, 1.0) * run
-    procs = setup.gpus + w.workers + 3.0
-    if w.mem_kind == "swap":
-        swapin = swap_share * procs / float(rng.uniform(6e-5, 2e-4))
-        majfault = swapin * float(rng.uniform(0.3, 0.8))
-        refault_bps = np.zeros_like(read)
-    else:
-        swapin = np.zeros_like(read)
-        majfault = swap_share * procs / float(rng.uniform(1.5e-4, 4e-4)) if w.mem_kind == "thrash" else np.zeros_like(read)
-        refault_bps = majfault * 32768.0
-    if w.io_kind == "mmap":
-        majfault = majfault + read / (4096.0 * float(rng.uniform(4, 32)))
-    majfault = majfault + float(rng.uniform(0.0, 2.0))
+    faults = _faults(rng, setup, w, swap_share, read)
     io_cores = read / GB * IO_CORES_PER_GBPS[w.io_kind]
     tcp_cores = (links["tcp"] * 2.0) / GB * TCP_CORES_PER_GBPS
     reclaim = swap_share * setup.gpus * float(rng.uniform(0.3, 1.0))
     decode = w.cpu_work[:, None] / step * run
-    ckpt = paused * 1.0
-    cores, demand = _cpu(setup, w, busy, decode, io_cores + tcp_cores + reclaim + ckpt, rng)
-    system = io_cores + tcp_cores + reclaim + 0.08 * (cores - io_cores - tcp_cores - reclaim).clip(0)
-    storage_busy = np.minimum(p.read / step, 1.0) * run
-    io_wait = storage_busy * float(rng.uniform(0.85, 1.02)) if w.io_kind in DSTATE else storage_busy * 0.02
-    io_wait = np.minimum(io_wait + 0.3 * swap_share * (w.mem_kind == "thrash"), 1.0)
-    io_full = io_wait * float(rng.uniform(0.3, 0.7)) * (1.0 - 0.5 * np.minimum(decode / np.maximum(w.loader_cores[:, None], 1), 1))
-    mem_wait = np.minimum(swap_share * float(rng.uniform(1.0, 1.35)), 1.0) + 0.0005
-    mem_full = mem_wait * float(rng.uniform(0.35, 0.75))
-    dstate = w.workers * io_wait * float(rng.uniform(0.5, 1.0)) if w.io_kind in DSTATE else io_wait * 0.0
+    kernel = io_cores + tcp_cores + reclaim
+    cores, demand = _cpu(setup, w, busy, decode, kernel + paused, rng)
+    stalls = _stalls(rng, w, np.minimum(p.read / step, 1.0) * run, swap_share, decode)
+    remote = w.io_kind in ("nfs", "object-store")
     return PodActivity(
         busy=busy,
-        math=math,
-        hbm=hbm,
-        nccl=nccl,
+        math=p.math / p.clock / step * run,
+        hbm=p.hbm / step * run,
+        nccl=np.minimum((acc.comm_total + acc.wait) / step, 1.0) * run,
         step=step,
         h2d_bps=links["h2d"],
         d2h_bps=links["d2h"],
         nvlink_bps=links["nvlink"],
         read_bps=read,
-        block_bps=(read if w.io_kind in BLOCK else 0.0 * read) + refault_bps,
-        net_rx=(read * 1.03 if w.io_kind in ("nfs", "object-store") else 0.0 * read) + links["tcp"],
-        net_tx=(read * 0.02 if w.io_kind in ("nfs", "object-store") else 0.0 * read) + links["tcp"],
+        block_bps=(read if w.io_kind in BLOCK else 0.0 * read) + faults["refault"],
+        net_rx=read * (1.03 if remote else 0.0) + links["tcp"],
+        net_tx=read * (0.02 if remote else 0.0) + links["tcp"],
         ib_rx=links["rdma"],
         ib_tx=links["rdma"],
         cores=cores,
-        system_cores=system,
+        system_cores=kernel + 0.08 * (cores - kernel).clip(0),
         demand=demand,
-        io_wait=io_wait,
-        io_full=io_full,
-        mem_wait=mem_wait,
-        mem_full=mem_full,
-        majfault=majfault,
-        swapin=swapin,
-        dstate=dstate,
+        majfault=faults["majfault"],
+        swapin=faults["swapin"],
         loader_busy=np.minimum(decode / max(w.workers, 1), 1.0),
         paused=paused,
+        **stalls,
     )

@@ -45,7 +45,9 @@ def labels(seed: int, n: int) -> list[tuple[Bottleneck, str]]:
     return [tagged[int(k)] for k in order]
 
 
-def simulate_family_job(seed: int, index: int, label: Bottleneck, memory: str, *, start: float, step: float) -> Simulated:
+def simulate_family_job(
+    seed: int, index: int, label: Bottleneck, memory: str, *, start: float, step: float
+) -> Simulated:
     """Job ``index`` of the family drawn with ``seed``: from its own generator, seeded (seed, index)."""
     rng = np.random.default_rng([seed, index])
     samples = int(rng.integers(MIN_SAMPLES, MAX_SAMPLES + 1))

@@ -64,7 +64,9 @@ def cadvisor_scrapes(rng: Rng, setup: Setup, w: Workload, act: PodActivity, thr:
     limit = setup.mem_limit if setup.mem_limit is not None else setup.node_mem / setup.pods_per_node
     full = w.mem_kind != "" and not w.node_pressure
     level = rng.uniform(0.955, 0.995, size=(setup.pods, 1)) if full else rng.uniform(0.15, 0.75, size=(setup.pods, 1))
-    s.gauges["container_memory_working_set_bytes"] = limit * np.clip(level + 0.003 * rng.standard_normal((setup.pods, s.index.size)), 0.0, 0.999)
+    s.gauges["container_memory_working_set_bytes"] = limit * np.clip(
+        level + 0.003 * rng.standard_normal((setup.pods, s.index.size)), 0.0, 0.999
+    )
     return s
 
 

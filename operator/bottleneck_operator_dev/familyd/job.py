@@ -12,8 +12,22 @@ from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, SignalBlock, families_and_coverage
 from bottleneck_operator_dev.familyd.activity import PodActivity, simulate
 from bottleneck_operator_dev.familyd.dcgm import dcgm_scrapes
-from bottleneck_operator_dev.familyd.host import cadvisor_scrapes, ksm_scrapes, node_scrapes, sidecar_scrapes, throttled_share
-from bottleneck_operator_dev.familyd.mechanisms import MECHANISMS, RUNNERS, TARGET_STAGE, draw_times, make_workload, settle_clocks, shape_for
+from bottleneck_operator_dev.familyd.host import (
+    cadvisor_scrapes,
+    ksm_scrapes,
+    node_scrapes,
+    sidecar_scrapes,
+    throttled_share,
+)
+from bottleneck_operator_dev.familyd.mechanisms import (
+    MECHANISMS,
+    RUNNERS,
+    TARGET_STAGE,
+    draw_times,
+    make_workload,
+    settle_clocks,
+    shape_for,
+)
 from bottleneck_operator_dev.familyd.nodes import node_activity
 from bottleneck_operator_dev.familyd.scrapes import GRID, Scrapes, scrape_plan
 from bottleneck_operator_dev.familyd.stages import STAGES, Plan, bounding_stage
@@ -24,7 +38,11 @@ from bottleneck_operator_dev.familyd.world import Rng, Setup, draw_setup, finish
 HARD_SHARE = 0.25
 NAMESPACES = ("ml-research", "vision", "speech", "nlp-train", "recsys", "foundation", "applied-ml", "perception")
 NETWORK_STORAGE = ("nfs", "object-store")
-CPU_MECHANISM = {"throttled": Mechanism.THROTTLED, "saturated": Mechanism.SATURATED, "few-workers": Mechanism.TOO_FEW_WORKERS}
+CPU_MECHANISM = {
+    "throttled": Mechanism.THROTTLED,
+    "saturated": Mechanism.SATURATED,
+    "few-workers": Mechanism.TOO_FEW_WORKERS,
+}
 
 
 @dataclass(frozen=True)
@@ -99,7 +117,11 @@ def tags_of(d: Drawn, sim_scrapes: dict[str, Scrapes]) -> tuple[str, ...]:
         tags.append(s.fabric.kind)
     if any(m.any() for sc in sim_scrapes.values() for m in sc.resets.values()):
         tags.append("counter-reset")
-    tags += [f"no-{e}" for e in ("cadvisor", "ksm", "node", "sidecar") if Family(e if e != "node" else "node") not in s.exporters.families]
+    tags += [
+        f"no-{e}"
+        for e in ("cadvisor", "ksm", "node", "sidecar")
+        if Family(e if e != "node" else "node") not in s.exporters.families
+    ]
     tags += ["node-memory-pressure"] * w.node_pressure
     return tuple(tags)
 
@@ -131,7 +153,10 @@ def simulate_job(rng: Rng, d: Drawn, namespace: str, name: str, start: float, st
     act = simulate(rng, s, w, d.plan, grid)
     node = node_activity(rng, s, w, act)
     thr = throttled_share(s, act, rng)
-    plans = {e: scrape_plan(rng, grid, s.exporters.interval[e], grid[0]) for e in ("dcgm", "cadvisor", "ksm", "sidecar", "node")}
+    plans = {
+        e: scrape_plan(rng, grid, s.exporters.interval[e], grid[0])
+        for e in ("dcgm", "cadvisor", "ksm", "sidecar", "node")
+    }
     scrapes = {"dcgm": dcgm_scrapes(rng, s, w, act, *plans["dcgm"], grid)}
     fam = s.exporters.families
     if Family.CADVISOR in fam:
@@ -142,10 +167,12 @@ def simulate_job(rng: Rng, d: Drawn, namespace: str, name: str, start: float, st
         scrapes["sidecar"] = sidecar_scrapes(rng, s, w, act, node, thr, Scrapes("sidecar", *plans["sidecar"]))
     if Family.NODE in fam:
         scrapes["node"] = node_scrapes(rng, s, node, Scrapes("node", *plans["node"]))
-    at = start + step * np.arange(samples)
+    at = np.asarray(start + step * np.arange(samples), dtype=np.float64)
     rows = sample(scrapes, at, step, s.exporters.interval, s.exporters.prometheus_major)
     suffix = "".join(rng.choice(list("bcdfghjklmnpqrstvwxz2456789"), size=5))
-    nodes = [f"gpu-{s.board.model.split()[-1].lower()[:8].strip('-')}-{int(rng.integers(100, 999))}" for _ in range(s.nodes)]
+    nodes = [
+        f"gpu-{s.board.model.split()[-1].lower()[:8].strip('-')}-{int(rng.integers(100, 999))}" for _ in range(s.nodes)
+    ]
     pods = tuple(
         PodWindow(
             pod=f"{name}-{i}-{suffix}",

@@ -30,7 +30,15 @@ from bottleneck_operator_dev.familyd.world import Rng, Setup, draw_fabric
 
 # The mechanisms of each class and how often each is drawn.
 MECHANISMS: dict[Bottleneck, dict[str, float]] = {
-    Bottleneck.IO: {"nvme": 0.15, "sata": 0.05, "cloud-volume": 0.15, "iomax": 0.15, "mmap": 0.1, "nfs": 0.2, "object-store": 0.2},
+    Bottleneck.IO: {
+        "nvme": 0.15,
+        "sata": 0.05,
+        "cloud-volume": 0.15,
+        "iomax": 0.15,
+        "mmap": 0.1,
+        "nfs": 0.2,
+        "object-store": 0.2,
+    },
     Bottleneck.CPU: {"throttled": 0.4, "saturated": 0.3, "few-workers": 0.3},
     Bottleneck.INTERCONNECT: {"network": 0.5, "h2d": 0.2, "p2p": 0.15, "nvlink": 0.15},
     Bottleneck.GPU: {"bf16": 0.6, "tf32": 0.2, "fp32": 0.2},
@@ -80,9 +88,19 @@ class Times:
 def draw_times(rng: Rng, stage: str, hard: str | None) -> Times:
     """The target stage at T, the others at shares of it (one close behind when ``hard``)."""
     t = float(np.exp(rng.uniform(np.log(0.2), np.log(2.5))))
-    share = {s: float(rng.uniform(0.08, 0.6)) for s in ("read", "decode", "math", "hbm", "h2d", "swap")}
+    # log-uniform: most jobs barely touch the stages that do not bound them (a cached dataset,
+    # light decoding), some come close
+    share = {
+        s: float(np.exp(rng.uniform(np.log(0.02), np.log(0.65))))
+        for s in ("read", "decode", "math", "hbm", "h2d", "swap")
+    }
     share["h2d"] *= 0.15
     share["swap"] = 0.0
+    if stage in ("read", "decode"):
+        # an input-bound job's GPUs still work a fair share of each step
+        compute = float(rng.uniform(0.1, 0.85))
+        split = float(rng.uniform(0.55, 0.95))
+        share["math"], share["hbm"] = compute * split, compute * (1 - split)
     if stage in ("math", "hbm"):
         share["hbm" if stage == "math" else "math"] = float(rng.uniform(0.1, 0.6))
     if stage in ("network", "p2p", "nvlink", "h2d", "swap"):
@@ -112,7 +130,9 @@ def _reshape(rng: Rng, setup: Setup, pods: int, gpus: int, per_node: int = 1) ->
 def shape_for(rng: Rng, setup: Setup, mech: str) -> Setup:
     """Make the setup able to have the mechanism (two nodes for the fabric, NVLink for nvlink, ...)."""
     if mech == "network" and setup.nodes < 2:
-        setup = _reshape(rng, setup, int(rng.choice([2, 4, 8, 16])), min(setup.board.gpus_per_node, int(rng.choice([4, 8]))))
+        setup = _reshape(
+            rng, setup, int(rng.choice([2, 4, 8, 16])), min(setup.board.gpus_per_node, int(rng.choice([4, 8])))
+        )
         setup = replace(setup, fabric=draw_fabric(rng))
     if mech in ("nvlink", "p2p"):
         want_nvlink = mech == "nvlink"
@@ -120,8 +140,12 @@ def shape_for(rng: Rng, setup: Setup, mech: str) -> Setup:
         weights = np.asarray([w for _, w in boards])
         board = boards[int(rng.choice(len(boards), p=weights / weights.sum()))][0]
         gpus = int(rng.choice([4, 8])) if want_nvlink else int(rng.choice([2, 4]))
-        setup = _reshape(rng, replace(setup, board=board), setup.pods if setup.pods <= 2 else 1, min(gpus, board.gpus_per_node))
-        setup = replace(setup, power_cap_w=min(setup.power_cap_w, board.tdp_w) if setup.power_cap_w < board.tdp_w else board.tdp_w)
+        setup = _reshape(
+            rng, replace(setup, board=board), setup.pods if setup.pods <= 2 else 1, min(gpus, board.gpus_per_node)
+        )
+        setup = replace(
+            setup, power_cap_w=min(setup.power_cap_w, board.tdp_w) if setup.power_cap_w < board.tdp_w else board.tdp_w
+        )
         setup = replace(setup, fabric=draw_fabric(rng) if setup.nodes > 1 else None)
     if mech in ("nvme", "sata", "cloud-volume", "nfs", "object-store", "iomax", "mmap"):
         setup = replace(setup, storage=STORAGE[STORAGE_OF.get(mech, mech)])
@@ -149,7 +173,8 @@ def _io_capacity(rng: Rng, setup: Setup, kind: str) -> float:
         return float(rng.uniform(0.3, 1.5)) * GB * share  # page-fault-sized reads reach a fraction of the device
     if kind == "nfs":
         return float(rng.uniform(0.15, 1.5)) * GB
-    return float(rng.integers(8, 64)) * float(rng.uniform(30e6, 90e6))  # object store: connections x per-connection rate
+    # an object store: connections times what one connection gets
+    return float(rng.integers(8, 64)) * float(rng.uniform(30e6, 90e6))
 
 
 def _cpu(rng: Rng, setup: Setup, kind: str, neighbour: float) -> tuple[float, int, float]:
@@ -217,7 +242,7 @@ def make_workload(rng: Rng, setup: Setup, mech: str, times: Times) -> Workload:
         swap_main=np.full(pods, times.swap) * rng.uniform(0.9, 1.1, size=pods),
         swap_workers=np.full(pods, times.swap * float(rng.uniform(0.0, 0.5))),
         mem_kind=mech if mech in ("swap", "thrash") else "",
-        node_pressure=mech in ("swap", "thrash") and bool(rng.random() < 0.3),
+        node_pressure=mech in ("swap", "thrash") and (setup.mem_limit is None or bool(rng.random() < 0.3)),
         precision=mech if mech in ("bf16", "tf32", "fp32") else ("bf16" if rng.random() < 0.75 else "tf32"),
         cpu_kind=mech if mech in MECHANISMS[Bottleneck.CPU] else "",
         clock=np.full(pods, setup.clock_lock),

@@ -116,7 +116,9 @@ def node_activity(rng: Rng, setup: Setup, w: Workload, act: PodActivity) -> Node
     block = _per_node(setup, act.block_bps)
     other_disk = nb["disk"] + rng.uniform(0.0, 3e6, size=(setup.nodes, 1))
     iops, util = _disk(rng, setup, w, block, other_disk)
-    ckpt_tx = _per_node(setup, act.paused) * (float(rng.uniform(0.2, 1.5)) * GB if w.io_kind in ("nfs", "object-store") else 0.0)
+    ckpt_tx = _per_node(setup, act.paused) * (
+        float(rng.uniform(0.2, 1.5)) * GB if w.io_kind in ("nfs", "object-store") else 0.0
+    )
     bg_net = rng.uniform(2e5, 3e6, size=(setup.nodes, 1))
     pressure = w.node_pressure
     swap_total = float(setup.node_mem * rng.uniform(0.05, 0.25)) if setup.swap else 0.0
@@ -138,11 +140,17 @@ def node_activity(rng: Rng, setup: Setup, w: Workload, act: PodActivity) -> Node
         ib_tx=_per_node(setup, act.ib_tx) + 2e3,
         majfault=_per_node(setup, act.majfault) + nb["majfault"],
         mem_avail=np.clip(mem_level * wander(rng, (setup.nodes, n), 0.05, 10), 0.002, 0.99),
-        swap_used=np.clip(swap_level * wander(rng, (setup.nodes, n), 0.03, 20), 0.0, 1.0) if setup.swap else np.zeros((setup.nodes, n)),
+        swap_used=np.clip(swap_level * wander(rng, (setup.nodes, n), 0.03, 20), 0.0, 1.0)
+        if setup.swap
+        else np.zeros((setup.nodes, n)),
         swap_total=swap_total,
         psi_cpu=np.asarray(cpu_stall + rng.uniform(0.001, 0.02), dtype=np.float64),
         psi_io=_any(np.broadcast_to(nb["io"], used.shape), *_rows(setup, act.io_wait)),
-        psi_io_full=np.clip(_per_node(setup, act.io_full) / setup.pods_per_node * (1.0 - 0.5 * np.minimum(nb["cores"] / cpus * 4, 1.0)), 0.0, 1.0),
+        psi_io_full=np.clip(
+            _per_node(setup, act.io_full) / setup.pods_per_node * (1.0 - 0.5 * np.minimum(nb["cores"] / cpus * 4, 1.0)),
+            0.0,
+            1.0,
+        ),
         psi_mem=_any(np.broadcast_to(nb["mem"], used.shape), *_rows(setup, act.mem_wait)),
         psi_mem_full=np.clip(_per_node(setup, act.mem_full) / setup.pods_per_node * 0.8, 0.0, 1.0),
     )

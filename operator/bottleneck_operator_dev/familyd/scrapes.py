@@ -49,7 +49,7 @@ def scrape_plan(rng: Rng, grid: FloatArray, interval: float, first: float) -> tu
         interval: the exporter's scrape interval, a multiple of 5 s.
         first: no scrape before this time (the exporter's series start).
     """
-    every = max(int(round(interval / GRID)), 1)
+    every = max(round(interval / GRID), 1)
     phase = int(rng.integers(0, every))
     idx = np.arange(phase, grid.size, every)
     idx = idx[grid[idx] >= first]
@@ -64,12 +64,12 @@ def scrape_plan(rng: Rng, grid: FloatArray, interval: float, first: float) -> tu
 
 def held(grid: FloatArray, index: np.ndarray, period: float, rng: Rng) -> np.ndarray:
     """The grid point of the latest collection at or before each scrape (collections every ``period``)."""
-    every = max(int(round(period / GRID)), 1)
+    every = max(round(period / GRID), 1)
     if every == 1:
         return index
     phase = int(rng.integers(0, every))
     latest = (index - phase) // every * every + phase
-    return np.clip(latest, 0, grid.size - 1)
+    return np.asarray(np.clip(latest, 0, grid.size - 1), dtype=np.int64)
 
 
 def integrate(rate: FloatArray, start: FloatArray) -> FloatArray:
@@ -104,8 +104,8 @@ def counters(
         start = np.mean(np.maximum(rate, 0.0), axis=-1) * since
         values = integrate(rate, start)[:, scrapes.index]
         mask = np.zeros((rows, n), dtype=bool)
-        for r in np.flatnonzero(restart >= 0):
-            k = restart[r]
+        for row in np.flatnonzero(restart >= 0).tolist():
+            r, k = int(row), int(restart[row])
             # restarted between samples k-1 and k: counting began again from zero at the restart
             values[r, k:] = values[r, k:] - values[r, k - 1] - rng.uniform(0.0, 1.0) * (values[r, k] - values[r, k - 1])
             values[r, k:] = np.maximum(values[r, k:], 0.0)

@@ -74,7 +74,9 @@ def cadvisor_signals(s: Scrapes, smp: Sampler) -> Rows:
         "mem_working_set_bytes": smp.last(s.gauges["container_memory_working_set_bytes"]),
     }
     if "container_cpu_cfs_periods_total" in r:
-        out["cpu_throttled_frac"] = _ratio(r["container_cpu_cfs_throttled_periods_total"], r["container_cpu_cfs_periods_total"])
+        out["cpu_throttled_frac"] = _ratio(
+            r["container_cpu_cfs_throttled_periods_total"], r["container_cpu_cfs_periods_total"]
+        )
     return out
 
 
@@ -146,7 +148,15 @@ def keep(rows: Rows, families: frozenset[Family]) -> Rows:
     return {k: v for k, v in rows.items() if k in SIGNALS and SIGNALS[k].family in families}
 
 
-def sample(scrapes: Mapping[str, Scrapes], at: FloatArray, step: float, intervals: Mapping[str, float], major: int) -> dict[str, Rows]:
+def sample(
+    scrapes: Mapping[str, Scrapes], at: FloatArray, step: float, intervals: Mapping[str, float], major: int
+) -> dict[str, Rows]:
     """Each exporter's signal rows at the window's timestamps."""
-    readers = {"dcgm": dcgm_signals, "cadvisor": cadvisor_signals, "ksm": ksm_signals, "sidecar": sidecar_signals, "node": node_signals}
+    readers = {
+        "dcgm": dcgm_signals,
+        "cadvisor": cadvisor_signals,
+        "ksm": ksm_signals,
+        "sidecar": sidecar_signals,
+        "node": node_signals,
+    }
     return {e: readers[e](s, _sampler(s, at, step, intervals[e], major)) for e, s in scrapes.items()}

@@ -148,7 +148,9 @@ def draw_fabric(rng: Rng, kind: str | None = None) -> Fabric:
     """An inter-node fabric: TCP Ethernet, InfiniBand or RoCE, with 1-8 rails per node."""
     kind = kind or str(rng.choice(["ethernet", "infiniband", "roce"], p=[0.35, 0.4, 0.25]))
     if kind == "ethernet":
-        return Fabric(kind, gbps(_choice(rng, ETHERNET_GBPS, (0.2, 0.2, 0.4, 0.2))), int(rng.choice([1, 2])), False, False)
+        return Fabric(
+            kind, gbps(_choice(rng, ETHERNET_GBPS, (0.2, 0.2, 0.4, 0.2))), int(rng.choice([1, 2])), False, False
+        )
     rates = INFINIBAND_GBPS if kind == "infiniband" else ROCE_GBPS
     ports = int(rng.choice([1, 2, 4, 8], p=[0.25, 0.25, 0.25, 0.25]))
     rate = _choice(rng, rates, tuple(1.0 for _ in rates))
@@ -163,8 +165,16 @@ def draw_setup(rng: Rng) -> Setup:
     per_node = 2 if gpus * 2 <= board.gpus_per_node and pods > 1 and rng.random() < 0.3 else 1
     capped = rng.random() < 0.35  # admins cap power for density or cost
     cap = board.tdp_w * (float(rng.uniform(0.6, 0.95)) if capped else 1.0)
-    node_cpus = int(rng.choice([32, 48, 64, 96, 128, 192, 224, 256]) if board.gpus_per_node == 8 else rng.choice([16, 32, 48, 64, 96]))
-    node_mem = float(rng.choice([256, 512, 1024, 2048])) * GIB if board.gpus_per_node == 8 else float(rng.choice([64, 128, 256, 512])) * GIB
+    node_cpus = int(
+        rng.choice([32, 48, 64, 96, 128, 192, 224, 256])
+        if board.gpus_per_node == 8
+        else rng.choice([16, 32, 48, 64, 96])
+    )
+    node_mem = (
+        float(rng.choice([256, 512, 1024, 2048])) * GIB
+        if board.gpus_per_node == 8
+        else float(rng.choice([64, 128, 256, 512])) * GIB
+    )
     per_pod_share = gpus / board.gpus_per_node
     cpu_limit = None
     if rng.random() < 0.55:
