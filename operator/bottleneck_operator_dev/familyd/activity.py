@@ -33,6 +33,9 @@ TCP_CORES_PER_GBPS = 0.8
 # Storage whose readers sleep in D state (iowait, io pressure).
 DSTATE = {"nvme", "sata", "cloud-volume", "iomax", "mmap", "nfs"}
 BLOCK = {"nvme", "sata", "cloud-volume", "iomax", "mmap"}
+# A stall share of exactly 1 would need a stalled task at every instant of every scrape interval;
+# real PSI totals stop short of that, and rate() over jittered scrapes would read it above 1.
+STALL_CEILING = 0.97
 
 
 def wander(rng: Rng, shape: tuple[int, ...], sigma: float, width: int) -> FloatArray:
@@ -149,8 +152,12 @@ def _cpu(
     mains = setup.gpus * w.main_cores * (0.35 + 0.65 * acc_busy)
     wanted = decode * np.maximum(w.workers / w.loader_cores[:, None], 1.0)
     demand = wanted + mains + extra
-    cap = setup.cpu_limit * 0.995 if setup.cpu_limit is not None else setup.node_cpus / setup.pods_per_node * 0.99
-    used = np.minimum(demand, cap) * (1.0 + 0.01 * rng.standard_normal(demand.shape))
+    # without a limit, a pod gets what its node's other tenants leave (and the node's daemons)
+    left = (
+        setup.node_cpus - w.neighbour_cores[np.arange(setup.pods) // setup.pods_per_node] - 0.8
+    ) / setup.pods_per_node
+    cap = np.full((setup.pods, 1), setup.cpu_limit * 0.995) if setup.cpu_limit is not None else left[:, None] * 0.99
+    used = np.minimum(demand, cap) * (1.0 - 0.01 * np.abs(rng.standard_normal(demand.shape)))
     return np.maximum(used, 0.0), demand
 
 
@@ -188,10 +195,10 @@ def _stalls(
     """
     dstate_reader = w.io_kind in DSTATE
     io_wait = storage_busy * (float(rng.uniform(0.85, 1.02)) if dstate_reader else 0.02)
-    io_wait = np.minimum(io_wait + 0.3 * swap_share * (w.mem_kind == "thrash"), 1.0)
+    io_wait = np.minimum(io_wait + 0.3 * swap_share * (w.mem_kind == "thrash"), STALL_CEILING)
     decoding = np.minimum(decode / np.maximum(w.loader_cores[:, None], 1), 1)
     io_full = io_wait * float(rng.uniform(0.3, 0.7)) * (1.0 - 0.5 * decoding)
-    mem_wait = np.minimum(swap_share * float(rng.uniform(1.0, 1.35)), 1.0) + 0.0005
+    mem_wait = np.minimum(swap_share * float(rng.uniform(1.0, 1.35)) + 0.0005, STALL_CEILING)
     # Little's law: readers in D state = reads in flight, which the storage needs a handful of to
     # stay busy (queue depth or RPC slots), bounded by the workers that can issue them
     in_flight = min(float(w.workers), float(rng.uniform(2.0, 12.0)))

@@ -81,7 +81,8 @@ def dcgm_scrapes(
     rng: Rng, setup: Setup, w: Workload, act: PodActivity, times: FloatArray, index: np.ndarray, grid: FloatArray
 ) -> Scrapes:
     """The fields the cluster's counters file exports, per pod, at dcgm-exporter's scrapes."""
-    at = held(grid, index, setup.exporters.dcgm_collect, rng)
+    # every field is read once per collection; scrapes between two collections repeat it
+    at, repeat = np.unique(held(grid, index, setup.exporters.dcgm_collect, rng), return_inverse=True)
     mix = draw_mix(rng, w.precision)
     math, hbm, nccl, busy, step = (x[:, at] for x in (act.math, act.hbm, act.nccl, act.busy, act.step))
     g: dict[str, FloatArray] = {}
@@ -121,4 +122,4 @@ def dcgm_scrapes(
         g["DCGM_FI_PROF_NVLINK_RX_BYTES"] = half * rng.uniform(0.97, 1.03, size=busy.shape)
     g["DCGM_FI_DEV_POWER_MGMT_LIMIT"] = np.full_like(busy, setup.power_cap_w)
     g["clock_slowdown_frac"] = limited
-    return Scrapes("dcgm", times, index, gauges=g)
+    return Scrapes("dcgm", times, index, gauges={k: v[:, repeat] for k, v in g.items()})

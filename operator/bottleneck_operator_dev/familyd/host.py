@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bottleneck_operator_dev.familyd.activity import PodActivity
+from bottleneck_operator_dev.familyd.activity import STALL_CEILING, PodActivity
 from bottleneck_operator_dev.familyd.nodes import NodeActivity
 from bottleneck_operator_dev.familyd.scrapes import Scrapes, counters
 from bottleneck_operator_dev.familyd.stages import FloatArray
@@ -38,7 +38,7 @@ def cpu_pressure(setup: Setup, act: PodActivity, node: NodeActivity, thr: FloatA
     node_rows = node.psi_cpu[np.arange(setup.pods) // setup.pods_per_node]
     runnable = np.minimum(act.demand / np.maximum(act.cores, 0.1) - 1.0, 1.0).clip(0.0)
     some = thr * float(rng.uniform(0.55, 0.85)) + node_rows * 0.8 + 0.3 * runnable
-    return np.asarray(np.clip(some + rng.uniform(0.002, 0.02), 0.0, 1.0), dtype=np.float64)
+    return np.asarray(np.clip(some + rng.uniform(0.002, 0.02), 0.0, STALL_CEILING), dtype=np.float64)
 
 
 def oom_rate(rng: Rng, w: Workload, shape: tuple[int, ...]) -> FloatArray:

@@ -183,12 +183,13 @@ def _cpu(rng: Rng, setup: Setup, kind: str, neighbour: float) -> tuple[float, in
     mains = setup.gpus * main
     per_gpu = int(rng.choice([1, 2])) if kind == "few-workers" else int(rng.choice([2, 4, 6, 8, 10, 12, 16]))
     workers = max(1, setup.gpus * per_gpu)
-    node_free = setup.node_cpus / setup.pods_per_node - neighbour / setup.pods_per_node - 0.8 - mains
+    node_free = (setup.node_cpus - neighbour - 0.8) / setup.pods_per_node - mains
     free = node_free if setup.cpu_limit is None else min(node_free, setup.cpu_limit - mains)
     if kind == "few-workers":
         return float(workers) * 0.97, workers, main
     if kind in ("throttled", "saturated"):
-        return max(free, 1.0), max(workers, int(free) + 2), main
+        # more workers than the cores they may use (num_workers sized by the node, not the share)
+        return max(free, 1.0), max(workers, int(free * float(rng.uniform(1.3, 2.0))) + 2), main
     return max(min(float(workers) * 0.95, free), 1.0), workers, main
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bottleneck_operator_dev.familyd.activity import BLOCK, PodActivity, wander
+from bottleneck_operator_dev.familyd.activity import BLOCK, STALL_CEILING, PodActivity, wander
 from bottleneck_operator_dev.familyd.hardware import GB
 from bottleneck_operator_dev.familyd.stages import FloatArray
 from bottleneck_operator_dev.familyd.workload import Workload
@@ -69,7 +69,7 @@ def _any(*shares: FloatArray) -> FloatArray:
     none = np.ones_like(shares[0])
     for s in shares:
         none = none * (1.0 - np.clip(s, 0.0, 1.0))
-    return np.asarray(1.0 - none, dtype=np.float64)
+    return np.asarray(np.minimum(1.0 - none, STALL_CEILING), dtype=np.float64)
 
 
 def _neighbours(rng: Rng, setup: Setup, w: Workload, n: int) -> dict[str, FloatArray]:
@@ -149,10 +149,10 @@ def node_activity(rng: Rng, setup: Setup, w: Workload, act: PodActivity) -> Node
         psi_io_full=np.clip(
             _per_node(setup, act.io_full) / setup.pods_per_node * (1.0 - 0.5 * np.minimum(nb["cores"] / cpus * 4, 1.0)),
             0.0,
-            1.0,
+            STALL_CEILING,
         ),
         psi_mem=_any(np.broadcast_to(nb["mem"], used.shape), *_rows(setup, act.mem_wait)),
-        psi_mem_full=np.clip(_per_node(setup, act.mem_full) / setup.pods_per_node * 0.8, 0.0, 1.0),
+        psi_mem_full=np.clip(_per_node(setup, act.mem_full) / setup.pods_per_node * 0.8, 0.0, STALL_CEILING),
     )
 
 
