@@ -134,3 +134,21 @@ def test_checkpoint_pauses_stop_the_gpus(simulated: Family_D) -> None:
     assert paused
     for sim in paused:
         assert sim.activity.busy[sim.activity.paused > 0.5].max() == 0.0
+
+
+def test_a_slowed_gpu_slows_its_pod_and_its_peers_wait(simulated: Family_D) -> None:
+    stragglers = [sim for _, _, sim in simulated if (sim.drawn.workload.slow_gpu < 1.0).any()]
+    assert stragglers
+    for sim in stragglers:
+        slow = int(np.argmin(sim.drawn.workload.slow_gpu))
+        clocks = [np.nanmean(p.signals["sm_clock_mhz"]) for p in sim.window.pods]
+        assert clocks[slow] < np.median(clocks)
+        flagged = sim.window.pods[slow].signals.get("clock_slowdown_frac")
+        if flagged is not None:
+            assert np.nanmin(flagged) >= 1.0 / sim.drawn.setup.gpus - 1e-9
+        acc = account(sim.drawn.plan, True)
+        if sim.drawn.stage == "math":
+            # the slowed pod bounds a compute-bound step: every other pod waits for it
+            assert acc.own[slow] == acc.step[slow]
+            others = np.delete(acc.wait, slow)
+            assert (others > 0).all()

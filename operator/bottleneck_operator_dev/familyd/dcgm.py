@@ -69,11 +69,13 @@ def _power_and_clock(
     b = setup.board
     shares = activity(w.precision, act.math[:, at], act.hbm[:, at], act.nccl[:, at])
     eff = rng.normal(1.0, 0.04, size=(setup.pods, setup.gpus, 1))  # silicon and cooling differ per board
-    demand = dynamic_demand(b, w.intensity, shares[:, None, :] * eff)
+    slow = np.ones((setup.pods, setup.gpus, 1))
+    slow[:, 0, 0] = w.slow_gpu  # a slowed GPU draws less at its lower clock
+    demand = dynamic_demand(b, w.intensity, shares[:, None, :] * eff) * slow**2
     ratio = clock_ratio(b, setup.power_cap_w, demand)
     power = board_power(b, setup.power_cap_w, demand, ratio, rng)
-    clock = b.boost_mhz * setup.clock_lock * ratio * (1.0 + 0.006 * rng.standard_normal(ratio.shape))
-    limited = (ratio < 0.995).mean(axis=1)
+    clock = b.boost_mhz * setup.clock_lock * ratio * slow * (1.0 + 0.006 * rng.standard_normal(ratio.shape))
+    limited = ((ratio < 0.995) | (slow < 1.0)).mean(axis=1)
     return power.mean(axis=1), np.rint(np.minimum(clock, b.boost_mhz)).mean(axis=1), limited
 
 

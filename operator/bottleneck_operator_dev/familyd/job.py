@@ -36,6 +36,7 @@ from bottleneck_operator_dev.familyd.workload import Workload
 from bottleneck_operator_dev.familyd.world import Rng, Setup, draw_setup, finish_setup
 
 HARD_SHARE = 0.25
+BORDERLINE_GAIN = 1.2
 NAMESPACES = ("ml-research", "vision", "speech", "nlp-train", "recsys", "foundation", "applied-ml", "perception")
 NETWORK_STORAGE = ("nfs", "object-store")
 CPU_MECHANISM = {
@@ -110,7 +111,9 @@ def tags_of(d: Drawn, sim_scrapes: dict[str, Scrapes]) -> tuple[str, ...]:
     s, w = d.setup, d.workload
     tags = [d.mechanism_draw, s.board.model, s.exporters.field_set, f"pods={s.pods}", f"gpus={s.gpus}"]
     if d.runner_up - 1.0 >= 0.5 * (d.gain - 1.0):
-        tags.append("mixed")
+        tags.append("mixed")  # removing another class's stage would help at least half as much
+    if d.gain < BORDERLINE_GAIN:
+        tags.append("borderline")  # another stage is right behind: removing the bound helps little
     tags += ["power-capped"] * (s.power_cap_w < s.board.tdp_w) + ["clocks-locked"] * (s.clock_lock < 1.0)
     tags += ["checkpoints"] * (s.checkpoint is not None) + ["neighbours"] * (max(s.neighbours) > 0)
     if s.fabric is not None:
@@ -122,7 +125,7 @@ def tags_of(d: Drawn, sim_scrapes: dict[str, Scrapes]) -> tuple[str, ...]:
         for e in ("cadvisor", "ksm", "node", "sidecar")
         if Family(e if e != "node" else "node") not in s.exporters.families
     ]
-    tags += ["node-memory-pressure"] * w.node_pressure
+    tags += ["node-memory-pressure"] * w.node_pressure + ["straggler"] * bool((w.slow_gpu < 1.0).any())
     return tuple(tags)
 
 

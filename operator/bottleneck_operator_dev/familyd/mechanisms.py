@@ -1,7 +1,7 @@
 """How each class's jobs come about: the mechanisms, drawn as stage times, then made physical.
 
 A draw picks the target stage's time T per step and every other stage's time as a share of it;
-about a quarter of the jobs are hard, with one other class's stage close behind (0.8-0.97 of T).
+about a quarter of the jobs are hard, with one other class's stage close behind (0.85-0.99 of T).
 The times are turned into bytes, cores and kernel seconds against the setup's capacities
 (:mod:`.hardware`), and the label is then read back from the step model by removal
 (:func:`.stages.bounding_stage`): a draw whose bounding stage is not the target is drawn again.
@@ -70,6 +70,7 @@ RUNNERS = {
     "swap": ("decode", "math", "read"),
 }
 STORAGE_OF = {"iomax": "nvme", "mmap": "nvme"}
+STRAGGLER_SHARE = 0.12
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def draw_times(rng: Rng, stage: str, hard: str | None) -> Times:
         share["math"] /= 1.6
         share["hbm"] /= 1.6
     if hard is not None:
-        share[hard] = float(rng.uniform(0.8, 0.97))
+        share[hard] = float(rng.uniform(0.85, 0.99))
     values = {s: t * share[s] for s in share}
     if stage in ("read", "decode", "math", "hbm", "swap", "h2d"):
         values[stage] = t
@@ -249,7 +250,16 @@ def make_workload(rng: Rng, setup: Setup, mech: str, times: Times) -> Workload:
         clock=np.full(pods, setup.clock_lock),
         intensity=float(rng.uniform(0.8, 1.25)),
         neighbour_cores=neighbours,
+        slow_gpu=_straggler(rng, pods),
     )
+
+
+def _straggler(rng: Rng, pods: int) -> np.ndarray:
+    """Now and then one GPU of one pod runs slowed down (heat, a failing fan, a hardware slowdown)."""
+    slow = np.ones(pods)
+    if pods > 1 and rng.random() < STRAGGLER_SHARE:
+        slow[int(rng.integers(pods))] = float(rng.uniform(0.7, 0.92))
+    return slow
 
 
 def settle_clocks(setup: Setup, w: Workload) -> tuple[Workload, Plan]:
@@ -264,5 +274,6 @@ def settle_clocks(setup: Setup, w: Workload) -> tuple[Workload, Plan]:
     act = activity(w.precision, math_share, plan.hbm / acc.step, acc.comm_total / acc.step)
     ratio = clock_ratio(setup.board, setup.power_cap_w, dynamic_demand(setup.board, w.intensity, act))
     clock = setup.clock_lock * ratio
-    settled = replace(w, clock=clock, math_s=w.math_s * clock)
+    # the drawn math time is the one the pod's GPUs reach together, its slowest GPU included
+    settled = replace(w, clock=clock * w.slow_gpu, math_s=w.math_s * clock * w.slow_gpu)
     return settled, plan_of(setup, settled)

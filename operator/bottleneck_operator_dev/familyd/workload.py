@@ -48,6 +48,8 @@ class Workload:
         intensity: how hard the math kernels push the board: dynamic power at the boost clock, as a
             share of the board's TDP headroom (above 1: the default limit already caps the clock).
         neighbour_cores: cores other workloads use on each of the job's nodes, shape (nodes,).
+        slow_gpu: per pod, the clock share its slowest GPU keeps under a thermal or hardware
+            slowdown (1.0: none); a rank's step waits for its slowest GPU.
     """
 
     read_bytes: FloatArray
@@ -76,6 +78,7 @@ class Workload:
     clock: FloatArray
     intensity: float
     neighbour_cores: FloatArray
+    slow_gpu: FloatArray
 
 
 def intra_node_bytes(setup: Setup, grad_bytes: float) -> float:
