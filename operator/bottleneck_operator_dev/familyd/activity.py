@@ -198,7 +198,8 @@ def _stalls(
     io_wait = np.minimum(io_wait + 0.3 * swap_share * (w.mem_kind == "thrash"), STALL_CEILING)
     decoding = np.minimum(decode / np.maximum(w.loader_cores[:, None], 1), 1)
     io_full = io_wait * float(rng.uniform(0.3, 0.7)) * (1.0 - 0.5 * decoding)
-    mem_wait = np.minimum(swap_share * float(rng.uniform(1.0, 1.35)) + 0.0005, STALL_CEILING)
+    # a little reclaim now and then on any busy host (page cache churn), more under pressure
+    mem_wait = np.minimum(swap_share * float(rng.uniform(1.0, 1.35)) + float(rng.uniform(0.0, 0.004)), STALL_CEILING)
     # Little's law: readers in D state = reads in flight, which the storage needs a handful of to
     # stay busy (queue depth or RPC slots), bounded by the workers that can issue them
     in_flight = min(float(w.workers), float(rng.uniform(2.0, 12.0)))

@@ -120,11 +120,7 @@ def tags_of(d: Drawn, sim_scrapes: dict[str, Scrapes]) -> tuple[str, ...]:
         tags.append(s.fabric.kind)
     if any(m.any() for sc in sim_scrapes.values() for m in sc.resets.values()):
         tags.append("counter-reset")
-    tags += [
-        f"no-{e}"
-        for e in ("cadvisor", "ksm", "node", "sidecar")
-        if Family(e if e != "node" else "node") not in s.exporters.families
-    ]
+    tags += [f"no-{e}" for e in ("cadvisor", "ksm", "node", "sidecar") if Family(e) not in s.exporters.families]
     tags += ["node-memory-pressure"] * w.node_pressure + ["straggler"] * bool((w.slow_gpu < 1.0).any())
     return tuple(tags)
 

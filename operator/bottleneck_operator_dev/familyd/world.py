@@ -73,6 +73,7 @@ class Setup:
         neighbours: other workloads' pods on each of the job's nodes.
         exporters: how the telemetry is collected.
         checkpoint: (period, duration) of periodic checkpoint pauses in seconds, or None.
+        hcas: the nodes carry InfiniBand/RoCE adapters even when the job itself stays on one node.
     """
 
     board: Board
@@ -91,6 +92,7 @@ class Setup:
     neighbours: tuple[int, ...]
     exporters: Exporters
     checkpoint: tuple[float, float] | None
+    hcas: bool = False
 
     @property
     def nodes(self) -> int:
@@ -207,6 +209,7 @@ def draw_setup(rng: Rng) -> Setup:
         neighbours=neighbours,
         exporters=draw_exporters(rng),
         checkpoint=checkpoint,
+        hcas=board.gpus_per_node == 8 and bool(rng.random() < 0.6),
     )
 
 
@@ -215,7 +218,8 @@ def finish_setup(setup: Setup) -> Setup:
     families = set(setup.exporters.families)
     if setup.board.nvlink_bps <= 0:
         families.discard(Family.DCGM_PROF_NVLINK)
-    if setup.fabric is None or not setup.fabric.rdma:
+    rdma = setup.fabric is not None and setup.fabric.rdma
+    if not (rdma or (setup.fabric is None and setup.hcas)):
         families.discard(Family.NODE_IB)
     if setup.cpu_limit is None:
         families.discard(Family.CADVISOR_CFS)
