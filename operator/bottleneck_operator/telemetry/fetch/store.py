@@ -95,13 +95,13 @@ class Store:
     prefix_jobs: set[JobKey] = field(default_factory=set)  # Jobs whose pods came from signal series alone
     hints: dict[PodKey, str] = field(default_factory=dict)  # pod -> node from the collector/dcgm labels
     # node-exporter series by instance and node_uname_info's (instance, node, presence) rows, until
-    # nodes.attach_instances files them under their nodes (join mode: no node label configured)
+    # assemble.attach_instances files them under their nodes (join mode: no node label configured)
     instance_signals: dict[str, dict[str, list[Chunk]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
     uname: list[tuple[str, str, Chunk]] = field(default_factory=list)
     grids: dict[Grid, IntArray] = field(default_factory=dict)
-    layout: dict[str, str] = field(default_factory=dict)  # the label layout per family (see .layouts)
+    layout: dict[str, str] = field(default_factory=dict)  # the label layout per family (see LayoutCache)
 
     def indices(self, grid: Grid) -> IntArray:
         """The global indices of a segment's grid: one array per grid, shared by every answer on it.
