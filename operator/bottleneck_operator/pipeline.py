@@ -20,7 +20,7 @@ from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.reports import Phase, ReportStatus, status_from_verdict
 from bottleneck_operator.settings import AnalysisSettings, LabelSettings, PrometheusSettings, Settings
 from bottleneck_operator.telemetry.fetch.client import PrometheusClient
-from bottleneck_operator.telemetry.plan.discovery import IntervalCache
+from bottleneck_operator.telemetry.fetch.store import IntervalCache
 from bottleneck_operator.telemetry.windows import WindowRequest, fetch_windows
 
 JobRequest = WindowRequest

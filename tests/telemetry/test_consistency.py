@@ -217,7 +217,7 @@ class _RecordingClient(PrometheusClient):
 
 def test_kept_scrape_intervals_change_no_window(sim_dataset: Any) -> None:
     """A second pass reusing the first one's interval estimates probes less and reads the same windows."""
-    from bottleneck_operator.telemetry.plan.discovery import IntervalCache
+    from bottleneck_operator.telemetry.fetch.store import IntervalCache
 
     settings = Settings(prometheus_url=sim_dataset.prom.url, step=STEP)
     client = _RecordingClient(settings)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.telemetry.plan import discovery as intervals
-from bottleneck_operator.telemetry.plan.discovery import IntervalCache
+from bottleneck_operator.telemetry.fetch import store
+from bottleneck_operator.telemetry.fetch.store import IntervalCache
 
 
 class _Clock:
@@ -38,7 +38,7 @@ def test_no_series_is_kept_as_zero() -> None:
 
 
 def test_size_is_bounded_oldest_first(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(intervals, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(store, "MAX_ENTRIES", 3)
     cache = IntervalCache()
     for i in range(5):
         cache.put(Family.NODE, f"node-{i}", 30.0)

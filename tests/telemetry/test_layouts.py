@@ -19,7 +19,7 @@ from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.pipeline import Analyzer, JobRequest
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import InvalidName, PrometheusClient, WindowRequest, fetch_windows
-from bottleneck_operator.telemetry.fetch.layouts import LayoutCache
+from bottleneck_operator.telemetry.fetch.store import LayoutCache
 from bottleneck_operator.telemetry.plan.catalog import KUBELET_PSI
 from bottleneck_operator.telemetry.plan.names import add_matchers, validate_matchers
 from bottleneck_operator_dev.simulation import generate_jobs

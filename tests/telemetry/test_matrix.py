@@ -10,7 +10,7 @@ import pytest
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient, QueryRejected
-from bottleneck_operator.telemetry.fetch.answers import decode_matrix
+from bottleneck_operator.telemetry.fetch.transport import decode_matrix
 from bottleneck_operator.telemetry.plan.grid import Grid
 
 T0 = 1767225600.0

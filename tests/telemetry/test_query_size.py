@@ -17,7 +17,7 @@ import pytest
 
 from bottleneck_operator.settings import Settings
 from bottleneck_operator.telemetry import PrometheusClient, WindowRequest, fetch_windows
-from bottleneck_operator.telemetry.fetch.store import pack, query_bytes
+from bottleneck_operator.telemetry.plan.selectors import pack, query_bytes
 
 pytestmark = pytest.mark.prometheus
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bottleneck_operator.settings import Settings
-from bottleneck_operator.telemetry.fetch.layouts import with_matchers
-from bottleneck_operator.telemetry.plan.names import ScopedMatcher, add_matchers, scrape_job_matchers
+from bottleneck_operator.telemetry.plan.names import ScopedMatcher, add_matchers, scrape_job_matchers, with_matchers
 
 EXPR = (
     'max by (pod) (kube_pod_info{namespace=~"ml"}) * on (pod) DCGM_FI_DEV_GPU_UTIL{pod=~"a{1}"} '

@@ -202,9 +202,8 @@ def main(args: argparse.Namespace) -> int:
     from bottleneck_operator.commands.html_timeline import timeline
     from bottleneck_operator.pipeline import Analyzer, JobRequest
     from bottleneck_operator.telemetry.fetch.client import PrometheusClient
-    from bottleneck_operator.telemetry.fetch.layouts import with_matchers
     from bottleneck_operator.telemetry.fetch.lifetime import job_lifetime
-    from bottleneck_operator.telemetry.plan.names import validate_k8s_name
+    from bottleneck_operator.telemetry.plan.names import validate_k8s_name, with_matchers
 
     if args.from_report:
         return from_report(args)

@@ -18,10 +18,9 @@ import numpy as np
 
 from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.contract.window import DataQuality, FloatArray, JobWindow, PodWindow, SignalBlock
-from bottleneck_operator.telemetry.fetch import answers as al
 from bottleneck_operator.telemetry.fetch.store import MODE_PREFIX, Pod, PodKey, Store, WindowRequest
 from bottleneck_operator.telemetry.plan import catalog as cat
-from bottleneck_operator.telemetry.plan.grid import Grid
+from bottleneck_operator.telemetry.plan.grid import Chunk, Grid, present, scatter, take_many
 
 _NODE_FAMILIES = (Family.NODE, Family.NODE_PSI, Family.NODE_IB)  # node-exporter's
 # Preference when one scrape interval must describe the window: the GPU series matter most.
@@ -83,7 +82,7 @@ def assemble(req: WindowRequest, grid: Grid, store: Store) -> JobWindow:
 def _members(req: WindowRequest, lo: int, hi: int, store: Store, notes: list[str]) -> dict[str, Pod]:
     """The Job's pods present on indices lo..hi, by name (a note says when names gave them away)."""
     key = (req.namespace, req.job)
-    members = {pod: info for pod, info in store.pods.get(key, {}).items() if al.present(info.presence, lo, hi)}
+    members = {pod: info for pod, info in store.pods.get(key, {}).items() if present(info.presence, lo, hi)}
     if key in store.prefix_jobs:
         # No kube_pod_info at all: take pods from the signal series by the "<job>-" name prefix.
         for ns, pod in store.pod_signals:
@@ -110,7 +109,7 @@ def _pod_window(
     notes: list[str],
 ) -> PodWindow:
     own = store.pod_signals.get((ns, pod), {})
-    signals = al.take_many(((n, c) for n, c in own.items() if n in cat.ENTRIES), lo, hi, grids)
+    signals = take_many(((n, c) for n, c in own.items() if n in cat.ENTRIES), lo, hi, grids)
     if _prefer_kubelet_psi(signals):
         notes.append("pod pressure (PSI) from the kubelet (container_pressure_*), the collector's where it has none")
     co_located = 0
@@ -119,7 +118,7 @@ def _pod_window(
         notes.append("node taken from the collector's or dcgm-exporter's labels (no kube_pod_info node)")
     if info.node:
         node_signals = store.node_signals.get(info.node, {})
-        signals.update(al.take_many(((n, c) for n, c in node_signals.items() if n in SIGNALS), lo, hi, grids))
+        signals.update(take_many(((n, c) for n, c in node_signals.items() if n in SIGNALS), lo, hi, grids))
         signals.update(_cpu_shares(node_signals, lo, hi, grids))
         if not any(SIGNALS[n].family in _NODE_FAMILIES for n in signals):
             notes.append(
@@ -128,11 +127,11 @@ def _pod_window(
         co_located = sum(
             1
             for other, chunks in store.on_node.get(info.node, {}).items()
-            if other not in job_pods and al.present(chunks, lo, hi)
+            if other not in job_pods and present(chunks, lo, hi)
         )
     notes.extend(drop_implausible_nvlink(signals))
     gpu_count, model = _gpus(store.gpus.get((ns, pod), {}), lo, hi)
-    if gpu_count == 0 and info.node and al.present(store.unmapped.get(info.node, []), lo, hi):
+    if gpu_count == 0 and info.node and present(store.unmapped.get(info.node, []), lo, hi):
         notes.append(f"GPUs on node {info.node} carry no pod label: is dcgm-exporter's Kubernetes pod mapping on?")
     # every series spans lo..hi: one block, which the analysis copies in one piece
     block = SignalBlock.of(signals, hi - lo + 1)
@@ -158,12 +157,10 @@ def _prefer_kubelet_psi(signals: dict[str, FloatArray]) -> bool:
     return used
 
 
-def _cpu_shares(
-    node_signals: dict[str, list[al.Chunk]], lo: int, hi: int, grids: dict[int, int]
-) -> dict[str, FloatArray]:
+def _cpu_shares(node_signals: dict[str, list[Chunk]], lo: int, hi: int, grids: dict[int, int]) -> dict[str, FloatArray]:
     """node_cpu_{busy,iowait,system}_frac from the per-mode CPU rates: shares of all modes' time."""
     per_mode = ((n.removeprefix(MODE_PREFIX), c) for n, c in node_signals.items() if n.startswith(MODE_PREFIX))
-    modes = al.take_many(per_mode, lo, hi, grids)
+    modes = take_many(per_mode, lo, hi, grids)
     if not modes:
         return {}
     stacked = np.vstack(list(modes.values()))
@@ -182,10 +179,10 @@ def _cpu_shares(
     }
 
 
-def _gpus(by_model: dict[str, list[al.Chunk]], lo: int, hi: int) -> tuple[int, str | None]:
+def _gpus(by_model: dict[str, list[Chunk]], lo: int, hi: int) -> tuple[int, str | None]:
     best_model, best, total = None, 0, np.zeros(max(0, hi - lo + 1))
     for model, chunks in by_model.items():
-        counts = np.nan_to_num(al.scatter(chunks, lo, hi))
+        counts = np.nan_to_num(scatter(chunks, lo, hi))
         total = total + counts
         peak = int(counts.max()) if counts.size else 0
         if peak > best:
@@ -224,7 +221,7 @@ def attach_instances(store: Store) -> None:
         store: the pass's store; its ``instance_signals`` and ``uname`` are emptied.
     """
     parts: dict[tuple[str, str], list[FloatArray]] = defaultdict(list)
-    grids: dict[tuple[str, str], al.Chunk] = {}
+    grids: dict[tuple[str, str], Chunk] = {}
     for instance, node, presence in store.uname:
         signals = store.instance_signals.get(instance)
         if not signals or not len(presence.idx):
@@ -237,13 +234,13 @@ def attach_instances(store: Store) -> None:
                 # Answers of one segment share its grid: the presence row then masks the samples as
                 # they are; scatter() lines up anything else.
                 same = chunk.idx is presence.idx or np.array_equal(chunk.idx, presence.idx)
-                values = chunk.val if same else al.scatter([chunk], lo, hi)
+                values = chunk.val if same else scatter([chunk], lo, hi)
                 parts[(node, name)].append(values if always else np.where(paired, values, np.nan))
                 grids[(node, name)] = presence
     for (node, name), rows in parts.items():
         how = "sum" if name.startswith(MODE_PREFIX) else cat.MERGE.get(name, "max")
         value = rows[0] if len(rows) == 1 else _combine(rows, how)
-        store.node_signals[node][name].append(al.Chunk(grids[(node, name)].idx, value))
+        store.node_signals[node][name].append(Chunk(grids[(node, name)].idx, value))
     store.uname.clear()
     store.instance_signals.clear()
 

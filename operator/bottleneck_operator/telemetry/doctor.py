@@ -1,7 +1,7 @@
 """What the analysis will be able to say from a Prometheus, family by family, and how to fix each gap.
 
 :func:`check` reads, in two instant queries, whether each family the analysis reads holds series
-(optionally for one namespace), in which label layout (:mod:`.fetch.layouts`), at which scrape interval,
+(optionally for one namespace), in which label layout (:class:`.plan.discovery.Layout`), at which scrape interval,
 whether node-exporter's series reach their nodes, and which DCGM fields are on. Each finding comes
 with the exact change that closes the gap: a chart value, a counters-file line, a relabeling.
 ``bottleneck-operator doctor`` prints it; the operator logs it at start and exports it as a metric.
@@ -22,11 +22,11 @@ from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator.settings import LabelSettings, Settings
 from bottleneck_operator.telemetry.fetch import scrapes
 from bottleneck_operator.telemetry.fetch.client import PrometheusClient
-from bottleneck_operator.telemetry.fetch.layouts import Layout, detect, with_matchers
 from bottleneck_operator.telemetry.fetch.scrapes import ScrapeState
-from bottleneck_operator.telemetry.fetch.store import labels_of, to_float
+from bottleneck_operator.telemetry.fetch.store import detect, labels_of, to_float
 from bottleneck_operator.telemetry.plan.catalog import tag
-from bottleneck_operator.telemetry.plan.names import add_matchers, quote, validate_k8s_name
+from bottleneck_operator.telemetry.plan.discovery import Layout
+from bottleneck_operator.telemetry.plan.names import add_matchers, quote, validate_k8s_name, with_matchers
 from bottleneck_operator.telemetry.plan.selectors import duration, sel
 
 log = logging.getLogger(__name__)

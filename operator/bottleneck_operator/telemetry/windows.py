@@ -13,7 +13,7 @@ query grids (segments) as possible, normally one. Per segment, for all of its Jo
    run a few at a time and filed as they arrive (:mod:`.fetch.queries`).
 
 Every request stays within ``max_query_bytes`` (VictoriaMetrics refuses queries over 16 KiB by
-default): a selection too long for one request is cut into several (:func:`.fetch.store.fit`), so the
+default): a selection too long for one request is cut into several (:func:`.plan.selectors.fit`), so the
 number of queries grows only once the Jobs' names no longer fit, never with their pods.
 
 The answers are filed per Job and pod in Python (:mod:`.fetch.store`), node-exporter's instances
@@ -32,28 +32,27 @@ from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry.assemble import assemble, attach_instances
 from bottleneck_operator.telemetry.errors import InvalidWindow
 from bottleneck_operator.telemetry.fetch.client import PrometheusClient
-from bottleneck_operator.telemetry.fetch.layouts import LAYOUTS, with_matchers
 from bottleneck_operator.telemetry.fetch.queries import plan, probe, run
 from bottleneck_operator.telemetry.fetch.store import (
+    LAYOUTS,
+    IntervalCache,
     JobKey,
     Scope,
     Store,
     WindowRequest,
-    alternation,
     discover,
-    pod_selections,
-    query_bytes,
 )
 from bottleneck_operator.telemetry.plan import discovery as disc
 from bottleneck_operator.telemetry.plan import selectors as sq
-from bottleneck_operator.telemetry.plan.discovery import IntervalCache
 from bottleneck_operator.telemetry.plan.grid import Grid, segments
 from bottleneck_operator.telemetry.plan.names import (
     escape_regex,
     regex_alternation,
     validate_k8s_name,
     validate_label_name,
+    with_matchers,
 )
+from bottleneck_operator.telemetry.plan.selectors import alternation, pod_selections, query_bytes
 
 __all__ = ["WindowRequest", "fetch_windows"]
 

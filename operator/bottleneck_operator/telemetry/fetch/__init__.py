@@ -1,1 +1,1 @@
-"""Fetch: the HTTP client, the answers decoded onto the grid, and the store they are filed into."""
+"""Fetch: the HTTP client, answers decoded onto the grid, the store they are filed into, and the steps that ask."""

@@ -36,13 +36,15 @@ from bottleneck_operator.telemetry.errors import (
     QueryRejected,
     QueryTimeout,
 )
-from bottleneck_operator.telemetry.fetch.answers import Matrix, decode_matrix, malformed_series
 from bottleneck_operator.telemetry.fetch.transport import (
     USER_AGENT,
     AnswerTooLong,
     Limits,
+    Matrix,
     Transport,
     basic_auth,
+    decode_matrix,
+    malformed_series,
     url_auth,
 )
 from bottleneck_operator.telemetry.plan.grid import Grid, time_param
@@ -164,7 +166,7 @@ class PrometheusClient:
         return self._call("query_range", {"query": promql, **grid.params()}, _result)
 
     def query_matrix(self, promql: str, grid: Grid) -> Matrix:
-        """A range query over ``grid``, decoded straight onto it (see :mod:`.answers`).
+        """A range query over ``grid``, decoded straight onto it (see :func:`.transport.decode_matrix`).
 
         The pass's queries use this: their answers are large, and a dense float matrix costs a small
         fraction of the memory and time of Prometheus's JSON as Python objects.

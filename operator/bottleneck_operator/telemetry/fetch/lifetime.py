@@ -22,9 +22,8 @@ from collections.abc import Iterable, Sequence
 from bottleneck_operator.telemetry.errors import InvalidWindow
 from bottleneck_operator.telemetry.fetch.client import PrometheusClient
 from bottleneck_operator.telemetry.fetch.store import to_float
-from bottleneck_operator.telemetry.plan.discovery import lifetime_selectors
-from bottleneck_operator.telemetry.plan.names import validate_k8s_name
-from bottleneck_operator.telemetry.plan.selectors import duration
+from bottleneck_operator.telemetry.plan.names import add_matchers, quote, regex_alternation, validate_k8s_name
+from bottleneck_operator.telemetry.plan.selectors import duration, sel
 
 __all__ = ["DEFAULT_LOOKBACK", "MAX_INTERVALS", "coarse_step", "job_lifetime"]
 
@@ -106,3 +105,20 @@ def _sample_times(client: PrometheusClient, selectors: Iterable[str], at: float,
             values = row.get("values", []) if isinstance(row, dict) else []
             times += [float(p[0]) for p in values if isinstance(p, list | tuple) and len(p) == 2]
     return times
+
+
+def lifetime_selectors(namespace: str, job: str, matchers: Sequence[str] = ()) -> tuple[str, str]:
+    """The two selectors of one Job's kube_pod_info series: by owner labels, and by name prefix.
+
+    kube-state-metrics writes "<none>" for an ownerless pod; relabelling may drop the label (= "").
+    """
+    owned = sel(
+        "kube_pod_info", f"namespace={quote(namespace)}", 'created_by_kind="Job"', f"created_by_name={quote(job)}"
+    )
+    orphan = sel(
+        "kube_pod_info",
+        f"namespace={quote(namespace)}",
+        f"pod=~{quote(regex_alternation([job], suffix='-.+'))}",
+        'created_by_name=~"|<none>"',
+    )
+    return add_matchers(owned, matchers), add_matchers(orphan, matchers)

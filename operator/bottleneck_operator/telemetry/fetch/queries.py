@@ -7,10 +7,10 @@ node from the collector's or dcgm-exporter's labels.
 
 Each entry's request selects every pod (or node) of the segment, its buckets joined inside it with
 ``or``; where that would exceed ``max_query_bytes`` the selection is cut into several requests
-(:func:`.store.fit`), so a request's size is bounded whatever the number of pods. Entries go out as
+(:func:`..plan.selectors.fit`), so a request's size is bounded whatever the number of pods. Entries go out as
 separate requests rather than one big ``or`` per exporter: Prometheus merges each ``or`` operand into
 everything before it, which grows with the square of the operands. A few run at once; each answer is
-decoded straight onto the segment's grid (:mod:`.answers`) and filed as soon as it arrives.
+decoded straight onto the segment's grid (:func:`.transport.decode_matrix`) and filed as soon as it arrives.
 """
 
 from __future__ import annotations
@@ -27,30 +27,25 @@ from dataclasses import dataclass
 
 from bottleneck_operator.contract.signals import EXPORTERS, Family
 from bottleneck_operator.telemetry.errors import AnswerTooLarge, InvalidSeries, PrometheusUnavailable, QueryRejected
-from bottleneck_operator.telemetry.fetch import answers as al
-from bottleneck_operator.telemetry.fetch.answers import Matrix
 from bottleneck_operator.telemetry.fetch.client import PrometheusClient
 from bottleneck_operator.telemetry.fetch.store import (
+    IntervalCache,
     Pod,
     PodKey,
     Scope,
     Store,
-    alternation,
-    fit,
     labels_of,
-    pack,
-    pod_selections,
-    query_bytes,
     store_group,
     store_hint,
     to_float,
 )
+from bottleneck_operator.telemetry.fetch.transport import Matrix
 from bottleneck_operator.telemetry.plan import catalog as cat
 from bottleneck_operator.telemetry.plan import discovery as disc
 from bottleneck_operator.telemetry.plan import selectors as sq
-from bottleneck_operator.telemetry.plan.discovery import IntervalCache
-from bottleneck_operator.telemetry.plan.grid import Grid
+from bottleneck_operator.telemetry.plan.grid import Grid, present
 from bottleneck_operator.telemetry.plan.names import regex_alternation
+from bottleneck_operator.telemetry.plan.selectors import alternation, fit, pack, pod_selections, query_bytes
 
 log = logging.getLogger(__name__)
 
@@ -340,7 +335,7 @@ def _keep_intervals(
     probe_start: float,
     grid: Grid,
 ) -> None:
-    """Keep the estimates that saw whole intervals (see :class:`.discovery.IntervalCache`).
+    """Keep the estimates that saw whole intervals (see :class:`.store.IntervalCache`).
 
     The first probe sub-window starts at ``probe_start``; an estimate is exact when the unit's series
     had a sample before it, which holds when kube_pod_info shows the pod (for a node: one of its
@@ -368,4 +363,4 @@ def _keep_intervals(
 def _existed(info: Pod, probe_start: float, seconds: float, grid: Grid) -> bool:
     before = probe_start - 2 * (seconds if seconds > 0 else sq.DEFAULT_SCRAPE_INTERVAL)
     i = grid.index_at_or_before(before)
-    return al.present(info.presence, i, i)
+    return present(info.presence, i, i)

@@ -1,31 +1,47 @@
-"""What one pass read, and how Prometheus's answers are filed into it.
+"""What one pass read, how Prometheus's answers are filed into it, and what is kept between passes.
 
 Answers are keyed for assembly: pods per Job (from kube_pod_info), pod-level series per
 (namespace, pod), node-level series per node, GPUs per pod, neighbours per node, scrape-interval
 estimates, and where pods ran when kube_pod_info does not say. A segment's :class:`Scope` (its grid,
-Jobs, pods and nodes) is found by the pods query and widened by the probe; its selectors are built here.
+Jobs, pods and nodes) is found by the pods query and widened by the probe.
+
+Two things outlive a pass, per operator: each pod's scrape interval per exporter
+(:class:`IntervalCache`: an exporter's interval is configuration, and estimating it reads each
+exporter's densest series several times over), and the label layout of each exporter family
+(:class:`LayoutCache`, read by :func:`detect`), which is detected again for a family when a pass finds
+nothing in it (an exporter redeployed with another layout).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import threading
+import time
+import weakref
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator.settings import LabelSettings
-from bottleneck_operator.telemetry.fetch import answers as al
-from bottleneck_operator.telemetry.fetch.answers import Matrix
+from bottleneck_operator.telemetry.fetch.client import PrometheusClient
+from bottleneck_operator.telemetry.fetch.transport import Matrix
 from bottleneck_operator.telemetry.plan import catalog as cat
 from bottleneck_operator.telemetry.plan import selectors as sq
-from bottleneck_operator.telemetry.plan.discovery import POD_OWNER_KINDS
-from bottleneck_operator.telemetry.plan.grid import Grid, IntArray
-from bottleneck_operator.telemetry.plan.names import escape_regex, quote, regex_alternation
+from bottleneck_operator.telemetry.plan.discovery import (
+    DETECT_WINDOW,
+    POD_OWNER_KINDS,
+    PROBE_LABEL,
+    Layout,
+    detection_query,
+    layout_from,
+)
+from bottleneck_operator.telemetry.plan.grid import Chunk, Grid, IntArray
 
 PodKey = tuple[str, str]  # (namespace, pod)
 JobKey = tuple[str, str]  # (namespace, job)
@@ -54,7 +70,7 @@ class Pod:
     """One pod of a Job: its node and when kube_pod_info shows it."""
 
     node: str | None = None
-    presence: list[al.Chunk] = field(default_factory=list)
+    presence: list[Chunk] = field(default_factory=list)
     by_prefix: bool = False
 
 
@@ -63,17 +79,15 @@ class Store:
     """Everything one pass read, keyed for assembly."""
 
     pods: dict[JobKey, dict[str, Pod]] = field(default_factory=lambda: defaultdict(dict))
-    pod_signals: dict[PodKey, dict[str, list[al.Chunk]]] = field(
+    pod_signals: dict[PodKey, dict[str, list[Chunk]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
-    node_signals: dict[str, dict[str, list[al.Chunk]]] = field(
+    node_signals: dict[str, dict[str, list[Chunk]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
-    gpus: dict[PodKey, dict[str, list[al.Chunk]]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(list))
-    )
-    unmapped: dict[str, list[al.Chunk]] = field(default_factory=lambda: defaultdict(list))
-    on_node: dict[str, dict[PodKey, list[al.Chunk]]] = field(
+    gpus: dict[PodKey, dict[str, list[Chunk]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
+    unmapped: dict[str, list[Chunk]] = field(default_factory=lambda: defaultdict(list))
+    on_node: dict[str, dict[PodKey, list[Chunk]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
     intervals: dict[Family, dict[object, float]] = field(default_factory=lambda: defaultdict(dict))
@@ -81,18 +95,18 @@ class Store:
     prefix_jobs: set[JobKey] = field(default_factory=set)  # Jobs whose pods came from signal series alone
     hints: dict[PodKey, str] = field(default_factory=dict)  # pod -> node from the collector/dcgm labels
     # node-exporter series by instance and node_uname_info's (instance, node, presence) rows, until
-    # nodes.attach_instances files them under their nodes (join mode: no node label configured)
-    instance_signals: dict[str, dict[str, list[al.Chunk]]] = field(
+    # assemble.attach_instances files them under their nodes (join mode: no node label configured)
+    instance_signals: dict[str, dict[str, list[Chunk]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
-    uname: list[tuple[str, str, al.Chunk]] = field(default_factory=list)
+    uname: list[tuple[str, str, Chunk]] = field(default_factory=list)
     grids: dict[Grid, IntArray] = field(default_factory=dict)
-    layout: dict[str, str] = field(default_factory=dict)  # the label layout per family (see .layouts)
+    layout: dict[str, str] = field(default_factory=dict)  # the label layout per family (see LayoutCache)
 
     def indices(self, grid: Grid) -> IntArray:
         """The global indices of a segment's grid: one array per grid, shared by every answer on it.
 
-        Chunks of one segment then line up by identity (see :func:`.answers.take_many`).
+        Chunks of one segment then line up by identity (see :func:`..plan.grid.take_many`).
         """
         idx = self.grids.get(grid)
         if idx is None:
@@ -144,7 +158,7 @@ def discover(answer: Matrix, jobs: AbstractSet[JobKey], store: Store) -> set[Job
         node = labels.get("node") or None
         if node:
             info.node = node
-        info.presence.append(al.Chunk(idx, answer.row(i)))
+        info.presence.append(Chunk(idx, answer.row(i)))
         found.add((ns, owner))
     return found
 
@@ -169,7 +183,7 @@ def store_group(
     mapping = ctx.labels
     for i, labels in enumerate(answer.labels):
         name = entry
-        chunk = al.Chunk(idx, answer.row(i))
+        chunk = Chunk(idx, answer.row(i))
         if group is Family.NODE:
             if name == sq.INTERNAL_CPU_MODES:
                 name = MODE_PREFIX + labels.get("mode", "")
@@ -235,101 +249,133 @@ class Scope:
         return [g for g in GROUP_ORDER if g is not Family.NODE or self.nodes]
 
 
-def alternation(literals: Sequence[str], patterns: Sequence[str] = ()) -> str:
-    """Escaped literals plus ready-made regex patterns, as one alternation (never empty)."""
-    alts = [escape_regex(v) for v in literals] + list(patterns)
-    return "|".join(alts) if alts else regex_alternation([])
+# --- kept between passes: scrape-interval estimates and label layouts
+
+DEFAULT_TTL = 600.0
+# Kept entries at most; beyond it the oldest go first (a cluster's churn cannot grow it unbounded).
+MAX_ENTRIES = 100_000
 
 
-def pod_selections(
-    base: sq.QueryContext, names: Sequence[str], prefixes: Sequence[str]
-) -> tuple[sq.QueryContext | None, sq.QueryContext | None]:
-    """Contexts selecting pods by name and by ``<job>-`` prefix (None where there is nothing to select).
-
-    Each kind gets a selector of its own: Prometheus matches a pure list of names as a set, but runs
-    a regex mixing names and prefixes against every pod name it knows. A Job whose every pod is
-    among ``names`` is selected by its prefix (``base.prefixes``), so a selector grows with Jobs,
-    not with pods.
+class IntervalCache:
+    """Per (exporter group, pod or node) scrape interval, with an expiry; safe to share between threads.
 
     Args:
-        base: the selectors to narrow.
-        names: pod names.
-        prefixes: ``<job>-.+`` regex patterns.
-
-    Returns:
-        (by name, by prefix).
+        ttl: seconds an estimate is reused.
+        clock: monotonic seconds (tests pass their own).
     """
-    patterns = list(prefixes)
-    if base.prefixes is not None:
-        names, compacted = base.prefixes.compact(names)
-        patterns = sorted({*patterns, *compacted})
-    by_name = dataclasses.replace(base, pods=alternation(names)) if names else None
-    by_prefix = dataclasses.replace(base, pods=alternation([], patterns)) if patterns else None
-    return by_name, by_prefix
+
+    def __init__(self, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self._clock = clock
+        # (group, unit) -> (seconds, or 0.0 for "no series"; expiry time); insertion order = age
+        self._entries: dict[tuple[Family, object], tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, group: Family, unit: object) -> float | None:
+        """The kept estimate (0.0: the unit has no series of this exporter), or None when unknown or expired."""
+        with self._lock:
+            found = self._entries.get((group, unit))
+            if found is None:
+                return None
+            if found[1] <= self._clock():
+                del self._entries[(group, unit)]
+                return None
+            return found[0]
+
+    def put(self, group: Family, unit: object, seconds: float) -> None:
+        """Keep an estimate (0.0 or less: no series) for :attr:`ttl` seconds."""
+        key = (group, unit)
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = (max(0.0, seconds), self._clock() + self.ttl)
+            while len(self._entries) > MAX_ENTRIES:
+                del self._entries[next(iter(self._entries))]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
 
 
-def query_bytes(promql: str) -> int:
-    """The size a server's query-length limit counts: the expression's UTF-8 bytes."""
-    return len(promql.encode())
+# A detection older than this is redone even when every family still answers.
+REDETECT_AFTER = 3600.0
 
 
-# Fields a context is cut along, in order: each is a plain ``a|b|c`` alternation (names and
-# ``<job>-.+`` patterns never hold a "|"), so any part of it selects part of the same series.
-_CUT_FIELDS = ("pods", "instances", "nodes")
-
-
-def fit(ctx: sq.QueryContext, build: Callable[[sq.QueryContext], str]) -> list[sq.QueryContext]:
-    """``ctx`` cut into contexts over fewer pods (or instances, nodes) whose expressions fit the limit.
-
-    The alternation the expression uses is halved until ``build`` of each part stays within
-    ``ctx.max_query_bytes``; parts select disjoint series, so their answers together are the
-    whole answer. A single pod (node) that still does not fit is left as it is: the server decides.
+def detect(client: PrometheusClient, configured: LabelSettings, at: float, window: float = DETECT_WINDOW) -> Layout:
+    """The layouts the data at ``at`` (and the ``window`` before it) is stored in.
 
     Args:
-        ctx: the selection.
-        build: the expression of a context.
+        client: the Prometheus client.
+        configured: the configured label mapping (it wins where it finds series).
+        at: evaluation time, unix seconds.
+        window: how far back to look.
 
     Returns:
-        The contexts, in alternation order (``[ctx]`` when it fits).
+        The layout per family.
     """
-    promql = build(ctx)
-    if query_bytes(promql) <= ctx.max_query_bytes:
-        return [ctx]
-    for name in _CUT_FIELDS:
-        value: str = getattr(ctx, name)
-        alts = value.split("|")
-        if len(alts) > 1 and quote(value) in promql:
-            half = len(alts) // 2
-            halves = ("|".join(alts[:half]), "|".join(alts[half:]))
-            return [c for part in halves for c in fit(_with(ctx, name, part), build)]
-    return [ctx]
+    seen: dict[str, float] = {}
+    clusters: list[str] = []
+    for row in client.query(detection_query(configured, window), at):
+        labels = labels_of(row)
+        name = labels.get(PROBE_LABEL, "")
+        if name == "clusters":
+            clusters.append(labels.get("cluster", ""))
+        else:
+            seen[name] = to_float(row.get("value", [0, "NaN"])[1])  # type: ignore[index]
+    return layout_from(seen, configured, tuple(sorted(clusters)), at)
 
 
-def _with(ctx: sq.QueryContext, name: str, value: str) -> sq.QueryContext:
-    if name == "pods":
-        return dataclasses.replace(ctx, pods=value)
-    if name == "instances":
-        return dataclasses.replace(ctx, instances=value)
-    return dataclasses.replace(ctx, nodes=value)
+class LayoutCache:
+    """Detected layouts kept per client (one Prometheus) and configured mapping.
 
-
-def pack(parts: Iterable[str], limit: int) -> list[str]:
-    """Expressions joined with ``or`` into as few requests as stay within ``limit`` bytes each.
-
-    Parts must select disjoint series (``or`` then only concatenates). A part over the limit on
-    its own is a request of its own.
+    A family that a pass expected but found empty is detected again on the next pass, and every
+    detection is redone after :data:`REDETECT_AFTER` seconds.
     """
-    requests: list[str] = []
-    current: list[str] = []
-    size = 0
-    for part in parts:
-        extra = query_bytes(part) + (4 if current else 0)  # " or "
-        if current and size + extra > limit:
-            requests.append(" or ".join(current))
-            current, size = [], 0
-            extra = query_bytes(part)
-        current.append(part)
-        size += extra
-    if current:
-        requests.append(" or ".join(current))
-    return requests
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: weakref.WeakKeyDictionary[PrometheusClient, dict[LabelSettings, Layout]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def resolve(self, client: PrometheusClient, configured: LabelSettings, at: float) -> tuple[LabelSettings, Layout]:
+        """The mapping to read with at ``at``: from the kept layout, or detected afresh."""
+        if not configured.label_layout_detection:
+            return configured, Layout(dcgm="configured", node="configured", cadvisor="configured")
+        with self._lock:
+            kept = self._kept.get(client, {}).get(configured)
+        if kept is None or abs(time.time() - kept.at) >= REDETECT_AFTER:
+            kept = dataclasses.replace(detect(client, configured, at), at=time.time())
+            with self._lock:
+                self._kept.setdefault(client, {})[configured] = kept
+        return kept.labels(configured), kept
+
+    def forget(self, client: PrometheusClient, configured: LabelSettings) -> None:
+        """Detect again on the next pass (a family it expected came back empty)."""
+        with self._lock:
+            self._kept.get(client, {}).pop(configured, None)
+
+    def check_pass(
+        self, client: PrometheusClient, configured: LabelSettings, layout: Layout, windows: Iterable[JobWindow]
+    ) -> None:
+        """After a pass: forget the layout when a family it found held nothing for Jobs that have pods."""
+        expected = {
+            "dcgm": (Family.DCGM_DEV,),
+            "node": (Family.NODE, Family.NODE_PSI, Family.NODE_IB),
+            "cadvisor": (Family.CADVISOR,),
+        }
+        found = layout.describe()
+        with_pods = [w for w in windows if w.pods]
+        if not with_pods:
+            return
+        for family, members in expected.items():
+            if found[family] in ("absent", "unmapped", "no-join"):
+                continue
+            if not any(m in w.quality.families for w in with_pods for m in members):
+                self.forget(client, configured)
+                return
+
+
+LAYOUTS = LayoutCache()

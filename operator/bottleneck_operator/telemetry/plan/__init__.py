@@ -1,1 +1,1 @@
-"""Plan: what to ask Prometheus (names, selectors, the grid, the catalog, discovery)."""
+"""Plan: what to ask Prometheus (names, selectors, the grid and series on it, the catalog, discovery and label layouts)."""

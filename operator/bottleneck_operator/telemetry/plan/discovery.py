@@ -1,24 +1,37 @@
-"""The queries that prepare a pass: the Jobs' pods, their scrape intervals, where they ran.
+"""The queries that prepare a pass: the label layout, the Jobs' pods, their scrape intervals, where they ran.
 
-These run before the catalog's signal queries: kube_pod_info gives pods and nodes, one instant
-query estimates each pod's scrape interval per exporter (it sets rate() ranges and gauge windows)
-and, for pods kube-state-metrics does not place, reads the node from the collector's or
-dcgm-exporter's labels.
+These run before the catalog's signal queries. Real monitoring stacks store the same metric names
+under different labels, so one instant query (:func:`detection_query`) first says which
+:class:`Layout` each exporter family's series are in; the configured labels always win when they find
+series:
 
-The interval estimates are kept from one pass to the next (:class:`IntervalCache`): an exporter's
-interval is configuration, and estimating it reads each exporter's densest series several times over.
+- dcgm-exporter behind a ServiceMonitor with ``honorLabels: false`` (its chart's and the GPU
+  Operator's default): the workload in ``exported_namespace``/``exported_pod``/``exported_container``,
+  the exporter's own pod in ``namespace``/``pod``; ``Hostname`` in tagged releases, ``hostname`` on
+  newer ones.
+- node-exporter: either ``node_uname_info{nodename}`` names the Kubernetes node, or (hostname
+  override, cloud names, upper case) only the exporter pod's ``namespace``/``pod`` lead to the node
+  through ``kube_pod_info`` (the join kube-prometheus-stack's own recording rules use).
+- cAdvisor: with or without ``container_spec_*``, once or twice (``metrics_path="/metrics/resource"``);
+  the catalog's expressions read every one of these without a setting (see :mod:`.catalog`).
+
+Then kube_pod_info gives pods and nodes (:func:`pods_query`), one instant query estimates each pod's
+scrape interval per exporter (it sets rate() ranges and gauge windows) and, for pods
+kube-state-metrics does not place, reads the node from the collector's or dcgm-exporter's labels.
+What a pass learns here and keeps for the next (the layout, the interval estimates) is kept by
+:mod:`..fetch.store`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from bottleneck_operator.contract.signals import Family, metrics_of
+from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry.plan.catalog import node_names, tag
-from bottleneck_operator.telemetry.plan.names import add_matchers, quote, regex_alternation
+from bottleneck_operator.telemetry.plan.names import add_matchers, quote
 from bottleneck_operator.telemetry.plan.selectors import GROUP_LABEL, QueryContext, duration, sel
 
 # The ``created_by_kind`` of pods that belong to a profiled workload directly: batch/v1 Jobs, and
@@ -86,23 +99,6 @@ def pods_query(namespaces: str, jobs: str, prefixes: str, presence: float, match
     )
     # The join's two sides get the same matchers (one cluster's pods with that cluster's Jobs).
     return add_matchers(expr, matchers)
-
-
-def lifetime_selectors(namespace: str, job: str, matchers: Sequence[str] = ()) -> tuple[str, str]:
-    """The two selectors of one Job's kube_pod_info series: by owner labels, and by name prefix.
-
-    kube-state-metrics writes "<none>" for an ownerless pod; relabelling may drop the label (= "").
-    """
-    owned = sel(
-        "kube_pod_info", f"namespace={quote(namespace)}", 'created_by_kind="Job"', f"created_by_name={quote(job)}"
-    )
-    orphan = sel(
-        "kube_pod_info",
-        f"namespace={quote(namespace)}",
-        f"pod=~{quote(regex_alternation([job], suffix='-.+'))}",
-        'created_by_name=~"|<none>"',
-    )
-    return add_matchers(owned, matchers), add_matchers(orphan, matchers)
 
 
 def _interval_probe(group: Family, c: QueryContext) -> tuple[str, str]:
@@ -254,49 +250,135 @@ def node_hint_query(ctx: QueryContext, start: float, end: float) -> str:
     return add_matchers(expr, ctx.labels.selector_matchers)
 
 
-DEFAULT_TTL = 600.0
-# Kept entries at most; beyond it the oldest go first (a cluster's churn cannot grow it unbounded).
-MAX_ENTRIES = 100_000
+# --- the label layout: which labels each exporter's series carry
+
+PROBE_LABEL = "bn_probe"
+EXPORTED = ("exported_namespace", "exported_pod", "exported_container")
+HOST_LABELS = ("Hostname", "hostname")
+RESOURCE_PATH = "/metrics/resource"
+# How far back detection looks: long enough to see every exporter of a quiet cluster at least once.
+DETECT_WINDOW = 3600.0
 
 
-class IntervalCache:
-    """Per (exporter group, pod or node) scrape interval, with an expiry; safe to share between threads.
+@dataclass(frozen=True)
+class Layout:
+    """The layout found per family.
 
-    Args:
-        ttl: seconds an estimate is reused.
-        clock: monotonic seconds (tests pass their own).
+    Attributes:
+        dcgm: "pod-labels" (pod mapping in namespace/pod), "exported-labels" (honorLabels: false),
+            "configured" (the configured labels found series) or "absent".
+        dcgm_host: dcgm-exporter's host label ("Hostname" or "hostname").
+        node: "node-label" (configured), "uname-join", "pod-join" or "absent".
+        cadvisor: "with-spec", "no-spec" (kube-prometheus-stack drops container_spec_*), or "absent".
+        cadvisor_paths: the kubelet paths the cAdvisor counters appear under (deduplicated by the catalog).
+        clusters: values of a ``cluster`` label on kube_pod_info (several: set selector_matchers).
+        at: when it was detected (unix seconds).
     """
 
-    def __init__(self, ttl: float = DEFAULT_TTL, clock: Callable[[], float] = time.monotonic) -> None:
-        self.ttl = ttl
-        self._clock = clock
-        # (group, unit) -> (seconds, or 0.0 for "no series"; expiry time); insertion order = age
-        self._entries: dict[tuple[Family, object], tuple[float, float]] = {}
-        self._lock = threading.Lock()
+    dcgm: str = "absent"
+    dcgm_host: str = "Hostname"
+    node: str = "absent"
+    cadvisor: str = "absent"
+    cadvisor_paths: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()
+    at: float = 0.0
 
-    def __len__(self) -> int:
-        return len(self._entries)
+    def describe(self) -> dict[str, str]:
+        """The layout per family, for the report's data quality."""
+        return {"dcgm": self.dcgm, "node": self.node, "cadvisor": self.cadvisor}
 
-    def get(self, group: Family, unit: object) -> float | None:
-        """The kept estimate (0.0: the unit has no series of this exporter), or None when unknown or expired."""
-        with self._lock:
-            found = self._entries.get((group, unit))
-            if found is None:
-                return None
-            if found[1] <= self._clock():
-                del self._entries[(group, unit)]
-                return None
-            return found[0]
+    def labels(self, configured: LabelSettings) -> LabelSettings:
+        """The label mapping to read this layout with (the configured one where it finds series)."""
+        mapping = configured
+        pod_labels = {"exported-labels": EXPORTED, "pod-labels": ("namespace", "pod", "container")}.get(self.dcgm)
+        if pod_labels is not None:
+            settings = ("dcgm_namespace_label", "dcgm_pod_label", "dcgm_container_label")
+            mapping = mapping.model_copy(update=dict(zip(settings, pod_labels, strict=True)))
+        if self.dcgm != "absent":
+            mapping = mapping.model_copy(update={"dcgm_hostname_label": self.dcgm_host})
+        if self.node in ("uname-join", "pod-join") and not configured.node_exporter_node_label:
+            mapping = mapping.model_copy(update={"node_exporter_join": self.node.removesuffix("-join")})
+        return mapping
 
-    def put(self, group: Family, unit: object, seconds: float) -> None:
-        """Keep an estimate (0.0 or less: no series) for :attr:`ttl` seconds."""
-        key = (group, unit)
-        with self._lock:
-            self._entries.pop(key, None)
-            self._entries[key] = (max(0.0, seconds), self._clock() + self.ttl)
-            while len(self._entries) > MAX_ENTRIES:
-                del self._entries[next(iter(self._entries))]
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+def _present(selector: str, w: str) -> str:
+    return f"group(last_over_time({selector}[{w}]))"
+
+
+def detection_query(configured: LabelSettings, window: float = DETECT_WINDOW) -> str:
+    """One instant query whose series say which layouts hold data (tagged ``bn_probe``)."""
+    w = duration(window)
+    placed = sel("kube_pod_info", 'node!=""')
+    # Node names as Kubernetes knows them: kube_pod_info's, else the collector's and dcgm-exporter's.
+    named = [f"group by (node) (last_over_time({placed}[{w}]))"]
+    collectors = sel("bottleneck_sidecar_info", 'node!=""')
+    named.append(f"group by (node) (last_over_time({collectors}[{w}]))")
+    for h in HOST_LABELS:
+        gpus = sel("DCGM_FI_DEV_FB_USED", h + '!=""')
+        hosts = f"group by ({h}) (last_over_time({gpus}[{w}]))"
+        named.append(f'label_replace({hosts}, "node", "$1", {quote(h)}, "(.+)")')
+    nodes = f"group by (node) ({' or '.join(named)})"
+    pods = f'label_replace({nodes}, "nodename", "$1", "node", "(.+)")'
+    uname = f"group by (nodename) (last_over_time({sel('node_uname_info')}[{w}]))"
+    exporters = sel("node_uname_info", 'pod!=""')
+    exporter_pods = f"max by (namespace, pod) (last_over_time({exporters}[{w}]))"
+    on_node = f"max by (namespace, pod, node) (last_over_time({placed}[{w}]))"
+    fb = "DCGM_FI_DEV_FB_USED"
+    ds = sel("kube_pod_info", 'created_by_kind="DaemonSet"')
+    daemonsets = f"group by (namespace, pod) (last_over_time({ds}[{w}]))"
+
+    def own_pods(metric: str) -> str:
+        with_pod = sel(metric, 'pod!=""')
+        return f"group by (namespace, pod) (last_over_time({with_pod}[{w}]))"
+
+    probes = {
+        "dcgm_configured": _present(sel(fb, configured.dcgm_pod_label + '!=""'), w),
+        "dcgm_exported": _present(sel(fb, f'{EXPORTED[1]}!=""'), w),
+        "dcgm_pod": _present(sel(fb, 'pod!=""'), w),
+        # honorLabels: false without pod mapping: "pod" is the exporter's own DaemonSet pod
+        "dcgm_pod_workload": f"count({own_pods(fb)} unless on (namespace, pod) {daemonsets})",
+        "dcgm_any": _present(sel(fb), w),
+        **{f"host_{h}": _present(sel(fb, f'{h}!=""'), w) for h in HOST_LABELS},
+        "node_any": _present(sel("node_uname_info"), w),
+        "node_uname": f"count({uname} and on (nodename) {pods})",
+        "node_pod": f"count(group by (node) ({exporter_pods} * on (namespace, pod) group_left (node) {on_node}))",
+        "cad_any": _present(sel("container_cpu_usage_seconds_total"), w),
+        "cad_spec": _present(sel("container_spec_memory_limit_bytes"), w),
+        "cad_resource": _present(sel("container_cpu_usage_seconds_total", f"metrics_path={quote(RESOURCE_PATH)}"), w),
+        "cad_other": _present(sel("container_cpu_usage_seconds_total", f"metrics_path!={quote(RESOURCE_PATH)}"), w),
+    }
+    parts = [tag(expr, PROBE_LABEL, name) for name, expr in probes.items()]
+    with_cluster = sel("kube_pod_info", 'cluster!=""')
+    clusters = f"count by (cluster) (last_over_time({with_cluster}[{w}]))"
+    parts.append(tag(clusters, PROBE_LABEL, "clusters"))
+    return add_matchers(" or ".join(parts), configured.selector_matchers)
+
+
+def layout_from(seen: Mapping[str, float], configured: LabelSettings, clusters: tuple[str, ...], at: float) -> Layout:
+    """The layout that :func:`detection_query`'s answer shows (``seen``: its value per ``bn_probe`` name)."""
+
+    def has(name: str) -> bool:
+        return seen.get(name, 0.0) > 0
+
+    if has("dcgm_configured") and configured.dcgm_pod_label not in ("pod", EXPORTED[1]):
+        dcgm = "configured"
+    elif has("dcgm_exported"):
+        dcgm = "exported-labels"
+    elif has("dcgm_pod_workload"):
+        dcgm = "pod-labels"
+    else:
+        dcgm = "unmapped" if has("dcgm_any") else "absent"
+    host = configured.dcgm_hostname_label
+    if not has(f"host_{host}"):
+        host = next((h for h in HOST_LABELS if has(f"host_{h}")), host)
+    if configured.node_exporter_node_label:
+        node = "node-label"
+    elif has("node_uname"):
+        node = "uname-join"
+    elif has("node_pod"):
+        node = "pod-join"
+    else:
+        node = "no-join" if has("node_any") else "absent"
+    cadvisor = ("with-spec" if has("cad_spec") else "no-spec") if has("cad_any") else "absent"
+    paths = tuple(p for p, key in ((RESOURCE_PATH, "cad_resource"), ("/metrics/cadvisor", "cad_other")) if has(key))
+    return Layout(dcgm, host, node, cadvisor, paths, clusters, at)

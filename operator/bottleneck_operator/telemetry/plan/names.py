@@ -1,4 +1,4 @@
-"""Kubernetes name validation and PromQL escaping.
+"""Kubernetes name validation, PromQL escaping, and the configured extra matchers.
 
 Every value that enters a PromQL label matcher goes through :func:`quote` (for ``=``/``!=``) or
 :func:`regex_alternation` / :func:`escape_regex` (for ``=~``/``!~``), whatever its origin: user
@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from bottleneck_operator.settings import LabelSettings
 from bottleneck_operator.telemetry.errors import InvalidName
 
 # DNS-1123 (Kubernetes apimachinery validation): a label is <= 63 chars of [a-z0-9-], alphanumeric at
@@ -258,3 +259,17 @@ def add_matchers(expr: str, matchers: Iterable[str]) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+def with_matchers(configured: LabelSettings) -> LabelSettings:
+    """The mapping with its ``selector_matchers`` validated and normalised, and each exporter
+    family's series restricted to its configured scrape jobs (``scrape_jobs``).
+
+    Raises:
+        InvalidName: a matcher is not one ``label<op>"value"``.
+    """
+    matchers = validate_matchers("selector_matchers", configured.selector_matchers)
+    held = {(m, m.prefixes) for m in matchers if isinstance(m, ScopedMatcher)}  # already applied: idempotent
+    scoped = [m for m in scrape_job_matchers(configured.scrape_jobs) if (m, m.prefixes) not in held]
+    # model_copy, not validation: validation would turn the ScopedMatchers back into plain strings.
+    return configured.model_copy(update={"selector_matchers": (*matchers, *scoped)})

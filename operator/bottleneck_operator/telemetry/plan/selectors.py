@@ -1,4 +1,5 @@
-"""Selectors and ranges shared by every query: the pass's context, label layout, durations.
+"""Selectors and ranges shared by every query: the pass's context, label layout, durations, and
+selections cut to the longest request a server accepts.
 
 Counter rates use a range of ``max(step + scrape interval, 4 x scrape interval)`` (the rule
 Grafana's ``$__rate_interval`` follows), with the scrape interval estimated from the data: at least
@@ -11,7 +12,8 @@ server's lookback delta (5 minutes by default, and different on Thanos/Mimir).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 # The sampling rules belong to the window contract (contract/sampling.py); re-exported here for
@@ -23,7 +25,7 @@ from bottleneck_operator.contract.sampling import rate_range as rate_range
 from bottleneck_operator.contract.signals import VIRTUAL_NICS as VIRTUAL_NICS
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.settings import LabelSettings
-from bottleneck_operator.telemetry.plan.names import escape_regex, quote
+from bottleneck_operator.telemetry.plan.names import escape_regex, quote, regex_alternation
 
 GROUP_LABEL = "bn_group"  # tag of the scrape-interval estimates
 COLLECTOR_CONTAINER = "bottleneck-collector"  # the injected sidecar: its own CPU must not count as the job's
@@ -228,3 +230,103 @@ def sel(metric: str, *matchers: str) -> str:
 def duration(seconds: float) -> str:
     """A PromQL duration in whole milliseconds (e.g. ``60000ms``), rounded up."""
     return f"{range_milliseconds(seconds)}ms"
+
+
+def alternation(literals: Sequence[str], patterns: Sequence[str] = ()) -> str:
+    """Escaped literals plus ready-made regex patterns, as one alternation (never empty)."""
+    alts = [escape_regex(v) for v in literals] + list(patterns)
+    return "|".join(alts) if alts else regex_alternation([])
+
+
+def pod_selections(
+    base: QueryContext, names: Sequence[str], prefixes: Sequence[str]
+) -> tuple[QueryContext | None, QueryContext | None]:
+    """Contexts selecting pods by name and by ``<job>-`` prefix (None where there is nothing to select).
+
+    Each kind gets a selector of its own: Prometheus matches a pure list of names as a set, but runs
+    a regex mixing names and prefixes against every pod name it knows. A Job whose every pod is
+    among ``names`` is selected by its prefix (``base.prefixes``), so a selector grows with Jobs,
+    not with pods.
+
+    Args:
+        base: the selectors to narrow.
+        names: pod names.
+        prefixes: ``<job>-.+`` regex patterns.
+
+    Returns:
+        (by name, by prefix).
+    """
+    patterns = list(prefixes)
+    if base.prefixes is not None:
+        names, compacted = base.prefixes.compact(names)
+        patterns = sorted({*patterns, *compacted})
+    by_name = dataclasses.replace(base, pods=alternation(names)) if names else None
+    by_prefix = dataclasses.replace(base, pods=alternation([], patterns)) if patterns else None
+    return by_name, by_prefix
+
+
+def query_bytes(promql: str) -> int:
+    """The size a server's query-length limit counts: the expression's UTF-8 bytes."""
+    return len(promql.encode())
+
+
+# Fields a context is cut along, in order: each is a plain ``a|b|c`` alternation (names and
+# ``<job>-.+`` patterns never hold a "|"), so any part of it selects part of the same series.
+_CUT_FIELDS = ("pods", "instances", "nodes")
+
+
+def fit(ctx: QueryContext, build: Callable[[QueryContext], str]) -> list[QueryContext]:
+    """``ctx`` cut into contexts over fewer pods (or instances, nodes) whose expressions fit the limit.
+
+    The alternation the expression uses is halved until ``build`` of each part stays within
+    ``ctx.max_query_bytes``; parts select disjoint series, so their answers together are the
+    whole answer. A single pod (node) that still does not fit is left as it is: the server decides.
+
+    Args:
+        ctx: the selection.
+        build: the expression of a context.
+
+    Returns:
+        The contexts, in alternation order (``[ctx]`` when it fits).
+    """
+    promql = build(ctx)
+    if query_bytes(promql) <= ctx.max_query_bytes:
+        return [ctx]
+    for name in _CUT_FIELDS:
+        value: str = getattr(ctx, name)
+        alts = value.split("|")
+        if len(alts) > 1 and quote(value) in promql:
+            half = len(alts) // 2
+            halves = ("|".join(alts[:half]), "|".join(alts[half:]))
+            return [c for part in halves for c in fit(_with(ctx, name, part), build)]
+    return [ctx]
+
+
+def _with(ctx: QueryContext, name: str, value: str) -> QueryContext:
+    if name == "pods":
+        return dataclasses.replace(ctx, pods=value)
+    if name == "instances":
+        return dataclasses.replace(ctx, instances=value)
+    return dataclasses.replace(ctx, nodes=value)
+
+
+def pack(parts: Iterable[str], limit: int) -> list[str]:
+    """Expressions joined with ``or`` into as few requests as stay within ``limit`` bytes each.
+
+    Parts must select disjoint series (``or`` then only concatenates). A part over the limit on
+    its own is a request of its own.
+    """
+    requests: list[str] = []
+    current: list[str] = []
+    size = 0
+    for part in parts:
+        extra = query_bytes(part) + (4 if current else 0)  # " or "
+        if current and size + extra > limit:
+            requests.append(" or ".join(current))
+            current, size = [], 0
+            extra = query_bytes(part)
+        current.append(part)
+        size += extra
+    if current:
+        requests.append(" or ".join(current))
+    return requests
