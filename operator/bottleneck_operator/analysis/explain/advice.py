@@ -322,14 +322,12 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "Half-width activations and weights halve the bytes each kernel moves.",
             "dram_active",
             "dram_active_minus_tensor_active",
-            "mem_copy_util",
         ),
         _a(
             "Fuse bandwidth-bound kernels",
             "torch.compile, fused optimisers and fused attention (FlashAttention) read each tensor once instead of many times.",
             "dram_active",
             "dram_active_minus_tensor_active",
-            "mem_copy_util",
         ),
     ),
 }

@@ -9,7 +9,8 @@ them, so these are plain documented rules over the window's features, not a seco
   the tensor pipes nor HBM busy, the SMs not filled) and the host launches from at least half a core
   per GPU (small kernels, eager mode); else ``compute``.
 - Memory: ``host-memory-pressure`` when the pod or node stalls on memory (PSI), faults heavily or
-  swaps; else ``hbm-bandwidth`` when DRAM activity is high with the tensor pipes idle.
+  swaps; else ``hbm-bandwidth`` when DRAM activity is high with the tensor pipes idle (never read
+  from ``MEM_COPY_UTIL``, a share of time, not of bandwidth).
 - Interconnect: ``pcie`` when host-to-device copies fill the link one way; ``network`` for a job that
   spans nodes (its all-reduce crosses the NIC, or the PCIe bus both ways with GPUDirect RDMA) or whose
   network traffic is as much sent as received at gradient volume;
@@ -99,7 +100,8 @@ def _memory(x: FloatArray) -> Mechanism | None:
         or (swap is not None and swap >= HOST_SWAP_MIN)
     ):
         return Mechanism.HOST_MEMORY_PRESSURE
-    dram = _f(x, Series.DRAM_ACTIVE.mean, Series.MEM_COPY_UTIL.mean)
+    # DRAM_ACTIVE alone measures HBM bandwidth in use; MEM_COPY_UTIL is a share of time (DCGM field docs)
+    dram = _f(x, Series.DRAM_ACTIVE.mean)
     if dram is not None and dram >= HBM_DRAM_MIN:
         return Mechanism.HBM_BANDWIDTH
     # The host was watched and shows no pressure: a memory stall left is the GPU's own memory.
