@@ -46,13 +46,25 @@ class Score:
     abstention: float
 
 
-def fit(windows: Sequence[Any], labels: Sequence[str], *, seed: int, worlds: Sequence[int] | None = None) -> Any:
+@dataclass(frozen=True)
+class Size:
+    """How much a run trains and evaluates."""
+
+    train_jobs: int = TRAIN_JOBS
+    eval_jobs: int = EVAL_JOBS
+    max_iter: int = MAX_ITER
+    copies: int = COPIES
+
+
+def fit(
+    windows: Sequence[Any], labels: Sequence[str], *, seed: int, size: Size, worlds: Sequence[int] | None = None
+) -> Any:
     """A model fitted as the shipped one is (degraded copies, the same estimator), at the bench's size."""
     from bottleneck_operator.analysis.model.training import build_training_set, fit_model
     from bottleneck_operator.contract.verdict import Bottleneck
 
-    data = build_training_set(windows, [Bottleneck(v) for v in labels], copies=COPIES, seed=seed, worlds=worlds)
-    return fit_model(data, seed=seed, version=f"lofo-s{seed}", max_iter=MAX_ITER)
+    data = build_training_set(windows, [Bottleneck(v) for v in labels], copies=size.copies, seed=seed, worlds=worlds)
+    return fit_model(data, seed=seed, version=f"lofo-s{seed}", max_iter=size.max_iter)
 
 
 def score(model: Any, windows: Sequence[Any], labels: Sequence[str]) -> Score:
@@ -77,11 +89,13 @@ def real_right(model: Any, real: dict[str, tuple[Any, str]]) -> tuple[int, list[
     return len(names) - len(wrong), wrong
 
 
-def run_seed(seed: int, real: dict[str, tuple[Any, str]] | None) -> tuple[dict[str, Score], dict[str, int]]:
+def run_seed(
+    seed: int, real: dict[str, tuple[Any, str]] | None, size: Size = Size()
+) -> tuple[dict[str, Score], dict[str, int]]:
     """One seed: A -> B and B -> A scored, and the models of A, B and A+B on the recordings."""
-    train = {"A": family_a(seed, TRAIN_JOBS), "B": family_b(seed, TRAIN_JOBS)}
-    held = {"A": family_a(seed + 1, EVAL_JOBS), "B": family_b(seed + 1, EVAL_JOBS)}
-    models = {name: fit(*data, seed=seed) for name, data in train.items()}
+    train = {"A": family_a(seed, size.train_jobs), "B": family_b(seed, size.train_jobs)}
+    held = {"A": family_a(seed + 1, size.eval_jobs), "B": family_b(seed + 1, size.eval_jobs)}
+    models = {name: fit(*data, seed=seed, size=size) for name, data in train.items()}
     scores = {"A -> B": score(models["A"], *held["B"]), "B -> A": score(models["B"], *held["A"])}
     for name, s in scores.items():
         print(
@@ -92,7 +106,7 @@ def run_seed(seed: int, real: dict[str, tuple[Any, str]] | None) -> tuple[dict[s
     right: dict[str, int] = {}
     if real:
         (wa, la), (wb, lb) = train["A"], train["B"]
-        models["A+B"] = fit(wa + wb, la + lb, seed=seed, worlds=[0] * len(wa) + [1] * len(wb))
+        models["A+B"] = fit(wa + wb, la + lb, seed=seed, size=size, worlds=[0] * len(wa) + [1] * len(wb))
         for name, model in models.items():
             right[name], wrong = real_right(model, real)
             print(
@@ -118,23 +132,31 @@ def main() -> None:
     for seed in SEEDS:
         with threadpool_limits(limits=2):
             runs.append(run_seed(seed, real))
+    for line in summary([r[0] for r in runs], [r[1] for r in runs], len(real or {})):
+        print(line)
+    print(f"({time.perf_counter() - t:.1f} s)")
+
+
+def summary(scores: Sequence[dict[str, Score]], right: Sequence[dict[str, int]], recordings: int) -> list[str]:
+    """The lines a change is judged on: each direction's median over seeds with its spread, and each
+    model's real recordings right."""
+    lines = []
     for direction in ("A -> B", "B -> A"):
-        f1 = [r[0][direction].macro_f1 for r in runs]
-        recall = statistics.median(r[0][direction].lowest_recall for r in runs)
-        abstain = statistics.median(r[0][direction].abstention for r in runs)
+        f1 = [s[direction].macro_f1 for s in scores]
+        recall = statistics.median(s[direction].lowest_recall for s in scores)
+        abstain = statistics.median(s[direction].abstention for s in scores)
         verdict = "meets" if statistics.median(f1) >= TARGET else "below"
-        print(
+        lines.append(
             f"{direction}: macro-F1 median {statistics.median(f1):.3f} (spread {min(f1):.3f}-{max(f1):.3f}), "
             f"lowest class recall {recall:.3f}, abstention {abstain:.3f}: {verdict} the {TARGET} target"
         )
-    if real:
-        for name in runs[0][1]:
-            got = [r[1][name] for r in runs]
-            print(
-                f"real recordings, model of {name}: median {statistics.median(got):g} of {len(real)} right "
-                f"({', '.join(map(str, got))})"
-            )
-    print(f"({time.perf_counter() - t:.1f} s)")
+    for name in right[0] if right else ():
+        got = [r[name] for r in right]
+        lines.append(
+            f"real recordings, model of {name}: median {statistics.median(got):g} of {recordings} right "
+            f"({', '.join(map(str, got))})"
+        )
+    return lines
 
 
 if __name__ == "__main__":
