@@ -13,7 +13,7 @@ each) read by each seed's model of A, of B and of both families: truth that neit
 
 Sizes (environment): ``BENCH_LOFO_TRAIN`` jobs per training family (default 800), ``BENCH_LOFO_EVAL``
 evaluated (400), ``BENCH_LOFO_ITER`` boosting iterations (60), ``BENCH_LOFO_COPIES`` degraded copies
-per job (1), ``BENCH_LOFO_SEEDS`` (11,21,31), ``BENCH_LOFO_REAL=0`` skips the recordings. About four
+per job (1), ``BENCH_LOFO_SEEDS`` (11,21,31), ``BENCH_LOFO_REAL=0`` skips the recordings. Three to six
 minutes on two cores at the defaults.
 """
 
@@ -121,7 +121,7 @@ def main() -> None:
     t = time.perf_counter()
     print(
         f"leave-one-family-out, the class a user reads (Unknown is an abstention, never a hit): {TRAIN_JOBS} training "
-        f"jobs per family, {EVAL_JOBS} evaluated, {COPIES} degraded copies, {MAX_ITER} iterations, seeds {SEEDS}",
+        f"jobs per family, {EVAL_JOBS} evaluated, degraded copies per job {COPIES}, {MAX_ITER} iterations, seeds {SEEDS}",
         flush=True,
     )
     notes: list[str] = []
