@@ -30,6 +30,10 @@ COLLECTOR_NO_HOST_CGROUP_ANNOTATION: Final = f"{API_GROUP}/collector-no-host-cgr
 # objectSelector, so only their pods are sent to it.
 PROFILED_POD_LABEL: Final = f"{API_GROUP}/profiled"
 
+# Written by the operator on a finished Job's report: the Job's cluster digest (its verdict, GPUs,
+# time, places), so that a restarted operator's ClusterBottleneckSummary still counts the week's Jobs.
+DIGEST_ANNOTATION: Final = f"{API_GROUP}/digest"
+
 # Labels the operator reads: a namespace's enforced Pod Security level.
 POD_SECURITY_ENFORCE_LABEL: Final = "pod-security.kubernetes.io/enforce"
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from bottleneck_operator.controller import retention, summary
 from bottleneck_operator.controller.batches import BatchUnavailable, Outcome, analyse_batch, plan, trim_heap
+from bottleneck_operator.controller.digest_mirror import note_finalised
 from bottleneck_operator.controller.jobs import ensure_report
 from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.state import AnalyzerLike, OperatorState, TrackedJob, logger
@@ -155,6 +156,9 @@ async def run_pass(state: OperatorState, *, running: bool = True) -> Counter[str
     await _ensure_reports(state)
     finals = [j for j in state.jobs.values() if j.report_ready and j.finished and needs_final(j.status)]
     verdicts += await _finalise(state, analyzer, finals)
+    for job in finals:
+        if job.status is not None and not needs_final(job.status):
+            note_finalised(state, job.key, job.namespace, job.report)
     # Deleted and finished Jobs leave the cache once finalised: the cache then holds only Jobs with
     # work left, however many have run. A later event of a finished Job costs one read of its
     # report, which says it is final.

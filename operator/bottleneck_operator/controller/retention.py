@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from bottleneck_operator.controller.digest_mirror import restore as restore_digests
 from bottleneck_operator.controller.jobs import parse_time
 from bottleneck_operator.controller.state import OperatorState, logger
 from bottleneck_operator.controller.status import FINAL_PHASES, READY, merge_patch, set_condition
@@ -137,9 +138,10 @@ async def sweep(state: OperatorState) -> int:
     # Orphans can only be told apart once the watch has listed every Job at least once.
     settled = time.monotonic() - state.started > 2 * state.analysis.interval
     started = time.monotonic()
-    deleted = closed = read = pages = 0
+    deleted = closed = read = pages = restored = 0
     async for page in _pages(state):
         read, pages = read + len(page), pages + 1
+        restored += restore_digests(state, page)
         by_report = _tracked_reports(state)
         actions = await asyncio.to_thread(_decide, page, by_report, now=now, retention=retention, settled=settled)
         del page
@@ -154,6 +156,8 @@ async def sweep(state: OperatorState) -> int:
                 logger.info("%s/%s: report deleted after the retention period", action.namespace, action.name)
             if action.tracked is not None:
                 state.jobs.pop(action.tracked.key, None)
+    if restored:
+        logger.info("cluster summary: %d finished Jobs of the lookback taken back from their reports", restored)
     logger.info(
         "retention sweep: reports=%d pages=%d deleted=%d closed=%d seconds=%.2f",
         read,

@@ -176,6 +176,9 @@ class OperatorState:
     # The latest digest of every Job of the last week, and the gauges of their summary (summary.py).
     cluster: ClusterBook = field(default_factory=ClusterBook)
     cluster_metrics: ClusterMetrics | None = None
+    # Finished Jobs whose digest is yet to be written on their report (digest_mirror.py): key ->
+    # (namespace, report name), oldest first.
+    digests_to_write: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
     # Where the book's Jobs' storage and nodes sit (storage classes, fabrics, racks): read from the API.
     places: Places = field(init=False, repr=False)
     loop_task: asyncio.Task[None] | None = None

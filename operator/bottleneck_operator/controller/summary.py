@@ -26,6 +26,7 @@ from bottleneck_operator.analysis.cluster.summary import workload_of
 from bottleneck_operator.contract.names import API_GROUP, API_VERSION, MANAGED_BY, MANAGED_BY_LABEL
 from bottleneck_operator.contract.window import JobWindow, PodWindow
 from bottleneck_operator.controller.cluster_metrics import ClusterMetrics
+from bottleneck_operator.controller.digest_mirror import write_pending
 from bottleneck_operator.controller.state import OperatorState, TrackedJob
 from bottleneck_operator.kube import KubeClient, Resource
 from bottleneck_operator.kube.errors import Conflict, KubeError, NotFound, Unauthorized
@@ -128,6 +129,7 @@ async def refresh(state: OperatorState) -> None:
     kube: KubeClient | None = getattr(state.api, "kube", None)
     if kube is not None:
         await state.places.fill(kube, state.cluster, now, state.warned)
+        await write_pending(state)  # the finished Jobs' digests, placed, kept on their reports
     # In a thread: a week of a large cluster's Jobs is a few hundred milliseconds of work.
     summary = await asyncio.to_thread(summarise, state.cluster.digests(now))
     metrics = _metrics(state)

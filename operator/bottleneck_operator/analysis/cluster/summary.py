@@ -161,6 +161,20 @@ class ClusterBook:
         for d in digests:
             self._jobs[d.key] = d
 
+    def get(self, key: tuple[str, str, str]) -> JobDigest | None:
+        """The Job's latest digest, None when the book has none."""
+        return self._jobs.get(key)
+
+    def restore(self, digests: Iterable[JobDigest], now: float) -> int:
+        """Keep the digests of Jobs the book does not know yet that ended within the lookback (a
+        restarted operator's book, refilled from what finished Jobs left behind); returns how many."""
+        cutoff, kept = now - self.lookback, 0
+        for d in digests:
+            if d.key not in self._jobs and d.end >= cutoff:
+                self._jobs[d.key] = d
+                kept += 1
+        return kept
+
     def digests(self, now: float) -> list[JobDigest]:
         """The digests of Jobs that ran within the lookback before ``now`` (older ones are forgotten)."""
         cutoff = now - self.lookback
