@@ -64,16 +64,12 @@ def test_every_scenario_is_recorded() -> None:
 GRID = "on the recording's own 5 s grid"
 REGRESSIONS: dict[tuple[str, str], str] = {
     ("class", "real-interconnect"): "all-reduce over a tc-limited veth read as GPU by the retrained classifier",
-    ("class", "real-memory"): "swapping host read as CPU by the retrained classifier",
-    ("class", "gpu-memory"): "with the temperature fitted across worlds, Memory at 0.496 falls under the threshold",
     ("dev-only", "gpu-h2d-pinned"): "DEV fields only: host-to-device copies read as another class",
     ("dev-only", "gpu-hbm"): "DEV fields only: without DRAM_ACTIVE, HBM streaming and compute cannot be told apart",
     ("dev-only", "gpu-streamed"): "DEV fields only: weight streaming read as another class",
     ("dev-only", "gpu-d2h-pinned"): f"DEV fields only, {GRID}: device-to-host copies read as GPU",
     ("dev-only", "gpu-launch-wide"): f"DEV fields only, {GRID}: launch-bound loop abstains (GPU at 0.32)",
-    ("dev-only", "gpu-memory"): f"DEV fields only, {GRID}: host memory pressure read as IO",
     ("dev-only", "gpu-workers0-busy"): f"DEV fields only, {GRID}: a loader without workers read as Interconnect",
-    ("dev-only", "gpu-loader-busy"): "DEV fields only, with the temperature fitted across worlds: CPU at 0.45 abstains",
     ("speed-up", "gpu-workers0-busy"): "the CPU headroom's measured wait differs from the idle time the test expects",
 }
 

@@ -1,12 +1,14 @@
 """`bottleneck-operator train`: retrain the shipped model from a seed, with its model card.
 
-The training data are two worlds: jobs of the simulator (``simulation.generate_jobs``, never the
-holdout combinations) and of the independently written second family (``scenarios.generate_family``,
-``--scenario-jobs``, 2,000 by default), turned into windows directly, plus degraded copies that drop
-exporter families and draw what differs between clusters (``model/training.py``). The temperature is
-fitted across the worlds: each world scored by a classifier fitted on the other alone, so that the
-confidence says how sure the model may be on a cluster nobody simulated. Fresh draws of both worlds
-give the card's figures.
+The training data are three worlds: jobs of the simulator (``simulation.generate_jobs``, never the
+holdout combinations), of the independently written second family (``scenarios.generate_family``,
+``--scenario-jobs``, 2,000 by default) and of the third family (``blindfamily``, ``--third-family-jobs``,
+2,000 by default: written blind for evaluation, it was read twice and is a training world since the
+second blind family showed what a third world is worth, docs/analysis.md), turned into windows
+directly, plus degraded copies that drop exporter families and draw what differs between clusters
+(``model/training.py``). The temperature is fitted across the worlds: each world scored by a
+classifier fitted on the others alone, so that the confidence says how sure the model may be on a
+cluster nobody simulated. Fresh draws of every world give the card's figures.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 DEFAULT_SEED = 7
 DEFAULT_JOBS = 4000
 DEFAULT_SCENARIO_JOBS = 2000  # jobs of the second scenario family beside the simulator's: trained across worlds
+DEFAULT_THIRD_JOBS = 2000  # jobs of the third family (blindfamily), a third world
 DEFAULT_COPIES = 3
 # Prediction cost grows with the number of trees (iterations x classes): 100 iterations at a learning
 # rate of 0.15 keep features + prediction above 5,000 job windows/s on one core.
@@ -41,6 +44,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int,
         default=DEFAULT_SCENARIO_JOBS,
         help=f"jobs of the second scenario family beside them (default {DEFAULT_SCENARIO_JOBS}; 0: the simulator's alone)",
+    )
+    parser.add_argument(
+        "--third-family-jobs",
+        type=int,
+        default=DEFAULT_THIRD_JOBS,
+        help=f"jobs of the third family (blindfamily) beside them (default {DEFAULT_THIRD_JOBS}; 0: none)",
     )
     parser.add_argument(
         "--copies", type=int, default=DEFAULT_COPIES, help="degraded copies per job with families dropped"
@@ -81,11 +90,20 @@ def scenario_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
     return [j.label for j in jobs], [j.window for j in jobs]
 
 
+def third_family_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
+    """Jobs of the third family (``blindfamily``) and their windows (step 30 s): (labels, windows)."""
+    from bottleneck_operator_dev.blindfamily import generate_blind_family
+
+    jobs = generate_blind_family(seed, n, start=TRAIN_START)
+    return [j.label for j in jobs], [j.window for j in jobs]
+
+
 def train(
     seed: int,
     n_jobs: int,
     *,
     scenario_jobs: int = DEFAULT_SCENARIO_JOBS,
+    third_jobs: int = DEFAULT_THIRD_JOBS,
     copies: int = DEFAULT_COPIES,
     max_iter: int = DEFAULT_ITER,
     log: Any = None,
@@ -96,6 +114,7 @@ def train(
         seed: the seed of the simulator, the augmentation and the estimator.
         n_jobs: simulated jobs to draw.
         scenario_jobs: jobs of the second scenario family to draw beside them.
+        third_jobs: jobs of the third family to draw beside them.
         copies: degraded copies per job.
         max_iter: boosting iterations.
         log: a callable taking a progress line, or None.
@@ -112,18 +131,28 @@ def train(
     jobs, windows = simulated_windows(seed, n_jobs)
     labels = [j.label for j in jobs]
     scenario_labels, scenario_wins = scenario_windows(seed, scenario_jobs)
+    third_labels, third_wins = third_family_windows(seed, third_jobs) if third_jobs else ([], [])
     say(
-        f"simulated {len(jobs)} unambiguous jobs and {len(scenario_wins)} of the second family "
-        f"in {time.perf_counter() - t0:.1f} s"
+        f"simulated {len(jobs)} unambiguous jobs, {len(scenario_wins)} of the second family and "
+        f"{len(third_wins)} of the third in {time.perf_counter() - t0:.1f} s"
     )
-    worlds = [0] * len(windows) + [1] * len(scenario_wins)
+    worlds = [0] * len(windows) + [1] * len(scenario_wins) + [2] * len(third_wins)
     data = build_training_set(
-        windows + scenario_wins, labels + scenario_labels, copies=copies, seed=seed, worlds=worlds
+        windows + scenario_wins + third_wins,
+        labels + scenario_labels + third_labels,
+        copies=copies,
+        seed=seed,
+        worlds=worlds,
     )
     say(f"{len(data.y)} training rows x {data.x.shape[1]} features in {time.perf_counter() - t0:.1f} s")
     version = f"{__version__}-s{seed}-{feature_schema_hash()[:8]}"
-    counts = dict(Counter(y.value for y in labels + scenario_labels))
-    facts = {"simulated_jobs": len(jobs), "scenario_jobs": len(scenario_wins), "jobs_per_class": counts}
+    counts = dict(Counter(y.value for y in labels + scenario_labels + third_labels))
+    facts = {
+        "simulated_jobs": len(jobs),
+        "scenario_jobs": len(scenario_wins),
+        "third_family_jobs": len(third_wins),
+        "jobs_per_class": counts,
+    }
     model = fit_model(
         data, seed=seed, version=version, max_iter=max_iter, metadata={**facts, "degraded_copies": copies}
     )
@@ -137,6 +166,9 @@ def train(
         _holdout(
             model, "holdout_scenarios", "a fresh draw of the second scenario family", hold_labels, hold_scenarios, say
         )
+    if third_jobs:
+        hold_labels, hold_third = third_family_windows(seed + 3_000_003, max(100, third_jobs // 5))
+        _holdout(model, "holdout_third", "a fresh draw of the third family", hold_labels, hold_third, say)
     return model
 
 
@@ -200,34 +232,43 @@ abstention {hold.get("abstention")}, ECE {hold.get("ece")}.
 | class | precision | recall | F1 | support |
 | --- | --- | --- | --- | --- |
 {rows}
-{_second_family(m.get("holdout_scenarios"))}
+{_second_family(m.get("holdout_scenarios"))}{_second_family(m.get("holdout_third"), "third family")}
 The end-to-end figures through a real Prometheus come from `bottleneck-operator evaluate` (see docs/analysis.md).
 """
     path.write_text(text)
 
 
 def _and_scenarios(m: dict[str, Any]) -> str:
-    return f" and {m['scenario_jobs']} of the second scenario family" if m.get("scenario_jobs") else ""
+    second = f", {m['scenario_jobs']} of the second scenario family" if m.get("scenario_jobs") else ""
+    third = f" and {m['third_family_jobs']} of the third" if m.get("third_family_jobs") else ""
+    return second + third
 
 
 def _scenario_flag(m: dict[str, Any]) -> str:
-    return f" --scenario-jobs {m['scenario_jobs']}" if m.get("scenario_jobs") else ""
+    second = f" --scenario-jobs {m['scenario_jobs']}" if m.get("scenario_jobs") else ""
+    return second + f" --third-family-jobs {m.get('third_family_jobs', 0)}"
 
 
 def _scenario_text(m: dict[str, Any]) -> str:
-    if not m.get("scenario_jobs"):
-        return ""
-    return (
-        " Beside them, jobs of the independently written second family, with its own stage-time models,"
-        " exporter noise and hardware mix."
-    )
+    text = ""
+    if m.get("scenario_jobs"):
+        text += (
+            " Beside them, jobs of the independently written second family, with its own stage-time models,"
+            " exporter noise and hardware mix."
+        )
+    if m.get("third_family_jobs"):
+        text += (
+            " And jobs of the third family, a pipeline model written from first principles for evaluation"
+            " alone and read twice before it became a training world (docs/analysis.md)."
+        )
+    return text
 
 
-def _second_family(hold: dict[str, Any] | None) -> str:
+def _second_family(hold: dict[str, Any] | None, which: str = "second scenario family") -> str:
     if not hold:
         return ""
     return (
-        f"\nOn a fresh draw of the second scenario family ({hold.get('n', 0)} jobs): macro-F1 {hold.get('macro_f1')}, "
+        f"\nOn a fresh draw of the {which} ({hold.get('n', 0)} jobs): macro-F1 {hold.get('macro_f1')}, "
         f"accuracy {hold.get('accuracy')}, abstention {hold.get('abstention')}, ECE {hold.get('ece')}.\n"
     )
 
@@ -238,15 +279,21 @@ def main(args: argparse.Namespace) -> int:
 
     if args.jobs < 50:
         raise UsageError("--jobs must be at least 50")
-    if args.scenario_jobs < 0:
-        raise UsageError("--scenario-jobs must be 0 or more")
+    if args.scenario_jobs < 0 or args.third_family_jobs < 0:
+        raise UsageError("--scenario-jobs and --third-family-jobs must be 0 or more")
     out = args.output or MODEL_DIR
 
     def say(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
     model = train(
-        args.seed, args.jobs, scenario_jobs=args.scenario_jobs, copies=args.copies, max_iter=args.max_iter, log=say
+        args.seed,
+        args.jobs,
+        scenario_jobs=args.scenario_jobs,
+        third_jobs=args.third_family_jobs,
+        copies=args.copies,
+        max_iter=args.max_iter,
+        log=say,
     )
     model.metadata["simulated_jobs_requested"] = args.jobs
     model_path, meta_path = save_model(model, out)
