@@ -88,6 +88,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
     read_latency = 0.0
     # (resource plural, namespace, name) -> reads of that object so far.
     reads: dict[tuple[str, str, str], int]
+    # Whether a LIST that asks for metadata alone (``Accept: ...;as=PartialObjectMetadataList``) gets
+    # it, as from a kube-apiserver; off: whole objects, as from a server that cannot.
+    partial_metadata = True
 
     def _forget_old_requests(self) -> None:
         # kmock keeps every request for test assertions and matches each new one against that
@@ -132,6 +135,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         # key served, so objects deleted between pages skip nothing), so a client that pages (the
         # retention sweep) is served as a cluster would serve it.
         listed = await super()._serve_list(request)
+        if self.partial_metadata and isinstance(listed, dict) and _wants_metadata(request):
+            listed = _metadata_only(listed)
         params = getattr(request, "params", None) or {}
         limit = int(params.get("limit") or 0)
         if limit <= 0 or not isinstance(listed, dict):
@@ -202,6 +207,20 @@ class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             except (KeyError, TypeError, ValueError):
                 pass
         return response
+
+
+def _wants_metadata(request: Any) -> bool:
+    headers = getattr(request, "headers", None) or {}
+    accept = next((str(v) for k, v in headers.items() if str(k).lower() == "accept"), "")
+    first = accept.split(",")[0].replace(" ", "")  # the client's preferred media type
+    return "as=PartialObjectMetadataList" in first and "g=meta.k8s.io" in first
+
+
+def _metadata_only(listed: Mapping[str, Any]) -> dict[str, Any]:
+    """A list as the API server's metadata-only answer: each object's metadata, nothing else."""
+    kind = {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata"}
+    items = [{**kind, "metadata": i.get("metadata") or {}} for i in listed.get("items") or []]
+    return {**listed, "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "items": items}
 
 
 def kubeconfig_text(server: str) -> str:
