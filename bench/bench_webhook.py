@@ -302,6 +302,7 @@ def _retained_reports(cluster: LocalCluster, workdir: Path) -> None:
     """``RETAINED`` reports of finished Jobs, each a real final status with a full timeline (as bench_retained)."""
     from bench.bench_operator import _write_history
     from bench.bench_retained import _template
+    from bottleneck_operator.controller.lifecycle import with_mirror
     from bottleneck_operator.controller.reports_api import report_body
     from bottleneck_operator.reports import rfc3339
     from bottleneck_operator_dev.demo.cluster import REPORTS
@@ -316,7 +317,8 @@ def _retained_reports(cluster: LocalCluster, workdir: Path) -> None:
     for i in range(RETAINED):
         ended = now - 86400 - 60 * i  # within the retention: the sweep reads every one and deletes none
         status = {**template, "window": {**template["window"], "end": rfc3339(ended), "start": rfc3339(ended - 3600)}}
-        cluster.create(REPORTS, "archive", {**report_body("archive", f"done-{i:05d}", f"uid-{i}"), "status": status})
+        body = {**report_body("archive", f"done-{i:05d}", f"uid-{i}"), "status": status}
+        cluster.create(REPORTS, "archive", with_mirror(body))  # as the operator leaves a report it finalised
 
 
 def _during_sweep(cert: Path, key: Path, review: str) -> None:
@@ -355,8 +357,6 @@ def _during_sweep(cert: Path, key: Path, review: str) -> None:
                 except subprocess.TimeoutExpired:
                     proc.kill()
         _print_sweep(samples.read_text(), sweep, seen_at)
-        if os.environ.get("WH_KEEP"):  # XXX-PROBE
-            shutil.copy(samples, os.environ["WH_KEEP"] + ".admit"); shutil.copy(log_path, os.environ["WH_KEEP"] + ".log")  # XXX-PROBE
 
 
 def _sweep_logged(

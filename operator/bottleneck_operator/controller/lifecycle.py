@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from bottleneck_operator.contract.names import LIFECYCLE_ANNOTATION
-from bottleneck_operator.controller.status import FINAL_PHASES
 from bottleneck_operator.kube.client import METADATA_KIND
-from bottleneck_operator.reports import Lifecycle, read_lifecycle
+from bottleneck_operator.reports import FINAL_PHASES, Lifecycle, read_lifecycle
 
 __all__ = ["annotation", "lifecycle_of", "mirror_of", "mirrored", "stale_mirror", "whole", "with_mirror"]
 

@@ -26,8 +26,8 @@ from typing import Any, Literal
 from bottleneck_operator.controller.jobs import parse_time
 from bottleneck_operator.controller.lifecycle import lifecycle_of, whole
 from bottleneck_operator.controller.state import OperatorState, logger
-from bottleneck_operator.controller.status import FINAL_PHASES, READY, merge_patch, set_condition
-from bottleneck_operator.reports import Lifecycle, ReportStatus, read_lifecycle, read_report
+from bottleneck_operator.controller.status import READY, merge_patch, set_condition
+from bottleneck_operator.reports import FINAL_PHASES, Lifecycle, ReportStatus, read_lifecycle, read_report
 from bottleneck_operator.settings import AnalysisSettings, OperationSettings
 
 

@@ -21,8 +21,7 @@ from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.places import Places
 from bottleneck_operator.controller.pod_templates import NO_CLAIMS, VolumeClaims
 from bottleneck_operator.controller.reports_api import ReportsApi
-from bottleneck_operator.controller.status import FINAL_PHASES
-from bottleneck_operator.reports import Phase, ReportStatus
+from bottleneck_operator.reports import FINAL_PHASES, Phase, ReportStatus
 from bottleneck_operator.settings import AnalysisSettings, InjectionSettings, OperationSettings, Settings
 
 if TYPE_CHECKING:

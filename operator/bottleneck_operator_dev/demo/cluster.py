@@ -26,6 +26,7 @@ from aiohttp import web
 
 from bottleneck_operator.errors import BottleneckError, Unavailable
 from bottleneck_operator.kube import Credentials, KubeClient, KubeError, NotFound, Resource
+from bottleneck_operator_dev.demo import listing
 
 T = TypeVar("T")
 
@@ -130,28 +131,20 @@ class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         return obj.last.raw if obj is not None else await super()._serve_update(request)
 
     async def _serve_list(self, request: Any) -> Any:
-        # A real API server answers ``limit`` with a page and a ``continue`` token; kmock answers
-        # everything at once. Paged here as the API server pages (in key order, the token the last
-        # key served, so objects deleted between pages skip nothing), so a client that pages (the
-        # retention sweep) is served as a cluster would serve it.
-        listed = await super()._serve_list(request)
-        if self.partial_metadata and isinstance(listed, dict) and _wants_metadata(request):
-            listed = _metadata_only(listed)
+        # Paged and metadata-only LISTs as a kube-apiserver serves them (see .listing).
         params = getattr(request, "params", None) or {}
         limit = int(params.get("limit") or 0)
-        if limit <= 0 or not isinstance(listed, dict):
-            return listed
-
-        def key(obj: Mapping[str, Any]) -> str:
-            meta = obj.get("metadata") or {}
-            return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-
-        after = params.get("continue") or ""
-        items = sorted((i for i in listed.get("items") or [] if key(i) > after), key=key)
-        meta = dict(listed.get("metadata") or {})
-        if len(items) > limit:
-            meta["continue"] = key(items[limit - 1])
-        return {**listed, "metadata": meta, "items": items[:limit]}
+        if limit > 0 and request.resource is not None and request.name is None:
+            after = params.get("continue") or ""
+            items, token = listing.page(
+                self.objects, list(self.objects), request.resource, request.namespace, limit, after
+            )
+            listed: Any = {"metadata": {"resourceVersion": "...", "continue": token}, "items": items}
+        else:
+            listed = await super()._serve_list(request)
+        if self.partial_metadata and isinstance(listed, dict) and listing.wants_metadata(request):
+            listed = listing.metadata_only(listed)
+        return listed
 
     def _lookup(self, request: Any) -> Any:
         if request.resource is None or request.namespace is None or request.name is None:
@@ -207,20 +200,6 @@ class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             except (KeyError, TypeError, ValueError):
                 pass
         return response
-
-
-def _wants_metadata(request: Any) -> bool:
-    headers = getattr(request, "headers", None) or {}
-    accept = next((str(v) for k, v in headers.items() if str(k).lower() == "accept"), "")
-    first = accept.split(",")[0].replace(" ", "")  # the client's preferred media type
-    return "as=PartialObjectMetadataList" in first and "g=meta.k8s.io" in first
-
-
-def _metadata_only(listed: Mapping[str, Any]) -> dict[str, Any]:
-    """A list as the API server's metadata-only answer: each object's metadata, nothing else."""
-    kind = {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata"}
-    items = [{**kind, "metadata": i.get("metadata") or {}} for i in listed.get("items") or []]
-    return {**listed, "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "items": items}
 
 
 def kubeconfig_text(server: str) -> str:
