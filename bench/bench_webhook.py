@@ -16,6 +16,7 @@ webhook on, its certificate from a directory) on kmock's emulator holding ``BENC
 process POSTs a profiled Job's AdmissionReview over a kept-alive HTTPS connection every 10 ms; its
 answers while the startup sweep pages through the reports are set against its answers once the sweep
 has ended, in the same run. Target: webhook p99 unchanged during a sweep (ratio near 1).
+``BENCH_WEBHOOK_PARTS`` (comma-separated ``latency``, ``slow-api``, ``sweep``; default all) runs some.
 """
 
 from __future__ import annotations
@@ -382,8 +383,9 @@ def _print_sweep(text: str, sweep: re.Match[str], seen_at: float) -> None:
     if not during or not after:
         raise SystemExit(f"too few admissions measured: {len(during)} during the sweep, {len(after)} after")
     p99_during, p99_after = _pct(during, 0.99), _pct(after, 0.99)
+    whole = f"{sweep.group(6)} read whole, " if sweep.group(6) is not None else ""
     print(f"retention sweep in the operator's process: {sweep.group(1)} reports in {sweep.group(2)} pages, "
-          f"{float(sweep.group(5)):.1f} s")  # fmt: skip
+          f"{whole}{float(sweep.group(5)):.1f} s")  # fmt: skip
     print(f"webhook during the sweep: {len(during)} admissions, p50 {statistics.median(during):.1f} ms, "
           f"p99 {p99_during:.1f} ms, max {max(during):.1f} ms")  # fmt: skip
     print(f"webhook with no sweep (same process, after it): {len(after)} admissions, "
