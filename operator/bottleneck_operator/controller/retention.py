@@ -135,16 +135,10 @@ def _closing_patch(report: dict[str, Any], now: float) -> dict[str, Any]:
     return merge_patch(status, closed)
 
 
-async def _whole(state: OperatorState, run: _Sweep, item: dict[str, Any]) -> dict[str, Any] | None:
-    """The listed report read whole (None: gone meanwhile), its mirror brought in line with its status."""
+async def _read(state: OperatorState, item: dict[str, Any]) -> dict[str, Any] | None:
+    """The listed report read whole (None: gone meanwhile)."""
     meta = item.get("metadata") or {}
-    report = await state.api.get(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-    if report is None:
-        return None
-    run.whole += 1
-    mirrored = await state.api.mirror(report)
-    run.mirrored += mirrored is not report
-    return report
+    return await state.api.get(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
 async def _sweep_one(state: OperatorState, run: _Sweep, item: dict[str, Any]) -> None:
@@ -152,22 +146,25 @@ async def _sweep_one(state: OperatorState, run: _Sweep, item: dict[str, Any]) ->
     life = lifecycle_of(item)
     if life is not None and run.verdict(life)[0] is None:
         return
-    report = item if whole(item) else await _whole(state, run, item)
+    report = item if whole(item) else await _read(state, item)
     if report is None:
         return
+    run.whole += report is not item
     life = read_lifecycle(report)
     verdict, tracked = run.verdict(life)
-    if verdict == "close":
-        patch = await asyncio.to_thread(_closing_patch, report, run.now)
-        await state.api.patch_status(life.namespace, life.name, patch)
-        logger.info("%s/%s: Job gone, report closed", life.namespace, life.name)
-        run.closed += 1
-    elif verdict == "delete":
+    if verdict == "delete":
         if await state.api.delete(life.namespace, life.name):
             run.deleted += 1
             logger.info("%s/%s: report deleted after the retention period", life.namespace, life.name)
         if tracked is not None:
             state.jobs.pop(tracked.key, None)
+    elif verdict == "close":  # the status write brings the mirror in line too
+        patch = await asyncio.to_thread(_closing_patch, report, run.now)
+        await state.api.patch_status(life.namespace, life.name, patch)
+        logger.info("%s/%s: Job gone, report closed", life.namespace, life.name)
+        run.closed += 1
+    elif report is not item:  # kept: its mirror (missing or out of date) is brought in line once
+        run.mirrored += await state.api.mirror(report) is not report
 
 
 async def sweep(state: OperatorState) -> int:
