@@ -101,7 +101,7 @@ class _Sweep:
     pages: int = 0
     deleted: int = 0
     closed: int = 0
-    whole: int = 0  # reports read whole (the mirror marked them, or they had none)
+    read_whole: int = 0  # reports read whole (the mirror marked them, or they had none)
     mirrored: int = 0  # mirrors written (a report of an older operator, or one out of date)
 
     def verdict(self, life: Lifecycle) -> tuple[Verdict, _Tracked | None]:
@@ -149,7 +149,7 @@ async def _sweep_one(state: OperatorState, run: _Sweep, item: dict[str, Any]) ->
     report = item if whole(item) else await _read(state, item)
     if report is None:
         return
-    run.whole += report is not item
+    run.read_whole += report is not item
     life = read_lifecycle(report)
     verdict, tracked = run.verdict(life)
     if verdict == "delete":
@@ -173,7 +173,6 @@ async def sweep(state: OperatorState) -> int:
     Returns:
         The number of reports deleted.
     """
-    # Orphans can only be told apart once the watch has listed every Job at least once.
     settled = time.monotonic() - state.started > 2 * state.analysis.interval
     run = _Sweep(now=state.clock(), retention=state.operation.report_retention, settled=settled)
     started = time.monotonic()
@@ -190,7 +189,7 @@ async def sweep(state: OperatorState) -> int:
         run.deleted,
         run.closed,
         time.monotonic() - started,
-        run.whole,
+        run.read_whole,
         run.mirrored,
     )
     return run.deleted
