@@ -246,3 +246,9 @@ def test_an_adopted_report_of_an_older_operator_gets_its_mirror(cluster: LocalCl
 
     asyncio.run(scenario())
     assert _mirror(cluster, "adopted") == {"jobKind": "Job", "phase": "Completed", "ended": rfc3339(NOW - HOUR)}
+
+
+def test_the_sweep_pauses_after_each_page_as_long_as_the_page_took_within_a_cap() -> None:
+    assert retention.pause_after(0.02) == 0.02 * retention.SWEEP_PACE
+    assert retention.pause_after(-1.0) == 0.0  # a clock step backwards never stops the sweep
+    assert retention.pause_after(60.0) == retention.SWEEP_PAUSE_MAX

@@ -45,6 +45,17 @@ def finished_at(status: ReportStatus) -> float | None:
 # Reports per LIST page. The sweep lists metadata alone (well under 1 KB a report); a server that
 # answers whole reports (up to ~50 KB each) still keeps a page to a few MB.
 SWEEP_PAGE = 100
+# The sweep is not urgent: after each page it pauses as long as the page took (listing, deciding,
+# acting), up to SWEEP_PAUSE_MAX seconds, so that it keeps the API server and the operator's own
+# core (the webhook's) busy at most half the time. The cap keeps a sweep of a slow server well
+# inside the life of its ``continue`` token (about five minutes on etcd's default compaction).
+SWEEP_PACE = 1.0
+SWEEP_PAUSE_MAX = 1.0
+
+
+def pause_after(page_seconds: float) -> float:
+    """Seconds to pause after a page that took ``page_seconds``."""
+    return min(SWEEP_PAUSE_MAX, max(0.0, page_seconds) * SWEEP_PACE)
 
 
 async def _pages(state: OperatorState) -> AsyncIterator[list[dict[str, Any]]]:
@@ -175,13 +186,15 @@ async def sweep(state: OperatorState) -> int:
     """
     settled = time.monotonic() - state.started > 2 * state.analysis.interval
     run = _Sweep(now=state.clock(), retention=state.operation.report_retention, settled=settled)
-    started = time.monotonic()
+    started = page_started = time.monotonic()
     async for page in _pages(state):
         run.read, run.pages = run.read + len(page), run.pages + 1
         run.by_report = _tracked_reports(state)
         for item in page:
             await _sweep_one(state, run, item)
         del page
+        await asyncio.sleep(pause_after(time.monotonic() - page_started))
+        page_started = time.monotonic()
     logger.info(
         "retention sweep: reports=%d pages=%d deleted=%d closed=%d seconds=%.2f whole=%d mirrored=%d",
         run.read,
