@@ -7,10 +7,10 @@ the admission webhook. So those few fields are mirrored in the ``bottleneck.dev/
 annotation, e.g. ``{"ended":"2026-11-20T08:00:00Z","jobKind":"Job","phase":"Completed"}``, and
 the sweep lists reports' metadata alone (a few hundred bytes each).
 
-The status stays the truth. The mirror is written with the report (:func:`report_body`'s caller
-stamps it at creation), after any status write whose result it no longer matches, and whenever
-the operator reads a whole report that it does not match (an adopted report, one the sweep
-re-reads); a report written before the mirror existed has none. The sweep never acts on the
+The status stays the truth. The mirror is in the body a report is created with (``report_body``),
+is written again after any status write whose result it no longer matches, and whenever the
+operator reads a whole report that it does not match (an adopted report, one the sweep re-reads
+and keeps); a report written before the mirror existed has none. The sweep never acts on the
 mirror alone: a report it would delete or close is read whole first and decided on that.
 """
 
