@@ -190,8 +190,10 @@ async def sweep(state: OperatorState) -> int:
     async for page in _pages(state):
         run.read, run.pages = run.read + len(page), run.pages + 1
         run.by_report = _tracked_reports(state)
-        for item in page:
+        for n, item in enumerate(page, 1):
             await _sweep_one(state, run, item)
+            if n % 10 == 0:  # a page is decided in slices: an admission waiting meanwhile is let in
+                await asyncio.sleep(0)
         del page
         await asyncio.sleep(pause_after(time.monotonic() - page_started))
         page_started = time.monotonic()
