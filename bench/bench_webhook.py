@@ -16,6 +16,7 @@ webhook on, its certificate from a directory) on kmock's emulator holding ``BENC
 process POSTs a profiled Job's AdmissionReview over a kept-alive HTTPS connection every 10 ms; its
 answers while the startup sweep pages through the reports are set against its answers once the sweep
 has ended, in the same run. Target: webhook p99 unchanged during a sweep (ratio near 1).
+``BENCH_WEBHOOK_PARTS`` (comma-separated ``latency``, ``slow-api``, ``sweep``; default all) runs some.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ API_LATENCY = 2.0  # seconds per read of one object
 WORKLOADS = 4
 PODS_PER_WORKLOAD = 32
 WAVE = 16  # pods admitted at once
+# The parts to run (comma-separated), e.g. BENCH_WEBHOOK_PARTS=sweep for the retention sweep's part alone.
+PARTS = set(os.environ.get("BENCH_WEBHOOK_PARTS", "latency,slow-api,sweep").split(","))
 
 
 def _review(annotations: dict[str, str]) -> dict[str, Any]:
@@ -265,9 +268,11 @@ def main() -> None:
             )
         else:
             print("openssl not found: measuring over plain HTTP")
-        asyncio.run(_run(cert, key))
-        _slow_api(cert, key)
-        if cert is not None and key is not None:
+        if "latency" in PARTS:
+            asyncio.run(_run(cert, key))
+        if "slow-api" in PARTS:
+            _slow_api(cert, key)
+        if "sweep" in PARTS and cert is not None and key is not None:
             _during_sweep(cert, key, json.dumps(_review({"bottleneck.dev/profile": "true"})))
 
 
@@ -298,6 +303,7 @@ def _retained_reports(cluster: LocalCluster, workdir: Path) -> None:
     """``RETAINED`` reports of finished Jobs, each a real final status with a full timeline (as bench_retained)."""
     from bench.bench_operator import _write_history
     from bench.bench_retained import _template
+    from bottleneck_operator.controller.lifecycle import with_mirror
     from bottleneck_operator.controller.reports_api import report_body
     from bottleneck_operator.reports import rfc3339
     from bottleneck_operator_dev.demo.cluster import REPORTS
@@ -312,7 +318,8 @@ def _retained_reports(cluster: LocalCluster, workdir: Path) -> None:
     for i in range(RETAINED):
         ended = now - 86400 - 60 * i  # within the retention: the sweep reads every one and deletes none
         status = {**template, "window": {**template["window"], "end": rfc3339(ended), "start": rfc3339(ended - 3600)}}
-        cluster.create(REPORTS, "archive", {**report_body("archive", f"done-{i:05d}", f"uid-{i}"), "status": status})
+        body = {**report_body("archive", f"done-{i:05d}", f"uid-{i}"), "status": status}
+        cluster.create(REPORTS, "archive", with_mirror(body))  # as the operator leaves a report it finalised
 
 
 def _during_sweep(cert: Path, key: Path, review: str) -> None:
@@ -376,8 +383,9 @@ def _print_sweep(text: str, sweep: re.Match[str], seen_at: float) -> None:
     if not during or not after:
         raise SystemExit(f"too few admissions measured: {len(during)} during the sweep, {len(after)} after")
     p99_during, p99_after = _pct(during, 0.99), _pct(after, 0.99)
+    whole = f"{sweep.group(6)} read whole, " if sweep.group(6) is not None else ""
     print(f"retention sweep in the operator's process: {sweep.group(1)} reports in {sweep.group(2)} pages, "
-          f"{float(sweep.group(5)):.1f} s")  # fmt: skip
+          f"{whole}{float(sweep.group(5)):.1f} s")  # fmt: skip
     print(f"webhook during the sweep: {len(during)} admissions, p50 {statistics.median(during):.1f} ms, "
           f"p99 {p99_during:.1f} ms, max {max(during):.1f} ms")  # fmt: skip
     print(f"webhook with no sweep (same process, after it): {len(after)} admissions, "

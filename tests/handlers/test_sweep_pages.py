@@ -39,8 +39,10 @@ class _CountingApi(ReportsApi):
 
     pages_seen: list[int]
 
-    async def pages(self, namespace: str | None = None, *, limit: int = 100) -> AsyncIterator[list[dict[str, Any]]]:
-        async for page in super().pages(namespace, limit=limit):
+    async def pages(
+        self, namespace: str | None = None, *, limit: int = 100, metadata_only: bool = False
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        async for page in super().pages(namespace, limit=limit, metadata_only=metadata_only):
             self.pages_seen.append(len(page))
             yield page
 

@@ -26,6 +26,9 @@ COLLECTOR_SKIPPED_ANNOTATION: Final = f"{API_GROUP}/collector-skipped"
 # Written by the webhook on a profiled workload whose collector runs without the host cgroup mount
 # (the namespace's Pod Security level forbids hostPath): the value is that level.
 COLLECTOR_NO_HOST_CGROUP_ANNOTATION: Final = f"{API_GROUP}/collector-no-host-cgroup"
+# Written by the operator on each report: the few status fields the retention sweep decides on
+# (controller.lifecycle), so that the sweep can list reports' metadata alone.
+LIFECYCLE_ANNOTATION: Final = f"{API_GROUP}/lifecycle"
 # Stamped by the webhook on the pod templates of profiled training workloads: the pod webhook's
 # objectSelector, so only their pods are sent to it.
 PROFILED_POD_LABEL: Final = f"{API_GROUP}/profiled"

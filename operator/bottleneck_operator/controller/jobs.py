@@ -113,6 +113,7 @@ async def _claim(state: OperatorState, job: TrackedJob) -> bool:
                 state.post_event(job, "Normal", "ReportCreated", _created_message(job, reset=True))
             else:
                 job.status = found.status
+                await api.mirror(existing)  # a report of an older operator, or one whose last mirror write failed
             return True
     job.status = with_collector_condition(pending_status(now), job, now)
     await api.patch_status(job.namespace, job.report, job.status.dump())

@@ -16,12 +16,14 @@ from bottleneck_operator.contract.names import (
     API_GROUP,
     GROUP_VERSION,
     JOB_LABEL,
+    LIFECYCLE_ANNOTATION,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     REPORT_KIND,
     REPORT_PLURAL,
 )
 from bottleneck_operator.controller.access import CLIENT
+from bottleneck_operator.controller.lifecycle import annotation, stale_mirror
 from bottleneck_operator.controller.workloads import WorkloadKind
 from bottleneck_operator.kube import Credentials, KubeClient, Resource
 from bottleneck_operator.kube.errors import NotFound
@@ -87,12 +89,29 @@ class ReportsApi:
         return await self._kube.merge_patch(REPORTS, namespace, name, patch)
 
     async def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> dict[str, Any]:
-        """JSON merge patch of ``.status`` through the status subresource.
+        """JSON merge patch of ``.status`` through the status subresource, then the lifecycle mirror.
 
         A merge patch carries no resourceVersion, so it never conflicts with a concurrent writer:
-        the operator is the only writer of a report's status and always sends whole fields.
+        the operator is the only writer of a report's status and always sends whole fields. The
+        status subresource ignores metadata, so a status that changes the report's lifecycle (it
+        becomes final, or is reset) costs one more patch; a failure of either raises, and the
+        caller's retry writes both.
         """
-        return await self._kube.merge_patch(REPORTS, namespace, name, {"status": dict(status)}, status=True)
+        patched = await self._kube.merge_patch(REPORTS, namespace, name, {"status": dict(status)}, status=True)
+        return await self.mirror(patched)
+
+    async def mirror(self, report: dict[str, Any]) -> dict[str, Any]:
+        """Bring a whole report's lifecycle annotation in line with its status (no request when it is).
+
+        Returns:
+            The report as it now stands.
+        """
+        stale = stale_mirror(report)
+        if stale is None:
+            return report
+        meta = report.get("metadata") or {}
+        patch = {"metadata": {"annotations": {LIFECYCLE_ANNOTATION: stale}}}
+        return await self.patch(str(meta.get("namespace") or ""), str(meta.get("name") or ""), patch)
 
     async def delete(self, namespace: str, name: str) -> bool:
         """Delete a report; False when it was already gone."""
@@ -108,9 +127,18 @@ class ReportsApi:
         # Some servers (and emulators) ignore the selector: filter again here.
         return [i for i in items if _managed(i)]
 
-    async def pages(self, namespace: str | None = None, *, limit: int = 100) -> AsyncIterator[Page]:
-        """Reports as :meth:`list`, a page of at most ``limit`` at a time (the retention sweep's LIST)."""
-        async for page in self._kube.list_pages(REPORTS, namespace, labels={MANAGED_BY_LABEL: MANAGED_BY}, limit=limit):
+    async def pages(
+        self, namespace: str | None = None, *, limit: int = 100, metadata_only: bool = False
+    ) -> AsyncIterator[Page]:
+        """Reports as :meth:`list`, a page of at most ``limit`` at a time (the retention sweep's LIST).
+
+        ``metadata_only``: each report's metadata alone where the API server can (kind
+        ``PartialObjectMetadata``), whole reports where it cannot.
+        """
+        labels = {MANAGED_BY_LABEL: MANAGED_BY}
+        async for page in self._kube.list_pages(
+            REPORTS, namespace, labels=labels, limit=limit, metadata_only=metadata_only
+        ):
             yield [i for i in page if _managed(i)]
 
 
@@ -133,7 +161,8 @@ def report_body(
     referenced by kind, name and uid in the spec, never as an owner (a PyTorchJob's report is named
     after the PyTorchJob, a TrainJob's after the TrainJob). The status is written afterwards
     through the status subresource (an API server drops ``.status`` sent with a create). The
-    report is named ``report`` where another workload's report has the workload's name.
+    report is named ``report`` where another workload's report has the workload's name. It
+    carries the lifecycle mirror of a report not yet analysed (:mod:`.lifecycle`).
     """
     return {
         "apiVersion": API_VERSION,
@@ -142,6 +171,7 @@ def report_body(
             "name": report or job,
             "namespace": namespace,
             "labels": {JOB_LABEL: job[:63], MANAGED_BY_LABEL: MANAGED_BY},
+            "annotations": {LIFECYCLE_ANNOTATION: annotation({"jobKind": kind})},
         },
         "spec": {"jobRef": {"name": job, **({"uid": uid} if uid else {}), "kind": kind, "apiVersion": api_version}},
     }

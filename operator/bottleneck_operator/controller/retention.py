@@ -4,9 +4,14 @@ Age counts from the end of the Job (the final window's end), so a long Job's rep
 as a short one's. Reports of Jobs that vanished while the operator was down, never finalised, are
 closed here too (phase Failed, Ready=False/JobDeleted) so they do not look alive forever.
 
-The sweep reads the reports a LIST page at a time (:data:`SWEEP_PAGE`, with ``limit``/``continue``)
-and decides about each page in a thread, so its memory is one page and the event loop (the watch
-streams, the admission webhook) is never held up by the number of reports kept.
+The sweep reads the reports a LIST page at a time (:data:`SWEEP_PAGE`, with ``limit``/``continue``),
+and of each report only its metadata: the lifecycle mirror (:mod:`.lifecycle`) says whether it is
+final and when its Job ended. So its memory is one page of metadata, and the event loop (the watch
+streams, the admission webhook) decodes a few hundred bytes per report, never its ~50 KB status.
+A report the mirror marks for deletion or closing, or one without a mirror (written by an older
+operator), is read whole and decided on its status; the mirror is then brought in line, so the next
+sweep reads it as metadata too. A server that answers whole reports to the metadata LIST is read as
+before, each page's statuses decoded and decided on as they come.
 """
 
 from __future__ import annotations
@@ -15,14 +20,15 @@ import asyncio
 import fnmatch
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from bottleneck_operator.controller.digest_mirror import restore as restore_digests
 from bottleneck_operator.controller.jobs import parse_time
+from bottleneck_operator.controller.lifecycle import lifecycle_of, whole
 from bottleneck_operator.controller.state import OperatorState, logger
-from bottleneck_operator.controller.status import FINAL_PHASES, READY, merge_patch, set_condition
-from bottleneck_operator.reports import ReportStatus, read_lifecycle, read_report
+from bottleneck_operator.controller.status import READY, merge_patch, set_condition
+from bottleneck_operator.reports import FINAL_PHASES, Lifecycle, ReportStatus, read_lifecycle, read_report
 from bottleneck_operator.settings import AnalysisSettings, OperationSettings
 
 
@@ -37,22 +43,33 @@ def finished_at(status: ReportStatus) -> float | None:
     return parse_time(status.window.end if status.window else None) or parse_time(status.last_analysis_time)
 
 
-# Reports per LIST page. A report weighs up to ~50 KB: a page is decoded on the event loop (the
-# HTTP client's JSON), so pages stay small enough that decoding one costs a few milliseconds.
+# Reports per LIST page. The sweep lists metadata alone (well under 1 KB a report); a server that
+# answers whole reports (up to ~50 KB each) still keeps a page to a few MB.
 SWEEP_PAGE = 100
+# The sweep is not urgent: after each page it pauses as long as the page took (listing, deciding,
+# acting), up to SWEEP_PAUSE_MAX seconds, so that it keeps the API server and the operator's own
+# core (the webhook's) busy at most half the time. The cap keeps a sweep of a slow server well
+# inside the life of its ``continue`` token (about five minutes on etcd's default compaction).
+SWEEP_PACE = 1.0
+SWEEP_PAUSE_MAX = 1.0
+
+
+def pause_after(page_seconds: float) -> float:
+    """Seconds to pause after a page that took ``page_seconds``."""
+    return min(SWEEP_PAUSE_MAX, max(0.0, page_seconds) * SWEEP_PACE)
 
 
 async def _pages(state: OperatorState) -> AsyncIterator[list[dict[str, Any]]]:
     """The reports to sweep, a page at a time (LIST with limit/continue: never all of them at once)."""
     patterns = list(state.operation.namespaces)
     if not patterns or any(ch in p for p in patterns for ch in "*?[!"):
-        async for page in state.api.pages(None, limit=SWEEP_PAGE):
+        async for page in state.api.pages(None, limit=SWEEP_PAGE, metadata_only=True):
             if patterns:
                 page = [i for i in page if _matches((i.get("metadata") or {}).get("namespace") or "", patterns)]
             yield page
         return
     for ns in patterns:
-        async for page in state.api.pages(ns, limit=SWEEP_PAGE):
+        async for page in state.api.pages(ns, limit=SWEEP_PAGE, metadata_only=True):
             yield page
 
 
@@ -65,22 +82,12 @@ def _matches(namespace: str, patterns: list[str]) -> bool:
 
 @dataclass(frozen=True)
 class _Tracked:
-    """What the sweep needs of a tracked workload, copied on the event loop for the sweep's thread."""
+    """What the sweep needs of a tracked workload."""
 
     key: tuple[str, str, str]
     kind: str
     report_ready: bool
     finished: bool
-
-
-@dataclass(frozen=True)
-class _Action:
-    """One thing to do about one report: delete it (``patch`` None) or close it with ``patch``."""
-
-    namespace: str
-    name: str
-    tracked: _Tracked | None
-    patch: dict[str, Any] | None = None
 
 
 def _tracked_reports(state: OperatorState) -> dict[tuple[str, str], _Tracked]:
@@ -91,79 +98,120 @@ def _tracked_reports(state: OperatorState) -> dict[tuple[str, str], _Tracked]:
     return out
 
 
-def _decide(
-    page: list[dict[str, Any]],
-    by_report: dict[tuple[str, str], _Tracked],
-    *,
-    now: float,
-    retention: float,
-    settled: bool,
-) -> list[_Action]:
-    """What to do about one page of reports (run in a thread: reading each status is the sweep's work)."""
-    actions: list[_Action] = []
-    for item in page:
-        life = read_lifecycle(item)  # the whole status is read only for a report to close
-        ns, name = life.namespace, life.name
-        tracked = by_report.get((ns, name))
+Verdict = Literal["delete", "close"] | None
+
+
+@dataclass
+class _Sweep:
+    """One sweep's rules (fixed at its start) and its counts."""
+
+    now: float
+    retention: float
+    settled: bool  # orphans can only be told apart once the watch has listed every Job once
+    by_report: dict[tuple[str, str], _Tracked] = field(default_factory=dict)
+    read: int = 0
+    pages: int = 0
+    deleted: int = 0
+    closed: int = 0
+    read_whole: int = 0  # reports read whole (the mirror marked them, or they had none)
+    mirrored: int = 0  # mirrors written (a report of an older operator, or one out of date)
+
+    def verdict(self, life: Lifecycle) -> tuple[Verdict, _Tracked | None]:
+        """What to do about a report with this lifecycle, and its tracked workload if any."""
+        tracked = self.by_report.get((life.namespace, life.name))
         if tracked is not None and not tracked.report_ready and tracked.kind != life.job_kind:
             tracked = None  # another kind's report of that name: this workload's will be named apart
         if life.phase in FINAL_PHASES:
             ended = parse_time(life.ended)
-            expired = retention and ended is not None and ended < now - retention
+            expired = self.retention and ended is not None and ended < self.now - self.retention
             if expired and (tracked is None or tracked.finished):  # else a new Job of the same name owns it
-                actions.append(_Action(ns, name, tracked))
-        elif tracked is None and settled:
-            status = read_report(item, drop_invalid=True).status
-            conditions = set_condition(
-                status.conditions,
-                READY,
-                "False",
-                "JobDeleted",
-                "the Job is gone (or no longer profiled) and the report was never finalised",
-                now,
-            )
-            closed = status.model_copy(update={"phase": "Failed", "conditions": conditions})
-            actions.append(_Action(ns, name, None, merge_patch(status, closed)))
-    return actions
+                return "delete", tracked
+            return None, tracked
+        if tracked is None and self.settled:
+            return "close", None
+        return None, tracked
+
+
+def _closing_patch(report: dict[str, Any], now: float) -> dict[str, Any]:
+    """The status patch that closes an orphaned report (run in a thread: it reads the whole status)."""
+    status: ReportStatus = read_report(report, drop_invalid=True).status
+    conditions = set_condition(
+        status.conditions,
+        READY,
+        "False",
+        "JobDeleted",
+        "the Job is gone (or no longer profiled) and the report was never finalised",
+        now,
+    )
+    closed = status.model_copy(update={"phase": "Failed", "conditions": conditions})
+    return merge_patch(status, closed)
+
+
+async def _read(state: OperatorState, item: dict[str, Any]) -> dict[str, Any] | None:
+    """The listed report read whole (None: gone meanwhile)."""
+    meta = item.get("metadata") or {}
+    return await state.api.get(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+async def _sweep_one(state: OperatorState, run: _Sweep, item: dict[str, Any]) -> None:
+    """Decide about one listed report and act; a listed mirror is only a reason to read the report."""
+    life = lifecycle_of(item)
+    if life is not None and run.verdict(life)[0] is None:
+        return
+    report = item if whole(item) else await _read(state, item)
+    if report is None:
+        return
+    run.read_whole += report is not item
+    life = read_lifecycle(report)
+    verdict, tracked = run.verdict(life)
+    if verdict == "delete":
+        if await state.api.delete(life.namespace, life.name):
+            run.deleted += 1
+            logger.info("%s/%s: report deleted after the retention period", life.namespace, life.name)
+        if tracked is not None:
+            state.jobs.pop(tracked.key, None)
+    elif verdict == "close":  # the status write brings the mirror in line too
+        patch = await asyncio.to_thread(_closing_patch, report, run.now)
+        await state.api.patch_status(life.namespace, life.name, patch)
+        logger.info("%s/%s: Job gone, report closed", life.namespace, life.name)
+        run.closed += 1
+    elif report is not item:  # kept: its mirror (missing or out of date) is brought in line once
+        run.mirrored += await state.api.mirror(report) is not report
 
 
 async def sweep(state: OperatorState) -> int:
-    """Delete expired reports and close orphaned ones, a LIST page at a time, deciding off the event loop.
+    """Delete expired reports and close orphaned ones, a LIST page of metadata at a time.
 
     Returns:
         The number of reports deleted.
     """
-    now = state.clock()
-    retention = state.operation.report_retention
-    # Orphans can only be told apart once the watch has listed every Job at least once.
     settled = time.monotonic() - state.started > 2 * state.analysis.interval
-    started = time.monotonic()
-    deleted = closed = read = pages = restored = 0
+    run = _Sweep(now=state.clock(), retention=state.operation.report_retention, settled=settled)
+    started = page_started = time.monotonic()
+    restored = 0
     async for page in _pages(state):
-        read, pages = read + len(page), pages + 1
-        restored += restore_digests(state, page)
-        by_report = _tracked_reports(state)
-        actions = await asyncio.to_thread(_decide, page, by_report, now=now, retention=retention, settled=settled)
+        run.read, run.pages = run.read + len(page), run.pages + 1
+        if not state.digests_restored:  # a new operator's book: the week's finished Jobs, once
+            restored += restore_digests(state, page)
+        run.by_report = _tracked_reports(state)
+        for n, item in enumerate(page, 1):
+            await _sweep_one(state, run, item)
+            if n % 10 == 0:  # a page is decided in slices: an admission waiting meanwhile is let in
+                await asyncio.sleep(0)
         del page
-        for action in actions:
-            if action.patch is not None:
-                await state.api.patch_status(action.namespace, action.name, action.patch)
-                logger.info("%s/%s: Job gone, report closed", action.namespace, action.name)
-                closed += 1
-                continue
-            if await state.api.delete(action.namespace, action.name):
-                deleted += 1
-                logger.info("%s/%s: report deleted after the retention period", action.namespace, action.name)
-            if action.tracked is not None:
-                state.jobs.pop(action.tracked.key, None)
-    if restored:
+        await asyncio.sleep(pause_after(time.monotonic() - page_started))
+        page_started = time.monotonic()
+    if not state.digests_restored:
+        state.digests_restored = True
         logger.info("cluster summary: %d finished Jobs of the lookback taken back from their reports", restored)
     logger.info(
-        "retention sweep: reports=%d pages=%d deleted=%d closed=%d seconds=%.2f",
-        read,
-        pages,
-        deleted,
-        closed,
+        "retention sweep: reports=%d pages=%d deleted=%d closed=%d seconds=%.2f whole=%d mirrored=%d",
+        run.read,
+        run.pages,
+        run.deleted,
+        run.closed,
         time.monotonic() - started,
+        run.read_whole,
+        run.mirrored,
     )
-    return deleted
+    return run.deleted

@@ -21,8 +21,7 @@ from bottleneck_operator.controller.metrics import OperatorMetrics
 from bottleneck_operator.controller.places import Places
 from bottleneck_operator.controller.pod_templates import NO_CLAIMS, VolumeClaims
 from bottleneck_operator.controller.reports_api import ReportsApi
-from bottleneck_operator.controller.status import FINAL_PHASES
-from bottleneck_operator.reports import Phase, ReportStatus
+from bottleneck_operator.reports import FINAL_PHASES, Phase, ReportStatus
 from bottleneck_operator.settings import AnalysisSettings, InjectionSettings, OperationSettings, Settings
 
 if TYPE_CHECKING:
@@ -179,6 +178,8 @@ class OperatorState:
     # Finished Jobs whose digest is yet to be written on their report (digest_mirror.py): key ->
     # (namespace, report name), oldest first.
     digests_to_write: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
+    # Whether a retention sweep has put the finished Jobs' digests back in the book (the first one).
+    digests_restored: bool = False
     # Where the book's Jobs' storage and nodes sit (storage classes, fabrics, racks): read from the API.
     places: Places = field(init=False, repr=False)
     loop_task: asyncio.Task[None] | None = None

@@ -10,11 +10,10 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from bottleneck_operator.contract.verdict import Abstention
-from bottleneck_operator.reports import Condition, Phase, ReportStatus, TimelineEntry, rfc3339
+from bottleneck_operator.reports import FINAL_PHASES, Condition, Phase, ReportStatus, TimelineEntry, rfc3339
 
 READY = "Ready"
 METRICS = "MetricsAvailable"
-FINAL_PHASES = frozenset({"Completed", "Failed"})
 # Ready=False with this reason marks a finished Job whose final analysis still has to run (for
 # example Prometheus was down when the Job ended): a restarted operator finds it in the report.
 FINAL_PENDING = "FinalAnalysisPending"

@@ -21,6 +21,7 @@ import msgspec
 from lightkube import ApiError, AsyncClient, ConfigError
 from lightkube.config.kubeconfig import KubeConfig
 from lightkube.config.models import Cluster, User, UserExec
+from lightkube.core.selector import build_selector
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.types import PatchType
 
@@ -40,6 +41,11 @@ T = TypeVar("T")
 Login = Callable[[], Credentials]
 Page = list[dict[str, Any]]  # named here: inside KubeClient, ``list`` is the method
 FIELD_MANAGER = "bottleneck-operator"
+# Objects' metadata alone where the server can (every kube-apiserver since 1.15), whole objects where
+# it cannot: a server that does not know the first media type answers the second (client-go's
+# metadata client asks the same way).
+METADATA_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1, application/json"
+METADATA_KIND = "PartialObjectMetadata"
 
 
 @dataclass(frozen=True)
@@ -273,18 +279,40 @@ class KubeClient:
             raise _translate(what, exc) from exc
 
     async def list_pages(
-        self, resource: Resource, namespace: str | None = None, *, labels: Mapping[str, str] | None = None, limit: int
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        limit: int,
+        metadata_only: bool = False,
     ) -> AsyncIterator[Page]:
         """Objects as :meth:`list`, in pages of at most ``limit`` (LIST with ``limit``/``continue``).
 
         Only one page is held at a time: the caller deals with it before the next is asked for.
+        ``metadata_only``: ask for each object's metadata alone (kind ``PartialObjectMetadata``); a
+        server that cannot serve that answers whole objects, so callers read both.
         """
         self._permit(resource, "list")
         client = await self._connect()
-        found = client.list(_generic(resource), namespace=namespace or "*", labels=dict(labels or {}), chunk_size=limit)
+        if metadata_only:
+            found = _metadata_list(client, _generic(resource), namespace or "*", {**(labels or {})}, limit)
+        else:
+            found = client.list(
+                _generic(resource), namespace=namespace or "*", labels=dict(labels or {}), chunk_size=limit
+            )
         objects = found.__aiter__()
         while True:
             page = await self._call(f"list {resource.plural} {namespace or '*'}", lambda _: _next_page(objects, limit))
             if not page:
                 return
             yield page
+
+
+def _metadata_list(client: AsyncClient, res: Any, namespace: str, labels: dict[str, Any], limit: int) -> Any:
+    """lightkube's paged LIST with the metadata-only Accept header (its ``list`` takes no headers)."""
+    params = {"limit": str(limit), **({"labelSelector": build_selector(labels)} if labels else {})}
+    generic = client._client  # the request builder behind AsyncClient.list: the same paging and errors
+    request = generic.prepare_request("list", res=res, namespace=namespace, params=params)
+    request.headers = {"Accept": METADATA_ACCEPT}
+    return generic.list(request)

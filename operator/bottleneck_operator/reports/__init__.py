@@ -18,6 +18,7 @@ from bottleneck_operator.reports.document import (
     read_report,
 )
 from bottleneck_operator.reports.model import (
+    FINAL_PHASES,
     AnalysisWindow,
     CapacityItem,
     ClassName,
@@ -42,6 +43,7 @@ from bottleneck_operator.reports.summary_document import (
 )
 
 __all__ = [
+    "FINAL_PHASES",
     "AnalysisWindow",
     "BottleneckReport",
     "CapacityItem",

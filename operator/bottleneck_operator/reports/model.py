@@ -14,6 +14,8 @@ from pydantic.alias_generators import to_camel
 from bottleneck_operator.contract.verdict import Abstention, Mechanism
 
 Phase = Literal["Pending", "Running", "Suspended", "Completed", "Failed"]
+# The phases of a report whose Job has ended: nothing changes it any more but a new Job of its name.
+FINAL_PHASES: frozenset[str] = frozenset({"Completed", "Failed"})
 ClassName = Literal["IO", "CPU", "Interconnect", "GPU", "Memory", "Unknown"]
 # RFC 3339 times, as Kubernetes writes them (the CRD declares the format).
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]

@@ -26,6 +26,7 @@ from aiohttp import web
 
 from bottleneck_operator.errors import BottleneckError, Unavailable
 from bottleneck_operator.kube import Credentials, KubeClient, KubeError, NotFound, Resource
+from bottleneck_operator_dev.demo import listing
 
 T = TypeVar("T")
 
@@ -88,6 +89,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
     read_latency = 0.0
     # (resource plural, namespace, name) -> reads of that object so far.
     reads: dict[tuple[str, str, str], int]
+    # Whether a LIST that asks for metadata alone (``Accept: ...;as=PartialObjectMetadataList``) gets
+    # it, as from a kube-apiserver; off: whole objects, as from a server that cannot.
+    partial_metadata = True
 
     def _forget_old_requests(self) -> None:
         # kmock keeps every request for test assertions and matches each new one against that
@@ -127,26 +131,20 @@ class ClusterEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         return obj.last.raw if obj is not None else await super()._serve_update(request)
 
     async def _serve_list(self, request: Any) -> Any:
-        # A real API server answers ``limit`` with a page and a ``continue`` token; kmock answers
-        # everything at once. Paged here as the API server pages (in key order, the token the last
-        # key served, so objects deleted between pages skip nothing), so a client that pages (the
-        # retention sweep) is served as a cluster would serve it.
-        listed = await super()._serve_list(request)
+        # Paged and metadata-only LISTs as a kube-apiserver serves them (see .listing).
         params = getattr(request, "params", None) or {}
         limit = int(params.get("limit") or 0)
-        if limit <= 0 or not isinstance(listed, dict):
-            return listed
-
-        def key(obj: Mapping[str, Any]) -> str:
-            meta = obj.get("metadata") or {}
-            return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
-
-        after = params.get("continue") or ""
-        items = sorted((i for i in listed.get("items") or [] if key(i) > after), key=key)
-        meta = dict(listed.get("metadata") or {})
-        if len(items) > limit:
-            meta["continue"] = key(items[limit - 1])
-        return {**listed, "metadata": meta, "items": items[:limit]}
+        if limit > 0 and request.resource is not None and request.name is None:
+            after = params.get("continue") or ""
+            items, token = listing.page(
+                self.objects, list(self.objects), request.resource, request.namespace, limit, after
+            )
+            listed: Any = {"metadata": {"resourceVersion": "...", "continue": token}, "items": items}
+        else:
+            listed = await super()._serve_list(request)
+        if self.partial_metadata and isinstance(listed, dict) and listing.wants_metadata(request):
+            listed = listing.metadata_only(listed)
+        return listed
 
     def _lookup(self, request: Any) -> Any:
         if request.resource is None or request.namespace is None or request.name is None:
