@@ -147,21 +147,22 @@ def train(
     say(f"{len(data.y)} training rows x {data.x.shape[1]} features in {time.perf_counter() - t0:.1f} s")
     version = f"{__version__}-s{seed}-{feature_schema_hash()[:8]}"
     counts = dict(Counter(y.value for y in labels + scenario_labels + third_labels))
-    facts = {
-        "simulated_jobs": len(jobs),
-        "scenario_jobs": len(scenario_wins),
-        "third_family_jobs": len(third_wins),
-        "jobs_per_class": counts,
-    }
+    facts: dict[str, Any] = {"simulated_jobs": len(jobs), "scenario_jobs": len(scenario_wins)}
+    facts |= {"third_family_jobs": len(third_wins), "jobs_per_class": counts}
     model = fit_model(
         data, seed=seed, version=version, max_iter=max_iter, metadata={**facts, "degraded_copies": copies}
     )
     say(f"fitted in {time.perf_counter() - t0:.1f} s, temperature {model.temperature:.3f}")
+    _holdouts(model, seed, n_jobs, scenario_jobs, third_jobs, say)
+    return model
+
+
+def _holdouts(model: Any, seed: int, n_jobs: int, scenario_jobs: int, third_jobs: int, say: Any) -> None:
+    """The card's figures: fresh draws of every world trained on (no seed is a training one's)."""
     hold_jobs, hold_windows = simulated_windows(seed + 1_000_003, max(200, n_jobs // 5), holdout=True)
     note = "windows built directly by the simulator (holdout combinations); `evaluate` goes through Prometheus"
     _holdout(model, "holdout_arrays", note, [j.label for j in hold_jobs], hold_windows, say)
     if scenario_jobs:
-        # a fresh draw of the second family: its seed is none of the training one's
         hold_labels, hold_scenarios = scenario_windows(seed + 2_000_003, max(100, scenario_jobs // 5))
         _holdout(
             model, "holdout_scenarios", "a fresh draw of the second scenario family", hold_labels, hold_scenarios, say
@@ -169,7 +170,6 @@ def train(
     if third_jobs:
         hold_labels, hold_third = third_family_windows(seed + 3_000_003, max(100, third_jobs // 5))
         _holdout(model, "holdout_third", "a fresh draw of the third family", hold_labels, hold_third, say)
-    return model
 
 
 def _holdout(model: Any, key: str, note: str, labels: list[Any], windows: list[Any], say: Any) -> None:
