@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import kopf
 import numpy as np
 import pytest
 from aiohttp import web
@@ -31,16 +32,6 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalCl
     with LocalCluster() as c:
         monkeypatch.setenv("KUBECONFIG", str(c.write_kubeconfig(tmp_path / "kubeconfig")))
         yield c
-
-
-class _Info:
-    """Credentials as kopf's ConnectionInfo carries them (only what the client reads)."""
-
-    def __init__(self, server: str) -> None:
-        self.server, self.token, self.scheme = server, "t", None
-        self.insecure, self.ca_path, self.ca_data = None, None, None
-        self.certificate_path = self.certificate_data = self.private_key_path = self.private_key_data = None
-        self.username = self.password = None
 
 
 def _pod(name: str, node: str, sm: float, io_wait: float) -> PodWindow:
@@ -129,7 +120,7 @@ def test_the_summary_is_written_every_pass_and_its_gauges_follow(cluster: LocalC
     now = max(j.end for j in sim.jobs)
 
     async def scenario() -> None:
-        api = ReportsApi(lambda: _Info(cluster.url))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
         state = OperatorState(Settings(prometheus_url="http://127.0.0.1:9"), api, lambda: None, clock=lambda: now)  # type: ignore[arg-type,return-value]
         try:
             state.cluster.record(sim.jobs[:10])
@@ -186,7 +177,7 @@ async def _api_without_the_crd() -> tuple[web.AppRunner, str]:
 def test_without_the_crd_the_operator_says_so_once_and_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     async def scenario() -> OperatorState:
         runner, url = await _api_without_the_crd()
-        api = ReportsApi(lambda: _Info(url))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=url, token="t"))
         state = OperatorState(Settings(prometheus_url="http://127.0.0.1:9"), api, lambda: None, clock=lambda: T0)  # type: ignore[arg-type,return-value]
         try:
             await summary.refresh(state)

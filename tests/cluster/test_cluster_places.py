@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import kopf
 import numpy as np
 import pytest
 from pydantic import ValidationError
@@ -41,16 +42,6 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalCl
     with LocalCluster() as c:
         monkeypatch.setenv("KUBECONFIG", str(c.write_kubeconfig(tmp_path / "kubeconfig")))
         yield c
-
-
-class _Info:
-    """Credentials as kopf's ConnectionInfo carries them (only what the client reads)."""
-
-    def __init__(self, server: str) -> None:
-        self.server, self.token, self.scheme = server, "t", None
-        self.insecure, self.ca_path, self.ca_data = None, None, None
-        self.certificate_path = self.certificate_data = self.private_key_path = self.private_key_data = None
-        self.username = self.password = None
 
 
 def _claim(namespace: str, name: str, storage_class: str) -> dict[str, Any]:
@@ -124,7 +115,7 @@ def test_a_storage_class_whose_jobs_are_io_bound_is_a_hot_spot(cluster: LocalClu
     cluster.create(CLAIMS, NS, _claim(NS, "scratch", "local-nvme"))
 
     async def scenario() -> OperatorState:
-        api = ReportsApi(lambda: _Info(cluster.url))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
         state = _state(api, rack_node_labels=[], fabric_node_labels=[])
         try:
             for w, workload in enumerate(WORKLOADS):
@@ -160,7 +151,7 @@ def test_a_node_label_makes_a_fabric_hot_spot(cluster: LocalCluster) -> None:
         cluster.create(NODES, None, _node(f"gpu-node-{i}", {FABRIC: "ib-a" if i < 4 else "ib-b", ZONE: "zone-1"}))
 
     async def scenario() -> OperatorState:
-        api = ReportsApi(lambda: _Info(cluster.url))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
         state = _state(api, fabric_node_labels=[FABRIC], rack_node_labels=[ZONE])
         try:
             for w, workload in enumerate(WORKLOADS):
@@ -204,7 +195,7 @@ def test_absent_objects_and_permissions_are_logged_once_and_change_nothing_else(
     clock = [1000.0]
 
     async def scenario() -> tuple[OperatorState, list[int]]:
-        api = ReportsApi(lambda: _Info(cluster.url))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
         state = _state(api)  # the default node labels: nodes are read
         state.places = places.Places(
             rack_labels=state.operation.rack_node_labels,

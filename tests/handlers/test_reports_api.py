@@ -7,6 +7,7 @@ import socket
 from typing import Any
 
 import httpx2
+import kopf
 import pytest
 
 from bottleneck_operator.controller.reports_api import ReportsApi, report_body
@@ -15,23 +16,13 @@ from bottleneck_operator.kube.errors import ApiUnavailable, Conflict, KubeError
 from bottleneck_operator_dev.demo.cluster import REPORTS, LocalCluster
 
 
-class _Info:
-    """Credentials as kopf's ConnectionInfo carries them (only what the client reads)."""
-
-    def __init__(self, server: str) -> None:
-        self.server, self.token, self.scheme = server, "t", None
-        self.insecure, self.ca_path, self.ca_data = None, None, None
-        self.certificate_path = self.certificate_data = self.private_key_path = self.private_key_data = None
-        self.username = self.password = None
-
-
 def _run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
 def test_create_conflict_patch_list_delete(cluster: LocalCluster) -> None:
     async def scenario() -> None:
-        api = ReportsApi(lambda: _Info(cluster.url))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
         try:
             await api.create("ml", report_body("ml", "train", "u1"))
             with pytest.raises(Conflict) as err:
@@ -58,7 +49,7 @@ def test_no_library_error_leaks() -> None:
         port = s.getsockname()[1]  # closed when the block ends: connections are refused
 
     async def scenario() -> None:
-        api = ReportsApi(lambda: _Info(f"http://127.0.0.1:{port}"))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=f"http://127.0.0.1:{port}", token="t"))
         try:
             with pytest.raises(ApiUnavailable) as err:
                 await api.get("ml", "x")

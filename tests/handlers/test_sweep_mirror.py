@@ -14,6 +14,8 @@ import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
+import kopf
+
 from bottleneck_operator.contract.names import LIFECYCLE_ANNOTATION
 from bottleneck_operator.controller import retention
 from bottleneck_operator.controller.jobs import ensure_report
@@ -27,16 +29,6 @@ from bottleneck_operator_dev.demo.cluster import REPORTS, LocalCluster
 NOW = time.time()
 HOUR = 3600.0
 PLURAL = "bottleneckreports"
-
-
-class _Info:
-    """Credentials as kopf's ConnectionInfo carries them (only what the client reads)."""
-
-    def __init__(self, server: str) -> None:
-        self.server, self.token, self.scheme = server, "t", None
-        self.insecure, self.ca_path, self.ca_data = None, None, None
-        self.certificate_path = self.certificate_data = self.private_key_path = self.private_key_data = None
-        self.username = self.password = None
 
 
 class _ListingApi(ReportsApi):
@@ -114,7 +106,15 @@ def test_reports_without_the_mirror_are_swept_from_their_status_and_mirrored_onc
     _legacy(cluster, "orphan", _running())
     _legacy(cluster, "running", _running())
 
-    deleted = asyncio.run(_sweep(_state(ReportsApi(lambda: _Info(cluster.url)), settled=True, tracked=["running"])))
+    deleted = asyncio.run(
+        _sweep(
+            _state(
+                ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t")),
+                settled=True,
+                tracked=["running"],
+            )
+        )
+    )
 
     assert _whole_reads(cluster) == {"expired": 1, "kept": 1, "orphan": 1, "running": 1}
     assert deleted == 1 and cluster.get(REPORTS, "ml", "expired") is None
@@ -129,7 +129,7 @@ def test_reports_without_the_mirror_are_swept_from_their_status_and_mirrored_onc
 
     # Mirrored now: the next sweep reads none of them whole, and keeps them all.
     before = _whole_reads(cluster)
-    api = ReportsApi(lambda: _Info(cluster.url))
+    api = ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
     assert asyncio.run(_sweep(_state(api, settled=True, tracked=["running"]))) == 0
     assert _whole_reads(cluster) == before
     assert sorted(r["metadata"]["name"] for r in cluster.list(REPORTS)) == ["kept", "orphan", "running"]
@@ -137,7 +137,7 @@ def test_reports_without_the_mirror_are_swept_from_their_status_and_mirrored_onc
 
 def _written_by_the_operator(cluster: LocalCluster) -> None:
     async def write() -> None:
-        api = ReportsApi(lambda: _Info(cluster.url))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
         try:
             statuses = {f"expired-{i}": _final(NOW - 48 * HOUR, "Failed" if i else "Completed") for i in range(3)}
             statuses |= {f"kept-{i}": _final(NOW - HOUR) for i in range(3)}
@@ -155,7 +155,7 @@ def test_mirrored_reports_are_listed_as_metadata_and_read_whole_only_to_be_delet
     cluster: LocalCluster,
 ) -> None:
     _written_by_the_operator(cluster)
-    api = _ListingApi(lambda: _Info(cluster.url))
+    api = _ListingApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
     api.listed = []
 
     deleted = asyncio.run(_sweep(_state(api, settled=True, tracked=["running"])))
@@ -178,7 +178,7 @@ def test_a_server_that_lists_whole_reports_is_swept_from_them_without_reading_an
     cluster.emulator.partial_metadata = False  # as an API server that cannot list metadata alone
     _written_by_the_operator(cluster)
     _legacy(cluster, "old-expired", _final(NOW - 48 * HOUR))
-    api = _ListingApi(lambda: _Info(cluster.url))
+    api = _ListingApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
     api.listed = []
 
     deleted = asyncio.run(_sweep(_state(api, settled=True, tracked=["running"])))
@@ -200,19 +200,29 @@ def test_a_mirror_out_of_date_never_decides_alone(cluster: LocalCluster) -> None
 
     # Before the watch has settled, the mirror of "reset" makes it a candidate: read whole, it is
     # kept (and its mirror corrected); "ended" looks alive and untracked, which decides nothing yet.
-    assert asyncio.run(_sweep(_state(ReportsApi(lambda: _Info(cluster.url)), settled=False))) == 0
+    assert (
+        asyncio.run(
+            _sweep(_state(ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t")), settled=False))
+        )
+        == 0
+    )
     assert _whole_reads(cluster) == {"reset": 1}
     assert _phase(cluster, "reset") == "Pending" and _mirror(cluster, "reset") == {"jobKind": "Job"}
 
     # Settled, both are untracked: "ended" is read whole and deleted as expired; "reset" is closed.
-    assert asyncio.run(_sweep(_state(ReportsApi(lambda: _Info(cluster.url)), settled=True))) == 1
+    assert (
+        asyncio.run(
+            _sweep(_state(ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t")), settled=True))
+        )
+        == 1
+    )
     assert cluster.get(REPORTS, "ml", "ended") is None
     assert _phase(cluster, "reset") == "Failed"
 
 
 def test_status_writes_keep_the_mirror_and_cost_a_patch_only_when_it_changes(cluster: LocalCluster) -> None:
     async def scenario() -> list[int]:
-        api = ReportsApi(lambda: _Info(cluster.url))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
         costs = []
         try:
             await api.create("ml", report_body("ml", "train", "u1", kind="PyTorchJob", api_version="kubeflow.org/v1"))
@@ -235,7 +245,7 @@ def test_an_adopted_report_of_an_older_operator_gets_its_mirror(cluster: LocalCl
     _legacy(cluster, "adopted", _final(NOW - HOUR))
 
     async def scenario() -> None:
-        api = ReportsApi(lambda: _Info(cluster.url))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
         state = _state(api, settled=True)
         job = TrackedJob("ml", "adopted", "uid-adopted", phase="Completed")
         try:

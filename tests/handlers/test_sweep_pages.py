@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import kopf
 import pytest
 
 from bottleneck_operator.controller import retention
@@ -22,16 +23,6 @@ from bottleneck_operator_dev.demo.cluster import REPORTS, LocalCluster
 
 NOW = time.time()
 HOUR = 3600.0
-
-
-class _Info:
-    """Credentials as kopf's ConnectionInfo carries them (only what the client reads)."""
-
-    def __init__(self, server: str) -> None:
-        self.server, self.token, self.scheme = server, "t", None
-        self.insecure, self.ca_path, self.ca_data = None, None, None
-        self.certificate_path = self.certificate_data = self.private_key_path = self.private_key_data = None
-        self.username = self.password = None
 
 
 class _CountingApi(ReportsApi):
@@ -58,7 +49,7 @@ def test_the_sweep_pages_its_list_and_deletes_only_expired_reports(
     monkeypatch.setattr(retention, "SWEEP_PAGE", 40)
 
     async def scenario() -> int:
-        api = _CountingApi(lambda: _Info(cluster.url))
+        api = _CountingApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
         api.pages_seen = []
         try:
             for i in range(130):
@@ -91,7 +82,7 @@ def test_a_list_page_that_fails_loses_nothing_and_a_later_sweep_finishes(
     status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 503, "message": "etcd leader changed"}
 
     async def scenario() -> tuple[list[int], int]:
-        api = ReportsApi(lambda: _Info(cluster.url))
+        api = ReportsApi(lambda: kopf.ConnectionInfo(server=cluster.url, token="t"))
         try:
             for i in range(30):
                 # "a-old" sorts first: the first page holds expired reports, deleted before page 2 fails
