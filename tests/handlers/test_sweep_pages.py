@@ -43,6 +43,16 @@ def _final(ended: float) -> dict[str, Any]:
     return {"phase": "Completed", "bottleneck": "IO", "window": window}
 
 
+def _state(api: ReportsApi) -> OperatorState:
+    """An operator's state for a sweep at ``NOW`` with a day's retention."""
+    return OperatorState(
+        settings=Settings(prometheus_url="http://prometheus:9090", report_retention=24 * HOUR),
+        api=api,
+        analyzer_factory=lambda: None,  # type: ignore[arg-type,return-value]
+        clock=lambda: NOW,
+    )
+
+
 def test_the_sweep_pages_its_list_and_deletes_only_expired_reports(
     cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -56,12 +66,7 @@ def test_the_sweep_pages_its_list_and_deletes_only_expired_reports(
                 name = f"old-{i}" if i % 4 else f"new-{i}"
                 await api.create("ml", report_body("ml", name, f"u{i}"))
                 await api.patch_status("ml", name, _final(NOW - (48 * HOUR if i % 4 else 60.0)))
-            state = OperatorState(
-                settings=Settings(prometheus_url="http://prometheus:9090", report_retention=24 * HOUR),
-                api=api,
-                analyzer_factory=lambda: None,  # type: ignore[arg-type,return-value]
-                clock=lambda: NOW,
-            )
+            state = _state(api)
             deleted = await retention.sweep(state)
             assert api.pages_seen and max(api.pages_seen) <= 40 and sum(api.pages_seen) == 130
             assert len(api.pages_seen) >= 4
@@ -89,12 +94,7 @@ def test_a_list_page_that_fails_loses_nothing_and_a_later_sweep_finishes(
                 name = f"a-old-{i:02d}" if i % 3 else f"z-new-{i:02d}"
                 await api.create("ml", report_body("ml", name, f"u{i}"))
                 await api.patch_status("ml", name, _final(NOW - (48 * HOUR if i % 3 else 60.0)))
-            state = OperatorState(
-                settings=Settings(prometheus_url="http://prometheus:9090", report_retention=24 * HOUR),
-                api=api,
-                analyzer_factory=lambda: None,  # type: ignore[arg-type,return-value]
-                clock=lambda: NOW,
-            )
+            state = _state(api)
             # The emulator fails the LIST's later pages for a while, as an API server does while etcd
             # changes leader; each failed sweep ends with the error (the pass loop logs it and goes on).
             assert cluster.emulator is not None

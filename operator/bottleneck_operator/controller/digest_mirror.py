@@ -20,6 +20,7 @@ from typing import Any
 
 from bottleneck_operator.analysis.cluster import JobDigest
 from bottleneck_operator.contract.names import DIGEST_ANNOTATION
+from bottleneck_operator.controller.lifecycle import annotations_of
 from bottleneck_operator.controller.state import OperatorState, logger
 from bottleneck_operator.kube.errors import KubeError, NotFound
 
@@ -104,8 +105,6 @@ def restore(state: OperatorState, items: Iterable[Mapping[str, Any]]) -> int:
     """Put the digests that listed reports carry back into the book (those it lacks, of the lookback)."""
     digests = []
     for item in items:
-        meta = item.get("metadata")
-        annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
-        if isinstance(annotations, Mapping) and (d := decode(annotations.get(DIGEST_ANNOTATION))) is not None:
+        if (d := decode(annotations_of(item).get(DIGEST_ANNOTATION))) is not None:
             digests.append(d)
     return state.cluster.restore(digests, state.clock()) if digests else 0

@@ -24,7 +24,16 @@ from bottleneck_operator.contract.names import LIFECYCLE_ANNOTATION
 from bottleneck_operator.kube.client import METADATA_KIND
 from bottleneck_operator.reports import FINAL_PHASES, Lifecycle, read_lifecycle
 
-__all__ = ["annotation", "lifecycle_of", "mirror_of", "mirrored", "stale_mirror", "whole", "with_mirror"]
+__all__ = [
+    "annotation",
+    "annotations_of",
+    "lifecycle_of",
+    "mirror_of",
+    "mirrored",
+    "stale_mirror",
+    "whole",
+    "with_mirror",
+]
 
 Mirror = dict[str, str]
 
@@ -49,7 +58,8 @@ def annotation(mirror: Mirror) -> str:
     return json.dumps(mirror, sort_keys=True, separators=(",", ":"))
 
 
-def _annotations(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+def annotations_of(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An API object's annotations (empty when it has none or they are not a mapping)."""
     meta = raw.get("metadata")
     found = meta.get("annotations") if isinstance(meta, Mapping) else None
     return found if isinstance(found, Mapping) else {}
@@ -57,7 +67,7 @@ def _annotations(raw: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def mirrored(raw: Mapping[str, Any]) -> Mirror | None:
     """The mirror the object carries; None when it has none or one that is not the mirror's shape."""
-    text = _annotations(raw).get(LIFECYCLE_ANNOTATION)
+    text = annotations_of(raw).get(LIFECYCLE_ANNOTATION)
     if not isinstance(text, str):
         return None
     try:
@@ -104,5 +114,5 @@ def lifecycle_of(item: Mapping[str, Any]) -> Lifecycle | None:
 def with_mirror(body: Mapping[str, Any]) -> dict[str, Any]:
     """``body`` with the mirror of its own status (for a report created with its status, as tests do)."""
     meta = dict(body.get("metadata") or {})
-    meta["annotations"] = {**_annotations(body), LIFECYCLE_ANNOTATION: annotation(mirror_of(body))}
+    meta["annotations"] = {**annotations_of(body), LIFECYCLE_ANNOTATION: annotation(mirror_of(body))}
     return {**body, "metadata": meta}
