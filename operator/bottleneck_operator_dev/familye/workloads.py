@@ -1,0 +1,297 @@
+"""Drawing one job for a class: its cluster, its step, and the things that happen during the window.
+
+Each class's mechanism sets its own stage's capacity relative to what the GPUs need (a severity:
+how much faster the step would be without it), every other stage gets slack drawn from what real
+jobs show (often little: moderate and mixed jobs are the norm), and the label is then *computed*
+by :func:`.stepmodel.label_of`. A draw whose computed label is not the intended class is thrown
+away and drawn again, so the classes stay balanced while every label still follows the step model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator_dev.familye.archetypes import ARCHETYPES, KINDS_FOR, Archetype
+from bottleneck_operator_dev.familye.cluster import Env, draw_env, pick_board
+from bottleneck_operator_dev.familye.hardware import GIB, STORAGES, Board
+from bottleneck_operator_dev.familye.stepmodel import Step, label_of, pod_times
+
+REF_TFLOPS, REF_HBM = 312.0, 2039e9  # the reference board, A100 SXM4 80 GB
+MIN_LEAD = 1.04  # a label must beat the runner-up by 4 %: closer calls are not labels
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One job, fully drawn.
+
+    Attributes:
+        env: the cluster around it.
+        step: its step account.
+        kind: the archetype's name.
+        mechanism: how its class limits it.
+        tags: what was drawn, for the reader.
+        tensor: tensor-pipe activity during compute-bound kernels.
+        amp: mixed precision (tensor cores); without it the FP32 pipes carry the math.
+        main_cores: CPU cores each trainer process uses while its GPU works.
+        worker_rss: bytes each loader worker holds.
+        ckpt_every, ckpt_s: checkpoint period and pause, s (0: none in the window).
+        restart_at: window offset of a restart of every trainer, s (NaN: none).
+        init_s: seconds of start-up at the window's beginning (0: the job was already running).
+        noise: relative step-to-step spread of the stages.
+    """
+
+    env: Env
+    step: Step
+    kind: str
+    mechanism: str
+    tags: tuple[str, ...]
+    tensor: float
+    amp: bool
+    main_cores: float
+    worker_rss: float
+    ckpt_every: float
+    ckpt_s: float
+    restart_at: float
+    init_s: float
+    noise: float
+
+
+def _u(rng: np.random.Generator, lo_hi: tuple[float, float], log: bool = False) -> float:
+    lo, hi = lo_hi
+    if log:
+        return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+    return float(rng.uniform(lo, hi))
+
+
+def _storage_key(rng: np.random.Generator, mech: str) -> str:
+    if mech == "local-disk":
+        return str(rng.choice(["sata-ssd", "nvme-throttled", "nvme-mmap", "nvme-gen3"], p=[0.3, 0.3, 0.25, 0.15]))
+    if mech == "network-storage":
+        return str(rng.choice(["nfs", "efs", "object-http", "lustre-ib"], p=[0.3, 0.2, 0.3, 0.2]))
+    return str(rng.choice([s.key for s in STORAGES]))
+
+
+def _shape(rng: np.random.Generator, mech: str) -> tuple[Board, int, int, str | None]:
+    """Board, pods, GPUs per pod and fabric, as the mechanism allows."""
+    if mech == "nvlink":
+        board, pods, gpus = pick_board(rng, nvlink=True), int(rng.integers(1, 5)), int(rng.choice([4, 8]))
+    elif mech == "pcie":
+        board, pods, gpus = pick_board(rng, nvlink=False), int(rng.integers(1, 3)), int(rng.choice([1, 2, 4]))
+    elif mech == "network":
+        board, pods = pick_board(rng), int(rng.integers(2, 17))
+        gpus = int(rng.choice([4, 8])) if board.gpus_per_node >= 8 else int(rng.choice([2, 4]))
+    else:
+        board = pick_board(rng)
+        pods = 1 if rng.random() < 0.45 else int(rng.integers(2, 17))
+        gpus = int(rng.choice([1, 2, 4, 8])) if pods == 1 else int(rng.choice([2, 4, 8]))
+    gpus = min(gpus, board.gpus_per_node)
+    fabric = None
+    if pods > 1:
+        fabric = str(rng.choice(["ib-hdr", "ib-ndr", "roce-100", "roce-200", "roce-hidden", "eth-25", "eth-100"],
+                                p=[0.2, 0.2, 0.15, 0.15, 0.08, 0.1, 0.12]))
+    return board, pods, gpus, fabric
+
+
+def _clocks(rng: np.random.Generator, env: Env, tensor: float) -> np.ndarray:
+    """Per pod, the slowest GPU's clock share during compute: power cap, spread and hot GPUs."""
+    b = env.board
+    draw = b.idle_w + (b.tdp_w - b.idle_w) * (0.8 + 0.25 * tensor) * rng.uniform(0.85, 1.05)
+    cap = np.where(draw > env.power_limit, ((env.power_limit - b.idle_w) / (draw - b.idle_w)) ** (1 / 2.5), 1.0)
+    per_gpu = np.maximum(cap, b.floor_mhz / b.boost_mhz) * env.clock_spread
+    per_gpu = np.where(env.hot, per_gpu * rng.uniform(0.72, 0.9), per_gpu)
+    return np.asarray(per_gpu.min(axis=1), dtype=np.float64)
+
+
+def _gpu_side(rng: np.random.Generator, env: Env, a: Archetype, mech: str, k: int) -> dict[str, float]:
+    """Kernel times per step on this board, with the compute/bandwidth mix the mechanism needs."""
+    tk = _u(rng, a.kernel_s, log=True)
+    m = _u(rng, a.math_share)
+    if mech == "compute":
+        m = max(m, rng.uniform(0.58, 0.85))
+    elif mech == "hbm-bandwidth":
+        m = min(m, rng.uniform(0.1, 0.38))
+    b = env.board
+    return {
+        "t_math": tk * k * m * REF_TFLOPS / b.tflops,
+        "t_hbm": tk * k * (1 - m) * REF_HBM / b.hbm_bps,
+        "math_bytes": rng.uniform(0.12, 0.35),
+        "hbm_math": rng.uniform(0.05, 0.25),
+    }
+
+
+def _comm(rng: np.random.Generator, env: Env, a: Archetype, mech: str, kernels: float, k: int) -> dict[str, float]:
+    """Gradient sync and model-parallel transfers from gradient bytes and link capacities."""
+    b, f = env.board, env.fabric
+    params = _u(rng, a.params, log=True)
+    tp = 1
+    if b.nvlink_bps > 0 and env.gpus >= 4 and (mech == "nvlink" or (a.name == "llm" and rng.random() < 0.5)):
+        tp = env.gpus
+    grad = 2.0 * params / tp
+    g, p = env.gpus, env.pods
+    nvlink = 2 * (g - 1) / g * grad if b.nvlink_bps > 0 and g > 1 else 0.0
+    p2p = 2 * (g - 1) / g * grad if b.nvlink_bps == 0 and g > 1 else 0.0
+    # hierarchical all-reduce: each node moves its whole (TP: each GPU its own shard of the) gradient
+    nic = 2 * (p - 1) / p * grad * (g if tp > 1 else 1) if p > 1 else 0.0
+    eff_p2p = rng.uniform(0.35, 0.8)
+    t_intra = nvlink / (b.nvlink_bps * 0.8) if nvlink else p2p / (b.pcie_bps * eff_p2p)
+    t_inter = nic / (env.ports * f.port_bps * f.efficiency) if f is not None and nic else 0.0
+    t_tp, tp_bytes = 0.0, 0.0
+    if tp > 1:
+        tp_bytes = kernels * rng.uniform(0.1, 0.6) * b.nvlink_bps * 0.8
+        t_tp = tp_bytes / (b.nvlink_bps * 0.8) * rng.uniform(0.3, 0.7)
+    return {"grad": grad, "nic": nic, "nvlink": nvlink + tp_bytes, "p2p": p2p, "t_comm": max(t_intra, t_inter),
+            "t_tp": t_tp, "overlap": rng.uniform(0.4, 0.95), "tp": float(tp)}
+
+
+def _set_interconnect(rng: np.random.Generator, env: Env, mech: str, c: dict[str, float], base: float, sev: float) -> None:
+    """Make the mechanism's links slow enough that removing them speeds the step up by ``sev``."""
+    exposed = (sev - 1.0) * base
+    if mech == "nvlink":
+        c["t_tp"] = exposed
+        c["nvlink"] = exposed * env.board.nvlink_bps * rng.uniform(0.7, 0.9)
+    elif mech == "network" and env.fabric is not None:
+        c["t_comm"] = exposed + c["hidden"]
+        c["nic"] = c["t_comm"] * env.ports * env.fabric.port_bps * env.fabric.efficiency
+        c["grad"] = c["nic"] / (2 * (env.pods - 1) / env.pods)
+    elif mech == "pcie" and env.gpus > 1 and rng.random() < 0.6:
+        c["t_comm"] = exposed + c["hidden"]
+        c["p2p"] = c["t_comm"] * env.board.pcie_bps * rng.uniform(0.35, 0.8)
+        c["grad"] = c["p2p"] / (2 * (env.gpus - 1) / env.gpus)
+    else:
+        c["h2d_exposed"] = exposed
+
+
+def _input_side(
+    rng: np.random.Generator, env: Env, a: Archetype, cls: Bottleneck, mech: str, need: float, sev: float, hard: bool
+) -> dict[str, float]:
+    """Loader workers, cores, storage and reclaim, from what the GPUs need (``need`` samples/s per pod)."""
+    c = _u(rng, a.cpu_s, log=True)
+    read = _u(rng, a.read_bytes, log=True) * (rng.uniform(0.3, 1.0) if rng.random() < 0.3 else 1.0)
+    lat = env.storage.latency * rng.uniform(0.5, 2.0)
+    slack = (lambda: rng.uniform(1.06, 1.35)) if hard else (lambda: rng.uniform(1.3, 4.0))
+    workers = int(rng.choice([2, 4, 6, 8, 10, 12, 16])) * env.gpus
+    cores = need * c * slack()
+    stall = 0.0
+    io_bps = min(env.storage.bps * rng.uniform(0.6, 1.0), need * read * slack())
+    if mech == "throttled" or mech == "saturated":
+        cores = need * c / sev
+    elif mech == "too-few-workers":
+        workers = max(1, int(round(need * (c + lat) / sev)))
+        cores = max(cores, workers * rng.uniform(1.5, 3.0))
+        sev = need * (c + lat) / workers
+    elif cls is Bottleneck.IO and env.storage.key == "object-http":
+        lat = max(lat, workers * sev / need - c)
+        io_bps = max(io_bps, need * read * rng.uniform(1.2, 2.0))
+    elif cls is Bottleneck.IO:
+        io_bps = need * read / sev
+    elif mech == "host-memory-pressure":
+        stall = workers * sev / need - c - lat
+    workers = max(workers, int(np.ceil(cores * rng.uniform(1.0, 1.6)))) if mech != "too-few-workers" else workers
+    # too few workers also when nobody sized them: keep the latency-bound rate above the need
+    floor = need * (lat + c / min(1.0, cores / workers) + stall) * (1.02 if hard else 1.2)
+    if mech not in ("too-few-workers",) and not (cls is Bottleneck.IO and env.storage.key == "object-http"):
+        workers = max(workers, int(np.ceil(floor)))
+    return {"cpu_cost": c, "read": read, "latency": lat, "workers": float(workers), "cores": cores,
+            "io_bps": io_bps, "stall": max(stall, 0.0)}
+
+
+def _assemble(rng: np.random.Generator, env: Env, a: Archetype, cls: Bottleneck, mech: str, hard: bool) -> tuple[Step, float]:
+    """The step for one draw; returns it and the tensor activity of its compute kernels."""
+    k = int(rng.choice([1, 1, 1, 2, 4, 8, 16])) if mech != "network" else int(rng.choice([1, 1, 2]))
+    tensor = _u(rng, a.tensor)
+    gs = _gpu_side(rng, env, a, mech, k)
+    clock = _clocks(rng, env, tensor)
+    kernels = gs["t_math"] / float(clock.min()) + gs["t_hbm"]
+    bubble = rng.uniform(0.05, 0.35) if env.pods > 1 and rng.random() < 0.15 else 0.0
+    c = _comm(rng, env, a, mech, kernels, k)
+    c["hidden"] = c["overlap"] * (2 / 3) * kernels / k
+    sev = rng.uniform(1.04, 1.3) if hard else float(np.exp(rng.uniform(np.log(1.15), np.log(3.5))))
+    base = kernels * (1 + bubble) + max(0.0, c["t_comm"] - c["hidden"]) + c["t_tp"]
+    if cls is Bottleneck.INTERCONNECT:
+        sev = max(sev, rng.uniform(1.6, 3.5)) if not hard else rng.uniform(1.5, 2.2)
+        _set_interconnect(rng, env, mech, c, base, sev)
+    samples = _u(rng, (float(a.batch[0]), float(a.batch[1])), log=True) * k * env.gpus
+    h2d = _u(rng, a.h2d_bytes, log=True)
+    h2d_ov = rng.uniform(0.6, 0.98)
+    t_h2d = samples / env.gpus * h2d / (env.board.pcie_bps * 0.8)
+    if "h2d_exposed" in c:
+        h2d_ov = rng.uniform(0.0, 0.3)
+        t_h2d = c["h2d_exposed"] / (1 - h2d_ov)
+        h2d = t_h2d * env.board.pcie_bps * rng.uniform(0.25, 0.5) * env.gpus / samples
+    step = Step(k=k, t_math=gs["t_math"], math_bytes=gs["math_bytes"], t_hbm=gs["t_hbm"], hbm_math=gs["hbm_math"],
+                bubble=bubble, clock=clock, t_comm=c["t_comm"], overlap=c["overlap"], t_tp=c["t_tp"], t_h2d=t_h2d,
+                h2d_overlap=h2d_ov, samples=samples, cpu_cost=0.0, cores=np.full(env.pods, 1e9), workers=1,
+                read_bytes=0.0, io_bps=np.full(env.pods, np.inf), latency=0.0, stall=np.zeros(env.pods),
+                main_stall=np.zeros(env.pods), grad_bytes=c["grad"], nic_bytes=c["nic"], nvlink_bytes=c["nvlink"],
+                p2p_bytes=c["p2p"], h2d_bytes=h2d * samples / env.gpus)
+    need = samples / float(np.max(pod_times(step).gpu_side))
+    inp = _input_side(rng, env, a, cls, mech, need, sev, hard)
+    return _finish(rng, env, step, inp, mech, sev), tensor
+
+
+def _finish(rng: np.random.Generator, env: Env, step: Step, inp: dict[str, float], mech: str, sev: float) -> Step:
+    """Per-pod variety (neighbours stealing cores, one slower storage client) and host-memory stalls."""
+    p = env.pods
+    cores = np.full(p, inp["cores"])
+    io_bps = np.full(p, inp["io_bps"])
+    stall = np.full(p, inp["stall"])
+    if p > 1 and rng.random() < 0.3:  # one straggling pod: a busier node or a slower storage client
+        i = int(rng.integers(p))
+        cores[i] *= rng.uniform(0.6, 0.95)
+        io_bps[i] *= rng.uniform(0.6, 0.95)
+    # the loader cannot use cores the node does not have (the trainers and neighbours come first)
+    per_node = np.bincount(env.node_of, minlength=env.nodes)[env.node_of]
+    room = env.node_cpus / per_node - 1.2 * env.gpus - env.nb_cores[env.node_of] / per_node
+    cores = np.minimum(cores, np.maximum(room, 1.0))
+    main = np.zeros(p)
+    if mech == "host-memory-pressure":
+        main = np.full(p, float(np.max(pod_times(step).gpu_side)) * rng.uniform(0.02, 0.15) * sev)
+    return replace(step, cpu_cost=inp["cpu_cost"], cores=cores, workers=int(inp["workers"]), read_bytes=inp["read"],
+                   io_bps=io_bps, latency=inp["latency"], stall=stall, main_stall=main)
+
+
+def _limits(rng: np.random.Generator, env: Env, step: Step, a: Archetype, mech: str, main: float) -> Env:
+    """CPU and memory limits consistent with the step: a throttled job's limit is what its loader gets."""
+    cpu = np.full(env.pods, np.nan)
+    if mech == "throttled" or (mech != "saturated" and rng.random() < 0.45):
+        cpu = np.round((step.cores + main * env.gpus) * 2) / 2
+    mem = np.full(env.pods, np.nan)
+    if mech == "host-memory-pressure" or rng.random() < 0.6:
+        need = step.workers * _u(rng, a.worker_rss) + env.gpus * rng.uniform(8, 40) * GIB
+        mem = np.full(env.pods, need * (rng.uniform(0.97, 1.02) if mech == "host-memory-pressure" else rng.uniform(1.3, 3)))
+    return replace(env, cpu_limit=cpu, mem_limit=mem)
+
+
+def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: float, *, hard: bool) -> Plan | None:
+    """One job of class ``cls`` by mechanism ``mech``, or None when the drawn step's label disagrees."""
+    a = ARCHETYPES[str(rng.choice(KINDS_FOR[mech]))]
+    board, pods, gpus, fabric = _shape(rng, mech)
+    env = draw_env(rng, duration, pods=pods, gpus=gpus, board=board, fabric_key=fabric,
+                   storage_key=_storage_key(rng, mech if cls is Bottleneck.IO else ""), cpu_limit=None, mem_limit=None)
+    if mech == "network" and env.fabric is None:
+        return None
+    step, tensor = _assemble(rng, env, a, cls, mech, hard)
+    label, lead = label_of(step)
+    if label is not cls or lead < MIN_LEAD or (hard and lead > 1.35):
+        return None
+    main = rng.uniform(0.7, 1.4)
+    env = _limits(rng, env, step, a, mech, main)
+    if mech == "saturated":
+        env = _saturate(env, step, main)
+    ckpt = rng.random() < 0.4
+    tags = (*env.tags, f"kind:{a.name}", f"mechanism:{mech}", *(("hard",) if hard else ()), *((f"accum:{step.k}",) if step.k > 1 else ()))
+    return Plan(env=env, step=step, kind=a.name, mechanism=mech, tags=tags, tensor=tensor,
+                amp=a.name != "gnn" and rng.random() < 0.85, main_cores=main, worker_rss=_u(rng, a.worker_rss),
+                ckpt_every=rng.uniform(400, 2400) if ckpt else 0.0, ckpt_s=rng.uniform(15, 180) if ckpt else 0.0,
+                restart_at=rng.uniform(0.2, 0.8) * duration if mech == "host-memory-pressure" and rng.random() < 0.3 else np.nan,
+                init_s=rng.uniform(30, 200) if rng.random() < 0.1 else 0.0, noise=rng.uniform(0.02, 0.12))
+
+
+def _saturate(env: Env, step: Step, main: float) -> Env:
+    """A saturated node: neighbours take every core the job's loader does not get."""
+    free = step.cores + main * env.gpus
+    nb = np.maximum(env.node_cpus - np.bincount(env.node_of, weights=free, minlength=env.nodes), 0.0)
+    return replace(env, nb_cores=nb, neighbours=np.maximum(env.neighbours, 2), nb_cpu_psi=np.maximum(env.nb_cpu_psi, 0.2))
