@@ -89,10 +89,17 @@ def host_levels(rng: np.random.Generator, plan: Plan) -> dict[str, FloatArray]:
     tau = s.workers / rate  # seconds between two samples of one worker
     share = np.minimum(1.0, s.cores / s.workers)
     run = s.cpu_cost / tau
-    cpu_wait = (s.cpu_cost / share - s.cpu_cost) / tau
-    bw_queue = np.maximum(0.0, tau - (s.latency + s.cpu_cost / share + s.stall)) if s.read_bytes > 0 else 0.0
-    limited_by_bw = (s.io_bps / max(s.read_bytes, 1e-9)) * 1.001 < s.workers / (s.latency + s.cpu_cost / share + s.stall + 1e-12)
-    io_wait = np.clip((s.latency + np.where(limited_by_bw, bw_queue, 0.0)) / tau, 0.0, 1.0)
+    # run-queue wait grows steeply as the loader's demand nears the cores it can get (queueing);
+    # at the bound every worker gets cores/workers of a core
+    u_cpu = np.clip(rate * s.cpu_cost / s.cores, 0.0, 0.999)
+    bound_wait = s.cpu_cost / share - s.cpu_cost
+    cpu_wait = np.minimum(s.cpu_cost * u_cpu**4 / (1 - u_cpu), np.maximum(bound_wait, s.cpu_cost * 0.05)) / tau
+    # storage: each sample's read is served at the pod's bandwidth; waits queue up as it nears saturation
+    service = s.read_bytes / s.io_bps
+    u_io = np.clip(rate * service, 0.0, 0.999)
+    at_bound = t.input >= t.gpu_side * 0.999
+    queue = np.where(at_bound & (u_io > 0.95), np.maximum(0.0, tau - s.latency - s.cpu_cost / share - s.stall), service / (1 - u_io))
+    io_wait = np.clip((s.latency + queue) / tau, 0.0, 1.0)
     stall = np.clip(s.stall / tau, 0.0, 1.0)
     read = rate * s.read_bytes
     mains = env.gpus * plan.main_cores * (0.55 + 0.45 * (t.gpu_side / step))
@@ -103,7 +110,7 @@ def host_levels(rng: np.random.Generator, plan: Plan) -> dict[str, FloatArray]:
     use = np.where(np.isfinite(limit), np.minimum(demand, limit), demand)
     rho = np.where(np.isfinite(limit), demand / limit, 0.0)
     throttled = np.where(rho >= 0.98, rng.uniform(0.75, 0.98), np.clip((rho - 0.55) / 0.45, 0, 1) ** 1.5 * rng.uniform(0.2, 0.8))
-    n_eff = min(s.workers, 4)
+    n_eff = min(s.workers, 3)
     iowaits = st.iowait
     levels = {
         "cpu": use,

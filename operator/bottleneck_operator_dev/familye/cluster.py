@@ -148,7 +148,7 @@ def _power(rng: np.random.Generator, board: Board, pods: int, gpus: int) -> tupl
     return limit, spread
 
 
-def _families(rng: np.random.Generator, has_limit: bool, fabric: Fabric | None) -> frozenset[Family]:
+def _families(rng: np.random.Generator, fabric: Fabric | None) -> frozenset[Family]:
     """Which exporters and field sets this cluster runs."""
     field_set = str(rng.choice(["dev", "default", "full"], p=[0.2, 0.45, 0.35]))
     fams: set[Family] = set(FIELD_SETS[field_set])
@@ -159,8 +159,6 @@ def _families(rng: np.random.Generator, has_limit: bool, fabric: Fabric | None) 
     for fam, p in ((Family.CADVISOR, 0.92), (Family.KSM, 0.85), (Family.NODE, 0.9), (Family.SIDECAR, 0.7)):
         if rng.random() < p:
             fams.add(fam)
-    if Family.CADVISOR in fams and has_limit:
-        fams.add(Family.CADVISOR_CFS)
     if Family.NODE in fams:
         if rng.random() < 0.85:
             fams.add(Family.NODE_PSI)
@@ -212,7 +210,7 @@ def draw_env(
     limit, spread = _power(rng, board, pods, gpus)
     hot = rng.random((pods, gpus)) < (0.03 if rng.random() < 0.3 else 0.0)
     fabric = FABRIC_BY_KEY[fabric_key] if fabric_key is not None and nodes > 1 else None
-    fams = _families(rng, cpu_limit is not None, fabric)
+    fams = _families(rng, fabric)
     scrape, collect = _scrape(rng)
     outages, resets = _quirks(rng, duration)
     node_mem = float(rng.choice([256, 512, 1024, 2048])) * GIB

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator_dev.familye.archetypes import ARCHETYPES, KINDS_FOR, Archetype
 from bottleneck_operator_dev.familye.cluster import Env, draw_env, pick_board
@@ -20,7 +21,8 @@ from bottleneck_operator_dev.familye.hardware import GIB, STORAGES, Board
 from bottleneck_operator_dev.familye.stepmodel import Step, label_of, pod_times
 
 REF_TFLOPS, REF_HBM = 312.0, 2039e9  # the reference board, A100 SXM4 80 GB
-MIN_LEAD = 1.04  # a label must beat the runner-up by 4 %: closer calls are not labels
+MIN_LEAD = 1.04
+SHARDED = ("llm", "recsys", "gnn")  # samples packed into large shards, not one file each  # a label must beat the runner-up by 4 %: closer calls are not labels
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,8 @@ def _input_side(
     c = _u(rng, a.cpu_s, log=True)
     read = _u(rng, a.read_bytes, log=True) * (rng.uniform(0.3, 1.0) if rng.random() < 0.3 else 1.0)
     lat = env.storage.latency * rng.uniform(0.5, 2.0)
+    if a.name in SHARDED:  # rows read from large shards: one request serves many samples
+        lat *= min(1.0, read / rng.uniform(1e6, 8e6))
     slack = (lambda: rng.uniform(1.06, 1.35)) if hard else (lambda: rng.uniform(1.3, 4.0))
     workers = int(rng.choice([2, 4, 6, 8, 10, 12, 16])) * env.gpus
     cores = need * c * slack()
@@ -256,13 +260,19 @@ def _finish(rng: np.random.Generator, env: Env, step: Step, inp: dict[str, float
 def _limits(rng: np.random.Generator, env: Env, step: Step, a: Archetype, mech: str, main: float) -> Env:
     """CPU and memory limits consistent with the step: a throttled job's limit is what its loader gets."""
     cpu = np.full(env.pods, np.nan)
-    if mech == "throttled" or (mech != "saturated" and rng.random() < 0.45):
+    if mech == "throttled":
         cpu = np.round((step.cores + main * env.gpus) * 2) / 2
+    elif mech != "saturated" and rng.random() < 0.45:  # a limit sized with headroom
+        cpu = np.ceil((step.cores + main * env.gpus) * rng.uniform(1.15, 2.5))
     mem = np.full(env.pods, np.nan)
     if mech == "host-memory-pressure" or rng.random() < 0.6:
         need = step.workers * _u(rng, a.worker_rss) + env.gpus * rng.uniform(8, 40) * GIB
         mem = np.full(env.pods, need * (rng.uniform(0.97, 1.02) if mech == "host-memory-pressure" else rng.uniform(1.3, 3)))
-    return replace(env, cpu_limit=cpu, mem_limit=mem)
+    fams = set(env.families)
+    if np.isfinite(cpu).all() and Family.CADVISOR in fams:
+        fams.add(Family.CADVISOR_CFS)
+    swap = env.swap or (mech == "host-memory-pressure" and rng.random() < 0.3)
+    return replace(env, cpu_limit=cpu, mem_limit=mem, families=frozenset(fams), swap=swap)
 
 
 def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: float, *, hard: bool) -> Plan | None:
