@@ -215,8 +215,9 @@ def draw_env(
     outages, resets = _quirks(rng, duration)
     node_mem = float(rng.choice([256, 512, 1024, 2048])) * GIB
     tags = [f"board:{board.key}", f"storage:{storage_key}", f"scrape:{int(scrape['dcgm'])}s"]
+    ports = int(rng.choice([1, 2, 4, 8])) if fabric is not None else 0
     if fabric is not None:
-        tags.append(f"fabric:{fabric.key}")
+        tags += [f"fabric:{fabric.key}", f"ports:{ports}"]
     if float(limit.min()) < board.tdp_w:
         tags.append("power-capped")
     if nb["count"].any():
@@ -240,7 +241,7 @@ def draw_env(
         clock_spread=spread,
         hot=hot,
         fabric=fabric,
-        ports=int(rng.choice([1, 2, 4, 8])) if fabric is not None else 0,
+        ports=ports,
         storage=STORAGE_BY_KEY[storage_key],
         cpu_limit=np.full(pods, np.nan if cpu_limit is None else cpu_limit),
         mem_limit=np.full(pods, np.nan if mem_limit is None else mem_limit),

@@ -163,3 +163,12 @@ def label_of(s: Step) -> tuple[Bottleneck, float]:
     ups = speedups(s)
     ranked = sorted(ups.items(), key=lambda kv: kv[1], reverse=True)
     return ranked[0][0], ranked[0][1] / ranked[1][1]
+
+
+def memory_parts(s: Step) -> tuple[float, float]:
+    """Speed-ups from removing host-memory stalls alone and HBM-bandwidth time alone: which Memory it is."""
+    base = step_time(s)
+    zeros = np.zeros_like(s.stall)
+    host = replace(s, stall=zeros, main_stall=zeros)
+    hbm = replace(s, t_hbm=s.t_hbm * s.hbm_math)
+    return base / step_time(host), base / step_time(hbm)

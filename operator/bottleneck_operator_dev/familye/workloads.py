@@ -18,7 +18,7 @@ from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator_dev.familye.archetypes import ARCHETYPES, KINDS_FOR, Archetype
 from bottleneck_operator_dev.familye.cluster import Env, draw_env, pick_board
 from bottleneck_operator_dev.familye.hardware import GIB, STORAGES, Board
-from bottleneck_operator_dev.familye.stepmodel import Step, label_of, pod_times
+from bottleneck_operator_dev.familye.stepmodel import Step, label_of, memory_parts, pod_times
 
 REF_TFLOPS, REF_HBM = 312.0, 2039e9  # the reference board, A100 SXM4 80 GB
 MIN_LEAD = 1.04
@@ -272,7 +272,8 @@ def _limits(rng: np.random.Generator, env: Env, step: Step, a: Archetype, mech: 
     if np.isfinite(cpu).all() and Family.CADVISOR in fams:
         fams.add(Family.CADVISOR_CFS)
     swap = env.swap or (mech == "host-memory-pressure" and rng.random() < 0.3)
-    return replace(env, cpu_limit=cpu, mem_limit=mem, families=frozenset(fams), swap=swap)
+    tags = (*env.tags, *(("swap",) if swap else ()), *(("cpu-limit",) if np.isfinite(cpu).all() else ()))
+    return replace(env, cpu_limit=cpu, mem_limit=mem, families=frozenset(fams), swap=swap, tags=tags)
 
 
 def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: float, *, hard: bool) -> Plan | None:
@@ -287,6 +288,10 @@ def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: fl
     label, lead = label_of(step)
     if label is not cls or lead < MIN_LEAD or (hard and lead > 1.35):
         return None
+    if cls is Bottleneck.MEMORY:  # the mechanism is the memory part that helps more when removed
+        host, hbm = memory_parts(step)
+        if (host > hbm) != (mech == "host-memory-pressure"):
+            return None
     main = rng.uniform(0.7, 1.4)
     env = _limits(rng, env, step, a, mech, main)
     if mech == "saturated":
