@@ -123,7 +123,9 @@ def test_units_in_range(family: list[FamilyEJob]) -> None:
                 assert np.nanmax(sig["power_w"]) <= board.tdp_w
                 assert np.nanmin(sig["power_w"]) >= board.idle_w * 0.9
             if "power_limit_w" in sig:
-                assert (sig["power_w"] <= sig["power_limit_w"] + 1e-6)[np.isfinite(sig["power_w"] + sig["power_limit_w"])].all()
+                assert (sig["power_w"] <= sig["power_limit_w"] + 1e-6)[
+                    np.isfinite(sig["power_w"] + sig["power_limit_w"])
+                ].all()
             if "sm_clock_mhz" in sig:
                 assert np.nanmax(sig["sm_clock_mhz"]) <= board.boost_mhz
 

@@ -31,7 +31,11 @@ def family() -> list[FamilyEJob]:
 
 
 def _pod_medians(job: FamilyEJob, name: str, reduce: Callable[[list[float]], float] = min) -> float | None:
-    vals = [float(np.nanmedian(p.signals[name])) for p in job.window.pods if name in p.signals and np.isfinite(p.signals[name]).any()]
+    vals = [
+        float(np.nanmedian(p.signals[name]))
+        for p in job.window.pods
+        if name in p.signals and np.isfinite(p.signals[name]).any()
+    ]
     return reduce(vals) if vals else None
 
 
@@ -141,11 +145,11 @@ def test_network_bound_jobs_fill_their_rdma_ports() -> None:
 def test_counters_are_monotone_between_resets_and_rates_survive_them() -> None:
     rng = np.random.default_rng(0)
     n, dt = 400, 5.0
-    times_f = START + dt * np.arange(n)
+    times_f = np.asarray(START + dt * np.arange(n), dtype=np.float64)
     zero = np.zeros(n)
     tl = Timeline(float(times_f[0]), dt, times_f, np.ones(n), zero, zero, zero, -1)
     rates = np.abs(rng.normal(100.0, 10.0, (1, 2, n)))
-    scrapes = START + 15.0 + 15.0 * np.arange(120)
+    scrapes = np.asarray(START + 15.0 + 15.0 * np.arange(120), dtype=np.float64)
     totals = _totals(rng, rates, tl, scrapes)
     assert (np.diff(totals, axis=-1) > 0).all()
     _reset(totals, scrapes, START + 900.0, np.array([0]), np.array([1]))

@@ -98,36 +98,66 @@ def host_levels(rng: np.random.Generator, plan: Plan) -> dict[str, FloatArray]:
     service = s.read_bytes / s.io_bps
     u_io = np.clip(rate * service, 0.0, 0.999)
     at_bound = t.input >= t.gpu_side * 0.999
-    queue = np.where(at_bound & (u_io > 0.95), np.maximum(0.0, tau - s.latency - s.cpu_cost / share - s.stall), service / (1 - u_io))
+    queue = np.where(
+        at_bound & (u_io > 0.95), np.maximum(0.0, tau - s.latency - s.cpu_cost / share - s.stall), service / (1 - u_io)
+    )
     io_wait = np.clip((s.latency + queue) / tau, 0.0, 1.0)
     stall = np.clip(s.stall / tau, 0.0, 1.0)
     read = rate * s.read_bytes
-    mains = env.gpus * plan.main_cores * (0.55 + 0.45 * (t.gpu_side / step))
-    net_cpu = read / 1e9 * (1.0 if st.key == "object-http" else 0.3 if st.net else 0.0)
-    reclaim = s.workers * stall * rng.uniform(0.2, 0.5) + s.main_stall / step * env.gpus * 0.5
-    demand = s.workers * (run + cpu_wait) + mains + net_cpu + reclaim
-    limit = env.cpu_limit
-    use = np.where(np.isfinite(limit), np.minimum(demand, limit), demand)
-    rho = np.where(np.isfinite(limit), demand / limit, 0.0)
-    throttled = np.where(rho >= 0.98, rng.uniform(0.75, 0.98), np.clip((rho - 0.55) / 0.45, 0, 1) ** 1.5 * rng.uniform(0.2, 0.8))
+    cpu = _cpu(rng, plan, t.gpu_side / step, run, cpu_wait, stall, read, step)
     n_eff = min(s.workers, 3)
     iowaits = st.iowait
     levels = {
-        "cpu": use,
-        "throttled": np.where(np.isfinite(limit), throttled, np.nan),
-        "psi_cpu": np.clip(1 - (1 - cpu_wait) ** n_eff + 0.6 * np.where(np.isfinite(limit), throttled, 0.0) * (rho > 0.9), 0, 0.99),
-        "psi_io_some": np.clip(1 - (1 - io_wait) ** n_eff, 0, 0.99) if iowaits else np.full_like(use, rng.uniform(0, 0.01)),
-        "psi_io_full": np.clip(io_wait ** min(s.workers, 3), 0, 0.95) if iowaits else np.zeros_like(use),
+        **cpu,
+        "psi_cpu": np.clip(
+            1 - (1 - cpu_wait) ** n_eff + 0.6 * np.nan_to_num(cpu["throttled"]) * (cpu["rho"] > 0.9), 0, 0.99
+        ),
+        "psi_io_some": np.clip(1 - (1 - io_wait) ** n_eff, 0, 0.99)
+        if iowaits
+        else np.full_like(stall, rng.uniform(0, 0.01)),
+        "psi_io_full": np.clip(io_wait ** min(s.workers, 3), 0, 0.95) if iowaits else np.zeros_like(stall),
         "psi_mem_some": np.clip(1 - (1 - stall) ** n_eff + s.main_stall / step, 0, 0.99),
         "psi_mem_full": np.clip(stall**2 * 0.8 + s.main_stall / step * 0.5, 0, 0.95),
-        "procs_running": s.workers * np.minimum(1.0, run + cpu_wait) + env.gpus * np.minimum(1.0, t.gpu_side / step + 0.3),
+        "procs_running": s.workers * np.minimum(1.0, run + cpu_wait)
+        + env.gpus * np.minimum(1.0, t.gpu_side / step + 0.3),
         "procs_iowait": s.workers * ((io_wait if iowaits else 0.0) + stall),
-        "procs_busy": s.workers * np.clip((run / share - 0.6) / 0.3, 0, 1) * (share >= 0.9) + env.gpus * (plan.main_cores >= 0.9),
+        "procs_busy": s.workers * np.clip((run / share - 0.6) / 0.3, 0, 1) * (share >= 0.9)
+        + env.gpus * (plan.main_cores >= 0.9),
         "read_bps": read,
-        "rate": np.full_like(use, rate),
-        "step_s": np.full_like(use, step),
-        "demand": demand,
+        "rate": np.full_like(stall, rate),
+        "step_s": np.full_like(stall, step),
         "stall": stall,
         "io_wait": io_wait,
     }
     return {k: np.broadcast_to(np.asarray(v, dtype=np.float64), (env.pods,)).copy() for k, v in levels.items()}
+
+
+def _cpu(
+    rng: np.random.Generator,
+    plan: Plan,
+    gpu_busy: FloatArray,
+    run: float,
+    cpu_wait: FloatArray,
+    stall: FloatArray,
+    read: float,
+    step: float,
+) -> dict[str, FloatArray]:
+    """The job's CPU use (capped by its limit), how close it runs to the limit, and CFS throttling."""
+    s, env, st = plan.step, plan.env, plan.env.storage
+    mains = env.gpus * plan.main_cores * (0.55 + 0.45 * gpu_busy)
+    net_cpu = read / 1e9 * (1.0 if st.key == "object-http" else 0.3 if st.net else 0.0)
+    reclaim = (
+        s.workers * stall * rng.uniform(0.2, 0.5) + s.main_stall / step * env.gpus * 0.5
+    )  # direct reclaim is CPU work
+    demand = s.workers * (run + cpu_wait) + mains + net_cpu + reclaim
+    limit = env.cpu_limit
+    limited = np.isfinite(limit)
+    rho = np.where(limited, demand / limit, 0.0)
+    # at the limit nearly every period throttles; below it, bursty loaders still hit it now and then
+    bursty = np.clip((rho - 0.55) / 0.45, 0, 1) ** 1.5 * rng.uniform(0.2, 0.8)
+    throttled = np.where(rho >= 0.98, rng.uniform(0.75, 0.98), bursty)
+    return {
+        "cpu": np.where(limited, np.minimum(demand, limit), demand),
+        "throttled": np.where(limited, throttled, np.nan),
+        "rho": rho,
+    }

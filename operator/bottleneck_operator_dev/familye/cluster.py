@@ -178,7 +178,9 @@ def _scrape(rng: np.random.Generator) -> tuple[dict[str, float], float]:
     return scrape, collect
 
 
-def _quirks(rng: np.random.Generator, duration: float) -> tuple[tuple[tuple[str, float, float], ...], tuple[tuple[str, float], ...]]:
+def _quirks(
+    rng: np.random.Generator, duration: float
+) -> tuple[tuple[tuple[str, float, float], ...], tuple[tuple[str, float], ...]]:
     """Exporter restarts (a gap in scraping) and counter resets somewhere in the window."""
     outages = []
     for name in ("dcgm", "node", "sidecar", "cadvisor"):
@@ -189,6 +191,28 @@ def _quirks(rng: np.random.Generator, duration: float) -> tuple[tuple[tuple[str,
         if rng.random() < 0.07:
             resets.append((name, float(rng.uniform(0.1, 0.9) * duration)))
     return tuple(outages), tuple(resets)
+
+
+def _tags(
+    board: Board,
+    storage_key: str,
+    scrape: dict[str, float],
+    fabric: Fabric | None,
+    ports: int,
+    limit: FloatArray,
+    shared: bool,
+    outages: tuple[tuple[str, float, float], ...],
+    resets: tuple[tuple[str, float], ...],
+) -> list[str]:
+    """What was drawn, as tags a reader can filter on."""
+    tags = [f"board:{board.key}", f"storage:{storage_key}", f"scrape:{int(scrape['dcgm'])}s"]
+    if fabric is not None:
+        tags += [f"fabric:{fabric.key}", f"ports:{ports}"]
+    if float(limit.min()) < board.tdp_w:
+        tags.append("power-capped")
+    if shared:
+        tags.append("shared-node")
+    return tags + [f"outage:{o[0]}" for o in outages] + [f"reset:{r[0]}" for r in resets]
 
 
 def draw_env(
@@ -214,15 +238,8 @@ def draw_env(
     scrape, collect = _scrape(rng)
     outages, resets = _quirks(rng, duration)
     node_mem = float(rng.choice([256, 512, 1024, 2048])) * GIB
-    tags = [f"board:{board.key}", f"storage:{storage_key}", f"scrape:{int(scrape['dcgm'])}s"]
     ports = int(rng.choice([1, 2, 4, 8])) if fabric is not None else 0
-    if fabric is not None:
-        tags += [f"fabric:{fabric.key}", f"ports:{ports}"]
-    if float(limit.min()) < board.tdp_w:
-        tags.append("power-capped")
-    if nb["count"].any():
-        tags.append("shared-node")
-    tags += [f"outage:{o[0]}" for o in outages] + [f"reset:{r[0]}" for r in resets]
+    tags = _tags(board, storage_key, scrape, fabric, ports, limit, bool(nb["count"].any()), outages, resets)
     return Env(
         board=board,
         pods=pods,

@@ -29,7 +29,9 @@ def is_counter(row: str) -> bool:
     return SIGNALS[row].kind is Kind.COUNTER
 
 
-def scrape_times(rng: np.random.Generator, plan: Plan, exporter: str, t0: float, end: float, start: float) -> FloatArray:
+def scrape_times(
+    rng: np.random.Generator, plan: Plan, exporter: str, t0: float, end: float, start: float
+) -> FloatArray:
     """When Prometheus scraped this exporter: its interval, a phase, a little jitter, misses and outages."""
     si = plan.env.scrape[exporter]
     first = t0 + si + rng.uniform(0, si)
@@ -57,7 +59,9 @@ def _totals(rng: np.random.Generator, rates: FloatArray, tl: Timeline, times: Fl
     return out
 
 
-def _reset(values: FloatArray, times: FloatArray, at: float, counters: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]) -> None:
+def _reset(
+    values: FloatArray, times: FloatArray, at: float, counters: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]
+) -> None:
     """A restart at ``at``: the given counters of the given rows count again from zero."""
     after = times >= at
     if not after.any() or not (~after).any():
@@ -87,8 +91,13 @@ def sample(
     if exporter == "dcgm":
         ci, phase = env.dcgm_collect, rng.uniform(0, env.dcgm_collect)
         measured = np.floor((times - phase) / ci) * ci + phase
-    sampler = Sampler(times, stamps, range_seconds=rate_range(step, si), window=gauge_window(step, si),
-                      prometheus_major=env.prometheus_major)
+    sampler = Sampler(
+        times,
+        stamps,
+        range_seconds=rate_range(step, si),
+        window=gauge_window(step, si),
+        prometheus_major=env.prometheus_major,
+    )
     out: Rows = {}
     gauges = [k for k in rows if not is_counter(k)]
     counters = [k for k in rows if is_counter(k)]
@@ -105,8 +114,14 @@ def sample(
 
 
 def _apply_resets(
-    rng: np.random.Generator, plan: Plan, exporter: str, names: list[str], totals: FloatArray, times: FloatArray,
-    start: float, tl: Timeline,
+    rng: np.random.Generator,
+    plan: Plan,
+    exporter: str,
+    names: list[str],
+    totals: FloatArray,
+    times: FloatArray,
+    start: float,
+    tl: Timeline,
 ) -> None:
     """Counter resets this exporter sees: restarted containers or collectors, cleared IB port counters."""
     n_rows = totals.shape[1]

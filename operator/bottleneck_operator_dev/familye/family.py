@@ -25,7 +25,16 @@ from bottleneck_operator_dev.familye.phases import timeline
 from bottleneck_operator_dev.familye.stepmodel import speedups
 from bottleneck_operator_dev.familye.workloads import Plan, draw_plan
 
-NAMESPACES = ("ml-vision", "llm-pretrain", "recsys-prod", "speech-research", "genai", "research", "ml-platform", "perception")
+NAMESPACES = (
+    "ml-vision",
+    "llm-pretrain",
+    "recsys-prod",
+    "speech-research",
+    "genai",
+    "research",
+    "ml-platform",
+    "perception",
+)
 MECHANISMS = {
     Bottleneck.IO: (("local-disk", "network-storage"), (0.5, 0.5)),
     Bottleneck.CPU: (("throttled", "saturated", "too-few-workers"), (0.4, 0.3, 0.3)),
@@ -91,7 +100,9 @@ def _names(rng: np.random.Generator, plan: Plan, i: int) -> tuple[str, str, list
     return str(rng.choice(NAMESPACES)), job, pods, nodes
 
 
-def _signals(rng: np.random.Generator, plan: Plan, start: float, step: float, n: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def _signals(
+    rng: np.random.Generator, plan: Plan, start: float, step: float, n: int
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Every signal the job's exporters would give, (P, n) each, before the family filter."""
     stamps = start + step * np.arange(n, dtype=np.float64)
     tl = timeline(rng, plan, start, float(stamps[-1]), step)
@@ -100,8 +111,13 @@ def _signals(rng: np.random.Generator, plan: Plan, start: float, step: float, n:
     pods = pod_rows(rng, plan, h, tl)
     node = node_rows(rng, plan, h, g, pods, tl)
     out: dict[str, np.ndarray] = {}
-    groups = (("dcgm", dcgm_gauges(rng, plan, g, pw, tl)), ("cadvisor", pods["cadvisor"]), ("ksm", pods["ksm"]),
-              ("sidecar", pods["sidecar"]), ("node", node))
+    groups = (
+        ("dcgm", dcgm_gauges(rng, plan, g, pw, tl)),
+        ("cadvisor", pods["cadvisor"]),
+        ("ksm", pods["ksm"]),
+        ("sidecar", pods["sidecar"]),
+        ("node", node),
+    )
     for exporter, rows in groups:
         got = sample(rng, plan, exporter, rows, tl, stamps, step)
         if exporter == "node":
@@ -144,15 +160,28 @@ def build_job(seed: int, i: int, cls: Bottleneck, memory_ordinal: int, *, start:
     names = [s for s in SIGNALS if s in signals and SIGNALS[s].family in env.families]
     has_gpu = any(SIGNALS[s].family.exporter_name == "dcgm" for s in names)
     pods = tuple(
-        PodWindow(pod=pod_names[p], node=node_names[int(env.node_of[p])], gpu_model=env.board.model_name if has_gpu else None,
-                  gpu_count=env.gpus if has_gpu else 0, signals=SignalBlock(names, np.stack([signals[s][p] for s in names])),
-                  co_located_pods=int(env.neighbours[int(env.node_of[p])]))
+        PodWindow(
+            pod=pod_names[p],
+            node=node_names[int(env.node_of[p])],
+            gpu_model=env.board.model_name if has_gpu else None,
+            gpu_count=env.gpus if has_gpu else 0,
+            signals=SignalBlock(names, np.stack([signals[s][p] for s in names])),
+            co_located_pods=int(env.neighbours[int(env.node_of[p])]),
+        )
         for p in range(env.pods)
     )
     families, coverage = families_and_coverage(pods)
     quality = DataQuality(families=families, coverage=coverage, scrape_interval=env.scrape["dcgm"])
-    window = JobWindow(namespace=namespace, job=job, start=start, end=float(stamps[-1]), step=step, timestamps=stamps,
-                       pods=pods, quality=quality)
+    window = JobWindow(
+        namespace=namespace,
+        job=job,
+        start=start,
+        end=float(stamps[-1]),
+        step=step,
+        timestamps=stamps,
+        pods=pods,
+        quality=quality,
+    )
     ups = tuple(speedups(plan.step).items())
     return FamilyEJob(namespace, job, cls, mech, plan.tags, window, ups)
 

@@ -35,7 +35,9 @@ def _phased(level: FloatArray, tl: Timeline, act: FloatArray, ckpt: float, init:
     return out
 
 
-def _util_snapshot(rng: np.random.Generator, plan: Plan, g: dict[str, FloatArray], tl: Timeline, busy: FloatArray) -> FloatArray:
+def _util_snapshot(
+    rng: np.random.Generator, plan: Plan, g: dict[str, FloatArray], tl: Timeline, busy: FloatArray
+) -> FloatArray:
     """Mean over the pod's GPUs of NVML's GPU_UTIL snapshot (a share), per pod and bin."""
     p_len = plan.env.board.util_period
     micro = g["step"] / plan.step.k
@@ -83,7 +85,12 @@ def dcgm_gauges(
 
 
 def _power_clock(
-    rng: np.random.Generator, plan: Plan, g: dict[str, FloatArray], pw: dict[str, FloatArray], tl: Timeline, ratio: FloatArray
+    rng: np.random.Generator,
+    plan: Plan,
+    g: dict[str, FloatArray],
+    pw: dict[str, FloatArray],
+    tl: Timeline,
+    ratio: FloatArray,
 ) -> dict[str, FloatArray]:
     """Power, SM clock, enforced limit and the share of GPUs with a slowdown reason, per pod and bin."""
     env, b, n = plan.env, plan.env.board, tl.times.size

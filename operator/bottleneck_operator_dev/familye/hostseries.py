@@ -56,8 +56,13 @@ def pod_rows(rng: np.random.Generator, plan: Plan, h: Rows, tl: Timeline) -> dic
     if tl.restart_bin >= 0:
         oom[:, tl.restart_bin] = 1.0 / tl.dt
     periods = np.full((env.pods, n), CFS_PERIODS_PER_S) * (1 - tl.down)
-    cad: Rows = {"cpu_cores": cpu, "fs_read_bps": blk * rng.normal(1, 0.03, blk.shape), "mem_working_set_bytes": ws_rows,
-                 "cpu_throttled_frac:num": periods * np.clip(thr, 0, 1), "cpu_throttled_frac:den": periods}
+    cad: Rows = {
+        "cpu_cores": cpu,
+        "fs_read_bps": blk * rng.normal(1, 0.03, blk.shape),
+        "mem_working_set_bytes": ws_rows,
+        "cpu_throttled_frac:num": periods * np.clip(thr, 0, 1),
+        "cpu_throttled_frac:den": periods,
+    }
     if np.isfinite(limit).all():
         cad["mem_limit_bytes"] = np.repeat(limit[:, None], n, axis=1)
     ksm: Rows = {}
@@ -68,8 +73,18 @@ def pod_rows(rng: np.random.Generator, plan: Plan, h: Rows, tl: Timeline) -> dic
 
 
 def _collector(
-    rng: np.random.Generator, plan: Plan, h: Rows, tl: Timeline, act: FloatArray, cpu: FloatArray, blk: FloatArray,
-    maj: FloatArray, swapin: FloatArray, oom: FloatArray, periods: FloatArray, thr: FloatArray,
+    rng: np.random.Generator,
+    plan: Plan,
+    h: Rows,
+    tl: Timeline,
+    act: FloatArray,
+    cpu: FloatArray,
+    blk: FloatArray,
+    maj: FloatArray,
+    swapin: FloatArray,
+    oom: FloatArray,
+    periods: FloatArray,
+    thr: FloatArray,
 ) -> Rows:
     """The collector's pod-cgroup rows: pressure, CPU, I/O, faults, OOM kills and process states."""
     env, s, run = plan.env, plan.step, tl.train
@@ -95,7 +110,11 @@ def _collector(
         out["sc_throttled_frac:num"] = periods * np.clip(thr, 0, 1)
         out["sc_throttled_frac:den"] = periods
     total = s.workers + env.gpus
-    for name, key in (("sc_procs_running", "procs_running"), ("sc_procs_iowait", "procs_iowait"), ("sc_procs_busy", "procs_busy")):
+    for name, key in (
+        ("sc_procs_running", "procs_running"),
+        ("sc_procs_iowait", "procs_iowait"),
+        ("sc_procs_busy", "procs_busy"),
+    ):
         p = np.clip(h[key][:, None] / total * run, 0.0, 1.0)
         out[name] = rng.binomial(total, p).astype(np.float64)
     return out

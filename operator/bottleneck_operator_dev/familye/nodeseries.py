@@ -26,17 +26,12 @@ def node_rows(rng: np.random.Generator, plan: Plan, h: Rows, g: Rows, pods: dict
     env, st, n = plan.env, plan.env.storage, tl.times.size
     cad, side = pods["cadvisor"], pods["sidecar"]
     nb = wander(rng, (env.nodes,), n, 0.25, rng.uniform(3, 20))
-    cpus = float(env.node_cpus)
-    job_cpu = _per_node(plan, cad["cpu_cores"])
-    busy = np.minimum(job_cpu + env.nb_cores[:, None] * nb + rng.uniform(0.5, 2.0), cpus * 0.995)
     reads = h["read_bps"][:, None] * tl.train
     net_reads = _per_node(plan, reads * (1.0 if st.net else 0.0))
     tcp = 0.0 if env.fabric is None or env.fabric.rdma else 1.0
     nic = _per_node(plan, (g["nic_bps"][:, None] / np.bincount(env.node_of)[env.node_of][:, None]) * tl.train)
-    system = busy * rng.uniform(0.05, 0.1) + (net_reads + nic * tcp) / GB * 0.4 + _per_node(plan, side["sc_majfault_ps"]) * 2e-5
-    d_state = _per_node(plan, side["sc_procs_iowait"]) + env.nb_io_psi[:, None] * nb * 4
-    iowait = np.minimum(cpus - busy, d_state * rng.uniform(0.5, 0.9))
-    idle = cpus - busy - iowait
+    modes = _cpu_modes(rng, plan, cad, side, nb, net_reads + nic * tcp)
+    busy = modes["node_cpu:system"] + modes["node_cpu:other"]
     disk = _per_node(plan, side["sc_io_read_bps"] if "sc_io_read_bps" in side else cad["fs_read_bps"])
     disk = disk + env.nb_disk_bps[:, None] * nb
     device = 7 * GB if st.key == "nvme-throttled" or not st.block else st.bps
@@ -58,18 +53,43 @@ def node_rows(rng: np.random.Generator, plan: Plan, h: Rows, g: Rows, pods: dict
     rdma = env.fabric is not None and env.fabric.rdma
     ib_rx = nic * rdma + _per_node(plan, reads * st.ib)
     return {
-        "node_cpus": np.full((env.nodes, n), cpus),
-        "node_cpu:idle": idle, "node_cpu:iowait": iowait, "node_cpu:system": system, "node_cpu:other": busy - system,
-        "node_disk_read_bps": disk, "node_disk_reads_ps": disk / req,
+        "node_cpus": np.full((env.nodes, n), float(env.node_cpus)),
+        **modes,
+        "node_disk_read_bps": disk,
+        "node_disk_reads_ps": disk / req,
         "node_disk_busy_frac": np.clip(disk / device * rng.uniform(1.2, 3.0) + 0.002, 0, 1),
-        "node_mem_avail_frac": avail, "node_swap_used_frac": swap,
+        "node_mem_avail_frac": avail,
+        "node_swap_used_frac": swap,
         "node_majfault_ps": _per_node(plan, side["sc_majfault_ps"]) + rng.uniform(1, 30),
         "node_net_rx_bps": net_reads + nic * tcp + env.nb_net_bps[:, None] * nb + 2e5,
         "node_net_tx_bps": nic * tcp + env.nb_net_bps[:, None] * nb * 0.5 + 1e5,
-        "node_psi_cpu_some": np.clip(worst("sc_psi_cpu_some", env.nb_cpu_psi) + (busy / cpus) ** 8 * 0.4, 0, 0.99),
+        "node_psi_cpu_some": np.clip(
+            worst("sc_psi_cpu_some", env.nb_cpu_psi) + (busy / env.node_cpus) ** 8 * 0.4, 0, 0.99
+        ),
         "node_psi_io_some": worst("sc_psi_io_some", env.nb_io_psi),
         "node_psi_io_full": worst("sc_psi_io_full", env.nb_io_psi * 0.3),
         "node_psi_mem_some": worst("sc_psi_mem_some", np.zeros(env.nodes)),
         "node_psi_mem_full": worst("sc_psi_mem_full", np.zeros(env.nodes)),
-        "ib_rx_bps": ib_rx + 1e4, "ib_tx_bps": nic * rdma + 1e4,
+        "ib_rx_bps": ib_rx + 1e4,
+        "ib_tx_bps": nic * rdma + 1e4,
+    }
+
+
+def _cpu_modes(rng: np.random.Generator, plan: Plan, cad: Rows, side: Rows, nb: FloatArray, net: FloatArray) -> Rows:
+    """node_cpu_seconds_total by mode, as core-seconds per second: idle, iowait, system, the rest."""
+    env = plan.env
+    cpus = float(env.node_cpus)
+    job_cpu = _per_node(plan, cad["cpu_cores"])
+    busy = np.minimum(job_cpu + env.nb_cores[:, None] * nb + rng.uniform(0.5, 2.0), cpus * 0.995)
+    # the kernel's share: network receive processing, page-fault and reclaim work
+    system = busy * rng.uniform(0.05, 0.1) + net / GB * 0.4 + _per_node(plan, side["sc_majfault_ps"]) * 2e-5
+    system = np.minimum(system, busy)
+    # idle CPUs whose last task now sleeps in D state on I/O count as iowait (proc(5))
+    d_state = _per_node(plan, side["sc_procs_iowait"]) + env.nb_io_psi[:, None] * nb * 4
+    iowait = np.minimum(cpus - busy, d_state * rng.uniform(0.5, 0.9))
+    return {
+        "node_cpu:idle": cpus - busy - iowait,
+        "node_cpu:iowait": iowait,
+        "node_cpu:system": system,
+        "node_cpu:other": busy - system,
     }

@@ -49,7 +49,7 @@ def timeline(rng: np.random.Generator, plan: Plan, start: float, end: float, ste
     dt = min(5.0, step)
     t0 = start - lookback(step, plan.env.scrape)
     n = int(np.ceil((end - t0) / dt)) + 2
-    times = t0 + dt * np.arange(n)
+    times = np.asarray(t0 + dt * np.arange(n), dtype=np.float64)
     rel = times - start
     ckpt = np.zeros(n)
     if plan.ckpt_every > 0:
@@ -62,7 +62,9 @@ def timeline(rng: np.random.Generator, plan: Plan, start: float, end: float, ste
         gone = rng.uniform(45, 150)
         reload = rng.uniform(30, 90)
         down = ((rel >= plan.restart_at) & (rel < plan.restart_at + gone)).astype(np.float64)
-        init = np.maximum(init, ((rel >= plan.restart_at + gone) & (rel < plan.restart_at + gone + reload)).astype(np.float64))
+        init = np.maximum(
+            init, ((rel >= plan.restart_at + gone) & (rel < plan.restart_at + gone + reload)).astype(np.float64)
+        )
         restart_bin = int(np.searchsorted(rel, plan.restart_at))
     init = init * (1 - down)
     ckpt = ckpt * (1 - down) * (1 - init)

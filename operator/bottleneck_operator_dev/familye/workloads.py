@@ -18,11 +18,16 @@ from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator_dev.familye.archetypes import ARCHETYPES, KINDS_FOR, Archetype
 from bottleneck_operator_dev.familye.cluster import Env, draw_env, pick_board
 from bottleneck_operator_dev.familye.hardware import GIB, STORAGES, Board
+from bottleneck_operator_dev.familye.links import comm, set_interconnect
 from bottleneck_operator_dev.familye.stepmodel import Step, label_of, memory_parts, pod_times
 
 REF_TFLOPS, REF_HBM = 312.0, 2039e9  # the reference board, A100 SXM4 80 GB
 MIN_LEAD = 1.04
-SHARDED = ("llm", "recsys", "gnn")  # samples packed into large shards, not one file each  # a label must beat the runner-up by 4 %: closer calls are not labels
+SHARDED = (
+    "llm",
+    "recsys",
+    "gnn",
+)  # samples packed into large shards, not one file each  # a label must beat the runner-up by 4 %: closer calls are not labels
 
 
 @dataclass(frozen=True)
@@ -92,8 +97,12 @@ def _shape(rng: np.random.Generator, mech: str) -> tuple[Board, int, int, str | 
     gpus = min(gpus, board.gpus_per_node)
     fabric = None
     if pods > 1:
-        fabric = str(rng.choice(["ib-hdr", "ib-ndr", "roce-100", "roce-200", "roce-hidden", "eth-25", "eth-100"],
-                                p=[0.2, 0.2, 0.15, 0.15, 0.08, 0.1, 0.12]))
+        fabric = str(
+            rng.choice(
+                ["ib-hdr", "ib-ndr", "roce-100", "roce-200", "roce-hidden", "eth-25", "eth-100"],
+                p=[0.2, 0.2, 0.15, 0.15, 0.08, 0.1, 0.12],
+            )
+        )
     return board, pods, gpus, fabric
 
 
@@ -124,48 +133,6 @@ def _gpu_side(rng: np.random.Generator, env: Env, a: Archetype, mech: str, k: in
     }
 
 
-def _comm(rng: np.random.Generator, env: Env, a: Archetype, mech: str, kernels: float, k: int) -> dict[str, float]:
-    """Gradient sync and model-parallel transfers from gradient bytes and link capacities."""
-    b, f = env.board, env.fabric
-    params = _u(rng, a.params, log=True)
-    tp = 1
-    if b.nvlink_bps > 0 and env.gpus >= 4 and (mech == "nvlink" or (a.name == "llm" and rng.random() < 0.5)):
-        tp = env.gpus
-    grad = 2.0 * params / tp
-    g, p = env.gpus, env.pods
-    nvlink = 2 * (g - 1) / g * grad if b.nvlink_bps > 0 and g > 1 else 0.0
-    p2p = 2 * (g - 1) / g * grad if b.nvlink_bps == 0 and g > 1 else 0.0
-    # hierarchical all-reduce: each node moves its whole (TP: each GPU its own shard of the) gradient
-    nic = 2 * (p - 1) / p * grad * (g if tp > 1 else 1) if p > 1 else 0.0
-    eff_p2p = rng.uniform(0.35, 0.8)
-    t_intra = nvlink / (b.nvlink_bps * 0.8) if nvlink else p2p / (b.pcie_bps * eff_p2p)
-    t_inter = nic / (env.ports * f.port_bps * f.efficiency) if f is not None and nic else 0.0
-    t_tp, tp_bytes = 0.0, 0.0
-    if tp > 1:
-        tp_bytes = kernels * rng.uniform(0.1, 0.6) * b.nvlink_bps * 0.8
-        t_tp = tp_bytes / (b.nvlink_bps * 0.8) * rng.uniform(0.3, 0.7)
-    return {"grad": grad, "nic": nic, "nvlink": nvlink + tp_bytes, "p2p": p2p, "t_comm": max(t_intra, t_inter),
-            "t_tp": t_tp, "overlap": rng.uniform(0.4, 0.95), "tp": float(tp)}
-
-
-def _set_interconnect(rng: np.random.Generator, env: Env, mech: str, c: dict[str, float], base: float, sev: float) -> None:
-    """Make the mechanism's links slow enough that removing them speeds the step up by ``sev``."""
-    exposed = (sev - 1.0) * base
-    if mech == "nvlink":
-        c["t_tp"] = exposed
-        c["nvlink"] = exposed * env.board.nvlink_bps * rng.uniform(0.7, 0.9)
-    elif mech == "network" and env.fabric is not None:
-        c["t_comm"] = exposed + c["hidden"]
-        c["nic"] = c["t_comm"] * env.ports * env.fabric.port_bps * env.fabric.efficiency
-        c["grad"] = c["nic"] / (2 * (env.pods - 1) / env.pods)
-    elif mech == "pcie" and env.gpus > 1 and rng.random() < 0.6:
-        c["t_comm"] = exposed + c["hidden"]
-        c["p2p"] = c["t_comm"] * env.board.pcie_bps * rng.uniform(0.35, 0.8)
-        c["grad"] = c["p2p"] / (2 * (env.gpus - 1) / env.gpus)
-    else:
-        c["h2d_exposed"] = exposed
-
-
 def _input_side(
     rng: np.random.Generator, env: Env, a: Archetype, cls: Bottleneck, mech: str, need: float, sev: float, hard: bool
 ) -> dict[str, float]:
@@ -175,15 +142,15 @@ def _input_side(
     lat = env.storage.latency * rng.uniform(0.5, 2.0)
     if a.name in SHARDED:  # rows read from large shards: one request serves many samples
         lat *= min(1.0, read / rng.uniform(1e6, 8e6))
-    slack = (lambda: rng.uniform(1.06, 1.35)) if hard else (lambda: rng.uniform(1.3, 4.0))
+    slack_range = (1.06, 1.35) if hard else (1.3, 4.0)
     workers = int(rng.choice([2, 4, 6, 8, 10, 12, 16])) * env.gpus
-    cores = need * c * slack()
+    cores = need * c * rng.uniform(*slack_range)
     stall = 0.0
-    io_bps = min(env.storage.bps * rng.uniform(0.6, 1.0), need * read * slack())
+    io_bps = min(env.storage.bps * rng.uniform(0.6, 1.0), need * read * rng.uniform(*slack_range))
     if mech == "throttled" or mech == "saturated":
         cores = need * c / sev
     elif mech == "too-few-workers":
-        workers = max(1, int(round(need * (c + lat) / sev)))
+        workers = max(1, round(need * (c + lat) / sev))
         cores = max(cores, workers * rng.uniform(1.5, 3.0))
         sev = need * (c + lat) / workers
     elif cls is Bottleneck.IO and env.storage.key == "object-http":
@@ -198,11 +165,20 @@ def _input_side(
     floor = need * (lat + c / min(1.0, cores / workers) + stall) * (1.02 if hard else 1.2)
     if mech not in ("too-few-workers",) and not (cls is Bottleneck.IO and env.storage.key == "object-http"):
         workers = max(workers, int(np.ceil(floor)))
-    return {"cpu_cost": c, "read": read, "latency": lat, "workers": float(workers), "cores": cores,
-            "io_bps": io_bps, "stall": max(stall, 0.0)}
+    return {
+        "cpu_cost": c,
+        "read": read,
+        "latency": lat,
+        "workers": float(workers),
+        "cores": cores,
+        "io_bps": io_bps,
+        "stall": max(stall, 0.0),
+    }
 
 
-def _assemble(rng: np.random.Generator, env: Env, a: Archetype, cls: Bottleneck, mech: str, hard: bool) -> tuple[Step, float]:
+def _assemble(
+    rng: np.random.Generator, env: Env, a: Archetype, cls: Bottleneck, mech: str, hard: bool
+) -> tuple[Step, float]:
     """The step for one draw; returns it and the tensor activity of its compute kernels."""
     k = int(rng.choice([1, 1, 1, 2, 4, 8, 16])) if mech != "network" else int(rng.choice([1, 1, 2]))
     tensor = _u(rng, a.tensor)
@@ -210,13 +186,13 @@ def _assemble(rng: np.random.Generator, env: Env, a: Archetype, cls: Bottleneck,
     clock = _clocks(rng, env, tensor)
     kernels = gs["t_math"] / float(clock.min()) + gs["t_hbm"]
     bubble = rng.uniform(0.05, 0.35) if env.pods > 1 and rng.random() < 0.15 else 0.0
-    c = _comm(rng, env, a, mech, kernels, k)
+    c = comm(rng, env, a, mech, kernels, k)
     c["hidden"] = c["overlap"] * (2 / 3) * kernels / k
     sev = rng.uniform(1.04, 1.3) if hard else float(np.exp(rng.uniform(np.log(1.15), np.log(3.5))))
     base = kernels * (1 + bubble) + max(0.0, c["t_comm"] - c["hidden"]) + c["t_tp"]
     if cls is Bottleneck.INTERCONNECT:
         sev = max(sev, rng.uniform(1.6, 3.5)) if not hard else rng.uniform(1.5, 2.2)
-        _set_interconnect(rng, env, mech, c, base, sev)
+        set_interconnect(rng, env, mech, c, base, sev)
     samples = _u(rng, (float(a.batch[0]), float(a.batch[1])), log=True) * k * env.gpus
     h2d = _u(rng, a.h2d_bytes, log=True)
     h2d_ov = rng.uniform(0.6, 0.98)
@@ -225,12 +201,34 @@ def _assemble(rng: np.random.Generator, env: Env, a: Archetype, cls: Bottleneck,
         h2d_ov = rng.uniform(0.0, 0.3)
         t_h2d = c["h2d_exposed"] / (1 - h2d_ov)
         h2d = t_h2d * env.board.pcie_bps * rng.uniform(0.25, 0.5) * env.gpus / samples
-    step = Step(k=k, t_math=gs["t_math"], math_bytes=gs["math_bytes"], t_hbm=gs["t_hbm"], hbm_math=gs["hbm_math"],
-                bubble=bubble, clock=clock, t_comm=c["t_comm"], overlap=c["overlap"], t_tp=c["t_tp"], t_h2d=t_h2d,
-                h2d_overlap=h2d_ov, samples=samples, cpu_cost=0.0, cores=np.full(env.pods, 1e9), workers=1,
-                read_bytes=0.0, io_bps=np.full(env.pods, np.inf), latency=0.0, stall=np.zeros(env.pods),
-                main_stall=np.zeros(env.pods), grad_bytes=c["grad"], nic_bytes=c["nic"], nvlink_bytes=c["nvlink"],
-                p2p_bytes=c["p2p"], h2d_bytes=h2d * samples / env.gpus)
+    step = Step(
+        k=k,
+        t_math=gs["t_math"],
+        math_bytes=gs["math_bytes"],
+        t_hbm=gs["t_hbm"],
+        hbm_math=gs["hbm_math"],
+        bubble=bubble,
+        clock=clock,
+        t_comm=c["t_comm"],
+        overlap=c["overlap"],
+        t_tp=c["t_tp"],
+        t_h2d=t_h2d,
+        h2d_overlap=h2d_ov,
+        samples=samples,
+        cpu_cost=0.0,
+        cores=np.full(env.pods, 1e9),
+        workers=1,
+        read_bytes=0.0,
+        io_bps=np.full(env.pods, np.inf),
+        latency=0.0,
+        stall=np.zeros(env.pods),
+        main_stall=np.zeros(env.pods),
+        grad_bytes=c["grad"],
+        nic_bytes=c["nic"],
+        nvlink_bytes=c["nvlink"],
+        p2p_bytes=c["p2p"],
+        h2d_bytes=h2d * samples / env.gpus,
+    )
     need = samples / float(np.max(pod_times(step).gpu_side))
     inp = _input_side(rng, env, a, cls, mech, need, sev, hard)
     return _finish(rng, env, step, inp, mech, sev), tensor
@@ -253,8 +251,17 @@ def _finish(rng: np.random.Generator, env: Env, step: Step, inp: dict[str, float
     main = np.zeros(p)
     if mech == "host-memory-pressure":
         main = np.full(p, float(np.max(pod_times(step).gpu_side)) * rng.uniform(0.02, 0.15) * sev)
-    return replace(step, cpu_cost=inp["cpu_cost"], cores=cores, workers=int(inp["workers"]), read_bytes=inp["read"],
-                   io_bps=io_bps, latency=inp["latency"], stall=stall, main_stall=main)
+    return replace(
+        step,
+        cpu_cost=inp["cpu_cost"],
+        cores=cores,
+        workers=int(inp["workers"]),
+        read_bytes=inp["read"],
+        io_bps=io_bps,
+        latency=inp["latency"],
+        stall=stall,
+        main_stall=main,
+    )
 
 
 def _limits(rng: np.random.Generator, env: Env, step: Step, a: Archetype, mech: str, main: float) -> Env:
@@ -267,7 +274,9 @@ def _limits(rng: np.random.Generator, env: Env, step: Step, a: Archetype, mech: 
     mem = np.full(env.pods, np.nan)
     if mech == "host-memory-pressure" or rng.random() < 0.6:
         need = step.workers * _u(rng, a.worker_rss) + env.gpus * rng.uniform(8, 40) * GIB
-        mem = np.full(env.pods, need * (rng.uniform(0.97, 1.02) if mech == "host-memory-pressure" else rng.uniform(1.3, 3)))
+        mem = np.full(
+            env.pods, need * (rng.uniform(0.97, 1.02) if mech == "host-memory-pressure" else rng.uniform(1.3, 3))
+        )
     fams = set(env.families)
     if np.isfinite(cpu).all() and Family.CADVISOR in fams:
         fams.add(Family.CADVISOR_CFS)
@@ -280,8 +289,17 @@ def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: fl
     """One job of class ``cls`` by mechanism ``mech``, or None when the drawn step's label disagrees."""
     a = ARCHETYPES[str(rng.choice(KINDS_FOR[mech]))]
     board, pods, gpus, fabric = _shape(rng, mech)
-    env = draw_env(rng, duration, pods=pods, gpus=gpus, board=board, fabric_key=fabric,
-                   storage_key=_storage_key(rng, mech if cls is Bottleneck.IO else ""), cpu_limit=None, mem_limit=None)
+    env = draw_env(
+        rng,
+        duration,
+        pods=pods,
+        gpus=gpus,
+        board=board,
+        fabric_key=fabric,
+        storage_key=_storage_key(rng, mech if cls is Bottleneck.IO else ""),
+        cpu_limit=None,
+        mem_limit=None,
+    )
     if mech == "network" and env.fabric is None:
         return None
     step, tensor = _assemble(rng, env, a, cls, mech, hard)
@@ -297,16 +315,37 @@ def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: fl
     if mech == "saturated":
         env = _saturate(env, step, main)
     ckpt = rng.random() < 0.4
-    tags = (*env.tags, f"kind:{a.name}", f"mechanism:{mech}", *(("hard",) if hard else ()), *((f"accum:{step.k}",) if step.k > 1 else ()))
-    return Plan(env=env, step=step, kind=a.name, mechanism=mech, tags=tags, tensor=tensor,
-                amp=a.name != "gnn" and rng.random() < 0.85, main_cores=main, worker_rss=_u(rng, a.worker_rss),
-                ckpt_every=rng.uniform(400, 2400) if ckpt else 0.0, ckpt_s=rng.uniform(15, 180) if ckpt else 0.0,
-                restart_at=rng.uniform(0.2, 0.8) * duration if mech == "host-memory-pressure" and rng.random() < 0.3 else np.nan,
-                init_s=rng.uniform(30, 200) if rng.random() < 0.1 else 0.0, noise=rng.uniform(0.02, 0.12))
+    tags = (
+        *env.tags,
+        f"kind:{a.name}",
+        f"mechanism:{mech}",
+        *(("hard",) if hard else ()),
+        *((f"accum:{step.k}",) if step.k > 1 else ()),
+    )
+    return Plan(
+        env=env,
+        step=step,
+        kind=a.name,
+        mechanism=mech,
+        tags=tags,
+        tensor=tensor,
+        amp=a.name != "gnn" and rng.random() < 0.85,
+        main_cores=main,
+        worker_rss=_u(rng, a.worker_rss),
+        ckpt_every=rng.uniform(400, 2400) if ckpt else 0.0,
+        ckpt_s=rng.uniform(15, 180) if ckpt else 0.0,
+        restart_at=rng.uniform(0.2, 0.8) * duration
+        if mech == "host-memory-pressure" and rng.random() < 0.3
+        else np.nan,
+        init_s=rng.uniform(30, 200) if rng.random() < 0.1 else 0.0,
+        noise=rng.uniform(0.02, 0.12),
+    )
 
 
 def _saturate(env: Env, step: Step, main: float) -> Env:
     """A saturated node: neighbours take every core the job's loader does not get."""
     free = step.cores + main * env.gpus
     nb = np.maximum(env.node_cpus - np.bincount(env.node_of, weights=free, minlength=env.nodes), 0.0)
-    return replace(env, nb_cores=nb, neighbours=np.maximum(env.neighbours, 2), nb_cpu_psi=np.maximum(env.nb_cpu_psi, 0.2))
+    return replace(
+        env, nb_cores=nb, neighbours=np.maximum(env.neighbours, 2), nb_cpu_psi=np.maximum(env.nb_cpu_psi, 0.2)
+    )
