@@ -200,7 +200,7 @@ def _assemble(
     if "h2d_exposed" in c:
         h2d_ov = rng.uniform(0.0, 0.3)
         t_h2d = c["h2d_exposed"] / (1 - h2d_ov)
-        h2d = t_h2d * env.board.pcie_bps * rng.uniform(0.25, 0.5) * env.gpus / samples
+        h2d = t_h2d * env.board.pcie_bps * rng.uniform(0.3, 0.85) * env.gpus / samples
     step = Step(
         k=k,
         t_math=gs["t_math"],
