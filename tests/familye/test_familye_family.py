@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bottleneck_operator.contract.signals import SIGNALS, Kind
-from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck, Mechanism
 from bottleneck_operator.contract.window import families_and_coverage
 from bottleneck_operator_dev.familye import FamilyEJob, generate_family_e
 from bottleneck_operator_dev.familye.family import build_job, class_order
@@ -69,6 +69,16 @@ def test_bad_arguments_are_refused() -> None:
         generate_family_e(1, -1, start=START)
     with pytest.raises(ValueError, match="step must be"):
         generate_family_e(1, 5, start=START, step=0.0)
+    with pytest.raises(ValueError, match="seed must be"):
+        generate_family_e(-1, 5, start=START)
+    with pytest.raises(ValueError, match="start must be"):
+        generate_family_e(1, 5, start=float("nan"))
+
+
+def test_mechanisms_are_the_contracts(family: list[FamilyEJob]) -> None:
+    for job in family:
+        assert Mechanism(job.mechanism) in MECHANISMS[job.label]
+        assert f"mechanism:{job.mechanism}" in job.tags
 
 
 def test_windows_start_at_start_on_the_step_grid(family: list[FamilyEJob]) -> None:

@@ -19,7 +19,14 @@ from bottleneck_operator_dev.familye.exporters import _reset, _totals
 from bottleneck_operator_dev.familye.family import MECHANISMS
 from bottleneck_operator_dev.familye.hardware import FABRIC_BY_KEY
 from bottleneck_operator_dev.familye.phases import Timeline
-from bottleneck_operator_dev.familye.stepmodel import label_of, memory_parts, pod_times, speedups, step_time
+from bottleneck_operator_dev.familye.stepmodel import (
+    interconnect_parts,
+    label_of,
+    memory_parts,
+    pod_times,
+    speedups,
+    step_time,
+)
 from bottleneck_operator_dev.familye.workloads import MIN_LEAD, draw_plan
 
 START = 1_767_225_600.0
@@ -62,6 +69,9 @@ def test_every_drawn_label_is_the_stage_whose_removal_helps_most(cls: Bottleneck
         if cls is Bottleneck.MEMORY:
             host, hbm = memory_parts(plan.step)
             assert (host > hbm) == (mech == "host-memory-pressure")
+        if cls is Bottleneck.INTERCONNECT:
+            parts = interconnect_parts(plan.step)
+            assert max(parts, key=parts.__getitem__) == mech
         if cls in (Bottleneck.IO, Bottleneck.CPU):  # the input pipeline is slower than the GPUs on the slowest pod
             t = pod_times(plan.step)
             slowest = int(np.argmax(np.maximum(t.gpu_side, t.input)))

@@ -8,6 +8,7 @@ between host memory pressure and HBM bandwidth). Every window starts at ``start`
 
 from __future__ import annotations
 
+import math
 import string
 from dataclasses import dataclass
 
@@ -196,10 +197,14 @@ def generate_family_e(seed: int, n: int, *, start: float, step: float = 30.0) ->
         step: seconds between timestamps.
 
     Raises:
-        ValueError: ``n`` negative or ``step`` not positive.
+        ValueError: ``seed`` or ``n`` negative, ``start`` not finite or ``step`` not positive.
     """
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, not {seed}")
     if n < 0:
         raise ValueError(f"n must be >= 0, not {n}")
+    if not math.isfinite(start):
+        raise ValueError(f"start must be a finite unix time, not {start}")
     if not step > 0:
         raise ValueError(f"step must be > 0, not {step}")
     order = class_order(seed, n)

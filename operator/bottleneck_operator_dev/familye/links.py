@@ -8,6 +8,8 @@ per-layer collectives on NVLink that the step mostly waits for.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from bottleneck_operator_dev.familye.archetypes import Archetype
@@ -18,7 +20,7 @@ def _u(rng: np.random.Generator, lo_hi: tuple[float, float]) -> float:
     return float(np.exp(rng.uniform(np.log(lo_hi[0]), np.log(lo_hi[1]))))
 
 
-def comm(rng: np.random.Generator, env: Env, a: Archetype, mech: str, kernels: float, k: int) -> dict[str, float]:
+def comm(rng: np.random.Generator, env: Env, a: Archetype, mech: str, kernels: float, k: int) -> dict[str, Any]:
     """Gradient sync and model-parallel transfers from gradient bytes and link capacities."""
     b, f = env.board, env.fabric
     params = _u(rng, a.params)
@@ -44,15 +46,14 @@ def comm(rng: np.random.Generator, env: Env, a: Archetype, mech: str, kernels: f
         "nvlink": nvlink + tp_bytes,
         "p2p": p2p,
         "t_comm": max(t_intra, t_inter),
+        "link": ("nic" if t_inter > t_intra else "nvlink" if nvlink else "p2p") if t_intra or t_inter else "",
         "t_tp": t_tp,
         "overlap": rng.uniform(0.4, 0.95),
         "tp": float(tp),
     }
 
 
-def set_interconnect(
-    rng: np.random.Generator, env: Env, mech: str, c: dict[str, float], base: float, sev: float
-) -> None:
+def set_interconnect(rng: np.random.Generator, env: Env, mech: str, c: dict[str, Any], base: float, sev: float) -> None:
     """Make the mechanism's links slow enough that removing them speeds the step up by ``sev``."""
     exposed = (sev - 1.0) * base
     if mech == "nvlink":
@@ -60,10 +61,12 @@ def set_interconnect(
         c["nvlink"] = exposed * env.board.nvlink_bps * rng.uniform(0.7, 0.9)
     elif mech == "network" and env.fabric is not None:
         c["t_comm"] = exposed + c["hidden"]
+        c["link"] = "nic"
         c["nic"] = c["t_comm"] * env.ports * env.fabric.port_bps * env.fabric.efficiency
         c["grad"] = c["nic"] / (2 * (env.pods - 1) / env.pods)
     elif mech == "pcie" and env.gpus > 1 and rng.random() < 0.6:
         c["t_comm"] = exposed + c["hidden"]
+        c["link"] = "p2p"
         c["p2p"] = c["t_comm"] * env.board.pcie_bps * rng.uniform(0.35, 0.8)
         c["grad"] = c["p2p"] / (2 * (env.gpus - 1) / env.gpus)
     else:

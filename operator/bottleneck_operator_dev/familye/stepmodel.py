@@ -58,6 +58,7 @@ class Step:
         nvlink_bytes: bytes each GPU sends (and receives) over NVLink per step.
         p2p_bytes: bytes each GPU sends (and receives) peer-to-peer over PCIe per step.
         h2d_bytes: host-to-device bytes per GPU and step.
+        comm_link: the link that bounds the gradient sync: "nic", "nvlink", "p2p" (PCIe) or "".
     """
 
     k: int
@@ -86,6 +87,7 @@ class Step:
     nvlink_bytes: float = 0.0
     p2p_bytes: float = 0.0
     h2d_bytes: float = 0.0
+    comm_link: str = ""
 
 
 @dataclass(frozen=True)
@@ -172,3 +174,22 @@ def memory_parts(s: Step) -> tuple[float, float]:
     host = replace(s, stall=zeros, main_stall=zeros)
     hbm = replace(s, t_hbm=s.t_hbm * s.hbm_math)
     return base / step_time(host), base / step_time(hbm)
+
+
+def interconnect_parts(s: Step) -> dict[str, float]:
+    """Speed-ups from freeing each kind of link alone: which Interconnect mechanism it is.
+
+    ``network`` frees a fabric-bound sync; ``nvlink`` the tensor-parallel transfers and an
+    NVLink-bound sync; ``pcie`` host-to-device copies and a sync that runs peer to peer over PCIe.
+    """
+    base = step_time(s)
+    sync = {"network": "nic", "nvlink": "nvlink", "pcie": "p2p"}
+    out = {}
+    for part, link in sync.items():
+        freed = replace(s, t_comm=0.0) if s.comm_link == link else s
+        if part == "nvlink":
+            freed = replace(freed, t_tp=0.0)
+        if part == "pcie":
+            freed = replace(freed, t_h2d=0.0)
+        out[part] = base / step_time(freed)
+    return out

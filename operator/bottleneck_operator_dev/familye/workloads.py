@@ -19,7 +19,7 @@ from bottleneck_operator_dev.familye.archetypes import ARCHETYPES, KINDS_FOR, Ar
 from bottleneck_operator_dev.familye.cluster import Env, draw_env, pick_board
 from bottleneck_operator_dev.familye.hardware import GIB, STORAGES, Board
 from bottleneck_operator_dev.familye.links import comm, set_interconnect
-from bottleneck_operator_dev.familye.stepmodel import Step, label_of, memory_parts, pod_times
+from bottleneck_operator_dev.familye.stepmodel import Step, interconnect_parts, label_of, memory_parts, pod_times
 
 REF_TFLOPS, REF_HBM = 312.0, 2039e9  # the reference board, A100 SXM4 80 GB
 MIN_LEAD = 1.04
@@ -227,6 +227,7 @@ def _assemble(
         nic_bytes=c["nic"],
         nvlink_bytes=c["nvlink"],
         p2p_bytes=c["p2p"],
+        comm_link=str(c["link"]),
         h2d_bytes=h2d * samples / env.gpus,
     )
     need = samples / float(np.max(pod_times(step).gpu_side))
@@ -285,6 +286,17 @@ def _limits(rng: np.random.Generator, env: Env, step: Step, a: Archetype, mech: 
     return replace(env, cpu_limit=cpu, mem_limit=mem, families=frozenset(fams), swap=swap, tags=tags)
 
 
+def _mechanism_holds(step: Step, cls: Bottleneck, mech: str) -> bool:
+    """For Memory and Interconnect, the mechanism is the part that helps most when removed alone."""
+    if cls is Bottleneck.MEMORY:
+        host, hbm = memory_parts(step)
+        return (host > hbm) == (mech == "host-memory-pressure")
+    if cls is Bottleneck.INTERCONNECT:
+        parts = interconnect_parts(step)
+        return max(parts, key=parts.__getitem__) == mech
+    return True
+
+
 def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: float, *, hard: bool) -> Plan | None:
     """One job of class ``cls`` by mechanism ``mech``, or None when the drawn step's label disagrees."""
     a = ARCHETYPES[str(rng.choice(KINDS_FOR[mech]))]
@@ -306,10 +318,8 @@ def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: fl
     label, lead = label_of(step)
     if label is not cls or lead < MIN_LEAD or (hard and lead > 1.35):
         return None
-    if cls is Bottleneck.MEMORY:  # the mechanism is the memory part that helps more when removed
-        host, hbm = memory_parts(step)
-        if (host > hbm) != (mech == "host-memory-pressure"):
-            return None
+    if not _mechanism_holds(step, cls, mech):
+        return None
     main = rng.uniform(0.7, 1.4)
     env = _limits(rng, env, step, a, mech, main)
     if mech == "saturated":
