@@ -152,6 +152,18 @@ def test_cpu_never_above_its_limit(family: list[FamilyEJob]) -> None:
     assert seen > 0
 
 
+def test_pods_fit_their_nodes_and_limits(family: list[FamilyEJob]) -> None:
+    for job in family:
+        for pod in job.window.pods:
+            sig = pod.signals
+            if "cpu_cores" in sig and "node_cpus" in sig:
+                both = np.isfinite(sig["cpu_cores"] + sig["node_cpus"])
+                assert (sig["cpu_cores"][both] <= sig["node_cpus"][both] * 1.05).all()
+            if "mem_working_set_bytes" in sig and "mem_limit_bytes" in sig:
+                both = np.isfinite(sig["mem_working_set_bytes"] + sig["mem_limit_bytes"])
+                assert (sig["mem_working_set_bytes"][both] <= sig["mem_limit_bytes"][both]).all()
+
+
 def test_counter_signals_are_rates_of_monotone_counters(family: list[FamilyEJob]) -> None:
     for job in family:
         for pod in job.window.pods:

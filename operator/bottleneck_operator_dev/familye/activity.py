@@ -152,12 +152,13 @@ def _cpu(
     demand = s.workers * (run + cpu_wait) + mains + net_cpu + reclaim
     limit = env.cpu_limit
     limited = np.isfinite(limit)
+    room = env.node_cpus / np.bincount(env.node_of)[env.node_of] * 0.98  # a pod cannot use more than its node has
     rho = np.where(limited, demand / limit, 0.0)
     # at the limit nearly every period throttles; below it, bursty loaders still hit it now and then
     bursty = np.clip((rho - 0.55) / 0.45, 0, 1) ** 1.5 * rng.uniform(0.2, 0.8)
     throttled = np.where(rho >= 0.98, rng.uniform(0.75, 0.98), bursty)
     return {
-        "cpu": np.where(limited, np.minimum(demand, limit), demand),
+        "cpu": np.minimum(np.where(limited, np.minimum(demand, limit), demand), room),
         "throttled": np.where(limited, throttled, np.nan),
         "rho": rho,
     }

@@ -265,25 +265,29 @@ def _finish(rng: np.random.Generator, env: Env, step: Step, inp: dict[str, float
     )
 
 
-def _limits(rng: np.random.Generator, env: Env, step: Step, a: Archetype, mech: str, main: float) -> Env:
+def _limits(rng: np.random.Generator, env: Env, step: Step, rss: float, mech: str, main: float) -> Env:
     """CPU and memory limits consistent with the step: a throttled job's limit is what its loader gets."""
     cpu = np.full(env.pods, np.nan)
     if mech == "throttled":
         cpu = np.round((step.cores + main * env.gpus) * 2) / 2
     elif mech != "saturated" and rng.random() < 0.45:  # a limit sized with headroom
         cpu = np.ceil((step.cores + main * env.gpus) * rng.uniform(1.15, 2.5))
+    need = step.workers * rss + env.gpus * rng.uniform(8, 40) * GIB
     mem = np.full(env.pods, np.nan)
     if mech == "host-memory-pressure" or rng.random() < 0.6:
-        need = step.workers * _u(rng, a.worker_rss) + env.gpus * rng.uniform(8, 40) * GIB
         mem = np.full(
             env.pods, need * (rng.uniform(0.97, 1.02) if mech == "host-memory-pressure" else rng.uniform(1.3, 3))
         )
+    # the node holds what its pods may use, with room for the system and the page cache
+    per_node = int(np.bincount(env.node_of).max()) * float(np.nanmax(np.append(mem, need)))
+    sizes = [s * GIB for s in (256, 512, 1024, 2048, 4096)]
+    node_mem = max(env.node_mem, next((s for s in sizes if s >= per_node * 1.25), sizes[-1]))
     fams = set(env.families)
     if np.isfinite(cpu).all() and Family.CADVISOR in fams:
         fams.add(Family.CADVISOR_CFS)
     swap = env.swap or (mech == "host-memory-pressure" and rng.random() < 0.3)
     tags = (*env.tags, *(("swap",) if swap else ()), *(("cpu-limit",) if np.isfinite(cpu).all() else ()))
-    return replace(env, cpu_limit=cpu, mem_limit=mem, families=frozenset(fams), swap=swap, tags=tags)
+    return replace(env, cpu_limit=cpu, mem_limit=mem, node_mem=node_mem, families=frozenset(fams), swap=swap, tags=tags)
 
 
 def _mechanism_holds(step: Step, cls: Bottleneck, mech: str) -> bool:
@@ -321,7 +325,8 @@ def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: fl
     if not _mechanism_holds(step, cls, mech):
         return None
     main = rng.uniform(0.7, 1.4)
-    env = _limits(rng, env, step, a, mech, main)
+    rss = _u(rng, a.worker_rss)
+    env = _limits(rng, env, step, rss, mech, main)
     if mech == "saturated":
         env = _saturate(env, step, main)
     ckpt = rng.random() < 0.4
@@ -341,7 +346,7 @@ def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: fl
         tensor=tensor,
         amp=a.name != "gnn" and rng.random() < 0.85,
         main_cores=main,
-        worker_rss=_u(rng, a.worker_rss),
+        worker_rss=rss,
         ckpt_every=rng.uniform(400, 2400) if ckpt else 0.0,
         ckpt_s=rng.uniform(15, 180) if ckpt else 0.0,
         restart_at=rng.uniform(0.2, 0.8) * duration
