@@ -51,6 +51,10 @@ def pod_rows(rng: np.random.Generator, plan: Plan, h: Rows, tl: Timeline) -> dic
     if plan.mechanism == "host-memory-pressure":
         ws = limit * rng.uniform(0.965, 0.995)
     ws_rows = ws[:, None] * (1 - 0.85 * tl.down) * (1 - 0.4 * tl.init) * rng.normal(1.0, 0.004, (env.pods, n))
+    # the kernel holds usage at memory.max: reclaim (or the OOM killer) acts before it is passed
+    ws_rows = np.where(
+        np.isfinite(limit)[:, None], np.minimum(ws_rows, np.nan_to_num(limit, nan=np.inf)[:, None]), ws_rows
+    )
     thr = np.nan_to_num(h["throttled"])[:, None] * np.clip(act, 0, 1.2) * run
     oom = np.zeros((env.pods, n))
     if tl.restart_bin >= 0:
