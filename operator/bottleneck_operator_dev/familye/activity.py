@@ -63,18 +63,15 @@ def gpu_power(rng: np.random.Generator, plan: Plan, g: dict[str, FloatArray]) ->
     """Per GPU (shape (P, G)): mean power, clock and the chance a sample finds a slowdown reason set."""
     env, b = plan.env, plan.env.board
     dyn = b.tdp_w - b.idle_w
-    draw_math = dyn * (0.8 + 0.25 * plan.tensor) * rng.uniform(0.85, 1.05)
     head = env.power_limit - b.idle_w
-    capped = draw_math > head
-    p_math = np.minimum(draw_math, head * rng.uniform(0.96, 0.995))
+    capped = plan.math_draw_w > head
+    p_math = np.minimum(plan.math_draw_w, head * rng.uniform(0.96, 0.995))
     f_math = g["f_math"][:, None]
     f_hbm = (g["busy"] - g["f_math"])[:, None]
     power = b.idle_w + f_math * p_math + f_hbm * dyn * rng.uniform(0.3, 0.55) + g["f_idle"][:, None] * dyn * 0.05
     power = np.minimum(power * rng.normal(1.0, 0.02, power.shape), env.power_limit * 0.995)
-    cap = np.where(capped, (head / draw_math) ** (1 / 2.5), 1.0)
-    cap = np.maximum(cap, b.floor_mhz / b.boost_mhz)
-    clock = b.boost_mhz * env.clock_spread * (f_math * cap + (1 - f_math))
-    clock = np.where(env.hot, clock * rng.uniform(0.72, 0.9), clock)
+    # a sample finds the clock of whatever runs: compute at its capped clock, the rest at the base
+    clock = b.boost_mhz * (f_math * plan.gpu_clock + (1 - f_math) * plan.gpu_base)
     slow = np.where(capped, f_math, 0.0)
     slow = np.where(env.hot, 1.0, slow)
     return {"power": power, "clock": clock, "slow": np.broadcast_to(slow, power.shape).copy()}

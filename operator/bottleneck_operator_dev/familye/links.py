@@ -20,7 +20,7 @@ def _u(rng: np.random.Generator, lo_hi: tuple[float, float]) -> float:
     return float(np.exp(rng.uniform(np.log(lo_hi[0]), np.log(lo_hi[1]))))
 
 
-def comm(rng: np.random.Generator, env: Env, a: Archetype, mech: str, kernels: float, k: int) -> dict[str, Any]:
+def comm(rng: np.random.Generator, env: Env, a: Archetype, mech: str, kernels: float) -> dict[str, Any]:
     """Gradient sync and model-parallel transfers from gradient bytes and link capacities."""
     b, f = env.board, env.fabric
     params = _u(rng, a.params)
@@ -37,7 +37,7 @@ def comm(rng: np.random.Generator, env: Env, a: Archetype, mech: str, kernels: f
     t_intra = nvlink / (b.nvlink_bps * 0.8) if nvlink else p2p / (b.pcie_bps * eff_p2p)
     t_inter = nic / (env.ports * f.port_bps * f.efficiency) if f is not None and nic else 0.0
     t_tp, tp_bytes = 0.0, 0.0
-    if tp > 1:
+    if tp > 1:  # per-layer collectives keep the links busy for part of the kernels' time; some of it is exposed
         tp_bytes = kernels * rng.uniform(0.1, 0.6) * b.nvlink_bps * 0.8
         t_tp = tp_bytes / (b.nvlink_bps * 0.8) * rng.uniform(0.3, 0.7)
     return {

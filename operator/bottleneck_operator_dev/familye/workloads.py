@@ -10,8 +10,10 @@ away and drawn again, so the classes stay balanced while every label still follo
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import Bottleneck
@@ -41,6 +43,9 @@ class Plan:
         mechanism: how its class limits it.
         tags: what was drawn, for the reader.
         tensor: tensor-pipe activity during compute-bound kernels.
+        gpu_clock: each GPU's clock share of boost during compute-bound kernels (pods x GPUs).
+        gpu_base: each GPU's clock share outside them (spread, thermal slowdown).
+        math_draw_w: power above idle that compute-bound kernels would draw without a cap, W.
         amp: mixed precision (tensor cores); without it the FP32 pipes carry the math.
         main_cores: CPU cores each trainer process uses while its GPU works.
         worker_rss: bytes each loader worker holds.
@@ -56,6 +61,9 @@ class Plan:
     mechanism: str
     tags: tuple[str, ...]
     tensor: float
+    gpu_clock: npt.NDArray[np.float64]
+    gpu_base: npt.NDArray[np.float64]
+    math_draw_w: float
     amp: bool
     main_cores: float
     worker_rss: float
@@ -106,14 +114,18 @@ def _shape(rng: np.random.Generator, mech: str) -> tuple[Board, int, int, str | 
     return board, pods, gpus, fabric
 
 
-def _clocks(rng: np.random.Generator, env: Env, tensor: float) -> np.ndarray:
-    """Per pod, the slowest GPU's clock share during compute: power cap, spread and hot GPUs."""
+def _clocks(rng: np.random.Generator, env: Env, tensor: float) -> dict[str, Any]:
+    """Each GPU's clock share: outside compute (spread, a hot GPU's thermal slowdown) and during it (power cap too).
+
+    Compute-bound kernels draw most power; where that draw would pass the enforced limit the clock
+    falls until it fits (dynamic power ~ f^2.5 over the DVFS range), never below the base clock.
+    """
     b = env.board
-    draw = b.idle_w + (b.tdp_w - b.idle_w) * (0.8 + 0.25 * tensor) * rng.uniform(0.85, 1.05)
-    cap = np.where(draw > env.power_limit, ((env.power_limit - b.idle_w) / (draw - b.idle_w)) ** (1 / 2.5), 1.0)
-    per_gpu = np.maximum(cap, b.floor_mhz / b.boost_mhz) * env.clock_spread
-    per_gpu = np.where(env.hot, per_gpu * rng.uniform(0.72, 0.9), per_gpu)
-    return np.asarray(per_gpu.min(axis=1), dtype=np.float64)
+    draw = (b.tdp_w - b.idle_w) * (0.8 + 0.25 * tensor) * rng.uniform(0.85, 1.05)
+    head = env.power_limit - b.idle_w
+    cap = np.where(draw > head, (head / draw) ** (1 / 2.5), 1.0)
+    base = np.where(env.hot, env.clock_spread * rng.uniform(0.72, 0.9), env.clock_spread)
+    return {"draw": float(draw), "base": base, "math": np.maximum(cap, b.floor_mhz / b.boost_mhz) * base}
 
 
 def _gpu_side(rng: np.random.Generator, env: Env, a: Archetype, mech: str, k: int) -> dict[str, float]:
@@ -178,15 +190,16 @@ def _input_side(
 
 def _assemble(
     rng: np.random.Generator, env: Env, a: Archetype, cls: Bottleneck, mech: str, hard: bool
-) -> tuple[Step, float]:
-    """The step for one draw; returns it and the tensor activity of its compute kernels."""
+) -> tuple[Step, float, dict[str, Any]]:
+    """The step for one draw, the tensor activity of its compute kernels, and its GPUs' clocks."""
     k = int(rng.choice([1, 1, 1, 2, 4, 8, 16])) if mech != "network" else int(rng.choice([1, 1, 2]))
     tensor = _u(rng, a.tensor)
     gs = _gpu_side(rng, env, a, mech, k)
-    clock = _clocks(rng, env, tensor)
+    clocks = _clocks(rng, env, tensor)
+    clock = np.asarray(clocks["math"].min(axis=1), dtype=np.float64)
     kernels = gs["t_math"] / float(clock.min()) + gs["t_hbm"]
     bubble = rng.uniform(0.05, 0.35) if env.pods > 1 and rng.random() < 0.15 else 0.0
-    c = comm(rng, env, a, mech, kernels, k)
+    c = comm(rng, env, a, mech, kernels)
     c["hidden"] = c["overlap"] * (2 / 3) * kernels / k
     sev = rng.uniform(1.04, 1.3) if hard else float(np.exp(rng.uniform(np.log(1.15), np.log(3.5))))
     base = kernels * (1 + bubble) + max(0.0, c["t_comm"] - c["hidden"]) + c["t_tp"]
@@ -232,7 +245,7 @@ def _assemble(
     )
     need = samples / float(np.max(pod_times(step).gpu_side))
     inp = _input_side(rng, env, a, cls, mech, need, sev, hard)
-    return _finish(rng, env, step, inp, mech, sev), tensor
+    return _finish(rng, env, step, inp, mech, sev), tensor, clocks
 
 
 def _finish(rng: np.random.Generator, env: Env, step: Step, inp: dict[str, float], mech: str, sev: float) -> Step:
@@ -318,7 +331,7 @@ def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: fl
     )
     if mech == "network" and env.fabric is None:
         return None
-    step, tensor = _assemble(rng, env, a, cls, mech, hard)
+    step, tensor, clocks = _assemble(rng, env, a, cls, mech, hard)
     label, lead = label_of(step)
     if label is not cls or lead < MIN_LEAD or (hard and lead > 1.35):
         return None
@@ -344,6 +357,9 @@ def draw_plan(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: fl
         mechanism=mech,
         tags=tags,
         tensor=tensor,
+        gpu_clock=clocks["math"],
+        gpu_base=clocks["base"],
+        math_draw_w=clocks["draw"],
         amp=a.name != "gnn" and rng.random() < 0.85,
         main_cores=main,
         worker_rss=rss,
