@@ -224,10 +224,8 @@ def draw_env(
     board: Board,
     fabric_key: str | None,
     storage_key: str,
-    cpu_limit: float | None,
-    mem_limit: float | None,
 ) -> Env:
-    """Everything about the cluster around one job (the job's own needs are drawn by the caller)."""
+    """Everything about the cluster around one job; its limits are set from its step by the caller."""
     node_of, nodes = _topology(rng, board, pods, gpus)
     cpus = int(rng.choice(board.node_cpus))
     nb = _neighbours(rng, nodes, gpus * int(np.bincount(node_of).max()), board, cpus)
@@ -260,8 +258,8 @@ def draw_env(
         fabric=fabric,
         ports=ports,
         storage=STORAGE_BY_KEY[storage_key],
-        cpu_limit=np.full(pods, np.nan if cpu_limit is None else cpu_limit),
-        mem_limit=np.full(pods, np.nan if mem_limit is None else mem_limit),
+        cpu_limit=np.full(pods, np.nan),
+        mem_limit=np.full(pods, np.nan),
         node_mem=node_mem,
         swap=bool(rng.random() < 0.3),
         families=fams,
