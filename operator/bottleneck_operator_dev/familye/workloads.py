@@ -336,8 +336,6 @@ def _env_for(rng: np.random.Generator, cls: Bottleneck, mech: str, duration: flo
         board=board,
         fabric_key=fabric,
         storage_key=storage,
-        cpu_limit=None,
-        mem_limit=None,
     )
 
 
