@@ -15,7 +15,14 @@ webhook on, its certificate from a directory) on kmock's emulator holding ``BENC
 (10,000) reports of finished Jobs, each a real final status (as bench_retained makes them). A separate
 process POSTs a profiled Job's AdmissionReview over a kept-alive HTTPS connection every 10 ms; its
 answers while the startup sweep pages through the reports are set against its answers once the sweep
-has ended, in the same run. Target: webhook p99 unchanged during a sweep (ratio near 1).
+has ended, in the same run. The operator is started ``BENCH_WEBHOOK_ROUNDS`` (4) times on the same
+reports, and the answers of all its start-up sweeps pooled: one sweep gives a few hundred, whose
+p99 is one of the few slowest. The operator and the admission client run on one core, the emulator
+(in this process) on the other(s): on a cluster the API server runs on other machines, with cores
+of its own, and here its work (serving each LIST page in Python) would otherwise be read as the
+webhook's whenever it took the core the operator or the client was waiting for. Printed besides:
+the operator's and the emulator's process's CPU during each sweep. Target: webhook p99 unchanged
+during a sweep (ratio near 1).
 ``BENCH_WEBHOOK_PARTS`` (comma-separated ``latency``, ``slow-api``, ``sweep``; default all) runs some.
 """
 
@@ -329,10 +336,11 @@ ROUNDS = int(os.environ.get("BENCH_WEBHOOK_ROUNDS", "4"))
 
 
 def _cores() -> tuple[set[int], set[int]]:
-    """(the operator's cores, the emulator's and the admission client's): apart where there are two or more.
+    """(the operator's cores, the emulator's): apart where there are two or more.
 
-    On a cluster the API server runs on other machines than the operator; in one process beside it
-    here, the emulator's work would be counted as the webhook's whenever both want the same core.
+    On a cluster the API server runs on other machines than the operator, with cores of its own; in
+    one process beside it here, the emulator's work would be counted as the webhook's whenever both
+    want the same core.
     """
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
@@ -361,7 +369,7 @@ def _during_sweep(cert: Path, key: Path, review: str) -> None:
         _retained_reports(cluster, workdir)
         print(f"{RETAINED:,} retained reports created in {time.perf_counter() - t:.0f} s")
         print(
-            f"operator on core(s) {sorted(operator_cores)}, the emulator and the admission client on {sorted(other_cores)}"
+            f"operator and the admission client on core(s) {sorted(operator_cores)}, the emulator on {sorted(other_cores)}"
         )
         (workdir / "review.json").write_text(review)
         rounds = [
@@ -405,7 +413,7 @@ def _round(
     with log_path.open("w") as log:
         proc = subprocess.Popen(_pinned(cmd, cores[0]), env=env, stdout=log, stderr=subprocess.STDOUT)
         admit = subprocess.Popen(
-            _pinned([sys.executable, "-c", _ADMIT, str(port), str(cert), str(review_path), str(samples)], cores[1])
+            _pinned([sys.executable, "-c", _ADMIT, str(port), str(cert), str(review_path), str(samples)], cores[0])
         )
         try:
             sweep, seen_at = _sweep_logged(proc, log_path, _SWEEP, cpu)
