@@ -391,13 +391,14 @@ class _Round:
     failed: int
     operator_cpu: float
     emulator_cpu: float
+    longest_lag: float  # the operator's own heartbeat, over the whole run (seconds)
 
 
 def _round(
     cluster: LocalCluster, workdir: Path, cert: Path, *, review_path: Path, n: int, cores: tuple[set[int], set[int]]
 ) -> _Round:
     """Start the operator, admit a Job every 10 ms through its start-up sweep and as long again after it."""
-    from bench.bench_retained import _SWEEP
+    from bench.bench_retained import _SWEEP, _own_lag
     from bench.image_env import image_malloc_env
     from bottleneck_operator_dev.simulation.localprom import free_port
 
@@ -406,8 +407,9 @@ def _round(
         **os.environ, **image_malloc_env(), "KUBECONFIG": str(cluster.write_kubeconfig(workdir / "kubeconfig")),
         "BOTTLENECK_WEBHOOK_PORT": str(port), "BOTTLENECK_WEBHOOK_CERT_DIR": str(cert.parent),
     }  # fmt: skip
+    metrics_port = free_port()  # for the operator's own reading of its event loop
     cmd = [sys.executable, "-m", "bottleneck_operator", "run", "--prometheus-url", "http://127.0.0.1:9",
-           "--interval", "10", "--metrics-port", "0", "--liveness", ""]  # fmt: skip
+           "--interval", "10", "--metrics-port", str(metrics_port), "--liveness", ""]  # fmt: skip
     samples, log_path = workdir / f"admit-{n}.txt", workdir / f"operator-{n}.log"
     cpu: list[tuple[float, float, float]] = []  # (time, operator's CPU seconds, this process's)
     with log_path.open("w") as log:
@@ -418,6 +420,7 @@ def _round(
         try:
             sweep, seen_at = _sweep_logged(proc, log_path, _SWEEP, cpu)
             time.sleep(min(60.0, max(15.0, float(sweep.group(5)))))  # as long again with no sweep
+            longest_lag = _own_lag(metrics_port)[0]
         finally:
             admit.terminate()
             admit.wait(timeout=10)
@@ -436,6 +439,7 @@ def _round(
         failed=sum(1 for *_, ok in rows if ok != "1"),
         operator_cpu=in_sweep[-1][1] - in_sweep[0][1] if len(in_sweep) > 1 else float("nan"),
         emulator_cpu=in_sweep[-1][2] - in_sweep[0][2] if len(in_sweep) > 1 else float("nan"),
+        longest_lag=longest_lag,
     )
 
 
@@ -467,7 +471,8 @@ def _print_rounds(rounds: list[_Round]) -> None:
         print(f"round {n}: sweep of {r.sweep.group(1)} reports in {r.sweep.group(2)} pages, {whole}{seconds:.1f} s; "
               f"p99 during {_pct(r.during, 0.99):.1f} ms ({len(r.during)}), without {_pct(r.after, 0.99):.1f} ms "
               f"({len(r.after)}); CPU during it: operator {100 * r.operator_cpu / seconds:.0f} % of a core, "
-              f"emulator's process {100 * r.emulator_cpu / seconds:.0f} %")  # fmt: skip
+              f"emulator's process {100 * r.emulator_cpu / seconds:.0f} %; "
+              f"the operator's longest event-loop lag in the run {1000 * r.longest_lag:.0f} ms")  # fmt: skip
     during = [w for r in rounds for w in r.during]
     after = [w for r in rounds for w in r.after]
     failed = sum(r.failed for r in rounds)
