@@ -222,3 +222,40 @@ def test_a_workload_suspended_during_its_analysis_keeps_its_suspended_report() -
     asyncio.run(passes.run_pass(state))
     written = [name for name, _ in state.api.patched]  # type: ignore[attr-defined]
     assert running.report in written and paused.report not in written
+
+
+class _Cycle:
+    """A reference cycle: freed only by the cyclic collector."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_the_heap_is_frozen_after_the_first_pass_and_again_as_the_jobs_grow() -> None:
+    import gc
+    import weakref
+
+    state = _state(_Analyzer())
+    for i in range(10):
+        _job(state, f"run-{i}", ran=3600)
+    garbage = _Cycle()
+    dead = weakref.ref(garbage)
+    del garbage
+    frozen = gc.get_freeze_count()
+    asyncio.run(passes.run_pass(state))
+    assert state.frozen_at_jobs == 10  # the first pass froze what it left alive...
+    assert gc.get_freeze_count() > frozen
+    assert dead() is None  # ...after a full collection: no garbage is kept frozen
+    for i in range(10, 10 + passes.FREEZE_STEP - 1):
+        _job(state, f"run-{i}", ran=3600)
+    assert not passes.settle_heap(state)  # grown by less than a step: no new freeze
+    _job(state, "one-more", ran=3600)
+    assert passes.settle_heap(state) and state.frozen_at_jobs == 10 + passes.FREEZE_STEP
+    for i in range(1000):
+        _job(state, f"wave-{i}", ran=3600)
+    assert passes.settle_heap(state) and state.frozen_at_jobs == 1074
+    for i in range(1000, 1000 + 1074 // 4 - 1):
+        _job(state, f"wave-{i}", ran=3600)
+    assert not passes.settle_heap(state)  # a quarter more is needed past the step
+    _job(state, "last", ran=3600)
+    assert passes.settle_heap(state)

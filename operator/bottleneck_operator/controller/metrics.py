@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.controller.looplag import LoopLag
 
 
 class OperatorMetrics:
@@ -70,6 +71,8 @@ class OperatorMetrics:
             self.wasted_gpu_seconds.labels(cls.value)
         for kind in ("prometheus", "kubernetes", "analysis", "deadline"):
             self.errors.labels(kind)
+        # Served with the rest: the event loop's hold-ups, measured while /metrics is served.
+        self.loop_lag = LoopLag(self.registry)
         self._runner: web.AppRunner | None = None
 
     def render(self) -> bytes:
@@ -90,9 +93,11 @@ class OperatorMetrics:
         await runner.setup()
         await web.TCPSite(runner, host, port).start()
         self._runner = runner
+        self.loop_lag.start()
 
     async def stop(self) -> None:
-        """Stop the HTTP server (idempotent)."""
+        """Stop the HTTP server and the heartbeat (idempotent)."""
+        await self.loop_lag.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

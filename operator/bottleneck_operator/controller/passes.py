@@ -117,6 +117,34 @@ def freeze_long_lived() -> None:
     trim_heap()  # what loading the model used and freed
 
 
+# Growth of the tracked Jobs since the last freeze that freezes again: a quarter more, and at least these.
+FREEZE_STEP = 64
+
+
+def settle_heap(state: OperatorState) -> bool:
+    """Freeze the heap after the first pass, and again after a pass once the tracked Jobs have grown by a quarter.
+
+    What is alive after a pass lives long: the modules the first pass imported, kopf's memory of
+    every watched object, the tracked Jobs and their reports, the cluster book. Left in the
+    collector's sight, each full collection walks all of it (tens of milliseconds for a thousand
+    Jobs, with the interpreter lock held, so the event loop waits whichever thread collects); frozen,
+    a full collection walks only what came since. An object frozen is still freed when its last
+    reference goes; only a reference cycle among frozen objects would never be, so freezes are
+    few: after the first pass, then as the start-up burst or the cluster's profiled Jobs grow
+    (a logarithmic number of times).
+
+    Returns:
+        Whether it froze now.
+    """
+    tracked = len(state.jobs)
+    last = state.frozen_at_jobs
+    if last is not None and tracked < last + max(FREEZE_STEP, last // 4):
+        return False
+    freeze_long_lived()
+    state.frozen_at_jobs = tracked
+    return True
+
+
 async def _ensure_reports(state: OperatorState) -> None:
     """A report for every Job that has none yet (one that cannot be created is tried again next pass)."""
     for job in [j for j in state.jobs.values() if not j.report_ready and not j.deleted]:
@@ -173,6 +201,7 @@ async def run_pass(state: OperatorState, *, running: bool = True) -> Counter[str
     if jobs:
         verdicts += await _analyse(state, analyzer, jobs, phase="Running")
 
+    settle_heap(state)
     trim_heap()  # the pass's report writes
     if running or finals or jobs:
         await summary.refresh(state)

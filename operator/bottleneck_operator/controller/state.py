@@ -180,6 +180,8 @@ class OperatorState:
     digests_to_write: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
     # Whether a retention sweep has put the finished Jobs' digests back in the book (the first one).
     digests_restored: bool = False
+    # Tracked Jobs when the heap was last frozen after a pass (None: not yet; see passes.settle_heap).
+    frozen_at_jobs: int | None = None
     # Where the book's Jobs' storage and nodes sit (storage classes, fabrics, racks): read from the API.
     places: Places = field(init=False, repr=False)
     loop_task: asyncio.Task[None] | None = None
