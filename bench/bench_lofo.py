@@ -86,21 +86,27 @@ def fit(
     return fit_model(data, seed=seed, version=f"lofo-s{seed}", max_iter=size.max_iter)
 
 
-def fit_worlds(sets: dict[str, Any], names: Sequence[str], *, seed: int, size: Size) -> Any:
-    """A model of the named families' training sets, each its own world (the temperature across them)."""
+def join_sets(sets: dict[str, Any], names: Sequence[str]) -> Any:
+    """The named families' training sets as one, each family its own world and its Jobs' groups apart."""
     import numpy as np
 
-    from bottleneck_operator.analysis.model.training import TrainingSet, fit_model
+    from bottleneck_operator.analysis.model.training import TrainingSet
 
     parts = [sets[n] for n in names]
     offsets = np.cumsum([0] + [int(p.groups.max()) + 1 for p in parts[:-1]])
-    data = TrainingSet(
+    return TrainingSet(
         x=np.concatenate([p.x for p in parts]),
         y=np.concatenate([p.y for p in parts]),
         groups=np.concatenate([p.groups + o for p, o in zip(parts, offsets, strict=True)]),
         worlds=np.concatenate([np.full(len(p.y), i, dtype=np.intp) for i, p in enumerate(parts)]),
     )
-    return fit_model(data, seed=seed, version=f"lofo-s{seed}", max_iter=size.max_iter)
+
+
+def fit_worlds(sets: dict[str, Any], names: Sequence[str], *, seed: int, size: Size) -> Any:
+    """A model of the named families' training sets, each its own world (the temperature across them)."""
+    from bottleneck_operator.analysis.model.training import fit_model
+
+    return fit_model(join_sets(sets, names), seed=seed, version=f"lofo-s{seed}", max_iter=size.max_iter)
 
 
 def score(model: Any, windows: Sequence[Any], labels: Sequence[str]) -> Score:
