@@ -276,28 +276,3 @@ def test_host_memory_pressure_swaps_in_and_sometimes_kills() -> None:
         assert np.nanmax(job.to_window(step=30.0).pods[0].signals["sc_oom_kills"]) > 0 or job.params.n_pods > 1
     calm = [j for j in jobs if j.params.env.sidecar and not j.params.env.oom_kills]
     assert all(np.nanmax(np.concatenate([p.signals["sc_oom_kills"] for p in j.to_window().pods])) == 0 for j in calm)
-
-
-def test_a_slowed_rank_holds_its_peers_in_the_all_reduce() -> None:
-    """A GPU-bound multi-pod Job may carry one slowed rank (HW slowdown): its clock is below its peers'
-    with the reason set, and it sets the step its peers wait for in NCCL. The Job is still GPU-bound: a
-    GPU's own work sets the step."""
-    from bottleneck_operator_dev.simulation.physics import _straggler
-
-    pool = generate_jobs(47, 160, start=START, duration=900.0, classes=[Bottleneck.GPU], dcgm_fieldset="full")
-    slowed = [(j, s) for j in pool if (s := _straggler(j.params)) is not None]
-    healthy = [j for j in pool if j.params.n_pods > 1 and _straggler(j.params) is None]
-    assert slowed and healthy
-    for job, (pod, ratio) in slowed:
-        assert job.label is Bottleneck.GPU and 0.5 <= ratio <= 0.9
-        gpu = job.state.gpu  # (pods, GPUs, samples), as the exporters read them
-        clock = np.median(gpu["sm_clock"], axis=(1, 2))
-        peers = np.arange(len(clock)) != pod
-        assert clock[pod] < 0.95 * clock[peers].min()
-        assert np.any(gpu["clock_reasons"][pod].astype(int) & cat.CLOCK_REASON_HW_SLOWDOWN)
-        # the slowed rank sets the step: its own stage time is the longest in most samples
-        assert np.mean(np.argmax(job.state.pod["slowest_s"], axis=0) == pod) > 0.5, ratio
-    # a healthy Job's ranks run at one clock
-    for job in healthy[:5]:
-        clock = np.median(job.state.gpu["sm_clock"], axis=(1, 2))
-        assert clock.min() > 0.9 * clock.max()

@@ -24,11 +24,6 @@ BOUND_CLASSES = (Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT, Bottlen
 # the link share at which a copy engine streams without a pause: pinned copies moved 58 GB/s, 0.9 of
 # PCIe Gen5 x16, on an H200 (tests/data/gpu-h2d-pinned)
 COPY_ENGINE_RATE = 0.9
-# Share of the GPU-bound multi-pod Jobs with one slowed rank (a board in HW slowdown or a hot node): the
-# peers wait for it in NCCL, GPU_UTIL high with their SMs idle, and the Job is still bound by a GPU's
-# own work. A range to cover, as the straggler family B draws (docs/scenarios.md), not a level of any
-# world; the slowed clock's share of its peers' is drawn over 0.5-0.9.
-STRAGGLER_SHARE = 0.5
 
 
 def _slow(rng: np.random.Generator, shape: tuple[int, ...], t: F, amp: float) -> F:
@@ -111,9 +106,6 @@ def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) 
     # The steps below draw from ``rng`` in this order; reordering them changes every job.
     active, evaluation, ckpt = _phase_masks(sc, rel)
     x = _stage_times(sc, rng, t, evaluation)
-    slowed = _straggler(sc)
-    if slowed is not None:
-        x["flops"][slowed[0]] /= slowed[1]
     step, wait = _step_time(sc, st, x)
     sps = active * sc.batch / step  # samples/s per GPU while training
     a = active
@@ -122,15 +114,6 @@ def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) 
     fp32 = _gpu_pipes(sc, st, side, sm)
     _gpu_transfers(sc, st, rng, a * (1 - evaluation), step, sps)
     _gpu_memory_power(sc, st, (rng, side), rel, sm, tensor, dram, fp32)
-    if slowed is not None:
-        pod, ratio = slowed
-        st.gpu["sm_clock"][pod] = rounded(st.gpu["sm_clock"][pod] * ratio / 15) * 15
-        busy = st.gpu["gpu_util"][pod] >= 1.0
-        st.gpu["clock_reasons"][pod] = np.where(
-            busy,
-            np.bitwise_or(st.gpu["clock_reasons"][pod].astype(int), cat.CLOCK_REASON_HW_SLOWDOWN),
-            st.gpu["clock_reasons"][pod],
-        )
     host_state(sc, st, rng, x=x, step=step, sps=sps, a=a, evaluation=evaluation, ckpt=ckpt, rel=rel, dt=dt, N=N)
     host_extras(sc, st, side, x=x, step=step, sps=sps, a=a, evaluation=evaluation, rel=rel, dt=dt, N=N)
     _hold_dcgm(st, env.dcgm_collect_s, si, float(rng.uniform(0.0, env.dcgm_collect_s)))
@@ -142,19 +125,6 @@ def simulate(sc: Scenario, start: float, end: float, pod_node: tuple[int, ...]) 
                 counter[0, ..., r:] -= counter[0, ..., r - 1 : r]
         st.up["node"][0, r - 1] = False
     return st
-
-
-def _straggler(sc: Scenario) -> tuple[int, float] | None:
-    """The slowed rank of a GPU-bound multi-pod Job and its clock's share of its peers', or None.
-
-    Drawn from a generator of its own, so that every other Job of a seed stays as it was.
-    """
-    if sc.target != Bottleneck.GPU.value or sc.n_pods < 2 or sc.kernel_duty < 1:
-        return None
-    rng = np.random.default_rng([sc.seed, 0x5106])
-    if rng.random() >= STRAGGLER_SHARE:
-        return None
-    return int(rng.integers(sc.n_pods)), float(rng.uniform(0.5, 0.9))
 
 
 def _per_gpu(rng: np.random.Generator, v: F, gpus: int, sigma: float, lo: float = 0.0, hi: float = np.inf) -> F:
