@@ -18,9 +18,10 @@ Sizes (environment): ``BENCH_LOFO_TRAIN`` Jobs per training family (default 600;
 twice as many, as ``train`` does), ``BENCH_LOFO_EVAL`` evaluated (400), ``BENCH_LOFO_ITER`` boosting
 iterations (60), ``BENCH_LOFO_COPIES`` degraded copies per Job (1), ``BENCH_LOFO_SEEDS`` (11,21,31),
 ``BENCH_LOFO_REAL=0`` skips the recordings, ``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one
-family trained, the other scored). At the defaults a run took 1,299 s on two cores shared with three
-other sessions' jobs (load average 4-8; about half that on the two cores alone); 200 training Jobs per
-family, 200 evaluated and one seed (``BENCH_LOFO_SEEDS=11``) take about two minutes.
+family trained, the other scored). At the defaults a run took 206 s on the two development cores when
+they were quiet and 1,299 s when three other sessions' jobs shared them (load average 4-8); 200
+training Jobs per family, 200 evaluated and one seed (``BENCH_LOFO_SEEDS=11``) take well under a
+minute on quiet cores.
 """
 
 from __future__ import annotations
