@@ -59,6 +59,22 @@ def family_b(seed: int, n: int) -> tuple[list[Any], list[str]]:
     return [j.window for j in jobs], [j.label.value for j in jobs]
 
 
+def family_c(seed: int, n: int) -> tuple[list[Any], list[str]]:
+    """Windows and labels of the third family (``blindfamily``, read twice blind, a training world since)."""
+    from bottleneck_operator_dev.blindfamily import generate_blind_family
+
+    jobs = generate_blind_family(seed, n, start=START)
+    return [j.window for j in jobs], [j.label.value for j in jobs]
+
+
+def family_d(seed: int, n: int) -> tuple[list[Any], list[str]]:
+    """Windows and labels of the fourth family (``familyd``, read once blind, a training world since)."""
+    from bottleneck_operator_dev.familyd import generate_family_d
+
+    jobs = generate_family_d(seed, n, start=START)
+    return [j.window for j in jobs], [j.label.value for j in jobs]
+
+
 def _fit(windows: Sequence[Any], labels: Sequence[str], *, seed: int, max_iter: int) -> Any:
     from bottleneck_operator.analysis.model.training import build_training_set, fit_model
     from bottleneck_operator.contract.verdict import Bottleneck

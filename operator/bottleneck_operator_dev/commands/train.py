@@ -1,11 +1,12 @@
 """`bottleneck-operator train`: retrain the shipped model from a seed, with its model card.
 
-The training data are three worlds: jobs of the simulator (``simulation.generate_jobs``, never the
+The training data are four worlds: jobs of the simulator (``simulation.generate_jobs``, never the
 holdout combinations), of the independently written second family (``scenarios.generate_family``,
-``--scenario-jobs``, 2,000 by default) and of the third family (``blindfamily``, ``--third-family-jobs``,
+``--scenario-jobs``, 2,000 by default), of the third family (``blindfamily``, ``--third-family-jobs``,
 2,000 by default: written blind for evaluation, it was read twice and is a training world since the
-second blind family showed what a third world is worth, docs/analysis.md), turned into windows
-directly, plus degraded copies that drop exporter families and draw what differs between clusters
+second blind family showed what a third world is worth, docs/analysis.md) and of the fourth
+(``familyd``, ``--fourth-family-jobs``, 2,000 by default: written blind too, read once, and spent as a
+blind family by the decision that reading informed), turned into windows directly, plus degraded copies that drop exporter families and draw what differs between clusters
 (``model/training.py``). The temperature is fitted across the worlds: each world scored by a
 classifier fitted on the others alone, so that the confidence says how sure the model may be on a
 cluster nobody simulated. Fresh draws of every world give the card's figures.
@@ -24,6 +25,7 @@ DEFAULT_SEED = 7
 DEFAULT_JOBS = 4000
 DEFAULT_SCENARIO_JOBS = 2000  # jobs of the second scenario family beside the simulator's: trained across worlds
 DEFAULT_THIRD_JOBS = 2000  # jobs of the third family (blindfamily), a third world
+DEFAULT_FOURTH_JOBS = 2000  # jobs of the fourth family (familyd), a fourth world
 DEFAULT_COPIES = 3
 # Prediction cost grows with the number of trees (iterations x classes): 100 iterations at a learning
 # rate of 0.15 keep features + prediction above 5,000 job windows/s on one core.
@@ -50,6 +52,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int,
         default=DEFAULT_THIRD_JOBS,
         help=f"jobs of the third family (blindfamily) beside them (default {DEFAULT_THIRD_JOBS}; 0: none)",
+    )
+    parser.add_argument(
+        "--fourth-family-jobs",
+        type=int,
+        default=DEFAULT_FOURTH_JOBS,
+        help=f"jobs of the fourth family (familyd) beside them (default {DEFAULT_FOURTH_JOBS}; 0: none)",
     )
     parser.add_argument(
         "--copies", type=int, default=DEFAULT_COPIES, help="degraded copies per job with families dropped"
@@ -98,23 +106,33 @@ def third_family_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
     return [j.label for j in jobs], [j.window for j in jobs]
 
 
+def fourth_family_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
+    """Jobs of the fourth family (``familyd``) and their windows (step 30 s): (labels, windows)."""
+    from bottleneck_operator_dev.familyd import generate_family_d
+
+    jobs = generate_family_d(seed, n, start=TRAIN_START)
+    return [j.label for j in jobs], [j.window for j in jobs]
+
+
 def train(
     seed: int,
     n_jobs: int,
     *,
     scenario_jobs: int = DEFAULT_SCENARIO_JOBS,
     third_jobs: int = DEFAULT_THIRD_JOBS,
+    fourth_jobs: int = DEFAULT_FOURTH_JOBS,
     copies: int = DEFAULT_COPIES,
     max_iter: int = DEFAULT_ITER,
     log: Any = None,
 ) -> Any:
-    """Train a model from the jobs of both scenario families.
+    """Train a model from the jobs of every world.
 
     Args:
         seed: the seed of the simulator, the augmentation and the estimator.
         n_jobs: simulated jobs to draw.
         scenario_jobs: jobs of the second scenario family to draw beside them.
         third_jobs: jobs of the third family to draw beside them.
+        fourth_jobs: jobs of the fourth family to draw beside them.
         copies: degraded copies per job.
         max_iter: boosting iterations.
         log: a callable taking a progress line, or None.
@@ -132,44 +150,43 @@ def train(
     labels = [j.label for j in jobs]
     scenario_labels, scenario_wins = scenario_windows(seed, scenario_jobs)
     third_labels, third_wins = third_family_windows(seed, third_jobs) if third_jobs else ([], [])
+    fourth_labels, fourth_wins = fourth_family_windows(seed, fourth_jobs) if fourth_jobs else ([], [])
     say(
-        f"simulated {len(jobs)} unambiguous jobs, {len(scenario_wins)} of the second family and "
-        f"{len(third_wins)} of the third in {time.perf_counter() - t0:.1f} s"
+        f"simulated {len(jobs)} unambiguous jobs, {len(scenario_wins)} of the second family, "
+        f"{len(third_wins)} of the third and {len(fourth_wins)} of the fourth in {time.perf_counter() - t0:.1f} s"
     )
-    worlds = [0] * len(windows) + [1] * len(scenario_wins) + [2] * len(third_wins)
+    worlds = [0] * len(windows) + [1] * len(scenario_wins) + [2] * len(third_wins) + [3] * len(fourth_wins)
+    labels += scenario_labels + third_labels + fourth_labels
     data = build_training_set(
-        windows + scenario_wins + third_wins,
-        labels + scenario_labels + third_labels,
-        copies=copies,
-        seed=seed,
-        worlds=worlds,
+        windows + scenario_wins + third_wins + fourth_wins, labels, copies=copies, seed=seed, worlds=worlds
     )
     say(f"{len(data.y)} training rows x {data.x.shape[1]} features in {time.perf_counter() - t0:.1f} s")
     version = f"{__version__}-s{seed}-{feature_schema_hash()[:8]}"
-    counts = dict(Counter(y.value for y in labels + scenario_labels + third_labels))
+    counts = dict(Counter(y.value for y in labels))
     facts: dict[str, Any] = {"simulated_jobs": len(jobs), "scenario_jobs": len(scenario_wins)}
-    facts |= {"third_family_jobs": len(third_wins), "jobs_per_class": counts}
+    facts |= {"third_family_jobs": len(third_wins), "fourth_family_jobs": len(fourth_wins), "jobs_per_class": counts}
     model = fit_model(
         data, seed=seed, version=version, max_iter=max_iter, metadata={**facts, "degraded_copies": copies}
     )
     say(f"fitted in {time.perf_counter() - t0:.1f} s, temperature {model.temperature:.3f}")
-    _holdouts(model, seed, n_jobs, scenario_jobs, third_jobs, say)
+    _holdouts(model, seed, n_jobs, (scenario_jobs, third_jobs, fourth_jobs), say)
     return model
 
 
-def _holdouts(model: Any, seed: int, n_jobs: int, scenario_jobs: int, third_jobs: int, say: Any) -> None:
+def _holdouts(model: Any, seed: int, n_jobs: int, extra: tuple[int, int, int], say: Any) -> None:
     """The card's figures: fresh draws of every world trained on (no seed is a training one's)."""
     hold_jobs, hold_windows = simulated_windows(seed + 1_000_003, max(200, n_jobs // 5), holdout=True)
     note = "windows built directly by the simulator (holdout combinations); `evaluate` goes through Prometheus"
     _holdout(model, "holdout_arrays", note, [j.label for j in hold_jobs], hold_windows, say)
-    if scenario_jobs:
-        hold_labels, hold_scenarios = scenario_windows(seed + 2_000_003, max(100, scenario_jobs // 5))
-        _holdout(
-            model, "holdout_scenarios", "a fresh draw of the second scenario family", hold_labels, hold_scenarios, say
-        )
-    if third_jobs:
-        hold_labels, hold_third = third_family_windows(seed + 3_000_003, max(100, third_jobs // 5))
-        _holdout(model, "holdout_third", "a fresh draw of the third family", hold_labels, hold_third, say)
+    families = (
+        (scenario_windows, "holdout_scenarios", "a fresh draw of the second scenario family"),
+        (third_family_windows, "holdout_third", "a fresh draw of the third family"),
+        (fourth_family_windows, "holdout_fourth", "a fresh draw of the fourth family"),
+    )
+    for k, (jobs, (make, key, note)) in enumerate(zip(extra, families, strict=True)):
+        if jobs:
+            hold_labels, hold_windows = make(seed + (k + 2) * 1_000_000 + 3, max(100, jobs // 5))
+            _holdout(model, key, note, hold_labels, hold_windows, say)
 
 
 def _holdout(model: Any, key: str, note: str, labels: list[Any], windows: list[Any], say: Any) -> None:
@@ -232,7 +249,7 @@ abstention {hold.get("abstention")}, ECE {hold.get("ece")}.
 | class | precision | recall | F1 | support |
 | --- | --- | --- | --- | --- |
 {rows}
-{_second_family(m.get("holdout_scenarios"))}{_second_family(m.get("holdout_third"), "third family")}
+{_second_family(m.get("holdout_scenarios"))}{_second_family(m.get("holdout_third"), "third family")}{_second_family(m.get("holdout_fourth"), "fourth family")}
 The end-to-end figures through a real Prometheus come from `bottleneck-operator evaluate` (see docs/analysis.md).
 """
     path.write_text(text)
@@ -240,13 +257,18 @@ The end-to-end figures through a real Prometheus come from `bottleneck-operator 
 
 def _and_scenarios(m: dict[str, Any]) -> str:
     second = f", {m['scenario_jobs']} of the second scenario family" if m.get("scenario_jobs") else ""
-    third = f" and {m['third_family_jobs']} of the third" if m.get("third_family_jobs") else ""
-    return second + third
+    third = f", {m['third_family_jobs']} of the third" if m.get("third_family_jobs") else ""
+    fourth = f" and {m['fourth_family_jobs']} of the fourth" if m.get("fourth_family_jobs") else ""
+    return second + third + fourth
 
 
 def _scenario_flag(m: dict[str, Any]) -> str:
     second = f" --scenario-jobs {m['scenario_jobs']}" if m.get("scenario_jobs") else ""
-    return second + f" --third-family-jobs {m.get('third_family_jobs', 0)}"
+    return (
+        second
+        + f" --third-family-jobs {m.get('third_family_jobs', 0)}"
+        + f" --fourth-family-jobs {m.get('fourth_family_jobs', 0)}"
+    )
 
 
 def _scenario_text(m: dict[str, Any]) -> str:
@@ -260,6 +282,11 @@ def _scenario_text(m: dict[str, Any]) -> str:
         text += (
             " And jobs of the third family, a pipeline model written from first principles for evaluation"
             " alone and read twice before it became a training world (docs/analysis.md)."
+        )
+    if m.get("fourth_family_jobs"):
+        text += (
+            " And jobs of the fourth family, written blind in the same way and read once before it became a"
+            " training world."
         )
     return text
 
@@ -279,8 +306,9 @@ def main(args: argparse.Namespace) -> int:
 
     if args.jobs < 50:
         raise UsageError("--jobs must be at least 50")
-    if args.scenario_jobs < 0 or args.third_family_jobs < 0:
-        raise UsageError("--scenario-jobs and --third-family-jobs must be 0 or more")
+    for flag in ("scenario_jobs", "third_family_jobs", "fourth_family_jobs"):
+        if getattr(args, flag) < 0:
+            raise UsageError(f"--{flag.replace('_', '-')} must be 0 or more")
     out = args.output or MODEL_DIR
 
     def say(msg: str) -> None:
@@ -291,6 +319,7 @@ def main(args: argparse.Namespace) -> int:
         args.jobs,
         scenario_jobs=args.scenario_jobs,
         third_jobs=args.third_family_jobs,
+        fourth_jobs=args.fourth_family_jobs,
         copies=args.copies,
         max_iter=args.max_iter,
         log=say,
