@@ -23,29 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.bench_crossfamily import START, family_a, family_b
+from bench.bench_crossfamily import START
+from bench.bench_lofo import FAMILIES, RECIPE_SHARE, Size, fit_worlds
 
 TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
-
-
-def family_c(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the blind family."""
-    from bottleneck_operator_dev.blindfamily import generate_blind_family
-
-    jobs = generate_blind_family(seed, n, start=START)
-    return [j.window for j in jobs], [j.label.value for j in jobs]
-
-
-def family_d(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the second blind family, written after C had been read twice."""
-    from bottleneck_operator_dev.familyd import generate_family_d
-
-    jobs = generate_family_d(seed, n, start=START)
-    return [j.window for j in jobs], [j.label.value for j in jobs]
 
 
 def family_e(seed: int, n: int) -> tuple[list[Any], list[str]]:
@@ -87,30 +72,24 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
     )
 
 
-def _fit(windows: Sequence[Any], labels: Sequence[str], worlds: Sequence[int], seed: int) -> Any:
-    from bottleneck_operator.analysis.model.training import build_training_set, fit_model
-    from bottleneck_operator.contract.verdict import Bottleneck
-
-    data = build_training_set(windows, [Bottleneck(v) for v in labels], copies=1, seed=seed, worlds=worlds)
-    return fit_model(data, seed=seed, version=f"blind-s{seed}", max_iter=MAX_ITER)
-
-
 def run_seed(seed: int) -> dict[str, Scored]:
     """One seed: A+B+C+D -> E (the blind figure), and A+B+C -> E beside it."""
     from bottleneck_operator.analysis.classify import analyze_windows
+    from bottleneck_operator.analysis.model.training import build_training_set
+    from bottleneck_operator.contract.verdict import Bottleneck
 
-    makers = {"A": family_a, "B": family_b, "C": family_c, "D": family_d}
-    train = {k: f(seed, TRAIN_JOBS) for k, f in makers.items()}
-    test = {"E": family_e(seed + 1, EVAL_JOBS)}
+    size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
+    sets: dict[str, Any] = {}
+    for name, make in FAMILIES.items():
+        windows, labels = make(seed, TRAIN_JOBS * RECIPE_SHARE.get(name, 1))
+        sets[name] = build_training_set(windows, [Bottleneck(v) for v in labels], copies=size.copies, seed=seed)
+    held = family_e(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     # E is never trained on: scored by the shipped recipe (four worlds) and by the one before D joined.
-    for rest, held in ((["A", "B", "C", "D"], "E"), (["A", "B", "C"], "E")):
-        windows = [w for k in rest for w in train[k][0]]
-        labels = [y for k in rest for y in train[k][1]]
-        worlds = [i for i, k in enumerate(rest) for _ in train[k][0]]
-        model = _fit(windows, labels, worlds, seed)
-        verdicts = analyze_windows(test[held][0], model, with_details=False)
-        out[f"{'+'.join(rest)} -> {held}"] = score(verdicts, test[held][1])
+    for rest in (["A", "B", "C", "D"], ["A", "B", "C"]):
+        model = fit_worlds(sets, rest, seed=seed, size=size)
+        verdicts = analyze_windows(held[0], model, with_details=False)
+        out[f"{'+'.join(rest)} -> E"] = score(verdicts, held[1])
     return out
 
 
@@ -126,7 +105,9 @@ def main() -> None:
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     t = time.perf_counter()
-    print(f"blind family E; {TRAIN_JOBS} training jobs per family, {EVAL_JOBS} evaluated, seeds {SEEDS}")
+    print(
+        f"blind family E; {TRAIN_JOBS} training jobs per family (the simulator {TRAIN_JOBS * RECIPE_SHARE['A']}), {EVAL_JOBS} evaluated, seeds {SEEDS}"
+    )
     runs: list[dict[str, Scored]] = []
     for seed in SEEDS:
         with threadpool_limits(limits=2):
