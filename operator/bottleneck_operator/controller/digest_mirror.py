@@ -7,9 +7,10 @@ final and its places are known, its digest is written in the report's ``bottlene
 annotation, and the retention sweep, which lists every report anyway, puts the digests of the week's
 finished Jobs back into a new operator's book (a restart, an upgrade, a new leader).
 
-Kept: the verdict, GPUs, seconds, GPU activity, throttling, the stratum, places, first action and
-headroom. Left out: the per-pod peer summaries, which only name stragglers, and those are in the
-report itself; a restarted operator's summary lists the stragglers of the Jobs it analysed since.
+Kept: the verdict, GPUs, seconds, GPU activity, throttling, the stratum, places, first action,
+headroom, and the per-GPU (or per-pod) peer summaries that stragglers and suspect GPUs are judged on,
+as rows of four significant digits. A Job with more than :data:`MAX_PEERS` peers keeps none (its
+stragglers are still named in its report; a restarted operator's summary lists them no more).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bottleneck_operator.analysis.cluster import JobDigest
+from bottleneck_operator.analysis.cluster import JobDigest, PeerSample
 from bottleneck_operator.contract.names import DIGEST_ANNOTATION
 from bottleneck_operator.controller.lifecycle import annotations_of
 from bottleneck_operator.controller.state import OperatorState, logger
@@ -29,13 +30,35 @@ from bottleneck_operator.kube.errors import KubeError, NotFound
 MAX_PENDING = 10_000
 _NUMBERS = ("gpus", "seconds", "gpu_active", "throttled", "headroom", "end")
 _TEXTS = ("namespace", "name", "kind", "bottleneck", "workload", "action")
+# Peers kept on the annotation: a 32-node Job of 8 GPUs each, about 20 KB, well inside the 256 KiB
+# the API server allows for all of an object's annotations together.
+MAX_PEERS = 256
+_PEER_TEXTS = ("pod", "node", "gpu")
+_PEER_NUMBERS = ("activity", "clock_mhz", "slowdown", "net_bps", "read_bps", "io_wait")
 
 
 def encode(d: JobDigest) -> str:
     """The annotation's value: compact JSON of the digest without its peers."""
     body: dict[str, Any] = {k: getattr(d, k) for k in (*_TEXTS, *_NUMBERS) if getattr(d, k) is not None}
     body["locations"] = {dim: list(places) for dim, places in sorted(d.locations.items())}
+    if 0 < len(d.peers) <= MAX_PEERS:
+        body["peers"] = [_peer_row(p) for p in d.peers]
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def _peer_row(p: PeerSample) -> list[str | float | None]:
+    """One peer as a row: its texts, then its figures to four significant digits (None where unread)."""
+    numbers = [getattr(p, k) for k in _PEER_NUMBERS]
+    return [*(getattr(p, k) for k in _PEER_TEXTS), *(None if v is None else float(f"{v:.4g}") for v in numbers)]
+
+
+def _peer(row: object) -> PeerSample:
+    """The peer a row holds (TypeError/ValueError for anything else)."""
+    if not isinstance(row, list) or len(row) != len(_PEER_TEXTS) + len(_PEER_NUMBERS) or not isinstance(row[0], str):
+        raise TypeError("not a peer row")
+    node, gpu = (None if v is None else str(v) for v in row[1:3])
+    a, c, s, n, r, w = (None if v is None else float(v) for v in row[3:])
+    return PeerSample(row[0], node, gpu, activity=a, clock_mhz=c, slowdown=s, net_bps=n, read_bps=r, io_wait=w)
 
 
 def decode(text: object) -> JobDigest | None:
@@ -61,6 +84,7 @@ def decode(text: object) -> JobDigest | None:
             headroom=numbers.get("headroom"),
             end=numbers.get("end", 0.0),
             locations=locations,
+            peers=tuple(_peer(row) for row in body.get("peers") or ()),
         )
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
