@@ -89,7 +89,8 @@ def gpu_truth(d: Design, rng: np.random.Generator, activity: FloatArray, noise: 
     jitter = rng.normal(1.0, 0.03, shape)
     kernel = np.clip(sh["kernel"] * a * jitter, 0.0, 1.0)
     sm = sh["compute"] * rng.uniform(0.8, 0.97) + sh["hbm"] * rng.uniform(0.65, 0.9)
-    sm += (sh["comm"] - sh["comm_exposed"]) * 0.0 + sh["comm_exposed"] * rng.uniform(0.08, 0.25)
+    # NCCL kernels hold a few SMs (their channels); comm hidden under compute adds no SM time
+    sm += sh["comm_exposed"] * rng.uniform(0.08, 0.25)
     lo, hi = _TENSOR[d.workload]
     tensor = np.clip(sh["compute"] * rng.uniform(lo, hi) * a * jitter, 0.0, 1.0)
     dram = sh["compute"] * rng.uniform(0.12, 0.4) + sh["hbm"] * rng.uniform(0.72, 0.86) + sh["comm"] * 0.1

@@ -28,7 +28,7 @@ def _cpu_modes(
     if d.mechanism is Mechanism.SATURATED:
         busy = np.maximum(busy, cpus * rng.uniform(0.9, 0.99) * rng.normal(1.0, 0.01, busy.shape))
     busy = np.minimum(busy, cpus * 0.995)
-    system = np.minimum(busy, busy * rng.uniform(0.03, 0.08) + pod["cpu_cores"] * 0.0 + pod["sc_swapin_ps"] * 2e-5)
+    system = np.minimum(busy, busy * rng.uniform(0.03, 0.08) + pod["sc_swapin_ps"] * 2e-5)
     iowait = np.minimum(cpus - busy, pod["sc_procs_iowait"] * rng.uniform(0.4, 1.0))
     return {
         "cpu_user": busy - system,
