@@ -93,8 +93,10 @@ def test_gpus_of_input_bound_jobs_wait(jobs: list[FamilyFJob]) -> None:
 
 def test_host_memory_pressure_shows_in_pressure_and_faults(jobs: list[FamilyFJob]) -> None:
     for j in jobs:
-        peak = max((np.nanmax(p.signals["sc_psi_mem_some"]) for p in j.window.pods if "sc_psi_mem_some" in p.signals),
-                   default=None)
+        peak = max(
+            (np.nanmax(p.signals["sc_psi_mem_some"]) for p in j.window.pods if "sc_psi_mem_some" in p.signals),
+            default=None,
+        )
         if peak is None:
             continue
         if j.mechanism == Mechanism.HOST_MEMORY_PRESSURE.value:
@@ -114,9 +116,7 @@ def test_hbm_bound_jobs_keep_dram_busy_and_tensor_pipes_quiet(jobs: list[FamilyF
 
 
 def test_throttled_cpu_jobs_are_throttled(jobs: list[FamilyFJob]) -> None:
-    throttled = [
-        _pod_mean(j, "cpu_throttled_frac") for j in jobs if j.mechanism == Mechanism.THROTTLED.value
-    ]
+    throttled = [_pod_mean(j, "cpu_throttled_frac") for j in jobs if j.mechanism == Mechanism.THROTTLED.value]
     others = [_pod_mean(j, "cpu_throttled_frac") for j in jobs if j.label is Bottleneck.GPU]
     assert np.nanmin(throttled) > np.nanmax(others)
 

@@ -74,6 +74,7 @@ class Design:
         neighbours: other pods on each pod's node.
         comm_link: "nvlink", "pcie" or "network": the link the collectives wait on.
         hard: the runner-up was placed close on purpose.
+        accumulation: micro-batches per gradient exchange (communication is per exchange).
     """
 
     target: Bottleneck
@@ -98,6 +99,7 @@ class Design:
     neighbours: tuple[int, ...]
     comm_link: str
     hard: bool
+    accumulation: int
 
 
 class _Platform(NamedTuple):
@@ -153,11 +155,14 @@ def _platform(rng: np.random.Generator, mech: str) -> _Platform:
 def _background(rng: np.random.Generator, multi_gpu: bool) -> dict[str, float]:
     """Stage sizes of a job where nothing in particular binds, relative to its compute."""
     compute = float(np.exp(rng.uniform(np.log(0.12), np.log(1.5))))
+    # gradient accumulation runs k micro-batches per exchange: the same gradients, k times the compute
+    accumulation = int(rng.choice([1, 1, 2, 4, 8])) if multi_gpu else 1
     return {
+        "accumulation": accumulation,
         "compute": compute,
         "hbm": compute * rng.uniform(0.03, 0.35),
         "h2d": compute * rng.uniform(0.004, 0.05),
-        "comm": compute * rng.uniform(0.05, 0.55) if multi_gpu else 0.0,
+        "comm": compute * rng.uniform(0.08, 1.2) / accumulation if multi_gpu else 0.0,
         "overlap": float(rng.uniform(0.35, 0.85)),
         "swap": 0.0,
         "fixed": compute * rng.uniform(0.01, 0.05),
@@ -260,13 +265,14 @@ def _host(rng: np.random.Generator, target: Bottleneck, sub: str, node: NodeShap
     return _Host(loader_cores, workers, cpu_limit, mem_limit, swap)
 
 
-def _stages(rng: np.random.Generator, target: Bottleneck, sub: str, multi_gpu: bool) -> tuple[Stages, bool]:
+def _stages(rng: np.random.Generator, target: Bottleneck, sub: str, multi_gpu: bool) -> tuple[Stages, bool, int]:
     g, hard = _severity(rng)
     s = _background(rng, multi_gpu or sub in ("network", "nvlink", "pcie-p2p"))
+    accumulation = int(s.pop("accumulation"))
     if target is Bottleneck.GPU:
         s["comm"] = min(s["comm"], s["overlap"] * s["compute"] * rng.uniform(0.6, 1.1))
     _bind(rng, s, target, sub, g, hard)
-    return Stages(**{k: float(v) for k, v in s.items()}), hard
+    return Stages(**{k: float(v) for k, v in s.items()}), hard, accumulation
 
 
 def _link_mechanism(stages: Stages, comm_link: str) -> Mechanism:
@@ -285,7 +291,7 @@ def draw_design(rng: np.random.Generator, target: Bottleneck, tries: int = 40) -
         sub = _sub_mechanism(rng, target)
         plat = _platform(rng, sub)
         board, node, pods, gpus = plat.board, plat.node, plat.pods, plat.gpus
-        stages, hard = _stages(rng, target, sub, pods * gpus > 1)
+        stages, hard, accumulation = _stages(rng, target, sub, pods * gpus > 1)
         label, gain, runner = label_of(stages)
         if label is not target or gain < 1.03:
             continue
@@ -321,5 +327,6 @@ def draw_design(rng: np.random.Generator, target: Bottleneck, tries: int = 40) -
             neighbours=plat.neighbours,
             comm_link=link,
             hard=hard,
+            accumulation=accumulation,
         )
     raise RuntimeError(f"no design for {target} in {tries} draws")

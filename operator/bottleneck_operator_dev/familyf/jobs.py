@@ -80,6 +80,8 @@ def _tags(d: Design, watch: Watch, extra: list[str]) -> tuple[str, ...]:
         f"link-{d.comm_link}",
         *extra,
     ]
+    if d.accumulation > 1:
+        tags.append(f"grad-accum-{d.accumulation}")
     if d.hard:
         tags.append("borderline")
     if d.power_cap < 1.0:
