@@ -6,12 +6,15 @@ from the project's analysis.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
-from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
+from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck, Mechanism
 from bottleneck_operator_dev.familyf import FamilyFJob, generate_family_f
 from bottleneck_operator_dev.familyf.boards import FABRICS
+from bottleneck_operator_dev.familyf.design import draw_design
 from bottleneck_operator_dev.familyf.scrape import Grid, Scrapes, scrape_times
 from bottleneck_operator_dev.familyf.stages import Stages, gains, label_of
 
@@ -132,3 +135,29 @@ def test_network_bound_jobs_fill_their_fabric(jobs: list[FamilyFJob]) -> None:
     network = [fill(j) for j in jobs if j.mechanism == Mechanism.NETWORK.value]
     multi_node_gpu = [fill(j) for j in jobs if j.label is Bottleneck.GPU and len(j.window.pods) > 1]
     assert np.nanmedian(network) > 2 * np.nanmedian(multi_node_gpu)
+
+
+@pytest.mark.parametrize("target", list(CLASSES))
+def test_every_draw_is_labelled_by_the_step_model(target: Bottleneck) -> None:
+    for i in range(40):
+        design = draw_design(np.random.default_rng((99, i)), target)
+        label, gain, runner = label_of(design.stages)
+        assert design.label is label is target and design.gain == gain > 1.0 and gain >= runner
+        assert design.mechanism in MECHANISMS[label]
+
+
+def test_borderline_jobs_have_a_close_runner_up() -> None:
+    designs = [draw_design(np.random.default_rng((5, i)), c) for i in range(60) for c in CLASSES]
+    hard = [d.gain / d.runner_up for d in designs if d.hard]
+    easy = [d.gain / d.runner_up for d in designs if not d.hard]
+    assert hard and np.median(hard) < np.median(easy)
+
+
+def test_the_clock_is_never_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_clock() -> float:
+        raise AssertionError("family F read the clock")
+
+    monkeypatch.setattr(time, "time", no_clock)
+    monkeypatch.setattr(time, "time_ns", no_clock)
+    (job,) = generate_family_f(1, 1, start=START)
+    assert job.window.start == START
