@@ -82,7 +82,10 @@ def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
         return np.asarray(np.where(den > 0, num / den, np.nan), dtype=np.float64)
 
 
-def _dcgm(s: Scrapes, gpu: dict[str, FloatArray]) -> Signals:
+def _dcgm(s: Scrapes, gpu: dict[str, FloatArray], watch: Watch) -> Signals:
+    if watch.stuck_engine:
+        gpu = {**gpu, "gr_engine_active": gpu["gr_engine_active"].copy()}
+        gpu["gr_engine_active"][0] = 0.0
     out = {name: s.gauge(gpu[name]).mean(axis=1) for name in _DCGM_MEAN}
     out["fb_used_frac"] = s.gauge(gpu["fb_used_frac"]).max(axis=1)
     out["clock_slowdown_frac"] = s.gauge(gpu["clock_slowdown"]).mean(axis=1)
@@ -188,7 +191,7 @@ def read_exporters(
     tags += _oom(rng, d, pod, grid)
     node = node_truth(d, pod, neighbour_load(d, rng, grid.size), active * noise, rng)
     readers: dict[str, Callable[[Scrapes], Signals]] = {
-        "dcgm": lambda s: _dcgm(s, gpu),
+        "dcgm": lambda s: _dcgm(s, gpu, watch),
         "cadvisor": lambda s: _cadvisor(s, rng, pod, watch),
         "ksm": lambda s: {"cpu_limit_cores": s.gauge(np.full_like(active, d.cpu_limit or np.nan))},
         "node": lambda s: _node(s, rng, node),

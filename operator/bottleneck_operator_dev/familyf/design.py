@@ -197,7 +197,9 @@ def _bind(rng: np.random.Generator, s: dict[str, float], target: Bottleneck, mec
         s["read"] = s["decode"] * close
     else:
         top = rng.uniform(0.88, 0.98) if hard and target is Bottleneck.GPU else rng.uniform(0.15, 0.85)
-        s["read"] = device * top * rng.uniform(0.2, 1.0)
+        # a dataset that fits in the page cache is read from memory after its first epoch
+        cached = rng.random() < 0.3
+        s["read"] = device * (rng.uniform(0.005, 0.05) if cached else top * rng.uniform(0.2, 1.0))
         s["decode"] = device * top * rng.uniform(0.2, 1.0)
         if hard and target is not Bottleneck.GPU and mech != "hbm" and rng.random() < 0.5:
             s[str(rng.choice(["read", "decode"]))] = device * float(rng.uniform(0.9, 0.99))

@@ -90,6 +90,8 @@ def _tags(d: Design, watch: Watch, extra: list[str]) -> tuple[str, ...]:
         tags.append("shared-node")
     if watch.down is not None:
         tags.append(f"{watch.down[0]}-restarted")
+    if watch.stuck_engine:
+        tags.append("gr-engine-stuck")
     if Family.SIDECAR not in watch.families:
         tags.append("no-sidecar")
     return tuple(tags)

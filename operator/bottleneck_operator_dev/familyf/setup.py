@@ -31,6 +31,8 @@ class Watch:
         down: (exporter, start, end) of a restart gap, or None.
         container_restart: (pod, time) the trainer container restarted (its cAdvisor counters
             restart from zero), or None.
+        stuck_engine: dcgm-exporter on the first pod's node reads ``GR_ENGINE_ACTIVE`` as 0 (a known
+            fault after weeks of uptime, dcgm-exporter issue 662).
     """
 
     families: frozenset[Family]
@@ -40,6 +42,7 @@ class Watch:
     miss: dict[str, float]
     down: tuple[str, float, float] | None
     container_restart: tuple[int, float] | None
+    stuck_engine: bool
 
 
 def _families(rng: np.random.Generator, d: Design, field_set: str) -> frozenset[Family]:
@@ -89,4 +92,5 @@ def draw_watch(rng: np.random.Generator, d: Design, start: float, end: float) ->
     restart = None
     if rng.random() < 0.06:
         restart = (int(rng.integers(d.pods)), float(rng.uniform(start, end)))
-    return Watch(_families(rng, d, field_set), field_set, interval, collect, miss, down, restart)
+    stuck = field_set != "dev" and rng.random() < 0.03
+    return Watch(_families(rng, d, field_set), field_set, interval, collect, miss, down, restart, stuck)
