@@ -12,6 +12,8 @@ or more, for three seeds, so that a difference inside their spread reads as none
 a model of A, B and C only (the recipe before D joined), which says what the fourth world was worth.
 
 Leave-one-family-out among the four training worlds is ``bench lofo``'s figure, not this one's.
+Family F (``familyf``, written after E was read) is kept unread for the next reading, after the class
+path is frozen again; it is deliberately not read here yet.
 """
 
 from __future__ import annotations
