@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.bench_crossfamily import START
-from bench.bench_lofo import FAMILIES, RECIPE_SHARE, Size, fit_worlds
+from bench.bench_lofo import RECIPE_SHARE, Size, fit_worlds, training_sets
 
 TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
@@ -56,19 +56,16 @@ class Scored:
 
 
 def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
-    """The named class against the truth; an Unknown is an abstention and never right."""
-    from bottleneck_operator.analysis.evaluation.metrics import expected_calibration_error, figures
+    """The named class against the truth; an Unknown is an abstention and never right (nor in the ECE)."""
+    from bottleneck_operator.analysis.evaluation.metrics import figures
 
-    named = [v.bottleneck.value for v in verdicts]
-    fig = figures(list(labels), named)
-    known = [(v, y) for v, y in zip(verdicts, labels, strict=True) if v.bottleneck.value != "Unknown"]
-    ece = expected_calibration_error([v.confidence for v, _ in known], [v.bottleneck.value == y for v, y in known])
-    wrong = [v for v, y in known if v.bottleneck.value != y]
+    fig = figures(list(labels), [v.bottleneck.value for v in verdicts], [v.confidence for v in verdicts])
+    wrong = [v for v, y in zip(verdicts, labels, strict=True) if v.bottleneck.value not in (y, "Unknown")]
     return Scored(
         fig.macro_f1,
         {c: f.recall for c, f in fig.per_class.items()},
-        named.count("Unknown") / max(len(named), 1),
-        ece,
+        fig.abstention,
+        fig.ece or 0.0,
         len(wrong),
         sum(v.confidence >= 0.9 for v in wrong),
     )
@@ -77,14 +74,9 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 def run_seed(seed: int) -> dict[str, Scored]:
     """One seed: A+B+C+D -> E (the blind figure), and A+B+C -> E beside it."""
     from bottleneck_operator.analysis.classify import analyze_windows
-    from bottleneck_operator.analysis.model.training import build_training_set
-    from bottleneck_operator.contract.verdict import Bottleneck
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
-    sets: dict[str, Any] = {}
-    for name, make in FAMILIES.items():
-        windows, labels = make(seed, TRAIN_JOBS * RECIPE_SHARE.get(name, 1))
-        sets[name] = build_training_set(windows, [Bottleneck(v) for v in labels], copies=size.copies, seed=seed)
+    sets = training_sets(seed, size)
     held = family_e(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     # E is never trained on: scored by the shipped recipe (four worlds) and by the one before D joined.

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from bottleneck_operator_dev.commands.train import TRAIN_START
+
 TRAIN_JOBS = int(os.environ.get("BENCH_CROSS_TRAIN", "1500"))
 EVAL_JOBS = int(os.environ.get("BENCH_CROSS_EVAL", "500"))
 MAX_ITER = int(os.environ.get("BENCH_CROSS_ITER", "60"))
-START = 1767225600.0  # fixed, so a seed reproduces the same windows
+START = TRAIN_START  # the training window of `train`, so a seed reproduces the same windows
 TARGET = 0.90  # issue target: leave-one-family-out >= 0.90 for the class a user reads
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_CROSS_SEEDS", "11,21,31").split(","))
 
@@ -51,28 +53,31 @@ def family_a(seed: int, n: int) -> tuple[list[Any], list[str]]:
     return [j.to_window(step=30.0) for j in jobs], [j.label.value for j in jobs]
 
 
-def family_b(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the second scenario family."""
-    from bottleneck_operator_dev.scenarios import generate_family
+def _named(drawn: tuple[list[Any], list[Any]]) -> tuple[list[Any], list[str]]:
+    """``train``'s (labels, windows) of a family as the benches take them: (windows, class names)."""
+    labels, windows = drawn
+    return windows, [y.value for y in labels]
 
-    jobs = generate_family(seed, n, start=START)
-    return [j.window for j in jobs], [j.label.value for j in jobs]
+
+def family_b(seed: int, n: int) -> tuple[list[Any], list[str]]:
+    """Windows and labels of the second scenario family, drawn as ``train`` draws them."""
+    from bottleneck_operator_dev.commands.train import scenario_windows
+
+    return _named(scenario_windows(seed, n))
 
 
 def family_c(seed: int, n: int) -> tuple[list[Any], list[str]]:
     """Windows and labels of the third family (``blindfamily``, read twice blind, a training world since)."""
-    from bottleneck_operator_dev.blindfamily import generate_blind_family
+    from bottleneck_operator_dev.commands.train import third_family_windows
 
-    jobs = generate_blind_family(seed, n, start=START)
-    return [j.window for j in jobs], [j.label.value for j in jobs]
+    return _named(third_family_windows(seed, n))
 
 
 def family_d(seed: int, n: int) -> tuple[list[Any], list[str]]:
     """Windows and labels of the fourth family (``familyd``, read once blind, a training world since)."""
-    from bottleneck_operator_dev.familyd import generate_family_d
+    from bottleneck_operator_dev.commands.train import fourth_family_windows
 
-    jobs = generate_family_d(seed, n, start=START)
-    return [j.window for j in jobs], [j.label.value for j in jobs]
+    return _named(fourth_family_windows(seed, n))
 
 
 def _fit(windows: Sequence[Any], labels: Sequence[str], *, seed: int, max_iter: int) -> Any:

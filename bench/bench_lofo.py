@@ -103,6 +103,18 @@ def join_sets(sets: dict[str, Any], names: Sequence[str]) -> Any:
     )
 
 
+def training_sets(seed: int, size: Size) -> dict[str, Any]:
+    """Each family's training set as the shipped recipe draws it (the simulator's Jobs twice as many)."""
+    from bottleneck_operator.analysis.model.training import build_training_set
+    from bottleneck_operator.contract.verdict import Bottleneck
+
+    sets: dict[str, Any] = {}
+    for name, make in FAMILIES.items():
+        windows, labels = make(seed, size.train_jobs * RECIPE_SHARE.get(name, 1))
+        sets[name] = build_training_set(windows, [Bottleneck(v) for v in labels], copies=size.copies, seed=seed)
+    return sets
+
+
 def fit_worlds(sets: dict[str, Any], names: Sequence[str], *, seed: int, size: Size) -> Any:
     """A model of the named families' training sets, each its own world (the temperature across them)."""
     from bottleneck_operator.analysis.model.training import fit_model
@@ -148,15 +160,8 @@ def run_seed(
 ) -> tuple[dict[str, Score], dict[str, int]]:
     """One seed: each family scored by a model of the other three, and the model of all four on the
     recordings (and, with ``BENCH_LOFO_PAIRS=1``, A -> B and B -> A)."""
-    from bottleneck_operator.analysis.model.training import build_training_set
-    from bottleneck_operator.contract.verdict import Bottleneck
-
-    sets: dict[str, Any] = {}
-    held: dict[str, tuple[list[Any], list[str]]] = {}
-    for name, make in FAMILIES.items():
-        windows, labels = make(seed, size.train_jobs * RECIPE_SHARE.get(name, 1))
-        sets[name] = build_training_set(windows, [Bottleneck(v) for v in labels], copies=size.copies, seed=seed)
-        held[name] = make(seed + 1, size.eval_jobs)
+    sets = training_sets(seed, size)
+    held = {name: make(seed + 1, size.eval_jobs) for name, make in FAMILIES.items()}
     scores: dict[str, Score] = {}
     for out in FAMILIES:
         rest = [n for n in FAMILIES if n != out]

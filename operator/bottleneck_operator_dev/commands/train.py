@@ -86,32 +86,31 @@ def simulated_windows(seed: int, n: int, *, holdout: bool = False) -> tuple[list
     return jobs, [j.to_window(step=30.0) for j in jobs]
 
 
-def scenario_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
-    """Jobs of the second scenario family and their windows (step 30 s), over the training window.
+def family_windows(generate: Any, seed: int, n: int) -> tuple[list[Any], list[Any]]:
+    """Jobs a scenario family's ``generate(seed, n, start=...)`` draws over the training window: (labels, windows)."""
+    jobs = generate(seed, n, start=TRAIN_START)
+    return [j.label for j in jobs], [j.window for j in jobs]
 
-    Returns:
-        (labels, windows).
-    """
+
+def scenario_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
+    """Jobs of the second scenario family and their windows (step 30 s): (labels, windows)."""
     from bottleneck_operator_dev.scenarios import generate_family
 
-    jobs = generate_family(seed, n, start=TRAIN_START)
-    return [j.label for j in jobs], [j.window for j in jobs]
+    return family_windows(generate_family, seed, n)
 
 
 def third_family_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
     """Jobs of the third family (``blindfamily``) and their windows (step 30 s): (labels, windows)."""
     from bottleneck_operator_dev.blindfamily import generate_blind_family
 
-    jobs = generate_blind_family(seed, n, start=TRAIN_START)
-    return [j.label for j in jobs], [j.window for j in jobs]
+    return family_windows(generate_blind_family, seed, n)
 
 
 def fourth_family_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
     """Jobs of the fourth family (``familyd``) and their windows (step 30 s): (labels, windows)."""
     from bottleneck_operator_dev.familyd import generate_family_d
 
-    jobs = generate_family_d(seed, n, start=TRAIN_START)
-    return [j.label for j in jobs], [j.window for j in jobs]
+    return family_windows(generate_family_d, seed, n)
 
 
 def train(
