@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from bottleneck_operator_dev.commands.train import TRAIN_START
+from bottleneck_operator_dev.worlds import TRAIN_START
 
 TRAIN_JOBS = int(os.environ.get("BENCH_CROSS_TRAIN", "1500"))
 EVAL_JOBS = int(os.environ.get("BENCH_CROSS_EVAL", "500"))
@@ -53,31 +53,32 @@ def family_a(seed: int, n: int) -> tuple[list[Any], list[str]]:
     return [j.to_window(step=30.0) for j in jobs], [j.label.value for j in jobs]
 
 
-def _named(drawn: tuple[list[Any], list[Any]]) -> tuple[list[Any], list[str]]:
-    """``train``'s (labels, windows) of a family as the benches take them: (windows, class names)."""
-    labels, windows = drawn
+def _family(letter: str, seed: int, n: int) -> tuple[list[Any], list[str]]:
+    """A scenario family's windows and class names, drawn as ``train`` draws them (``worlds.world_windows``)."""
+    from bottleneck_operator_dev.worlds import world_windows
+
+    labels, windows = world_windows(letter, seed, n, start=START)
     return windows, [y.value for y in labels]
 
 
 def family_b(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the second scenario family, drawn as ``train`` draws them."""
-    from bottleneck_operator_dev.commands.train import scenario_windows
-
-    return _named(scenario_windows(seed, n))
+    """Windows and labels of the second scenario family."""
+    return _family("B", seed, n)
 
 
 def family_c(seed: int, n: int) -> tuple[list[Any], list[str]]:
     """Windows and labels of the third family (``blindfamily``, read twice blind, a training world since)."""
-    from bottleneck_operator_dev.commands.train import third_family_windows
-
-    return _named(third_family_windows(seed, n))
+    return _family("C", seed, n)
 
 
 def family_d(seed: int, n: int) -> tuple[list[Any], list[str]]:
     """Windows and labels of the fourth family (``familyd``, read once blind, a training world since)."""
-    from bottleneck_operator_dev.commands.train import fourth_family_windows
+    return _family("D", seed, n)
 
-    return _named(fourth_family_windows(seed, n))
+
+def family_e(seed: int, n: int) -> tuple[list[Any], list[str]]:
+    """Windows and labels of the fifth family (``familye``, read once blind, a development family since)."""
+    return _family("E", seed, n)
 
 
 def _fit(windows: Sequence[Any], labels: Sequence[str], *, seed: int, max_iter: int) -> Any:

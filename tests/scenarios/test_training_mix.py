@@ -1,5 +1,4 @@
-"""Training with the second, third and fourth families beside the simulator (`train --scenario-jobs`,
-`--third-family-jobs`, `--fourth-family-jobs`), on small models."""
+"""Training with scenario families beside the simulator (`train --families`), on small models."""
 
 from __future__ import annotations
 
@@ -11,35 +10,38 @@ import pytest
 
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.errors import UsageError
-from bottleneck_operator_dev.commands.train import main, scenario_windows, train, write_card
+from bottleneck_operator_dev.commands.train import DEFAULT_FAMILIES, main, scenario_windows, train, write_card
+from bottleneck_operator_dev.worlds import WORLDS, format_families, parse_families, world_windows
 
 
 @pytest.fixture(scope="module")
 def mixed() -> Any:
-    return train(5, 60, scenario_jobs=25, third_jobs=20, fourth_jobs=15, copies=1, max_iter=5)
+    return train(5, 60, families={"B": 25, "C": 20, "D": 15, "E": 10}, copies=1, max_iter=5)
 
 
-def test_training_counts_both_families_and_scores_each(mixed: Any) -> None:
+def test_training_counts_every_family_and_scores_each(mixed: Any) -> None:
     meta = mixed.metadata
-    assert meta["scenario_jobs"] == 25
-    assert meta["third_family_jobs"] == 20
-    assert meta["fourth_family_jobs"] == 15
-    assert sum(meta["jobs_per_class"].values()) == meta["simulated_jobs"] + 25 + 20 + 15
+    assert meta["family_jobs"] == {"B": 25, "C": 20, "D": 15, "E": 10}
+    assert sum(meta["jobs_per_class"].values()) == meta["simulated_jobs"] + 25 + 20 + 15 + 10
     assert meta["holdout_arrays"]["n"] >= 200
-    assert meta["holdout_scenarios"]["n"] == 100  # a fresh draw, never the training one's
-    assert 0.0 <= meta["holdout_scenarios"]["macro_f1"] <= 1.0
-    assert meta["holdout_third"]["n"] == 100 and 0.0 <= meta["holdout_third"]["macro_f1"] <= 1.0
-    assert meta["holdout_fourth"]["n"] == 100 and 0.0 <= meta["holdout_fourth"]["macro_f1"] <= 1.0
+    for letter in "BCDE":  # a fresh draw of each, never the training one's
+        assert meta[f"holdout_{letter}"]["n"] == 100 and 0.0 <= meta[f"holdout_{letter}"]["macro_f1"] <= 1.0
     # across several worlds the temperature comes from each world scored by a model of the others
-    assert meta["calibration"] == "across 4 worlds"
+    assert meta["calibration"] == "across 5 worlds"
 
 
 def test_the_simulator_alone_when_asked() -> None:
-    model = train(5, 60, scenario_jobs=0, third_jobs=0, fourth_jobs=0, copies=1, max_iter=5)
+    model = train(5, 60, families={}, copies=1, max_iter=5)
     meta = model.metadata
-    assert meta["scenario_jobs"] == 0 and meta["third_family_jobs"] == 0 and meta["fourth_family_jobs"] == 0
-    assert not {"holdout_scenarios", "holdout_third", "holdout_fourth"} & set(meta)
+    assert meta["family_jobs"] == {}
+    assert not [k for k in meta if k.startswith("holdout_") and k != "holdout_arrays"]
     assert meta["calibration"] == "held-out jobs"
+
+
+def test_a_family_with_no_jobs_is_left_out() -> None:
+    model = train(5, 60, families={"B": 20, "C": 0}, copies=1, max_iter=5)
+    assert model.metadata["family_jobs"] == {"B": 20}
+    assert "holdout_C" not in model.metadata
 
 
 def test_scenario_windows_are_labelled_jobs_of_the_second_family() -> None:
@@ -49,19 +51,43 @@ def test_scenario_windows_are_labelled_jobs_of_the_second_family() -> None:
     assert all(w.pods for w in windows)
 
 
-@pytest.mark.parametrize("flag", ["scenario_jobs", "third_family_jobs", "fourth_family_jobs"])
-def test_a_negative_count_is_a_usage_error(tmp_path: object, flag: str) -> None:
-    counts = dict.fromkeys(("scenario_jobs", "third_family_jobs", "fourth_family_jobs"), 0) | {flag: -1}
-    args = argparse.Namespace(jobs=100, seed=7, copies=1, max_iter=5, output=tmp_path, **counts)
-    with pytest.raises(UsageError, match=f"--{flag.replace('_', '-')} must be 0 or more"):
+@pytest.mark.parametrize("letter", sorted(WORLDS))
+def test_every_listed_family_draws_labelled_windows(letter: str) -> None:
+    labels, windows = world_windows(letter, 4, 5)
+    assert len(labels) == len(windows) == 5
+    assert {type(y) for y in labels} == {Bottleneck}
+    assert all(w.pods for w in windows)
+
+
+def test_families_parse_and_format_round_trip() -> None:
+    assert parse_families("B=2000, c=10,E=0") == {"B": 2000, "C": 10, "E": 0}
+    assert parse_families("none") == {} == parse_families("")
+    assert parse_families(format_families(DEFAULT_FAMILIES)) == DEFAULT_FAMILIES
+    assert format_families({}) == "none"
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("Z=10", "unknown family 'Z'"),
+        ("A=10", "A is the simulator, --jobs"),
+        ("B=-1", "JOBS a whole number of 0 or more"),
+        ("B", "write LETTER=JOBS"),
+        ("B=1,B=2", "family B is given twice"),
+    ],
+)
+def test_a_bad_families_value_is_a_usage_error(tmp_path: Path, value: str, says: str) -> None:
+    args = argparse.Namespace(jobs=100, seed=7, copies=1, max_iter=5, output=tmp_path, families=value)
+    with pytest.raises(UsageError, match="--families: .*" + says.replace("(", r"\(").replace(")", r"\)")):
         main(args)
+    assert not list(tmp_path.iterdir())  # nothing written
 
 
 def test_the_card_says_what_the_model_learned_from(mixed: Any, tmp_path: Path) -> None:
     write_card(mixed, tmp_path / "card.md")
     card = (tmp_path / "card.md").read_text()
-    assert ", 25 of the second scenario family, 20 of the third and 15 of the fourth" in card
-    assert "--scenario-jobs 25 --third-family-jobs 20 --fourth-family-jobs 15`" in card
-    assert "On a fresh draw of the fourth family (100 jobs)" in card
-    assert "On a fresh draw of the third family (100 jobs)" in card
-    assert "On a fresh draw of the second scenario family (100 jobs)" in card
+    assert ", 25 of family B, 20 of family C, 15 of family D, 10 of family E (" in card
+    assert "--families B=25,C=20,D=15,E=10`" in card
+    for letter, n in (("B", 100), ("C", 100), ("D", 100), ("E", 100)):
+        assert f"On a fresh draw of family {letter} ({n} jobs)" in card
+        assert WORLDS[letter].about in card

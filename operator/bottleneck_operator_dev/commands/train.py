@@ -1,15 +1,13 @@
 """`bottleneck-operator train`: retrain the shipped model from a seed, with its model card.
 
-The training data are four worlds: jobs of the simulator (``simulation.generate_jobs``, never the
-holdout combinations), of the independently written second family (``scenarios.generate_family``,
-``--scenario-jobs``, 2,000 by default), of the third family (``blindfamily``, ``--third-family-jobs``,
-2,000 by default: written blind for evaluation, it was read twice and is a training world since the
-second blind family showed what a third world is worth, docs/analysis.md) and of the fourth
-(``familyd``, ``--fourth-family-jobs``, 2,000 by default: written blind too, read once, and spent as a
-blind family by the decision that reading informed), turned into windows directly, plus degraded copies that drop exporter families and draw what differs between clusters
-(``model/training.py``). The temperature is fitted across the worlds: each world scored by a
-classifier fitted on the others alone, so that the confidence says how sure the model may be on a
-cluster nobody simulated. Fresh draws of every world give the card's figures.
+The training data are several worlds: jobs of the simulator (family A, ``simulation.generate_jobs``,
+never the holdout combinations, ``--jobs``) and of the scenario families ``--families`` names
+(``worlds.WORLDS``: B, written beside the simulator; C, D and E, each written blind, read once as an
+evaluation and a training world since, docs/analysis.md), turned into windows directly, plus degraded
+copies that drop exporter families and draw what differs between clusters (``model/training.py``).
+The temperature is fitted across the worlds: each world scored by a classifier fitted on the others
+alone, so that the confidence says how sure the model may be on a cluster nobody simulated. Fresh
+draws of every world give the card's figures.
 """
 
 from __future__ import annotations
@@ -21,16 +19,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bottleneck_operator_dev.worlds import TRAIN_START, WORLDS, format_families, parse_families, world_windows
+
 DEFAULT_SEED = 7
 DEFAULT_JOBS = 4000
-DEFAULT_SCENARIO_JOBS = 2000  # jobs of the second scenario family beside the simulator's: trained across worlds
-DEFAULT_THIRD_JOBS = 2000  # jobs of the third family (blindfamily), a third world
-DEFAULT_FOURTH_JOBS = 2000  # jobs of the fourth family (familyd), a fourth world
+# jobs of each scenario family beside the simulator's: every world the model is trained across
+DEFAULT_FAMILIES = {"B": 2000, "C": 2000, "D": 2000}
 DEFAULT_COPIES = 3
 # Prediction cost grows with the number of trees (iterations x classes): 100 iterations at a learning
 # rate of 0.15 keep features + prediction above 5,000 job windows/s on one core.
 DEFAULT_ITER = 100
-TRAIN_START = 1767225600.0  # fixed, so a seed reproduces the same windows
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,22 +40,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"training seed (default {DEFAULT_SEED})")
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help=f"simulated jobs (default {DEFAULT_JOBS})")
     parser.add_argument(
-        "--scenario-jobs",
-        type=int,
-        default=DEFAULT_SCENARIO_JOBS,
-        help=f"jobs of the second scenario family beside them (default {DEFAULT_SCENARIO_JOBS}; 0: the simulator's alone)",
-    )
-    parser.add_argument(
-        "--third-family-jobs",
-        type=int,
-        default=DEFAULT_THIRD_JOBS,
-        help=f"jobs of the third family (blindfamily) beside them (default {DEFAULT_THIRD_JOBS}; 0: none)",
-    )
-    parser.add_argument(
-        "--fourth-family-jobs",
-        type=int,
-        default=DEFAULT_FOURTH_JOBS,
-        help=f"jobs of the fourth family (familyd) beside them (default {DEFAULT_FOURTH_JOBS}; 0: none)",
+        "--families",
+        default=format_families(DEFAULT_FAMILIES),
+        metavar="LETTER=JOBS,...",
+        help=f"jobs of each scenario family beside them: {', '.join(f'{k} ({w.name})' for k, w in WORLDS.items())} "
+        f"(default {format_families(DEFAULT_FAMILIES)}; none: the simulator's alone)",
     )
     parser.add_argument(
         "--copies", type=int, default=DEFAULT_COPIES, help="degraded copies per job with families dropped"
@@ -86,40 +73,16 @@ def simulated_windows(seed: int, n: int, *, holdout: bool = False) -> tuple[list
     return jobs, [j.to_window(step=30.0) for j in jobs]
 
 
-def family_windows(generate: Any, seed: int, n: int) -> tuple[list[Any], list[Any]]:
-    """Jobs a scenario family's ``generate(seed, n, start=...)`` draws over the training window: (labels, windows)."""
-    jobs = generate(seed, n, start=TRAIN_START)
-    return [j.label for j in jobs], [j.window for j in jobs]
-
-
 def scenario_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
-    """Jobs of the second scenario family and their windows (step 30 s): (labels, windows)."""
-    from bottleneck_operator_dev.scenarios import generate_family
-
-    return family_windows(generate_family, seed, n)
-
-
-def third_family_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
-    """Jobs of the third family (``blindfamily``) and their windows (step 30 s): (labels, windows)."""
-    from bottleneck_operator_dev.blindfamily import generate_blind_family
-
-    return family_windows(generate_blind_family, seed, n)
-
-
-def fourth_family_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
-    """Jobs of the fourth family (``familyd``) and their windows (step 30 s): (labels, windows)."""
-    from bottleneck_operator_dev.familyd import generate_family_d
-
-    return family_windows(generate_family_d, seed, n)
+    """Jobs of the second scenario family (B) and their windows (step 30 s): (labels, windows)."""
+    return world_windows("B", seed, n)
 
 
 def train(
     seed: int,
     n_jobs: int,
     *,
-    scenario_jobs: int = DEFAULT_SCENARIO_JOBS,
-    third_jobs: int = DEFAULT_THIRD_JOBS,
-    fourth_jobs: int = DEFAULT_FOURTH_JOBS,
+    families: dict[str, int] | None = None,
     copies: int = DEFAULT_COPIES,
     max_iter: int = DEFAULT_ITER,
     log: Any = None,
@@ -127,11 +90,9 @@ def train(
     """Train a model from the jobs of every world.
 
     Args:
-        seed: the seed of the simulator, the augmentation and the estimator.
-        n_jobs: simulated jobs to draw.
-        scenario_jobs: jobs of the second scenario family to draw beside them.
-        third_jobs: jobs of the third family to draw beside them.
-        fourth_jobs: jobs of the fourth family to draw beside them.
+        seed: the seed of the simulator, the families, the augmentation and the estimator.
+        n_jobs: simulated jobs to draw (family A).
+        families: jobs of each scenario family to draw beside them, by letter (default ``DEFAULT_FAMILIES``).
         copies: degraded copies per job.
         max_iter: boosting iterations.
         log: a callable taking a progress line, or None.
@@ -144,48 +105,41 @@ def train(
     from bottleneck_operator.analysis.model.training import build_training_set, fit_model
 
     say = log or (lambda _msg: None)
+    counts = dict(DEFAULT_FAMILIES if families is None else families)
     t0 = time.perf_counter()
     jobs, windows = simulated_windows(seed, n_jobs)
     labels = [j.label for j in jobs]
-    scenario_labels, scenario_wins = scenario_windows(seed, scenario_jobs)
-    third_labels, third_wins = third_family_windows(seed, third_jobs) if third_jobs else ([], [])
-    fourth_labels, fourth_wins = fourth_family_windows(seed, fourth_jobs) if fourth_jobs else ([], [])
-    say(
-        f"simulated {len(jobs)} unambiguous jobs, {len(scenario_wins)} of the second family, "
-        f"{len(third_wins)} of the third and {len(fourth_wins)} of the fourth in {time.perf_counter() - t0:.1f} s"
-    )
-    worlds = [0] * len(windows) + [1] * len(scenario_wins) + [2] * len(third_wins) + [3] * len(fourth_wins)
-    labels += scenario_labels + third_labels + fourth_labels
-    data = build_training_set(
-        windows + scenario_wins + third_wins + fourth_wins, labels, copies=copies, seed=seed, worlds=worlds
-    )
+    worlds = [0] * len(windows)
+    drawn: dict[str, int] = {}
+    for letter, n in ((k, n) for k, n in counts.items() if n):
+        family_labels, family_windows = world_windows(letter, seed, n)
+        labels += family_labels
+        windows += family_windows
+        worlds += [len(drawn) + 1] * len(family_windows)
+        drawn[letter] = len(family_windows)
+    said = "".join(f", {n} of family {k}" for k, n in drawn.items())
+    say(f"simulated {len(jobs)} unambiguous jobs{said} in {time.perf_counter() - t0:.1f} s")
+    data = build_training_set(windows, labels, copies=copies, seed=seed, worlds=worlds)
     say(f"{len(data.y)} training rows x {data.x.shape[1]} features in {time.perf_counter() - t0:.1f} s")
     version = f"{__version__}-s{seed}-{feature_schema_hash()[:8]}"
-    counts = dict(Counter(y.value for y in labels))
-    facts: dict[str, Any] = {"simulated_jobs": len(jobs), "scenario_jobs": len(scenario_wins)}
-    facts |= {"third_family_jobs": len(third_wins), "fourth_family_jobs": len(fourth_wins), "jobs_per_class": counts}
+    per_class = dict(Counter(y.value for y in labels))
+    facts: dict[str, Any] = {"simulated_jobs": len(jobs), "family_jobs": drawn, "jobs_per_class": per_class}
     model = fit_model(
         data, seed=seed, version=version, max_iter=max_iter, metadata={**facts, "degraded_copies": copies}
     )
     say(f"fitted in {time.perf_counter() - t0:.1f} s, temperature {model.temperature:.3f}")
-    _holdouts(model, seed, n_jobs, (scenario_jobs, third_jobs, fourth_jobs), say)
+    _holdouts(model, seed, n_jobs, drawn, say)
     return model
 
 
-def _holdouts(model: Any, seed: int, n_jobs: int, extra: tuple[int, int, int], say: Any) -> None:
+def _holdouts(model: Any, seed: int, n_jobs: int, drawn: dict[str, int], say: Any) -> None:
     """The card's figures: fresh draws of every world trained on (no seed is a training one's)."""
     hold_jobs, hold_windows = simulated_windows(seed + 1_000_003, max(200, n_jobs // 5), holdout=True)
     note = "windows built directly by the simulator (holdout combinations); `evaluate` goes through Prometheus"
     _holdout(model, "holdout_arrays", note, [j.label for j in hold_jobs], hold_windows, say)
-    families = (
-        (scenario_windows, "holdout_scenarios", "a fresh draw of the second scenario family"),
-        (third_family_windows, "holdout_third", "a fresh draw of the third family"),
-        (fourth_family_windows, "holdout_fourth", "a fresh draw of the fourth family"),
-    )
-    for k, (jobs, (make, key, note)) in enumerate(zip(extra, families, strict=True)):
-        if jobs:
-            hold_labels, hold_windows = make(seed + (k + 2) * 1_000_000 + 3, max(100, jobs // 5))
-            _holdout(model, key, note, hold_labels, hold_windows, say)
+    for k, (letter, n) in enumerate(drawn.items()):
+        hold_labels, hold_windows = world_windows(letter, seed + (k + 2) * 1_000_000 + 3, max(100, n // 5))
+        _holdout(model, f"holdout_{letter}", f"a fresh draw of {WORLDS[letter].name}", hold_labels, hold_windows, say)
 
 
 def _holdout(model: Any, key: str, note: str, labels: list[Any], windows: list[Any], say: Any) -> None:
@@ -248,55 +202,34 @@ abstention {hold.get("abstention")}, ECE {hold.get("ece")}.
 | class | precision | recall | F1 | support |
 | --- | --- | --- | --- | --- |
 {rows}
-{_second_family(m.get("holdout_scenarios"))}{_second_family(m.get("holdout_third"), "third family")}{_second_family(m.get("holdout_fourth"), "fourth family")}
+{_families_held(m)}
 The end-to-end figures through a real Prometheus come from `bottleneck-operator evaluate` (see docs/analysis.md).
 """
     path.write_text(text)
 
 
 def _and_scenarios(m: dict[str, Any]) -> str:
-    second = f", {m['scenario_jobs']} of the second scenario family" if m.get("scenario_jobs") else ""
-    third = f", {m['third_family_jobs']} of the third" if m.get("third_family_jobs") else ""
-    fourth = f" and {m['fourth_family_jobs']} of the fourth" if m.get("fourth_family_jobs") else ""
-    return second + third + fourth
+    return "".join(f", {n} of family {k}" for k, n in m.get("family_jobs", {}).items())
 
 
 def _scenario_flag(m: dict[str, Any]) -> str:
-    second = f" --scenario-jobs {m['scenario_jobs']}" if m.get("scenario_jobs") else ""
-    return (
-        second
-        + f" --third-family-jobs {m.get('third_family_jobs', 0)}"
-        + f" --fourth-family-jobs {m.get('fourth_family_jobs', 0)}"
-    )
+    return f" --families {format_families(m.get('family_jobs', {}))}"
 
 
 def _scenario_text(m: dict[str, Any]) -> str:
+    return "".join(f" {WORLDS[k].about}" for k in m.get("family_jobs", {}) if k in WORLDS)
+
+
+def _families_held(m: dict[str, Any]) -> str:
     text = ""
-    if m.get("scenario_jobs"):
-        text += (
-            " Beside them, jobs of the independently written second family, with its own stage-time models,"
-            " exporter noise and hardware mix."
-        )
-    if m.get("third_family_jobs"):
-        text += (
-            " And jobs of the third family, a pipeline model written from first principles for evaluation"
-            " alone and read twice before it became a training world (docs/analysis.md)."
-        )
-    if m.get("fourth_family_jobs"):
-        text += (
-            " And jobs of the fourth family, written blind in the same way and read once before it became a"
-            " training world."
-        )
+    for k in m.get("family_jobs", {}):
+        hold = m.get(f"holdout_{k}")
+        if hold:
+            text += (
+                f"\nOn a fresh draw of family {k} ({hold.get('n', 0)} jobs): macro-F1 {hold.get('macro_f1')}, "
+                f"accuracy {hold.get('accuracy')}, abstention {hold.get('abstention')}, ECE {hold.get('ece')}.\n"
+            )
     return text
-
-
-def _second_family(hold: dict[str, Any] | None, which: str = "second scenario family") -> str:
-    if not hold:
-        return ""
-    return (
-        f"\nOn a fresh draw of the {which} ({hold.get('n', 0)} jobs): macro-F1 {hold.get('macro_f1')}, "
-        f"accuracy {hold.get('accuracy')}, abstention {hold.get('abstention')}, ECE {hold.get('ece')}.\n"
-    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -305,9 +238,10 @@ def main(args: argparse.Namespace) -> int:
 
     if args.jobs < 50:
         raise UsageError("--jobs must be at least 50")
-    for flag in ("scenario_jobs", "third_family_jobs", "fourth_family_jobs"):
-        if getattr(args, flag) < 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be 0 or more")
+    try:
+        families = parse_families(args.families)
+    except ValueError as exc:
+        raise UsageError(f"--families: {exc}") from None
     out = args.output or MODEL_DIR
 
     def say(msg: str) -> None:
@@ -316,9 +250,7 @@ def main(args: argparse.Namespace) -> int:
     model = train(
         args.seed,
         args.jobs,
-        scenario_jobs=args.scenario_jobs,
-        third_jobs=args.third_family_jobs,
-        fourth_jobs=args.fourth_family_jobs,
+        families=families,
         copies=args.copies,
         max_iter=args.max_iter,
         log=say,
