@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bottleneck_operator.analysis.checks.vetoes import DRAM_HALF, WAITED_ON
+from bottleneck_operator.analysis.explain.candidates import MAJORITY
 from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG, FABRIC_SYMMETRY
 from bottleneck_operator.analysis.features.extract import value
 from bottleneck_operator.analysis.features.kernel_time import LAUNCH_GAP, small_kernel_time
@@ -38,10 +39,9 @@ from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator.contract.window import FloatArray
 
-# Every level here is a cited constant of the class path or a comparison of two measured quantities
+# Every level here is a cited constant of the class path, a majority (more than half of a whole: of a
+# core's time, of the bytes read, of the cores it may use) or a comparison of two measured quantities
 # (docs/analysis.md, "Numbers in the explanations, with their source").
-# A majority: more than half of a whole (of a core's time, of the bytes read, of the cores it may use).
-MAJORITY = 0.5
 
 
 def _f(x: FloatArray, *names: FeatureKey) -> float | None:
