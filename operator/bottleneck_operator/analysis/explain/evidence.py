@@ -65,21 +65,7 @@ def build_evidence(
     Returns:
         Evidence items: GPU idleness first for stall classes, then the measured wait.
     """
-    volume = (value(x, Series.LOG_NET_PER_GPU.mean) or 0.0) >= COLLECTIVE_NET_LOG
-    scored: list[tuple[float, Evidence]] = []
-    for c in CANDIDATES.get(cls, ()):
-        v = value(x, c.feature)
-        if v is None or (mechanism is not None and c.mechanism not in (None, mechanism)):
-            continue
-        if c.reference is None and v <= c.low:
-            continue  # an event that did not happen (no swap-in, no OOM kill) is no item to show
-        if c.feature in _NEEDS_VOLUME and not volume:
-            # Shown as what was looked at, saying why it does not count.
-            msg = f"Network receive and transmit ratio {pct(v)}, at too little volume to be gradient exchange."
-            scored.append((0.0, Evidence(c.signal, v, c.reference, c.unit, msg)))
-            continue
-        scored.append((c.strength(v), _evidence(c, v)))
-    scored.sort(key=lambda t: -t[0])
+    scored = _scored(cls, x, mechanism)
     items: list[Evidence] = []
     # An HBM-bound GPU is busy: its kernels wait on memory inside, not for anything outside
     if cls in _STALL or (cls is Bottleneck.MEMORY and mechanism is not Mechanism.HBM_BANDWIDTH):
@@ -102,6 +88,26 @@ def build_evidence(
     if rate:
         items.insert(min(len(items), 2), rate)
     return tuple(items[:limit])
+
+
+def _scored(cls: Bottleneck, x: FloatArray, mechanism: Mechanism | None) -> list[tuple[float, Evidence]]:
+    """The class's present candidates with their strengths, strongest first."""
+    volume = (value(x, Series.LOG_NET_PER_GPU.mean) or 0.0) >= COLLECTIVE_NET_LOG
+    scored: list[tuple[float, Evidence]] = []
+    for c in CANDIDATES.get(cls, ()):
+        v = value(x, c.feature)
+        if v is None or (mechanism is not None and c.mechanism not in (None, mechanism)):
+            continue
+        if c.reference is None and v <= c.low:
+            continue  # an event that did not happen (no swap-in, no OOM kill) is no item to show
+        if c.feature in _NEEDS_VOLUME and not volume:
+            # Shown as what was looked at, saying why it does not count.
+            msg = f"Network receive and transmit ratio {pct(v)}, at too little volume to be gradient exchange."
+            scored.append((0.0, Evidence(c.signal, v, c.reference, c.unit, msg)))
+            continue
+        scored.append((c.strength(v), _evidence(c, v)))
+    scored.sort(key=lambda t: -t[0])
+    return scored
 
 
 def _wait_evidence(cls: Bottleneck, account: StepAccount, reads: Reads) -> Evidence | None:
