@@ -81,7 +81,7 @@ def test_unknown_has_no_recommendations() -> None:
     assert v.recommendations == () and v.headroom is None and v.capacity == ()
 
 
-HOST_SIGNALS = {"sc_psi_mem_some", "sc_swapin_ps", "sc_oom_kills"}
+HOST_SIGNALS = {"sc_psi_mem_some", "sc_swapin_ps", "sc_oom_kills", "mem_working_set_vs_limit"}
 HBM_SIGNALS = {"dram_active", "dram_active_minus_tensor_active", "mem_copy_util"}
 
 

@@ -320,6 +320,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "sc_psi_mem_some",
             "sc_swapin_ps",
             "sc_oom_kills",
+            "mem_working_set_vs_limit",
             when=host_memory_pressure,
         ),
         _a(

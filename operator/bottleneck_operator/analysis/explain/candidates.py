@@ -287,5 +287,16 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "The pod's processes stalled on memory {v} of the time.",
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
+        # cAdvisor's working set counts active page cache: against the limit (its definition's full
+        # scale) it is what was looked at, never a stall by itself
+        Candidate(
+            Series.MEM_LIMIT_FRAC.mean,
+            "mem_working_set_vs_limit",
+            "ratio",
+            1.0,
+            MAJORITY,
+            "The working set was {v} of the memory limit (it counts active page cache, so no stall by itself).",
+            mechanism=Mechanism.HOST_MEMORY_PRESSURE,
+        ),
     ),
 }
