@@ -231,7 +231,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "ratio",
             1.0,
             0.0,
-            "GPUs drew {v} of their board's enforced power limit.",
+            "GPUs drew {v} of their board's power limit (the enforced one where exported, else its TDP).",
         ),
     ),
     Bottleneck.MEMORY: (
