@@ -130,16 +130,22 @@ def test_candidate_strength_runs_from_where_it_counts_to_its_reference() -> None
     assert tensor.strength(0.0) == 1.0 and tensor.strength(0.75) == pytest.approx(0.25)
 
 
-def test_an_event_that_did_not_happen_is_no_evidence() -> None:
-    """A host-memory verdict shows OOM kills only when there were some, and then with no reference."""
+def test_an_event_that_did_not_happen_is_said_so() -> None:
+    """A host-memory verdict shows swap-ins and OOM kills as evidence only when there were some, and then
+    with no reference; none at all is shown, if at all, only as what was looked at, in those words."""
     pressure = {"sc_psi_mem_some": 0.4, "dram_active": 0.05, "tensor_active": 0.05, "gr_engine_active": 0.3,
                 "sm_active": 0.25, "gpu_util": 0.3}  # fmt: skip
     calm = analyze_window(make_window(B.MEMORY, noise=0.0, overrides=pressure), FixedModel({B.MEMORY: 0.9}))
     assert calm.mechanism is not None and calm.mechanism.value == "host-memory-pressure"
-    assert "sc_oom_kills" not in {e.signal for e in calm.evidence}
+    events = [e for e in calm.evidence if e.signal in ("sc_swapin_ps", "sc_oom_kills")]
+    assert events and all(
+        e.observed == 0.0 and e.message.startswith(("No ", "The OOM killer ended none")) for e in events
+    )
+    assert 3 <= len(calm.evidence) <= 5
     killed = make_window(B.MEMORY, noise=0.0, overrides={**pressure, "sc_oom_kills": 0.02})
     kills = [e for e in analyze_window(killed, FixedModel({B.MEMORY: 0.9})).evidence if e.signal == "sc_oom_kills"]
     assert kills and kills[0].reference is None and kills[0].observed == pytest.approx(0.02)
+    assert kills[0].message.startswith("The OOM killer ended the pod's processes")
 
 
 def test_network_reads_are_named_when_they_carry_more_than_the_disks() -> None:

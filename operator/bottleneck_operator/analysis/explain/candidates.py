@@ -55,6 +55,8 @@ class Candidate:
             is the evidence.
         message: sentence template with {v} (observed, formatted) and {r} (reference).
         mechanism: the one mechanism of its class it speaks for (host memory or HBM), None for any.
+        quiet: for an event with no reference, the sentence when none happened: shown, if at all, only as
+            what was looked at.
     """
 
     feature: FeatureKey
@@ -64,6 +66,7 @@ class Candidate:
     low: float
     message: str
     mechanism: Mechanism | None = None
+    quiet: str = ""
 
     def strength(self, v: float) -> float:
         """How far ``v`` is from where the signal counts towards its reference, 0 to 1."""
@@ -271,6 +274,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.0,
             "The pod's pages came back from swap at {v} per second: each one stalls a task on a read.",
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
+            quiet="No page of the pod came back from swap.",
         ),
         Candidate(
             Series.SC_OOM_KILLS.mean,
@@ -280,6 +284,7 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             0.0,
             "The OOM killer ended the pod's processes ({v} per second on average).",
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
+            quiet="The OOM killer ended none of the pod's processes.",
         ),
         _wait(
             Series.SC_PSI_MEM_SOME.mean,

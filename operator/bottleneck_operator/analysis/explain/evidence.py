@@ -99,7 +99,9 @@ def _scored(cls: Bottleneck, x: FloatArray, mechanism: Mechanism | None) -> list
         if v is None or (mechanism is not None and c.mechanism not in (None, mechanism)):
             continue
         if c.reference is None and v <= c.low:
-            continue  # an event that did not happen (no swap-in, no OOM kill) is no item to show
+            # an event that did not happen (no swap-in, no OOM kill) is said so, as what was looked at
+            scored.append((0.0, Evidence(c.signal, v, None, c.unit, c.quiet)))
+            continue
         if c.feature in _NEEDS_VOLUME and not volume:
             # Shown as what was looked at, saying why it does not count.
             msg = f"Network receive and transmit ratio {pct(v)}, at too little volume to be gradient exchange."
