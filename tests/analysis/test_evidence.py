@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
 from bottleneck_operator.analysis.classify import analyze_window
+from bottleneck_operator.analysis.explain.candidates import CANDIDATES, HIGHLY_WAITED_ON
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 
 from .conftest import FixedModel
-from .synth import CPU_STARVED, make_window
+from .synth import CPU_STARVED, GB, make_window
 
 B = Bottleneck
 
@@ -113,3 +115,54 @@ def test_without_dram_activity_memory_copy_utilization_is_no_hbm_evidence() -> N
     w = make_window(B.MEMORY, noise=0.0, drop=[Family.DCGM_PROF])
     v = analyze_window(w, FixedModel({B.MEMORY: 0.9}))
     assert "mem_copy_util" not in {e.signal for e in v.evidence}
+
+
+def test_candidate_strength_runs_from_where_it_counts_to_its_reference() -> None:
+    """A wait counts from XProf's 5 % and is full at its 20 % (highly input-bound); an event with no
+    reference counts in full when there is any at all."""
+    wait = next(c for c in CANDIDATES[B.IO] if c.signal == "sc_psi_io_some")
+    assert (wait.low, wait.reference) == (WAITED_ON, HIGHLY_WAITED_ON)
+    assert wait.strength(0.04) == 0.0 and wait.strength(0.125) == pytest.approx(0.5) and wait.strength(0.9) == 1.0
+    kills = next(c for c in CANDIDATES[B.MEMORY] if c.signal == "sc_oom_kills")
+    assert kills.reference is None and kills.strength(0.0) == 0.0 and kills.strength(1e-4) == 1.0
+    # inverted: tensor pipes idle is the evidence for HBM-bound kernels
+    tensor = next(c for c in CANDIDATES[B.MEMORY] if c.signal == "tensor_active")
+    assert tensor.strength(0.0) == 1.0 and tensor.strength(0.75) == pytest.approx(0.25)
+
+
+def test_an_event_that_did_not_happen_is_said_so() -> None:
+    """A host-memory verdict shows swap-ins and OOM kills as evidence only when there were some, and then
+    with no reference; none at all is shown, if at all, only as what was looked at, in those words."""
+    pressure = {"sc_psi_mem_some": 0.4, "dram_active": 0.05, "tensor_active": 0.05, "gr_engine_active": 0.3,
+                "sm_active": 0.25, "gpu_util": 0.3}  # fmt: skip
+    calm = analyze_window(make_window(B.MEMORY, noise=0.0, overrides=pressure), FixedModel({B.MEMORY: 0.9}))
+    assert calm.mechanism is not None and calm.mechanism.value == "host-memory-pressure"
+    events = [e for e in calm.evidence if e.signal in ("sc_swapin_ps", "sc_oom_kills")]
+    assert events and all(
+        e.observed == 0.0 and e.message.startswith(("No ", "The OOM killer ended none")) for e in events
+    )
+    assert 3 <= len(calm.evidence) <= 5
+    killed = make_window(B.MEMORY, noise=0.0, overrides={**pressure, "sc_oom_kills": 0.02})
+    kills = [e for e in analyze_window(killed, FixedModel({B.MEMORY: 0.9})).evidence if e.signal == "sc_oom_kills"]
+    assert kills and kills[0].reference is None and kills[0].observed == pytest.approx(0.02)
+    assert kills[0].message.startswith("The OOM killer ended the pod's processes")
+
+
+def test_network_reads_are_named_when_they_carry_more_than_the_disks() -> None:
+    """The larger of the two carried the data: 2.0 GB/s received over 1.9 GB/s read from disk."""
+    io = {"node_net_rx_bps": 2.0 * GB, "node_net_tx_bps": 0.05 * GB}
+    over = analyze_window(make_window(B.IO, noise=0.0, overrides=io), FixedModel({B.IO: 0.9}))
+    assert "node_net_rx_bps" in {e.signal for e in over.evidence}
+    assert over.capacity[0].observed == pytest.approx(2.0 * GB)
+    under = {"node_net_rx_bps": 1.8 * GB, "node_net_tx_bps": 0.05 * GB}
+    disk = analyze_window(make_window(B.IO, noise=0.0, overrides=under), FixedModel({B.IO: 0.9}))
+    assert "read_bps" in {e.signal for e in disk.evidence} and disk.capacity[0].observed == pytest.approx(1.9 * GB)
+
+
+def test_gpu_evidence_is_read_against_cited_levels() -> None:
+    """GPU activity against DCGM's 0.8 for effective use; power against the board's enforced limit."""
+    v = analyze_window(make_window(B.GPU, noise=0.0, overrides={"power_w": 390.0}), FixedModel({B.GPU: 0.9}))
+    items = {e.signal: e for e in v.evidence}
+    assert items["gpu_active"].reference == pytest.approx(0.8)
+    assert items["power_of_limit"].reference == 1.0 and items["power_of_limit"].observed == pytest.approx(390 / 400)
+    assert "sm_occupancy" not in items  # occupancy speaks of bandwidth-bound work, not of compute (DCGM docs)

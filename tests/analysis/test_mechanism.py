@@ -61,13 +61,25 @@ def test_gpu_without_a_busy_host_thread_is_compute() -> None:
     "features",
     [
         {"sc_psi_mem_some__mean": 0.3},
-        {"node_psi_mem_some__mean": 0.12},
-        {"log_majfault__mean": 3.8},
-        {"node_swap_used_frac__mean": 0.5},
+        {"node_psi_mem_some__mean": 0.12},  # the node's PSI, where the pod's was not collected
+        {"sc_log_swapin__mean": 0.3},  # any swap-in at all
+        {"sc_oom_kills__mean": 0.01},
     ],
 )
-def test_memory_host_pressure_from_psi_faults_or_swap(features: dict[str, float]) -> None:
+def test_memory_host_pressure_from_psi_swapins_or_oom_kills(features: dict[str, float]) -> None:
     assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.7, **features)) is M.HOST_MEMORY_PRESSURE
+
+
+def test_memory_host_pressure_is_the_pods_own_and_not_read_from_faults_or_swap_in_use() -> None:
+    """Major faults are how memory-mapped datasets read (IO), swap in use is occupancy, and a node's
+    pressure is its neighbours' too where the pod's own was read: none of them names host pressure."""
+    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.7, log_majfault__mean=3.8)) is M.HBM_BANDWIDTH
+    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.7, node_swap_used_frac__mean=0.5)) is M.HBM_BANDWIDTH
+    calm_pod = row(dram_active__mean=0.7, sc_psi_mem_some__mean=0.0, node_psi_mem_some__mean=0.4)
+    assert decide_mechanism(B.MEMORY, calm_pod) is M.HBM_BANDWIDTH
+    # pressure under XProf's 5 % bar is no stall; DRAM at half its practical peak (0.4) is HBM in use
+    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.41, sc_psi_mem_some__mean=0.04)) is M.HBM_BANDWIDTH
+    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.39, sc_psi_mem_some__mean=0.04)) is None
 
 
 def test_memory_hbm_bandwidth_when_dram_busy_and_host_calm() -> None:
@@ -79,8 +91,19 @@ def test_memory_hbm_bandwidth_when_dram_busy_and_host_calm() -> None:
 
 
 def test_interconnect_one_way_h2d_is_pcie_even_across_nodes() -> None:
-    h2d = row(pcie_rx_frac__mean=0.6, pcie_tx_frac__mean=0.02, n_nodes=2.0)
+    h2d = row(pcie_rx_frac__mean=0.6, pcie_tx_frac__mean=0.02, link_busy__mean=0.9, n_nodes=2.0)
     assert decide_mechanism(B.INTERCONNECT, h2d) is M.PCIE
+
+
+def test_copies_are_the_wait_when_their_path_is_the_busiest_link() -> None:
+    """One-way copies bound the step when they keep their copy path busy most of the time and more than
+    NVLink; half the bytes coming back (the features' line for collectives) is no copy stream."""
+    one_way = dict(pcie_rx_frac__mean=0.6, pcie_tx_frac__mean=0.02, n_nodes=2.0)
+    assert decide_mechanism(B.INTERCONNECT, row(**one_way, link_busy__mean=0.4)) is M.NETWORK
+    busy_nvlink = row(**one_way, link_busy__mean=0.6, nvlink_frac__mean=0.7)
+    assert decide_mechanism(B.INTERCONNECT, busy_nvlink) is M.NETWORK
+    balanced = row(pcie_rx_frac__mean=0.6, pcie_tx_frac__mean=0.35, link_busy__mean=0.9, n_nodes=2.0)
+    assert decide_mechanism(B.INTERCONNECT, balanced) is M.NETWORK
 
 
 def test_interconnect_across_nodes_is_network() -> None:
@@ -106,10 +129,12 @@ def test_pageable_copies_on_a_fast_link_are_pcie_bound_across_nodes() -> None:
 
 
 def test_nearly_idle_nvlink_is_not_the_link_waited_on() -> None:
-    """Without the PCIe fields (DEV only), NVLink at 1 % of its bandwidth does not make an Interconnect
-    verdict NVLink-bound: the unseen link is PCIe."""
+    """Without the PCIe fields (DEV only), NVLink under the links veto's 5 % of its bandwidth does not
+    make an Interconnect verdict NVLink-bound: the unseen link is PCIe."""
     dev = row(nvlink_frac__mean=0.01, has_nvlink=1.0, n_nodes=1.0)
     assert decide_mechanism(B.INTERCONNECT, dev) is M.PCIE
+    assert decide_mechanism(B.INTERCONNECT, row(nvlink_frac__mean=0.049, has_nvlink=1.0)) is M.PCIE
+    assert decide_mechanism(B.INTERCONNECT, row(nvlink_frac__mean=0.051, has_nvlink=1.0)) is M.NVLINK
     assert decide_mechanism(B.INTERCONNECT, row(nvlink_frac__mean=0.3, has_nvlink=1.0, n_nodes=1.0)) is M.NVLINK
 
 
@@ -126,6 +151,9 @@ def test_io_block_reads_are_local_disk() -> None:
     assert decide_mechanism(B.IO, nvme) is M.LOCAL_DISK
     allreduce = row(net_rx_share__mean=0.7, net_symmetry__mean=0.9, log_read_per_gpu__mean=8.5)
     assert decide_mechanism(B.IO, allreduce) is M.LOCAL_DISK
+    # symmetric traffic with the disk carrying 6 % of the bytes read: the disk is not idle
+    assert decide_mechanism(B.IO, row(net_rx_share__mean=0.94, net_symmetry__mean=0.9)) is M.LOCAL_DISK
+    assert decide_mechanism(B.IO, row(net_rx_share__mean=0.96, net_symmetry__mean=0.9)) is M.NETWORK_STORAGE
     assert decide_mechanism(B.IO, row()) is None
 
 
@@ -134,23 +162,34 @@ def test_cpu_throttled_from_the_jobs_own_cgroup() -> None:
     assert decide_mechanism(B.CPU, row(sc_throttled_frac__mean=0.3)) is M.THROTTLED
 
 
-def test_cpu_saturated_when_no_cores_are_idle() -> None:
-    assert decide_mechanism(B.CPU, row(node_cpu_busy_frac__mean=0.95, cpu_node_frac__mean=0.3)) is M.SATURATED
-    assert decide_mechanism(B.CPU, row(cpu_limit_frac__mean=0.95)) is M.SATURATED
-    two_pods = row(node_cpu_busy_frac__mean=0.7, cpu_node_frac__mean=0.3, n_pods=2.0, n_nodes=1.0)
-    assert decide_mechanism(B.CPU, two_pods) is M.SATURATED
+def test_cpu_saturated_when_it_uses_most_of_the_cores_it_may_use() -> None:
+    """``cpu_own_sat`` is the pod's use over the cores it may use (its limit, its node's idle cores):
+    at a majority of them or more the cores are the limit (gpu-saturated read 0.91)."""
+    assert decide_mechanism(B.CPU, row(cpu_own_sat__mean=0.91, node_cpu_busy_frac__mean=0.92)) is M.SATURATED
+    assert decide_mechanism(B.CPU, row(cpu_own_sat__mean=0.5)) is M.SATURATED
+    assert decide_mechanism(B.CPU, row(cpu_own_sat__mean=0.49)) is M.TOO_FEW_WORKERS
 
 
 def test_cpu_too_few_workers_when_its_processes_are_pinned_on_a_busy_node() -> None:
-    """A neighbour filling the node does not make a loader of two pinned workers saturated."""
+    """A neighbour filling the node does not make a loader of two pinned workers saturated: its own use
+    of the cores it may use says so, not the node's busy share (real-loader: 0.49 with one worker
+    pinned on a two-core machine)."""
     busy_node = dict(node_cpu_busy_frac__mean=0.95, cpu_node_frac__mean=0.05, n_pods=1.0)
-    assert decide_mechanism(B.CPU, row(**busy_node, busy_core_share__mean=0.85)) is M.TOO_FEW_WORKERS
-    assert decide_mechanism(B.CPU, row(**busy_node, busy_core_share__mean=0.2)) is M.SATURATED
+    assert (
+        decide_mechanism(B.CPU, row(**busy_node, busy_core_share__mean=0.85, cpu_own_sat__mean=0.3))
+        is M.TOO_FEW_WORKERS
+    )
     # every core it may use busy: pinned processes are then the cores' limit, not the workers'
     full = row(**busy_node, busy_core_share__mean=0.85, cpu_own_sat__mean=0.95)
     assert decide_mechanism(B.CPU, full) is M.SATURATED
     # throttling comes first: a quota's workers get less than a core, whatever the reading says
     assert decide_mechanism(B.CPU, row(busy_core_share__mean=0.9, sc_throttled_frac__mean=0.4)) is M.THROTTLED
+
+
+def test_cpu_throttled_from_the_cpu_vetos_bar() -> None:
+    """CFS throttling in 5 % of periods or more (XProf's bar, as the CPU veto reads it) is a quota that binds."""
+    assert decide_mechanism(B.CPU, row(sc_throttled_frac__mean=0.06, cpu_own_sat__mean=0.2)) is M.THROTTLED
+    assert decide_mechanism(B.CPU, row(sc_throttled_frac__mean=0.04, cpu_own_sat__mean=0.2)) is M.TOO_FEW_WORKERS
 
 
 def test_cpu_too_few_workers_when_cores_stand_idle() -> None:

@@ -8,6 +8,8 @@ time the GPUs were idle, so its share is capped there; link time is not, since c
 kernels that keep the GPUs busy while they wait. Where no measured share exists, the only honest
 figure is the bare ceiling ``1 / busy``: the speed-up if every idle moment went away. A measured
 share under XProf's 5 % bar is left out the same way: it measured some other wait than the stall's.
+The same bar bounds what is left: a step whose remaining work is read under 5 % of it gives x20
+(``MAX_SPEEDUP``), said as "or more", since the telemetry does not resolve a stage that small.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from bottleneck_operator.analysis.checks.reads import Reads
 from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
 from bottleneck_operator.contract.verdict import Bottleneck
 
-MAX_SPEEDUP = 10.0  # a share of 0.9 or more is read as x10: samples this idle say little about the rate
+# What is left of the step is read as no less than XProf's 5 % bar: a stage under it is not resolved.
+MAX_SPEEDUP = 1.0 / WAITED_ON
 
 
 @dataclass(frozen=True)

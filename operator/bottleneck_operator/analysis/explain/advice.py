@@ -16,15 +16,17 @@ from dataclasses import dataclass, field
 
 from bottleneck_operator.analysis.checks.reads import Reads
 from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
+from bottleneck_operator.analysis.explain.candidates import MAJORITY
+from bottleneck_operator.analysis.features.derived import FABRIC_SYMMETRY
 from bottleneck_operator.analysis.features.extract import value
 from bottleneck_operator.analysis.features.kernel_time import LAUNCH_GAP, launch_gap
-from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
+from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey, Series
 from bottleneck_operator.analysis.features.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation
 from bottleneck_operator.contract.window import FloatArray
 
-AT_LIMIT = 0.85  # the cgroup's CPU use over its limit from which it has no headroom
-NODE_IDLE = 0.8  # node CPU busy share below which the node has idle cores to give
+# One more worker process needs one core: a cgroup or a node has room for it with a core to spare.
+WORKER_CORES = 1.0
 
 
 @dataclass(frozen=True)
@@ -40,30 +42,44 @@ class Facts:
         return value(self.x, name)
 
 
+def _pods(k: Facts) -> float:
+    return max(k.f(Extra.N_PODS.key) or 1.0, 1.0)
+
+
 def cgroup_has_headroom(k: Facts) -> bool:
-    """The job's cgroup can use more CPU: no limit, or below ``AT_LIMIT`` of it and not throttled."""
-    used = k.f(Series.CPU_LIMIT_FRAC.mean)
+    """The job's cgroup can run one more worker: throttled in under 5 % of CFS periods (XProf's bar, as
+    the CPU veto reads it), and no limit or a core to spare under it in each pod."""
     throttled = max(k.f(Series.CPU_THROTTLED_FRAC.mean) or 0.0, k.f(Series.SC_THROTTLED_FRAC.mean) or 0.0)
-    return (used is None or used < AT_LIMIT) and throttled < 0.1
+    used, limit = k.summary.cpu_cores, k.summary.cpu_limit_cores
+    room = limit is None or used is None or (limit - used) / _pods(k) >= WORKER_CORES
+    return room and throttled < WAITED_ON
 
 
 def node_has_idle_cores(k: Facts) -> bool:
-    """The node's CPUs are not all busy (unknown counts as no)."""
-    busy = k.f(Series.NODE_CPU_BUSY_FRAC.mean)
-    return busy is not None and busy < NODE_IDLE
+    """A core of the node stands idle for one more worker (unknown counts as no): its idle share of
+    its cores, which a pod's use over its node's share of them counts."""
+    busy, share, used = k.f(Series.NODE_CPU_BUSY_FRAC.mean), k.f(Series.CPU_NODE_FRAC.mean), k.summary.cpu_cores
+    if busy is None or share is None or used is None or share <= 0.0:
+        return False
+    node_cores = used / _pods(k) / share
+    return (1.0 - busy) * node_cores >= WORKER_CORES
 
 
 def more_workers_help(k: Facts) -> bool:
-    """More loader processes can run and the loaders say they are short: the cgroup has headroom, the
-    node has idle cores, and the collector counts trainer processes each at a full core."""
-    busy = k.reads.procs_busy
-    return busy is not None and busy >= 1.0 and cgroup_has_headroom(k) and node_has_idle_cores(k)
+    """More loader processes can run and the loaders say they are short: the collector counts trainer
+    processes each at a full core, the cgroup is throttled in under 5 % of CFS periods, and the pod uses
+    less than most of the cores it may use (``cpu_own_sat``: its limit and its node's idle cores), the
+    comparison by which the mechanism tells too few workers from saturated cores."""
+    busy, own = k.reads.procs_busy, k.f(Series.CPU_OWN_SAT.mean)
+    throttled = max(k.f(Series.CPU_THROTTLED_FRAC.mean) or 0.0, k.f(Series.SC_THROTTLED_FRAC.mean) or 0.0)
+    return busy is not None and busy >= 1.0 and throttled < WAITED_ON and own is not None and own < MAJORITY
 
 
 def one_core_per_process(k: Facts) -> bool:
-    """About one busy core per GPU process with idle cores around: ``num_workers=0`` loads in the main process."""
+    """Fewer busy cores than two per GPU process, with room for more: ``num_workers=0`` loads in the
+    main process (one core per GPU); a worker at a full core beside each would make two."""
     per_gpu = k.f(Series.CPU_PER_GPU.mean)
-    return per_gpu is not None and per_gpu <= 1.5 and more_workers_help(k)
+    return per_gpu is not None and per_gpu < 2 * WORKER_CORES and more_workers_help(k)
 
 
 def cgroup_is_the_limit(k: Facts) -> bool:
@@ -72,12 +88,13 @@ def cgroup_is_the_limit(k: Facts) -> bool:
 
 
 def host_to_device_copies(k: Facts) -> bool:
-    """PCIe traffic is input copies from host memory: host-to-device well above device-to-host.
+    """PCIe traffic is input copies from host memory: host-to-device, less than half of it coming back.
 
-    Balanced traffic is peer-to-peer or GPUDirect RDMA, which pinned host buffers do not speed up.
+    Balanced traffic is peer-to-peer or GPUDirect RDMA, which pinned host buffers do not speed up; the
+    features read PCIe balance as collectives from the same line (``FABRIC_SYMMETRY``).
     """
     rx, tx = k.f(Series.PCIE_RX_FRAC.mean), k.f(Series.PCIE_TX_FRAC.mean)
-    return rx is not None and rx > 2.0 * (tx or 0.0)
+    return rx is not None and rx > 0.0 and (tx or 0.0) < FABRIC_SYMMETRY * rx
 
 
 def host_memory_pressure(k: Facts) -> bool:
@@ -108,18 +125,12 @@ def compute_bound(k: Facts) -> bool:
     return not launch_bound(k) and not slowed_gpu(k)
 
 
-TENSOR_BUSY = 0.5  # tensor-pipe activity from which lower precision has little left to give
-
-
 def tensor_pipes_underused(k: Facts) -> bool:
-    """The FP32/FP16 pipes carry math the tensor pipes could take: more non-tensor than tensor activity,
-    with tensor pipes under ``TENSOR_BUSY``. Without the pipe fields nothing shows non-tensor math."""
+    """The FP32/FP16 pipes carry math the tensor pipes could take: more non-tensor than tensor activity.
+    Without the pipe fields nothing shows non-tensor math."""
     r = k.reads
     pipes = [v for v in (r.fp32, r.fp16) if v is not None]
-    if not pipes:
-        return False
-    tensor = r.tensor or 0.0
-    return max(pipes) > tensor and tensor < TENSOR_BUSY
+    return bool(pipes) and max(pipes) > (r.tensor or 0.0)
 
 
 def _always(_k: Facts) -> bool:
@@ -156,14 +167,12 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "sc_procs_iowait",
             "node_psi_io_some",
             "sc_psi_io_some",
-            "read_rate_vs_peak",
         ),
         _a(
             "Store the data as large sharded sequential files",
             "Formats such as WebDataset tars, TFRecord or Parquet shards turn many small random reads into few large sequential ones.",
             "node_disk_busy_frac",
             "read_bps",
-            "read_rate_vs_peak",
             "node_psi_io_some",
         ),
     ),
@@ -290,7 +299,6 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "Compile the model",
             "torch.compile (or XLA) fuses kernels and cuts launch overhead.",
             "gpu_active",
-            "sm_occupancy",
             "gpu_launch_gaps",
         ),
         _a(
@@ -309,12 +317,10 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
         _a(
             "Raise the memory limit",
             "Reclaim, swap or major faults stall the pod; more memory lets the working set stay resident.",
-            "node_psi_mem_some",
             "sc_psi_mem_some",
-            "node_majfault_ps",
-            "node_swap_used_frac",
+            "sc_swapin_ps",
+            "sc_oom_kills",
             "mem_working_set_vs_limit",
-            "sc_psi_mem_some",
             when=host_memory_pressure,
         ),
         _a(

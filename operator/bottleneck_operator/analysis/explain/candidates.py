@@ -1,18 +1,44 @@
 """The candidate signals of each class's evidence: what is compared with what, and how it reads.
 
 Each class's typical signatures (docs/analysis.md) as a table: the feature read, the reference it is
-compared with (a capacity or a typical value), the level at which it starts to count and the sentence
-that says it. :mod:`.evidence` picks the strongest present ones for a verdict.
+compared with and the level from which it counts, and the sentence that says it. :mod:`.evidence`
+picks the strongest present ones for a verdict. Every reference and level is a capacity, a cited
+constant or a definition (docs/analysis.md, "Numbers in the explanations, with their source"):
+
+- a share of time waited (PSI "some", CFS throttling) counts from XProf's 5 % bar (``WAITED_ON``) and
+  is compared with XProf's 20 %, from which a step is "highly input-bound";
+- a share of a link's capacity counts from the same 5 % (bytes over capacity is the least time the link
+  was busy) and is compared with what fills it: the rate pinned copies were measured at for PCIe
+  (``COPY_ENGINE_RATE``), the whole bandwidth for NVLink;
+- a share with a documented practical peak is compared with it (``DRAM_PEAK``, from ``DRAM_HALF``; the
+  DCGM profiling documentation's SM-activity levels for GPU activity);
+- a share with no cited level is compared with the whole, counted from none or from a majority (more
+  bytes over the NIC than from the disks), so shares rank against each other as measured;
+- an event that stalls whenever it happens (a swap-in, an OOM kill) counts when there is any at all,
+  with no reference.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from bottleneck_operator.analysis.checks.reads import INFINIBAND_BPS
+from bottleneck_operator.analysis.checks.vetoes import DRAM_HALF, DRAM_PEAK, WAITED_ON
+from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG, COPY_ENGINE_RATE
 from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 
-__all__ = ["CANDIDATES", "IDLE", "Candidate"]
+__all__ = ["CANDIDATES", "HIGHLY_WAITED_ON", "IDLE", "MAJORITY", "Candidate"]
+
+HIGHLY_WAITED_ON = 0.2  # XProf: input >= 20 % of the step is "highly input-bound" (TELEMETRY.md, "Peers' rules")
+MAJORITY = 0.5  # more than half of a whole: more bytes over the NIC than from the disks, most of a limit
+# DCGM's profiling documentation (TELEMETRY.md): SM activity of 0.8 or more is necessary for effective
+# use, under 0.5 likely ineffective.
+SM_EFFECTIVE = 0.8
+SM_INEFFECTIVE = 0.5
+# The slowest InfiniBand port, as the links are read against it (checks/reads.py), in log10 bytes/s.
+INFINIBAND_LOG = math.log10(INFINIBAND_BPS)
 
 
 @dataclass(frozen=True)
@@ -23,98 +49,95 @@ class Candidate:
         feature: the feature name read from the feature row.
         signal: the name shown in the report.
         unit: unit of observed and reference.
-        reference: the capacity or typical value compared with.
-        low: the value at which the signal starts to count (strength 0).
-        high_is_bad: False when a low value is the evidence (e.g. GPU activity for stall classes).
+        reference: the capacity or cited level compared with; None for an event that counts when there is
+            any at all (the signal then has full strength past ``low``).
+        low: the value from which the signal counts (strength 0); above ``reference`` when a low value
+            is the evidence.
         message: sentence template with {v} (observed, formatted) and {r} (reference).
         mechanism: the one mechanism of its class it speaks for (host memory or HBM), None for any.
+        quiet: for an event with no reference, the sentence when none happened: shown, if at all, only as
+            what was looked at.
     """
 
     feature: FeatureKey
     signal: str
     unit: str
-    reference: float
+    reference: float | None
     low: float
     message: str
-    high_is_bad: bool = True
     mechanism: Mechanism | None = None
+    quiet: str = ""
 
     def strength(self, v: float) -> float:
+        """How far ``v`` is from where the signal counts towards its reference, 0 to 1."""
+        if self.reference is None:
+            return 1.0 if v > self.low else 0.0
         span = self.reference - self.low
         s = (v - self.low) / span if span else 0.0
-        return max(0.0, min(1.5, s))
+        return max(0.0, min(1.0, s))
 
 
+def _wait(feature: FeatureKey, signal: str, message: str, mechanism: Mechanism | None = None) -> Candidate:
+    """A share of time waited: counted from XProf's 5 % bar, against its 20 % "highly input-bound"."""
+    return Candidate(feature, signal, "ratio", HIGHLY_WAITED_ON, WAITED_ON, message, mechanism)
+
+
+# GPU activity against all of the time: a GPU that never waits is active throughout.
 IDLE = Candidate(
     Series.ACT.mean,
     "gpu_active",
     "ratio",
-    0.8,
-    0.8,
-    "GPUs were active {v} of the time; effective use needs about {r} (so they waited on something else).",
+    1.0,
+    0.0,
+    "GPUs were active {v} of the time; a GPU that never waits is active all of it.",
 )
 
 CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
     Bottleneck.IO: (
-        Candidate(
+        _wait(
             Series.SC_PSI_IO_SOME.mean,
             "sc_psi_io_some",
-            "ratio",
-            0.5,
-            0.05,
-            "The pod's own processes were stalled on IO {v} of the time (cgroup IO pressure).",
+            "The pod's own processes were stalled on IO {v} of the time (cgroup IO pressure); from {r} "
+            "XProf calls a step highly input-bound.",
         ),
+        # at the reference, as many of the busy processes wait in reads as run
         Candidate(
             Series.SC_IOWAIT_PROCS_SHARE.mean,
             "sc_procs_iowait",
             "ratio",
-            0.5,
-            0.05,
-            "{v} of the trainer's busy processes were blocked in disk/network reads (state D).",
-        ),
-        Candidate(
-            Series.READ_REL_PEAK.p50,
-            "read_rate_vs_peak",
-            "ratio",
-            0.9,
-            0.5,
-            "Reads sat at {v} of their own peak for most of the window: a flat ceiling, typical of a saturated source.",
+            MAJORITY,
+            0.0,
+            "{v} of the trainer's busy processes were blocked in disk/network reads (state D); at {r} as "
+            "many wait as run.",
         ),
         Candidate(
             Series.NET_RX_SHARE.mean,
             "node_net_rx_share",
             "ratio",
-            0.9,
-            0.5,
+            1.0,
+            MAJORITY,
             "{v} of the bytes read arrived over the network: the dataset lives on remote storage.",
         ),
     ),
     Bottleneck.CPU: (
         Candidate(
-            Series.CPU_LIMIT_FRAC.mean, "cpu_cores_vs_limit", "ratio", 1.0, 0.7, "The job used {v} of its CPU limit."
+            Series.CPU_LIMIT_FRAC.mean,
+            "cpu_cores_vs_limit",
+            "ratio",
+            1.0,
+            MAJORITY,
+            "The job used {v} of its CPU limit.",
         ),
-        Candidate(
+        _wait(
             Series.CPU_THROTTLED_FRAC.mean,
             "cpu_throttled_frac",
-            "ratio",
-            0.5,
-            0.05,
-            "The container was CPU-throttled (CFS) in {v} of scheduling periods; {r} is heavy throttling.",
+            "The container was CPU-throttled (CFS) in {v} of scheduling periods; XProf calls a step that "
+            "waits {r} of its time highly input-bound.",
         ),
-        Candidate(
-            Series.SC_THROTTLED_FRAC.mean,
-            "sc_throttled_frac",
-            "ratio",
-            0.5,
-            0.05,
-            "The pod's cgroup was throttled in {v} of periods.",
-        ),
-        Candidate(
+        _wait(Series.SC_THROTTLED_FRAC.mean, "sc_throttled_frac", "The pod's cgroup was throttled in {v} of periods."),
+        _wait(
             Series.SC_PSI_CPU_SOME.mean,
             "sc_psi_cpu_some",
-            "ratio",
-            0.5,
-            0.05,
             "The pod's processes waited for a CPU {v} of the time (cgroup CPU pressure).",
         ),
         Candidate(
@@ -122,9 +145,9 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "sc_procs_busy",
             "ratio",
             1.0,
-            0.3,
+            MAJORITY,
             "{v} of the pod's CPU time ran in processes each pinned at a full core: loader workers held to "
-            "one core apiece, with cores to spare.",
+            "one core apiece.",
             mechanism=Mechanism.TOO_FEW_WORKERS,
         ),
     ),
@@ -133,18 +156,18 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             Series.PCIE_RX_FRAC.p90,
             "pcie_rx_bps",
             "ratio",
-            0.8,
-            0.5,
-            "Host-to-GPU PCIe traffic reached {v} of the link's capacity (p90); pinned copies fill it near {r}, "
-            "pageable ones stop at a host memcpy's ~10 GB/s.",
+            COPY_ENGINE_RATE,
+            WAITED_ON,
+            "Host-to-GPU PCIe traffic reached {v} of the link's capacity (p90); pinned copies were measured "
+            "filling {r} of it, pageable ones stop at a host memcpy's ~10 GB/s.",
             mechanism=Mechanism.PCIE,
         ),
         Candidate(
             Series.PCIE_TX_FRAC.p90,
             "pcie_tx_bps",
             "ratio",
-            0.8,
-            0.5,
+            COPY_ENGINE_RATE,
+            WAITED_ON,
             "GPU-to-host PCIe traffic reached {v} of the link's capacity (p90).",
             mechanism=Mechanism.PCIE,
         ),
@@ -152,8 +175,8 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             Series.NVLINK_FRAC.p90,
             "nvlink_bps",
             "ratio",
-            0.7,
-            0.25,
+            1.0,
+            WAITED_ON,
             "NVLink traffic reached {v} of the GPUs' NVLink bandwidth (p90).",
             mechanism=Mechanism.NVLINK,
         ),
@@ -161,27 +184,29 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             Series.NET_SYMMETRY.mean,
             "node_net_rx_tx_symmetry",
             "ratio",
-            0.9,
-            0.5,
-            "Network receive and transmit were balanced ({v}) at all-reduce volume, the pattern of gradient exchange rather than data loading.",
+            1.0,
+            COLLECTIVE_NET,
+            "Network receive and transmit were balanced ({v}) at all-reduce volume, the pattern of gradient "
+            "exchange rather than data loading.",
             mechanism=Mechanism.NETWORK,
         ),
         Candidate(
             Series.LOG_NET_PER_GPU.mean,
             "node_net_bytes_per_gpu",
             "log10 B/s",
-            9.0,
-            7.5,
-            "The nodes' network moved {v} per GPU.",
+            INFINIBAND_LOG,
+            COLLECTIVE_NET_LOG,
+            "The nodes' network moved {v} per GPU, against {r} for one InfiniBand EDR port.",
             mechanism=Mechanism.NETWORK,
         ),
         Candidate(
             Series.LOG_IB_PER_GPU.mean,
             "node_infiniband_bytes_per_gpu",
             "log10 B/s",
-            9.0,
-            7.5,
-            "The nodes' InfiniBand/RoCE ports moved {v} per GPU (RDMA, which netdev counters never see).",
+            INFINIBAND_LOG,
+            COLLECTIVE_NET_LOG,
+            "The nodes' InfiniBand/RoCE ports moved {v} per GPU (RDMA, which netdev counters never see), "
+            "against {r} for one EDR port.",
             mechanism=Mechanism.NETWORK,
         ),
     ),
@@ -190,42 +215,45 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             Series.ACT.mean,
             "gpu_active",
             "ratio",
-            0.9,
-            0.6,
-            "GPUs were active {v} of the time: compute is the busiest stage.",
+            SM_EFFECTIVE,
+            SM_INEFFECTIVE,
+            "GPUs were active {v} of the time: compute is the busiest stage; DCGM counts {r} as needed for "
+            "effective use.",
         ),
-        Candidate(
-            Series.TENSOR_ACTIVE.mean, "tensor_active", "ratio", 0.5, 0.1, "Tensor pipes were active {v} of cycles."
-        ),
-        Candidate(Series.SM_OCCUPANCY.mean, "sm_occupancy", "ratio", 0.5, 0.2, "SM occupancy averaged {v}."),
-        # what math draws, read without the profiling fields too: bf16 matmuls held an H200 at 0.99 of
-        # its limit, a GPU waiting or launching tiny kernels drew 0.18-0.30 (tests/data/gpu-compute)
-        Candidate(
-            Series.POWER_LIMIT_FRAC.mean,
-            "power_of_limit",
-            "ratio",
-            0.95,
-            0.6,
-            "GPUs drew {v} of their board's power limit; kernels bound by their math hold about {r}.",
-        ),
-    ),
-    Bottleneck.MEMORY: (
         Candidate(
             Series.TENSOR_ACTIVE.mean,
             "tensor_active",
             "ratio",
-            0.05,
-            0.5,
-            "Tensor pipes were active {v} of cycles: the kernels do little math per byte they move.",
-            high_is_bad=False,
+            1.0,
+            0.0,
+            "Tensor pipes were active {v} of cycles ({r}: a tensor instruction every other cycle).",
+        ),
+        Candidate(
+            Series.POWER_LIMIT_FRAC.mean,
+            "power_of_limit",
+            "ratio",
+            1.0,
+            0.0,
+            "GPUs drew {v} of their board's power limit (the enforced one where exported, else its TDP).",
+        ),
+    ),
+    Bottleneck.MEMORY: (
+        # inverted: the evidence is how little of the whole the tensor pipes used, from all of it to none
+        Candidate(
+            Series.TENSOR_ACTIVE.mean,
+            "tensor_active",
+            "ratio",
+            0.0,
+            1.0,
+            "Tensor pipes were active {v} of cycles.",
             mechanism=Mechanism.HBM_BANDWIDTH,
         ),
         Candidate(
             Series.DRAM_ACTIVE.mean,
             "dram_active",
             "ratio",
-            0.8,
-            0.45,
+            DRAM_PEAK,
+            DRAM_HALF,
             "GPU memory bandwidth was in use {v} of cycles; about {r} is the practical peak.",
             mechanism=Mechanism.HBM_BANDWIDTH,
         ),
@@ -233,8 +261,8 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             Series.DRAM_MINUS_TENSOR.mean,
             "dram_active_minus_tensor_active",
             "ratio",
-            0.6,
-            0.2,
+            DRAM_PEAK,
+            0.0,
             "DRAM activity exceeded tensor-pipe activity by {v}: kernels wait on memory, not on math.",
             mechanism=Mechanism.HBM_BANDWIDTH,
         ),
@@ -242,36 +270,37 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             Series.SC_LOG_SWAPIN.mean,
             "sc_swapin_ps",
             "log10 1/s",
-            3.0,
-            0.5,
-            "The pod's pages came back from swap at {v} per second.",
+            None,
+            0.0,
+            "The pod's pages came back from swap at {v} per second: each one stalls a task on a read.",
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
+            quiet="No page of the pod came back from swap.",
         ),
         Candidate(
             Series.SC_OOM_KILLS.mean,
             "sc_oom_kills",
             "1/s",
-            0.01,
+            None,
             0.0,
             "The OOM killer ended the pod's processes ({v} per second on average).",
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
+            quiet="The OOM killer ended none of the pod's processes.",
         ),
-        Candidate(
+        _wait(
             Series.SC_PSI_MEM_SOME.mean,
             "sc_psi_mem_some",
-            "ratio",
-            0.3,
-            0.02,
             "The pod's processes stalled on memory {v} of the time.",
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
+        # cAdvisor's working set counts active page cache: against the limit (its definition's full
+        # scale) it is what was looked at, never a stall by itself
         Candidate(
             Series.MEM_LIMIT_FRAC.mean,
             "mem_working_set_vs_limit",
             "ratio",
-            0.95,
-            0.8,
-            "The working set was {v} of the memory limit.",
+            1.0,
+            MAJORITY,
+            "The working set was {v} of the memory limit (it counts active page cache, so no stall by itself).",
             mechanism=Mechanism.HOST_MEMORY_PRESSURE,
         ),
     ),

@@ -1,11 +1,12 @@
 """Evidence for a verdict: the signals that support its class, each against a reference.
 
 The first item after GPU idleness is the measured wait of the class where something measured it
-(:mod:`.account`: the pod's PSI share, CFS throttling, link bytes against capacity). Then come the class's other candidate signals (the typical signatures
-of docs/analysis.md, tabled in :mod:`.evidence_candidates`), each with a reference — a capacity or a typical value — and a strength that
-says how far the observation is towards the reference. The framebuffer's fill is never evidence, and
-node-wide CPU busy and pressure are context (:func:`context_notes`), not evidence for CPU.
-:mod:`.advice` chooses recommendations by the signals that appear in the evidence.
+(:mod:`.account`: the pod's PSI share, CFS throttling, link bytes against capacity). Then come the
+class's other candidate signals (the typical signatures of docs/analysis.md, tabled in
+:mod:`.candidates`), each with a reference (a capacity, a cited level or the whole) and a strength that
+says how far the observation is from where it counts towards the reference. The framebuffer's fill is
+never evidence, and node-wide CPU busy and pressure are context (:func:`context_notes`), not evidence
+for CPU. :mod:`.advice` chooses recommendations by the signals that appear in the evidence.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Mechanism
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 _STALL = (Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT)
+
+
+# TELEMETRY.md ("Reading the profiling metrics"): healthy jobs run at 90-99 % FB_USED, their caching
+# allocators keeping freed blocks reserved; from there on the fill is worth a note, never evidence.
+FB_HEALTHY = 0.9
 
 
 def _fmt(c: Candidate, v: float) -> str:
@@ -59,19 +65,7 @@ def build_evidence(
     Returns:
         Evidence items: GPU idleness first for stall classes, then the measured wait.
     """
-    volume = (value(x, Series.LOG_NET_PER_GPU.mean) or 0.0) >= COLLECTIVE_NET_LOG
-    scored: list[tuple[float, Evidence]] = []
-    for c in CANDIDATES.get(cls, ()):
-        v = value(x, c.feature)
-        if v is None or (mechanism is not None and c.mechanism not in (None, mechanism)):
-            continue
-        if c.feature in _NEEDS_VOLUME and not volume:
-            # Shown as what was looked at, saying why it does not count.
-            msg = f"Network receive and transmit ratio {pct(v)}, at too little volume to be gradient exchange."
-            scored.append((0.0, Evidence(c.signal, v, c.reference, c.unit, msg)))
-            continue
-        scored.append((c.strength(v), _evidence(c, v)))
-    scored.sort(key=lambda t: -t[0])
+    scored = _scored(cls, x, mechanism)
     items: list[Evidence] = []
     # An HBM-bound GPU is busy: its kernels wait on memory inside, not for anything outside
     if cls in _STALL or (cls is Bottleneck.MEMORY and mechanism is not Mechanism.HBM_BANDWIDTH):
@@ -83,10 +77,10 @@ def build_evidence(
         items.append(gate)
         scored = [(s, e) for s, e in scored if e.signal != gate.signal]
     rate = _rate_evidence(cls, summary)
-    # The strong candidates first; weaker ones only to reach three items, so the report always shows
-    # what was looked at.
-    ranked = [e for s, e in scored if s > 0.15] + [e for s, e in scored if s <= 0.15]
-    n_strong = sum(1 for s, _ in scored if s > 0.15)
+    # The candidates past the level from which they count first, by strength; the others only to reach
+    # three items, so the report always shows what was looked at.
+    ranked = [e for s, e in scored if s > 0] + [e for s, e in scored if s <= 0]
+    n_strong = sum(1 for s, _ in scored if s > 0)
     for k, e in enumerate(ranked):
         if len(items) + (1 if rate else 0) >= limit or (k >= n_strong and len(items) + (1 if rate else 0) >= 3):
             break
@@ -94,6 +88,28 @@ def build_evidence(
     if rate:
         items.insert(min(len(items), 2), rate)
     return tuple(items[:limit])
+
+
+def _scored(cls: Bottleneck, x: FloatArray, mechanism: Mechanism | None) -> list[tuple[float, Evidence]]:
+    """The class's present candidates with their strengths, strongest first."""
+    volume = (value(x, Series.LOG_NET_PER_GPU.mean) or 0.0) >= COLLECTIVE_NET_LOG
+    scored: list[tuple[float, Evidence]] = []
+    for c in CANDIDATES.get(cls, ()):
+        v = value(x, c.feature)
+        if v is None or (mechanism is not None and c.mechanism not in (None, mechanism)):
+            continue
+        if c.reference is None and v <= c.low:
+            # an event that did not happen (no swap-in, no OOM kill) is said so, as what was looked at
+            scored.append((0.0, Evidence(c.signal, v, None, c.unit, c.quiet)))
+            continue
+        if c.feature in _NEEDS_VOLUME and not volume:
+            # Shown as what was looked at, saying why it does not count.
+            msg = f"Network receive and transmit ratio {pct(v)}, at too little volume to be gradient exchange."
+            scored.append((0.0, Evidence(c.signal, v, c.reference, c.unit, msg)))
+            continue
+        scored.append((c.strength(v), _evidence(c, v)))
+    scored.sort(key=lambda t: -t[0])
+    return scored
 
 
 def _wait_evidence(cls: Bottleneck, account: StepAccount, reads: Reads) -> Evidence | None:
@@ -132,7 +148,7 @@ def context_notes(x: FloatArray, fb_p90: float | None = None) -> tuple[str, ...]
         parts.append(f"node CPU pressure {pct(psi)}")
     fb = fb_p90
     tail: tuple[str, ...] = ()
-    if fb is not None and fb >= 0.9:
+    if fb is not None and fb >= FB_HEALTHY:
         tail = (
             f"GPU memory {pct(fb)} allocated (p90): caching allocators reserve it, so it is not a stall; it only "
             "means the batch cannot grow.",
@@ -145,10 +161,14 @@ def _evidence(c: Candidate, v: float) -> Evidence:
     """An evidence item; log-scale features are reported back in their physical unit."""
     if c.unit.startswith("log10 "):
         unit = c.unit.removeprefix("log10 ")
-        observed, reference = 10**v, 10**c.reference
-        shown = human_bytes(observed) if unit == "B/s" else f"{observed:,.0f}"
-        return Evidence(c.signal, observed, reference, unit, c.message.format(v=shown, r=_fmt(c, c.reference)))
-    return Evidence(c.signal, v, c.reference, c.unit, c.message.format(v=_fmt(c, v), r=_fmt(c, c.reference)))
+        observed = 10**v
+        reference = None if c.reference is None else 10**c.reference
+        shown, ref = (
+            (human_bytes(observed), human_bytes(reference or 0.0)) if unit == "B/s" else (f"{observed:,.0f}", "")
+        )
+        return Evidence(c.signal, observed, reference, unit, c.message.format(v=shown, r=ref))
+    ref = "" if c.reference is None else _fmt(c, c.reference)
+    return Evidence(c.signal, v, c.reference, c.unit, c.message.format(v=_fmt(c, v), r=ref))
 
 
 def _idle_evidence(summary: JobSummary) -> Evidence | None:
@@ -156,17 +176,14 @@ def _idle_evidence(summary: JobSummary) -> Evidence | None:
         return None
     src = summary.activity_signal or "gpu_active"
     a = summary.gpu_active
-    if a >= IDLE.reference:
-        msg = f"GPUs were active {pct(a)} of the time."
-    else:
-        msg = IDLE.message.format(v=pct(a), r=pct(IDLE.reference))
-    return Evidence(src, a, IDLE.reference, "ratio", msg)
+    return Evidence(src, a, IDLE.reference, "ratio", IDLE.message.format(v=pct(a)))
 
 
 def _rate_evidence(cls: Bottleneck, s: JobSummary) -> Evidence | None:
     if cls is Bottleneck.IO:
         net, read = s.net_rx_bps or 0.0, s.read_bps or 0.0
-        if net > 2 * read and net > 0:
+        # the larger of the two carried the data (the network-storage mechanism's majority of bytes)
+        if net > read:
             return Evidence(
                 "node_net_rx_bps",
                 net,

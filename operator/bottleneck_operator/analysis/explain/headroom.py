@@ -14,7 +14,7 @@ telemetry cannot see: the headroom says what a profile would show.
 from __future__ import annotations
 
 from bottleneck_operator.analysis.checks.vetoes import DRAM_PEAK
-from bottleneck_operator.analysis.explain.account import StepAccount
+from bottleneck_operator.analysis.explain.account import MAX_SPEEDUP, StepAccount
 from bottleneck_operator.analysis.features.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, CapacityNeed, Headroom, Mechanism
 
@@ -23,6 +23,14 @@ PROFILE_HINT = (
     "shows the split between matrix-multiply, memory-bound and communication kernels and the launch gaps "
     "between them, which telemetry cannot"
 )
+
+
+def _at_most(speedup: float) -> str:
+    """The bound in words: where what is left of the step fell under XProf's 5 % bar it is read there,
+    and the bound is a floor of what removing the wait could give, not a ceiling."""
+    if speedup >= MAX_SPEEDUP - 1e-9:
+        return f"x{MAX_SPEEDUP:.2g} or more (what is left of the step is under 5 %, which telemetry does not resolve)"
+    return f"at most x{speedup:.2g}"
 
 
 def estimate_headroom(cls: Bottleneck, acc: StepAccount, mechanism: Mechanism | None = None) -> Headroom | None:
@@ -45,7 +53,7 @@ def estimate_headroom(cls: Bottleneck, acc: StepAccount, mechanism: Mechanism | 
             1.0,
             ceiling,
             f"{what}: the GPUs were busy {pct(acc.busy)} of training time, so removing every wait outside the "
-            f"kernels gives at most x{ceiling:.2g}; {PROFILE_HINT}",
+            f"kernels gives {_at_most(ceiling)}; {PROFILE_HINT}",
         )
     wait = acc.waits.get(cls)
     if wait is None and cls is Bottleneck.INTERCONNECT:
@@ -56,7 +64,7 @@ def estimate_headroom(cls: Bottleneck, acc: StepAccount, mechanism: Mechanism | 
             1.0,
             ceiling,
             f"bare ceiling: the GPUs were idle {pct(acc.idle or 0.0)} of training time; if all of it is spent "
-            f"waiting on {cls.value}, removing it gives at most x{ceiling:.2g} (no signal measured the "
+            f"waiting on {cls.value}, removing it gives {_at_most(ceiling)} (no signal measured the "
             f"{cls.value} wait itself)",
         )
     high = acc.speedup(cls)
@@ -64,7 +72,7 @@ def estimate_headroom(cls: Bottleneck, acc: StepAccount, mechanism: Mechanism | 
         1.0,
         high,
         f"{cls.value} waits measured at {pct(wait.share)} of training time ({wait.what}): removing them gives "
-        f"at most x{high:.2g}",
+        f"{_at_most(high)}",
     )
 
 
@@ -110,7 +118,8 @@ def capacity_needs(
 def _io_need(summary: JobSummary, busy: float, gpus: str) -> tuple[CapacityNeed, ...]:
     """Reads the job would need, from the network when those dominate, else from storage."""
     net, read = summary.net_rx_bps, summary.read_bps
-    if net is not None and net > 2 * (read or 0.0):
+    # the larger of the two carried the data (the network-storage mechanism's majority of bytes read)
+    if net is not None and net > (read or 0.0):
         rate, what = net, "of network reads"
     elif read is not None:
         rate, what = read, "of storage reads"
