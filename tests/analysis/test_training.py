@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from bottleneck_operator.analysis.classify import analyze_windows
 from bottleneck_operator.analysis.evaluation.metrics import figures
@@ -112,3 +113,20 @@ def test_the_temperature_is_fitted_across_worlds_when_there_are_several() -> Non
     assert across.metadata["calibration"] == "across 2 worlds"
     assert home.metadata["calibration"] == "held-out jobs"
     assert across.temperature > 2 * home.temperature, (across.temperature, home.temperature)
+
+
+def test_a_training_set_built_in_batches_is_the_one_built_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bottleneck_operator.analysis.model import training
+
+    classes = [Bottleneck.IO, Bottleneck.CPU, Bottleneck.GPU, Bottleneck.MEMORY, Bottleneck.INTERCONNECT] * 2
+    windows = [make_window(c, pods=1 + i % 2) for i, c in enumerate(classes)]
+    whole = build_training_set(windows, classes, copies=2, seed=5, worlds=[i % 2 for i in range(len(classes))])
+    # batches of 4 windows split the copies of one job across two batches
+    monkeypatch.setattr(training, "FEATURE_BATCH", 4)
+    batched = build_training_set(windows, classes, copies=2, seed=5, worlds=[i % 2 for i in range(len(classes))])
+    assert batched.x.shape == whole.x.shape == (30, whole.x.shape[1])
+    np.testing.assert_array_equal(batched.x, whole.x)
+    np.testing.assert_array_equal(batched.y, whole.y)
+    np.testing.assert_array_equal(batched.groups, whole.groups)
+    assert batched.worlds is not None and whole.worlds is not None
+    np.testing.assert_array_equal(batched.worlds, whole.worlds)

@@ -25,6 +25,8 @@ from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 from bottleneck_operator.errors import ModelError
 
+FEATURE_BATCH = 2048  # windows whose features are taken together while a training set is built
+
 
 @dataclass(frozen=True)
 class TrainingSet:
@@ -59,18 +61,26 @@ def build_training_set(
         The training set.
     """
     rng = np.random.default_rng(seed)
-    all_windows: list[JobWindow] = []
+    rows: list[FloatArray] = []
     y: list[int] = []
     groups: list[int] = []
     index = {c: i for i, c in enumerate(CLASSES)}
+    batch: list[JobWindow] = []
     for g, (w, label) in enumerate(zip(windows, labels, strict=True)):
         for k in range(copies + 1):
-            all_windows.append(w if k == 0 else degrade(w, rng))
+            batch.append(w if k == 0 else degrade(w, rng))
             y.append(index[label])
             groups.append(g)
+        # the degraded copies are features as soon as a batch is full: holding every copy of every
+        # window at once is what a large training draw cannot afford (rows are the same either way)
+        if len(batch) >= FEATURE_BATCH:
+            rows.append(extract_features(batch))
+            batch = []
+    if batch or not rows:
+        rows.append(extract_features(batch))
     world_rows = None if worlds is None else np.repeat(np.asarray(worlds, dtype=np.intp), copies + 1)
     return TrainingSet(
-        x=extract_features(all_windows),
+        x=np.concatenate(rows),
         y=np.asarray(y, dtype=np.intp),
         groups=np.asarray(groups, dtype=np.intp),
         worlds=world_rows,
