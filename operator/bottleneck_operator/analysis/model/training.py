@@ -5,7 +5,6 @@ worlds where the training set spans several.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -135,32 +134,17 @@ def fit_model(
     unique = np.unique(data.groups)
     held = set(rng.choice(unique, size=max(1, int(len(unique) * calibration_share)), replace=False).tolist())
     calib = np.array([g in held for g in data.groups])
-    names = np.array([c.value for c in CLASSES])
-    n_worlds = 0 if data.worlds is None else len(np.unique(data.worlds))
-    fit_rows = ~calib
-    temperature: float | None = None
-    blind: list[int] = []
-    if n_worlds >= 2 and ("cue" in _EXPERIMENT or "iters" in _EXPERIMENT):
-        choice = _choose_by_worlds(data, seed=seed, max_iter=max_iter, rate=learning_rate)
-        max_iter, temperature = choice.iterations, choice.temperature
-        blind = _cue_columns(data.x[fit_rows], data.y[fit_rows], data.worlds[fit_rows], choice.share)  # type: ignore[index]
-        metadata = {
-            **(metadata or {}),
-            "world_cue_share": choice.share,
-            "world_cue_blind": len(blind),
-            "lowo_iterations": max_iter,
-        }
     estimator = _estimator(seed=seed, max_iter=max_iter, learning_rate=learning_rate)
-    x_train = data.x[fit_rows]
-    estimator.fit(blind_context(x_train, blind), names[data.y[fit_rows]], **_weights(data, fit_rows))
+    names = np.array([c.value for c in CLASSES])
+    x_train = data.x[~calib]
+    estimator.fit(blind_context(x_train), names[data.y[~calib]])
     model = BottleneckModel(
         estimator, temperature=1.0, version=version, metadata=metadata, envelope=fit_envelope(x_train)
     )
     col = {c.value: i for i, c in enumerate(model.classes)}
     y_cal = np.array([col[names[i]] for i in data.y[calib]])
-    if temperature is not None:
-        model.temperature = temperature
-    elif n_worlds >= 2:
+    n_worlds = 0 if data.worlds is None else len(np.unique(data.worlds))
+    if n_worlds >= 2:
         model.temperature = _cross_world_temperature(data, model, seed=seed, max_iter=max_iter, rate=learning_rate)
     else:
         model.temperature = fit_temperature(model.raw_scores(data.x[calib]), y_cal) if len(y_cal) else 1.0
@@ -189,7 +173,7 @@ def _cross_world_temperature(
     for world in np.unique(data.worlds):
         home = data.worlds != world
         estimator = _estimator(seed=seed, max_iter=max_iter, learning_rate=rate)
-        estimator.fit(blind_context(data.x[home]), names[data.y[home]], **_weights(data, home))
+        estimator.fit(blind_context(data.x[home]), names[data.y[home]])
         other = BottleneckModel(estimator, temperature=1.0, version="cross-world")
         if list(other.classes) != list(model.classes):  # a world without every class cannot be scored
             continue
@@ -198,25 +182,10 @@ def _cross_world_temperature(
     return fit_temperature(np.concatenate(scores), truth) if scores else 1.0
 
 
-_EXPERIMENT = os.environ.get("BOTTLENECK_FIT_EXPERIMENT", "")
-
-
-def _weights(data: TrainingSet, rows: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[str, FloatArray]:
-    if "cells" not in _EXPERIMENT or data.worlds is None:
-        return {}
-    return {"sample_weight": cell_weights(data.y[rows], data.worlds[rows])}
-
-
-def cell_weights(y: np.ndarray[Any, np.dtype[np.intp]], worlds: np.ndarray[Any, np.dtype[np.intp]]) -> FloatArray:
-    """Row weights that give every (world, class) cell the same total weight (mean weight 1)."""
-    cells, inverse, counts = np.unique(np.stack([worlds, y]), axis=1, return_inverse=True, return_counts=True)
-    return np.asarray(len(y) / (cells.shape[1] * counts[inverse.ravel()]), dtype=np.float64)
-
-
 _CONTEXT_COLUMNS = [FEATURE_INDEX[n] for n in CONTEXT_ONLY]
 
 
-def blind_context(x: FloatArray, extra: Sequence[int] = ()) -> FloatArray:
+def blind_context(x: FloatArray) -> FloatArray:
     """The rows with the context-only features held constant, so that no tree can split on them.
 
     Trees grown on a constant column never read it, whatever value it holds at prediction time; the
@@ -224,113 +193,7 @@ def blind_context(x: FloatArray, extra: Sequence[int] = ()) -> FloatArray:
     """
     out = x.copy()
     out[:, _CONTEXT_COLUMNS] = 0.0
-    out[:, list(extra)] = 0.0
     # a column no training row reads (a family no training world exports) is as blind: scikit-learn's
     # binning cannot bin a column with no value at all
     out[:, ~np.isfinite(out).any(axis=0)] = 0.0
     return out
-
-
-_SHARES = (0.0, 0.15, 0.3) if "cue" in _EXPERIMENT else (0.0,)
-_STAGE = 10
-
-
-@dataclass(frozen=True)
-class _Choice:
-    share: float
-    iterations: int
-    temperature: float
-
-
-def _choose_by_worlds(data: TrainingSet, *, seed: int, max_iter: int, rate: float) -> _Choice:
-    """Share of world-cue features blinded and iterations, chosen by leave-one-world-out over the training worlds."""
-    assert data.worlds is not None
-    names = np.array([c.value for c in CLASSES])
-    stages = [n for n in range(_STAGE, max_iter + 1, _STAGE)] if "iters" in _EXPERIMENT else [max_iter]
-    if stages[-1] != max_iter:
-        stages.append(max_iter)
-    f1 = np.zeros((len(_SHARES), len(stages)))
-    kept: dict[tuple[int, int], list[tuple[FloatArray, np.ndarray[Any, np.dtype[np.intp]]]]] = {}
-    worlds = np.unique(data.worlds)
-    for world in worlds:
-        home = data.worlds != world
-        inner = len(np.unique(data.worlds[home])) >= 2
-        for i, share in enumerate(_SHARES):
-            if share and not inner:
-                continue
-            blind = _cue_columns(data.x[home], data.y[home], data.worlds[home], share)
-            estimator = _estimator(seed=seed, max_iter=max_iter, learning_rate=rate)
-            estimator.fit(blind_context(data.x[home], blind), names[data.y[home]], **_weights(data, home))
-            if len(estimator.classes_) != len(CLASSES):
-                continue
-            order = {c: k for k, c in enumerate(estimator.classes_)}
-            truth = np.array([order[names[v]] for v in data.y[~home]], dtype=np.intp)
-            staged = list(estimator.staged_decision_function(data.x[~home]))
-            for k, n in enumerate(stages):
-                z = np.asarray(staged[n - 1], dtype=np.float64)
-                f1[i, k] += _macro_f1(truth, z.argmax(axis=1), len(CLASSES)) / len(worlds)
-                kept.setdefault((i, k), []).append((z, truth))
-    i, k = np.unravel_index(int(np.argmax(f1)), f1.shape)
-    pairs = kept.get((int(i), int(k)), [])
-    temperature = (
-        fit_temperature(np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs])) if pairs else 1.0
-    )
-    print("lowo choice", f1.round(3).tolist(), _SHARES[int(i)], stages[int(k)], round(temperature, 3), flush=True)
-    return _Choice(_SHARES[int(i)], stages[int(k)], temperature)
-
-
-def _macro_f1(truth: np.ndarray[Any, np.dtype[np.intp]], pred: np.ndarray[Any, np.dtype[np.intp]], n: int) -> float:
-    scores = []
-    for c in range(n):
-        tp = float(np.sum((truth == c) & (pred == c)))
-        fp = float(np.sum((truth != c) & (pred == c)))
-        fn = float(np.sum((truth == c) & (pred != c)))
-        if tp + fp + fn:
-            scores.append(2 * tp / (2 * tp + fp + fn))
-    return float(np.mean(scores)) if scores else 0.0
-
-
-def _ranks(v: FloatArray) -> FloatArray:
-    """Average ranks (ties share their mean rank), scaled to [0, 1]."""
-    _, inverse, counts = np.unique(v, return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    mean_rank = ends - (counts + 1) / 2.0
-    return np.asarray(mean_rank[inverse.ravel()] / max(len(v) - 1, 1), dtype=np.float64)
-
-
-def world_cue(
-    x: FloatArray, y: np.ndarray[Any, np.dtype[np.intp]], worlds: np.ndarray[Any, np.dtype[np.intp]]
-) -> FloatArray:
-    """Per feature, the share of its within-class rank variance that lies between worlds, averaged over classes."""
-    out = np.zeros(x.shape[1])
-    for j in range(x.shape[1]):
-        ok = np.isfinite(x[:, j])
-        if ok.sum() < 3:
-            continue
-        r, yy, ww = _ranks(x[ok, j]), y[ok], worlds[ok]
-        shares = []
-        for c in np.unique(yy):
-            m = yy == c
-            rc, wc = r[m], ww[m]
-            total = float(((rc - rc.mean()) ** 2).sum())
-            if len(np.unique(wc)) < 2 or total <= 0:
-                continue
-            counts = np.bincount(wc)
-            means = np.bincount(wc, weights=rc)[counts > 0] / counts[counts > 0]
-            shares.append(float((counts[counts > 0] * (means - rc.mean()) ** 2).sum()) / total)
-        out[j] = float(np.mean(shares)) if shares else 0.0
-    return out
-
-
-def _cue_columns(
-    x: FloatArray, y: np.ndarray[Any, np.dtype[np.intp]], worlds: np.ndarray[Any, np.dtype[np.intp]], share: float
-) -> list[int]:
-    """The ``share`` of the readable features most tied to the world (none for one world)."""
-    if share <= 0 or len(np.unique(worlds)) < 2:
-        return []
-    readable = np.isfinite(x).any(axis=0)
-    readable[_CONTEXT_COLUMNS] = False
-    candidates = np.flatnonzero(readable)
-    cue = world_cue(x[:, candidates], y, worlds)
-    n = round(share * len(candidates))
-    return sorted(candidates[np.argsort(-cue, kind="stable")[:n]].tolist())
