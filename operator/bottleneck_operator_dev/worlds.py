@@ -8,18 +8,45 @@ blind reading is never listed here: listing it would let ``train`` and the bench
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 TRAIN_START = 1767225600.0  # fixed, so a seed reproduces the same windows
 
 
+# Each family's ``generate(seed, n, *, start)``, imported when first drawn and by name, so that the
+# import contracts see which families training may read.
+def _family_b() -> Any:
+    from bottleneck_operator_dev.scenarios import generate_family
+
+    return generate_family
+
+
+def _family_c() -> Any:
+    from bottleneck_operator_dev.blindfamily import generate_blind_family
+
+    return generate_blind_family
+
+
+def _family_d() -> Any:
+    from bottleneck_operator_dev.familyd import generate_family_d
+
+    return generate_family_d
+
+
+def _family_e() -> Any:
+    from bottleneck_operator_dev.familye import generate_family_e
+
+    return generate_family_e
+
+
 @dataclass(frozen=True)
 class World:
-    """One scenario family: where its generator lives and how the model card names it."""
+    """One scenario family: its generator and how the model card names it."""
 
     letter: str
-    package: str
+    generator: Callable[[], Any]  # returns the family's generate(seed, n, *, start)
     name: str  # as the model card says it: "the second scenario family"
     about: str  # one sentence for the model card
 
@@ -29,25 +56,25 @@ WORLDS: dict[str, World] = {
     for w in (
         World(
             "B",
-            "scenarios",
+            _family_b,
             "the second scenario family",
             "Family B, written independently of the simulator, with its own stage-time models, exporter noise and hardware mix.",
         ),
         World(
             "C",
-            "blindfamily",
+            _family_c,
             "the third family",
             "Family C, a pipeline model written from first principles for evaluation alone and read twice before it became a training world (docs/analysis.md).",
         ),
         World(
             "D",
-            "familyd",
+            _family_d,
             "the fourth family",
             "Family D, written blind in the same way and read once before it became a training world.",
         ),
         World(
             "E",
-            "familye",
+            _family_e,
             "the fifth family",
             "Family E, written blind after D had been read, read once before it became a training world.",
         ),
@@ -61,27 +88,8 @@ def world_windows(letter: str, seed: int, n: int, *, start: float = TRAIN_START)
     Raises:
         KeyError: no such family.
     """
-    jobs = _generator(WORLDS[letter].letter)(seed, n, start=start)
+    jobs = WORLDS[letter].generator()(seed, n, start=start)
     return [j.label for j in jobs], [j.window for j in jobs]
-
-
-def _generator(letter: str) -> Any:
-    """The family's ``generate(seed, n, *, start)``, imported by name so the import contracts see it."""
-    if letter == "B":
-        from bottleneck_operator_dev.scenarios import generate_family
-
-        return generate_family
-    if letter == "C":
-        from bottleneck_operator_dev.blindfamily import generate_blind_family
-
-        return generate_blind_family
-    if letter == "D":
-        from bottleneck_operator_dev.familyd import generate_family_d
-
-        return generate_family_d
-    from bottleneck_operator_dev.familye import generate_family_e
-
-    return generate_family_e
 
 
 def parse_families(text: str) -> dict[str, int]:

@@ -10,7 +10,7 @@ import pytest
 
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.errors import UsageError
-from bottleneck_operator_dev.commands.train import DEFAULT_FAMILIES, main, scenario_windows, train, write_card
+from bottleneck_operator_dev.commands.train import DEFAULT_FAMILIES, main, train, write_card
 from bottleneck_operator_dev.worlds import WORLDS, format_families, parse_families, world_windows
 
 
@@ -42,13 +42,6 @@ def test_a_family_with_no_jobs_is_left_out() -> None:
     model = train(5, 60, families={"B": 20, "C": 0}, copies=1, max_iter=5)
     assert model.metadata["family_jobs"] == {"B": 20}
     assert "holdout_C" not in model.metadata
-
-
-def test_scenario_windows_are_labelled_jobs_of_the_second_family() -> None:
-    labels, windows = scenario_windows(3, 10)
-    assert len(labels) == len(windows) == 10
-    assert {type(y) for y in labels} == {Bottleneck}
-    assert all(w.pods for w in windows)
 
 
 @pytest.mark.parametrize("letter", sorted(WORLDS))

@@ -73,11 +73,6 @@ def simulated_windows(seed: int, n: int, *, holdout: bool = False) -> tuple[list
     return jobs, [j.to_window(step=30.0) for j in jobs]
 
 
-def scenario_windows(seed: int, n: int) -> tuple[list[Any], list[Any]]:
-    """Jobs of the second scenario family (B) and their windows (step 30 s): (labels, windows)."""
-    return world_windows("B", seed, n)
-
-
 def train(
     seed: int,
     n_jobs: int,
