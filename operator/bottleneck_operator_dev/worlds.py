@@ -1,7 +1,7 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix;
-B was written beside the simulator, C, D and E were written blind, read once each as an evaluation
+B was written beside the simulator, C, D, E and F were written blind, read once each as an evaluation
 (docs/analysis.md) and are training worlds since that reading spent them. A family still stored for a
 blind reading is never listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -41,6 +41,12 @@ def _family_e() -> Any:
     return generate_family_e
 
 
+def _family_f() -> Any:
+    from bottleneck_operator_dev.familyf import generate_family_f
+
+    return generate_family_f
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -77,6 +83,12 @@ WORLDS: dict[str, World] = {
             _family_e,
             "the fifth family",
             "Family E, written blind after D had been read, read once before it became a training world.",
+        ),
+        World(
+            "F",
+            _family_f,
+            "the sixth family",
+            "Family F, written blind after E had been read, with emulated exporters (scrapes, counters, restarts), read once before it became a training world.",
         ),
     )
 }
