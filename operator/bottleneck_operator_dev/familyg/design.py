@@ -15,12 +15,18 @@ import numpy as np
 
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator_dev.familyg.hardware import FABRICS, STORAGES, Cluster, Fabric, Storage, draw_cluster
-from bottleneck_operator_dev.familyg.stages import Stages, label, single_gain
+from bottleneck_operator_dev.familyg.stages import Stages, gains, label, single_gain
 from bottleneck_operator_dev.familyg.workloads import WORKLOADS, Workload, fits
 
 B = Bottleneck
-# How the lead of the label's class over the runner-up is drawn: borderline, moderate, extreme.
-LEADS = ((0.25, 1.02, 1.15), (0.5, 1.15, 2.0), (0.25, 2.0, 5.0))
+# How strongly the label's class binds, drawn per job: (weight, share of the step its removal saves,
+# lead of its saving over the runner-up's), borderline, moderate and extreme. A GPU-bound job's own
+# saving is most of its step, so for GPU only the lead is asked.
+STRENGTHS = (
+    (0.25, (0.04, 0.12), (1.02, 1.15)),
+    (0.5, (0.12, 0.4), (1.15, 2.0)),
+    (0.25, (0.4, 0.8), (2.0, 5.0)),
+)
 _GROW, _SHRINK, _ROUNDS = 1.1, 0.9, 120
 
 
@@ -37,6 +43,7 @@ class Design:
         label: the class the step model names.
         mechanism: the mechanism the step model names within that class.
         lead: the label's saving over the runner-up's (>= 1).
+        saving: the share of the step the label's removal saves.
         clock_factor: mean SM clock as a share of the board's maximum (power cap), <= 1.
         cpu_limit: the pod's CPU limit in cores, None without one.
         workers: loader worker processes per pod.
@@ -52,6 +59,7 @@ class Design:
     label: Bottleneck
     mechanism: str
     lead: float
+    saving: float
     clock_factor: float
     cpu_limit: float | None
     workers: int
@@ -175,10 +183,11 @@ def mechanism_of(st: Stages, cls: Bottleneck, io_remote: bool, cpu_mech: str, nv
     return {"h2d": "pcie", "intra": "nvlink" if nvlink else "pcie", "inter": "network"}[best]
 
 
-def _lead(rng: np.random.Generator) -> float:
-    share = np.array([s for s, _, _ in LEADS])
-    _, lo, hi = LEADS[int(rng.choice(len(LEADS), p=share / share.sum()))]
-    return _u(rng, lo, hi)
+def _strength(rng: np.random.Generator, target: Bottleneck) -> tuple[float, float]:
+    """The share of the step to save and the lead over the runner-up to reach."""
+    weight = np.array([w for w, _, _ in STRENGTHS])
+    _, share, lead = STRENGTHS[int(rng.choice(len(STRENGTHS), p=weight / weight.sum()))]
+    return (0.0 if target is B.GPU else _u(rng, *share)), _u(rng, *lead)
 
 
 def _interconnect_mech(rng: np.random.Generator) -> str:
@@ -216,26 +225,28 @@ def draw_design(rng: np.random.Generator, target: Bottleneck, memory_mech: str =
     cf = _clock_factor(rng, cluster, wl.precision)
     limit, workers, cores = _cpu_setup(rng, target, mech, wl, gpus, cluster)
     st = _background(rng, wl, pods, gpus, cf)
-    want = _lead(rng)
+    want_share, want_lead = _strength(rng, target)
     nvlink = cluster.board.nvlink_bps > 0
     cpu_mech = mech if target is B.CPU else "saturated"
     for _ in range(_ROUNDS):
         cls, lead = label(st)
         got = mechanism_of(st, cls, storage.remote, cpu_mech, nvlink)
-        if cls is target and lead >= want and (target is not B.MEMORY or got == mech):
+        saving = gains(st)[target] / st.step
+        if cls is target and lead >= want_lead and saving >= want_share and (target is not B.MEMORY or got == mech):
             break
         st = _lengthen(st, target, mech)
     cls, lead = label(st)
-    tags = _tags(wl, cluster, st, pods, gpus, lead)
+    saving = gains(st)[cls] / st.step
+    tags = _tags(wl, cluster, st, pods, gpus, lead, saving)
     return Design(wl, cluster, pods, gpus, st, cls, mechanism_of(st, cls, storage.remote, cpu_mech, nvlink),
-                  lead, cf, limit, workers, cores, tags)
+                  lead, saving, cf, limit, workers, cores, tags)
 
 
-def _tags(wl: Workload, cluster: Cluster, st: Stages, pods: int, gpus: int, lead: float) -> tuple[str, ...]:
+def _tags(wl: Workload, cluster: Cluster, st: Stages, pods: int, gpus: int, lead: float, saving: float) -> tuple[str, ...]:
     tags = [wl.name, cluster.storage.kind, cluster.board.model, f"dcgm-{cluster.dcgm_fields}"]
     if pods > 1:
         tags.append(cluster.fabric.kind)
-    if lead < 1.15:
+    if lead < 1.15 or saving < 0.12:
         tags.append("borderline")
     if cluster.power_limit_w < cluster.board.tdp_w:
         tags.append("power-capped")
