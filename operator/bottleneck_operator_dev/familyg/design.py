@@ -107,7 +107,9 @@ def _clock_factor(rng: np.random.Generator, cluster: Cluster, precision: str) ->
     return float(((cluster.power_limit_w - idle) / (demand - idle)) ** 0.4)
 
 
-def _cpu_setup(rng: np.random.Generator, target: Bottleneck, mech: str, wl: Workload, gpus: int, cluster: Cluster) -> tuple[float | None, int, float]:
+def _cpu_setup(
+    rng: np.random.Generator, target: Bottleneck, mech: str, wl: Workload, gpus: int, cluster: Cluster
+) -> tuple[float | None, int, float]:
     """CPU limit, loader workers and the cores the loader really gets, per pod."""
     per_gpu = cluster.node_cpus / 8
     workers = gpus * int(rng.integers(wl.workers[0], wl.workers[1] + 1))
@@ -154,8 +156,17 @@ def _lengthen(st: Stages, target: Bottleneck, mech: str) -> Stages:
         return replace(st, cpu=max(st.cpu, 1e-3) * g)
     if target is B.GPU:
         s = _SHRINK
-        return replace(st, hbm=st.hbm * s, intra=st.intra * s, inter=st.inter * s, h2d=st.h2d * s,
-                       read=st.read * s, cpu=st.cpu * s, hostmem=st.hostmem * s, loader_slow=st.loader_slow * s)
+        return replace(
+            st,
+            hbm=st.hbm * s,
+            intra=st.intra * s,
+            inter=st.inter * s,
+            h2d=st.h2d * s,
+            read=st.read * s,
+            cpu=st.cpu * s,
+            hostmem=st.hostmem * s,
+            loader_slow=st.loader_slow * s,
+        )
     if mech == "hbm-bandwidth":
         return replace(st, hbm=st.hbm * g, math=st.math / g**0.5)
     if mech == "host-memory-pressure":
@@ -238,11 +249,27 @@ def draw_design(rng: np.random.Generator, target: Bottleneck, memory_mech: str =
     cls, lead = label(st)
     saving = gains(st)[cls] / st.step
     tags = _tags(wl, cluster, st, pods, gpus, lead, saving)
-    return Design(wl, cluster, pods, gpus, st, cls, mechanism_of(st, cls, storage.remote, cpu_mech, nvlink),
-                  lead, saving, cf, limit, workers, cores, tags)
+    return Design(
+        wl,
+        cluster,
+        pods,
+        gpus,
+        st,
+        cls,
+        mechanism_of(st, cls, storage.remote, cpu_mech, nvlink),
+        lead,
+        saving,
+        cf,
+        limit,
+        workers,
+        cores,
+        tags,
+    )
 
 
-def _tags(wl: Workload, cluster: Cluster, st: Stages, pods: int, gpus: int, lead: float, saving: float) -> tuple[str, ...]:
+def _tags(
+    wl: Workload, cluster: Cluster, st: Stages, pods: int, gpus: int, lead: float, saving: float
+) -> tuple[str, ...]:
     tags = [wl.name, cluster.storage.kind, cluster.board.model, f"dcgm-{cluster.dcgm_fields}"]
     if pods > 1:
         tags.append(cluster.fabric.kind)

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bottleneck_operator.contract.signals import SIGNALS
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, SignalBlock, families_and_coverage
-from bottleneck_operator.contract.signals import SIGNALS
 from bottleneck_operator_dev.familyg.design import Design, draw_design
 from bottleneck_operator_dev.familyg.node_view import job_levels
+from bottleneck_operator_dev.familyg.scrape import Scrapes
 from bottleneck_operator_dev.familyg.window import raw_scrapes, sample
 
 MIN_SAMPLES, MAX_SAMPLES = 20, 120
@@ -65,12 +66,17 @@ def _pods(d: Design, name: str, signals: list[dict[str, np.ndarray]], neighbours
     for p, sig in enumerate(signals):
         names = sorted(sig, key=lambda k: _ORDER[k])
         block = SignalBlock(names, np.stack([sig[k] for k in names]))
-        pods.append(PodWindow(f"{name}-worker-{p}", f"gpu-{short}-{p:03d}", d.cluster.board.model, d.gpus, block,
-                              int(neighbours[p])))
+        pods.append(
+            PodWindow(
+                f"{name}-worker-{p}", f"gpu-{short}-{p:03d}", d.cluster.board.model, d.gpus, block, int(neighbours[p])
+            )
+        )
     return tuple(pods)
 
 
-def build_job(seed: int, i: int, target: Bottleneck, mech: str, *, start: float, step: float) -> tuple[FamilyGJob, Design, dict]:
+def build_job(
+    seed: int, i: int, target: Bottleneck, mech: str, *, start: float, step: float
+) -> tuple[FamilyGJob, Design, dict[str, Scrapes]]:
     """Job ``i`` of the family: its design, its raw scrapes and its window.
 
     Returns:
@@ -80,7 +86,7 @@ def build_job(seed: int, i: int, target: Bottleneck, mech: str, *, start: float,
     design = draw_design(rng, target, mech or "hbm-bandwidth")
     levels = job_levels(design, rng)
     samples = int(rng.integers(MIN_SAMPLES, MAX_SAMPLES + 1))
-    at = start + step * np.arange(samples)
+    at = np.asarray(start + step * np.arange(samples), dtype=np.float64)
     end = float(at[-1])
     raw = raw_scrapes(design, levels, rng, start, end, step)
     name = f"{design.workload.name}-{i:04d}-{int(rng.integers(16**5)):05x}"
@@ -111,4 +117,6 @@ def generate_family_g(seed: int, n: int, *, start: float, step: float = 30.0) ->
     """
     if n < 0 or step <= 0:
         raise ValueError(f"need n >= 0 and step > 0, not n={n}, step={step}")
-    return [build_job(seed, i, cls, mech, start=start, step=step)[0] for i, (cls, mech) in enumerate(class_plan(seed, n))]
+    return [
+        build_job(seed, i, cls, mech, start=start, step=step)[0] for i, (cls, mech) in enumerate(class_plan(seed, n))
+    ]

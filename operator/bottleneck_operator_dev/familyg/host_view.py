@@ -94,7 +94,7 @@ def io_levels(d: Design, rng: np.random.Generator, read_rate: float) -> Levels:
         "sc_psi_io_some": io_some,
         "sc_psi_io_full": io_some * (0.3 + 0.6 * waiting),
         "sc_procs_iowait": d.workers * share * (_u(rng, 0.4, 0.9, n) if dstate else 0.02),
-        "mmap_faults": np.ones(n) * fault_reads,
+        "mmap_faults": np.full(n, 1.0) * np.asarray(fault_reads, dtype=float),
     }
 
 

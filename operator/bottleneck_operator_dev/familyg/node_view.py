@@ -49,7 +49,9 @@ def _neighbours(d: Design, rng: np.random.Generator) -> dict[str, np.ndarray]:
     }
 
 
-def node_levels(d: Design, rng: np.random.Generator, pod: Levels, nb: dict[str, np.ndarray], net: dict[str, float]) -> Levels:
+def node_levels(
+    d: Design, rng: np.random.Generator, pod: Levels, nb: dict[str, np.ndarray], net: dict[str, float]
+) -> Levels:
     """Node-exporter levels: the pod's own plus the neighbours' (shape (pods,) each)."""
     n, cpus, c = d.pods, float(d.cluster.node_cpus), d.cluster
     tcp = net["tcp_rx"] + net["tcp_tx"]
@@ -102,8 +104,15 @@ def _network(d: Design, links: dict[str, float], read_rate: float) -> dict[str, 
 def _paused(train: Levels, n: int, gpus: int) -> Levels:
     """Host levels during a checkpoint: the loader idles, one process per GPU serialises state."""
     out = {k: v * 0.05 for k, v in train.items()}
-    for key in ("mem_working_set_bytes", "mem_limit_bytes", "cpu_limit_cores", "node_cpus", "node_mem_avail_frac",
-                "node_swap_used_frac", "node_tight"):
+    for key in (
+        "mem_working_set_bytes",
+        "mem_limit_bytes",
+        "cpu_limit_cores",
+        "node_cpus",
+        "node_mem_avail_frac",
+        "node_swap_used_frac",
+        "node_tight",
+    ):
         if key in train:
             out[key] = train[key]
     out["cpu_cores"] = np.full(n, float(gpus))

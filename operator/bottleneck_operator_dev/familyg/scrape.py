@@ -20,9 +20,25 @@ from bottleneck_operator_dev.familyg.node_view import JobLevels
 # Which exporter each raw key comes from, and whether it is a counter. A key ending in "#num" or
 # "#den" is one half of a ratio of two counters' rates (CFS periods, node CPU modes).
 DCGM = (
-    "gpu_util", "mem_copy_util", "fb_used_frac", "power_w", "sm_clock_mhz", "nvlink_total_bps", "xid_code",
-    "gr_engine_active", "tensor_active", "dram_active", "pcie_tx_bps", "pcie_rx_bps", "sm_active",
-    "sm_occupancy", "nvlink_tx_bps", "nvlink_rx_bps", "fp32_active", "fp16_active", "power_limit_w",
+    "gpu_util",
+    "mem_copy_util",
+    "fb_used_frac",
+    "power_w",
+    "sm_clock_mhz",
+    "nvlink_total_bps",
+    "xid_code",
+    "gr_engine_active",
+    "tensor_active",
+    "dram_active",
+    "pcie_tx_bps",
+    "pcie_rx_bps",
+    "sm_active",
+    "sm_occupancy",
+    "nvlink_tx_bps",
+    "nvlink_rx_bps",
+    "fp32_active",
+    "fp16_active",
+    "power_limit_w",
     "clock_slowdown_frac",
 )
 GAUGES = {
@@ -37,14 +53,36 @@ COUNTERS = {
     "cadvisor": ("cpu_cores", "fs_read_bps", "cpu_throttled_frac#num", "cpu_throttled_frac#den"),
     "ksm": (),
     "node": (
-        "node_disk_read_bps", "node_disk_reads_ps", "node_disk_busy_frac", "node_majfault_ps", "node_net_rx_bps",
-        "node_net_tx_bps", "node_psi_cpu_some", "node_psi_io_some", "node_psi_io_full", "node_psi_mem_some",
-        "node_psi_mem_full", "ib_rx_bps", "ib_tx_bps", "node_cpu_busy_frac#num", "node_cpu_iowait_frac#num",
-        "node_cpu_system_frac#num", "node_cpu#den",
+        "node_disk_read_bps",
+        "node_disk_reads_ps",
+        "node_disk_busy_frac",
+        "node_majfault_ps",
+        "node_net_rx_bps",
+        "node_net_tx_bps",
+        "node_psi_cpu_some",
+        "node_psi_io_some",
+        "node_psi_io_full",
+        "node_psi_mem_some",
+        "node_psi_mem_full",
+        "ib_rx_bps",
+        "ib_tx_bps",
+        "node_cpu_busy_frac#num",
+        "node_cpu_iowait_frac#num",
+        "node_cpu_system_frac#num",
+        "node_cpu#den",
     ),
     "sidecar": (
-        "sc_psi_cpu_some", "sc_psi_io_some", "sc_psi_io_full", "sc_psi_mem_some", "sc_psi_mem_full", "sc_cpu_cores",
-        "sc_io_read_bps", "sc_majfault_ps", "sc_swapin_ps", "sc_oom_kills", "sc_throttled_frac#num",
+        "sc_psi_cpu_some",
+        "sc_psi_io_some",
+        "sc_psi_io_full",
+        "sc_psi_mem_some",
+        "sc_psi_mem_full",
+        "sc_cpu_cores",
+        "sc_io_read_bps",
+        "sc_majfault_ps",
+        "sc_swapin_ps",
+        "sc_oom_kills",
+        "sc_throttled_frac#num",
         "sc_throttled_frac#den",
     ),
 }
@@ -97,12 +135,12 @@ class Schedule:
         ck = ((t - self.offset) % self.period) < self.duration if np.isfinite(self.period) else np.zeros(t.shape, bool)
         if self.restart is not None:
             ck |= (t >= self.restart[0]) & (t < self.restart[1])
-        return ck.astype(float)
+        return np.asarray(ck, dtype=np.float64)
 
     def share(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Share of each interval (a, b] the job is not training (eight points per interval)."""
         pts = a[:, None] + (b - a)[:, None] * (np.arange(8) + 0.5)[None, :] / 8
-        return self.paused(pts).mean(axis=1)
+        return np.asarray(self.paused(pts).mean(axis=1), dtype=np.float64)
 
 
 def scrape_times(rng: np.random.Generator, start: float, end: float, interval: float, lead: float) -> np.ndarray:
@@ -115,7 +153,9 @@ def scrape_times(rng: np.random.Generator, start: float, end: float, interval: f
     return np.round(np.sort(t[keep]), 3)
 
 
-def _counter(rng: np.random.Generator, rate: np.ndarray, times: np.ndarray, resets: tuple[int, ...], events: bool) -> np.ndarray:
+def _counter(
+    rng: np.random.Generator, rate: np.ndarray, times: np.ndarray, resets: tuple[int, ...], events: bool
+) -> np.ndarray:
     dt = np.diff(times, prepend=times[0] - (times[1] - times[0]))
     inc = rng.poisson(np.maximum(rate, 0) * dt).astype(float) if events else np.maximum(rate, 0) * dt
     offset = rng.uniform(1e3, 1e6, (rate.shape[0], 1)) * np.maximum(rate.mean(axis=1, keepdims=True), 1e-3)
@@ -123,17 +163,21 @@ def _counter(rng: np.random.Generator, rate: np.ndarray, times: np.ndarray, rese
     total = np.cumsum(inc, axis=1)
     for r in resets:
         total[:, r:] -= total[:, r - 1 : r]  # the source restarted: counting begins again from zero
-    return total
+    return np.asarray(total, dtype=np.float64)
 
 
 def _level(jl: JobLevels, key: str, share: np.ndarray, drift: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    return np.asarray(_raw_level(jl, key, share, drift, noise), dtype=np.float64)
+
+
+def _raw_level(jl: JobLevels, key: str, share: np.ndarray, drift: np.ndarray, noise: np.ndarray) -> object:
     base = key.split("#")[0]
     if base == "node_cpu":
         return jl.train["node_cpus"][:, None] * np.ones_like(share)[None, :]
     train, pause = jl.train[base], jl.pause[base]
     if key.endswith("#den"):
         return CFS_PERIODS_PER_S * np.ones((train.size, share.size))
-    scale = 1.0
+    scale: object = 1.0
     if key.endswith("#num"):
         scale = jl.train["node_cpus"][:, None] if base.startswith("node_cpu") else CFS_PERIODS_PER_S
     if base in _STEADY:

@@ -16,8 +16,13 @@ from bottleneck_operator_dev.familyg.design import Design
 from bottleneck_operator_dev.familyg.node_view import JobLevels
 from bottleneck_operator_dev.familyg.scrape import COUNTERS, GAUGES, Schedule, Scrapes, exporter_scrapes, scrape_times
 
-EXPORTER_OF = {"dcgm": Family.DCGM_DEV, "cadvisor": Family.CADVISOR, "ksm": Family.KSM, "node": Family.NODE,
-               "sidecar": Family.SIDECAR}
+EXPORTER_OF = {
+    "dcgm": Family.DCGM_DEV,
+    "cadvisor": Family.CADVISOR,
+    "ksm": Family.KSM,
+    "node": Family.NODE,
+    "sidecar": Family.SIDECAR,
+}
 
 
 def schedule(rng: np.random.Generator, start: float, end: float) -> Schedule:
@@ -64,7 +69,9 @@ def _wanted(key: str, fams: frozenset[Family]) -> bool:
     return not (name.startswith("sc_psi") and Family.NODE_PSI not in fams)  # no PSI in the kernel, none in cgroups
 
 
-def raw_scrapes(d: Design, jl: JobLevels, rng: np.random.Generator, start: float, end: float, step: float) -> dict[str, Scrapes]:
+def raw_scrapes(
+    d: Design, jl: JobLevels, rng: np.random.Generator, start: float, end: float, step: float
+) -> dict[str, Scrapes]:
     """Every exporter's samples for the job: its grid, its restarts, its gaps.
 
     Args:
@@ -96,9 +103,16 @@ def raw_scrapes(d: Design, jl: JobLevels, rng: np.random.Generator, start: float
             times = np.delete(times, np.arange(cut, min(cut + gap, times.size - 1)))
             resets = (cut,) if exporter in ("sidecar", "cadvisor") else ()
         out[exporter] = exporter_scrapes(
-            rng, jl, times, keys, frozenset(COUNTERS[exporter]), sched,
+            rng,
+            jl,
+            times,
+            keys,
+            frozenset(COUNTERS[exporter]),
+            sched,
             hold=d.cluster.dcgm_collect if exporter == "dcgm" else 0.0,
-            resets=resets, gpus=d.gpus, caps={"sm_clock_mhz": d.cluster.board.max_clock},
+            resets=resets,
+            gpus=d.gpus,
+            caps={"sm_clock_mhz": d.cluster.board.max_clock},
         )
     return out
 
