@@ -62,13 +62,19 @@ def class_plan(seed: int, n: int) -> list[tuple[Bottleneck, str]]:
 
 def _pods(d: Design, name: str, signals: list[dict[str, np.ndarray]], neighbours: np.ndarray) -> tuple[PodWindow, ...]:
     pods = []
+    rack = sum(map(ord, name)) % 40
     short = d.cluster.board.model.split()[-1].lower().replace("-", "")[:10]
     for p, sig in enumerate(signals):
         names = sorted(sig, key=lambda k: _ORDER[k])
         block = SignalBlock(names, np.stack([sig[k] for k in names]))
         pods.append(
             PodWindow(
-                f"{name}-worker-{p}", f"gpu-{short}-{p:03d}", d.cluster.board.model, d.gpus, block, int(neighbours[p])
+                f"{name}-worker-{p}",
+                f"gpu-{short}-r{rack}-{p:03d}",
+                d.cluster.board.model,
+                d.gpus,
+                block,
+                int(neighbours[p]),
             )
         )
     return tuple(pods)

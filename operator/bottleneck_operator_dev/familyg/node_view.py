@@ -57,6 +57,8 @@ def node_levels(
     tcp = net["tcp_rx"] + net["tcp_tx"]
     sys_cores = cpus * rng.uniform(0.005, 0.02, n) + tcp / TCP_BYTES_PER_CORE + pod["sc_psi_mem_some"] * d.gpus
     busy = np.minimum(0.98, (pod["cpu_cores"] + nb["cpu"] + sys_cores) / cpus)
+    if d.label.value == "CPU" and d.mechanism == "saturated":
+        busy = rng.uniform(0.9, 0.98, n)  # the node's cores are all taken, by the job or by its neighbours
     iowait = np.minimum(1 - busy, (pod["sc_procs_iowait"] + nb["io_some"] * 4) / cpus * rng.uniform(0.6, 1.0, n))
     disk = pod["fs_read_bps"] + nb["disk"]
     tight = pod["node_tight"] > 0
@@ -101,9 +103,11 @@ def _network(d: Design, links: dict[str, float], read_rate: float) -> dict[str, 
     }
 
 
-def _paused(train: Levels, n: int, gpus: int) -> Levels:
-    """Host levels during a checkpoint: the loader idles, one process per GPU serialises state."""
-    out = {k: v * 0.05 for k, v in train.items()}
+def _paused(train: Levels, n: int, gpus: int, upload: float) -> Levels:
+    """Host levels during a checkpoint: the loader idles, one process per GPU serialises state and
+    writes it out (over the NIC when the storage is remote); the neighbours go on as before."""
+    out = {k: v * (0.4 if k.startswith("node_") else 0.05) for k, v in train.items()}
+    out["node_net_tx_bps"] = train["node_net_tx_bps"] * 0.4 + upload
     for key in (
         "mem_working_set_bytes",
         "mem_limit_bytes",
@@ -133,7 +137,8 @@ def job_levels(d: Design, rng: np.random.Generator) -> JobLevels:
     nb = _neighbours(d, rng)
     node = node_levels(d, rng, pod, nb, net)
     host_train = {**pod, **node}
-    host_pause = _paused(host_train, d.pods, d.gpus)
+    upload = float(rng.uniform(0.2e9, 2e9)) if d.cluster.storage.network else 0.0
+    host_pause = _paused(host_train, d.pods, d.gpus, upload)
     n = d.pods
     train = {k: np.broadcast_to(np.asarray(v, float), (n,)).copy() for k, v in {**gpu_train, **host_train}.items()}
     pause = {k: np.broadcast_to(np.asarray(v, float), (n,)).copy() for k, v in {**gpu_pause, **host_pause}.items()}

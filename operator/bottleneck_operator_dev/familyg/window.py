@@ -89,7 +89,8 @@ def raw_scrapes(
     lead = rate_range(step, si) + 2 * si
     sched = schedule(rng, start, end)
     fams = present(d)
-    restarted = ("dcgm", "node", "sidecar", "cadvisor")[int(rng.integers(4))] if rng.random() < 0.2 else ""
+    # an exporter restarted mid-window: a gap, and the collector's own counters start again from zero
+    restarted = ("dcgm", "node", "sidecar", "ksm")[int(rng.integers(4))] if rng.random() < 0.2 else ""
     out: dict[str, Scrapes] = {}
     for exporter, gauges in GAUGES.items():
         keys = tuple(k for k in (*gauges, *COUNTERS[exporter]) if _wanted(k, fams))
@@ -101,7 +102,11 @@ def raw_scrapes(
             cut = int(rng.integers(times.size // 3, max(times.size // 3 + 1, times.size - 2)))
             gap = int(rng.integers(1, 4))
             times = np.delete(times, np.arange(cut, min(cut + gap, times.size - 1)))
-            resets = (cut,) if exporter in ("sidecar", "cadvisor") else ()
+            resets = (cut,) if exporter == "sidecar" else ()
+        if exporter == "cadvisor" and sched.restart is not None:
+            # the trainer container restarted: a new container, its counters from zero
+            after = int(np.searchsorted(times, sched.restart[0]))
+            resets = (after,) if 0 < after < times.size else ()
         out[exporter] = exporter_scrapes(
             rng,
             jl,
