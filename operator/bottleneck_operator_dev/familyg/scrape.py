@@ -87,7 +87,7 @@ COUNTERS = {
     ),
 }
 # Ratios read as a share (PSI, utilisation): kept in [0, 1] after noise.
-_BOUNDED = {"fb_used_frac", "clock_slowdown_frac", "node_mem_avail_frac", "node_swap_used_frac"}
+_BOUNDED = {"fb_used_frac", "clock_slowdown_frac", "node_mem_avail_frac", "node_swap_used_frac", "node_disk_busy_frac"}
 _STEADY = {"fb_used_frac", "power_limit_w", "mem_limit_bytes", "cpu_limit_cores", "node_cpus", "xid_code"}
 # Gauges that move little between samples: clocks under DVFS, memory held, power under a cap.
 _SIGMA = {"sm_clock_mhz": 0.015, "mem_working_set_bytes": 0.01, "node_mem_avail_frac": 0.03, "power_w": 0.05}
