@@ -196,11 +196,45 @@ def mechanism_of(st: Stages, cls: Bottleneck, io_remote: bool, cpu_mech: str, nv
     return {"h2d": "pcie", "intra": "nvlink" if nvlink else "pcie", "inter": "network"}[best]
 
 
-def _strength(rng: np.random.Generator, target: Bottleneck) -> tuple[float, float]:
-    """The share of the step to save and the lead over the runner-up to reach."""
+def _strength(rng: np.random.Generator, target: Bottleneck) -> tuple[float, float, float]:
+    """The share of the step to save, the lead over the runner-up to reach, and the most lead wanted."""
     weight = np.array([w for w, _, _ in STRENGTHS])
     _, share, lead = STRENGTHS[int(rng.choice(len(STRENGTHS), p=weight / weight.sum()))]
-    return (0.0 if target is B.GPU else _u(rng, *share)), _u(rng, *lead)
+    return (0.0 if target is B.GPU else _u(rng, *share)), _u(rng, *lead), lead[1]
+
+
+def _grow(st: Stages, cls: Bottleneck, pods: int) -> Stages:
+    """One class's stage a little longer (a runner-up growing beside the label's)."""
+    if cls is B.IO:
+        return replace(st, read=max(st.read, 1e-3) * _GROW)
+    if cls is B.CPU:
+        return replace(st, cpu=max(st.cpu, 1e-3) * _GROW)
+    if cls is B.GPU:
+        return replace(st, math=st.math * _GROW)
+    if cls is B.MEMORY:
+        return replace(st, hbm=max(st.hbm, 1e-3) * _GROW)
+    if pods > 1:
+        return replace(st, inter=max(st.inter, 1e-3) * _GROW)
+    return replace(st, h2d=max(st.h2d, 1e-3) * _GROW, h2d_exposed=min(1.0, st.h2d_exposed * 1.05))
+
+
+def _mix(
+    rng: np.random.Generator, st: Stages, target: Bottleneck, pods: int, lo: float, hi: float, keep: object
+) -> Stages:
+    """Grow a runner-up class until the label's lead is at most ``hi``, never below ``lo`` nor flipping
+    the label (or, for Memory, its mechanism: ``keep`` checks it). Real jobs are seldom bound by one
+    stage alone."""
+    others = [c for c in (B.IO, B.CPU, B.INTERCONNECT, B.GPU, B.MEMORY) if c is not target]
+    runner = others[int(rng.integers(len(others)))]
+    for _ in range(_ROUNDS):
+        if label(st)[1] <= hi:
+            break
+        trial = _grow(st, runner, pods)
+        cls, lead = label(trial)
+        if cls is not target or lead < lo or not keep(trial):  # type: ignore[operator]
+            break
+        st = trial
+    return st
 
 
 def _interconnect_mech(rng: np.random.Generator) -> str:
@@ -238,7 +272,7 @@ def draw_design(rng: np.random.Generator, target: Bottleneck, memory_mech: str =
     cf = _clock_factor(rng, cluster, wl.precision)
     limit, workers, cores = _cpu_setup(rng, target, mech, wl, gpus, cluster)
     st = _background(rng, wl, pods, gpus, cf)
-    want_share, want_lead = _strength(rng, target)
+    want_share, want_lead, most = _strength(rng, target)
     nvlink = cluster.board.nvlink_bps > 0
     cpu_mech = mech if target is B.CPU else "saturated"
     for _ in range(_ROUNDS):
@@ -248,6 +282,14 @@ def draw_design(rng: np.random.Generator, target: Bottleneck, memory_mech: str =
         if strong and (target is not B.MEMORY or mechanism_of(st, cls, storage.remote, cpu_mech, nvlink) == mech):
             break
         st = _lengthen(st, target, mech)
+    if rng.random() < 0.6:
+
+        def keep(trial: Stages) -> bool:
+            if gains(trial)[target] < want_share * trial.step:
+                return False
+            return target is not B.MEMORY or mechanism_of(trial, target, storage.remote, cpu_mech, nvlink) == mech
+
+        st = _mix(rng, st, target, pods, want_lead, most, keep)
     cls, lead = label(st)
     saving = gains(st)[cls] / st.step
     tags = _tags(wl, cluster, st, pods, gpus, lead, saving)
