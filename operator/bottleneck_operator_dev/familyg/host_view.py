@@ -103,9 +103,12 @@ def memory_levels(d: Design, rng: np.random.Generator, mmap_faults: np.ndarray) 
     st, n = d.stages, d.pods
     stall = min(1.0, (st.hostmem + st.loader_slow * st.loader * 0.5) / st.step)
     ws = _u(rng, *d.workload.host_gib, n) * GIB * d.gpus / 8 + 4 * GIB
-    pressured = stall > 0.02
+    pressured = stall > 0.0  # any stall at all shows, in proportion
     limited = rng.random() < 0.65
     limit = ws / _u(rng, 0.96, 0.995, n) if pressured else ws * _u(rng, 1.3, 3.0, n)
+    if pressured and not limited:
+        # no cgroup limit: the pod grew until the node itself ran short
+        ws = d.cluster.node_mem_bytes * _u(rng, 0.8, 0.93, n)
     latency = float(rng.uniform(80e-6, 600e-6))  # one major fault from swap or disk, seconds
     faults = stall * (d.gpus + d.workers * 0.3) / latency if pressured else _u(rng, 0.0, 5.0, n)
     swap = d.cluster.swap
