@@ -86,6 +86,11 @@ def family_f(seed: int, n: int) -> tuple[list[Any], list[str]]:
     return _family("F", seed, n)
 
 
+def family_g(seed: int, n: int) -> tuple[list[Any], list[str]]:
+    """Windows and labels of the seventh family (``familyg``, read once blind, a development family since)."""
+    return _family("G", seed, n)
+
+
 def _fit(windows: Sequence[Any], labels: Sequence[str], *, seed: int, max_iter: int) -> Any:
     from bottleneck_operator.analysis.model.training import build_training_set, fit_model
     from bottleneck_operator.contract.verdict import Bottleneck

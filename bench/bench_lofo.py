@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.bench_crossfamily import family_a, family_b, family_c, family_d, family_e, family_f, recorded
+from bench.bench_crossfamily import family_a, family_b, family_c, family_d, family_e, family_f, family_g, recorded
 
 TRAIN_JOBS = int(os.environ.get("BENCH_LOFO_TRAIN", "600"))
 EVAL_JOBS = int(os.environ.get("BENCH_LOFO_EVAL", "400"))
@@ -52,6 +52,7 @@ ALL_FAMILIES: dict[str, Callable[[int, int], tuple[list[Any], list[str]]]] = {
     "D": family_d,
     "E": family_e,
     "F": family_f,
+    "G": family_g,
 }
 # ``BENCH_LOFO_FAMILIES`` picks the worlds (default the five the shipped model is trained on)
 FAMILIES = {k: ALL_FAMILIES[k] for k in os.environ.get("BENCH_LOFO_FAMILIES", "A,B,C,D,E").split(",")}
