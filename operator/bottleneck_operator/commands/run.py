@@ -96,10 +96,12 @@ def main(args: argparse.Namespace) -> int:
     )
     if logging.getLogger().level > logging.INFO:
         # An operator's log is its record: the settings and the pass summaries are INFO. kopf's
-        # per-event INFO lines ("Handler ... succeeded" for every Job update) only with -v.
+        # per-event INFO lines ("Handler ... succeeded" for every Job update) and the HTTP library's
+        # line for every request (each PromQL query, each report write: hundreds a pass) only with -v.
         logging.getLogger().setLevel(logging.INFO)
         logging.getLogger("kopf").setLevel(logging.WARNING)
         logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+        logging.getLogger("httpx2").setLevel(logging.WARNING)
     check_login_outside_cluster()
     registry = kopf.get_default_registry()
     configure = _load_webhook(registry, settings.injection) if settings.injection.webhook_enabled else None
