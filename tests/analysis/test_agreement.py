@@ -122,3 +122,14 @@ def test_every_simulated_verdict_agrees_with_its_mechanism(simulated: list[Verdi
     results = [SimpleNamespace(verdict=v) for v in simulated]
     counts = invariants(results)
     assert counts["mechanism_contradicted"] == 0 and counts["verdicts"] >= 100
+
+
+def test_one_way_traffic_at_volume_is_not_called_balanced() -> None:
+    """A multi-node Job's network at all-reduce volume but one way (the docs' resnet-pretrain sample read
+    0.02 %): the symmetry item says what it saw, not "balanced"."""
+    one_way = {"node_net_rx_bps": 1.1 * GB, "node_net_tx_bps": 0.001 * GB}
+    w = make_window(B.INTERCONNECT, pods=2, noise=0.0, overrides=one_way, drop=[Family.NODE_IB])
+    v = analyze_window(w, FixedModel({B.INTERCONNECT: 0.9}))
+    symmetry = next(e for e in v.evidence if e.signal == "node_net_rx_tx_symmetry")
+    assert symmetry.observed < 0.01
+    assert "balanced" not in symmetry.message and "one-way" in symmetry.message

@@ -112,9 +112,11 @@ def _scored(
             # an event that did not happen (no swap-in, no OOM kill) is said so, as what was looked at
             scored.append((0.0, Evidence(c.signal, v, None, c.unit, c.quiet)))
             continue
-        if c.feature in _NEEDS_VOLUME and not volume:
-            # Shown as what was looked at, saying why it does not count.
-            msg = f"Network receive and transmit ratio {pct(v)}, at too little volume to be gradient exchange."
+        if c.feature in _NEEDS_VOLUME and (not volume or v <= c.low):
+            # Shown as what was looked at, saying why it does not count: one-way traffic is not the
+            # balance its sentence would claim.
+            why = "at too little volume to be" if not volume else "one-way, not the balance of"
+            msg = f"Network receive and transmit ratio {pct(v)}, {why} gradient exchange."
             scored.append((0.0, Evidence(c.signal, v, c.reference, c.unit, msg)))
             continue
         scored.append((c.strength(v), _evidence(c, v)))
