@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from bottleneck_operator.analysis.checks.reads import Reads, read_window
 from bottleneck_operator.analysis.classify import analyze_windows
 from bottleneck_operator.analysis.evaluation.report import mechanism_lines
 from bottleneck_operator.analysis.evaluation.scoring import mechanism_accuracy
 from bottleneck_operator.analysis.explain.mechanism import decide_mechanism
 from bottleneck_operator.analysis.features.extract import FEATURE_INDEX, N_FEATURES, extract_features
+from bottleneck_operator.analysis.features.phases import segment_phases
+from bottleneck_operator.analysis.features.summary import JobSummary, summarize
 from bottleneck_operator.analysis.model.classifier import load_model
 from bottleneck_operator.contract.verdict import MECHANISMS, Bottleneck, Mechanism
 from bottleneck_operator_dev.simulation import SimulatedJob, generate_jobs
 
 B, M = Bottleneck, Mechanism
+MB = 1e6
 START = 1767225600.0  # fixed: the simulator's output does not depend on the calendar
 
 
@@ -58,35 +63,49 @@ def test_gpu_without_a_busy_host_thread_is_compute() -> None:
 
 
 @pytest.mark.parametrize(
-    "features",
+    ("measured", "features"),
     [
-        {"sc_psi_mem_some__mean": 0.3},
-        {"node_psi_mem_some__mean": 0.12},  # the node's PSI, where the pod's was not collected
-        {"sc_log_swapin__mean": 0.3},  # any swap-in at all
-        {"sc_oom_kills__mean": 0.01},
+        ({"mem_wait": 0.3}, {}),
+        ({}, {"node_psi_mem_some__mean": 0.12}),  # the node's PSI, where the pod's was not collected
+        ({"swapins": 2.0}, {}),  # any swap-in at all
+        ({"oom_kills": 0.01}, {}),
     ],
 )
-def test_memory_host_pressure_from_psi_swapins_or_oom_kills(features: dict[str, float]) -> None:
-    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.7, **features)) is M.HOST_MEMORY_PRESSURE
+def test_memory_host_pressure_from_psi_swapins_or_oom_kills(
+    measured: dict[str, float], features: dict[str, float]
+) -> None:
+    r = Reads(busy_low=0.5, dram=0.7, **measured)
+    assert decide_mechanism(B.MEMORY, row(**features), reads=r) is M.HOST_MEMORY_PRESSURE
 
 
 def test_memory_host_pressure_is_the_pods_own_and_not_read_from_faults_or_swap_in_use() -> None:
     """Major faults are how memory-mapped datasets read (IO), swap in use is occupancy, and a node's
     pressure is its neighbours' too where the pod's own was read: none of them names host pressure."""
-    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.7, log_majfault__mean=3.8)) is M.HBM_BANDWIDTH
-    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.7, node_swap_used_frac__mean=0.5)) is M.HBM_BANDWIDTH
-    calm_pod = row(dram_active__mean=0.7, sc_psi_mem_some__mean=0.0, node_psi_mem_some__mean=0.4)
-    assert decide_mechanism(B.MEMORY, calm_pod) is M.HBM_BANDWIDTH
+    hbm = Reads(busy_low=0.5, dram=0.7)
+    assert decide_mechanism(B.MEMORY, row(log_majfault__mean=3.8), reads=hbm) is M.HBM_BANDWIDTH
+    assert decide_mechanism(B.MEMORY, row(node_swap_used_frac__mean=0.5), reads=hbm) is M.HBM_BANDWIDTH
+    calm_pod = replace(hbm, mem_wait=0.0)
+    assert decide_mechanism(B.MEMORY, row(node_psi_mem_some__mean=0.4), reads=calm_pod) is M.HBM_BANDWIDTH
     # pressure under XProf's 5 % bar is no stall; DRAM at half its practical peak (0.4) is HBM in use
-    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.41, sc_psi_mem_some__mean=0.04)) is M.HBM_BANDWIDTH
-    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.39, sc_psi_mem_some__mean=0.04)) is None
+    assert decide_mechanism(B.MEMORY, row(), reads=Reads(dram=0.41, mem_wait=0.04)) is M.HBM_BANDWIDTH
+    assert decide_mechanism(B.MEMORY, row(), reads=Reads(dram=0.39, mem_wait=0.04)) is None
+
+
+def test_memory_pressure_is_the_wait_the_step_account_measures() -> None:
+    """The mechanism reads the pod's memory wait as the account (and so the evidence and headroom) does:
+    no more than the GPUs idled, so pressure while the GPUs were 98 % busy is no host-memory wait."""
+    assert (
+        decide_mechanism(B.MEMORY, row(), reads=Reads(busy_low=0.9, mem_wait=0.3, dram=0.7)) is M.HOST_MEMORY_PRESSURE
+    )
+    assert decide_mechanism(B.MEMORY, row(), reads=Reads(busy_low=0.98, mem_wait=0.3, dram=0.7)) is M.HBM_BANDWIDTH
 
 
 def test_memory_hbm_bandwidth_when_dram_busy_and_host_calm() -> None:
-    calm = {"node_psi_mem_some__mean": 0.005, "log_majfault__mean": 1.0}
-    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.65, **calm)) is M.HBM_BANDWIDTH
-    assert decide_mechanism(B.MEMORY, row(mem_copy_util__mean=0.6, **calm)) is M.HBM_BANDWIDTH
-    assert decide_mechanism(B.MEMORY, row(dram_active__mean=0.1, **calm)) is None
+    calm = row(node_psi_mem_some__mean=0.005, log_majfault__mean=1.0)
+    assert decide_mechanism(B.MEMORY, calm, reads=Reads(dram=0.65)) is M.HBM_BANDWIDTH
+    # the host watched and calm, DRAM unread: what is left is the GPU's own memory
+    assert decide_mechanism(B.MEMORY, row(mem_copy_util__mean=0.6, node_psi_mem_some__mean=0.005)) is M.HBM_BANDWIDTH
+    assert decide_mechanism(B.MEMORY, calm, reads=Reads(dram=0.1)) is None
     assert decide_mechanism(B.MEMORY, row()) is None
 
 
@@ -138,28 +157,56 @@ def test_nearly_idle_nvlink_is_not_the_link_waited_on() -> None:
     assert decide_mechanism(B.INTERCONNECT, row(nvlink_frac__mean=0.3, has_nvlink=1.0, n_nodes=1.0)) is M.NVLINK
 
 
+def totals(net: float | None, read: float | None, tx: float | None = None) -> JobSummary:
+    """A job's totals with only its network receive (and transmit) and block reads, in bytes/s."""
+    return JobSummary(
+        gpus=4,
+        gpu_active=0.3,
+        activity_signal="gr_engine_active",
+        read_bps=read,
+        net_rx_bps=net,
+        net_tx_bps=tx,
+        pcie_rx_bps=None,
+        pcie_capacity_bps=0.0,
+        nvlink_bps=None,
+        nvlink_capacity_bps=0.0,
+        cpu_cores=None,
+        cpu_limit_cores=None,
+        tensor_active=None,
+        gpu_model=None,
+    )
+
+
 def test_io_reads_over_the_nic_are_network_storage() -> None:
-    nfs = row(net_rx_share__mean=0.95, net_symmetry__mean=0.05, log_read_per_gpu__mean=4.0)
-    assert decide_mechanism(B.IO, nfs) is M.NETWORK_STORAGE
+    """The IO mechanism reads the job's totals, as its evidence and capacity do (explain/datapath.py)."""
+    nfs = totals(net=950 * MB, read=50 * MB, tx=40 * MB)
+    assert decide_mechanism(B.IO, row(), nfs) is M.NETWORK_STORAGE
     # Gradients share the NIC (symmetric), but the local disk is idle: the reads are remote.
-    mixed = row(net_rx_share__mean=0.98, net_symmetry__mean=0.75, log_read_per_gpu__mean=4.5)
-    assert decide_mechanism(B.IO, mixed) is M.NETWORK_STORAGE
+    mixed = totals(net=980 * MB, read=20 * MB, tx=800 * MB)
+    assert decide_mechanism(B.IO, row(), mixed) is M.NETWORK_STORAGE
+    # No block reads collected at all: every byte read came in over the NIC.
+    assert decide_mechanism(B.IO, row(), totals(net=300 * MB, read=None)) is M.NETWORK_STORAGE
 
 
 def test_io_block_reads_are_local_disk() -> None:
-    nvme = row(net_rx_share__mean=0.05, net_symmetry__mean=0.4, log_read_per_gpu__mean=9.0)
-    assert decide_mechanism(B.IO, nvme) is M.LOCAL_DISK
-    allreduce = row(net_rx_share__mean=0.7, net_symmetry__mean=0.9, log_read_per_gpu__mean=8.5)
-    assert decide_mechanism(B.IO, allreduce) is M.LOCAL_DISK
+    nvme = totals(net=50 * MB, read=950 * MB, tx=30 * MB)
+    assert decide_mechanism(B.IO, row(), nvme) is M.LOCAL_DISK
+    allreduce = totals(net=700 * MB, read=300 * MB, tx=650 * MB)
+    assert decide_mechanism(B.IO, row(), allreduce) is M.LOCAL_DISK
     # symmetric traffic with the disk carrying 6 % of the bytes read: the disk is not idle
-    assert decide_mechanism(B.IO, row(net_rx_share__mean=0.94, net_symmetry__mean=0.9)) is M.LOCAL_DISK
-    assert decide_mechanism(B.IO, row(net_rx_share__mean=0.96, net_symmetry__mean=0.9)) is M.NETWORK_STORAGE
-    assert decide_mechanism(B.IO, row()) is None
+    assert decide_mechanism(B.IO, row(), totals(net=940 * MB, read=60 * MB, tx=900 * MB)) is M.LOCAL_DISK
+    assert decide_mechanism(B.IO, row(), totals(net=960 * MB, read=40 * MB, tx=900 * MB)) is M.NETWORK_STORAGE
+    # the network unread: nothing tells where the data came from; no totals: no IO mechanism
+    assert decide_mechanism(B.IO, row(), totals(net=None, read=900 * MB)) is None
+    assert decide_mechanism(B.IO, row(net_rx_share__mean=0.95)) is None
 
 
 def test_cpu_throttled_from_the_jobs_own_cgroup() -> None:
-    assert decide_mechanism(B.CPU, row(cpu_throttled_frac__mean=0.4, node_cpu_busy_frac__mean=0.3)) is M.THROTTLED
-    assert decide_mechanism(B.CPU, row(sc_throttled_frac__mean=0.3)) is M.THROTTLED
+    """Throttling as the step account reads it (the pod's cgroup, else cAdvisor's, over training samples)."""
+    busy_node = row(node_cpu_busy_frac__mean=0.3)
+    assert decide_mechanism(B.CPU, busy_node, reads=Reads(throttled=0.4)) is M.THROTTLED
+    # the feature row's whole-window mean is not read: the evidence reports the measured share
+    assert decide_mechanism(B.CPU, row(sc_throttled_frac__mean=0.3, cpu_own_sat__mean=0.2)) is M.TOO_FEW_WORKERS
 
 
 def test_cpu_saturated_when_it_uses_most_of_the_cores_it_may_use() -> None:
@@ -183,13 +230,14 @@ def test_cpu_too_few_workers_when_its_processes_are_pinned_on_a_busy_node() -> N
     full = row(**busy_node, busy_core_share__mean=0.85, cpu_own_sat__mean=0.95)
     assert decide_mechanism(B.CPU, full) is M.SATURATED
     # throttling comes first: a quota's workers get less than a core, whatever the reading says
-    assert decide_mechanism(B.CPU, row(busy_core_share__mean=0.9, sc_throttled_frac__mean=0.4)) is M.THROTTLED
+    assert decide_mechanism(B.CPU, row(busy_core_share__mean=0.9), reads=Reads(throttled=0.4)) is M.THROTTLED
 
 
 def test_cpu_throttled_from_the_cpu_vetos_bar() -> None:
     """CFS throttling in 5 % of periods or more (XProf's bar, as the CPU veto reads it) is a quota that binds."""
-    assert decide_mechanism(B.CPU, row(sc_throttled_frac__mean=0.06, cpu_own_sat__mean=0.2)) is M.THROTTLED
-    assert decide_mechanism(B.CPU, row(sc_throttled_frac__mean=0.04, cpu_own_sat__mean=0.2)) is M.TOO_FEW_WORKERS
+    own = row(cpu_own_sat__mean=0.2)
+    assert decide_mechanism(B.CPU, own, reads=Reads(throttled=0.06)) is M.THROTTLED
+    assert decide_mechanism(B.CPU, own, reads=Reads(throttled=0.04)) is M.TOO_FEW_WORKERS
 
 
 def test_cpu_too_few_workers_when_cores_stand_idle() -> None:
@@ -212,8 +260,13 @@ def test_simulated_truth_names_a_mechanism_of_the_label(sim_jobs: list[Simulated
 
 
 def test_rules_recover_the_simulated_mechanism(sim_jobs: list[SimulatedJob]) -> None:
-    x = extract_features([j.to_window() for j in sim_jobs])
-    hits = [decide_mechanism(j.label, r) == j.mechanism for j, r in zip(sim_jobs, x, strict=True) if j.mechanism]
+    windows = [j.to_window() for j in sim_jobs]
+    x = extract_features(windows)
+    hits = [
+        decide_mechanism(j.label, r, summarize(w), read_window(w, segment_phases(w))) == j.mechanism
+        for j, r, w in zip(sim_jobs, x, windows, strict=True)
+        if j.mechanism
+    ]
     assert len(hits) > 100
     assert sum(hits) / len(hits) >= 0.8
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import yaml
 from _plugin_support import Reports, Run, io_status, unknown_status
+
+CRD = Path(__file__).resolve().parents[2] / "crds" / "bottleneckreports.bottleneck.dev.yaml"
 
 
 def _table(out: str) -> list[list[str]]:
@@ -39,7 +42,7 @@ def test_list_all_namespaces_wide(reports: Reports, run: Run) -> None:
                       "MECHANISM", "SECONDARY", "HEADROOM", "REASON"]  # fmt: skip
     by_name = {line.split()[1]: line for line in lines[1:]}
     assert set(by_name) == {"train-io", "pending", "mech"}
-    assert by_name["train-io"].split()[8:11] == ["<none>", "CPU", "1.6x-2.4x"]
+    assert by_name["train-io"].split()[8:11] == ["<none>", "CPU", "2.4x"]
     assert "network-storage" in by_name["mech"].split()  # its GPU cell is empty, so columns shift under split()
     assert by_name["mech"].rstrip().endswith("no GPU samples yet")
     # a report the operator has not filled yet: name, Job and age only
@@ -89,3 +92,28 @@ def test_bad_flags_and_names_exit_1(reports: Reports, run: Run) -> None:
     assert code == 1 and "invalid choice" in err
     code, _, err = run("list", "-n", "Bad_NS")
     assert code == 1 and err.startswith("error: ") and "Traceback" not in err
+
+
+def test_wide_headroom_is_the_printer_columns_bound_and_says_when_unmeasured(reports: Reports, run: Run) -> None:
+    """HEADROOM is what `kubectl get bnr -o wide` prints from the CRD (the bound alone); a known class
+    whose wait nothing measured reads `<unknown>`, a verdict of no class `<none>`."""
+    column = next(c for c in yaml.safe_load(CRD.read_text())["spec"]["versions"][0]["additionalPrinterColumns"]
+                  if c["name"] == "Headroom")  # fmt: skip
+    assert column["jsonPath"] == ".status.headroom.high"
+    measured = io_status()
+    assert measured.headroom is not None
+    unmeasured = {**io_status().dump(), "bottleneck": "Interconnect", "mechanism": "network", "secondary": None}
+    del unmeasured["headroom"]
+    reports.add("ml", "a-measured", measured)
+    reports.add("ml", "b-unmeasured", unmeasured)
+    reports.add("ml", "c-unknown", unknown_status())
+    code, out, err = run("list", "-n", "ml", "-o", "wide")
+    assert code == 0, err
+    rows = {r[0]: r for r in _table(out)[1:]}
+    assert rows["a-measured"][9] == f"{measured.headroom.high:.1f}x" == "2.4x"
+    assert rows["b-unmeasured"][7:10] == ["network", "<none>", "<unknown>"]
+    # mechanism, secondary and headroom: nothing to name for Unknown
+    assert "<unknown>" not in rows["c-unknown"] and rows["c-unknown"].count("<none>") == 3
+    code, out, err = run("show", "b-unmeasured", "-n", "ml")
+    assert code == 0, err
+    assert "headroom  <unknown>  (no measured wait or GPU busy share bounds it)" in out

@@ -110,14 +110,16 @@ def analyze_windows(
         if problem is not None:
             verdicts.append(_abstained(w, probs, problem, gpu_active, model.version))
             continue
-        reads, bare = _bare(w, probs, x[i], gpu_active, model.version, abstain_threshold, secondary_margin)
+        assert summary is not None
+        reads, bare = _bare(w, probs, x[i], summary, model.version, abstain_threshold, secondary_margin)
         if not with_details:
             verdicts.append(bare)
             continue
-        assert summary is not None
         lo, hi = pod_slices[i]
         pods = _pod_verdicts(w, model, proba[lo:hi] if hi > lo else proba[i : i + 1], bare, summary)
-        verdicts.append(_detailed(bare, x[i], summary, pods, step_account(reads), reads, framebuffer_p90(w)))
+        verdicts.append(
+            _detailed(bare, x[i], summary, pods, step_account(reads, bare.mechanism), reads, framebuffer_p90(w))
+        )
     return verdicts
 
 
@@ -147,7 +149,7 @@ def _bare(
     w: JobWindow,
     probs: dict[str, float],
     x: FloatArray,
-    gpu_active: float | None,
+    summary: JobSummary,
     version: str,
     abstain_threshold: float,
     secondary_margin: float,
@@ -159,9 +161,10 @@ def _bare(
     ruled_out = vetoes(reads)
     notes = (*phases.notes(), *_veto_notes(probs, ruled_out))
     bare = _checked_verdict(
-        apply_vetoes(probs, ruled_out), probs, gpu_active, version, abstain_threshold, secondary_margin
+        apply_vetoes(probs, ruled_out), probs, summary.gpu_active, version, abstain_threshold, secondary_margin
     )
-    mechanism = decide_mechanism(bare.bottleneck, x, gpus_never_waited=gpus_never_wait(reads) is not None)
+    never_waited = gpus_never_wait(reads) is not None
+    mechanism = decide_mechanism(bare.bottleneck, x, summary, reads, gpus_never_waited=never_waited)
     if mechanism is Mechanism.HBM_BANDWIDTH and reads.dram is None:
         notes = (*notes, HBM_UNREAD)
     return reads, replace(bare, notes=notes, mechanism=mechanism)

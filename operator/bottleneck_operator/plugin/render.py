@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from bottleneck_operator.plugin import classes
-from bottleneck_operator.reports import BottleneckReport
+from bottleneck_operator.reports import BottleneckReport, ReportStatus
 from bottleneck_operator.reports.age import kubectl_age
 
 # One colour per class, the same in the table and the timeline.
@@ -43,6 +43,19 @@ age = kubectl_age  # the plugin's tables and the demo's show ages alike
 
 def pct(value: float | None) -> str:
     return "" if value is None else f"{100 * value:.0f}%"
+
+
+# A verdict of a known class whose headroom nothing measured (an Interconnect wait on a link whose
+# capacity is not exported, GPUs whose busy share was not read): kubectl's word for a value that could
+# not be read, as `kubectl get hpa` shows a metric not yet fetched. `<none>`: no verdict to bound.
+UNMEASURED = "<unknown>"
+
+
+def headroom_text(status: ReportStatus, digits: int = 1) -> str:
+    """The headroom as the CRD's printer column gives it, the bound alone (no low end is reported)."""
+    if status.headroom is not None:
+        return f"{status.headroom.high:.{digits}f}x"
+    return UNMEASURED if status.bottleneck not in (None, "Unknown") else "<none>"
 
 
 def table(rows: Sequence[Sequence[str]], colour_column: int | None = None, colour: bool = False) -> str:
@@ -81,11 +94,10 @@ def report_rows(
             age(r.created, at),
         ]
         if wide:
-            head = status.headroom
             row += [
                 str(status.mechanism or "<none>"),
                 status.secondary or "<none>",
-                f"{head.low:.1f}x-{head.high:.1f}x" if head else "<none>",
+                headroom_text(status) if r.analysed else "<none>",
                 status.reason or "",
             ]
         rows.append(([r.namespace] if all_namespaces else []) + row)

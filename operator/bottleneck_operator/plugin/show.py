@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bottleneck_operator.plugin.render import SPARKS, bold, paint, pct, table
+from bottleneck_operator.plugin.render import SPARKS, UNMEASURED, bold, headroom_text, paint, pct, table
 from bottleneck_operator.reports import BottleneckReport, ReportStatus, read_status
 
 WIDTH = 60
@@ -136,11 +136,10 @@ def _body(s: ReportStatus, colour: bool) -> list[str]:
         lines += ["", bold("Recommendations:", colour)]
         for n, r in enumerate(s.recommendations, 1):
             lines += [f"  {n}. {r.action}  [{r.signal}]", f"     {r.detail}"]
-    if s.headroom or s.capacity:
+    if s.headroom or s.capacity or headroom_text(s) == UNMEASURED:
         lines += ["", bold("Headroom and capacity:", colour)]
-        if s.headroom:
-            h = s.headroom
-            lines.append(f"  headroom  {h.low:.2f}x .. {h.high:.2f}x  ({h.basis})")
+        basis = s.headroom.basis if s.headroom else "no measured wait or GPU busy share bounds it"
+        lines.append(f"  headroom  {headroom_text(s, digits=2)}  ({basis})")
         for c in s.capacity or []:
             lines.append(
                 f"  {c.resource}: needs {_unit(c.needed, c.unit)}, observed {_unit(c.observed, c.unit)}: {c.message}"

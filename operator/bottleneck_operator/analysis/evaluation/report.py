@@ -83,6 +83,7 @@ def _invariant_lines(inv: dict[str, int] | None) -> list[str]:
         f"== invariants over {inv['verdicts']} verdicts (each must be 0)",
         f"stall class with headroom < x{STALL_BAR:.2f}: {inv['stall_headroom_below_bar']}",
         f"framebuffer fill as evidence: {inv['fb_as_evidence']}",
+        f"evidence, headroom or capacity against the mechanism: {inv.get('mechanism_contradicted', 0)}",
         "",
     ]
 

@@ -14,6 +14,7 @@ from typing import Any
 from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
 from bottleneck_operator.analysis.evaluation.baseline import rule_verdict
 from bottleneck_operator.analysis.evaluation.metrics import figures
+from bottleneck_operator.analysis.explain.agreement import disagreements
 from bottleneck_operator.analysis.features.extract import extract_features, value
 from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey, Series
 from bottleneck_operator.contract.signals import Family, signals_of
@@ -229,10 +230,12 @@ def invariants(results: Sequence[Any]) -> dict[str, int]:
 
     Returns:
         "verdicts" (non-Unknown ones checked), "stall_headroom_below_bar" (a stall class, HBM-bound
-        kernels aside, whose headroom promises under x1.05: no wait worth the name) and
-        "fb_as_evidence" (framebuffer fill among the evidence). Each must be 0.
+        kernels aside, whose headroom promises under x1.05: no wait worth the name),
+        "fb_as_evidence" (framebuffer fill among the evidence) and "mechanism_contradicted" (evidence,
+        headroom or capacity that speak for another mechanism of the class, ``explain.agreement``).
+        Each must be 0.
     """
-    counts = {"verdicts": 0, "stall_headroom_below_bar": 0, "fb_as_evidence": 0}
+    counts = {"verdicts": 0, "stall_headroom_below_bar": 0, "fb_as_evidence": 0, "mechanism_contradicted": 0}
     for r in results:
         v = r.verdict
         if v.bottleneck.value == "Unknown":
@@ -244,6 +247,8 @@ def invariants(results: Sequence[Any]) -> dict[str, int]:
             counts["stall_headroom_below_bar"] += 1
         if any(e.signal in _FB_SIGNALS for e in v.evidence):
             counts["fb_as_evidence"] += 1
+        if disagreements(v):
+            counts["mechanism_contradicted"] += 1
     return counts
 
 

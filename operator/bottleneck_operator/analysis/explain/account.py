@@ -3,7 +3,7 @@
 A share enters the account only when something measured it: the pod's PSI "some" share for IO, CPU
 and host memory (the kernel's PSI documentation: the share of time at least one task of the cgroup
 was stalled on that resource), the CFS throttled share for a CPU limit, and for the links the bytes
-they carried against their capacity (:mod:`..checks.reads`). A host stall can cost no more than the
+they carried against their capacity (:mod:`..checks.reads`), the link of the verdict's mechanism. A host stall can cost no more than the
 time the GPUs were idle, so its share is capped there; link time is not, since collectives run as
 kernels that keep the GPUs busy while they wait. Where no measured share exists, the only honest
 figure is the bare ceiling ``1 / busy``: the speed-up if every idle moment went away. A measured
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from bottleneck_operator.analysis.checks.reads import Reads
 from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
-from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 
 # What is left of the step is read as no less than XProf's 5 % bar: a stage under it is not resolved.
 MAX_SPEEDUP = 1.0 / WAITED_ON
@@ -82,8 +82,9 @@ def _worth(wait: Wait) -> bool:
     return wait.share >= WAITED_ON
 
 
-def step_account(r: Reads) -> StepAccount:
-    """The account of one window from its measured quantities."""
+def step_account(r: Reads, mechanism: Mechanism | None = None) -> StepAccount:
+    """The account of one window from its measured quantities (``mechanism``: the verdict's, whose
+    link is the Interconnect wait)."""
     idle = r.idle
     waits: dict[Bottleneck, Wait] = {}
     if r.io_wait is not None:
@@ -102,8 +103,24 @@ def step_account(r: Reads) -> StepAccount:
         waits[Bottleneck.CPU] = Wait(_capped(top.share, idle), top.what, top.signal)
     if r.mem_wait is not None:
         waits[Bottleneck.MEMORY] = Wait(_capped(r.mem_wait, idle), "the pod's memory.pressure", "sc_psi_mem_some")
-    if r.links:
-        name = max(r.links, key=lambda k: r.links[k])
+    name = link_of(mechanism, r.links)
+    if name is not None:
         share = min(r.links[name], 1.0 - 1.0 / MAX_SPEEDUP)
         waits[Bottleneck.INTERCONNECT] = Wait(share, f"{name} bytes against its capacity", "wait_share")
     return StepAccount(r.busy_low, {c: w for c, w in waits.items() if _worth(w)})
+
+
+# The link each interconnect mechanism waits on, as checks/reads.py names the links it measures. A job
+# across nodes waits on the fabric between them: its RDMA ports, read against InfiniBand's capacity
+# (an Ethernet NIC's is not exported, so its wait is never measured).
+LINKS: dict[Mechanism, str] = {Mechanism.PCIE: "PCIe", Mechanism.NVLINK: "NVLink", Mechanism.NETWORK: "InfiniBand"}
+
+
+def link_of(mechanism: Mechanism | None, links: dict[str, float]) -> str | None:
+    """The measured link whose bytes are the Interconnect wait: the mechanism's own link, so the wait,
+    its evidence and the headroom speak of the link the mechanism names; with no mechanism, the busiest.
+    None where that link was not read."""
+    if mechanism in LINKS:
+        name = LINKS[mechanism]
+        return name if name in links else None
+    return max(links, key=lambda k: links[k]) if links else None

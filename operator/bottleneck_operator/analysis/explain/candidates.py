@@ -29,7 +29,7 @@ from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET, COLLEC
 from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 
-__all__ = ["CANDIDATES", "HIGHLY_WAITED_ON", "IDLE", "MAJORITY", "Candidate"]
+__all__ = ["CANDIDATES", "HIGHLY_WAITED_ON", "IDLE", "MAJORITY", "Candidate", "speaks_for"]
 
 HIGHLY_WAITED_ON = 0.2  # XProf: input >= 20 % of the step is "highly input-bound" (TELEMETRY.md, "Peers' rules")
 MAJORITY = 0.5  # more than half of a whole: more bytes over the NIC than from the disks, most of a limit
@@ -117,6 +117,8 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             1.0,
             MAJORITY,
             "{v} of the bytes read arrived over the network: the dataset lives on remote storage.",
+            # read from the data path (:mod:`.datapath`), the job's totals the mechanism reads too
+            mechanism=Mechanism.NETWORK_STORAGE,
         ),
     ),
     Bottleneck.CPU: (
@@ -133,8 +135,14 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
             "cpu_throttled_frac",
             "The container was CPU-throttled (CFS) in {v} of scheduling periods; XProf calls a step that "
             "waits {r} of its time highly input-bound.",
+            Mechanism.THROTTLED,
         ),
-        _wait(Series.SC_THROTTLED_FRAC.mean, "sc_throttled_frac", "The pod's cgroup was throttled in {v} of periods."),
+        _wait(
+            Series.SC_THROTTLED_FRAC.mean,
+            "sc_throttled_frac",
+            "The pod's cgroup was throttled in {v} of periods.",
+            Mechanism.THROTTLED,
+        ),
         _wait(
             Series.SC_PSI_CPU_SOME.mean,
             "sc_psi_cpu_some",
@@ -305,3 +313,8 @@ CANDIDATES: dict[Bottleneck, tuple[Candidate, ...]] = {
         ),
     ),
 }
+
+
+def speaks_for(cls: Bottleneck, signal: str) -> Mechanism | None:
+    """The one mechanism of ``cls`` that a signal of its evidence speaks for, None for any."""
+    return next((c.mechanism for c in CANDIDATES.get(cls, ()) if c.signal == signal and c.mechanism), None)

@@ -16,10 +16,11 @@ import numpy as np
 from bottleneck_operator.analysis.checks.reads import Reads
 from bottleneck_operator.analysis.checks.vetoes import DRAM_PEAK
 from bottleneck_operator.analysis.explain.account import StepAccount
-from bottleneck_operator.analysis.explain.candidates import CANDIDATES, IDLE, Candidate
+from bottleneck_operator.analysis.explain.candidates import CANDIDATES, IDLE, Candidate, speaks_for
+from bottleneck_operator.analysis.explain.datapath import DataPath, data_path
 from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET_LOG
 from bottleneck_operator.analysis.features.extract import value
-from bottleneck_operator.analysis.features.series_names import Series
+from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
 from bottleneck_operator.analysis.features.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Mechanism
 from bottleneck_operator.contract.window import FloatArray, JobWindow
@@ -65,7 +66,10 @@ def build_evidence(
     Returns:
         Evidence items: GPU idleness first for stall classes, then the measured wait.
     """
-    scored = _scored(cls, x, mechanism)
+    path = data_path(summary)
+    # the share of bytes over the network is the data path's, which the IO mechanism reads too
+    shared = {Series.NET_RX_SHARE.mean: path.share} if cls is Bottleneck.IO else {}
+    scored = _scored(cls, x, mechanism, shared)
     items: list[Evidence] = []
     # An HBM-bound GPU is busy: its kernels wait on memory inside, not for anything outside
     if cls in _STALL or (cls is Bottleneck.MEMORY and mechanism is not Mechanism.HBM_BANDWIDTH):
@@ -73,10 +77,13 @@ def build_evidence(
         if idle:
             items.append(idle)
     gate = _wait_evidence(cls, account, reads)
+    if gate is not None and mechanism is not None and speaks_for(cls, gate.signal) not in (None, mechanism):
+        # a measured wait of the class's other mechanism (host memory pressure under HBM-bound kernels)
+        gate = None
     if gate is not None:
         items.append(gate)
         scored = [(s, e) for s, e in scored if e.signal != gate.signal]
-    rate = _rate_evidence(cls, summary)
+    rate = _io_rate_evidence(path) if cls is Bottleneck.IO else _cpu_rate_evidence(cls, summary)
     # The candidates past the level from which they count first, by strength; the others only to reach
     # three items, so the report always shows what was looked at.
     ranked = [e for s, e in scored if s > 0] + [e for s, e in scored if s <= 0]
@@ -90,21 +97,26 @@ def build_evidence(
     return tuple(items[:limit])
 
 
-def _scored(cls: Bottleneck, x: FloatArray, mechanism: Mechanism | None) -> list[tuple[float, Evidence]]:
-    """The class's present candidates with their strengths, strongest first."""
+def _scored(
+    cls: Bottleneck, x: FloatArray, mechanism: Mechanism | None, shared: dict[FeatureKey, float | None]
+) -> list[tuple[float, Evidence]]:
+    """The class's present candidates with their strengths, strongest first (``shared``: readings taken
+    from the definitions the mechanism reads, in place of the feature row's)."""
     volume = (value(x, Series.LOG_NET_PER_GPU.mean) or 0.0) >= COLLECTIVE_NET_LOG
     scored: list[tuple[float, Evidence]] = []
     for c in CANDIDATES.get(cls, ()):
-        v = value(x, c.feature)
+        v = shared[c.feature] if c.feature in shared else value(x, c.feature)
         if v is None or (mechanism is not None and c.mechanism not in (None, mechanism)):
             continue
         if c.reference is None and v <= c.low:
             # an event that did not happen (no swap-in, no OOM kill) is said so, as what was looked at
             scored.append((0.0, Evidence(c.signal, v, None, c.unit, c.quiet)))
             continue
-        if c.feature in _NEEDS_VOLUME and not volume:
-            # Shown as what was looked at, saying why it does not count.
-            msg = f"Network receive and transmit ratio {pct(v)}, at too little volume to be gradient exchange."
+        if c.feature in _NEEDS_VOLUME and (not volume or v <= c.low):
+            # Shown as what was looked at, saying why it does not count: one-way traffic is not the
+            # balance its sentence would claim.
+            why = "at too little volume to be" if not volume else "one-way, not the balance of"
+            msg = f"Network receive and transmit ratio {pct(v)}, {why} gradient exchange."
             scored.append((0.0, Evidence(c.signal, v, c.reference, c.unit, msg)))
             continue
         scored.append((c.strength(v), _evidence(c, v)))
@@ -179,20 +191,24 @@ def _idle_evidence(summary: JobSummary) -> Evidence | None:
     return Evidence(src, a, IDLE.reference, "ratio", IDLE.message.format(v=pct(a)))
 
 
-def _rate_evidence(cls: Bottleneck, s: JobSummary) -> Evidence | None:
-    if cls is Bottleneck.IO:
-        net, read = s.net_rx_bps or 0.0, s.read_bps or 0.0
-        # the larger of the two carried the data (the network-storage mechanism's majority of bytes)
-        if net > read:
-            return Evidence(
-                "node_net_rx_bps",
-                net,
-                None,
-                "B/s",
-                f"The job's nodes received {human_bytes(net)} over the network while local disks read {human_bytes(read)}.",
-            )
-        if s.read_bps is not None:
-            return Evidence("read_bps", read, None, "B/s", f"The job read {human_bytes(read)} from storage.")
+def _io_rate_evidence(path: DataPath) -> Evidence | None:
+    """The rates of the data path, the one that carried the data named (as the mechanism names it)."""
+    if path.over_network and path.net_bps is not None:
+        net, read = path.net_bps, path.read_bps or 0.0
+        return Evidence(
+            "node_net_rx_bps",
+            net,
+            None,
+            "B/s",
+            f"The job's nodes received {human_bytes(net)} over the network while local disks read {human_bytes(read)}.",
+        )
+    if path.read_bps is not None:
+        read = path.read_bps
+        return Evidence("read_bps", read, None, "B/s", f"The job read {human_bytes(read)} from storage.")
+    return None
+
+
+def _cpu_rate_evidence(cls: Bottleneck, s: JobSummary) -> Evidence | None:
     if cls is Bottleneck.CPU and s.cpu_cores is not None:
         ref = s.cpu_limit_cores
         tail = f" of a {ref:.3g}-core limit" if ref else ""

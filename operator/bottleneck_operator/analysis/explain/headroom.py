@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bottleneck_operator.analysis.checks.vetoes import DRAM_PEAK
 from bottleneck_operator.analysis.explain.account import MAX_SPEEDUP, StepAccount
+from bottleneck_operator.analysis.explain.datapath import data_path
 from bottleneck_operator.analysis.features.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, CapacityNeed, Headroom, Mechanism
 
@@ -116,17 +117,13 @@ def capacity_needs(
 
 
 def _io_need(summary: JobSummary, busy: float, gpus: str) -> tuple[CapacityNeed, ...]:
-    """Reads the job would need, from the network when those dominate, else from storage."""
-    net, read = summary.net_rx_bps, summary.read_bps
-    # the larger of the two carried the data (the network-storage mechanism's majority of bytes read)
-    if net is not None and net > (read or 0.0):
-        rate, what = net, "of network reads"
-    elif read is not None:
-        rate, what = read, "of storage reads"
-    else:
+    """Reads the job would need over the way that carried its data (the IO mechanism's data path)."""
+    carrier = data_path(summary).carrier
+    if carrier is None:
         return ()
+    rate, what = carrier
     need = rate / busy
-    text = f"To keep {gpus} busy this job needs ~{human_bytes(need)} {what}; it gets {human_bytes(rate)}."
+    text = f"To keep {gpus} busy this job needs ~{human_bytes(need)} of {what}; it gets {human_bytes(rate)}."
     return (CapacityNeed("storage_read", need, rate, "B/s", text),)
 
 
