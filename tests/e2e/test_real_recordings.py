@@ -66,13 +66,13 @@ REGRESSIONS: dict[tuple[str, str], str] = {
     ("class", "real-interconnect"): "all-reduce over a tc-limited veth read as GPU by the retrained classifier",
     ("dev-only", "gpu-hbm"): "DEV fields only: without DRAM_ACTIVE, HBM streaming and compute cannot be told apart",
     ("dev-only", "gpu-streamed"): "DEV fields only: weight streaming read as another class",
-    # the model of five worlds (family E trained on) reads these two as CPU with every field, and
-    # abstains on three input-bound loops without profiling fields (docs/analysis.md, "What remains")
-    ("class", "gpu-streamed"): "weight streaming read as CPU (0.54, Memory 0.33) by the model of five worlds",
-    ("class", "real-memory"): "host memory pressure read as CPU (0.68, Memory 0.30) by the model of five worlds",
-    ("dev-only", "gpu-io-neighbour"): "DEV fields only: a reader beside a busy neighbour abstains",
+    # the model of six worlds (family F trained on) abstains on this reader (docs/analysis.md, "What
+    # remains"), and a busy loader abstains without profiling fields
+    (
+        "class",
+        "real-io",
+    ): "a reader held to 12 MB/s on its disk abstains (CPU 0.50, under the threshold) with the model of six worlds",
     ("dev-only", "gpu-loader-busy"): "DEV fields only: a busy loader abstains",
-    ("dev-only", "gpu-objectstore"): "DEV fields only: an object-store reader abstains",
     ("dev-only", "gpu-launch-wide"): f"DEV fields only, {GRID}: launch-bound loop abstains (GPU at 0.32)",
     ("dev-only", "gpu-workers0-busy"): f"DEV fields only, {GRID}: a loader without workers read as Interconnect",
     ("speed-up", "gpu-workers0-busy"): "the CPU headroom's measured wait differs from the idle time the test expects",
