@@ -1,10 +1,10 @@
 """Leave one family out: train on the other worlds, score the class a user reads on the one left out.
 
 The yardstick for changes meant to make the classifier hold on telemetry it was not fitted to. The
-worlds are those the shipped model is trained on (``BENCH_LOFO_FAMILIES``, default A, B, C, D, E):
+worlds are those the shipped model is trained on (``BENCH_LOFO_FAMILIES``, default A, B, C, D, E, F):
 family A (the project's simulator), B (the second scenario family), C (``blindfamily``), D
-(``familyd``) and E (``familye``); C, D and E were written blind and are training worlds since each was
-read. For each family, a model is trained on the others as ``bottleneck-operator train`` trains the
+(``familyd``), E (``familye``) and F (``familyf``); C-F were written blind and are training worlds since
+each was read (G, read too, may be added by name). For each family, a model is trained on the others as ``bottleneck-operator train`` trains the
 shipped one (the simulator's Jobs twice as many as each other family's, degraded copies, the same
 estimator, the temperature fitted across the worlds) and scored on a fresh draw of the held-out
 family through the whole class path (``analysis.classify.analyze_windows``: data checks, envelope,
@@ -19,8 +19,9 @@ Sizes (environment): ``BENCH_LOFO_TRAIN`` Jobs per training family (default 600;
 twice as many, as ``train`` does), ``BENCH_LOFO_EVAL`` evaluated (400), ``BENCH_LOFO_ITER`` boosting
 iterations (60), ``BENCH_LOFO_COPIES`` degraded copies per Job (1), ``BENCH_LOFO_SEEDS`` (11,21,31),
 ``BENCH_LOFO_REAL=0`` skips the recordings, ``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one
-family trained, the other scored). With four families (before E joined), at the defaults a run took 206 s on the two development cores when
-they were quiet and 1,299 s when three other sessions' jobs shared them (load average 4-8); 200
+family trained, the other scored). With six families, one seed at the defaults took 219 s on one
+quiet core (``BENCH_LOFO_SEEDS=11``, ``OMP_NUM_THREADS=1``); with four, the three seeds took 206 s on
+the two cores when they were quiet and 1,299 s when other jobs shared them (load average 4-8); 200
 training Jobs per family, 200 evaluated and one seed (``BENCH_LOFO_SEEDS=11``) take well under a
 minute on quiet cores.
 """
@@ -54,8 +55,8 @@ ALL_FAMILIES: dict[str, Callable[[int, int], tuple[list[Any], list[str]]]] = {
     "F": family_f,
     "G": family_g,
 }
-# ``BENCH_LOFO_FAMILIES`` picks the worlds (default the five the shipped model is trained on)
-FAMILIES = {k: ALL_FAMILIES[k] for k in os.environ.get("BENCH_LOFO_FAMILIES", "A,B,C,D,E").split(",")}
+# ``BENCH_LOFO_FAMILIES`` picks the worlds (default the six the shipped model is trained on)
+FAMILIES = {k: ALL_FAMILIES[k] for k in os.environ.get("BENCH_LOFO_FAMILIES", "A,B,C,D,E,F").split(",")}
 # the shipped recipe draws the simulator's Jobs twice as many as each other family's (train.py)
 RECIPE_SHARE = {"A": 2}
 
