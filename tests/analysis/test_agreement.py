@@ -107,6 +107,19 @@ def test_a_network_bound_job_is_not_given_the_pcie_links_wait() -> None:
     assert disagreements(v) == ()
 
 
+def test_an_infiniband_wait_says_how_its_capacity_was_taken() -> None:
+    """The infiniband collector gives bytes over every port but no port rate: the wait read against one
+    port at the slowest rate is the most the fabric was busy, and the evidence and headroom say so."""
+    rdma = {"ib_rx_bps": 10 * GB, "ib_tx_bps": 10 * GB}
+    w = make_window(B.INTERCONNECT, pods=2, noise=0.0, overrides=rdma)
+    v = analyze_window(w, FixedModel({B.INTERCONNECT: 0.9}))
+    assert v.mechanism is M.NETWORK
+    measured = [e.message for e in v.evidence if e.signal == "wait_share"]
+    assert measured and "taken as one EDR port" in measured[0] and "the most the fabric was busy" in measured[0]
+    assert v.headroom is not None and "taken as one EDR port" in v.headroom.basis
+    assert disagreements(v) == ()
+
+
 @pytest.fixture(scope="module")
 def simulated() -> list[Verdict]:
     jobs = generate_jobs(43, 200, start=START, duration=900.0, holdout=True)

@@ -106,7 +106,9 @@ def step_account(r: Reads, mechanism: Mechanism | None = None) -> StepAccount:
     name = link_of(mechanism, r.links)
     if name is not None:
         share = min(r.links[name], 1.0 - 1.0 / MAX_SPEEDUP)
-        waits[Bottleneck.INTERCONNECT] = Wait(share, f"{name} bytes against its capacity", "wait_share")
+        waits[Bottleneck.INTERCONNECT] = Wait(
+            share, f"{name} bytes against its capacity{CAPACITY_TAKEN.get(name, '')}", "wait_share"
+        )
     return StepAccount(r.busy_low, {c: w for c, w in waits.items() if _worth(w)})
 
 
@@ -114,6 +116,12 @@ def step_account(r: Reads, mechanism: Mechanism | None = None) -> StepAccount:
 # across nodes waits on the fabric between them: its RDMA ports, read against InfiniBand's capacity
 # (an Ethernet NIC's is not exported, so its wait is never measured).
 LINKS: dict[Mechanism, str] = {Mechanism.PCIE: "PCIe", Mechanism.NVLINK: "NVLink", Mechanism.NETWORK: "InfiniBand"}
+# How a link's capacity was taken where no exporter gives it. The infiniband collector exports bytes
+# summed over every port but no port rate, so the fabric is read against one port at the slowest rate:
+# the share is then the most the link can have been busy, and faster or more ports make it smaller.
+CAPACITY_TAKEN: dict[str, str] = {
+    "InfiniBand": ", taken as one EDR port (the slowest rate; port rates are not exported, so it is the most the fabric was busy)"
+}
 
 
 def link_of(mechanism: Mechanism | None, links: dict[str, float]) -> str | None:
