@@ -47,7 +47,14 @@ class Cluster:
     kernel_psi: bool
 
 
-def draw_cluster(rng: Rng, *, rdma: bool, prof_capable: bool, has_nvlink: bool, cpu_limit: bool) -> Cluster:
+def draw_power(rng: Rng) -> tuple[float, bool]:
+    """The enforced power limit as a share of TDP (most clusters keep the default) and whether clocks are locked."""
+    cap = 1.0 if rng.random() < 0.6 else float(rng.uniform(0.62, 0.95))
+    return cap, bool(rng.random() < 0.12)
+
+
+def draw_cluster(rng: Rng, power: tuple[float, bool], *, rdma: bool, prof_capable: bool, has_nvlink: bool,
+                 cpu_limit: bool) -> Cluster:
     """One cluster's monitoring set-up, independent of what bounds the job."""
     scrape = float(rng.choice((5.0, 10.0, 15.0, 15.0, 20.0, 30.0, 30.0, 30.0, 60.0)))
     collect = float(rng.choice((30.0, 30.0, 30.0, 10.0, 15.0, 5.0)))
@@ -80,7 +87,6 @@ def draw_cluster(rng: Rng, *, rdma: bool, prof_capable: bool, has_nvlink: bool, 
         # dcgm-exporter not deployed on this pool at all: the job has no GPU telemetry
         fams -= {Family.DCGM_DEV, Family.DCGM_PROF, Family.DCGM_PROF_SM, Family.DCGM_PROF_PIPES,
                  Family.DCGM_POWER_CLOCKS, Family.DCGM_PROF_NVLINK}
-    cap = 1.0 if rng.random() < 0.6 else float(rng.uniform(0.62, 0.95))
     swap = str(rng.choice(("none", "zram", "disk"), p=(0.5, 0.25, 0.25)))
     return Cluster(
         scrape_s=scrape,
@@ -88,8 +94,8 @@ def draw_cluster(rng: Rng, *, rdma: bool, prof_capable: bool, has_nvlink: bool, 
         field_set=field_set,
         families=frozenset(fams),
         prometheus_major=int(rng.choice((2, 3))),
-        clocks_locked=bool(rng.random() < 0.12),
-        power_cap_frac=cap,
+        clocks_locked=power[1],
+        power_cap_frac=power[0],
         swap=swap,
         kernel_psi=kernel_psi,
     )
