@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.contract.signals import Family
+from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.contract.window import PodWindow, SignalBlock
 from bottleneck_operator_dev.familyh.cluster import Accidents, Cluster
 from bottleneck_operator_dev.familyh.draft import Draft
@@ -162,6 +162,11 @@ def pod_window(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p:
     if has_dcgm:
         signals.update(_gpu(rng, d, cl, src, _scrapes(rng, src, cl, acc, "dcgm", p, step), p))
     signals.update(_host(rng, d, cl, acc, src, p, step))
+    # rate() extrapolates to the range's edges, which can carry a seconds-per-second counter a little
+    # past 1; a share of time cannot exceed it
+    for name, values in signals.items():
+        if SIGNALS[name].unit == "ratio":
+            signals[name] = np.minimum(values, 1.0)
     return PodWindow(
         pod=names[0],
         node=names[1],

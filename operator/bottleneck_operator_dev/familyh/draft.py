@@ -200,7 +200,8 @@ def draft_natural(rng: Rng, target: Bottleneck, mech: Mechanism) -> Draft:
     pinned = rng.random() < 0.75
     h2d_bytes = batch * _u(rng, wl.h2d_per_sample, log=True)
     h2d = h2d_bytes / (board.pcie_bps * 0.8) * (rng.uniform(0.05, 0.3) if pinned else rng.uniform(0.8, 1.0))
-    host_ws = _u(rng, wl.host_gb) * 1e9 * gpus
+    node_mem = float(rng.choice((512e9, 1024e9, 2048e9) if board.nvlink_bps > 0 else (256e9, 512e9, 1024e9)))
+    host_ws = min(_u(rng, wl.host_gb) * 1e9 * gpus, node_mem * rng.uniform(0.3, 0.75))
     stages = Stages(
         read_s=read_s * (0.02 if cached else 1.0),
         storage_s=storage_s,
@@ -219,7 +220,7 @@ def draft_natural(rng: Rng, target: Bottleneck, mech: Mechanism) -> Draft:
     )
     return Draft(
         workload=wl, board=board, storage=storage, fabric=fabric, pods=pods, gpus=gpus, node_cpus=node_cpus,
-        node_mem=float(rng.choice((512e9, 1024e9, 2048e9) if sxm else (256e9, 512e9, 1024e9))),
+        node_mem=node_mem,
         cpu_limit=cpu_limit, mem_limit=host_ws * rng.uniform(1.2, 2.5) if rng.random() < 0.6 else None,
         host_ws=host_ws, batch_bytes=batch_bytes, h2d_bytes=h2d_bytes,
         d2h_bytes=h2d_bytes * rng.uniform(0.001, 0.02), link_bytes=comm.net_bytes,

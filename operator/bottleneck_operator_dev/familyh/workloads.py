@@ -57,35 +57,35 @@ WORKLOADS: dict[str, Workload] = {
     "vision-jpeg": Workload(
         "vision-jpeg", (80 * KB, 160 * KB), (0.004, 0.02), (64, 256), (0.012, 0.055), (0.08, 0.35), (0.25, 0.5),
         (0.1, 0.35), (150 * KB, 600 * KB), ("local-nvme", "nfs", "object-store", "fuse-bucket", "sata-ssd", "cloud-block"),
-        (12, 48),
+        (6, 24),
     ),
     "video": Workload(
         "video", (1 * MB, 6 * MB), (0.04, 0.25), (8, 32), (0.1, 0.45), (0.15, 0.35), (0.3, 0.5),
-        (0.1, 0.4), (5 * MB, 25 * MB), ("local-nvme", "nfs", "object-store", "lustre-ib", "cloud-block"), (24, 96),
+        (0.1, 0.4), (5 * MB, 25 * MB), ("local-nvme", "nfs", "object-store", "lustre-ib", "cloud-block"), (12, 48),
     ),
     "speech": Workload(
         "speech", (100 * KB, 400 * KB), (0.003, 0.015), (16, 64), (0.02, 0.06), (0.15, 0.3), (0.35, 0.55),
-        (0.2, 0.6), (200 * KB, 800 * KB), ("local-nvme", "nfs", "object-store", "fuse-bucket"), (16, 64),
+        (0.2, 0.6), (200 * KB, 800 * KB), ("local-nvme", "nfs", "object-store", "fuse-bucket"), (8, 32),
     ),
     "diffusion": Workload(
         "diffusion", (200 * KB, 1 * MB), (0.008, 0.03), (8, 64), (0.3, 1.5), (0.28, 0.45), (0.25, 0.45),
-        (1.6, 5.0), (0.8 * MB, 3 * MB), ("object-store", "local-nvme", "lustre-ib", "nfs"), (24, 96),
+        (1.6, 5.0), (0.8 * MB, 3 * MB), ("object-store", "local-nvme", "lustre-ib", "nfs"), (12, 48),
     ),
     "recsys-dlrm": Workload(
         "recsys-dlrm", (0.2 * KB, 1 * KB), (2e-6, 1.2e-5), (4096, 65536), (2e-6, 2e-5), (0.03, 0.12), (0.55, 0.85),
-        (0.5, 4.0), (0.5 * KB, 2 * KB), ("object-store", "local-nvme", "nfs", "cloud-block"), (48, 240),
+        (0.5, 4.0), (0.5 * KB, 2 * KB), ("object-store", "local-nvme", "nfs", "cloud-block"), (24, 120),
     ),
     "llm-pretrain-fsdp": Workload(
         "llm-pretrain-fsdp", (8 * KB, 32 * KB), (5e-5, 4e-4), (2, 16), (50.0, 600.0), (0.35, 0.55), (0.15, 0.35),
-        (4.0, 40.0), (8 * KB, 32 * KB), ("local-nvme", "lustre-ib", "object-store", "nfs"), (32, 128),
+        (4.0, 40.0), (8 * KB, 32 * KB), ("local-nvme", "lustre-ib", "object-store", "nfs"), (16, 64),
     ),
     "llm-finetune": Workload(
         "llm-finetune", (2 * KB, 16 * KB), (1e-4, 1e-3), (1, 8), (5.0, 80.0), (0.2, 0.45), (0.3, 0.7),
-        (0.05, 26.0), (2 * KB, 16 * KB), ("local-nvme", "nfs", "object-store"), (32, 192),
+        (0.05, 26.0), (2 * KB, 16 * KB), ("local-nvme", "nfs", "object-store"), (16, 96),
     ),
     "llm-tp-pp": Workload(
         "llm-tp-pp", (8 * KB, 32 * KB), (5e-5, 4e-4), (1, 4), (100.0, 2000.0), (0.35, 0.5), (0.15, 0.3),
-        (1.0, 8.0), (8 * KB, 32 * KB), ("lustre-ib", "local-nvme", "object-store"), (32, 128),
+        (1.0, 8.0), (8 * KB, 32 * KB), ("lustre-ib", "local-nvme", "object-store"), (16, 64),
     ),
 }
 
