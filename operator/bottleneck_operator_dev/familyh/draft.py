@@ -47,6 +47,7 @@ class Draft:
         label, mechanism: the bounding class and how, from the step model.
         margin: the label's removal speed-up over the runner-up's (>= 1).
         speedup: the label's removal speed-up.
+        mmap_reads: the dataset is memory-mapped (Arrow, LMDB, numpy memmap): its reads arrive as major faults.
     """
 
     workload: Workload
@@ -76,6 +77,7 @@ class Draft:
     mechanism: Mechanism
     margin: float
     speedup: float
+    mmap_reads: bool = False
 
 
 def _pick(rng: Rng, table: tuple[tuple[str, float], ...]) -> str:
@@ -227,6 +229,7 @@ def draft_natural(rng: Rng, target: Bottleneck, mech: Mechanism) -> Draft:
         nvlink_bytes=comm.nvlink_bytes, comm_total_s=comm.total_s, comm_hidden_s=comm.hidden_s, accum=comm.accum,
         main_cores=main_cores, tensor_fill=0.0 if fp32 else float(rng.uniform(0.35, 0.85)), fp32_math=fp32,
         stages=stages, label=Bottleneck.UNKNOWN, mechanism=Mechanism.COMPUTE, margin=1.0, speedup=1.0,
+        mmap_reads=storage.local and rng.random() < (0.5 if wl.name.startswith(("llm", "recsys")) else 0.15),
     )
 
 

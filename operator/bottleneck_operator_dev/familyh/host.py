@@ -102,7 +102,8 @@ def pod_signals(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, tl: Timeline) -
         "cpu_cores": cpu * ones, "sc_cpu_cores": (cpu + 0.015) * ones,
         "fs_read_bps": (read_rate * (1.0 if d.storage.local else 0.0) + mem["refault_bytes"]) * ones,
         "cfs_periods": 10.0 * np.clip(0.3 + cpu, 0.0, 1.0) * ones, "cfs_throttled": 10.0 * throttled * ones,
-        "sc_majfault_ps": (mem["faults"] + 2.0) * ones, "sc_swapin_ps": mem["swapins"] * ones,
+        # a memory-mapped dataset is read by faulting its pages in, readahead bringing several at a time
+        "sc_majfault_ps": (mem["faults"] + 2.0 + (read_rate / (PAGE * 8.0) if d.mmap_reads else 0.0)) * ones, "sc_swapin_ps": mem["swapins"] * ones,
         "sc_oom_kills": np.zeros(shape), **{k: v * ones for k, v in psi.items()},
     }
     rates["sc_io_read_bps"] = rates["fs_read_bps"] + net_storage * (1.0 if d.storage.kind == "nfs" else 0.0)

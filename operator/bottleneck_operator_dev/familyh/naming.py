@@ -46,6 +46,7 @@ def tags_of(d: Draft, cl: Cluster, acc: Accidents, hardness: tuple[str, ...]) ->
     tags += [f"grad-accum-{d.accum}"] if d.accum > 1 else []
     tags += ["pipeline-parallel"] if d.stages.bubble > 0 else []
     tags += ["fp32-math"] if d.fp32_math else []
+    tags += ["mmap-dataset"] if d.mmap_reads else []
     tags += ["cpu-limit"] if d.cpu_limit is not None else []
     tags += ["memory-limit"] if d.mem_limit is not None else []
     tags += [f"power-cap-{cl.power_cap_frac:.2f}"] if cl.power_cap_frac < 1.0 else []
