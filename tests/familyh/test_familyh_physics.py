@@ -16,8 +16,11 @@ BOARD_BY_MODEL = {b.model_name: b for b in BOARDS.values()}
 
 def _median(job: FamilyHJob, name: str) -> float | None:
     """The job's typical value of a signal: the mean over pods of each pod's median; None when absent."""
-    per_pod = [float(np.nanmedian(p.signals[name])) for p in job.window.pods
-               if name in p.signals and np.isfinite(p.signals[name]).any()]
+    per_pod = [
+        float(np.nanmedian(p.signals[name]))
+        for p in job.window.pods
+        if name in p.signals and np.isfinite(p.signals[name]).any()
+    ]
     return float(np.mean(per_pod)) if per_pod else None
 
 
@@ -27,10 +30,23 @@ def _of(family: list[FamilyHJob], label: Bottleneck, mechanism: Mechanism | None
     return jobs
 
 
-def _stages(**kw: float) -> Stages:
-    base = dict(read_s=0.01, storage_s=0.01, decode_s=0.02, worker_stall_s=0.0, workers=8, cores=8.0,
-                cores_from_limit=False, h2d_s=0.002, tensor_s=0.1, hbm_s=0.03, bubble=0.0, comm_s=0.01,
-                comm_scope="nvlink", main_stall_s=0.0)
+def _stages(**kw: object) -> Stages:
+    base = dict(
+        read_s=0.01,
+        storage_s=0.01,
+        decode_s=0.02,
+        worker_stall_s=0.0,
+        workers=8,
+        cores=8.0,
+        cores_from_limit=False,
+        h2d_s=0.002,
+        tensor_s=0.1,
+        hbm_s=0.03,
+        bubble=0.0,
+        comm_s=0.01,
+        comm_scope="nvlink",
+        main_stall_s=0.0,
+    )
     base.update(kw)
     return Stages(**base)  # type: ignore[arg-type]
 
@@ -54,9 +70,13 @@ def test_the_label_is_the_stage_whose_removal_helps_most(changes: dict[str, floa
 
 
 def test_mechanisms_follow_the_dominant_stage() -> None:
-    assert mechanism_of(_stages(decode_s=4.0, workers=2, cores=16.0), Bottleneck.CPU, False) is Mechanism.TOO_FEW_WORKERS
-    assert mechanism_of(_stages(decode_s=4.0, workers=16, cores=2.0, cores_from_limit=True), Bottleneck.CPU,
-                        False) is Mechanism.THROTTLED
+    assert (
+        mechanism_of(_stages(decode_s=4.0, workers=2, cores=16.0), Bottleneck.CPU, False) is Mechanism.TOO_FEW_WORKERS
+    )
+    assert (
+        mechanism_of(_stages(decode_s=4.0, workers=16, cores=2.0, cores_from_limit=True), Bottleneck.CPU, False)
+        is Mechanism.THROTTLED
+    )
     assert mechanism_of(_stages(hbm_s=0.3), Bottleneck.MEMORY, False) is Mechanism.HBM_BANDWIDTH
     assert mechanism_of(_stages(main_stall_s=0.3), Bottleneck.MEMORY, False) is Mechanism.HOST_MEMORY_PRESSURE
     assert mechanism_of(_stages(comm_s=0.4, comm_scope="network"), Bottleneck.INTERCONNECT, False) is Mechanism.NETWORK
@@ -65,11 +85,17 @@ def test_mechanisms_follow_the_dominant_stage() -> None:
 
 @pytest.mark.parametrize(
     ("cls", "mech"),
-    [(Bottleneck.IO, Mechanism.LOCAL_DISK), (Bottleneck.IO, Mechanism.NETWORK_STORAGE),
-     (Bottleneck.CPU, Mechanism.THROTTLED), (Bottleneck.CPU, Mechanism.SATURATED),
-     (Bottleneck.INTERCONNECT, Mechanism.NETWORK), (Bottleneck.INTERCONNECT, Mechanism.NVLINK),
-     (Bottleneck.GPU, Mechanism.COMPUTE), (Bottleneck.MEMORY, Mechanism.HBM_BANDWIDTH),
-     (Bottleneck.MEMORY, Mechanism.HOST_MEMORY_PRESSURE)],
+    [
+        (Bottleneck.IO, Mechanism.LOCAL_DISK),
+        (Bottleneck.IO, Mechanism.NETWORK_STORAGE),
+        (Bottleneck.CPU, Mechanism.THROTTLED),
+        (Bottleneck.CPU, Mechanism.SATURATED),
+        (Bottleneck.INTERCONNECT, Mechanism.NETWORK),
+        (Bottleneck.INTERCONNECT, Mechanism.NVLINK),
+        (Bottleneck.GPU, Mechanism.COMPUTE),
+        (Bottleneck.MEMORY, Mechanism.HBM_BANDWIDTH),
+        (Bottleneck.MEMORY, Mechanism.HOST_MEMORY_PRESSURE),
+    ],
 )
 def test_drafted_jobs_are_labelled_by_the_step_model(cls: Bottleneck, mech: Mechanism) -> None:
     for k in range(4):

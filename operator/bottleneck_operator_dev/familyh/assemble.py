@@ -15,8 +15,15 @@ from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.contract.window import PodWindow, SignalBlock
 from bottleneck_operator_dev.familyh.cluster import Accidents, Cluster
 from bottleneck_operator_dev.familyh.draft import Draft
-from bottleneck_operator_dev.familyh.scrape import IB_LEGACY_MAX, Scrapes, at_times, counters, held, make_scrapes
-from bottleneck_operator_dev.familyh.scrape import scrape_times
+from bottleneck_operator_dev.familyh.scrape import (
+    IB_LEGACY_MAX,
+    Scrapes,
+    at_times,
+    counters,
+    held,
+    make_scrapes,
+    scrape_times,
+)
 
 Rng = np.random.Generator
 Array = npt.NDArray[np.float64]
@@ -31,8 +38,14 @@ GPU_FAMILIES: dict[Family, tuple[str, ...]] = {
     Family.DCGM_PROF_PIPES: ("fp32_active", "fp16_active"),
     Family.DCGM_POWER_CLOCKS: ("power_limit_w", "clock_slowdown_frac"),
 }
-NODE_COUNTERS = ("node_disk_read_bps", "node_disk_reads_ps", "node_disk_busy_frac", "node_majfault_ps",
-                 "node_net_rx_bps", "node_net_tx_bps")
+NODE_COUNTERS = (
+    "node_disk_read_bps",
+    "node_disk_reads_ps",
+    "node_disk_busy_frac",
+    "node_majfault_ps",
+    "node_net_rx_bps",
+    "node_net_tx_bps",
+)
 NODE_PSI = ("node_psi_cpu_some", "node_psi_io_some", "node_psi_io_full", "node_psi_mem_some", "node_psi_mem_full")
 SC_PSI = ("sc_psi_cpu_some", "sc_psi_io_some", "sc_psi_io_full", "sc_psi_mem_some", "sc_psi_mem_full")
 SC_COUNTERS = ("sc_cpu_cores", "sc_io_read_bps", "sc_majfault_ps", "sc_swapin_ps", "sc_oom_kills")
@@ -85,8 +98,15 @@ def _gpu(rng: Rng, d: Draft, cl: Cluster, src: Sources, sc: Scrapes, p: int) -> 
     return dict(zip(names, out, strict=True))
 
 
-def _counter_block(rng: Rng, src: Sources, sc: Scrapes, names: tuple[str, ...], p: int,
-                   resets: tuple[float, ...] = (), ceiling: float | None = None) -> dict[str, Array]:
+def _counter_block(
+    rng: Rng,
+    src: Sources,
+    sc: Scrapes,
+    names: tuple[str, ...],
+    p: int,
+    resets: tuple[float, ...] = (),
+    ceiling: float | None = None,
+) -> dict[str, Array]:
     raw = counters(src.grid, np.stack([src.rates[n][p] for n in names]), sc.times, rng, resets, ceiling)
     return dict(zip(names, sc.sampler.rate(raw), strict=True))
 
@@ -104,7 +124,7 @@ def _ratio(num: Array, den: Array) -> Array:
 def _host(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int, step: float) -> dict[str, Array]:
     out: dict[str, Array] = {}
     fams, start = cl.families, float(src.at[0])
-    restart = ()
+    restart: tuple[float, ...] = ()
     if acc.container_restart is not None and acc.container_restart[0] == p:
         restart = (start + acc.container_restart[1] + acc.container_restart[2],)
     if Family.CADVISOR in fams:
@@ -154,8 +174,9 @@ def _node(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int,
     return out
 
 
-def pod_window(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int, names: tuple[str, str],
-               step: float) -> PodWindow:
+def pod_window(
+    rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int, names: tuple[str, str], step: float
+) -> PodWindow:
     """One pod's :class:`PodWindow` (``names``: the pod's and its node's)."""
     signals: dict[str, Array] = {}
     has_dcgm = Family.DCGM_DEV in cl.families

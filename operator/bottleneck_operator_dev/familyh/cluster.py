@@ -53,8 +53,9 @@ def draw_power(rng: Rng) -> tuple[float, bool]:
     return cap, bool(rng.random() < 0.12)
 
 
-def draw_cluster(rng: Rng, power: tuple[float, bool], *, rdma: bool, prof_capable: bool, has_nvlink: bool,
-                 cpu_limit: bool) -> Cluster:
+def draw_cluster(
+    rng: Rng, power: tuple[float, bool], *, rdma: bool, prof_capable: bool, has_nvlink: bool, cpu_limit: bool
+) -> Cluster:
     """One cluster's monitoring set-up, independent of what bounds the job."""
     scrape = float(rng.choice((5.0, 10.0, 15.0, 15.0, 20.0, 30.0, 30.0, 30.0, 60.0)))
     collect = float(rng.choice((30.0, 30.0, 30.0, 10.0, 15.0, 5.0)))
@@ -85,8 +86,14 @@ def draw_cluster(rng: Rng, power: tuple[float, bool], *, rdma: bool, prof_capabl
         fams.add(Family.SIDECAR)
     if rng.random() < 0.03:
         # dcgm-exporter not deployed on this pool at all: the job has no GPU telemetry
-        fams -= {Family.DCGM_DEV, Family.DCGM_PROF, Family.DCGM_PROF_SM, Family.DCGM_PROF_PIPES,
-                 Family.DCGM_POWER_CLOCKS, Family.DCGM_PROF_NVLINK}
+        fams -= {
+            Family.DCGM_DEV,
+            Family.DCGM_PROF,
+            Family.DCGM_PROF_SM,
+            Family.DCGM_PROF_PIPES,
+            Family.DCGM_POWER_CLOCKS,
+            Family.DCGM_PROF_NVLINK,
+        }
     swap = str(rng.choice(("none", "zram", "disk"), p=(0.5, 0.25, 0.25)))
     return Cluster(
         scrape_s=scrape,

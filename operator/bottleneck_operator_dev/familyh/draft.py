@@ -132,9 +132,17 @@ def _fabric(rng: Rng, board: Board, pods: int) -> Fabric | None:
     if pods == 1:
         return None
     if board.nvlink_bps > 0:
-        return FABRICS[str(rng.choice(("ib-ndr-8rail", "ib-hdr-4rail", "ib-hdr-1port", "roce-100g", "eth-100g-tcp"),
-                                      p=(0.35, 0.25, 0.15, 0.15, 0.1)))]
-    return FABRICS[str(rng.choice(("roce-100g", "eth-100g-tcp", "eth-25g-tcp", "ib-hdr-1port"), p=(0.3, 0.3, 0.25, 0.15)))]
+        return FABRICS[
+            str(
+                rng.choice(
+                    ("ib-ndr-8rail", "ib-hdr-4rail", "ib-hdr-1port", "roce-100g", "eth-100g-tcp"),
+                    p=(0.35, 0.25, 0.15, 0.15, 0.1),
+                )
+            )
+        ]
+    return FABRICS[
+        str(rng.choice(("roce-100g", "eth-100g-tcp", "eth-25g-tcp", "ib-hdr-1port"), p=(0.3, 0.3, 0.25, 0.15)))
+    ]
 
 
 @dataclass(frozen=True)
@@ -173,6 +181,65 @@ def _comm(rng: Rng, wl: Workload, board: Board, fabric: Fabric | None, pods: int
     return Comm("pcie", traffic / (board.pcie_bps * 0.5 * efficiency), overlap * backward_s, accum, 0.0, traffic)
 
 
+def _host(rng: Rng, board: Board, gpus: int) -> tuple[int, float, float, float | None, float]:
+    """The node's CPUs and memory, the trainer's own cores, the pod's CPU limit and the cores per rank it may use."""
+    sxm = board.nvlink_bps > 0
+    node_cpus = int(rng.choice((128, 192, 224, 256) if sxm else (32, 48, 64, 96, 128)))
+    node_mem = float(rng.choice((512e9, 1024e9, 2048e9) if sxm else (256e9, 512e9, 1024e9)))
+    main_cores = float(rng.uniform(0.8, 1.6))
+    cpu_limit = float(gpus * rng.uniform(4, 16)) if rng.random() < 0.5 else None
+    free = (cpu_limit if cpu_limit is not None else node_cpus * rng.uniform(0.4, 1.0)) / gpus
+    return node_cpus, node_mem, main_cores, cpu_limit, free
+
+
+def _reading(
+    rng: Rng, wl: Workload, storage: Storage, batch: int, gpus: int, cached: bool
+) -> tuple[float, float, float]:
+    """Bytes per batch, the batch's time at the rank's share of the storage, and one worker's read time.
+
+    A worker keeps a few requests in flight; one stream reaches about a quarter of what the store
+    gives a client. A dataset that fits the page cache is read from memory after its first epoch.
+    """
+    batch_bytes = batch * _u(rng, wl.sample_bytes, log=True)
+    share = storage.bw_bps * rng.uniform(0.3, 1.0) / gpus
+    requests = max(1.0, batch_bytes / storage.request_bytes)
+    read_s = requests * storage.latency_s / rng.uniform(2, 8) + batch_bytes / (storage.bw_bps / 4)
+    hit = 0.02 if cached else 1.0
+    return batch_bytes, batch_bytes / share * hit, read_s * hit
+
+
+def _stages(
+    rng: Rng,
+    wl: Workload,
+    loader: tuple[float, float, float, float],
+    limited: bool,
+    h2d: float,
+    kernels: float,
+    hbm_share: float,
+    comm: Comm,
+) -> Stages:
+    """The nominal stages; ``loader`` is (read, storage, decode, cores per rank)."""
+    read_s, storage_s, decode_s, cores = loader
+    # a pipeline of p stages run with m micro-batches idles (p - 1) / m of its kernel time
+    bubble = (int(rng.integers(2, 9)) - 1) / int(rng.integers(8, 33)) if wl.name == "llm-tp-pp" else 0.0
+    return Stages(
+        read_s=read_s,
+        storage_s=storage_s,
+        decode_s=decode_s,
+        worker_stall_s=0.0,
+        workers=int(rng.choice((2, 4, 4, 6, 8, 8, 12, 16))),
+        cores=cores,
+        cores_from_limit=limited,
+        h2d_s=h2d,
+        tensor_s=kernels * (1 - hbm_share),
+        hbm_s=kernels * hbm_share,
+        bubble=bubble,
+        comm_s=comm.exposed_s,
+        comm_scope=comm.scope,
+        main_stall_s=0.0,
+    )
+
+
 def draft_natural(rng: Rng, target: Bottleneck, mech: Mechanism) -> Draft:
     """The job as physics draws it, before its target stage is tuned (its label is still to be read)."""
     wl = WORKLOADS[_pick(rng, BY_CLASS[target])]
@@ -188,47 +255,44 @@ def draft_natural(rng: Rng, target: Bottleneck, mech: Mechanism) -> Draft:
     kernels = batch * _u(rng, wl.tflop, log=True) * 1e12 / (peak * _u(rng, wl.mfu))
     hbm_share = _u(rng, wl.hbm_share)
     comm = _comm(rng, wl, board, fabric, pods, gpus, kernels * 2 / 3)
-    sxm = board.nvlink_bps > 0
-    node_cpus = int(rng.choice((128, 192, 224, 256) if sxm else (32, 48, 64, 96, 128)))
-    main_cores = float(rng.uniform(0.8, 1.6))
-    cpu_limit = float(gpus * rng.uniform(4, 16)) if rng.random() < 0.5 else None
-    free = (cpu_limit if cpu_limit is not None else node_cpus * rng.uniform(0.4, 1.0)) / gpus
-    batch_bytes = batch * _u(rng, wl.sample_bytes, log=True)
-    share = storage.bw_bps * rng.uniform(0.3, 1.0) / gpus
-    cached = storage.local and rng.random() < 0.3 and target is not Bottleneck.IO
-    storage_s = batch_bytes / share * (0.02 if cached else 1.0)
-    requests = max(1.0, batch_bytes / storage.request_bytes)
-    read_s = requests * storage.latency_s / rng.uniform(2, 8) + batch_bytes / (storage.bw_bps / 4)
-    pinned = rng.random() < 0.75
-    h2d_bytes = batch * _u(rng, wl.h2d_per_sample, log=True)
-    h2d = h2d_bytes / (board.pcie_bps * 0.8) * (rng.uniform(0.05, 0.3) if pinned else rng.uniform(0.8, 1.0))
-    node_mem = float(rng.choice((512e9, 1024e9, 2048e9) if board.nvlink_bps > 0 else (256e9, 512e9, 1024e9)))
+    node_cpus, node_mem, main_cores, cpu_limit, free = _host(rng, board, gpus)
     host_ws = min(_u(rng, wl.host_gb) * 1e9 * gpus, node_mem * rng.uniform(0.3, 0.75))
-    stages = Stages(
-        read_s=read_s * (0.02 if cached else 1.0),
-        storage_s=storage_s,
-        decode_s=batch * _u(rng, wl.decode_s, log=True),
-        worker_stall_s=0.0,
-        workers=int(rng.choice((2, 4, 4, 6, 8, 8, 12, 16))),
-        cores=max(0.5, free - main_cores),
-        cores_from_limit=cpu_limit is not None,
-        h2d_s=h2d,
-        tensor_s=kernels * (1 - hbm_share),
-        hbm_s=kernels * hbm_share,
-        bubble=(int(rng.integers(2, 9)) - 1) / int(rng.integers(8, 33)) if wl.name == "llm-tp-pp" else 0.0,
-        comm_s=comm.exposed_s,
-        comm_scope=comm.scope,
-        main_stall_s=0.0,
-    )
+    cached = storage.local and rng.random() < 0.3 and target is not Bottleneck.IO
+    batch_bytes, storage_s, read_s = _reading(rng, wl, storage, batch, gpus, cached)
+    h2d_bytes = batch * _u(rng, wl.h2d_per_sample, log=True)
+    # pinned buffers copied asynchronously hide most of the copy behind compute; pageable ones do not
+    pinned = rng.random() < 0.75
+    h2d = h2d_bytes / (board.pcie_bps * 0.8) * (rng.uniform(0.05, 0.3) if pinned else rng.uniform(0.8, 1.0))
+    loader = (read_s, storage_s, batch * _u(rng, wl.decode_s, log=True), max(0.5, free - main_cores))
+    stages = _stages(rng, wl, loader, cpu_limit is not None, h2d, kernels, hbm_share, comm)
     return Draft(
-        workload=wl, board=board, storage=storage, fabric=fabric, pods=pods, gpus=gpus, node_cpus=node_cpus,
+        workload=wl,
+        board=board,
+        storage=storage,
+        fabric=fabric,
+        pods=pods,
+        gpus=gpus,
+        node_cpus=node_cpus,
         node_mem=node_mem,
-        cpu_limit=cpu_limit, mem_limit=host_ws * rng.uniform(1.2, 2.5) if rng.random() < 0.6 else None,
-        host_ws=host_ws, batch_bytes=batch_bytes, h2d_bytes=h2d_bytes,
-        d2h_bytes=h2d_bytes * rng.uniform(0.001, 0.02), link_bytes=comm.net_bytes,
-        nvlink_bytes=comm.nvlink_bytes, comm_total_s=comm.total_s, comm_hidden_s=comm.hidden_s, accum=comm.accum,
-        main_cores=main_cores, tensor_fill=0.0 if fp32 else float(rng.uniform(0.35, 0.85)), fp32_math=fp32,
-        stages=stages, label=Bottleneck.UNKNOWN, mechanism=Mechanism.COMPUTE, margin=1.0, speedup=1.0,
+        cpu_limit=cpu_limit,
+        mem_limit=host_ws * rng.uniform(1.2, 2.5) if rng.random() < 0.6 else None,
+        host_ws=host_ws,
+        batch_bytes=batch_bytes,
+        h2d_bytes=h2d_bytes,
+        d2h_bytes=h2d_bytes * rng.uniform(0.001, 0.02),
+        link_bytes=comm.net_bytes,
+        nvlink_bytes=comm.nvlink_bytes,
+        comm_total_s=comm.total_s,
+        comm_hidden_s=comm.hidden_s,
+        accum=comm.accum,
+        main_cores=main_cores,
+        tensor_fill=0.0 if fp32 else float(rng.uniform(0.35, 0.85)),
+        fp32_math=fp32,
+        stages=stages,
+        label=Bottleneck.UNKNOWN,
+        mechanism=Mechanism.COMPUTE,
+        margin=1.0,
+        speedup=1.0,
         mmap_reads=storage.local and rng.random() < (0.5 if wl.name.startswith(("llm", "recsys")) else 0.15),
     )
 

@@ -105,14 +105,25 @@ def _job(seed: int, i: int, cls: Bottleneck, k: int, start: float, step: float) 
     rng = np.random.default_rng([seed, i])
     mech = _mechanism(rng, cls, k)
     d, hardness, clock, power = _drafted(rng, cls, mech)
-    cl = draw_cluster(rng, power, rdma=bool((d.fabric and d.fabric.rdma) or d.storage.rdma),
-                      prof_capable=d.board.prof, has_nvlink=d.board.nvlink_bps > 0, cpu_limit=d.cpu_limit is not None)
+    cl = draw_cluster(
+        rng,
+        power,
+        rdma=bool((d.fabric and d.fabric.rdma) or d.storage.rdma),
+        prof_capable=d.board.prof,
+        has_nvlink=d.board.nvlink_bps > 0,
+        cpu_limit=d.cpu_limit is not None,
+    )
     n = int(rng.integers(20, 121))
     at = start + step * np.arange(n, dtype=np.float64)
     free = d.node_cpus - d.gpus * (d.stages.cores + d.main_cores)
     shared = (d.cpu_limit is None and free > 0.1 * d.node_cpus) or (d.gpus < 8 and rng.random() < 0.4)
-    acc = draw_accidents(rng, span_s=float(at[-1] - at[0]), pods=d.pods, shared_node=shared,
-                         oom_prone=d.mechanism is Mechanism.HOST_MEMORY_PRESSURE)
+    acc = draw_accidents(
+        rng,
+        span_s=float(at[-1] - at[0]),
+        pods=d.pods,
+        shared_node=shared,
+        oom_prone=d.mechanism is Mechanism.HOST_MEMORY_PRESSURE,
+    )
     src = _sources(rng, d, cl, acc, at, step, clock)
     namespace, name, pods = job_names(rng, d, i)
     windows = tuple(pod_window(rng, d, cl, acc, src, p, pods[p], step) for p in range(d.pods))

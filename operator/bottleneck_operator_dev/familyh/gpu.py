@@ -117,8 +117,13 @@ def _power_clock(rng: Rng, d: Draft, cl: Cluster, tl: Timeline, f: dict[str, Arr
     b = d.board
     cap = b.tdp_w * cl.power_cap_frac
     activity = np.clip(
-        0.15 * f["gpu_util"] + 0.35 * f["sm_active"] + 0.35 * np.minimum(1.0, f["tensor_active"] / 0.6)
-        + 0.15 * np.minimum(1.0, f["dram_active"] / 0.8), 0.0, 1.0)
+        0.15 * f["gpu_util"]
+        + 0.35 * f["sm_active"]
+        + 0.35 * np.minimum(1.0, f["tensor_active"] / 0.6)
+        + 0.15 * np.minimum(1.0, f["dram_active"] / 0.8),
+        0.0,
+        1.0,
+    )
     demand = b.idle_w + (b.tdp_w * 1.02 - b.idle_w) * activity
     capped = demand >= cap * 0.985
     power = np.minimum(demand, cap * 0.99) * (1.0 - np.abs(rng.normal(0.0, 0.01, demand.shape)))

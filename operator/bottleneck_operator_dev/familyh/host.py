@@ -52,8 +52,12 @@ def _memory(rng: Rng, d: Draft, cl: Cluster, tl: Timeline, it: Array) -> dict[st
     swapins = faults if cl.swap != "none" else np.zeros_like(faults)
     # without swap, reclaim drops file pages that are read again from the local disk
     refault_bytes = faults * PAGE * 4.0 if cl.swap == "none" else np.zeros_like(faults)
-    return {"faults": faults, "swapins": swapins, "refault_bytes": refault_bytes,
-            "stall_share": np.clip(it * tl.stall.mean(axis=0), 0.0, 1.0)}
+    return {
+        "faults": faults,
+        "swapins": swapins,
+        "refault_bytes": refault_bytes,
+        "stall_share": np.clip(it * tl.stall.mean(axis=0), 0.0, 1.0),
+    }
 
 
 def _psi(d: Draft, tl: Timeline, ld: dict[str, Array], throttled: Array) -> dict[str, Array]:
@@ -77,7 +81,9 @@ def _psi(d: Draft, tl: Timeline, ld: dict[str, Array], throttled: Array) -> dict
     }
 
 
-def pod_signals(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, tl: Timeline) -> tuple[dict[str, Array], dict[str, Array]]:
+def pod_signals(
+    rng: Rng, d: Draft, cl: Cluster, acc: Accidents, tl: Timeline
+) -> tuple[dict[str, Array], dict[str, Array]]:
     """The pod cgroup's counters' rates and gauges (pods, T); see the module."""
     ld = _loader(d, tl)
     it, shape = ld["it"], (d.pods, tl.t.size)
@@ -99,12 +105,16 @@ def pod_signals(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, tl: Timeline) -
     psi = _psi(d, tl, ld, throttled)
     workers = max(d.stages.workers, 1) * d.gpus
     rates = {
-        "cpu_cores": cpu * ones, "sc_cpu_cores": (cpu + 0.015) * ones,
+        "cpu_cores": cpu * ones,
+        "sc_cpu_cores": (cpu + 0.015) * ones,
         "fs_read_bps": (read_rate * (1.0 if d.storage.local else 0.0) + mem["refault_bytes"]) * ones,
-        "cfs_periods": 10.0 * np.clip(0.3 + cpu, 0.0, 1.0) * ones, "cfs_throttled": 10.0 * throttled * ones,
+        "cfs_periods": 10.0 * np.clip(0.3 + cpu, 0.0, 1.0) * ones,
+        "cfs_throttled": 10.0 * throttled * ones,
         # a memory-mapped dataset is read by faulting its pages in, readahead bringing several at a time
-        "sc_majfault_ps": (mem["faults"] + 2.0 + (read_rate / (PAGE * 8.0) if d.mmap_reads else 0.0)) * ones, "sc_swapin_ps": mem["swapins"] * ones,
-        "sc_oom_kills": np.zeros(shape), **{k: v * ones for k, v in psi.items()},
+        "sc_majfault_ps": (mem["faults"] + 2.0 + (read_rate / (PAGE * 8.0) if d.mmap_reads else 0.0)) * ones,
+        "sc_swapin_ps": mem["swapins"] * ones,
+        "sc_oom_kills": np.zeros(shape),
+        **{k: v * ones for k, v in psi.items()},
     }
     rates["sc_io_read_bps"] = rates["fs_read_bps"] + net_storage * (1.0 if d.storage.kind == "nfs" else 0.0)
     ws = d.host_ws if d.mem_limit is None else min(d.host_ws, d.mem_limit * float(rng.uniform(0.97, 0.995)))
@@ -114,7 +124,13 @@ def pod_signals(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, tl: Timeline) -
         "sc_procs_iowait": np.round(workers * ld["read"] * (1.0 if d.storage.blocking else 0.0)) * ones,
         "sc_procs_busy": np.round(d.gpus * (trainer_busy > 0.5) + workers * (ld["decode"] > 0.9)) * ones,
     }
-    extra = {"read_rate": read_rate * ones, "net_storage": net_storage * ones, "faults": mem["faults"] * ones,
-             "swapins": mem["swapins"] * ones, "refault": mem["refault_bytes"] * ones, "sys_cpu": sys_cpu * ones,
-             "iowait_procs": gauges["sc_procs_iowait"]}
+    extra = {
+        "read_rate": read_rate * ones,
+        "net_storage": net_storage * ones,
+        "faults": mem["faults"] * ones,
+        "swapins": mem["swapins"] * ones,
+        "refault": mem["refault_bytes"] * ones,
+        "sys_cpu": sys_cpu * ones,
+        "iowait_procs": gauges["sc_procs_iowait"],
+    }
     return {**rates, **{f"_{k}": v for k, v in extra.items()}}, gauges

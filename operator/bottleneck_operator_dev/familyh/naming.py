@@ -40,8 +40,17 @@ def job_names(rng: Rng, d: Draft, i: int) -> tuple[str, str, list[tuple[str, str
 
 def tags_of(d: Draft, cl: Cluster, acc: Accidents, hardness: tuple[str, ...]) -> tuple[str, ...]:
     """What the job is and what happened to it."""
-    tags = [d.workload.name, d.board.model_name, d.storage.kind, f"dcgm-{cl.field_set}", f"scrape-{cl.scrape_s:g}s",
-            f"pods-{d.pods}", f"gpus-{d.gpus}", f"swap-{cl.swap}", *hardness]
+    tags = [
+        d.workload.name,
+        d.board.model_name,
+        d.storage.kind,
+        f"dcgm-{cl.field_set}",
+        f"scrape-{cl.scrape_s:g}s",
+        f"pods-{d.pods}",
+        f"gpus-{d.gpus}",
+        f"swap-{cl.swap}",
+        *hardness,
+    ]
     tags += [d.fabric.kind] if d.fabric is not None else []
     tags += [f"grad-accum-{d.accum}"] if d.accum > 1 else []
     tags += ["pipeline-parallel"] if d.stages.bubble > 0 else []

@@ -24,11 +24,19 @@ def _neighbours(rng: Rng, d: Draft, acc: Accidents, n: int) -> dict[str, Array]:
     shape = (d.pods, n)
     if acc.neighbours == 0:
         zero = np.zeros(shape)
-        return {"cpu": zero + 0.6, "disk": zero + 2e5, "net": zero + 5e5, "mem": zero + 12e9, "io_psi": zero,
-                "cpu_psi": zero}
+        return {
+            "cpu": zero + 0.6,
+            "disk": zero + 2e5,
+            "net": zero + 5e5,
+            "mem": zero + 12e9,
+            "io_psi": zero,
+            "cpu_psi": zero,
+        }
     job_cores = d.gpus * (d.stages.cores + d.main_cores) if d.cpu_limit is None else d.cpu_limit
     # a node without limits is shared: the job's cores are what the others leave it
-    others = max(d.node_cpus - job_cores, 1.0) * float(rng.uniform(0.25, 1.0) if d.cpu_limit else rng.uniform(0.85, 1.0))
+    others = max(d.node_cpus - job_cores, 1.0) * float(
+        rng.uniform(0.25, 1.0) if d.cpu_limit else rng.uniform(0.85, 1.0)
+    )
     wobble = np.stack([ar1(rng, n, 0.12, 0.9) for _ in range(d.pods)])
     return {
         "cpu": others * wobble,
@@ -49,8 +57,9 @@ def _fabric(d: Draft, tl: Timeline) -> tuple[Array, Array]:
     return (rate, np.zeros_like(rate)) if d.fabric.rdma else (np.zeros_like(rate), rate)
 
 
-def node_signals(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, tl: Timeline,
-                 pod: dict[str, Array]) -> tuple[dict[str, Array], dict[str, Array]]:
+def node_signals(
+    rng: Rng, d: Draft, cl: Cluster, acc: Accidents, tl: Timeline, pod: dict[str, Array]
+) -> tuple[dict[str, Array], dict[str, Array]]:
     """The node's counters' rates (``mode_*`` for node_cpu_seconds_total) and gauges (pods, T)."""
     n = tl.t.size
     nb = _neighbours(rng, d, acc, n)
@@ -61,19 +70,26 @@ def node_signals(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, tl: Timeline,
     system = np.minimum(busy, pod["_sys_cpu"] + 0.01 * busy + 0.2)
     local_read = pod["_read_rate"] * (1.0 if d.storage.local else 0.0) + pod["_refault"]
     disk = local_read + nb["disk"]
-    busy_disk = np.clip(local_read / d.storage.bw_bps * (0.5 if d.storage.kind == "local-nvme" else 0.95)
-                        + nb["disk"] / 3e9, 0.0, 1.0)
+    busy_disk = np.clip(
+        local_read / d.storage.bw_bps * (0.5 if d.storage.kind == "local-nvme" else 0.95) + nb["disk"] / 3e9, 0.0, 1.0
+    )
     lustre = pod["_read_rate"] if d.storage.rdma else 0.0
     rates = {
-        "mode_idle": cpus - busy - iowait, "mode_iowait": iowait, "mode_system": system, "mode_user": busy - system,
+        "mode_idle": cpus - busy - iowait,
+        "mode_iowait": iowait,
+        "mode_system": system,
+        "mode_user": busy - system,
         "node_disk_read_bps": disk,
         "node_disk_reads_ps": local_read / d.storage.request_bytes + nb["disk"] / 65536.0,
         "node_disk_busy_frac": busy_disk,
         "node_majfault_ps": pod["sc_majfault_ps"] + 5.0,
         "node_net_rx_bps": pod["_net_storage"] + tcp + nb["net"],
-        "node_net_tx_bps": tcp + 0.02 * pod["_net_storage"] + nb["net"] * 0.6
+        "node_net_tx_bps": tcp
+        + 0.02 * pod["_net_storage"]
+        + nb["net"] * 0.6
         + tl.pause * (2e8 if d.storage.kind == "object-store" else 0.0),
-        "ib_rx_bps": rdma + lustre + 2e4 + 0.0 * busy, "ib_tx_bps": rdma + 2e4 + 0.0 * busy,
+        "ib_rx_bps": rdma + lustre + 2e4 + 0.0 * busy,
+        "ib_tx_bps": rdma + 2e4 + 0.0 * busy,
     }
     some = {k: pod[f"sc_psi_{k}"] for k in ("cpu_some", "io_some", "io_full", "mem_some", "mem_full")}
     contention = np.clip((busy / cpus - 0.85) / 0.15, 0.0, 1.0) * 0.8
@@ -85,8 +101,9 @@ def node_signals(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, tl: Timeline,
     return rates, _memory_gauges(rng, d, cl, pod, nb, n)
 
 
-def _memory_gauges(rng: Rng, d: Draft, cl: Cluster, pod: dict[str, Array], nb: dict[str, Array],
-                   n: int) -> dict[str, Array]:
+def _memory_gauges(
+    rng: Rng, d: Draft, cl: Cluster, pod: dict[str, Array], nb: dict[str, Array], n: int
+) -> dict[str, Array]:
     """Node memory and swap as fractions, and the node's CPU count."""
     used = pod["mem_working_set_bytes"] + nb["mem"] + 8e9
     pressed = bool(pod["_faults"].mean() > 200.0)
@@ -99,7 +116,13 @@ def _memory_gauges(rng: Rng, d: Draft, cl: Cluster, pod: dict[str, Array], nb: d
         swap = np.zeros_like(used)
     else:
         grow = np.linspace(0.0, 1.0, n)[None, :]
-        swap = np.clip(float(rng.uniform(0.0, 0.05)) + (float(rng.uniform(0.15, 0.5)) * (0.6 + 0.4 * grow)
-                                                         if pressed else 0.0), 0.0, 1.0) * np.ones_like(used)
-    return {"node_cpus": np.full_like(used, float(d.node_cpus)), "node_mem_avail_frac": avail,
-            "node_swap_used_frac": swap}
+        swap = np.clip(
+            float(rng.uniform(0.0, 0.05)) + (float(rng.uniform(0.15, 0.5)) * (0.6 + 0.4 * grow) if pressed else 0.0),
+            0.0,
+            1.0,
+        ) * np.ones_like(used)
+    return {
+        "node_cpus": np.full_like(used, float(d.node_cpus)),
+        "node_mem_avail_frac": avail,
+        "node_swap_used_frac": swap,
+    }

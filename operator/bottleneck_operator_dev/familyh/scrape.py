@@ -38,8 +38,9 @@ class Scrapes:
     sampler: Sampler
 
 
-def scrape_times(rng: Rng, lo: float, hi: float, every: float, lost_p: float,
-                 gaps: tuple[tuple[float, float], ...]) -> Array:
+def scrape_times(
+    rng: Rng, lo: float, hi: float, every: float, lost_p: float, gaps: tuple[tuple[float, float], ...]
+) -> Array:
     """Times an exporter was scraped in [lo, hi]: a random phase, jitter, lost scrapes and gaps removed."""
     phase = float(rng.uniform(0.0, every))
     t = np.arange(lo + phase, hi, every)
@@ -51,8 +52,16 @@ def scrape_times(rng: Rng, lo: float, hi: float, every: float, lost_p: float,
 
 
 def make_scrapes(times: Array, at: Array, step: float, scrape_s: float, major: int) -> Scrapes:
-    return Scrapes(times, Sampler(times, at, range_seconds=rate_range(step, scrape_s),
-                                  window=gauge_window(step, scrape_s), prometheus_major=major))
+    return Scrapes(
+        times,
+        Sampler(
+            times,
+            at,
+            range_seconds=rate_range(step, scrape_s),
+            window=gauge_window(step, scrape_s),
+            prometheus_major=major,
+        ),
+    )
 
 
 def held(grid: Array, values: Array, times: Array, collect_s: float, phase: float) -> Array:
@@ -75,8 +84,9 @@ def _interp(grid: Array, cum: Array, times: Array) -> Array:
     return np.asarray(cum[..., lo] * (1.0 - w) + cum[..., hi] * w, dtype=np.float64)
 
 
-def counters(grid: Array, rates: Array, times: Array, rng: Rng, resets: tuple[float, ...] = (),
-             ceiling: float | None = None) -> Array:
+def counters(
+    grid: Array, rates: Array, times: Array, rng: Rng, resets: tuple[float, ...] = (), ceiling: float | None = None
+) -> Array:
     """Counter values (..., n) at ``times`` for per-second ``rates`` (..., T) on the grid.
 
     The counter is the running integral of the rate plus an earlier total; at each reset time it

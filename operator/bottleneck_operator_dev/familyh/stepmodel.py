@@ -130,5 +130,7 @@ def mechanism_of(stages: Stages, cls: Bottleneck, remote_storage: bool) -> Mecha
         return {"nvlink": Mechanism.NVLINK, "pcie": Mechanism.PCIE}.get(stages.comm_scope, Mechanism.NETWORK)
     if cls is Bottleneck.MEMORY:
         stalls = stages.main_stall_s + stages.worker_stall_s / max(stages.workers, 1)
-        return Mechanism.HBM_BANDWIDTH if stages.hbm_s * (1 + stages.bubble) > stalls else Mechanism.HOST_MEMORY_PRESSURE
+        return (
+            Mechanism.HBM_BANDWIDTH if stages.hbm_s * (1 + stages.bubble) > stalls else Mechanism.HOST_MEMORY_PRESSURE
+        )
     return Mechanism.COMPUTE

@@ -104,6 +104,19 @@ def build(rng: Rng, d: Draft, acc: Accidents, t: Array, start: float, clock: Arr
     step = np.maximum(loader, slow_rank)
     wait = (slow_rank[None, :] - trainer) if d.pods * d.gpus > 1 else np.zeros_like(trainer)
     return Timeline(
-        t=t, running=running, pause=pause, warmup=warm, step=step, tensor=tensor, hbm=hbm, comm=comm, h2d=h2d, stall=stall, nccl_wait=wait, decode=decode,
-        read=s.read_s * read_scale, worker_stall=s.worker_stall_s * g_mem, clock=clock,
+        t=t,
+        running=running,
+        pause=pause,
+        warmup=warm,
+        step=step,
+        tensor=tensor,
+        hbm=hbm,
+        comm=comm,
+        h2d=h2d,
+        stall=stall,
+        nccl_wait=wait,
+        decode=decode,
+        read=s.read_s * read_scale,
+        worker_stall=s.worker_stall_s * g_mem,
+        clock=clock,
     )

@@ -29,8 +29,11 @@ def _scaled(d: Draft, cls: Bottleneck, mech: Mechanism, lam: float) -> Draft:
     if cls is Bottleneck.IO:
         if d.storage.local:
             # more bytes per sample over the same device: time and bytes grow together
-            return replace(d, batch_bytes=d.batch_bytes * lam,
-                           stages=replace(s, read_s=s.read_s * lam, storage_s=s.storage_s * lam))
+            return replace(
+                d,
+                batch_bytes=d.batch_bytes * lam,
+                stages=replace(s, read_s=s.read_s * lam, storage_s=s.storage_s * lam),
+            )
         # a smaller share of a remote store (throttling, contention): same bytes, longer reads
         return replace(d, stages=replace(s, read_s=s.read_s * lam, storage_s=s.storage_s * lam))
     if cls is Bottleneck.CPU:
@@ -40,8 +43,13 @@ def _scaled(d: Draft, cls: Bottleneck, mech: Mechanism, lam: float) -> Draft:
             return replace(d, h2d_bytes=d.h2d_bytes * lam, stages=replace(s, h2d_s=s.h2d_s * lam))
         total = d.comm_total_s * lam
         exposed = max(0.0, total - d.comm_hidden_s) / d.accum
-        return replace(d, comm_total_s=total, link_bytes=d.link_bytes * lam, nvlink_bytes=d.nvlink_bytes * lam,
-                       stages=replace(s, comm_s=exposed))
+        return replace(
+            d,
+            comm_total_s=total,
+            link_bytes=d.link_bytes * lam,
+            nvlink_bytes=d.nvlink_bytes * lam,
+            stages=replace(s, comm_s=exposed),
+        )
     if cls is Bottleneck.GPU:
         return replace(d, stages=replace(s, tensor_s=s.tensor_s * lam))
     if mech is Mechanism.HOST_MEMORY_PRESSURE:
@@ -85,9 +93,16 @@ def _prepare(rng: Rng, d: Draft, cls: Bottleneck, mech: Mechanism) -> Draft:
         return replace(d, stages=replace(s, workers=int(rng.choice((1, 1, 2, 2, 3)))))
     if mech is Mechanism.HOST_MEMORY_PRESSURE:
         limit = d.host_ws * float(rng.uniform(0.82, 0.97))
-        return replace(d, mem_limit=limit if rng.random() < 0.7 else None, stages=replace(
-            s, hbm_s=min(s.hbm_s, 0.5 * s.tensor_s), main_stall_s=0.05 * s.kernels_s + 1e-4,
-            worker_stall_s=0.3 * s.decode_s + 1e-4))
+        return replace(
+            d,
+            mem_limit=limit if rng.random() < 0.7 else None,
+            stages=replace(
+                s,
+                hbm_s=min(s.hbm_s, 0.5 * s.tensor_s),
+                main_stall_s=0.05 * s.kernels_s + 1e-4,
+                worker_stall_s=0.3 * s.decode_s + 1e-4,
+            ),
+        )
     if cls is Bottleneck.MEMORY:
         return replace(d, stages=replace(s, hbm_s=max(s.hbm_s, s.tensor_s * 1.2)))
     return d
