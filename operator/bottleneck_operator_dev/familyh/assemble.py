@@ -129,13 +129,15 @@ def _host(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int,
         restart = (start + acc.container_restart[1] + acc.container_restart[2],)
     if Family.CADVISOR in fams:
         sc = _scrapes(rng, src, cl, acc, "cadvisor", p, step)
-        out.update(_counter_block(rng, src, sc, ("cpu_cores", "fs_read_bps"), p, restart))
+        cfs = Family.CADVISOR_CFS in fams and d.cpu_limit is not None
+        names = ("cpu_cores", "fs_read_bps") + (("cfs_throttled", "cfs_periods") if cfs else ())
+        got = _counter_block(rng, src, sc, names, p, restart)
+        if cfs:
+            got["cpu_throttled_frac"] = _ratio(got.pop("cfs_throttled"), got.pop("cfs_periods"))
+        out.update(got)
         out.update(_gauge_block(src, sc, ("mem_working_set_bytes",), p))
         if d.mem_limit is not None:
             out["mem_limit_bytes"] = sc.sampler.last(np.full(sc.times.size, d.mem_limit))
-        if Family.CADVISOR_CFS in fams and d.cpu_limit is not None:
-            cfs = _counter_block(rng, src, sc, ("cfs_throttled", "cfs_periods"), p, restart)
-            out["cpu_throttled_frac"] = _ratio(cfs["cfs_throttled"], cfs["cfs_periods"])
     if Family.KSM in fams and d.cpu_limit is not None:
         sc = _scrapes(rng, src, cl, acc, "ksm", p, step)
         out["cpu_limit_cores"] = sc.sampler.last(np.full(sc.times.size, d.cpu_limit))
@@ -143,30 +145,32 @@ def _host(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int,
         out.update(_node(rng, d, cl, acc, src, p, step))
     if Family.SIDECAR in fams:
         sc = _scrapes(rng, src, cl, acc, "sidecar", p, step)
-        names = SC_COUNTERS + (SC_PSI if cl.kernel_psi else ())
-        out.update(_counter_block(rng, src, sc, names, p))
-        if d.cpu_limit is not None:
-            cfs = _counter_block(rng, src, sc, ("cfs_throttled", "cfs_periods"), p)
-            out["sc_throttled_frac"] = _ratio(cfs["cfs_throttled"], cfs["cfs_periods"])
+        limited = d.cpu_limit is not None
+        names = SC_COUNTERS + (SC_PSI if cl.kernel_psi else ()) + (("cfs_throttled", "cfs_periods") if limited else ())
+        got = _counter_block(rng, src, sc, names, p)
+        if limited:
+            got["sc_throttled_frac"] = _ratio(got.pop("cfs_throttled"), got.pop("cfs_periods"))
+        out.update(got)
         out.update(_gauge_block(src, sc, ("sc_procs_running", "sc_procs_iowait", "sc_procs_busy"), p))
     return out
 
 
 def _node(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int, step: float) -> dict[str, Array]:
     sc = _scrapes(rng, src, cl, acc, "node", p, step)
-    modes = _counter_block(rng, src, sc, ("mode_idle", "mode_iowait", "mode_system", "mode_user"), p)
+    psi = NODE_PSI if Family.NODE_PSI in cl.families else ()
+    modes = _counter_block(
+        rng, src, sc, ("mode_idle", "mode_iowait", "mode_system", "mode_user", *NODE_COUNTERS, *psi), p
+    )
     total = modes["mode_idle"] + modes["mode_iowait"] + modes["mode_system"] + modes["mode_user"]
     out = {
         "node_cpu_busy_frac": np.clip(1.0 - _ratio(modes["mode_idle"] + modes["mode_iowait"], total), 0.0, 1.0),
         "node_cpu_iowait_frac": _ratio(modes["mode_iowait"], total),
         "node_cpu_system_frac": _ratio(modes["mode_system"], total),
     }
-    out.update(_counter_block(rng, src, sc, NODE_COUNTERS, p))
+    out.update({k: modes[k] for k in NODE_COUNTERS})
     out["node_disk_busy_frac"] = np.clip(out["node_disk_busy_frac"], 0.0, 1.0)
     out.update(_gauge_block(src, sc, ("node_cpus", "node_mem_avail_frac", "node_swap_used_frac"), p))
-    if Family.NODE_PSI in cl.families:
-        psi = _counter_block(rng, src, sc, NODE_PSI, p)
-        out.update({k: np.clip(v, 0.0, 1.0) for k, v in psi.items()})
+    out.update({k: np.clip(modes[k], 0.0, 1.0) for k in psi})
     if Family.NODE_IB in cl.families:
         resets = (float(src.at[0]) + acc.ib_reset_at,) if acc.ib_reset_at is not None and p == 0 else ()
         ceiling = IB_LEGACY_MAX if acc.ib_saturating else None

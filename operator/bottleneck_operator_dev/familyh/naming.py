@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bottleneck_operator.contract.signals import EXPORTERS
 from bottleneck_operator_dev.familyh.cluster import Accidents, Cluster
 from bottleneck_operator_dev.familyh.draft import Draft
 
@@ -68,4 +69,5 @@ def tags_of(d: Draft, cl: Cluster, acc: Accidents, hardness: tuple[str, ...]) ->
     tags += ["ib-legacy-counters"] if acc.ib_saturating else []
     tags += [f"neighbours-{acc.neighbours}"] if acc.neighbours else []
     tags += [f"prometheus-{cl.prometheus_major}"]
+    tags += [f"no-{name}" for name, fam in EXPORTERS.items() if fam not in cl.families]
     return tuple(tags)

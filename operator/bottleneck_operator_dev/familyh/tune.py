@@ -65,7 +65,7 @@ def _ratio(stages: Stages, cls: Bottleneck) -> float:
 def _bisect(d: Draft, cls: Bottleneck, mech: Mechanism, goal: float, measure: str) -> Draft:
     """The draft scaled so that ``measure`` ("ratio" over the runner-up, or "speedup") of ``cls`` hits ``goal``."""
     lo, hi = math.log(1e-4), math.log(1e4)
-    for _ in range(34):
+    for _ in range(26):
         mid = (lo + hi) / 2
         st = _scaled(d, cls, mech, math.exp(mid)).stages
         value = _ratio(st, cls) if measure == "ratio" else speedups(st)[cls]
