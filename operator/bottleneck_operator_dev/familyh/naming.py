@@ -63,7 +63,8 @@ def tags_of(d: Draft, cl: Cluster, acc: Accidents, hardness: tuple[str, ...]) ->
     tags += ["clocks-locked"] if cl.clocks_locked else []
     tags += ["checkpoint-pauses"] if acc.checkpoint_every_s > 0 else []
     tags += ["warmup"] if acc.warmup_s > 0 else []
-    tags += [f"exporter-restart-{acc.exporter_gap[0]}"] if acc.exporter_gap is not None else []
+    gap = acc.exporter_gap
+    tags += [f"exporter-restart-{gap[0]}"] if gap is not None and EXPORTERS[gap[0]] in cl.families else []
     tags += ["container-restart"] if acc.container_restart is not None else []
     tags += ["ib-counter-reset"] if acc.ib_reset_at is not None else []
     tags += ["ib-legacy-counters"] if acc.ib_saturating else []
