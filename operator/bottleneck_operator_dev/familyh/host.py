@@ -102,7 +102,11 @@ def pod_signals(
         throttled = np.clip((util - 0.45) / 0.5, 0.0, 1.0) ** 1.4 * rng.uniform(0.85, 0.99)
     else:
         throttled = np.zeros(shape)
-    psi = _psi(d, tl, ld, throttled)
+    # pressure shares wander with the scheduler's luck: the smaller of the stalled and unstalled shares takes the noise
+    psi = {}
+    for name, v in _psi(d, tl, ld, throttled).items():
+        f = ar1(rng, tl.t.size, 0.08, 0.6)
+        psi[name] = np.clip(np.where(v > 0.5, 1.0 - (1.0 - v) * f, v * f), 0.0, 1.0)
     workers = max(d.stages.workers, 1) * d.gpus
     rates = {
         "cpu_cores": cpu * ones,

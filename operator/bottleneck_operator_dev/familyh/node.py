@@ -23,12 +23,14 @@ def _neighbours(rng: Rng, d: Draft, acc: Accidents, n: int) -> dict[str, Array]:
     """The other pods' load on each node: CPU cores, disk and network bytes/s, memory bytes, pressure."""
     shape = (d.pods, n)
     if acc.neighbours == 0:
+        # the node's own daemons: kubelet, the runtime, exporters, log shippers
+        quiet = np.stack([ar1(rng, n, 0.3, 0.8) for _ in range(d.pods)])
         zero = np.zeros(shape)
         return {
-            "cpu": zero + 0.6,
-            "disk": zero + 2e5,
-            "net": zero + 5e5,
-            "mem": zero + 12e9,
+            "cpu": quiet * float(rng.uniform(0.3, 1.5)),
+            "disk": quiet * float(rng.uniform(5e4, 1e6)),
+            "net": quiet * float(rng.uniform(1e5, 3e6)),
+            "mem": zero + float(rng.uniform(6e9, 20e9)),
             "io_psi": zero,
             "cpu_psi": zero,
         }
