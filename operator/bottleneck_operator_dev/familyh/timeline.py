@@ -100,9 +100,13 @@ def build(rng: Rng, d: Draft, acc: Accidents, t: Array, start: float, clock: Arr
     read_scale = g_in
     own = (s.read_s * read_scale + decode + s.worker_stall_s * g_mem) / max(s.workers, 1)
     loader = np.maximum(np.maximum(own, s.storage_s * read_scale), decode / max(s.cores, 1e-3))
-    slow_rank = trainer.max(axis=0)
-    step = np.maximum(loader, slow_rank)
-    wait = (slow_rank[None, :] - trainer) if d.pods * d.gpus > 1 else np.zeros_like(trainer)
+    # every pod's loader runs at its own pace, the slowest at the nominal one; a pod whose data and
+    # kernels are ready sooner waits for the slowest inside the next collective
+    pace = np.exp(-np.abs(rng.normal(0.0, float(rng.uniform(0.02, 0.12)), d.pods)))
+    pace[int(rng.integers(d.pods))] = 1.0
+    own = np.maximum(loader[None, :] * pace[:, None], trainer)
+    step = own.max(axis=0)
+    wait = (step[None, :] - own) if d.pods * d.gpus > 1 else np.zeros_like(trainer)
     return Timeline(
         t=t,
         running=running,
