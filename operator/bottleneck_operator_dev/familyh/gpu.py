@@ -21,9 +21,6 @@ from bottleneck_operator_dev.familyh.timeline import Timeline
 Rng = np.random.Generator
 Array = npt.NDArray[np.float64]
 
-# Clock-event reason bit for a software power cap (NVML nvmlClocksEventReasonSwPowerCap, 0x4).
-SW_POWER_CAP = 0x4
-
 
 def clock_factors(rng: Rng, d: Draft, power: tuple[float, bool]) -> Array:
     """Per-GPU clock under load as a share of boost (pods, gpus), given (cap share of TDP, clocks locked).
@@ -142,5 +139,6 @@ def _power_clock(rng: Rng, d: Draft, cl: Cluster, tl: Timeline, f: dict[str, Arr
         "power_w": np.clip(power, b.idle_w * 0.8, cap * 0.995),
         "sm_clock_mhz": clock,
         "power_limit_w": np.full(demand.shape, round(cap)),
+        # a board at its cap reports the software-power-cap clock-event reason (NVML, 0x4)
         "clock_slowdown_frac": capped.astype(np.float64),
     }

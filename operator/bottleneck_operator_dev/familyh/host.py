@@ -43,7 +43,7 @@ def _loader(d: Draft, tl: Timeline) -> dict[str, Array]:
     return {"it": it, "read": read_duty, "decode": decode_duty, "stall": stall_duty, "cpu": cpu}
 
 
-def _memory(rng: Rng, d: Draft, cl: Cluster, tl: Timeline, it: Array) -> dict[str, Array]:
+def _memory(d: Draft, cl: Cluster, tl: Timeline, it: Array) -> dict[str, Array]:
     """Memory stalls as faults per second per pod, and how they reach the counters."""
     # every iteration of every rank pays the trainer's stall and one batch's worth of worker stall
     stall_per_s = np.clip(it * (tl.stall.mean(axis=0) + tl.worker_stall) * d.gpus, 0.0, None)
@@ -56,7 +56,6 @@ def _memory(rng: Rng, d: Draft, cl: Cluster, tl: Timeline, it: Array) -> dict[st
         "faults": faults,
         "swapins": swapins,
         "refault_bytes": refault_bytes,
-        "stall_share": np.clip(it * tl.stall.mean(axis=0), 0.0, 1.0),
     }
 
 
@@ -87,7 +86,7 @@ def pod_signals(
     """The pod cgroup's counters' rates and gauges (pods, T); see the module."""
     ld = _loader(d, tl)
     it, shape = ld["it"], (d.pods, tl.t.size)
-    mem = _memory(rng, d, cl, tl, it)
+    mem = _memory(d, cl, tl, it)
     ones = np.ones(shape)
     trainer_busy = np.clip(it * (tl.tensor + tl.hbm + tl.comm + tl.nccl_wait), 0.0, 1.0)
     read_rate = it * d.batch_bytes * d.gpus + tl.warmup * d.storage.bw_bps * 0.4
