@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
-from bottleneck_operator_dev.familyh import FamilyHJob
+from bottleneck_operator_dev.familyh import FamilyHJob, generate_family_h
 from bottleneck_operator_dev.familyh.generate import _drafted
 from bottleneck_operator_dev.familyh.hardware import BOARDS, FABRICS
 from bottleneck_operator_dev.familyh.stepmodel import Stages, label_of, mechanism_of, speedups
+
+from .conftest import START
 
 BOARD_BY_MODEL = {b.model_name: b for b in BOARDS.values()}
 
@@ -168,3 +170,10 @@ def test_link_bound_jobs_move_bytes_near_their_links(family: list[FamilyHJob]) -
         net = _median(job, "node_net_rx_bps")
         if not fabric.rdma and net is not None:
             assert net > 0.1 * fabric.bw_bps
+
+
+def test_time_sliced_gpus_are_single_gpus_on_shared_nodes() -> None:
+    sliced = [j for j in generate_family_h(21, 120, start=START) if "gpu-time-sliced" in j.tags]
+    assert sliced
+    for job in sliced:
+        assert all(p.gpu_count in (0, 1) and p.co_located_pods >= 1 for p in job.window.pods)

@@ -115,6 +115,8 @@ class Accidents:
     Attributes:
         checkpoint_every_s: seconds between checkpoint pauses (0: none in the window).
         checkpoint_s: how long one pause stops training (s).
+        eval_every_s: seconds between evaluation passes (0: none in the window).
+        eval_s: how long one evaluation pass runs (s): forward passes only, no gradients to exchange.
         warmup_s: seconds at the window's start spent loading a checkpoint before training.
         exporter_gap: (exporter short name, pod index, start offset s, length s), or None.
         container_restart: (pod index, offset s, down s): the trainer container restarts, its cAdvisor
@@ -127,6 +129,8 @@ class Accidents:
 
     checkpoint_every_s: float
     checkpoint_s: float
+    eval_every_s: float
+    eval_s: float
     warmup_s: float
     exporter_gap: tuple[str, int, float, float] | None
     container_restart: tuple[int, float, float] | None
@@ -149,6 +153,8 @@ def draw_accidents(rng: Rng, *, span_s: float, pods: int, shared_node: bool, oom
     return Accidents(
         checkpoint_every_s=every,
         checkpoint_s=float(rng.uniform(20, 150)),
+        eval_every_s=float(rng.uniform(900, 3600)) if rng.random() < 0.2 else 0.0,
+        eval_s=float(rng.uniform(60, 300)),
         warmup_s=float(rng.uniform(60, 300)) if rng.random() < 0.1 else 0.0,
         exporter_gap=gap,
         container_restart=restart,

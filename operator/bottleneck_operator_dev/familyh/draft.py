@@ -48,6 +48,7 @@ class Draft:
         margin: the label's removal speed-up over the runner-up's (>= 1).
         speedup: the label's removal speed-up.
         mmap_reads: the dataset is memory-mapped (Arrow, LMDB, numpy memmap): its reads arrive as major faults.
+        timeslice: share of the GPU's time another pod's kernels take on a time-sliced GPU (0: the GPU is the job's).
     """
 
     workload: Workload
@@ -78,6 +79,7 @@ class Draft:
     margin: float
     speedup: float
     mmap_reads: bool = False
+    timeslice: float = 0.0
 
 
 def _pick(rng: Rng, table: tuple[tuple[str, float], ...]) -> str:

@@ -74,8 +74,15 @@ def _drafted(rng: Rng, cls: Bottleneck, mech: Mechanism) -> tuple[Draft, tuple[s
         power = draw_power(rng)
         natural = draft_natural(rng, cls, mech)
         clock = clock_factors(rng, natural, power)
-        # a capped or slow board stretches math-bound kernels before anything is tuned
-        slowed = replace(natural, stages=replace(natural.stages, tensor_s=natural.stages.tensor_s / clock.min()))
+        # a capped or slow board stretches math-bound kernels before anything is tuned; so does a GPU
+        # time-sliced with another pod (no MIG), whose kernels take turns with the job's
+        shared = float(rng.uniform(0.15, 0.5)) if natural.gpus == 1 and rng.random() < 0.1 else 0.0
+        s = natural.stages
+        slowed = replace(
+            natural,
+            timeslice=shared,
+            stages=replace(s, tensor_s=s.tensor_s / clock.min() / (1 - shared), hbm_s=s.hbm_s / (1 - shared)),
+        )
         tuned = tune(rng, slowed, cls, mech)
         if tuned is not None:
             return tuned[0], tuned[1], clock, power
@@ -117,6 +124,7 @@ def _job(seed: int, i: int, cls: Bottleneck, k: int, start: float, step: float) 
     at = start + step * np.arange(n, dtype=np.float64)
     free = d.node_cpus - d.gpus * (d.stages.cores + d.main_cores)
     shared = (d.cpu_limit is None and free > 0.1 * d.node_cpus) or (d.gpus < 8 and rng.random() < 0.4)
+    shared = shared or d.timeslice > 0
     acc = draw_accidents(
         rng,
         span_s=float(at[-1] - at[0]),

@@ -11,6 +11,8 @@ enforced limit, where the clock gives way (the power-capping clock-event reason)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -74,6 +76,8 @@ def gpu_fields(rng: Rng, d: Draft, cl: Cluster, tl: Timeline) -> dict[str, Array
         "fp32_active": per_gpu(ten * (0.55 if d.fp32_math else 0.01) + hbm * rng.uniform(0.03, 0.15)),
         "fp16_active": per_gpu(hbm * (0.0 if d.fp32_math else rng.uniform(0.03, 0.2))),
     }
+    if d.timeslice > 0:
+        _add_neighbour(out, d.timeslice * np.clip(1.0 - (ten + hbm + sync), 0.0, 1.0), per_gpu)
     out.update(_links(d, tl, sh["it"], wiggle))
     out.update(_power_clock(rng, d, cl, tl, out))
     fb = rng.uniform(0.88, 0.985) if rng.random() < 0.8 else rng.uniform(0.25, 0.88)
@@ -83,6 +87,24 @@ def gpu_fields(rng: Rng, d: Draft, cl: Cluster, tl: Timeline) -> dict[str, Array
     xid = float(rng.choice((0.0, 13.0, 31.0, 94.0), p=(0.92, 0.03, 0.03, 0.02)))
     out["xid_code"] = np.full(shape, xid)
     return out
+
+
+def _add_neighbour(out: dict[str, Array], busy: Array, per_gpu: Callable[[Array], Array]) -> None:
+    """A time-sliced GPU: the other pod's kernels fill part of the job's idle time, and every pod
+    sharing the GPU reads the same device-wide values."""
+    mix = {
+        "gpu_util": 1.0,
+        "gr_engine_active": 0.97,
+        "sm_active": 0.7,
+        "sm_occupancy": 0.3,
+        "tensor_active": 0.3,
+        "dram_active": 0.3,
+        "mem_copy_util": 0.4,
+        "fp32_active": 0.05,
+        "fp16_active": 0.05,
+    }
+    for name, share in mix.items():
+        out[name] = np.clip(out[name] + per_gpu(busy * share), 0.0, 1.0)
 
 
 def _links(d: Draft, tl: Timeline, it: Array, wiggle: Array) -> dict[str, Array]:

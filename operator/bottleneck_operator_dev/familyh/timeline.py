@@ -89,10 +89,15 @@ def build(rng: Rng, d: Draft, acc: Accidents, t: Array, start: float, clock: Arr
     # the slowest GPU of a pod paces its ranks; math-bound time stretches with the clock, bandwidth-bound does not
     pod_clock = clock.min(axis=1)[:, None]
     slowest = clock.min()
-    tensor = s.tensor_s * slowest / pod_clock * g_gpu[None, :]
-    hbm = np.broadcast_to(s.hbm_s * g_gpu, tensor.shape)
+    # an evaluation pass runs forward only (about a third of a training step's math) and exchanges no gradients
+    evaluating = np.zeros_like(t)
+    if acc.eval_every_s > 0:
+        evaluating = (np.mod(t - start + acc.eval_every_s * 0.61, acc.eval_every_s) < acc.eval_s).astype(np.float64)
+    forward = 1.0 - evaluating * 2.0 / 3.0
+    tensor = s.tensor_s * slowest / pod_clock * (g_gpu * forward)[None, :]
+    hbm = np.broadcast_to(s.hbm_s * g_gpu * forward, tensor.shape)
     kernels = (tensor + hbm) * (1.0 + s.bubble)
-    comm = np.broadcast_to(s.comm_s * g_comm, tensor.shape)
+    comm = np.broadcast_to(s.comm_s * g_comm * (1.0 - evaluating), tensor.shape)
     h2d = np.broadcast_to(s.h2d_s * g_in, tensor.shape)
     stall = np.broadcast_to(s.main_stall_s * g_mem, tensor.shape)
     trainer = h2d + kernels + comm + stall
