@@ -155,7 +155,8 @@ def draw_accidents(rng: Rng, *, span_s: float, pods: int, shared_node: bool, oom
         checkpoint_s=float(rng.uniform(20, 150)),
         eval_every_s=float(rng.uniform(900, 3600)) if rng.random() < 0.2 else 0.0,
         eval_s=float(rng.uniform(60, 300)),
-        warmup_s=float(rng.uniform(60, 300)) if rng.random() < 0.1 else 0.0,
+        # never more than a fifth of the window: the window is about training, not start-up
+        warmup_s=min(float(rng.uniform(60, 300)), 0.2 * span_s) if rng.random() < 0.1 else 0.0,
         exporter_gap=gap,
         container_restart=restart,
         ib_reset_at=float(rng.uniform(0.1, 0.9) * span_s) if rng.random() < 0.06 else None,
