@@ -119,7 +119,8 @@ def pod_signals(
         "sc_oom_kills": np.zeros(shape),
         **{k: v * ones for k, v in psi.items()},
     }
-    rates["sc_io_read_bps"] = rates["fs_read_bps"] + net_storage * (1.0 if d.storage.kind == "nfs" else 0.0)
+    # io.stat counts block devices only, like cAdvisor: NFS, FUSE and object-store reads never appear
+    rates["sc_io_read_bps"] = rates["fs_read_bps"]
     ws = d.host_ws if d.mem_limit is None else min(d.host_ws, d.mem_limit * float(rng.uniform(0.97, 0.995)))
     gauges = {
         "mem_working_set_bytes": ws * (0.93 + 0.06 * trainer_busy) * ones,
