@@ -38,8 +38,6 @@ DROP_PROBABILITY: dict[Family, float] = {
     Family.NODE_IB: 0.4,
 }
 _FAMILY_SIGNALS = {f: frozenset(signals_of(f)) for f in Family}
-# InfiniBand port rates from EDR to XDR: 100 to 800 Gb/s (TELEMETRY.md, "NICs / InfiniBand")
-FABRIC_RANGE = 800 / 100
 
 # Signals the data layer computes with rate() over counters: Prometheus averages them over the rate
 # range (max(step + scrape, 4 x scrape), so 2-8 steps), which smooths bursts and ramps up at a
@@ -176,8 +174,6 @@ class _World:
         rdma: collectives over RDMA: the network's bytes move to the InfiniBand counters.
         neighbour: node-wide load a neighbour adds (0 without one).
         resets: counters reset once (a gap and a spike in the rates).
-        fabric: how much faster the RDMA fabric is than the drawn job's: its bytes scale with it, and so
-            does the communication a job may carry at the same share of the link.
     """
 
     hold: int
@@ -187,7 +183,6 @@ class _World:
     rdma: bool
     neighbour: float
     resets: bool
-    fabric: float = 1.0
 
     @staticmethod
     def draw(rng: np.random.Generator) -> _World:
@@ -199,9 +194,6 @@ class _World:
             rdma=bool(rng.random() < 0.3),
             neighbour=float(rng.uniform(0.0, 0.5)) if rng.random() < 0.25 else 0.0,
             resets=bool(rng.random() < 0.1),
-            # port rates span EDR's 100 to XDR's 800 Gb/s (TELEMETRY.md) and the infiniband collector
-            # exports no rate: the same share of the link is any byte rate within that factor
-            fabric=float(np.exp(rng.uniform(0.0, np.log(FABRIC_RANGE)))),
         )
 
 
@@ -221,9 +213,6 @@ def _vary_world(pod: PodWindow, world: _World, rng: np.random.Generator) -> dict
         out["ib_rx_bps"], out["ib_tx_bps"] = out["node_net_rx_bps"] * 0.98, out["node_net_tx_bps"] * 0.98
         out["node_net_rx_bps"] = out["node_net_rx_bps"] * 0.02
         out["node_net_tx_bps"] = out["node_net_tx_bps"] * 0.02
-    for name in ("ib_rx_bps", "ib_tx_bps"):
-        if name in out:
-            out[name] = out[name] * world.fabric
     if world.neighbour > 0:
         for name in NODE_SHARED:
             if name in out:
