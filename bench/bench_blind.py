@@ -1,21 +1,20 @@
 """The blind family: the figure the README leads with.
 
-Family G (``bottleneck_operator_dev.familyg``) is the blind figure now. It was written after family F
+Family H (``bottleneck_operator_dev.familyh``) is the blind figure now. It was written after family G
 had been read, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familyg.md says what its author saw, one slip included), and it is read once, after the class
-path was frozen (docs/analysis.md says when). A model is trained on the worlds the shipped model is
-trained on (``train``'s default ``--families`` beside the simulator), as the shipped model is, only
-smaller; every Job of G is analysed as a user would read it: the verdict's class, an Unknown counted
-as an abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall,
-the calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for
-three seeds, so that a difference inside their spread reads as none; and, for the first seed, where
-the wrong verdicts fall by G's own mechanism. G is also scored by a model of the worlds before the
-newest joined (what E was worth) and by one with F beside the shipped worlds (F, read once blind, did
-not join by the rule set before its leave-one-family-out run, docs/scenarios.md: this says what it
-would have been worth, where no rule can bend).
+(docs/familyh.md says what its author saw), and it is read once, after the class path was frozen
+(docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
+(``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
+Job of H is analysed as a user would read it: the verdict's class, an Unknown counted as an
+abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
+calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
+seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
+wrong verdicts fall by H's own mechanism. H is also scored by a model of the worlds before the newest
+joined (what F was worth) and by one with G beside the shipped worlds (G, read once blind, did not join
+by its leave-one-family-out rule, docs/scenarios.md: this says what it would have been worth).
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families E
-and F, each read once blind before G (docs/analysis.md), are development worlds since.
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families F
+and G, each read once blind before H (docs/analysis.md), are a training world and a development world.
 """
 
 from __future__ import annotations
@@ -29,25 +28,24 @@ from typing import Any
 
 from bench.bench_crossfamily import START
 from bench.bench_lofo import RECIPE_SHARE, Size, fit_worlds, training_sets
+from bottleneck_operator_dev.commands.train import DEFAULT_FAMILIES
 
 TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
-# The recipes as they stood when G was read (docs/analysis.md): G is spent, and these lines reprint
-# that reading; a new blind family takes its place with the shipped recipe (``DEFAULT_FAMILIES``) then.
-SHIPPED = ["A", "B", "C", "D", "E"]  # the shipped recipe at G's reading
-WITH_F = [*SHIPPED, "F"]  # F had not joined by its rule; G showed it worth +0.031, and it joined
-RECIPES = (SHIPPED, SHIPPED[:-1], WITH_F)  # the shipped recipe first: the blind figure
-BLIND = "G"
+SHIPPED = ["A", *DEFAULT_FAMILIES]  # the worlds the shipped model is trained on
+WITH_G = [*SHIPPED, "G"]  # G did not join by its rule (docs/scenarios.md); H says what it was worth
+RECIPES = (SHIPPED, SHIPPED[:-1], WITH_G)  # the shipped recipe first: the blind figure
+BLIND = "H"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_g(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the fifth blind family, written after F had been read."""
-    from bottleneck_operator_dev.familyg import generate_family_g
+def family_h(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the sixth blind family, written after G had been read."""
+    from bottleneck_operator_dev.familyh import generate_family_h
 
-    jobs = generate_family_g(seed, n, start=START)
+    jobs = generate_family_h(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [str(j.mechanism) for j in jobs]
 
 
@@ -80,16 +78,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> G (the blind figure), the recipes without E and with F beside it,
-    and the shipped recipe's wrong verdicts by G's mechanism."""
+    """One seed: the shipped recipe -> H (the blind figure), the recipes without F and with G beside it,
+    and the shipped recipe's wrong verdicts by H's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
-    sets = training_sets(seed, size, WITH_F)
-    windows, labels, mechanisms = family_g(seed + 1, EVAL_JOBS)
+    sets = training_sets(seed, size, WITH_G)
+    windows, labels, mechanisms = family_h(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # G is never trained on
+    # H is never trained on
     for rest in RECIPES:
         verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
         out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
@@ -99,7 +97,7 @@ def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
 
 
 def _misread(verdicts: Sequence[Any], labels: Sequence[str], mechanisms: Sequence[str]) -> list[str]:
-    """Per true class and G's mechanism: Jobs, and what those not read right were read as."""
+    """Per true class and H's mechanism: Jobs, and what those not read right were read as."""
     from collections import Counter
 
     groups: dict[tuple[str, str], Counter[str]] = {}
