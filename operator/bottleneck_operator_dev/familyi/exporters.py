@@ -103,7 +103,9 @@ def draw_stack(rng: np.random.Generator, plan: Plan, start: float, end: float) -
             tags.append(f"{name}-exporter-restart")
     if Family.NODE_IB in fams and rng.random() < 0.1:
         # port counters cleared (perfquery -R): node-exporter's infiniband counters start again from zero
-        exporters["ib"] = schedule(rng, plan.scrape["node"], start, end, restart=False, reset_at=float(rng.uniform(start, end)))
+        exporters["ib"] = schedule(
+            rng, plan.scrape["node"], start, end, restart=False, reset_at=float(rng.uniform(start, end))
+        )
         tags.append("ib-counters-cleared")
     else:
         exporters["ib"] = exporters["node"]

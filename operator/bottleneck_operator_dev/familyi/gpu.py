@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from bottleneck_operator_dev.familyi.plan import Plan
-from bottleneck_operator_dev.familyi.series import FloatArray, Levels
+from bottleneck_operator_dev.familyi.scrape import FloatArray
+from bottleneck_operator_dev.familyi.series import Levels
 from bottleneck_operator_dev.familyi.stages import Stages
 from bottleneck_operator_dev.familyi.workloads import Archetype
 
@@ -26,9 +27,7 @@ def _u(rng: np.random.Generator, lo: float, hi: float, n: int) -> FloatArray:
     return rng.uniform(lo, hi, size=n)
 
 
-def gpu_levels(
-    rng: np.random.Generator, plan: Plan, stages: Stages, arch: Archetype, pace: FloatArray
-) -> Levels:
+def gpu_levels(rng: np.random.Generator, plan: Plan, stages: Stages, arch: Archetype, pace: FloatArray) -> Levels:
     """Each dcgm signal's level per pod.
 
     Args:
@@ -37,7 +36,7 @@ def gpu_levels(
         pace: per pod, the share of the step its own GPUs are busy relative to the pacing pod (<= 1:
             faster pods wait for the slowest at each collective).
     """
-    n, g, board = plan.pods, plan.gpus, plan.board
+    n, g, _board = plan.pods, plan.gpus, plan.board
     t = stages.step()
     k_math, k_hbm = stages.math / t * pace, stages.hbm / t * pace
     k_comm, k_launch = stages.exposed_comm() / t, stages.launch / t * pace
@@ -45,7 +44,7 @@ def gpu_levels(
     util = np.clip(k_math + k_hbm + k_comm + 0.5 * k_launch + 0.02, 0.0, 1.0)
     sm = k_math * _u(rng, 0.85, 0.97, n) + k_hbm * _u(rng, 0.75, 0.95, n) + (k_comm + hidden) * 0.15 + 0.1 * k_launch
     tensor = k_math * rng.uniform(*arch.tensor_eff) + 0.01 * k_hbm
-    dram = k_math * _u(rng, 0.12, 0.35, n) + k_hbm * _u(rng, 0.72, 0.88, n) + 0.1 * k_comm
+    dram = k_math * _u(rng, 0.12, 0.35, n) + k_hbm * _u(rng, 0.78, 0.92, n) + 0.1 * k_comm
     noise = 1.0 / np.sqrt(g)
     lv = Levels(n)
     add = lv.add
@@ -112,8 +111,14 @@ def _power(
     f("power_w", np.minimum(power, cap), board.idle_w * 1.1, 0.04, lo=board.idle_w * 0.8, hi=cap)
     f("power_limit_w", np.full(n, cap), cap, 0.0)
     f(
-        "sm_clock_mhz", clock, board.boost_mhz * spread, 0.02, lo=board.idle_mhz, hi=board.boost_mhz,
-        dip_p=dip_p, dip=np.full(n, board.idle_mhz),
+        "sm_clock_mhz",
+        clock,
+        board.boost_mhz * spread,
+        0.02,
+        lo=board.idle_mhz,
+        hi=board.boost_mhz,
+        dip_p=dip_p,
+        dip=np.full(n, board.idle_mhz),
     )
     flag = np.where(capped, rng.uniform(0.75, 1.0, n), rng.uniform(0.0, 0.04, n))
     f("clock_slowdown_frac", flag, 0.0, 0.0, hi=1.0, trials=plan.gpus)

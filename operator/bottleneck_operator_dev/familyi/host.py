@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bottleneck_operator_dev.familyi.plan import Plan
-from bottleneck_operator_dev.familyi.series import FloatArray, Levels
+from bottleneck_operator_dev.familyi.series import Levels
 from bottleneck_operator_dev.familyi.stages import Stages
 
 GIB = 1024.0**3
@@ -47,9 +47,7 @@ def draw_memory(rng: np.random.Generator, plan: Plan, pressured: bool) -> HostMe
     return HostMemory(limit, node_wide, swap)
 
 
-def host_levels(
-    rng: np.random.Generator, plan: Plan, stages: Stages, mem: HostMemory, cores_eff: float
-) -> Levels:
+def host_levels(rng: np.random.Generator, plan: Plan, stages: Stages, mem: HostMemory, cores_eff: float) -> Levels:
     """Each host signal's level per pod (one pod of the job per node)."""
     n, t = plan.pods, stages.step()
     lv = Levels(n)
@@ -75,8 +73,9 @@ def _cpu(rng: np.random.Generator, plan: Plan, stages: Stages, read_bps: float, 
     if limit is not None:
         r = demand / limit
         thr = np.where(r >= 0.9, rng.uniform(0.55, 0.97, n), rng.uniform(0.0, 0.2, n) * r)
-        lv.add("cpu_throttled_frac", thr, 0.01, 0.1, hi=1.0, kind="ratio", denom=CFS_PERIODS_PER_S)
-        lv.add("sc_throttled_frac", thr * 0.97, 0.01, 0.1, hi=1.0, kind="ratio", denom=CFS_PERIODS_PER_S)
+        periods = CFS_PERIODS_PER_S
+        lv.add("cpu_throttled_frac", thr * periods, 0.01 * periods, 0.1, hi=1.0, kind="ratio", denom=periods)
+        lv.add("sc_throttled_frac", thr * 0.97 * periods, 0.01 * periods, 0.1, hi=1.0, kind="ratio", denom=periods)
         lv.add("cpu_limit_cores", limit, limit, 0.0)
     else:
         thr = np.zeros(n)
@@ -84,12 +83,29 @@ def _cpu(rng: np.random.Generator, plan: Plan, stages: Stages, read_bps: float, 
     node_busy = used + plan.neighbour_cpu * rng.uniform(0.9, 1.1, n)
     full = node_busy >= 0.95 * cpus
     lv.add("node_cpus", cpus, cpus, 0.0)
-    lv.add("node_cpu_busy_frac", np.minimum(node_busy, cpus), plan.neighbour_cpu + g, 0.04, hi=1.0, kind="ratio", denom=cpus)
+    lv.add(
+        "node_cpu_busy_frac",
+        np.minimum(node_busy, cpus),
+        plan.neighbour_cpu + g,
+        0.04,
+        hi=1.0,
+        kind="ratio",
+        denom=cpus,
+    )
     system = 0.06 * node_busy + 2.0 * reclaim
     lv.add("node_cpu_system_frac", system, 0.05 * plan.neighbour_cpu, 0.08, hi=1.0, kind="ratio", denom=cpus)
-    lv.add("sc_psi_cpu_some", np.clip(0.8 * thr + np.where(full, 0.6, 0.02), 0.0, 1.0), 0.01, 0.1, hi=1.0, kind="counter")
+    lv.add(
+        "sc_psi_cpu_some", np.clip(0.8 * thr + np.where(full, 0.6, 0.02), 0.0, 1.0), 0.01, 0.1, hi=1.0, kind="counter"
+    )
     busy_node = np.clip(node_busy / cpus, 0.0, 1.0)
-    lv.add("node_psi_cpu_some", np.where(full, rng.uniform(0.5, 0.95, n), busy_node**3 * 0.5), 0.01, 0.1, hi=1.0, kind="counter")
+    lv.add(
+        "node_psi_cpu_some",
+        np.where(full, rng.uniform(0.5, 0.95, n), busy_node**3 * 0.5),
+        0.01,
+        0.1,
+        hi=1.0,
+        kind="counter",
+    )
     per_worker = loader / plan.workers
     workers_busy = np.where(per_worker >= 0.9, plan.workers, 0.0)
     lv.add("sc_procs_running", used, 1.0, 0.0, integer=True)
@@ -121,7 +137,15 @@ def _io(rng: np.random.Generator, plan: Plan, stages: Stages, read_bps: float, l
     d_state = plan.workers * (stages.read / t * miss if st.blocks_in_d else 0.0) * rng.uniform(0.5, 0.9)
     lv.add("sc_procs_iowait", np.full(n, d_state), 0.0, 0.0, integer=True)
     cpus = float(plan.node.cpus)
-    lv.add("node_cpu_iowait_frac", np.full(n, min(d_state, 0.5 * cpus) + other * 2), other, 0.15, hi=1.0, kind="ratio", denom=cpus)
+    lv.add(
+        "node_cpu_iowait_frac",
+        np.full(n, min(d_state, 0.5 * cpus) + other * 2),
+        other,
+        0.15,
+        hi=1.0,
+        kind="ratio",
+        denom=cpus,
+    )
 
 
 def _memory(rng: np.random.Generator, plan: Plan, stages: Stages, mem: HostMemory, read_bps: float, lv: Levels) -> None:

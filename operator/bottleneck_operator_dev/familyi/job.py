@@ -46,7 +46,9 @@ def _mechanism_for(rng: np.random.Generator, target: Bottleneck, memory: str) ->
     if target is Bottleneck.IO:
         return str(rng.choice([Mechanism.LOCAL_DISK.value, Mechanism.NETWORK_STORAGE.value]))
     if target is Bottleneck.INTERCONNECT:
-        return str(rng.choice([Mechanism.PCIE.value, Mechanism.NVLINK.value, Mechanism.NETWORK.value], p=[0.25, 0.3, 0.45]))
+        return str(
+            rng.choice([Mechanism.PCIE.value, Mechanism.NVLINK.value, Mechanism.NETWORK.value], p=[0.25, 0.3, 0.45])
+        )
     if target is Bottleneck.GPU:
         return Mechanism.COMPUTE.value if rng.random() < 0.85 else Mechanism.LAUNCH_BOUND.value
     return Bottleneck.CPU.value
@@ -74,11 +76,15 @@ def _cpu_plan(rng: np.random.Generator, plan: Plan) -> Plan:
     g, cpus = plan.gpus, plan.node.cpus
     if cause == Mechanism.THROTTLED.value:
         workers = int(rng.integers(6, 17)) * g
-        return replace(plan, workers=workers, cpu_limit=float(g + rng.integers(2, 7) * g), neighbour_cpu=0.0, neighbours=0)
+        return replace(
+            plan, workers=workers, cpu_limit=float(g + rng.integers(2, 7) * g), neighbour_cpu=0.0, neighbours=0
+        )
     if cause == Mechanism.SATURATED.value:
         workers = int(rng.integers(8, 25)) * g
         free = min(workers, cpus - g) * rng.uniform(0.3, 0.8)
-        return replace(plan, workers=workers, cpu_limit=None, neighbours=int(rng.integers(2, 9)), neighbour_cpu=cpus - g - free)
+        return replace(
+            plan, workers=workers, cpu_limit=None, neighbours=int(rng.integers(2, 9)), neighbour_cpu=cpus - g - free
+        )
     return replace(plan, workers=int(rng.integers(1, 4)) * g, cpu_limit=None if rng.random() < 0.6 else float(16 * g))
 
 
@@ -98,7 +104,9 @@ def draft(rng: np.random.Generator, target: Bottleneck, memory: str) -> Draft:
         plan = _plan_for(rng, mechanism)
         key = mechanism if target is Bottleneck.MEMORY else target.value
         arch = pick_archetype(rng, key)
-        stages = grow_to(rng, base_stages(rng, arch, plan), mechanism if target is not Bottleneck.CPU else "CPU", target)
+        stages = grow_to(
+            rng, base_stages(rng, arch, plan), mechanism if target is not Bottleneck.CPU else "CPU", target
+        )
         stages, rival = add_rival(rng, stages, target)
         label, margin = label_of(stages)
         cores, cause = loader_cores(plan)

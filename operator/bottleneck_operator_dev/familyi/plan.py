@@ -92,7 +92,9 @@ def draw_plan(rng: np.random.Generator, *, min_pods: int = 1, min_gpus: int = 1,
     node = _pick(rng, NODE_SHAPES, (0.2, 0.2, 0.2, 0.2, 0.1, 0.1))
     shared = gpus < 8 and rng.random() < 0.6
     neighbours = int(rng.integers(1, 6)) if shared else 0
-    scrape = {e: float(_pick(rng, SCRAPE_INTERVALS, SCRAPE_WEIGHTS)) for e in ("dcgm", "cadvisor", "ksm", "node", "sidecar")}
+    scrape = {
+        e: float(_pick(rng, SCRAPE_INTERVALS, SCRAPE_WEIGHTS)) for e in ("dcgm", "cadvisor", "ksm", "node", "sidecar")
+    }
     if rng.random() < 0.5:  # one ServiceMonitor interval for the whole stack
         scrape = dict.fromkeys(scrape, scrape["node"])
     return Plan(

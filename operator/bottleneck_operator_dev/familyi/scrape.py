@@ -75,14 +75,14 @@ def counters(rates: FloatArray, ex: Exporter, rng: np.random.Generator) -> Float
     """
     inc = np.maximum(rates, 0.0) * ex.interval
     total = np.cumsum(inc, axis=-1)
-    offset = rng.uniform(0.0, 1e3, size=rates.shape[:-1] + (1,)) * np.maximum(inc.mean(axis=-1, keepdims=True), 1.0)
+    offset = rng.uniform(0.0, 1e3, size=(*rates.shape[:-1], 1)) * np.maximum(inc.mean(axis=-1, keepdims=True), 1.0)
     if not ex.resets.any():
-        return total + offset
+        return np.asarray(total + offset, dtype=np.float64)
     segment = np.cumsum(ex.resets)
     starts = np.flatnonzero(ex.resets)
-    base = np.concatenate([np.zeros(rates.shape[:-1] + (1,)), total[..., starts - 1]], axis=-1)
+    base = np.concatenate([np.zeros((*rates.shape[:-1], 1)), total[..., starts - 1]], axis=-1)
     out = total - base[..., segment]
-    return np.where(segment == 0, out + offset, out)
+    return np.asarray(np.where(segment == 0, out + offset, out), dtype=np.float64)
 
 
 def _last_up(ex: Exporter, grid: FloatArray) -> tuple[npt.NDArray[np.intp], BoolArray]:
@@ -107,7 +107,7 @@ def rate(counter: FloatArray, ex: Exporter, grid: FloatArray, window: float) -> 
     v = counter[..., up]
     d = np.diff(v, axis=-1)
     d = np.where(d < 0, v[..., 1:], d)
-    c = np.concatenate([np.zeros(v.shape[:-1] + (1,)), np.cumsum(d, axis=-1)], axis=-1)
+    c = np.concatenate([np.zeros((*v.shape[:-1], 1)), np.cumsum(d, axis=-1)], axis=-1)
     last = np.searchsorted(t, grid, side="right") - 1
     first = np.searchsorted(t, grid - window, side="right")
     ok = (last - first >= 1) & (last >= 0)
@@ -123,7 +123,7 @@ def mean_activity(times: FloatArray, interval: float, pauses: FloatArray) -> Flo
         return np.ones_like(times)
     a, b = pauses[:, :1], pauses[:, 1:]
     overlap = np.clip(np.minimum(times, b) - np.maximum(times - interval, a), 0.0, None).sum(axis=0)
-    return np.clip(1.0 - overlap / interval, 0.0, 1.0)
+    return np.asarray(np.clip(1.0 - overlap / interval, 0.0, 1.0), dtype=np.float64)
 
 
 def instant_activity(times: FloatArray, pauses: FloatArray) -> FloatArray:
@@ -131,4 +131,4 @@ def instant_activity(times: FloatArray, pauses: FloatArray) -> FloatArray:
     if pauses.size == 0:
         return np.ones_like(times)
     inside = (times >= pauses[:, :1]) & (times < pauses[:, 1:])
-    return 1.0 - inside.any(axis=0).astype(np.float64)
+    return np.asarray(1.0 - inside.any(axis=0), dtype=np.float64)

@@ -23,6 +23,7 @@ computed here, from these times, and never from what the telemetry looks like.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 
@@ -92,12 +93,18 @@ CLASS_STAGES: dict[Bottleneck, tuple[str, ...]] = {
 
 
 def savings(stages: Stages) -> dict[Bottleneck, float]:
-    """Seconds per step each class's removal would save."""
+    """Seconds per step each class's removal would save (never negative).
+
+    Work that overlapped the removed stage (a pinned copy under the math, collectives under the
+    backward pass) is still done without it; the simple serial account could then exceed the
+    original step, which removing work cannot do, so a saving is at least zero.
+    """
     base = stages.step()
     out: dict[Bottleneck, float] = {}
     for cls, names in CLASS_STAGES.items():
-        removed = replace(stages, **{name: 0.0 for name in names})
-        out[cls] = base - removed.step()
+        zero: dict[str, Any] = dict.fromkeys(names, 0.0)
+        removed = replace(stages, **zero)
+        out[cls] = max(0.0, base - removed.step())
     return out
 
 

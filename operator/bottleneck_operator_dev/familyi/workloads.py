@@ -42,6 +42,8 @@ class Archetype:
     fb_used: Range  # framebuffer share the caching allocator holds
 
 
+# One row per archetype; columns as Archetype's fields (a table reads better unwrapped).
+# fmt: off
 ARCHETYPES: tuple[Archetype, ...] = (
     Archetype("llm-pretrain-fsdp", (0.002, 0.02), (0.01, 0.05), (0.01, 0.05), (0.001, 0.01), (0.15, 0.35),
               (0.2, 0.6), (0.3, 1.2), (0.0, 0.0), (0.6, 0.9), (0.45, 0.8), (0.85, 0.99)),
@@ -62,6 +64,7 @@ ARCHETYPES: tuple[Archetype, ...] = (
     Archetype("diffusion", (0.05, 0.3), (0.1, 0.5), (0.01, 0.05), (0.01, 0.05), (0.15, 0.35),
               (0.1, 0.3), (0.2, 0.6), (0.0, 0.0), (0.7, 0.95), (0.4, 0.75), (0.7, 0.99)),
 )
+# fmt: on
 
 # Which archetypes plausibly show each (class, mechanism); the weights of ARCHETYPES' order.
 _AFFINITY: dict[str, tuple[float, ...]] = {
