@@ -71,8 +71,11 @@ def _cpu(rng: np.random.Generator, plan: Plan, stages: Stages, read_bps: float, 
     lv.add("cpu_cores", used, g * 0.9, 0.05, kind="counter")
     lv.add("sc_cpu_cores", used + 0.03, g * 0.9 + 0.03, 0.05, kind="counter")
     if limit is not None:
-        r = demand / limit
-        thr = np.where(r >= 0.9, rng.uniform(0.55, 0.97, n), rng.uniform(0.0, 0.2, n) * r)
+        # Throttled in the periods where the workers run against the quota; micro-bursts otherwise.
+        active = min(1.0, stages.decode / t)
+        at_quota = trainer + cores_eff + reader + reclaim >= 0.9 * limit
+        bursts = rng.uniform(0.0, 0.2, n) * demand / limit
+        thr = np.where(at_quota, active * rng.uniform(0.8, 1.0, n) + (1 - active) * bursts, bursts)
         periods = CFS_PERIODS_PER_S
         lv.add("cpu_throttled_frac", thr * periods, 0.01 * periods, 0.1, hi=1.0, kind="ratio", denom=periods)
         lv.add("sc_throttled_frac", thr * 0.97 * periods, 0.01 * periods, 0.1, hi=1.0, kind="ratio", denom=periods)
