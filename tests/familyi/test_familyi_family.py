@@ -101,7 +101,7 @@ def test_units_in_range(family: list[FamilyIJob]) -> None:
         elif spec.unit in ("B/s", "1/s", "cores", "B", "procs", "W", "MHz"):
             assert (values >= 0.0).all(), name
     assert _values(family, "node_cpus").min() >= 48
-    assert 100.0 < _values(family, "sm_clock_mhz").min() and _values(family, "sm_clock_mhz").max() <= 2520.0
+    assert _values(family, "sm_clock_mhz").min() > 100.0 and _values(family, "sm_clock_mhz").max() <= 2520.0
 
 
 def test_power_stays_under_the_enforced_limit_and_the_board(family: list[FamilyIJob]) -> None:

@@ -35,7 +35,9 @@ def test_decode_beyond_the_gpu_is_cpu_bound() -> None:
 def test_exposed_collectives_and_pageable_copies_are_interconnect() -> None:
     fabric = replace(QUIET, inter=3.0)
     assert fabric.exposed_comm() > 2.0 and label_of(fabric)[0] is Bottleneck.INTERCONNECT
-    assert mechanism_of(fabric, Bottleneck.INTERCONNECT, cpu_cause=Mechanism.SATURATED, nvlink=True) is Mechanism.NETWORK
+    assert (
+        mechanism_of(fabric, Bottleneck.INTERCONNECT, cpu_cause=Mechanism.SATURATED, nvlink=True) is Mechanism.NETWORK
+    )
     copies = replace(QUIET, h2d=1.5, pinned=False)
     assert copies.exposed_h2d() == 1.5 and label_of(copies)[0] is Bottleneck.INTERCONNECT
     assert replace(copies, pinned=True).exposed_h2d() == 1.5 - 1.2

@@ -16,7 +16,8 @@ A step of data-parallel training, as PyTorch runs it:
 - ``host_stall`` is time the trainer and its workers spend blocked on host memory (reclaim,
   swap-in, major faults on evicted pages).
 
-The label is the class whose stages, removed, shorten the step most (DESIGN.md's definition); it is
+The label is the class whose stages, removed, shorten the step most (the project's
+definition of a bottleneck: the stage whose removal would speed the job up most); it is
 computed here, from these times, and never from what the telemetry looks like.
 """
 
