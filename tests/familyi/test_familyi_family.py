@@ -122,7 +122,15 @@ def test_power_stays_under_the_enforced_limit_and_the_board(family: list[FamilyI
 
 def test_variety_real_clusters_show(family: list[FamilyIJob]) -> None:
     tags = Counter(t for j in family for t in j.tags)
-    for tag in ("dcgm-dev-only", "dcgm-default", "dcgm-full", "shared-node", "power-capped", "checkpoint-pauses"):
+    for tag in (
+        "dcgm-dev-only",
+        "dcgm-default",
+        "dcgm-full",
+        "shared-node",
+        "power-capped",
+        "checkpoint-pauses",
+        "straggler",
+    ):
         assert tags[tag] > 0, tag
     assert any(t.endswith("-exporter-restart") for t in tags)
     assert tags["borderline"] + tags["moderate"] >= len(family) // 5

@@ -25,7 +25,7 @@ def test_rate_reads_a_steady_counter_back_across_a_reset() -> None:
     rng = np.random.default_rng(2)
     ex = schedule(rng, 30.0, START, END, restart=False, reset_at=START + 1000.0)
     c = counters(np.full((1, ex.times.size), 7.0), ex, rng)
-    grid = START + 30.0 * np.arange(100)
+    grid = START + 30.0 * np.arange(100, dtype=np.float64)
     r = rate(c, ex, grid, 120.0)
     assert np.allclose(r[np.isfinite(r)], 7.0) and np.isfinite(r).all()
 
@@ -34,7 +34,7 @@ def test_an_outage_makes_gauges_stale_and_thins_rate() -> None:
     rng = np.random.default_rng(3)
     ex = schedule(rng, 60.0, START, END, restart=True, reset_at=None)
     assert (~ex.up).sum() >= 1
-    grid = START + 15.0 * np.arange(240)
+    grid = START + 15.0 * np.arange(240, dtype=np.float64)
     g = gauge(np.ones((1, ex.times.size)), ex, grid)
     down = ex.times[~ex.up]
     stale = (grid >= down.min()) & (grid < down.max() + 60.0)

@@ -47,9 +47,9 @@ def test_memory_has_two_mechanisms_told_apart_by_their_stage() -> None:
     hbm = replace(QUIET, hbm=1.5)
     host = replace(QUIET, host_stall=1.5)
     assert label_of(hbm)[0] is label_of(host)[0] is Bottleneck.MEMORY
-    kw = {"cpu_cause": Mechanism.SATURATED, "nvlink": True}
-    assert mechanism_of(hbm, Bottleneck.MEMORY, **kw) is Mechanism.HBM_BANDWIDTH
-    assert mechanism_of(host, Bottleneck.MEMORY, **kw) is Mechanism.HOST_MEMORY_PRESSURE
+    cause = Mechanism.SATURATED
+    assert mechanism_of(hbm, Bottleneck.MEMORY, cpu_cause=cause, nvlink=True) is Mechanism.HBM_BANDWIDTH
+    assert mechanism_of(host, Bottleneck.MEMORY, cpu_cause=cause, nvlink=True) is Mechanism.HOST_MEMORY_PRESSURE
     assert host.input_time() > QUIET.input_time()  # host stalls slow the loader workers too
 
 

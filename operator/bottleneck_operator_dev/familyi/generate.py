@@ -1,8 +1,8 @@
 """Family I: jobs drawn from a step model, seen through a real cluster's exporters.
 
-Entry point :func:`generate_family_i`. Job ``i`` of a family comes from its own generator seeded
-``(seed, i)``; the order of classes comes from a generator of the seed alone, so a job does not
-change when ``n`` grows past it except through its place in that order.
+Entry point :func:`generate_family_i`. Job ``i`` of a family is drawn from its own generator seeded
+``(seed, i)`` for the class its place in the shuffled order gives it (that order depends on the seed
+and ``n``); the label is still the step model's answer for what was drawn.
 """
 
 from __future__ import annotations
@@ -91,11 +91,14 @@ def _job(rng: np.random.Generator, i: int, target: Bottleneck, memory: str, star
     samples = int(rng.integers(20, 121))
     grid = start + step * np.arange(samples, dtype=np.float64)
     stack = draw_stack(rng, d.plan, start, float(grid[-1]))
+    # Faster pods wait for the slowest at each collective; a straggler (a hot or throttled board)
+    # is the slowest by a wider gap, and the stage model describes that pod.
+    straggler = d.plan.pods > 1 and rng.random() < 0.12
     pace = np.ones(d.plan.pods)
     if d.plan.pods > 1:
-        pace[1:] = rng.uniform(0.9, 1.0, d.plan.pods - 1)  # faster pods wait for the slowest at each collective
+        pace[1:] = rng.uniform(0.8, 0.92, d.plan.pods - 1) if straggler else rng.uniform(0.9, 1.0, d.plan.pods - 1)
         rng.shuffle(pace)
-    levels = gpu_levels(rng, d.plan, d.stages, d.arch, pace)
+    levels = gpu_levels(rng, d.plan, d.stages, d.arch, pace, straggler=straggler)
     mem = draw_memory(rng, d.plan, d.stages.host_stall / d.stages.step() > 0.02)
     levels.update(host_levels(rng, d.plan, d.stages, mem, d.cores_eff))
     name = f"train-{i:04d}-{int(rng.integers(0x1000, 0xFFFF)):04x}"
@@ -104,7 +107,8 @@ def _job(rng: np.random.Generator, i: int, target: Bottleneck, memory: str, star
     families, coverage = families_and_coverage(pods)
     quality = DataQuality(families=families, coverage=coverage, scrape_interval=d.plan.scrape["dcgm"])
     window = JobWindow(namespace, name, start, float(grid[-1]), step, grid, pods, quality)
-    return FamilyIJob(namespace, name, d.label, d.mechanism, _tags(d, stack, mem.swap), window)
+    tags = _tags(d, stack, mem.swap) + (("straggler",) if straggler else ())
+    return FamilyIJob(namespace, name, d.label, d.mechanism, tags, window)
 
 
 def _pods(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from bottleneck_operator_dev.familyi.plan import Plan
-from bottleneck_operator_dev.familyi.scrape import FloatArray
+from bottleneck_operator_dev.familyi.scrape import BoolArray, FloatArray
 from bottleneck_operator_dev.familyi.series import Levels
 from bottleneck_operator_dev.familyi.stages import Stages
 from bottleneck_operator_dev.familyi.workloads import Archetype
@@ -27,7 +27,9 @@ def _u(rng: np.random.Generator, lo: float, hi: float, n: int) -> FloatArray:
     return rng.uniform(lo, hi, size=n)
 
 
-def gpu_levels(rng: np.random.Generator, plan: Plan, stages: Stages, arch: Archetype, pace: FloatArray) -> Levels:
+def gpu_levels(
+    rng: np.random.Generator, plan: Plan, stages: Stages, arch: Archetype, pace: FloatArray, *, straggler: bool = False
+) -> Levels:
     """Each dcgm signal's level per pod.
 
     Args:
@@ -35,6 +37,8 @@ def gpu_levels(rng: np.random.Generator, plan: Plan, stages: Stages, arch: Arche
         plan, stages, arch: the job.
         pace: per pod, the share of the step its own GPUs are busy relative to the pacing pod (<= 1:
             faster pods wait for the slowest at each collective).
+        straggler: the pacing pod (pace 1) runs its boards slower than its peers (heat, a
+            hardware slowdown), with its clock-event reasons saying so.
     """
     n, g, _board = plan.pods, plan.gpus, plan.board
     t = stages.step()
@@ -60,7 +64,8 @@ def gpu_levels(rng: np.random.Generator, plan: Plan, stages: Stages, arch: Arche
     add("fp32_active", pipes * _u(rng, 0.02, 0.15, n), 0.0, 0.1 * noise, hi=1.0)
     add("fp16_active", pipes * _u(rng, 0.01, 0.12, n), 0.0, 0.1 * noise, hi=1.0)
     _links(rng, plan, stages, lv)
-    _power(rng, plan, util, sm, tensor, dram, lv)
+    slow = (pace >= 1.0) & straggler
+    _power(rng, plan, util, sm, tensor, dram, lv, slow)
     fb = np.clip(rng.uniform(*arch.fb_used) + rng.normal(0.0, 0.01, n), 0.05, 0.995)
     add("fb_used_frac", fb, fb, 0.002, hi=1.0)
     xid = 0.0 if rng.random() < 0.95 else float(rng.choice([13.0, 31.0, 43.0]))
@@ -97,6 +102,7 @@ def _power(
     tensor: FloatArray,
     dram: FloatArray,
     lv: Levels,
+    slow: BoolArray,
 ) -> None:
     """Power, clocks and the power-cap flag: a board at its enforced limit runs slower clocks."""
     n, board, cap = plan.pods, plan.board, plan.power_cap_w
@@ -104,7 +110,7 @@ def _power(
     demand = board.idle_w + (board.tdp_w - board.idle_w) * load
     capped = demand > cap
     power = np.where(capped, cap * rng.uniform(0.95, 0.995, n), demand)
-    spread = rng.uniform(0.97, 1.0, n)  # boards differ by a few percent at the same setting
+    spread = rng.uniform(0.97, 1.0, n) * np.where(slow, rng.uniform(0.85, 0.93, n), 1.0)  # boards differ
     clock = board.boost_mhz * spread * np.where(capped, (cap / demand) ** 0.6, 1.0)
     dip_p = float(np.clip(0.5 * (1.0 - util.mean()) - 0.1, 0.0, 0.5))
     f = lv.add
@@ -120,5 +126,5 @@ def _power(
         dip_p=dip_p,
         dip=np.full(n, board.idle_mhz),
     )
-    flag = np.where(capped, rng.uniform(0.75, 1.0, n), rng.uniform(0.0, 0.04, n))
+    flag = np.where(capped | slow, rng.uniform(0.75, 1.0, n), rng.uniform(0.0, 0.04, n))
     f("clock_slowdown_frac", flag, 0.0, 0.0, hi=1.0, trials=plan.gpus)
