@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bottleneck_operator_dev.familyi.plan import Plan
+from bottleneck_operator_dev.familyi.scrape import FloatArray
 from bottleneck_operator_dev.familyi.series import Levels
 from bottleneck_operator_dev.familyi.stages import Stages
 
@@ -82,7 +83,18 @@ def _cpu(rng: np.random.Generator, plan: Plan, stages: Stages, read_bps: float, 
         lv.add("cpu_limit_cores", limit, limit, 0.0)
     else:
         thr = np.zeros(n)
-    cpus = float(plan.node.cpus)
+    _node_cpu(rng, plan, used, reclaim, thr, lv)
+    per_worker = loader / plan.workers
+    workers_busy = np.where(per_worker >= 0.9, plan.workers, 0.0)
+    lv.add("sc_procs_running", used, 1.0, 0.0, integer=True)
+    lv.add("sc_procs_busy", np.where(trainer / g >= 0.9, g, 0.0) + workers_busy, 1.0, 0.0, integer=True)
+
+
+def _node_cpu(
+    rng: np.random.Generator, plan: Plan, used: FloatArray, reclaim: float, thr: FloatArray, lv: Levels
+) -> None:
+    """The node's CPU as node-exporter sees it (the neighbours' load included) and CPU pressure."""
+    n, g, cpus = plan.pods, plan.gpus, float(plan.node.cpus)
     node_busy = used + plan.neighbour_cpu * rng.uniform(0.9, 1.1, n)
     full = node_busy >= 0.95 * cpus
     lv.add("node_cpus", cpus, cpus, 0.0)
@@ -109,10 +121,6 @@ def _cpu(rng: np.random.Generator, plan: Plan, stages: Stages, read_bps: float, 
         hi=1.0,
         kind="counter",
     )
-    per_worker = loader / plan.workers
-    workers_busy = np.where(per_worker >= 0.9, plan.workers, 0.0)
-    lv.add("sc_procs_running", used, 1.0, 0.0, integer=True)
-    lv.add("sc_procs_busy", np.where(trainer / g >= 0.9, g, 0.0) + workers_busy, 1.0, 0.0, integer=True)
 
 
 def _io(rng: np.random.Generator, plan: Plan, stages: Stages, read_bps: float, lv: Levels) -> None:
