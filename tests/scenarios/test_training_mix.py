@@ -10,7 +10,7 @@ import pytest
 
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.errors import UsageError
-from bottleneck_operator_dev.commands.train import DEFAULT_FAMILIES, main, train, write_card
+from bottleneck_operator_dev.commands.train import DEFAULT_FAMILIES, main, model_version, train, write_card
 from bottleneck_operator_dev.worlds import WORLDS, format_families, parse_families, world_windows
 
 
@@ -84,3 +84,17 @@ def test_the_card_says_what_the_model_learned_from(mixed: Any, tmp_path: Path) -
     for letter, n in (("B", 100), ("C", 100), ("D", 100), ("E", 100)):
         assert f"On a fresh draw of family {letter} ({n} jobs)" in card
         assert WORLDS[letter].about in card
+
+
+def test_a_model_of_other_worlds_carries_another_version() -> None:
+    """The version names the recipe: the same recipe gives the same version, another world list,
+    job count, copy count or iteration count another one."""
+
+    def version(families: dict[str, int] = DEFAULT_FAMILIES, n_jobs: int = 4000, copies: int = 3, it: int = 100) -> str:
+        return model_version("0.1.0", 7, n_jobs=n_jobs, families=families, copies=copies, max_iter=it)
+
+    same = version()
+    assert same == version(dict(DEFAULT_FAMILIES))
+    assert same.startswith("0.1.0-s7-") and len(same.rsplit("-", 1)[1]) == 8
+    others = {version({**DEFAULT_FAMILIES, "G": 2000}), version(n_jobs=2000), version(copies=1), version(it=60)}
+    assert len({same, *others}) == 5

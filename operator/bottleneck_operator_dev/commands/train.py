@@ -96,7 +96,6 @@ def train(
         The fitted ``BottleneckModel`` (its metadata holds the training facts and holdout figures).
     """
     from bottleneck_operator import __version__
-    from bottleneck_operator.analysis.features.extract import feature_schema_hash
     from bottleneck_operator.analysis.model.training import build_training_set, fit_model
 
     say = log or (lambda _msg: None)
@@ -116,7 +115,7 @@ def train(
     say(f"simulated {len(jobs)} unambiguous jobs{said} in {time.perf_counter() - t0:.1f} s")
     data = build_training_set(windows, labels, copies=copies, seed=seed, worlds=worlds)
     say(f"{len(data.y)} training rows x {data.x.shape[1]} features in {time.perf_counter() - t0:.1f} s")
-    version = f"{__version__}-s{seed}-{feature_schema_hash()[:8]}"
+    version = model_version(__version__, seed, n_jobs=n_jobs, families=counts, copies=copies, max_iter=max_iter)
     per_class = dict(Counter(y.value for y in labels))
     facts: dict[str, Any] = {"simulated_jobs": len(jobs), "family_jobs": drawn, "jobs_per_class": per_class}
     model = fit_model(
@@ -125,6 +124,19 @@ def train(
     say(f"fitted in {time.perf_counter() - t0:.1f} s, temperature {model.temperature:.3f}")
     _holdouts(model, seed, n_jobs, drawn, say)
     return model
+
+
+def model_version(release: str, seed: int, *, n_jobs: int, families: dict[str, int], copies: int, max_iter: int) -> str:
+    """``<release>-s<seed>-<digest>``: the digest covers the feature schema and the whole recipe (jobs,
+    families, copies, iterations), so a model retrained on other worlds never carries an earlier one's
+    version, and a report says which model it came from.
+    """
+    import hashlib
+
+    from bottleneck_operator.analysis.features.extract import feature_schema_hash
+
+    recipe = f"{feature_schema_hash()}|jobs={n_jobs}|{format_families(families)}|copies={copies}|iter={max_iter}"
+    return f"{release}-s{seed}-{hashlib.sha256(recipe.encode()).hexdigest()[:8]}"
 
 
 def _holdouts(model: Any, seed: int, n_jobs: int, drawn: dict[str, int], say: Any) -> None:
