@@ -91,6 +91,11 @@ def family_g(seed: int, n: int) -> tuple[list[Any], list[str]]:
     return _family("G", seed, n)
 
 
+def family_h(seed: int, n: int) -> tuple[list[Any], list[str]]:
+    """Windows and labels of the eighth family (``familyh``, read once blind, a development family since)."""
+    return _family("H", seed, n)
+
+
 def _fit(windows: Sequence[Any], labels: Sequence[str], *, seed: int, max_iter: int) -> Any:
     from bottleneck_operator.analysis.model.training import build_training_set, fit_model
     from bottleneck_operator.contract.verdict import Bottleneck

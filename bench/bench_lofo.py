@@ -4,7 +4,7 @@ The yardstick for changes meant to make the classifier hold on telemetry it was 
 worlds are those the shipped model is trained on (``BENCH_LOFO_FAMILIES``, default A, B, C, D, E, F):
 family A (the project's simulator), B (the second scenario family), C (``blindfamily``), D
 (``familyd``), E (``familye``) and F (``familyf``); C-F were written blind and are training worlds since
-each was read (G, read too, may be added by name). For each family, a model is trained on the others as ``bottleneck-operator train`` trains the
+each was read (G and H, read too, may be added by name). For each family, a model is trained on the others as ``bottleneck-operator train`` trains the
 shipped one (the simulator's Jobs twice as many as each other family's, degraded copies, the same
 estimator, the temperature fitted across the worlds) and scored on a fresh draw of the held-out
 family through the whole class path (``analysis.classify.analyze_windows``: data checks, envelope,
@@ -35,7 +35,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.bench_crossfamily import family_a, family_b, family_c, family_d, family_e, family_f, family_g, recorded
+from bench.bench_crossfamily import (
+    family_a,
+    family_b,
+    family_c,
+    family_d,
+    family_e,
+    family_f,
+    family_g,
+    family_h,
+    recorded,
+)
 
 TRAIN_JOBS = int(os.environ.get("BENCH_LOFO_TRAIN", "600"))
 EVAL_JOBS = int(os.environ.get("BENCH_LOFO_EVAL", "400"))
@@ -54,6 +64,7 @@ ALL_FAMILIES: dict[str, Callable[[int, int], tuple[list[Any], list[str]]]] = {
     "E": family_e,
     "F": family_f,
     "G": family_g,
+    "H": family_h,
 }
 # ``BENCH_LOFO_FAMILIES`` picks the worlds (default the six the shipped model is trained on)
 FAMILIES = {k: ALL_FAMILIES[k] for k in os.environ.get("BENCH_LOFO_FAMILIES", "A,B,C,D,E,F").split(",")}

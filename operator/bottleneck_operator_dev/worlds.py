@@ -1,7 +1,7 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix;
-B was written beside the simulator, C, D, E, F and G were written blind, read once each as an evaluation
+B was written beside the simulator, C to H were written blind, read once each as an evaluation
 (docs/analysis.md) and are training worlds since that reading spent them. A family still stored for a
 blind reading is never listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -53,6 +53,12 @@ def _family_g() -> Any:
     return generate_family_g
 
 
+def _family_h() -> Any:
+    from bottleneck_operator_dev.familyh import generate_family_h
+
+    return generate_family_h
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -101,6 +107,12 @@ WORLDS: dict[str, World] = {
             _family_g,
             "the seventh family",
             "Family G, written blind after F had been read, workloads teams run on varied cluster set-ups read through emulated scrapes, read once before it became a training world.",
+        ),
+        World(
+            "H",
+            _family_h,
+            "the eighth family",
+            "Family H, written blind after G had been read, one iteration per GPU split into input and trainer stages, read once before it became a training world.",
         ),
     )
 }
