@@ -28,13 +28,14 @@ from typing import Any
 
 from bench.bench_crossfamily import START
 from bench.bench_lofo import RECIPE_SHARE, Size, fit_worlds, training_sets
-from bottleneck_operator_dev.commands.train import DEFAULT_FAMILIES
 
 TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
-SHIPPED = ["A", *DEFAULT_FAMILIES]  # the worlds the shipped model is trained on
+# The recipes as they stood when H was read (docs/analysis.md): H is spent and a training world since,
+# and these lines reprint that reading; the next blind family takes its place with ``DEFAULT_FAMILIES``.
+SHIPPED = ["A", "B", "C", "D", "E", "F"]  # the shipped recipe at H's reading
 WITH_G = [*SHIPPED, "G"]  # G did not join by its rule (docs/scenarios.md); H says what it was worth
 RECIPES = (SHIPPED, SHIPPED[:-1], WITH_G)  # the shipped recipe first: the blind figure
 BLIND = "H"
