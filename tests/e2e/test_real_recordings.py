@@ -66,12 +66,12 @@ REGRESSIONS: dict[tuple[str, str], str] = {
     ("class", "real-interconnect"): "all-reduce over a tc-limited veth read as GPU by the retrained classifier",
     ("dev-only", "gpu-hbm"): "DEV fields only: without DRAM_ACTIVE, HBM streaming and compute cannot be told apart",
     ("dev-only", "gpu-streamed"): "DEV fields only: weight streaming read as another class",
-    # the model of six worlds (family F trained on) abstains on this reader (docs/analysis.md, "What
-    # remains"), and a busy loader abstains without profiling fields
+    # the model of seven worlds (families F and H trained on) abstains on this loader without profiling
+    # fields, CPU leading (docs/analysis.md, "What remains")
     (
-        "class",
-        "real-io",
-    ): "a reader held to 12 MB/s on its disk abstains (CPU 0.50, under the threshold) with the model of six worlds",
+        "dev-only",
+        "gpu-loader",
+    ): "DEV fields only: a loader with too few workers abstains (CPU 0.46) with the model of seven worlds",
     ("dev-only", "gpu-loader-busy"): "DEV fields only: a busy loader abstains",
     ("dev-only", "gpu-launch-wide"): f"DEV fields only, {GRID}: launch-bound loop abstains (GPU at 0.32)",
     ("dev-only", "gpu-workers0-busy"): f"DEV fields only, {GRID}: a loader without workers read as Interconnect",
