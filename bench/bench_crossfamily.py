@@ -53,47 +53,13 @@ def family_a(seed: int, n: int) -> tuple[list[Any], list[str]]:
     return [j.to_window(step=30.0) for j in jobs], [j.label.value for j in jobs]
 
 
-def _family(letter: str, seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """A scenario family's windows and class names, drawn as ``train`` draws them (``worlds.world_windows``)."""
+def world_family(letter: str, seed: int, n: int) -> tuple[list[Any], list[str]]:
+    """A scenario family's windows and class names, drawn as ``train`` draws them (``worlds.world_windows``):
+    B, the second scenario family, and the blind families C-H, each a world since it was read."""
     from bottleneck_operator_dev.worlds import world_windows
 
     labels, windows = world_windows(letter, seed, n, start=START)
     return windows, [y.value for y in labels]
-
-
-def family_b(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the second scenario family."""
-    return _family("B", seed, n)
-
-
-def family_c(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the third family (``blindfamily``, read twice blind, a training world since)."""
-    return _family("C", seed, n)
-
-
-def family_d(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the fourth family (``familyd``, read once blind, a training world since)."""
-    return _family("D", seed, n)
-
-
-def family_e(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the fifth family (``familye``, read once blind, a development family since)."""
-    return _family("E", seed, n)
-
-
-def family_f(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the sixth family (``familyf``, read once blind, a development family since)."""
-    return _family("F", seed, n)
-
-
-def family_g(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the seventh family (``familyg``, read once blind, a development family since)."""
-    return _family("G", seed, n)
-
-
-def family_h(seed: int, n: int) -> tuple[list[Any], list[str]]:
-    """Windows and labels of the eighth family (``familyh``, read once blind, a development family since)."""
-    return _family("H", seed, n)
 
 
 def _fit(windows: Sequence[Any], labels: Sequence[str], *, seed: int, max_iter: int) -> Any:
@@ -138,7 +104,7 @@ def run_seed(
     model on them."""
     sets = {
         "A": (family_a(seed, train_jobs), family_a(seed + 1, eval_jobs)),
-        "B": (family_b(seed, train_jobs), family_b(seed + 1, eval_jobs)),
+        "B": (world_family("B", seed, train_jobs), world_family("B", seed + 1, eval_jobs)),
     }
     models = {name: _fit(*train, seed=seed, max_iter=max_iter) for name, (train, _) in sets.items()}
     pairs = (("A", "B"), ("B", "A"), ("A", "A"), ("B", "B"))

@@ -33,19 +33,11 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from bench.bench_crossfamily import (
-    family_a,
-    family_b,
-    family_c,
-    family_d,
-    family_e,
-    family_f,
-    family_g,
-    family_h,
-    recorded,
-)
+from bench.bench_crossfamily import family_a, recorded, world_family
+from bottleneck_operator_dev.worlds import WORLDS
 
 TRAIN_JOBS = int(os.environ.get("BENCH_LOFO_TRAIN", "600"))
 EVAL_JOBS = int(os.environ.get("BENCH_LOFO_EVAL", "400"))
@@ -56,15 +48,10 @@ WITH_REAL = os.environ.get("BENCH_LOFO_REAL", "1") != "0"
 WITH_PAIRS = os.environ.get("BENCH_LOFO_PAIRS", "0") == "1"
 # issue targets for the class a user reads on a family the model never saw
 TARGET, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
+# the simulator, and every family ``worlds.py`` lists, by letter
 ALL_FAMILIES: dict[str, Callable[[int, int], tuple[list[Any], list[str]]]] = {
     "A": family_a,
-    "B": family_b,
-    "C": family_c,
-    "D": family_d,
-    "E": family_e,
-    "F": family_f,
-    "G": family_g,
-    "H": family_h,
+    **{letter: partial(world_family, letter) for letter in WORLDS},
 }
 # ``BENCH_LOFO_FAMILIES`` picks the worlds (default the seven the shipped model is trained on)
 FAMILIES = {k: ALL_FAMILIES[k] for k in os.environ.get("BENCH_LOFO_FAMILIES", "A,B,C,D,E,F,H").split(",")}
