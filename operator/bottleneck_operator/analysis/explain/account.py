@@ -106,9 +106,7 @@ def step_account(r: Reads, mechanism: Mechanism | None = None) -> StepAccount:
     name = link_of(mechanism, r.links)
     if name is not None:
         share = min(r.links[name], 1.0 - 1.0 / MAX_SPEEDUP)
-        waits[Bottleneck.INTERCONNECT] = Wait(
-            share, f"{name} bytes against its capacity{CAPACITY_TAKEN.get(name, '')}", "wait_share"
-        )
+        waits[Bottleneck.INTERCONNECT] = Wait(share, link_wait(name) + CAPACITY_TAKEN.get(name, ""), "wait_share")
     return StepAccount(r.busy_low, {c: w for c, w in waits.items() if _worth(w)})
 
 
@@ -122,6 +120,11 @@ LINKS: dict[Mechanism, str] = {Mechanism.PCIE: "PCIe", Mechanism.NVLINK: "NVLink
 CAPACITY_TAKEN: dict[str, str] = {
     "InfiniBand": ", taken as one EDR port (the slowest rate; port rates are not exported, so it is the most the fabric was busy)"
 }
+
+
+def link_wait(link: str) -> str:
+    """How a measured link wait is named (its ``what``): the words :mod:`.agreement` reads the link back from."""
+    return f"{link} bytes against its capacity"
 
 
 def link_of(mechanism: Mechanism | None, links: dict[str, float]) -> str | None:

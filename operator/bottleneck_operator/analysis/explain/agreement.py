@@ -9,7 +9,7 @@ invariants require none.
 
 from __future__ import annotations
 
-from bottleneck_operator.analysis.explain.account import LINKS
+from bottleneck_operator.analysis.explain.account import LINKS, link_wait
 from bottleneck_operator.analysis.explain.candidates import speaks_for
 from bottleneck_operator.analysis.explain.datapath import NETWORK_READS, STORAGE_READS
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism, Verdict
@@ -60,6 +60,6 @@ def _speaks_for(cls: Bottleneck, signal: str, message: str) -> Mechanism | None:
 def _link_of(text: str) -> Mechanism | None:
     """The mechanism of the link a measured interconnect wait names (its ``what``: "<link> bytes ...")."""
     for link, mech in _LINKS.items():
-        if f"{link} bytes against its capacity" in text:
+        if link_wait(link) in text:
             return mech
     return None

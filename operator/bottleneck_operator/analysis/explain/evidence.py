@@ -17,7 +17,7 @@ from bottleneck_operator.analysis.checks.reads import Reads
 from bottleneck_operator.analysis.checks.vetoes import DRAM_PEAK
 from bottleneck_operator.analysis.explain.account import StepAccount
 from bottleneck_operator.analysis.explain.candidates import CANDIDATES, IDLE, Candidate, speaks_for
-from bottleneck_operator.analysis.explain.datapath import DataPath, data_path
+from bottleneck_operator.analysis.explain.datapath import NETWORK_READS, DataPath, data_path
 from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET_LOG
 from bottleneck_operator.analysis.features.extract import value
 from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
@@ -192,20 +192,21 @@ def _idle_evidence(summary: JobSummary) -> Evidence | None:
 
 
 def _io_rate_evidence(path: DataPath) -> Evidence | None:
-    """The rates of the data path, the one that carried the data named (as the mechanism names it)."""
-    if path.over_network and path.net_bps is not None:
-        net, read = path.net_bps, path.read_bps or 0.0
+    """The rate of the way that carried the data (:attr:`.DataPath.carrier`, as the mechanism names it)."""
+    carrier = path.carrier
+    if carrier is None:
+        return None
+    rate, way = carrier
+    if way == NETWORK_READS:
         return Evidence(
             "node_net_rx_bps",
-            net,
+            rate,
             None,
             "B/s",
-            f"The job's nodes received {human_bytes(net)} over the network while local disks read {human_bytes(read)}.",
+            f"The job's nodes received {human_bytes(rate)} over the network while local disks read "
+            f"{human_bytes(path.read_bps or 0.0)}.",
         )
-    if path.read_bps is not None:
-        read = path.read_bps
-        return Evidence("read_bps", read, None, "B/s", f"The job read {human_bytes(read)} from storage.")
-    return None
+    return Evidence("read_bps", rate, None, "B/s", f"The job read {human_bytes(rate)} from storage.")
 
 
 def _cpu_rate_evidence(cls: Bottleneck, s: JobSummary) -> Evidence | None:
