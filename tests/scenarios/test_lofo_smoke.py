@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.bench_crossfamily import family_a, family_b
+from bench.bench_crossfamily import family_a, world_family
 from bench.bench_lofo import Score, Size, fit, join_sets, score, summary
 
 TINY = Size(train_jobs=100, eval_jobs=60, max_iter=15, copies=1)
@@ -19,7 +19,7 @@ TINY = Size(train_jobs=100, eval_jobs=60, max_iter=15, copies=1)
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # trains a small model: minutes when the machine's cores are shared
 def test_a_family_scored_by_the_others_model_counts_abstentions_as_misses() -> None:
-    model = fit(*family_b(3, TINY.train_jobs), seed=3, size=TINY)
+    model = fit(*world_family("B", 3, TINY.train_jobs), seed=3, size=TINY)
     windows, labels = family_a(4, TINY.eval_jobs)
     scored = score(model, windows, labels)
     # across families a model of the other one still reads far above chance (0.2 for five classes)
