@@ -87,7 +87,7 @@ def _draw_plan(rng: Rng, cls: Bottleneck, mech: Mechanism) -> Plan | None:
         plan.tags.append(f"rival:{mixed.value}")
     borderline = mixed is not None or rng.random() < 0.2
     margin = rng.uniform(1.03, 1.25) if borderline else rng.uniform(1.3, 3.0)
-    beyond = loguniform(rng, 1.0, 4.0) if not borderline and rng.random() < 0.35 else 1.0
+    beyond = loguniform(rng, 1.0, 6.0) if not borderline and rng.random() < 0.5 else 1.0
     if borderline:
         plan.tags.append("borderline")
     return plan if recipes.settle(plan, cls, margin, beyond) else None
@@ -173,7 +173,7 @@ def _agreed(plan: Plan, f: Factors, training: IntArray, cls: Bottleneck) -> Acco
     sel = training if training.size else np.arange(f.work.shape[1])
     for _ in range(8):
         acc = account(plan, f, sel)
-        if acc.label is cls:
+        if acc.label is cls and _mechanism(plan, acc) == plan.mechanism:
             return acc
         for name in recipes.knobs_of(plan, cls):
             setattr(plan, name, getattr(plan, name) * 1.15)

@@ -131,12 +131,14 @@ def _interconnect(rng: Rng, plan: Plan) -> None:
     elif plan.mechanism == Mechanism.NVLINK.value:
         plan.board = _board_where(rng, lambda b: b.nvlink_bps > 0)
         plan.pods, plan.gpus_per_pod, plan.pods_per_node = 1, int(rng.choice([4, 8])), 1
+        _one_pod(plan)
         plan.comm_s, plan.comm_intra_share = gpu_s * rng.uniform(0.2, 0.5), 1.0
         plan.comm_overlap, plan.accum = rng.uniform(0.0, 0.25), 1
         plan.tags.append("tensor-parallel")
     elif rng.random() < 0.45:
         plan.board = _board_where(rng, lambda b: b.nvlink_bps == 0 and b.per_node >= 4)
         plan.pods, plan.gpus_per_pod, plan.pods_per_node = 1, int(rng.choice([2, 4])), 1
+        _one_pod(plan)
         plan.pcie_peer, plan.comm_intra_share = True, 1.0
         plan.comm_s, plan.comm_overlap, plan.accum = gpu_s * 0.3, rng.uniform(0.0, 0.5), 1
         plan.tags.append("pcie-allreduce")
@@ -144,6 +146,12 @@ def _interconnect(rng: Rng, plan: Plan) -> None:
         plan.h2d_s = gpu_s * rng.uniform(0.1, 0.3)
         plan.h2d_overlap = rng.uniform(0.0, 0.5)
         plan.tags.append(str(rng.choice(["pageable-h2d", "host-embedding-offload", "activation-offload"])))
+
+
+def _one_pod(plan: Plan) -> None:
+    """A single-pod job has no straggler and no time-slicing neighbour or MIG slice of one GPU."""
+    plan.straggler, plan.mig, plan.timeslice = None, None, 0.0
+    plan.tags[:] = [t for t in plan.tags if not t.startswith(("straggler", "mig", "time-sliced"))]
 
 
 def _board_where(rng: Rng, keep: object) -> Board:
