@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from bottleneck_operator.contract.signals import SIGNALS
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, SignalBlock, families_and_coverage
 from bottleneck_operator_dev.familyj import recipes
@@ -15,7 +14,7 @@ from bottleneck_operator_dev.familyj.plan import Plan, Rng, draw_base, logunifor
 from bottleneck_operator_dev.familyj.render import keep_families, render
 from bottleneck_operator_dev.familyj.scrape import Scrape, Scraper
 from bottleneck_operator_dev.familyj.stepmodel import Account, Factors, account, stages
-from bottleneck_operator_dev.familyj.variety import Grid, draw_cluster, draw_factors, draw_telemetry, make_grid, pauses
+from bottleneck_operator_dev.familyj.variety import draw_cluster, draw_factors, draw_telemetry, make_grid, pauses
 
 # Each class's mechanisms, drawn in turn; Memory alternates host pressure and HBM bandwidth.
 _MECHANISMS: dict[Bottleneck, tuple[Mechanism, ...]] = {
@@ -128,7 +127,12 @@ def build_job(
         pods=pods,
         quality=DataQuality(families=families, coverage=coverage, scrape_interval=tel.scrape["dcgm"]),
     )
-    tags = (f"workload:{plan.workload}", f"board:{plan.board.model_name}", f"scrape:{tel.scrape['dcgm']:g}s", *plan.tags)
+    tags = (
+        f"workload:{plan.workload}",
+        f"board:{plan.board.model_name}",
+        f"scrape:{tel.scrape['dcgm']:g}s",
+        *plan.tags,
+    )
     if tel.restart is not None:
         tags += (f"exporter-restart:{tel.restart[0]}",)
     job = FamilyJJob(window.namespace, name, acc.label, _mechanism(plan, acc), tags, window)

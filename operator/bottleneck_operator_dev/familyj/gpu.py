@@ -49,7 +49,10 @@ def activity(rng: Rng, plan: Plan, st: Stages, f: Factors, pause: FloatArray) ->
         "mem_copy_util": np.minimum(1.0, dram * rng.uniform(1.0, 1.25) + gemm * rng.uniform(0.05, 0.2)),
     }
     checkpoint_copy = rng.uniform(0.02, 0.1)  # the state dict is copied off the GPU, then written by the host
-    out = {k: _mix(np.asarray(v), checkpoint_copy if k in ("gpu_util", "gr_engine_active") else 0.0, pause) for k, v in out.items()}
+    out = {
+        k: _mix(np.asarray(v), checkpoint_copy if k in ("gpu_util", "gr_engine_active") else 0.0, pause)
+        for k, v in out.items()
+    }
     if plan.timeslice:
         # time-slicing: every sharing pod sees the whole GPU, the neighbour's kernels included
         nb = plan.timeslice

@@ -79,7 +79,9 @@ def pod_memory(rng: Rng, plan: Plan, st: Stages, f: Factors) -> dict[str, FloatA
     }
 
 
-def pod_pressure(rng: Rng, plan: Plan, st: Stages, cpu: dict[str, FloatArray], mem: dict[str, FloatArray]) -> dict[str, FloatArray]:
+def pod_pressure(
+    rng: Rng, plan: Plan, st: Stages, cpu: dict[str, FloatArray], mem: dict[str, FloatArray]
+) -> dict[str, FloatArray]:
     """The pod cgroup's CPU and IO pressure, and its processes by state."""
     t, g = st.step, plan.gpus_per_pod
     read_share = np.minimum(1.0, st.read / t)
@@ -110,7 +112,9 @@ def by_node(plan: Plan, pods: FloatArray) -> FloatArray:
     return np.asarray(rows.reshape(plan.nodes, plan.pods_per_node, -1).sum(axis=1))
 
 
-def node_io(rng: Rng, plan: Plan, pod: dict[str, FloatArray], nic: FloatArray, pause: FloatArray) -> dict[str, FloatArray]:
+def node_io(
+    rng: Rng, plan: Plan, pod: dict[str, FloatArray], nic: FloatArray, pause: FloatArray
+) -> dict[str, FloatArray]:
     """Disk, netdev and InfiniBand bytes of each node."""
     read = by_node(plan, pod["read_bps"])
     zeros = np.zeros_like(read)
@@ -134,7 +138,9 @@ def node_io(rng: Rng, plan: Plan, pod: dict[str, FloatArray], nic: FloatArray, p
     }
 
 
-def node_cpu_memory(rng: Rng, plan: Plan, pod: dict[str, FloatArray], io: dict[str, FloatArray]) -> dict[str, FloatArray]:
+def node_cpu_memory(
+    rng: Rng, plan: Plan, pod: dict[str, FloatArray], io: dict[str, FloatArray]
+) -> dict[str, FloatArray]:
     """CPU seconds by mode, memory, swap, faults and pressure of each node."""
     n = float(plan.node_cpus)
     busy = np.minimum(n * 0.99, by_node(plan, pod["cpu_cores"]) + plan.neighbour_cpu + rng.uniform(0.3, 1.5))

@@ -109,7 +109,7 @@ class Plan:
     @property
     def cap_clock(self) -> float:
         """The clock share the enforced power limit leaves a busy GPU (dynamic power grows ~f^2-f^3)."""
-        return min(1.0, (self.power_limit_frac / 0.9) ** 0.45)
+        return min(1.0, float((self.power_limit_frac / 0.9) ** 0.45))
 
 
 def pick(rng: Rng, options: tuple[tuple[object, float], ...]) -> object:

@@ -27,7 +27,7 @@ def knobs_of(plan: Plan, cls: Bottleneck) -> tuple[str, ...]:
     if cls is Bottleneck.CPU:
         return ("hostopt_s",) if plan.hostopt_s else ("main_s",) if "main-process" in plan.tags else ("decode_s",)
     if cls is Bottleneck.INTERCONNECT:
-        return ("comm_s",) if plan.comm_s and plan.mechanism != Mechanism.PCIE.value or plan.pcie_peer else ("h2d_s",)
+        return ("comm_s",) if (plan.comm_s and plan.mechanism != Mechanism.PCIE.value) or plan.pcie_peer else ("h2d_s",)
     if cls is Bottleneck.MEMORY:
         return ("swap_s", "loader_mem") if plan.swap_s else ("memk_byte_s",)
     return ("gemm_flop_s", "small_s")

@@ -97,7 +97,9 @@ def _node_side(plan: Plan, node: dict[str, FloatArray], sc: Scraper) -> Signals:
         "node_cpu_iowait_frac": modes["iowait"] / total,
         "node_cpu_system_frac": modes["system"] / total,
         "node_mem_avail_frac": avail / plan.node_mem_bytes,
-        "node_swap_used_frac": np.where(swap_total[:, None] > 0, 1.0 - swap_free / np.maximum(swap_total, 1.0)[:, None], 0.0 * swap_free),
+        "node_swap_used_frac": np.where(
+            swap_total[:, None] > 0, 1.0 - swap_free / np.maximum(swap_total, 1.0)[:, None], 0.0 * swap_free
+        ),
     }
     for name, key in (
         ("node_disk_read_bps", "disk_read_bps"),

@@ -73,7 +73,7 @@ class Scraper:
         return np.asarray(out[np.concatenate([[True], np.diff(out) > 0])])
 
     def _index(self, times: FloatArray) -> FloatArray:
-        return np.clip((times - self.grid.ticks[0]) / self.grid.dt, 0.0, self.grid.ticks.size - 1e-9)
+        return np.asarray(np.clip((times - self.grid.ticks[0]) / self.grid.dt, 0.0, self.grid.ticks.size - 1e-9))
 
     def counter(self, exporter: str, name: str, rate: FloatArray, node_rows: bool) -> FloatArray:
         """Window rate() of a quantity whose per-second truth is ``rate`` (rows, ticks)."""
@@ -85,14 +85,15 @@ class Scraper:
         values = cum[:, i] + rate[:, i] * (pos - i) * self.grid.dt
         if exporter in self._restart_rows:
             at, node = self._restart_rows[exporter]
-            rows = [r for r in range(rate.shape[0]) if (r if node_rows else self.plan.node_of(r)) == node]
+            owner = np.arange(rate.shape[0]) if node_rows else np.arange(rate.shape[0]) // self.plan.pods_per_node
+            rows = np.flatnonzero(owner == node)
             after = times >= at
             at_pos = float(self._index(np.array([at]))[0])
             j = int(at_pos)
             base = cum[rows, j] + rate[rows, j] * (at_pos - j) * self.grid.dt
             values[np.ix_(rows, after)] -= base[:, None]
             values[np.ix_(rows, ~after)] += self._since_boot(rate[rows])[:, None]
-            others = [r for r in range(rate.shape[0]) if r not in rows]
+            others = np.flatnonzero(owner != node)
             values[others] += self._since_boot(rate[others])[:, None]
         else:
             values += self._since_boot(rate)[:, None]

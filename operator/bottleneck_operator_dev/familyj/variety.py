@@ -75,8 +75,8 @@ def make_grid(start: float, step: float, samples: int, longest_scrape: float) ->
     lead = rate_range(step, longest_scrape) + 2 * longest_scrape
     first = start - math.ceil(lead / dt) * dt
     end = start + (samples - 1) * step + dt
-    ticks = first + dt * np.arange(math.ceil((end - first) / dt))
-    inside = int(round((start - first) / dt))
+    ticks = first + dt * np.arange(math.ceil((end - first) / dt), dtype=np.float64)
+    inside = round((start - first) / dt)
     stamps = start + step * np.arange(samples, dtype=np.float64)
     return Grid(stamps, ticks, dt, slice(inside, ticks.size))
 
