@@ -81,15 +81,18 @@ def _draw_plan(rng: Rng, cls: Bottleneck, mech: Mechanism) -> Plan | None:
     plan = draw_base(rng, cls.value, mech.value)
     draw_cluster(rng, plan)
     recipes.prepare(rng, plan, cls)
-    mixed = recipes.rival(rng, plan, cls) if rng.random() < 0.3 else None
+    mixed = recipes.rival(rng, plan, cls) if rng.random() < 0.2 else None
     if mixed is not None:
         plan.tags.append(f"rival:{mixed.value}")
-    borderline = mixed is not None or rng.random() < 0.2
+    borderline = mixed is not None or rng.random() < 0.1
     margin = rng.uniform(1.03, 1.25) if borderline else rng.uniform(1.3, 3.0)
-    beyond = loguniform(rng, 1.0, 6.0) if not borderline and rng.random() < 0.5 else 1.0
+    # how much faster the job would run without its bottleneck: mild, moderate or severe
+    severity = float(
+        rng.choice([rng.uniform(1.1, 1.35), rng.uniform(1.35, 2.0), loguniform(rng, 2.0, 5.0)], p=[0.35, 0.4, 0.25])
+    )
     if borderline:
         plan.tags.append("borderline")
-    return plan if recipes.settle(plan, cls, margin, beyond) else None
+    return plan if recipes.settle(plan, cls, margin, 1.05 if borderline else severity) else None
 
 
 def build_job(

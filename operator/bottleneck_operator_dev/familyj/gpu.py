@@ -67,7 +67,8 @@ def power_and_clocks(rng: Rng, plan: Plan, act: dict[str, FloatArray], f: Factor
     """Board power, SM clock, the enforced limit and the share of GPUs whose power-cap bit is set."""
     b, g = plan.board, plan.gpus_per_pod
     busy = act.get("gpu_util", act["gr_engine_active"])
-    dyn = 0.12 * busy + 0.5 * act["tensor_active"] / 0.75 + 0.25 * act["dram_active"] + 0.15 * act["sm_active"]
+    # dynamic power follows what switches: tensor pipes most, then DRAM traffic and busy SMs
+    dyn = 0.25 * busy + 0.55 * act["tensor_active"] / 0.6 + 0.3 * act["dram_active"] + 0.2 * act["sm_active"]
     if plan.fp32:
         dyn = dyn + 0.4 * act["fp32_active"]
     if plan.mig is not None:  # power is the whole board's: the other instances' tenants draw too
@@ -80,11 +81,13 @@ def power_and_clocks(rng: Rng, plan: Plan, act: dict[str, FloatArray], f: Factor
     idle_drop = 1.0 - 0.25 * (1.0 - busy) * rng.uniform(0.0, 1.0, busy.shape)
     clock = b.boost_mhz * f.clock * idle_drop
     step_mhz = 15.0  # NVML reports clocks on a 15 MHz ladder
+    # a clock well below what the power limit allows means a thermal or hardware slowdown reason
+    slowed = f.clock < 0.85 * plan.cap_clock
     return {
         "power_w": np.asarray(power.mean(axis=1)),
         "sm_clock_mhz": np.asarray(np.round(clock / step_mhz) * step_mhz),
         "power_limit_w": np.full_like(busy, limit),
-        "clock_slowdown_frac": np.asarray(capped.mean(axis=1), dtype=np.float64),
+        "clock_slowdown_frac": np.maximum(np.asarray(capped.mean(axis=1), dtype=np.float64), slowed),
     }
 
 

@@ -70,6 +70,7 @@ def pod_memory(rng: Rng, plan: Plan, st: Stages, f: Factors) -> dict[str, FloatA
     if pressed and not plan.swap and rng.random() < 0.4:
         oom = (rng.random(t.shape) < 0.004).astype(np.float64) / 5.0  # a helper process killed now and then
     return {
+        "reclaim_cores": stalled_threads * rng.uniform(0.2, 0.5),  # direct reclaim scans pages on the CPU
         "working_set": ws_series,
         "swapin_ps": swapin,
         "majfault_ps": faults + mmap + rng.uniform(0.0, 15.0),
@@ -130,7 +131,7 @@ def node_io(
     return {
         "disk_read_bps": block,
         "disk_reads_ps": block / plan.storage.request_bytes,
-        "disk_busy": 1.0 - np.exp(-2.5 * block / cap),
+        "disk_busy": 1.0 - np.exp(-4.0 * block / cap),
         "net_rx_bps": store_net + tcp + plan.neighbour_net + background,
         "net_tx_bps": tcp + plan.neighbour_net * 0.3 + background + upload,
         "ib_rx_bps": rdma + (read if plan.storage.via == "ib" else zeros) + plan.neighbour_rdma,
@@ -144,7 +145,9 @@ def node_cpu_memory(
     """CPU seconds by mode, memory, swap, faults and pressure of each node."""
     n = float(plan.node_cpus)
     busy = np.minimum(n * 0.99, by_node(plan, pod["cpu_cores"]) + plan.neighbour_cpu + rng.uniform(0.3, 1.5))
-    kernel = (io["net_rx_bps"] + io["net_tx_bps"]) / 1e9 * 0.3 + by_node(plan, pod["swapin_ps"]) * 4e-6
+    kernel = (io["net_rx_bps"] + io["net_tx_bps"]) / 1e9 * 0.3 + by_node(plan, pod["reclaim_cores"])
+    if plan.swap_s > 0 and plan.mem_limit is None:
+        kernel = kernel + rng.uniform(0.5, 2.0)  # kswapd threads when the whole node is short
     system = np.minimum(busy, 0.07 * busy + kernel)
     iowait = np.minimum(n - busy, by_node(plan, pod["procs_iowait"]) * 0.7)
     used = by_node(plan, pod["working_set"]) + plan.node_mem_bytes * rng.uniform(0.03, 0.3) * (plan.neighbours > 0)

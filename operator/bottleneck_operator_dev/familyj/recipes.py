@@ -10,14 +10,16 @@ The label is never set here: the step model's account decides it afterwards.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 from bottleneck_operator_dev.familyj.hardware import BOARDS, STORAGE, Board
-from bottleneck_operator_dev.familyj.plan import Plan, Rng, loguniform
+from bottleneck_operator_dev.familyj.plan import Plan, Rng
 from bottleneck_operator_dev.familyj.stepmodel import nominal, savings
 
-_CANDIDATES = np.geomspace(0.02, 80.0, 40)[None, :]
+_CANDIDATES = np.geomspace(0.02, 100.0, 64)[None, :]
 
 
 def knobs_of(plan: Plan, cls: Bottleneck) -> tuple[str, ...]:
@@ -33,28 +35,28 @@ def knobs_of(plan: Plan, cls: Bottleneck) -> tuple[str, ...]:
     return ("gemm_flop_s", "small_s")
 
 
-def settle(plan: Plan, cls: Bottleneck, margin: float, beyond: float = 1.0) -> bool:
+def settle(plan: Plan, cls: Bottleneck, margin: float, speedup: float = 1.0) -> bool:
     """Scale the class's demands to the smallest strength that makes it bind by ``margin``.
 
     Args:
         plan: the job, changed in place.
         cls: the class to make bind.
         margin: the class's saving over the runner-up's that is asked for.
-        beyond: a further factor on the strength found (a more extreme bottleneck).
+        speedup: the least speed-up removing the class must give (how severe the bottleneck is).
 
     Returns:
         False when no strength in the range makes it bind (the caller draws again).
     """
     names = knobs_of(plan, cls)
     scale = {name: _CANDIDATES for name in names}
-    _, saved = savings(plan, nominal(plan), scale)
-    stack = np.stack([saved[c] for c in saved])
-    order = np.sort(stack, axis=0)
+    base, saved = savings(plan, nominal(plan), scale)
+    order = np.sort(np.stack([saved[c] for c in saved]), axis=0)
     target = saved[cls]
     ok = (target >= order[-1]) & (target >= margin * np.maximum(order[-2], 1e-12)) & (target > 0)
+    ok &= base >= speedup * (base - target)
     if not ok.any():
         return False
-    mult = float(_CANDIDATES[0, int(np.argmax(ok))]) * beyond
+    mult = float(_CANDIDATES[0, int(np.argmax(ok))])
     for name in names:
         setattr(plan, name, getattr(plan, name) * mult)
     return True
@@ -94,7 +96,8 @@ def _cpu(rng: Rng, plan: Plan) -> None:
     if mech == Mechanism.THROTTLED.value:
         fair = plan.node_cpus / plan.pods_per_node
         plan.cpu_limit = float(max(2, round(fair * rng.uniform(0.08, 0.35))))
-        plan.workers = max(plan.workers, 6)
+        # more workers than the quota has cores: the quota, not the worker count, is what binds
+        plan.workers = max(plan.workers, math.ceil(plan.cpu_limit / plan.gpus_per_pod) + 2)
     elif mech == Mechanism.TOO_FEW_WORKERS.value:
         plan.cpu_limit = None if rng.random() < 0.6 else plan.cpu_limit
         plan.workers = int(rng.choice([0, 1, 2, 3]))
@@ -113,7 +116,8 @@ def _cpu(rng: Rng, plan: Plan) -> None:
         plan.cpu_limit = None
     else:
         plan.cpu_limit = None
-        plan.workers = max(plan.workers, 12)
+        # workers enough to occupy every core of the pod's share of the node
+        plan.workers = max(plan.workers, math.ceil(plan.node_cpus / plan.pods_per_node / plan.gpus_per_pod) + 1)
         plan.tags.append("decode-heavy")
 
 
@@ -194,4 +198,4 @@ def rival(rng: Rng, plan: Plan, cls: Bottleneck) -> Bottleneck | None:
     if plan.gpus == 1 or plan.comm_s == 0.0:
         others.remove(Bottleneck.INTERCONNECT)
     other = others[int(rng.integers(len(others)))]
-    return other if settle(plan, other, 1.0, loguniform(rng, 0.9, 1.2)) else None
+    return other if settle(plan, other, 1.0, rng.uniform(1.05, 1.4)) else None

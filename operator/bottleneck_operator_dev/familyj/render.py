@@ -18,11 +18,12 @@ Signals = dict[str, FloatArray]  # signal name -> (pods, timestamps)
 def render(rng: Rng, plan: Plan, st: Stages, f: Factors, pause: FloatArray, sc: Scraper) -> Signals:
     """Every signal the job's exporters would give, before families are dropped."""
     out: Signals = {}
-    out.update(_dcgm(rng, plan, st, f, pause, sc))
+    links = gpu.link_bytes(rng, plan, st, pause)
+    out.update(_dcgm(rng, plan, st, f, pause, links, sc))
     cpu = host.pod_cpu(rng, plan, st, f, pause)
     mem = host.pod_memory(rng, plan, st, f)
+    cpu["cpu_cores"] = cpu["cpu_cores"] + mem["reclaim_cores"]  # direct reclaim is charged to the pod
     pressure = host.pod_pressure(rng, plan, st, cpu, mem)
-    links = gpu.link_bytes(rng, plan, st, pause)
     pod = {**cpu, **mem, **pressure}
     out.update(_pod_side(plan, pod, sc))
     io = host.node_io(rng, plan, pod, links["nic_bps"], pause)
@@ -32,11 +33,12 @@ def render(rng: Rng, plan: Plan, st: Stages, f: Factors, pause: FloatArray, sc: 
     return out
 
 
-def _dcgm(rng: Rng, plan: Plan, st: Stages, f: Factors, pause: FloatArray, sc: Scraper) -> Signals:
+def _dcgm(
+    rng: Rng, plan: Plan, st: Stages, f: Factors, pause: FloatArray, links: dict[str, FloatArray], sc: Scraper
+) -> Signals:
     act = gpu.activity(rng, plan, st, f, pause)
     power = gpu.power_and_clocks(rng, plan, act, f)
     fb = gpu.framebuffer(rng, plan, st.step.shape)
-    links = gpu.link_bytes(rng, plan, st, pause)
     truth = {**act, **power, **{k: v for k, v in links.items() if k != "nic_bps"}}
     if plan.board.nvlink_bps == 0:
         for key in ("nvlink_rx_bps", "nvlink_tx_bps"):

@@ -132,6 +132,9 @@ class Telemetry:
 
     Attributes:
         scrape: exporter short name -> scrape interval, seconds.
+        field_set: dcgm-exporter's counters file: "dev" (DEV fields only), "default" (the shipped
+            file: DEV plus GR engine, tensor, DRAM and PCIe), "full" (a custom file adding SM
+            activity/occupancy, FP pipes and, on NVLink boards, NVLink bytes).
         dcgm_collect: dcgm-exporter's own collection interval (its gauges hold between collections).
         families: the families this cluster publishes for the job.
         restart: (exporter, node, share of the window) of an exporter restarted mid-window, or None.
@@ -140,6 +143,7 @@ class Telemetry:
     """
 
     scrape: dict[str, float]
+    field_set: str
     dcgm_collect: float
     families: frozenset[Family]
     restart: tuple[str, int, float] | None
@@ -182,6 +186,7 @@ def draw_telemetry(rng: Rng, plan: Plan) -> Telemetry:
         restart = (who, int(rng.integers(plan.nodes)), rng.uniform(0.15, 0.85))
     return Telemetry(
         scrape=scrape,
+        field_set=field_set,
         dcgm_collect=float(rng.choice([5.0, 10.0, 30.0, 30.0])),
         families=frozenset(fam),
         restart=restart,
