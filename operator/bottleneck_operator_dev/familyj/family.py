@@ -128,7 +128,9 @@ def build_job(
         step=step,
         timestamps=grid.timestamps,
         pods=pods,
-        quality=DataQuality(families=families, coverage=coverage, scrape_interval=tel.scrape["dcgm"]),
+        quality=DataQuality(
+            families=families, coverage=coverage, scrape_interval=tel.scrape["dcgm"], layout=tel.layout
+        ),
     )
     tags = (
         f"workload:{plan.workload}",

@@ -25,7 +25,7 @@ def loader_cores(plan: Plan) -> float:
     """Cores the loader workers can use at nominal conditions: workers, the CPU limit or the node share."""
     if plan.workers == 0:
         return 0.0
-    main = plan.gpus_per_pod * 1.0
+    main = plan.gpus_per_pod * plan.spin + 0.2  # the training processes' own share, polling the GPU
     room = (plan.cpu_limit - main) if plan.cpu_limit is not None else plan.node_cpus / plan.pods_per_node - main
     return float(max(0.5, min(plan.workers * plan.gpus_per_pod, room)))
 

@@ -140,6 +140,8 @@ class Telemetry:
         restart: (exporter, node, share of the window) of an exporter restarted mid-window, or None.
         missed: probability that one scrape is missed.
         prometheus_major: the Prometheus major that evaluates rate() (2 or 3).
+        layout: how the exporters' series were labelled (dcgm-exporter behind a ServiceMonitor with
+            honorLabels false puts the workload in exported_*; node-exporter has no node label).
     """
 
     scrape: dict[str, float]
@@ -149,6 +151,7 @@ class Telemetry:
     restart: tuple[str, int, float] | None
     missed: float
     prometheus_major: int
+    layout: dict[str, str]
 
 
 def draw_telemetry(rng: Rng, plan: Plan) -> Telemetry:
@@ -192,4 +195,8 @@ def draw_telemetry(rng: Rng, plan: Plan) -> Telemetry:
         restart=restart,
         missed=rng.uniform(0.0, 0.03),
         prometheus_major=int(rng.choice([2, 3])),
+        layout={
+            "dcgm": str(rng.choice(["exported-labels", "pod-labels"], p=[0.7, 0.3])),
+            "node": str(rng.choice(["pod-join", "node-label"], p=[0.75, 0.25])),
+        },
     )
