@@ -94,15 +94,15 @@ def pod_pressure(
     cpu_some = 0.75 * cpu.get("throttled", np.zeros_like(t)) + contention + 0.01
     workers = max(1, plan.workers) * g
     per_worker = cpu["loader_cores"] / workers
-    busy_procs = g * float(plan.spin > 0.9) + np.where(per_worker > 0.9, workers, 0)
     main_busy = np.minimum(1.0, plan.main_s / t)
+    busy_procs = np.where((main_busy > 0.9) | (plan.spin > 0.9), g, 0) + np.where(per_worker > 0.9, workers, 0)
     return {
         "cpu_some": np.minimum(0.99, cpu_some),
         "io_some": io_some,
         "io_full": io_some * gpu_waits * 0.8,
         "procs_running": g * (main_busy + plan.spin * (1 - main_busy)) + cpu["loader_cores"],
         "procs_iowait": (workers * read_share if dstate else np.zeros_like(t)) + mem["mem_some"] * workers * 0.3,
-        "procs_busy": np.asarray(busy_procs, dtype=np.float64) + np.where(main_busy > 0.9, g, 0),
+        "procs_busy": np.asarray(busy_procs, dtype=np.float64),
     }
 
 

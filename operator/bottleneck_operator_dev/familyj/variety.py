@@ -183,6 +183,8 @@ def draw_telemetry(rng: Rng, plan: Plan) -> Telemetry:
             fam.discard(gone)
     if Family.NODE not in fam:
         fam -= {Family.NODE_PSI, Family.NODE_IB}
+    if Family.CADVISOR not in fam:
+        fam.discard(Family.CADVISOR_CFS)
     restart = None
     if rng.random() < 0.15:
         who = str(rng.choice(["node", "dcgm", "cadvisor", "sidecar"]))
