@@ -12,7 +12,7 @@ from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.contract.window import families_and_coverage
 from bottleneck_operator_dev.familyj import FamilyJJob, generate_family_j
 from bottleneck_operator_dev.familyj.family import build_job
-from bottleneck_operator_dev.familyj.hardware import BOARDS
+from bottleneck_operator_dev.familyj.hardware import BOARDS, FABRICS
 
 START = 1_750_000_000.0
 TDP = {b.model_name: b.tdp_w for b, _ in BOARDS}
@@ -170,4 +170,40 @@ def test_throttled_cpu_jobs_are_throttled(jobs: list[FamilyJJob]) -> None:
             assert "cpu_limit_cores" in job.window.pods[0].signals or Family.KSM not in job.window.quality.families
             if Family.CADVISOR_CFS in job.window.quality.families and Family.CADVISOR in job.window.quality.families:
                 assert (_mean(job, "cpu_throttled_frac") or 0.0) > 0.3
+    assert seen
+
+
+def test_storage_shows_where_its_bytes_arrive() -> None:
+    """Block storage shows reads and IO pressure in the pod's cgroup; HTTP object stores show neither."""
+    seen: collections.Counter[str] = collections.Counter()
+    for i in range(24):
+        mech = (Mechanism.LOCAL_DISK, Mechanism.NETWORK_STORAGE)[i % 2]
+        job, _, _ = build_job(31, i, Bottleneck.IO, mech, start=START, step=30.0)
+        if Family.SIDECAR not in job.window.quality.families:
+            continue
+        block = _mean(job, "sc_io_read_bps") or 0.0
+        pressure = _mean(job, "sc_psi_io_some") or 0.0
+        if mech is Mechanism.LOCAL_DISK:
+            seen["block"] += 1
+            assert block > 5e7 and pressure > 0.3, job.tags
+        elif "storage:object-store-http" in job.tags:
+            seen["http"] += 1
+            assert block == 0.0 and pressure < 0.1, job.tags
+    assert seen["block"] and seen["http"]
+
+
+def test_network_bound_jobs_fill_their_links() -> None:
+    """Network-bound jobs move bytes near the NIC's rate, on the counters their fabric is seen by."""
+    rates = {f.name: f for f, _ in FABRICS}
+    seen = 0
+    for i in range(16):
+        job, _, acc = build_job(41, i, Bottleneck.INTERCONNECT, Mechanism.NETWORK, start=START, step=30.0)
+        fabric = rates[next(t for t in job.tags if t.startswith("fabric:")).split(":", 1)[1]]
+        signal = "ib_tx_bps" if fabric.ib_counters and fabric.rdma else "node_net_tx_bps"
+        sent = _mean(job, signal)
+        if job.mechanism != Mechanism.NETWORK.value or sent is None:
+            continue
+        seen += 1
+        assert acc.comm_saving > 0.0
+        assert sent > 0.2 * fabric.port_bps(), (job.tags, sent)
     assert seen
