@@ -64,7 +64,8 @@ def generate_family_j(seed: int, n: int, *, start: float, step: float = 30.0) ->
     """
     if n < 0 or step <= 0:
         raise ValueError(f"n must be >= 0 and step > 0, not n={n}, step={step}")
-    order = np.random.default_rng([seed, 0x4A]).permutation(n)
+    # the order's generator is keyed apart from every job's (seed, i)
+    order = np.random.default_rng([seed, 1 << 40]).permutation(n)
     labels = [CLASSES[int(k) % len(CLASSES)] for k in order]
     seen: dict[Bottleneck, int] = {}
     jobs = []

@@ -42,7 +42,9 @@ def pod_cpu(rng: Rng, plan: Plan, st: Stages, f: Factors, pause: FloatArray) -> 
     readers = read_bps * plan.storage.cpu_per_gb / 1e9
     usage = loader + main + hostopt + readers + rng.uniform(0.05, 0.3)
     usage = usage * (1.0 - pause) + g * 1.0 * pause  # a checkpoint serialises on one core per process
-    out = {"cpu_cores": usage, "read_bps": read_bps * (1.0 - pause), "loader_cores": loader}
+    # CPU the pod wanted but could not get on a contended node: runnable, waiting (cpu pressure)
+    contention = np.clip(1.0 - f.cpu, 0.0, 0.9)
+    out = {"cpu_cores": usage, "read_bps": read_bps * (1.0 - pause), "loader_cores": loader, "contention": contention}
     if plan.cpu_limit is not None:
         usage = np.minimum(usage, plan.cpu_limit * 0.985)
         load = usage / plan.cpu_limit
@@ -91,7 +93,7 @@ def pod_pressure(
     io_some = np.minimum(0.98, read_share * rng.uniform(0.8, 1.05)) if dstate else read_share * 0.02
     io_some = np.minimum(0.99, io_some + 0.5 * mem["mem_some"] * plan.swap)
     contention = 0.25 * plan.neighbour_cpu / plan.node_cpus if plan.cpu_limit is None else 0.0
-    cpu_some = 0.75 * cpu.get("throttled", np.zeros_like(t)) + contention + 0.01
+    cpu_some = 0.75 * cpu.get("throttled", np.zeros_like(t)) + contention + 0.9 * cpu["contention"] + 0.01
     workers = max(1, plan.workers) * g
     per_worker = cpu["loader_cores"] / workers
     main_busy = np.minimum(1.0, plan.main_s / t)
@@ -144,7 +146,9 @@ def node_cpu_memory(
 ) -> dict[str, FloatArray]:
     """CPU seconds by mode, memory, swap, faults and pressure of each node."""
     n = float(plan.node_cpus)
-    busy = np.minimum(n * 0.99, by_node(plan, pod["cpu_cores"]) + plan.neighbour_cpu + rng.uniform(0.3, 1.5))
+    others = by_node(plan, pod["contention"]) / plan.pods_per_node * n * 0.9  # whoever takes the CPU it lacks
+    busy = by_node(plan, pod["cpu_cores"]) + np.maximum(plan.neighbour_cpu, others) + rng.uniform(0.3, 1.5)
+    busy = np.minimum(n * 0.99, busy)
     kernel = (io["net_rx_bps"] + io["net_tx_bps"]) / 1e9 * 0.3 + by_node(plan, pod["reclaim_cores"])
     if plan.swap_s > 0 and plan.mem_limit is None:
         kernel = kernel + rng.uniform(0.5, 2.0)  # kswapd threads when the whole node is short

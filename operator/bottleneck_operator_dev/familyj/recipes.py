@@ -93,6 +93,10 @@ def _io(rng: Rng, plan: Plan) -> None:
 
 def _cpu(rng: Rng, plan: Plan) -> None:
     mech, draw = plan.mechanism, rng.random()
+    if plan.straggler is not None and plan.straggler[1] == "cpu" and mech != Mechanism.SATURATED.value:
+        # a pod short of CPU on a contended node is saturation, not its quota or its worker count
+        plan.straggler = None
+        plan.tags.remove("straggler:cpu")
     if mech == Mechanism.THROTTLED.value:
         fair = plan.node_cpus / plan.pods_per_node
         plan.cpu_limit = float(max(2, round(fair * rng.uniform(0.08, 0.35))))
