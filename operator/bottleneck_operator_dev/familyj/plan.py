@@ -18,8 +18,10 @@ from bottleneck_operator_dev.familyj.hardware import BOARDS, FABRICS, GIB, NODE_
 Rng = np.random.Generator
 
 # What real teams run, with the share of GPU time their tensor (GEMM) kernels take and how much
-# input they read and decode per second of GPU work. The shares follow the usual make-up of these
-# models (attention/MLP GEMMs in transformers, convolutions in CNNs, embedding gathers in recsys).
+# input one GPU reads and decodes per second of its work. The shares follow the usual make-up of
+# these models (attention/MLP GEMMs in transformers, convolutions in CNNs, embedding gathers in
+# recsys); the input rates follow from samples per second and sample sizes (tokens are a few bytes,
+# a JPEG ~110 KB, a video clip megabytes) and TELEMETRY.md's 50-200 JPEGs per core-second.
 WORKLOADS: dict[str, tuple[tuple[float, float], float, float]] = {
     # name: ((gemm share low, high), input MB per GPU-second, decode core-s per GPU-second)
     "llm-pretrain-fsdp": ((0.68, 0.85), 0.5, 0.05),
@@ -179,17 +181,22 @@ def _draw_gpu_work(rng: Rng, plan: Plan) -> None:
 def _draw_host_side(rng: Rng, plan: Plan) -> None:
     """The input pipeline, the training process's own CPU and the memory it holds: all comfortable."""
     gpu_s = plan.gemm_flop_s + plan.memk_byte_s
-    plan.read_s = gpu_s * rng.uniform(0.03, 0.45)
-    plan.decode_s = gpu_s * rng.uniform(0.05, 0.5)
+    _, input_mb, decode_core_s = WORKLOADS[plan.workload]
+    plan.workers = int(rng.choice([2, 4, 6, 8, 10, 12, 16]))
+    lo, hi = plan.storage.client_bps
+    plan.store_bps = rng.uniform(lo, hi) / plan.pods_per_node if plan.storage.block else rng.uniform(lo, hi)
+    # what the workload reads and decodes per second of GPU work, against what the pod has
+    gpus = plan.gpus_per_pod
+    read_need = input_mb * 1e6 * gpus * loguniform(rng, 0.5, 2.0) / plan.store_bps
+    decode_need = decode_core_s * gpus * loguniform(rng, 0.5, 2.0) / (plan.workers * gpus)
+    plan.read_s = gpu_s * float(np.clip(read_need, 0.01, 0.45))
+    plan.decode_s = gpu_s * float(np.clip(decode_need, 0.02, 0.5))
     plan.loader_overlap = rng.uniform(0.6, 1.0)
     plan.main_s = gpu_s * rng.uniform(0.01, 0.06)
     pinned = rng.random() < 0.7
     plan.h2d_s = gpu_s * rng.uniform(0.005, 0.08)
     plan.h2d_overlap = rng.uniform(0.6, 0.95) if pinned else 0.0
-    plan.workers = int(rng.choice([2, 4, 6, 8, 10, 12, 16]))
     plan.spin = rng.uniform(0.35, 1.0)
-    lo, hi = plan.storage.client_bps
-    plan.store_bps = rng.uniform(lo, hi) / plan.pods_per_node if plan.storage.block else rng.uniform(lo, hi)
     plan.mmap_dataset = plan.storage.block and rng.random() < 0.2
     plan.swap = rng.random() < 0.25  # NodeSwap is beta and off by default: most nodes run without swap
     node_share = plan.node_mem_bytes / plan.pods_per_node

@@ -199,7 +199,7 @@ def _memory(rng: Rng, plan: Plan) -> None:
 def rival(rng: Rng, plan: Plan, cls: Bottleneck) -> Bottleneck | None:
     """Raise a second stage close to binding first (a mixed job); returns that class, if any."""
     others = [c for c in (Bottleneck.IO, Bottleneck.CPU, Bottleneck.GPU, Bottleneck.INTERCONNECT) if c is not cls]
-    if plan.gpus == 1 or plan.comm_s == 0.0:
+    if (plan.gpus == 1 or plan.comm_s == 0.0) and Bottleneck.INTERCONNECT in others:
         others.remove(Bottleneck.INTERCONNECT)
     other = others[int(rng.integers(len(others)))]
     return other if settle(plan, other, 1.0, rng.uniform(1.05, 1.4)) else None
