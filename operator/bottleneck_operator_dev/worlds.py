@@ -1,7 +1,7 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix;
-B was written beside the simulator, C to H were written blind, read once each as an evaluation
+B was written beside the simulator, C to I were written blind, read once each as an evaluation
 (docs/analysis.md) and are training worlds since that reading spent them. A family still stored for a
 blind reading is never listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -59,6 +59,12 @@ def _family_h() -> Any:
     return generate_family_h
 
 
+def _family_i() -> Any:
+    from bottleneck_operator_dev.familyi import generate_family_i
+
+    return generate_family_i
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -113,6 +119,12 @@ WORLDS: dict[str, World] = {
             _family_h,
             "the eighth family",
             "Family H, written blind after G had been read, one iteration per GPU split into input and trainer stages, read once before it became a training world.",
+        ),
+        World(
+            "I",
+            _family_i,
+            "the ninth family",
+            "Family I, written blind after H had been read, a step model of prefetched input, overlapped copies and hidden collectives read through emulated exporters, read once.",
         ),
     )
 }
