@@ -1,21 +1,21 @@
 """The blind family: the figure the README leads with.
 
-Family I (``bottleneck_operator_dev.familyi``) is the blind figure now. It was written after family H
+Family J (``bottleneck_operator_dev.familyj``) is the blind figure now. It was written after family I
 had been read, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familyi.md says what its author saw), and it is read once, after the class path was frozen
+(docs/familyj.md says what its author saw), and it is read once, after the class path was frozen
 (docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
 (``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
-Job of I is analysed as a user would read it: the verdict's class, an Unknown counted as an
+Job of J is analysed as a user would read it: the verdict's class, an Unknown counted as an
 abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
 calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
 seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
-wrong verdicts fall by I's own mechanism. I is also scored by a model of the worlds before the newest
-joined (what H was worth) and by one with G beside the shipped worlds (G, read once blind, did not join
+wrong verdicts fall by J's own mechanism. J is also scored by a model of the worlds before the newest
+joined (what I was worth) and by one with G beside the shipped worlds (G, read once blind, did not join
 by its leave-one-family-out rule, docs/scenarios.md: this says what it would have been worth).
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G
-and H, each read once blind before I (docs/analysis.md), are a development world and a training world.
-Family J (docs/familyj.md) is stored unread for the reading after this one.
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G,
+H and I, each read once blind before J (docs/analysis.md), are a development world and two training
+worlds.
 """
 
 from __future__ import annotations
@@ -34,20 +34,20 @@ TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
-# The recipes as they stand when I is read (docs/analysis.md): the shipped recipe (the simulator beside
-# ``train``'s default worlds), the one before H joined, and the shipped one with G beside it.
-SHIPPED = ["A", "B", "C", "D", "E", "F", "H"]  # the shipped recipe at I's reading
-WITH_G = [*SHIPPED, "G"]  # G did not join by its rule (docs/scenarios.md); I says what it was worth
+# The recipes as they stand when J is read (docs/analysis.md): the shipped recipe (the simulator beside
+# ``train``'s default worlds), the one before I joined, and the shipped one with G beside it.
+SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at J's reading
+WITH_G = [*SHIPPED, "G"]  # G did not join by its rule (docs/scenarios.md); J says what it was worth
 RECIPES = (SHIPPED, SHIPPED[:-1], WITH_G)  # the shipped recipe first: the blind figure
-BLIND = "I"
+BLIND = "J"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_i(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the seventh blind family, written after H had been read."""
-    from bottleneck_operator_dev.familyi import generate_family_i
+def family_j(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the eighth blind family, written after I had been read."""
+    from bottleneck_operator_dev.familyj import generate_family_j
 
-    jobs = generate_family_i(seed, n, start=START)
+    jobs = generate_family_j(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [str(j.mechanism) for j in jobs]
 
 
@@ -80,16 +80,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> I (the blind figure), the recipes without H and with G beside it,
-    and the shipped recipe's wrong verdicts by I's mechanism."""
+    """One seed: the shipped recipe -> J (the blind figure), the recipes without I and with G beside it,
+    and the shipped recipe's wrong verdicts by J's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = training_sets(seed, size, WITH_G)
-    windows, labels, mechanisms = family_i(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_j(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # I is never trained on
+    # J is never trained on
     for rest in RECIPES:
         verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
         out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
@@ -99,7 +99,7 @@ def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
 
 
 def _misread(verdicts: Sequence[Any], labels: Sequence[str], mechanisms: Sequence[str]) -> list[str]:
-    """Per true class and I's mechanism: Jobs, and what those not read right were read as."""
+    """Per true class and J's mechanism: Jobs, and what those not read right were read as."""
     from collections import Counter
 
     groups: dict[tuple[str, str], Counter[str]] = {}

@@ -124,7 +124,7 @@ WORLDS: dict[str, World] = {
             "I",
             _family_i,
             "the ninth family",
-            "Family I, written blind after H had been read, a step model of prefetched input, overlapped copies and hidden collectives read through emulated exporters, read once.",
+            "Family I, written blind after H had been read, a step model of prefetched input, overlapped copies and hidden collectives read through emulated exporters, read once before it became a training world.",
         ),
     )
 }

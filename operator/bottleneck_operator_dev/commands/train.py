@@ -24,7 +24,7 @@ from bottleneck_operator_dev.worlds import TRAIN_START, WORLDS, format_families,
 DEFAULT_SEED = 7
 DEFAULT_JOBS = 4000
 # jobs of each scenario family beside the simulator's: every world the model is trained across
-DEFAULT_FAMILIES = {"B": 2000, "C": 2000, "D": 2000, "E": 2000, "F": 2000, "H": 2000}
+DEFAULT_FAMILIES = {"B": 2000, "C": 2000, "D": 2000, "E": 2000, "F": 2000, "H": 2000, "I": 2000}
 DEFAULT_COPIES = 3
 # Prediction cost grows with the number of trees (iterations x classes): 100 iterations at a learning
 # rate of 0.15 keep features + prediction above 5,000 job windows/s on one core.
