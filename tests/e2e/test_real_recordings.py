@@ -79,8 +79,8 @@ REGRESSIONS: dict[tuple[str, str], str] = {
         "gpu-loader",
     ): "DEV fields only: a loader with too few workers abstains",
     ("dev-only", "gpu-loader-busy"): "DEV fields only: a busy loader abstains",
-    ("dev-only", "gpu-launch-wide"): f"DEV fields only, {GRID}: launch-bound loop abstains (GPU at 0.32)",
-    ("dev-only", "gpu-workers0-busy"): f"DEV fields only, {GRID}: a loader without workers read as Interconnect",
+    ("dev-only", "gpu-launch-wide"): f"DEV fields only, {GRID}: launch-bound loop abstains",
+    ("dev-only", "gpu-workers0-busy"): f"DEV fields only, {GRID}: a loader without workers abstains",
     ("speed-up", "gpu-workers0-busy"): "the CPU headroom's measured wait differs from the idle time the test expects",
 }
 
