@@ -166,3 +166,13 @@ def test_gpu_evidence_is_read_against_cited_levels() -> None:
     assert items["gpu_active"].reference == pytest.approx(0.8)
     assert items["power_of_limit"].reference == 1.0 and items["power_of_limit"].observed == pytest.approx(390 / 400)
     assert "sm_occupancy" not in items  # occupancy speaks of bandwidth-bound work, not of compute (DCGM docs)
+
+
+def test_gpu_activity_in_the_evidence_is_the_share_the_header_gives() -> None:
+    """One report gives one GPU-active share: the evidence reads the summary's, as the header and
+    headroom do, even where the feature row blends another activity field into it."""
+    window = make_window(B.GPU, noise=0.0, overrides={"sm_active": 0.97, "gr_engine_active": 0.85})
+    v = analyze_window(window, FixedModel({B.GPU: 0.9}))
+    items = {e.signal: e for e in v.evidence}
+    assert v.gpu_active == pytest.approx(0.97)
+    assert items["gpu_active"].observed == pytest.approx(v.gpu_active)

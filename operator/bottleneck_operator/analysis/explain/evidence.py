@@ -68,7 +68,11 @@ def build_evidence(
     """
     path = data_path(summary)
     # the share of bytes over the network is the data path's, which the IO mechanism reads too
-    shared = {Series.NET_RX_SHARE.mean: path.share} if cls is Bottleneck.IO else {}
+    shared: dict[FeatureKey, float | None] = {Series.NET_RX_SHARE.mean: path.share} if cls is Bottleneck.IO else {}
+    if summary.gpu_active is not None:
+        # GPU activity is the one the report's header and headroom read (the first activity field
+        # present), not the feature row's blend of fields, so one report never gives two shares
+        shared[Series.ACT.mean] = summary.gpu_active
     scored = _scored(cls, x, mechanism, shared)
     items: list[Evidence] = []
     # An HBM-bound GPU is busy: its kernels wait on memory inside, not for anything outside
