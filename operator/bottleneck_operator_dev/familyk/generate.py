@@ -71,10 +71,7 @@ def _job(seed: int, i: int, row: int, start: float, step: float) -> FamilyKJob:
     plan = draw_plan(rng, row)
     samples = int(rng.integers(20, 121))
     c = plan.cluster
-    ex = draw_exporters(
-        rng, samples, rdma=c.fabric is not None and c.fabric.rdma, cpu_limit=c.cpu_limit is not None,
-        mem_limit=c.mem_limit_gib is not None,
-    )  # fmt: skip
+    ex = draw_exporters(rng, samples, rdma=c.fabric is not None and c.fabric.rdma, cpu_limit=c.cpu_limit is not None)
     lanes = job_lanes(rng, plan, samples)
     pauses = _pauses(rng, samples, step)
     namespace = NAMESPACES[int(rng.integers(len(NAMESPACES)))]

@@ -42,7 +42,8 @@ def _drift(rng: np.random.Generator, n: int, sigma: float) -> Arr:
     for i in range(n):
         acc = 0.7 * acc + noise[i]
         out[i] = acc
-    return np.exp(out - out.mean())
+    result: Arr = np.exp(out - out.mean())
+    return result
 
 
 def job_lanes(rng: np.random.Generator, plan: Plan, n: int) -> list[PodLanes]:

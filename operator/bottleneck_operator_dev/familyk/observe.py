@@ -44,7 +44,7 @@ class Exporters:
     restarts: dict[str, int]  # exporter -> sample index where it restarted (a gap before it)
 
 
-def draw_exporters(rng: np.random.Generator, n: int, *, rdma: bool, cpu_limit: bool, mem_limit: bool) -> Exporters:
+def draw_exporters(rng: np.random.Generator, n: int, *, rdma: bool, cpu_limit: bool) -> Exporters:
     """A cluster's exporter set-up, with families missing as they are on real clusters."""
     field_set = str(rng.choice(["dev-only", "default", "default", "full", "full"]))
     fams = set(FIELD_SETS[field_set])
@@ -66,7 +66,6 @@ def draw_exporters(rng: np.random.Generator, n: int, *, rdma: bool, cpu_limit: b
     for exporter in ("dcgm", "node", "cadvisor", "sidecar"):
         if n > 30 and rng.random() < 0.12:
             restarts[exporter] = int(rng.integers(10, n - 5))
-    _ = mem_limit
     return Exporters(frozenset(fams), field_set, scrape, collect, restarts)
 
 
@@ -103,9 +102,7 @@ def _hold(x: Arr, every: int) -> Arr:
     return held
 
 
-def observe(
-    rng: np.random.Generator, true: dict[str, Arr], ex: Exporters, step: float
-) -> dict[str, Arr]:
+def observe(rng: np.random.Generator, true: dict[str, Arr], ex: Exporters, step: float) -> dict[str, Arr]:
     """The signals a window carries: only present families, gauges held, counters read by rate."""
     out: dict[str, Arr] = {}
     span = max(1, int(np.ceil(2 * ex.scrape / step)))  # rate needs two scrapes in its range
@@ -118,7 +115,7 @@ def observe(
         if spec.kind is Kind.COUNTER and not spec.special:
             v = rate_of(counter_of(values, step, reset, rng), step, span)
         else:
-            every = int(round(max(ex.scrape, ex.dcgm_collect if exporter == "dcgm" else 0.0) / step))
+            every = round(max(ex.scrape, ex.dcgm_collect if exporter == "dcgm" else 0.0) / step)
             v = _hold(values, every).copy()
         if reset is not None:
             gap = int(rng.integers(1, 4))

@@ -116,19 +116,19 @@ def draw_cluster(rng: np.random.Generator, mechanism: str, workload: str) -> Clu
         cpu_limit=cpu_limit,
         mem_limit_gib=mem_limit,
         power_cap_frac=cap,
-        swap=mechanism == "host-memory-pressure" and rng.random() < 0.65 or rng.random() < 0.1,
+        swap=(mechanism == "host-memory-pressure" and rng.random() < 0.65) or rng.random() < 0.1,
         neighbours=int(rng.integers(1, 6)) if rng.random() < 0.35 else 0,
         nodes_shared=fabric is None and pods > 1,
     )
 
 
-def _base_step(rng: np.random.Generator, workload: str, amp: bool, cluster: Cluster) -> Step:
+def _base_step(rng: np.random.Generator, workload: str, cluster: Cluster) -> Step:
     """A step where nothing in particular is wrong: every lane below the compute."""
     compute = float(rng.uniform(0.12, 1.5))
     heavy = {"recsys": 0.45, "speech": 0.65, "diffusion": 0.7}.get(workload, 0.78)
     math_share = float(np.clip(rng.normal(heavy, 0.08), 0.2, 0.95))
     # A power cap below what the math draws lowers the clock; the math stretches accordingly.
-    cap_stretch = cluster.power_cap_frac ** -0.5 if cluster.power_cap_frac < 0.9 else 1.0
+    cap_stretch = cluster.power_cap_frac**-0.5 if cluster.power_cap_frac < 0.9 else 1.0
     math = compute * math_share * cap_stretch
     bw = compute * (1.0 - math_share)
     multi = sum(cluster.gpus) > 1
@@ -188,7 +188,7 @@ def draw_plan(rng: np.random.Generator, index: int) -> Plan:
         amp = mechanism != "fp32-compute" and rng.random() < 0.85
         # Moderate bottlenecks (1.1-1.5x) as often as strong ones.
         r = float(rng.uniform(1.1, 1.5)) if rng.random() < 0.5 else float(rng.uniform(1.5, 3.5))
-        step = _load(rng, _base_step(rng, workload, amp, cluster), stage, mechanism, r)
+        step = _load(rng, _base_step(rng, workload, cluster), stage, mechanism, r)
         if min(step.io, step.decode, step.comm, step.copy) < 0 or step.math <= step.math_mem:
             continue
         top, speed, second = bounding_stage(step)
