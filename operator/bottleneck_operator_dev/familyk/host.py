@@ -34,9 +34,11 @@ def pod_cpu(rng: np.random.Generator, plan: Plan, lanes: PodLanes, gpus: int) ->
     c = plan.cluster
     t = lanes.step
     cores_avail = float(min(c.cpu_limit or c.node_cores, c.node_cores / max(1, 1 + c.neighbours // 2)))
-    decode_cores = min(float(plan.workers), max(cores_avail - gpus, 1.0))
-    # Workers decode for `decode` seconds of wall time each step on `decode_cores` cores.
-    decode_use = lanes.decode * decode_cores / t
+    # `decode` is the workers' wall time per step on the cores the pod may use, so they are busy for
+    # that share of the step, on at most that many cores.
+    usable = max(cores_avail - 0.35 * gpus, 1.0)
+    busy_share = np.clip(lanes.decode / t, 0.0, 1.0)
+    decode_use = busy_share * min(float(plan.workers), usable)
     read_gb = _read_rate(plan, lanes) / 1e9
     reader_use = read_gb * c.storage.cpu_per_gb
     main_use = gpus * (0.35 + 0.65 * lanes.host / t)  # one trainer process per GPU, spinning in CUDA syncs
@@ -44,11 +46,11 @@ def pod_cpu(rng: np.random.Generator, plan: Plan, lanes: PodLanes, gpus: int) ->
     want = decode_use + reader_use + main_use + swap_sys
     used = np.minimum(want, cores_avail)
     throttled = np.zeros(t.size)
-    if c.cpu_limit is not None:
-        pressure = want / c.cpu_limit
-        throttled = np.clip((pressure - 0.8) * 2.5, 0.0, 0.98) + rng.uniform(0, 0.03, t.size)
+    if c.cpu_limit is not None and plan.workers + gpus > c.cpu_limit:
+        # More runnable workers than the quota: every period in which they all run ends throttled.
+        throttled = np.clip(busy_share * 0.97, 0.0, 0.98) + rng.uniform(0, 0.02, t.size)
     # Runnable tasks wait for a CPU when the demand exceeds what the pod may use.
-    psi_cpu = np.clip(0.02 + throttled * 0.9 + np.clip(want / cores_avail - 0.9, 0.0, 1.0) * 0.8, 0, 1)
+    psi_cpu = np.clip(0.02 + throttled * 0.9 + np.clip(busy_share - 0.9, 0.0, 0.1) * 6.0 * (plan.workers > usable), 0, 1)
     io_wait_share = np.clip(lanes.io / t, 0.0, 1.0) * (1.0 if c.storage.dstate else 0.0)
     procs_busy = np.round(np.minimum(decode_use, plan.workers) * (lanes.decode / t > 0.9) + gpus)
     return {
