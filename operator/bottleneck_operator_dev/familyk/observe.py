@@ -118,7 +118,7 @@ def observe(rng: np.random.Generator, true: dict[str, Arr], ex: Exporters, step:
             every = round(max(ex.scrape, ex.dcgm_collect if exporter == "dcgm" else 0.0) / step)
             v = _hold(values, every).copy()
         if reset is not None:
-            gap = int(rng.integers(1, 4))
+            gap = 1 + reset % 3  # one outage per exporter: every series of it misses the same samples
             v[max(reset - gap, 0) : reset] = np.nan
         out[name] = v
     return out
