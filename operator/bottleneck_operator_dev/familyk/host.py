@@ -50,7 +50,9 @@ def pod_cpu(rng: np.random.Generator, plan: Plan, lanes: PodLanes, gpus: int) ->
         # More runnable workers than the quota: every period in which they all run ends throttled.
         throttled = np.clip(busy_share * 0.97, 0.0, 0.98) + rng.uniform(0, 0.02, t.size)
     # Runnable tasks wait for a CPU when the demand exceeds what the pod may use.
-    psi_cpu = np.clip(0.02 + throttled * 0.9 + np.clip(busy_share - 0.9, 0.0, 0.1) * 6.0 * (plan.workers > usable), 0, 1)
+    psi_cpu = np.clip(
+        0.02 + throttled * 0.9 + np.clip(busy_share - 0.9, 0.0, 0.1) * 6.0 * (plan.workers > usable), 0, 1
+    )
     io_wait_share = np.clip(lanes.io / t, 0.0, 1.0) * (1.0 if c.storage.dstate else 0.0)
     procs_busy = np.round(np.minimum(decode_use, plan.workers) * (lanes.decode / t > 0.9) + gpus)
     return {
