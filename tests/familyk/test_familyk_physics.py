@@ -70,19 +70,25 @@ def test_moderate_bottlenecks_are_as_common_as_strong_ones(jobs: list[FamilyKJob
 
 
 def test_gpus_wait_when_the_input_or_host_bounds_the_step(jobs: list[FamilyKJob]) -> None:
-    # The GPUs run at most the step's compute share, which is at most 1/speed-up of the step.
+    # Removing the bound leaves the step at least as long as the GPU lane, so the GPUs run at most
+    # 1/speed-up of the step (collectives and waiting in them included).
     checked = 0
     for job in jobs:
-        single = len(job.window.pods) == 1 and job.window.pods[0].gpu_count == 1
-        if job.label in (Bottleneck.IO, Bottleneck.CPU) and single:
-            pod = job.window.pods[0]
-            assert _mean(pod, "gpu_util") <= 1.0 / _speedup(job) + 0.08
-            checked += 1
-    assert checked >= 3
+        if job.label in (Bottleneck.IO, Bottleneck.CPU):
+            for pod in job.window.pods:
+                assert _mean(pod, "gpu_util") <= 1.0 / _speedup(job) + 0.08
+                checked += 1
+    assert checked >= 10
 
 
 def test_gpu_bound_jobs_keep_their_gpus_busy(jobs: list[FamilyKJob]) -> None:
-    utils = [_mean(p, "gpu_util") for p in _pods(jobs, Bottleneck.GPU)]
+    # Checkpoint pauses idle the GPUs for minutes; outside them a GPU-bound job's GPUs always run.
+    utils = [
+        _mean(p, "gpu_util")
+        for job in jobs
+        if job.label is Bottleneck.GPU and "checkpoint-pauses" not in job.tags
+        for p in job.window.pods
+    ]
     assert utils and min(utils) >= 0.8
 
 
@@ -103,6 +109,8 @@ def test_hbm_bound_jobs_run_dram_near_its_practical_peak_with_little_tensor_work
     seen = 0
     for job in jobs:
         if job.mechanism != "hbm-bandwidth" or "dram_active" not in job.window.pods[0].signals:
+            continue
+        if "checkpoint-pauses" in job.tags:  # minutes of idle GPUs lower any mean
             continue
         slowest = max(job.window.pods, key=lambda p: _mean(p, "dram_active"))
         assert _mean(slowest, "dram_active") >= 0.45
