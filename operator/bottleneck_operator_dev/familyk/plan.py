@@ -84,7 +84,8 @@ def _board(rng: np.random.Generator, needs_nvlink: bool) -> Board:
 
 def draw_cluster(rng: np.random.Generator, mechanism: str, workload: str) -> Cluster:
     """A cluster the mechanism can happen on, with the variety of real ones."""
-    multi_node = mechanism == "network" or (mechanism not in ("nvlink-or-p2p", "pcie-copy") and rng.random() < 0.45)
+    spread = 0.7 if workload == "llm-pretrain" else 0.4  # pre-training runs span nodes more often
+    multi_node = mechanism == "network" or (mechanism not in ("nvlink-or-p2p", "pcie-copy") and rng.random() < spread)
     pods = int(rng.integers(2, 17)) if multi_node else int(rng.choice([1, 1, 1, 2, 4]))
     board = _board(rng, mechanism == "nvlink-or-p2p" and rng.random() < 0.6)
     boards = [board] * pods
@@ -96,9 +97,9 @@ def draw_cluster(rng: np.random.Generator, mechanism: str, workload: str) -> Clu
     gpus = [per_pod] * pods
     if pods > 2 and rng.random() < 0.2:  # uneven elastic pods
         gpus[-1] = max(1, per_pod // 2)
-    storage_pool = [s for s in STORAGES if s.block == (mechanism == "local-disk")] if workload else list(STORAGES)
-    if mechanism not in ("local-disk", "network-storage"):
-        storage_pool = list(STORAGES)
+    storage_pool = list(STORAGES)
+    if mechanism in ("local-disk", "network-storage"):
+        storage_pool = [s for s in STORAGES if s.block == (mechanism == "local-disk")]
     storage = storage_pool[int(rng.integers(len(storage_pool)))]
     fabric = FABRICS[int(rng.integers(len(FABRICS)))] if pods > 1 and (multi_node or rng.random() < 0.5) else None
     cores = int(rng.choice(NODE_CORES))
