@@ -16,7 +16,7 @@ by its leave-one-family-out rule, docs/scenarios.md: this says what it would hav
 Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G,
 H and I, each read once blind before J (docs/analysis.md), are a development world and two training
 worlds. J was read once on 2026-11-29 and is spent: these lines reprint that reading, until a family
-stored unread takes its place after the next freeze.
+stored unread (K, docs/familyk.md) takes its place after the next freeze.
 """
 
 from __future__ import annotations
