@@ -55,7 +55,7 @@ def family_a(seed: int, n: int) -> tuple[list[Any], list[str]]:
 
 def world_family(letter: str, seed: int, n: int) -> tuple[list[Any], list[str]]:
     """A scenario family's windows and class names, drawn as ``train`` draws them (``worlds.world_windows``):
-    B, the second scenario family, and the blind families C-H, each a world since it was read."""
+    any family ``worlds.py`` lists, by letter (B, and each blind family once it was read)."""
     from bottleneck_operator_dev.worlds import world_windows
 
     labels, windows = world_windows(letter, seed, n, start=START)

@@ -119,7 +119,7 @@ WORLDS: dict[str, World] = {
             "G",
             _family_g,
             "the seventh family",
-            "Family G, written blind after F had been read, workloads teams run on varied cluster set-ups read through emulated scrapes, read once before it became a training world.",
+            "Family G, written blind after F had been read, workloads teams run on varied cluster set-ups read through emulated scrapes, read once (a development world since).",
         ),
         World(
             "H",
@@ -137,7 +137,7 @@ WORLDS: dict[str, World] = {
             "J",
             _family_j,
             "the tenth family",
-            "Family J, written blind after I had been read, a stage model of the training step behind a prefetch queue read through emulated exporters (MIG, RoCE, object stores), read once.",
+            "Family J, written blind after I had been read, a stage model of the training step behind a prefetch queue read through emulated exporters (MIG, RoCE, object stores), read once (a development world since).",
         ),
     )
 }
