@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bottleneck_operator.contract.signals import SIGNALS, Family, Kind
-from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, SignalBlock, families_and_coverage
 from bottleneck_operator_dev.familyl import scrape
 from bottleneck_operator_dev.familyl.host import io_truth, memory_truth, net_truth

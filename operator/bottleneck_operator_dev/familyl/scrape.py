@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from bottleneck_operator_dev.familyl.truth import Arr
 
@@ -47,12 +48,13 @@ def scraper(
     return Scraper(times, restart, refresh)
 
 
-def _index(sc: Scraper, grid: Arr, step: float) -> Arr:
+def _index(sc: Scraper, grid: Arr, step: float) -> npt.NDArray[np.intp]:
     """Which truth sample each scrape reads (the grid interval that contains the value's time)."""
     when = sc.times
     if sc.refresh > 0:
         when = np.floor(when / sc.refresh) * sc.refresh
-    return np.clip(np.ceil((when - grid[0]) / step), 0, grid.size - 1).astype(np.intp)
+    idx: npt.NDArray[np.intp] = np.clip(np.ceil((when - grid[0]) / step), 0, grid.size - 1).astype(np.intp)
+    return idx
 
 
 def gauges(sc: Scraper, truth: Arr, grid: Arr, step: float) -> Arr:
