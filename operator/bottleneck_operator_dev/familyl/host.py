@@ -45,7 +45,7 @@ def io_truth(rng: np.random.Generator, sc: Scenario, ph: Phases, n: int, neighbo
 def memory_truth(rng: np.random.Generator, sc: Scenario, n: int, mmap_io: Arr) -> dict[str, Arr]:
     """Host memory of the pod and its node; swap-in and reclaim scale with the swap stage's share."""
     f = shares(sc)
-    press = np.clip(f["swap"] * 1.6 * _noise(rng, n, 0.15), 0, 1)
+    press = np.clip(f["swap"] * 1.2 * _noise(rng, n, 0.15), 0, 1)
     node_mem = rng.choice([256, 512, 1024, 2048]) * GIB
     limit = node_mem * rng.uniform(0.2, 0.6) if rng.random() < 0.7 else np.nan
     ws_frac = rng.uniform(0.2, 0.7) + 0.28 * np.clip(press * 5, 0, 1)

@@ -158,7 +158,7 @@ def cpu_truth(rng: np.random.Generator, sc: Scenario, ph: Phases, n: int, neighb
         "node_cpu_busy_frac": node_busy,
         "node_cpu_iowait_frac": iowait,
         "node_cpu_system_frac": np.clip(0.03 * node_busy + swap_sys, 0, 1),
-        "node_psi_cpu_some": np.clip((demand + neighbours - 0.9 * sc.node_cpus) / sc.node_cpus * 2, 0.0, 1.0) + 0.01,
+        "node_psi_cpu_some": np.clip((demand + neighbours - 0.9 * sc.node_cpus) / sc.node_cpus * 2 + 0.01, 0, 1),
         "sc_psi_cpu_some": np.clip(thr * 0.8 + 0.3 * np.clip(demand / sc.node_cpus - 0.9, 0, 1) + 0.01, 0, 1),
         "sc_procs_running": np.round(np.minimum(demand, cores + 2) + rng.uniform(0, 2, n)),
         "sc_procs_busy": np.round(sc.workers * (decode > 0.9) + g * (f["launch"] > 0.4)).astype(np.float64),

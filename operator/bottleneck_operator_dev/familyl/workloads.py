@@ -189,7 +189,8 @@ def _shrink_others(step: Step, gain: float) -> Step:
 def _draw_step(rng: np.random.Generator, wl: Workload, mech: Mechanism, gain: float, damp: float) -> Step:
     # ``damp`` shrinks the stages that do not bound the job, for draws where they would outgrow it.
     r = {s: _loguni(rng, *wl.ratios[s]) * (1.0 if s == MECH_STAGE[mech] else damp) for s in STAGE_CLASS if s != "math"}
-    r["swap"] = r["swap"] if mech is M.HOST_MEMORY_PRESSURE else r["swap"] * 0.2
+    # Most healthy hosts never swap; a few reclaim a little now and then.
+    r["swap"] = r["swap"] if mech is M.HOST_MEMORY_PRESSURE else r["swap"] * 0.2 * (rng.random() < 0.3)
     step = Step(math=1.0, comm_overlap=rng.uniform(*wl.overlap), h2d_overlap=rng.uniform(0.2, 0.7), **r)
     target = MECH_STAGE[mech]
     if target == "math":
