@@ -40,7 +40,8 @@ class Board:
     has_prof: bool = True
 
 
-# Datasheet figures (NVIDIA A100, H100, H200, L40S, L4, A10 datasheets). NVLink per direction is half
+# Datasheet figures (NVIDIA A100, H100, H200, L40S, L4, A10 datasheets; the Ada Lovelace whitepaper for
+# the RTX 4090's dense FP16 tensor rate with FP32 accumulation). NVLink per direction is half
 # the bidirectional figure the datasheets print (derived). PCIe x16 per direction: Gen4 31.5 GB/s,
 # Gen5 63 GB/s (derived from the per-lane rate).
 BOARDS: tuple[Board, ...] = (
@@ -52,7 +53,9 @@ BOARDS: tuple[Board, ...] = (
     Board("NVIDIA H200", 989, 4800 * GB, 700, 80, 1980, 1590, 450 * GB, 63 * GB),
     Board("NVIDIA L40S", 362, 864 * GB, 350, 35, 2520, 1110, 0.0, 31.5 * GB),
     Board("NVIDIA L4", 121, 300 * GB, 72, 16, 2040, 795, 0.0, 31.5 * GB),
-    Board("NVIDIA A10", 125, 600 * GB, 150, 20, 1695, 885, 0.0, 31.5 * GB, has_prof=True),
+    Board("NVIDIA A10", 125, 600 * GB, 150, 20, 1695, 885, 0.0, 31.5 * GB),
+    # A consumer board some teams rack anyway: no DCGM profiling fields at all (only DEV).
+    Board("NVIDIA GeForce RTX 4090", 165, 1008 * GB, 450, 25, 2520, 2235, 0.0, 31.5 * GB, has_prof=False),
 )
 
 

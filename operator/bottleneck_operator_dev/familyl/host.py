@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bottleneck_operator_dev.familyl.truth import GIB, Arr, Phases, _noise, shares
+from bottleneck_operator_dev.familyl.truth import GIB, Arr, Phases, noise, shares
 from bottleneck_operator_dev.familyl.workloads import Scenario
 
 
@@ -18,7 +18,7 @@ def io_truth(rng: np.random.Generator, sc: Scenario, ph: Phases, n: int, neighbo
     """Storage reads of the pod, and what its node shows of them (plus neighbours' reads)."""
     f, st = shares(sc), sc.storage
     # A pod's read share is its pipelines' busy time against what the storage gives one client.
-    read = np.clip(f["read"] * ph.input * _noise(rng, n, 0.12), 0, 1)
+    read = np.clip(f["read"] * ph.input * noise(rng, n, 0.12), 0, 1)
     bps = read * st.read_bps * rng.uniform(0.75, 0.92)
     local = bps if st.local else 0.0 * bps
     remote = 0.0 * bps if st.local else bps
@@ -45,7 +45,7 @@ def io_truth(rng: np.random.Generator, sc: Scenario, ph: Phases, n: int, neighbo
 def memory_truth(rng: np.random.Generator, sc: Scenario, n: int, mmap_io: Arr) -> dict[str, Arr]:
     """Host memory of the pod and its node; swap-in and reclaim scale with the swap stage's share."""
     f = shares(sc)
-    press = np.clip(f["swap"] * 1.2 * _noise(rng, n, 0.15), 0, 1)
+    press = np.clip(f["swap"] * 1.2 * noise(rng, n, 0.15), 0, 1)
     node_mem = rng.choice([256, 512, 1024, 2048]) * GIB
     limit = node_mem * rng.uniform(0.2, 0.6) if rng.random() < 0.7 else np.nan
     ws_frac = rng.uniform(0.2, 0.7) + 0.28 * np.clip(press * 5, 0, 1)
@@ -71,7 +71,7 @@ def memory_truth(rng: np.random.Generator, sc: Scenario, n: int, mmap_io: Arr) -
 def net_truth(rng: np.random.Generator, sc: Scenario, ph: Phases, n: int, io: dict[str, Arr]) -> dict[str, Arr]:
     """Node network: remote storage reads, checkpoint writes, and collectives over TCP or RDMA."""
     f = shares(sc)
-    comm = f["comm"] * ph.comm * _noise(rng, n, 0.1)
+    comm = f["comm"] * ph.comm * noise(rng, n, 0.1)
     coll = comm * sc.fabric.bps * 0.85 if sc.pods > 1 else 0.0 * comm
     tcp = 0.0 * coll if sc.fabric.rdma else coll
     ib = coll if sc.fabric.rdma else 0.0 * coll

@@ -54,7 +54,7 @@ def phases(rng: np.random.Generator, n: int) -> Phases:
     return Phases(gpu, comm, inp, ckpt)
 
 
-def _noise(rng: np.random.Generator, n: int, sigma: float) -> Arr:
+def noise(rng: np.random.Generator, n: int, sigma: float) -> Arr:
     return np.exp(rng.normal(0.0, sigma, n))
 
 
@@ -78,10 +78,10 @@ def shares(sc: Scenario) -> dict[str, float]:
 def gpu_truth(rng: np.random.Generator, sc: Scenario, ph: Phases, n: int) -> tuple[dict[str, Arr], Arr]:
     """Per-GPU-mean dcgm signals (and the per-GPU power, to cap); shapes (n,)."""
     f, g = shares(sc), sc.gpus
-    math = np.clip(f["math"] * ph.gpu * _noise(rng, n, 0.06), 0, 1)
-    hbm = np.clip(f["hbm"] * ph.gpu * _noise(rng, n, 0.06), 0, 1)
+    math = np.clip(f["math"] * ph.gpu * noise(rng, n, 0.06), 0, 1)
+    hbm = np.clip(f["hbm"] * ph.gpu * noise(rng, n, 0.06), 0, 1)
     launch = f["launch"] * ph.gpu
-    comm = np.clip(f["comm"] * ph.comm * _noise(rng, n, 0.1), 0, 1)
+    comm = np.clip(f["comm"] * ph.comm * noise(rng, n, 0.1), 0, 1)
     busy = np.clip(math + hbm + 0.6 * launch + f["comm_exposed"] * ph.comm + 0.4 * f["h2d"] * ph.gpu, 0, 1)
     occ_m, occ_h = rng.uniform(0.2, 0.45), rng.uniform(0.4, 0.7)
     out = {
@@ -100,8 +100,9 @@ def gpu_truth(rng: np.random.Generator, sc: Scenario, ph: Phases, n: int) -> tup
     rdma = sc.pods > 1 and sc.fabric.rdma
     net_per_gpu = comm * sc.fabric.bps * 0.85 / g if sc.pods > 1 else 0.0 * comm
     input_bytes = 0.02 * b.pcie_bps * ph.input * f["decode"]
-    out["pcie_rx_bps"] = 0.65 * h2d + input_bytes + (net_per_gpu if rdma else 0.0)
-    out["pcie_tx_bps"] = 0.35 * h2d + 0.1 * input_bytes + (net_per_gpu if rdma else 0.0)
+    # Offload moves parameters up and gradients/optimizer state down, so both directions carry bytes.
+    out["pcie_rx_bps"] = 0.85 * h2d + input_bytes + (net_per_gpu if rdma else 0.0)
+    out["pcie_tx_bps"] = 0.5 * h2d + 0.1 * input_bytes + (net_per_gpu if rdma else 0.0)
     intra = b.nvlink_bps > 0 and g > 1
     nv = comm * b.nvlink_bps * rng.uniform(0.7, 0.85) * (1.0 if sc.pods == 1 else 0.3) if intra else 0.0 * comm
     out["nvlink_tx_bps"], out["nvlink_rx_bps"] = nv, nv * rng.uniform(0.97, 1.03)
@@ -115,7 +116,7 @@ def power_clock(rng: np.random.Generator, sc: Scenario, act: Arr, n: int) -> dic
     b, g = sc.board, sc.gpus
     cap = float(rng.uniform(0.6, 0.95)) if rng.random() < 0.4 else 1.0
     limit = b.tdp_w * cap
-    spread = rng.uniform(0.9, 1.1, (g, 1)) * _noise(rng, n, 0.04)[None, :]
+    spread = rng.uniform(0.9, 1.1, (g, 1)) * noise(rng, n, 0.04)[None, :]
     demand = b.idle_w + (b.tdp_w - b.idle_w) * np.clip(act[None, :] * spread, 0, 1.1)
     power = np.minimum(demand, limit * rng.uniform(0.97, 0.995, (g, 1)))
     over = np.clip((demand - limit) / max(limit, 1.0), 0, 1)
@@ -134,7 +135,7 @@ def power_clock(rng: np.random.Generator, sc: Scenario, act: Arr, n: int) -> dic
 def cpu_truth(rng: np.random.Generator, sc: Scenario, ph: Phases, n: int, neighbours: float) -> dict[str, Arr]:
     """The pod's cgroup CPU and the node's CPU modes."""
     f, g = shares(sc), sc.gpus
-    decode = np.clip(f["decode"] * ph.input * _noise(rng, n, 0.07), 0, 1)
+    decode = np.clip(f["decode"] * ph.input * noise(rng, n, 0.07), 0, 1)
     trainer = g * (0.55 + 0.4 * f["launch"]) * np.clip(ph.gpu + 0.2, 0, 1)
     demand = trainer + sc.workers * decode * rng.uniform(0.9, 1.0)
     limit = sc.cpu_limit

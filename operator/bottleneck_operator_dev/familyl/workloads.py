@@ -191,6 +191,9 @@ def _draw_step(rng: np.random.Generator, wl: Workload, mech: Mechanism, gain: fl
     r = {s: _loguni(rng, *wl.ratios[s]) * (1.0 if s == MECH_STAGE[mech] else damp) for s in STAGE_CLASS if s != "math"}
     # Most healthy hosts never swap; a few reclaim a little now and then.
     r["swap"] = r["swap"] if mech is M.HOST_MEMORY_PRESSURE else r["swap"] * 0.2 * (rng.random() < 0.3)
+    if MECH_STAGE[mech] != "comm" and rng.random() < 0.3:
+        # Gradient accumulation: one reduction per k micro-batches hides most of the collective.
+        r["comm"] /= float(rng.choice([2, 4, 8]))
     step = Step(math=1.0, comm_overlap=rng.uniform(*wl.overlap), h2d_overlap=rng.uniform(0.2, 0.7), **r)
     target = MECH_STAGE[mech]
     if target == "math":
