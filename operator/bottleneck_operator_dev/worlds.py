@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix;
-B was written beside the simulator, C to J were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G and J development worlds:
+B was written beside the simulator, C to K were written blind, read once each as an evaluation
+(docs/analysis.md) and are training worlds since that reading spent them (G, J and K development worlds:
 listed, not in ``train``'s default recipe). A family still stored for a
 blind reading is never listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -72,6 +72,12 @@ def _family_j() -> Any:
     return generate_family_j
 
 
+def _family_k() -> Any:
+    from bottleneck_operator_dev.familyk import generate_family_k
+
+    return generate_family_k
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -138,6 +144,12 @@ WORLDS: dict[str, World] = {
             _family_j,
             "the tenth family",
             "Family J, written blind after I had been read, a stage model of the training step behind a prefetch queue read through emulated exporters (MIG, RoCE, object stores), read once (a development world since).",
+        ),
+        World(
+            "K",
+            _family_k,
+            "the eleventh family",
+            "Family K, written blind after J had been read, a step of four lanes run at once (loader, host, copy, GPU) read through cumulative counters, read once (a development world since).",
         ),
     )
 }
