@@ -1,22 +1,22 @@
 """The blind family: the figure the README leads with.
 
-Family K (``bottleneck_operator_dev.familyk``) is the blind figure now. It was written after family J
+Family L (``bottleneck_operator_dev.familyl``) is the blind figure now. It was written after family K
 had been read, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familyk.md says what its author saw), and it is read once, after the class path was frozen
+(docs/familyl.md says what its author saw), and it is read once, after the class path was frozen
 (docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
 (``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
-Job of K is analysed as a user would read it: the verdict's class, an Unknown counted as an
+Job of L is analysed as a user would read it: the verdict's class, an Unknown counted as an
 abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
 calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
 seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
-wrong verdicts fall by K's own mechanism. K is also scored by a model of the worlds before the newest
-joined (what I was worth) and by one with the development worlds G and J beside the shipped worlds
-(each read once blind, neither joined by its leave-one-family-out rule, docs/scenarios.md: this says
+wrong verdicts fall by L's own mechanism. L is also scored by a model of the worlds before the newest
+joined (what I was worth) and by one with the development worlds G, J and K beside the shipped worlds
+(each read once blind, none joined by its leave-one-family-out rule, docs/scenarios.md: this says
 what they would have been worth).
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-J,
-each read once blind before K (docs/analysis.md), are two development worlds (G, J) and two training
-worlds (H, I).
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-K,
+each read once blind before L (docs/analysis.md), are three development worlds (G, J, K) and two
+training worlds (H, I).
 """
 
 from __future__ import annotations
@@ -35,22 +35,22 @@ TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
-# The recipes as they stand when K is read (docs/analysis.md): the shipped recipe (the simulator beside
-# ``train``'s default worlds), the one before I joined, and the shipped one with G beside it.
-SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at K's reading
-WITH_DEV = [*SHIPPED, "G", "J"]  # neither joined by its rule (docs/scenarios.md); K says what they are worth
+# The recipes as they stand when L is read (docs/analysis.md): the shipped recipe (the simulator beside
+# ``train``'s default worlds), the one before I joined, and the shipped one with G, J and K beside it.
+SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at L's reading
+WITH_DEV = [*SHIPPED, "G", "J", "K"]  # none joined by its rule (docs/scenarios.md); L says what they are worth
 RECIPES = (SHIPPED, SHIPPED[:-1], WITH_DEV)  # the shipped recipe first: the blind figure
-BLIND = "K"
+BLIND = "L"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_k(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the ninth blind family, written after J had been read.
+def family_l(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the tenth blind family, written after K had been read.
 
-    K's Jobs carry tags that name their bounding stage: only the windows and labels are scored."""
-    from bottleneck_operator_dev.familyk import generate_family_k
+    L's Jobs carry tags that name their difficulty: only the windows and labels are scored."""
+    from bottleneck_operator_dev.familyl import generate_family_l
 
-    jobs = generate_family_k(seed, n, start=START)
+    jobs = generate_family_l(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [str(j.mechanism) for j in jobs]
 
 
@@ -83,16 +83,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> K (the blind figure), the recipes without I and with G and J beside
-    it, and the shipped recipe's wrong verdicts by K's mechanism."""
+    """One seed: the shipped recipe -> L (the blind figure), the recipes without I and with G, J and K
+    beside it, and the shipped recipe's wrong verdicts by L's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = training_sets(seed, size, WITH_DEV)
-    windows, labels, mechanisms = family_k(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_l(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # K is never trained on
+    # L is never trained on
     for rest in RECIPES:
         verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
         out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
@@ -102,7 +102,7 @@ def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
 
 
 def _misread(verdicts: Sequence[Any], labels: Sequence[str], mechanisms: Sequence[str]) -> list[str]:
-    """Per true class and K's mechanism: Jobs, and what those not read right were read as."""
+    """Per true class and L's mechanism: Jobs, and what those not read right were read as."""
     from collections import Counter
 
     groups: dict[tuple[str, str], Counter[str]] = {}
