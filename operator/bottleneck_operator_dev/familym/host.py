@@ -36,7 +36,9 @@ def _cpu(rng: np.random.Generator, plan: Plan, s: Stages, tm: Timing, io_bps: Ar
         out["sc_throttled_frac"] = throttled
         out["cpu_limit_cores"] = np.full((pods, length), plan.cpu_limit)
     per_worker = decode_cores / plan.workers
-    out["sc_procs_busy"] = np.where(per_worker >= 0.9, float(plan.workers), 0.0) + (main >= 0.9)
+    # Workers share the decoding evenly; near a full core each, jitter puts some above 0.9 and some below.
+    near_full = np.clip((per_worker - 0.8) / 0.15, 0.0, 1.0)
+    out["sc_procs_busy"] = np.round(near_full * plan.workers) + (main >= 0.9)
     out["sc_procs_running"] = np.round(1.0 + decode_cores + rng.uniform(0, 1, size=(pods, length)))
     contention = np.clip((decode_cores - 0.9 * s.cores) / np.maximum(s.cores, 1.0), 0.0, 1.0)
     thr = out.get("cpu_throttled_frac", np.zeros((pods, length)))

@@ -121,6 +121,8 @@ def _shape(rng: np.random.Generator, cls: Bottleneck, mechanism: str) -> tuple[i
         return int(rng.integers(2, 17)), int(rng.choice([4, 8]))
     if mechanism == "nvlink":
         return int(rng.choice([1, 1, 2, 4])), 8
+    if mechanism == "saturated":  # decode fills every core of a smaller node
+        return int(rng.choice([1, 1, 2, 4])), int(rng.choice([1, 2, 4]))
     pods = int(rng.choice([1, 1, 1, 2, 2, 4, 8, 16]))
     return pods, int(rng.choice([1, 2, 4, 8]))
 
@@ -147,7 +149,11 @@ def draw_plan(rng: np.random.Generator, cls: Bottleneck, mechanism: str) -> Plan
     if mechanism == "network" and fabric is not None and rng.random() < 0.5:
         fabric = Fabric("tcp", float(rng.choice([25.0, 50.0, 100.0])) / 8 * 1e9 * float(rng.uniform(0.7, 0.9)), False)
     workers = int(rng.integers(2, 7)) if mechanism == "too-few-workers" else int(rng.choice([4, 8, 12, 16, 32]))
-    cpu_limit = float(rng.uniform(0.3, 0.8) * workers) if mechanism == "throttled" else None
+    if mechanism == "saturated":
+        workers = int(min(n.cpus - n.neighbour_cores for n in nodes)) + int(rng.integers(1, 9))
+    free = min(n.cpus - n.neighbour_cores - 2.0 for n in nodes)
+    # A throttled job's quota binds before the node runs out of cores.
+    cpu_limit = max(1.5, min(float(rng.uniform(0.3, 0.8)) * workers, 0.8 * free)) if mechanism == "throttled" else None
     if cpu_limit is None and rng.random() < 0.35:
         cpu_limit = float(workers + rng.integers(4, 16))
     amp = bool(rng.random() < WORKLOADS[workload][4])
