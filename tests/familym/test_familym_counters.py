@@ -10,7 +10,7 @@ from bottleneck_operator_dev.familym.observe import counter_of, held, rate_of, r
 def test_counters_are_monotone_between_resets() -> None:
     rng = np.random.default_rng(0)
     rate = rng.uniform(0.0, 1e9, size=(4, 80))
-    gap, reset = restart_masks(rng, 4, 80, chance=1.0)
+    _gap, reset = restart_masks(rng, 4, 80, chance=1.0)
     counter = counter_of(rate, 30.0, reset, rng)
     assert reset.any()
     for p in range(4):

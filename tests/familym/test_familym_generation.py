@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -9,7 +10,8 @@ import pytest
 
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck
 from bottleneck_operator_dev.familym import FamilyMJob, generate_family_m
-from tests.familym.conftest import START
+
+START = 1_700_000_000.0  # the fixture's start, an explicit time
 
 
 def _same(a: FamilyMJob, b: FamilyMJob) -> bool:
@@ -64,10 +66,18 @@ def test_names_are_unique_and_dns_safe(family_m: list[FamilyMJob]) -> None:
     assert len(set(names)) == len(names)
     for job in family_m:
         assert job.name == job.window.job and job.namespace == job.window.namespace
-        assert all(c.isalnum() and c.islower() or c.isdigit() or c == "-" for c in job.name)
+        assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", job.name)
 
 
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="step"):
         generate_family_m(1, 5, start=START, step=0.0)
     assert generate_family_m(1, 0, start=START) == []
+
+
+def test_each_job_draws_from_its_own_generator(family_m: list[FamilyMJob]) -> None:
+    from bottleneck_operator_dev.familym.family import _job, _targets
+
+    cls, mechanism = _targets(11, 60)[7]
+    alone = _job(11, 7, cls, mechanism, START, 30.0)
+    assert _same(alone, family_m[7])

@@ -22,7 +22,7 @@ CASES = [(cls, mech) for cls in LABELLED for mech in MECHANISMS[cls]]
 def test_label_is_the_stage_whose_removal_helps_most(cls: Bottleneck, mechanism: str) -> None:
     rng = np.random.default_rng([99, len(mechanism)])
     for _ in range(4):
-        plan, stages, training, _, speedups = _accepted(rng, cls, mechanism, 40, 30.0)
+        _, stages, _, _, speedups = _accepted(rng, cls, mechanism, 40, 30.0)
         assert label_of(speedups) is cls
         assert speedups[cls] > 1.0
         tm = timing(stages)
