@@ -16,7 +16,8 @@ what they would have been worth).
 
 Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-K,
 each read once blind before L (docs/analysis.md), are three development worlds (G, J, K) and two
-training worlds (H, I).
+training worlds (H, I). L was read once on 2026-11-29 and is spent: these lines reprint that reading,
+until a family stored unread (M, docs/familym.md) takes its place after the next freeze.
 """
 
 from __future__ import annotations

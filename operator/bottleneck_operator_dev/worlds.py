@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix;
-B was written beside the simulator, C to K were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G, J and K development worlds:
+B was written beside the simulator, C to L were written blind, read once each as an evaluation
+(docs/analysis.md) and are training worlds since that reading spent them (G, J, K and L development worlds:
 listed, not in ``train``'s default recipe). A family still stored for a
 blind reading is never listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -78,6 +78,12 @@ def _family_k() -> Any:
     return generate_family_k
 
 
+def _family_l() -> Any:
+    from bottleneck_operator_dev.familyl import generate_family_l
+
+    return generate_family_l
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -150,6 +156,12 @@ WORLDS: dict[str, World] = {
             _family_k,
             "the eleventh family",
             "Family K, written blind after J had been read, a step of four lanes run at once (loader, host, copy, GPU) read through cumulative counters, read once (a development world since).",
+        ),
+        World(
+            "L",
+            _family_l,
+            "the twelfth family",
+            "Family L, written blind after K had been read, a step of eight stages over twelve workloads (LoRA, mixture-of-experts, RL, GNN sampling among them) read through exporters with their own scrape intervals, read once (a development world since).",
         ),
     )
 }
