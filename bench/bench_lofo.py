@@ -4,8 +4,8 @@ The yardstick for changes meant to make the classifier hold on telemetry it was 
 worlds are those the shipped model is trained on (``BENCH_LOFO_FAMILIES``, default A-F, H and I):
 family A (the project's simulator), B (the second scenario family), C (``blindfamily``), D
 (``familyd``), E (``familye``), F (``familyf``), H (``familyh``) and I (``familyi``); C-I were
-written blind and became training worlds after each was read (G and J, read too, did not join; either
-may be added by name). For each family, a model is trained on the others as ``bottleneck-operator
+written blind and became training worlds after each was read (G, J, K and L, read too, did not join;
+any may be added by name). For each family, a model is trained on the others as ``bottleneck-operator
 train`` trains the shipped one (the simulator's Jobs twice as many as each other family's, degraded copies, the same
 estimator, the temperature fitted across the worlds) and scored on a fresh draw of the held-out
 family through the whole class path (``analysis.classify.analyze_windows``: data checks, envelope,
@@ -20,8 +20,8 @@ Sizes (environment): ``BENCH_LOFO_TRAIN`` Jobs per training family (default 600;
 twice as many, as ``train`` does), ``BENCH_LOFO_EVAL`` evaluated (400), ``BENCH_LOFO_ITER`` boosting
 iterations (60), ``BENCH_LOFO_COPIES`` degraded copies per Job (1), ``BENCH_LOFO_SEEDS`` (11,21,31),
 ``BENCH_LOFO_REAL=0`` skips the recordings, ``BENCH_LOFO_ALWAYS`` names worlds every model trains on
-and none holds out (a candidate recipe judged on the worlds it already has), ``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one
-family trained, the other scored). With six families, one seed at the defaults took 219 s on one
+and none holds out (a candidate recipe judged on the worlds it already has: ``G,J,K``),
+``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one family trained, the other scored). With six families, one seed at the defaults took 219 s on one
 quiet core (``BENCH_LOFO_SEEDS=11``, ``OMP_NUM_THREADS=1``); with four, the three seeds took 206 s on
 the two cores when they were quiet and 1,299 s when other jobs shared them (load average 4-8); 200
 training Jobs per family, 200 evaluated and one seed (``BENCH_LOFO_SEEDS=11``) take well under a
@@ -55,10 +55,28 @@ ALL_FAMILIES: dict[str, Callable[[int, int], tuple[list[Any], list[str]]]] = {
     "A": family_a,
     **{letter: partial(world_family, letter) for letter in WORLDS},
 }
+
+
+def world_letters(text: str, *, held_out: Sequence[str] = ()) -> list[str]:
+    """The worlds named in ``text`` ("A,B,..."), each known and none also held out.
+
+    Raises:
+        SystemExit: a letter names no world, or a world is named twice or is also held out.
+    """
+    letters = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in letters if k not in ALL_FAMILIES]
+    if unknown:
+        raise SystemExit(f"unknown world(s) {', '.join(unknown)}: choose from {', '.join(ALL_FAMILIES)}")
+    twice = sorted({k for k in letters if letters.count(k) > 1 or k in held_out})
+    if twice:
+        raise SystemExit(f"world(s) {', '.join(twice)} named twice (held out and always trained on, or repeated)")
+    return letters
+
+
 # ``BENCH_LOFO_FAMILIES`` picks the worlds (default the eight the shipped model is trained on)
-FAMILIES = {k: ALL_FAMILIES[k] for k in os.environ.get("BENCH_LOFO_FAMILIES", "A,B,C,D,E,F,H,I").split(",")}
+FAMILIES = {k: ALL_FAMILIES[k] for k in world_letters(os.environ.get("BENCH_LOFO_FAMILIES", "A,B,C,D,E,F,H,I"))}
 # worlds every model trains on beside the others and none holds out (``BENCH_LOFO_ALWAYS``, default none)
-ALWAYS = [k for k in os.environ.get("BENCH_LOFO_ALWAYS", "").split(",") if k]
+ALWAYS = world_letters(os.environ.get("BENCH_LOFO_ALWAYS", ""), held_out=list(FAMILIES))
 # the shipped recipe draws the simulator's Jobs twice as many as each other family's (train.py)
 RECIPE_SHARE = {"A": 2}
 
@@ -197,8 +215,9 @@ def main() -> None:
 
     t = time.perf_counter()
     size = Size()
+    always = f" ({'+'.join(ALWAYS)} always trained on)" if ALWAYS else ""
     print(
-        f"leave one family out of {len(FAMILIES)}{' (' + '+'.join(ALWAYS) + ' always trained on)' if ALWAYS else ''}, the class a user reads (Unknown is an abstention, never a hit): "
+        f"leave one family out of {len(FAMILIES)}{always}, the class a user reads (Unknown is an abstention, never a hit): "
         f"{size.train_jobs} training jobs per family (the simulator {size.train_jobs * RECIPE_SHARE['A']}), "
         f"{size.eval_jobs} evaluated, degraded copies per job {size.copies}, {size.max_iter} iterations, seeds {SEEDS}",
         flush=True,

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.bench_crossfamily import family_a, world_family
-from bench.bench_lofo import Score, Size, fit, join_sets, score, summary
+from bench.bench_lofo import Score, Size, fit, join_sets, score, summary, world_letters
 
 TINY = Size(train_jobs=100, eval_jobs=60, max_iter=15, copies=1)
 
@@ -80,3 +80,13 @@ def test_a_model_of_several_families_keeps_each_as_its_own_world() -> None:
     assert data.y.tolist() == [0] * 6 + [2] * 8 and data.x[:, 0].tolist() == [0.0] * 6 + [2.0] * 8
     assert sorted(set(data.groups[:6].tolist())) == [0, 1, 2]
     assert sorted(set(data.groups[6:].tolist())) == [3, 4, 5, 6]
+
+
+def test_worlds_are_named_by_letter_each_once_and_never_both_held_out_and_always_trained_on() -> None:
+    assert world_letters("G, J,K") == ["G", "J", "K"] and world_letters("") == []
+    with pytest.raises(SystemExit, match=r"unknown world.*Z"):
+        world_letters("A,Z")
+    with pytest.raises(SystemExit, match="B named twice"):
+        world_letters("B,G", held_out=["A", "B"])
+    with pytest.raises(SystemExit, match="G named twice"):
+        world_letters("G,G")
