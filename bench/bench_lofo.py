@@ -6,9 +6,9 @@ family A (the project's simulator), B (the second scenario family), C (``blindfa
 (``familyd``), E (``familye``), F (``familyf``), H (``familyh``) and I (``familyi``); C-I were
 written blind and became training worlds after each was read (G, J, K and L, read too, did not join;
 any may be added by name). For each family, a model is trained on the others as ``bottleneck-operator
-train`` trains the shipped one (the simulator's Jobs twice as many as each other family's, degraded copies, the same
-estimator, the temperature fitted across the worlds) and scored on a fresh draw of the held-out
-family through the whole class path (``analysis.classify.analyze_windows``: data checks, envelope,
+train`` trains the shipped one (the simulator's Jobs twice as many as each other family's, degraded
+copies, the same estimator, the temperature fitted across the worlds) and scored on a fresh draw of
+the held-out family through the whole class path (``analysis.classify.analyze_windows``: data checks, envelope,
 vetoes). An Unknown is an abstention, never a hit. Printed per held-out family, over three seeds: the
 median and spread of macro-F1, the lowest class recall (naming the class), the abstention, the ECE of
 the named verdicts and the share of wrong verdicts at 0.9 or more. A change is judged on these
@@ -21,9 +21,9 @@ twice as many, as ``train`` does), ``BENCH_LOFO_EVAL`` evaluated (400), ``BENCH_
 iterations (60), ``BENCH_LOFO_COPIES`` degraded copies per Job (1), ``BENCH_LOFO_SEEDS`` (11,21,31),
 ``BENCH_LOFO_REAL=0`` skips the recordings, ``BENCH_LOFO_ALWAYS`` names worlds every model trains on
 and none holds out (a candidate recipe judged on the worlds it already has: ``G,J,K``),
-``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one family trained, the other scored). With six families, one seed at the defaults took 219 s on one
-quiet core (``BENCH_LOFO_SEEDS=11``, ``OMP_NUM_THREADS=1``); with four, the three seeds took 206 s on
-the two cores when they were quiet and 1,299 s when other jobs shared them (load average 4-8); 200
+``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one family trained, the other scored). With six
+families, one seed at the defaults took 219 s on one quiet core (``BENCH_LOFO_SEEDS=11``,
+``OMP_NUM_THREADS=1``); with four, the three seeds took 206 s on the two cores when they were quiet and 1,299 s when other jobs shared them (load average 4-8); 200
 training Jobs per family, 200 evaluated and one seed (``BENCH_LOFO_SEEDS=11``) take well under a
 minute on quiet cores.
 """
@@ -77,6 +77,7 @@ def world_letters(text: str, *, held_out: Sequence[str] = ()) -> list[str]:
 FAMILIES = {k: ALL_FAMILIES[k] for k in world_letters(os.environ.get("BENCH_LOFO_FAMILIES", "A,B,C,D,E,F,H,I"))}
 # worlds every model trains on beside the others and none holds out (``BENCH_LOFO_ALWAYS``, default none)
 ALWAYS = world_letters(os.environ.get("BENCH_LOFO_ALWAYS", ""), held_out=list(FAMILIES))
+TRAINED = [*FAMILIES, *ALWAYS]  # every world a model of this run trains on
 # the shipped recipe draws the simulator's Jobs twice as many as each other family's (train.py)
 RECIPE_SHARE = {"A": 2}
 
@@ -137,7 +138,7 @@ def training_sets(seed: int, size: Size, names: Sequence[str] | None = None) -> 
     from bottleneck_operator.contract.verdict import Bottleneck
 
     sets: dict[str, Any] = {}
-    for name in [*FAMILIES, *ALWAYS] if names is None else names:
+    for name in TRAINED if names is None else names:
         windows, labels = ALL_FAMILIES[name](seed, size.train_jobs * RECIPE_SHARE.get(name, 1))
         sets[name] = build_training_set(windows, [Bottleneck(v) for v in labels], copies=size.copies, seed=seed)
     return sets
@@ -201,8 +202,8 @@ def run_seed(
         print(f"seed {seed}, {_line(name, s)}", flush=True)
     right: dict[str, int] = {}
     if real:
-        name = "+".join([*FAMILIES, *ALWAYS])
-        right[name], wrong = real_right(fit_worlds(sets, [*FAMILIES, *ALWAYS], seed=seed, size=size), real)
+        name = "+".join(TRAINED)
+        right[name], wrong = real_right(fit_worlds(sets, TRAINED, seed=seed, size=size), real)
         print(
             f"seed {seed}, model of {name}: {right[name]} of {len(real)} recordings right; wrong: {', '.join(wrong) or 'none'}",
             flush=True,
