@@ -1,31 +1,30 @@
 """Leave one family out: train on the other worlds, score the class a user reads on the one left out.
 
-The yardstick for changes meant to make the classifier hold on telemetry it was not fitted to. The
-worlds are those the shipped model is trained on (``BENCH_LOFO_FAMILIES``, default A-F, H and I):
-family A (the project's simulator), B (the second scenario family), C (``blindfamily``), D
-(``familyd``), E (``familye``), F (``familyf``), H (``familyh``) and I (``familyi``); C-I were
-written blind and became training worlds after each was read (G, J, K and L, read too, did not join;
-any may be added by name). For each family, a model is trained on the others as ``bottleneck-operator
-train`` trains the shipped one (the simulator's Jobs twice as many as each other family's, degraded
-copies, the same estimator, the temperature fitted across the worlds) and scored on a fresh draw of
-the held-out family through the whole class path (``analysis.classify.analyze_windows``: data checks, envelope,
-vetoes). An Unknown is an abstention, never a hit. Printed per held-out family, over three seeds: the
-median and spread of macro-F1, the lowest class recall (naming the class), the abstention, the ECE of
-the named verdicts and the share of wrong verdicts at 0.9 or more. A change is judged on these
-medians: a gain smaller than the spread is noise. Beside them, the real recordings (``tests/data/real-*``,
-``gpu-*``, replayed once through a Prometheus each) read by each seed's model of every world: truth
-that no family generated.
+The yardstick for changes meant to make the classifier hold on telemetry it was not fitted to. The worlds
+are those the shipped model is trained on (``BENCH_LOFO_FAMILIES``, default A-F, H and I): family A (the
+project's simulator), B (the second scenario family), C (``blindfamily``), D (``familyd``), E
+(``familye``), F (``familyf``), H (``familyh``) and I (``familyi``); C-I were written blind and became
+training worlds after each was read (G, J, K and L, read too, did not join; any may be added by name).
+For each family, a model is trained on the others as ``bottleneck-operator train`` trains the shipped one
+(the simulator's Jobs twice as many as each other family's, degraded copies, the same estimator, the
+temperature fitted across the worlds) and scored on a fresh draw of the held-out family through the whole
+class path (``analysis.classify.analyze_windows``: data checks, envelope, vetoes). An Unknown is an
+abstention, never a hit. Printed per held-out family, over three seeds: the median and spread of
+macro-F1, the lowest class recall (naming the class), the abstention, the ECE of the named verdicts and
+the share of wrong verdicts at 0.9 or more. A change is judged on these medians: a gain smaller than the
+spread is noise. Beside them, the real recordings (``tests/data/real-*``, ``gpu-*``, replayed once
+through a Prometheus each) read by each seed's model of every world: truth that no family generated.
 
 Sizes (environment): ``BENCH_LOFO_TRAIN`` Jobs per training family (default 600; the simulator draws
 twice as many, as ``train`` does), ``BENCH_LOFO_EVAL`` evaluated (400), ``BENCH_LOFO_ITER`` boosting
 iterations (60), ``BENCH_LOFO_COPIES`` degraded copies per Job (1), ``BENCH_LOFO_SEEDS`` (11,21,31),
-``BENCH_LOFO_REAL=0`` skips the recordings, ``BENCH_LOFO_ALWAYS`` names worlds every model trains on
-and none holds out (a candidate recipe judged on the worlds it already has: ``G,J,K``),
+``BENCH_LOFO_REAL=0`` skips the recordings, ``BENCH_LOFO_ALWAYS`` names worlds every model trains on and
+none holds out (a candidate recipe judged on the worlds it already has: ``G,J,K``),
 ``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one family trained, the other scored). With six
 families, one seed at the defaults took 219 s on one quiet core (``BENCH_LOFO_SEEDS=11``,
-``OMP_NUM_THREADS=1``); with four, the three seeds took 206 s on the two cores when they were quiet and 1,299 s when other jobs shared them (load average 4-8); 200
-training Jobs per family, 200 evaluated and one seed (``BENCH_LOFO_SEEDS=11``) take well under a
-minute on quiet cores.
+``OMP_NUM_THREADS=1``); with four, the three seeds took 206 s on the two cores when they were quiet and
+1,299 s when other jobs shared them (load average 4-8); 200 training Jobs per family, 200 evaluated and
+one seed (``BENCH_LOFO_SEEDS=11``) take well under a minute on quiet cores.
 """
 
 from __future__ import annotations
