@@ -1,10 +1,10 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
-Each family was written by another hand, with its own stage-time models, exporters and hardware mix;
-B was written beside the simulator, C to L were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G, J, K and L development worlds:
-listed, not in ``train``'s default recipe). A family still stored for a
-blind reading is never listed here: listing it would let ``train`` and the benches fit to it.
+Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
+was written beside the simulator, C to L were written blind, read once each as an evaluation
+(docs/analysis.md) and are training worlds since that reading spent them (G, J, K and L development
+worlds: listed, not in ``train``'s default recipe). A family still stored for a blind reading is never
+listed here: listing it would let ``train`` and the benches fit to it.
 """
 
 from __future__ import annotations
