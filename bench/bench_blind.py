@@ -1,23 +1,22 @@
 """The blind family: the figure the README leads with.
 
-Family L (``bottleneck_operator_dev.familyl``) is the blind figure now. It was written after family K
+Family M (``bottleneck_operator_dev.familym``) is the blind figure now. It was written after family L
 had been read, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familyl.md says what its author saw), and it is read once, after the class path was frozen
+(docs/familym.md says what its author saw), and it is read once, after the class path was frozen
 (docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
 (``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
-Job of L is analysed as a user would read it: the verdict's class, an Unknown counted as an
+Job of M is analysed as a user would read it: the verdict's class, an Unknown counted as an
 abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
 calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
 seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
-wrong verdicts fall by L's own mechanism. L is also scored by a model of the worlds before the newest
-joined (what I was worth) and by one with the development worlds G, J and K beside the shipped worlds
-(each read once blind, none joined by its leave-one-family-out rule, docs/scenarios.md: this says
-what they would have been worth).
+wrong verdicts fall by M's own mechanism. M is also scored by a model of the worlds before the newest
+joined (what I was worth) and by one with the development worlds G, J, K and L beside the shipped
+worlds (each read once blind, none joined by its leave-one-family-out rule, docs/scenarios.md: this
+says what they would have been worth).
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-K,
-each read once blind before L (docs/analysis.md), are three development worlds (G, J, K) and two
-training worlds (H, I). L was read once on 2026-11-29 and is spent: these lines reprint that reading,
-until a family stored unread (M, docs/familym.md) takes its place after the next freeze.
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-L,
+each read once blind before M (docs/analysis.md), are four development worlds (G, J, K, L) and two
+training worlds (H, I).
 """
 
 from __future__ import annotations
@@ -36,22 +35,22 @@ TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
-# The recipes as they stand when L is read (docs/analysis.md): the shipped recipe (the simulator beside
-# ``train``'s default worlds), the one before I joined, and the shipped one with G, J and K beside it.
-SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at L's reading
-WITH_DEV = [*SHIPPED, "G", "J", "K"]  # none joined by its rule (docs/scenarios.md); L says what they are worth
+# The recipes as they stand when M is read (docs/analysis.md): the shipped recipe (the simulator beside
+# ``train``'s default worlds), the one before I joined, and the shipped one with G, J, K and L beside it.
+SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at M's reading
+WITH_DEV = [*SHIPPED, "G", "J", "K", "L"]  # none joined by its rule (docs/scenarios.md); M says what they are worth
 RECIPES = (SHIPPED, SHIPPED[:-1], WITH_DEV)  # the shipped recipe first: the blind figure
-BLIND = "L"
+BLIND = "M"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_l(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the tenth blind family, written after K had been read.
+def family_m(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the eleventh blind family, written after L had been read.
 
-    L's Jobs carry tags that name their difficulty: only the windows and labels are scored."""
-    from bottleneck_operator_dev.familyl import generate_family_l
+    M's Jobs carry tags (workload, storage, fabric, hard cases): only the windows and labels are scored."""
+    from bottleneck_operator_dev.familym import generate_family_m
 
-    jobs = generate_family_l(seed, n, start=START)
+    jobs = generate_family_m(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [str(j.mechanism) for j in jobs]
 
 
@@ -84,16 +83,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> L (the blind figure), the recipes without I and with G, J and K
-    beside it, and the shipped recipe's wrong verdicts by L's mechanism."""
+    """One seed: the shipped recipe -> M (the blind figure), the recipes without I and with G, J, K and L
+    beside it, and the shipped recipe's wrong verdicts by M's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = training_sets(seed, size, WITH_DEV)
-    windows, labels, mechanisms = family_l(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_m(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # L is never trained on
+    # M is never trained on
     for rest in RECIPES:
         verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
         out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
@@ -103,7 +102,7 @@ def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
 
 
 def _misread(verdicts: Sequence[Any], labels: Sequence[str], mechanisms: Sequence[str]) -> list[str]:
-    """Per true class and L's mechanism: Jobs, and what those not read right were read as."""
+    """Per true class and M's mechanism: Jobs, and what those not read right were read as."""
     from collections import Counter
 
     groups: dict[tuple[str, str], Counter[str]] = {}

@@ -115,7 +115,8 @@ def _gpu_columns(g: Callable[[str], FloatArray], caps: PodCapacities) -> dict[st
         "sm_fill": clipped(per(sm, gr, 0.05), 0.0, 1.5),
         "pcie_rx_frac": rx_frac,
         "pcie_tx_frac": tx_frac,
-        "pcie_symmetry": div(np.fmin(pcie_rx, pcie_tx), np.fmax(pcie_rx, pcie_tx) + 1.0),
+        # a balance of no traffic is undefined (0/0 is NaN), not the one-way 0 of a reader
+        "pcie_symmetry": div(np.fmin(pcie_rx, pcie_tx), np.fmax(pcie_rx, pcie_tx)),
     }
     nv_bytes = coalesce(nan_sum(g("nvlink_tx_bps"), g("nvlink_rx_bps")), g("nvlink_total_bps"), inplace=True)
     cols["nvlink_frac"] = div(nv_bytes, np.where(nvlink > 0, nvlink, np.nan), out=nv_bytes)
@@ -163,7 +164,8 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
     rx, tx = g("node_net_rx_bps"), g("node_net_tx_bps")
     into = nan_sum(rx, reads) + 1.0
     cols["net_rx_share"] = div(rx, into, out=into)
-    cols["net_symmetry"] = div(np.fmin(rx, tx), np.fmax(rx, tx) + 1.0)
+    # NaN where nothing crossed: a quiet host is not a one-way reader of network storage
+    cols["net_symmetry"] = div(np.fmin(rx, tx), np.fmax(rx, tx))
     per_gpu = np.maximum(gpus, 1.0)
     cols["log_net_per_gpu"] = log_rate(nan_sum(rx, tx), per_gpu)
     cols["log_read_per_gpu"] = log_rate(reads, per_gpu)

@@ -103,7 +103,7 @@ class Series(StrEnum):
     NODE_PSI_MEM_SOME = "node_psi_mem_some"
     NODE_PSI_MEM_FULL = "node_psi_mem_full"
     NET_RX_SHARE = "net_rx_share"  # network receive / (network receive + block reads): remote storage reads
-    NET_SYMMETRY = "net_symmetry"  # min(rx, tx) / max(rx, tx): ~1 for all-reduce traffic, ~0 for storage reads
+    NET_SYMMETRY = "net_symmetry"  # min(rx, tx) / max(rx, tx): ~1 all-reduce, ~0 storage reads, NaN for none
     LOG_NET_PER_GPU = "log_net_per_gpu"
     LOG_READ_PER_GPU = "log_read_per_gpu"
     READ_REL_PEAK = "read_rel_peak"  # reads / the window's own peak: a flat plateau near 1 suggests a saturated source
