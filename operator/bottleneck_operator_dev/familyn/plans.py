@@ -143,6 +143,24 @@ def _base_stages(rng: np.random.Generator, workload: str, pods: int, gpus: int) 
     return st, comm
 
 
+def _pod_stages(
+    rng: np.random.Generator, workload: str, gpus: int, boards: list[Board], grow: tuple[str, ...]
+) -> tuple[dict[str, np.ndarray], float]:
+    """Each pod's steady stages: a pod on an older board computes slower; the class's stages never start at zero."""
+    base, comm = _base_stages(rng, workload, len(boards), gpus)
+    stages = {k: np.full(len(boards), v) for k, v in base.items()}
+    for p, b in enumerate(boards):
+        stages["tc"][p] *= boards[0].relative_speed / b.relative_speed
+        stages["hbm"][p] *= boards[0].hbm_bps / b.hbm_bps
+    unit = float(stages["tc"].mean())
+    for name in grow:
+        if name == "comm":
+            comm = max(comm, unit * 0.3)
+        elif float(stages[name].max()) < 0.05 * unit:
+            stages[name] = stages[name] + unit * 0.3
+    return stages, comm
+
+
 def _limits(rng: np.random.Generator, mechanism: str, node: Node, gpus: int) -> tuple[float | None, float | None, int]:
     """CPU limit, memory limit and loader workers, as teams write them in their pod specs."""
     workers = int(rng.choice((4, 6, 8, 12, 16))) * max(1, gpus // 2)
@@ -177,10 +195,14 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, variant: int) -> Plan
     pods, gpus = _shape(rng, mechanism, workload, board)
     if mechanism == "network" and pods < 2:
         pods = 2
+    # a MIG instance: one slice of a board per pod, its neighbours on the other slices
+    mig = board.mig and mechanism not in ("network", "nvlink", "pcie") and rng.random() < 0.12
+    if mig:
+        pods, gpus = min(pods, 2), 1
     tags: list[str] = [workload]
     boards = [board] * pods
     if pods > 1 and rng.random() < 0.25:
-        slow = int(rng.integers(pods))
+        slow = int(rng.integers(1, pods))  # pod 0 stays on the job's own board
         boards[slow] = BOARDS[OLDER[key]]
         tags.append("mixed-boards")
     swap = (mechanism == "host-memory-pressure" and rng.random() < 0.7) or rng.random() < 0.1
@@ -192,16 +214,7 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, variant: int) -> Plan
         storage_kind = str(rng.choice(("nfs", "lustre", "object")))
     storage = draw_storage(rng, storage_kind)
     fabric = draw_fabric(rng)
-    base, comm = _base_stages(rng, workload, pods, gpus)
-    stages = {k: np.full(pods, v) for k, v in base.items()}
-    for p, b in enumerate(boards):
-        stages["tc"][p] *= board.relative_speed / b.relative_speed
-        stages["hbm"][p] *= board.hbm_bps / b.hbm_bps
-    for name in grow:
-        if name == "comm":
-            comm = max(comm, float(stages["tc"].mean()) * 0.3)
-        elif float(stages[name].max()) < 0.05 * float(stages["tc"].mean()):
-            stages[name] = stages[name] + float(stages["tc"].mean()) * 0.3
+    stages, comm = _pod_stages(rng, workload, gpus, boards, grow)
     cpu_limit, mem_limit, workers = _limits(rng, mechanism, nodes[0], gpus)
     comm_link = _comm_link(mechanism, pods, board)
     plan = Plan(
@@ -229,6 +242,12 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, variant: int) -> Plan
     )
     # a job reaches the fabric through its GPUs' own PCIe links (one NIC per GPU at best)
     plan.net_bps = min(fabric.node_bps, gpus * board.pcie_bps * 0.9)
+    if pods > 1 and rng.random() < 0.15:
+        # one node on a slower NIC: a ring moves every node's bytes at the slowest link's pace
+        slower = float(rng.uniform(0.25, 0.7))
+        plan.net_bps, plan.comm = plan.net_bps * slower, plan.comm / slower
+        tags.append("slow-nic")
+    plan.mig_slice = 0.5 if mig else 1.0
     _workload_traits(rng, plan)
     return plan
 
@@ -273,8 +292,7 @@ def _workload_traits(rng: np.random.Generator, plan: Plan) -> None:
     if accumulate > 1:
         plan.comm /= accumulate  # one collective per optimizer step of several micro-batches
         plan.tags.append(f"grad-accum-{accumulate}")
-    first = plan.boards[0]
-    if plan.pods <= 2 and plan.gpus == 1 and first.mig and rng.random() < 0.3:
+    if plan.mig_slice < 1.0:
         plan.mig_slice = float(rng.choice((1 / 7, 2 / 7, 3 / 7)))
         plan.tags.append("mig")
     elif plan.gpus <= 2 and rng.random() < 0.12:
