@@ -178,6 +178,15 @@ def _limits(rng: np.random.Generator, mechanism: str, node: Node, gpus: int) -> 
     return cpu_limit, mem_limit, workers
 
 
+def _boards(rng: np.random.Generator, key: str, pods: int, tags: list[str]) -> list[Board]:
+    """Each pod's board: now and then one pod of a multi-node job lands on an older generation."""
+    boards = [BOARDS[key]] * pods
+    if pods > 1 and rng.random() < 0.25:
+        boards[int(rng.integers(1, pods))] = BOARDS[OLDER[key]]  # pod 0 stays on the job's own board
+        tags.append("mixed-boards")
+    return boards
+
+
 def draw_plan(rng: np.random.Generator, label: Bottleneck, variant: int) -> Plan:
     """A plan for a job of class ``label``; ``variant`` picks the mechanism where the family needs both.
 
@@ -200,18 +209,16 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, variant: int) -> Plan
     if mig:
         pods, gpus = min(pods, 2), 1
     tags: list[str] = [workload]
-    boards = [board] * pods
-    if pods > 1 and rng.random() < 0.25:
-        slow = int(rng.integers(1, pods))  # pod 0 stays on the job's own board
-        boards[slow] = BOARDS[OLDER[key]]
-        tags.append("mixed-boards")
+    boards = _boards(rng, key, pods, tags)
     swap = (mechanism == "host-memory-pressure" and rng.random() < 0.7) or rng.random() < 0.1
     nodes = tuple(draw_node(rng, gpus, swap) for _ in range(pods))
     storage_kind = None
-    if mechanism == "local-disk":
-        storage_kind = str(rng.choice(("nvme", "sata", "block-net"), p=(0.35, 0.25, 0.4)))
-    elif mechanism == "network-storage":
-        storage_kind = str(rng.choice(("nfs", "lustre", "object")))
+    if mechanism in ("local-disk", "network-storage"):
+        local = mechanism == "local-disk"
+        kinds, weights = (
+            (("nvme", "sata", "block-net"), (0.35, 0.25, 0.4)) if local else (("nfs", "lustre", "object"), None)
+        )
+        storage_kind = str(rng.choice(kinds, p=weights))
     storage = draw_storage(rng, storage_kind)
     fabric = draw_fabric(rng)
     stages, comm = _pod_stages(rng, workload, gpus, boards, grow)
@@ -240,16 +247,21 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, variant: int) -> Plan
         cacheable=storage.kind != "object" and rng.random() < 0.5,
         tags=tags,
     )
-    # a job reaches the fabric through its GPUs' own PCIe links (one NIC per GPU at best)
-    plan.net_bps = min(fabric.node_bps, gpus * board.pcie_bps * 0.9)
-    if pods > 1 and rng.random() < 0.15:
-        # one node on a slower NIC: a ring moves every node's bytes at the slowest link's pace
-        slower = float(rng.uniform(0.25, 0.7))
-        plan.net_bps, plan.comm = plan.net_bps * slower, plan.comm / slower
-        tags.append("slow-nic")
+    _reach(rng, plan)
     plan.mig_slice = 0.5 if mig else 1.0
     _workload_traits(rng, plan)
     return plan
+
+
+def _reach(rng: np.random.Generator, plan: Plan) -> None:
+    """What the job's collective moves over the fabric per second at most."""
+    # a job reaches the fabric through its GPUs' own PCIe links (one NIC per GPU at best)
+    plan.net_bps = min(plan.fabric.node_bps, plan.gpus * plan.boards[0].pcie_bps * 0.9)
+    if plan.pods > 1 and rng.random() < 0.15:
+        # one node on a slower NIC: a ring moves every node's bytes at the slowest link's pace
+        slower = float(rng.uniform(0.25, 0.7))
+        plan.net_bps, plan.comm = plan.net_bps * slower, plan.comm / slower
+        plan.tags.append("slow-nic")
 
 
 def _comm_link(mechanism: str, pods: int, board: Board) -> str:
