@@ -187,6 +187,15 @@ def _boards(rng: np.random.Generator, key: str, pods: int, tags: list[str]) -> l
     return boards
 
 
+def _storage(rng: np.random.Generator, mechanism: str) -> Storage:
+    """The dataset's home: a local or block device for local-disk jobs, a shared service for network-storage ones."""
+    if mechanism == "local-disk":
+        return draw_storage(rng, str(rng.choice(("nvme", "sata", "block-net"), p=(0.35, 0.25, 0.4))))
+    if mechanism == "network-storage":
+        return draw_storage(rng, str(rng.choice(("nfs", "lustre", "object"))))
+    return draw_storage(rng)
+
+
 def draw_plan(rng: np.random.Generator, label: Bottleneck, variant: int) -> Plan:
     """A plan for a job of class ``label``; ``variant`` picks the mechanism where the family needs both.
 
@@ -212,14 +221,7 @@ def draw_plan(rng: np.random.Generator, label: Bottleneck, variant: int) -> Plan
     boards = _boards(rng, key, pods, tags)
     swap = (mechanism == "host-memory-pressure" and rng.random() < 0.7) or rng.random() < 0.1
     nodes = tuple(draw_node(rng, gpus, swap) for _ in range(pods))
-    storage_kind = None
-    if mechanism in ("local-disk", "network-storage"):
-        local = mechanism == "local-disk"
-        kinds, weights = (
-            (("nvme", "sata", "block-net"), (0.35, 0.25, 0.4)) if local else (("nfs", "lustre", "object"), None)
-        )
-        storage_kind = str(rng.choice(kinds, p=weights))
-    storage = draw_storage(rng, storage_kind)
+    storage = _storage(rng, mechanism)
     fabric = draw_fabric(rng)
     stages, comm = _pod_stages(rng, workload, gpus, boards, grow)
     cpu_limit, mem_limit, workers = _limits(rng, mechanism, nodes[0], gpus)
