@@ -61,7 +61,7 @@ BOARDS: dict[str, Board] = {
     "h200": Board("NVIDIA H200", 700, 75, 1980, 1590, 4800 * GB, 143771, 900 * GB, PCIE5, True, True, 3.17),
     "l40s": Board("NVIDIA L40S", 350, 35, 2520, 1110, 864 * GB, 46068, 0.0, PCIE4, True, False, 1.17),
     "l4": Board("NVIDIA L4", 72, 16, 2040, 795, 300 * GB, 23034, 0.0, PCIE4, True, False, 0.39),
-    "a10g": Board("NVIDIA A10G", 150, 25, 1710, 885, 600 * GB, 23028, 0.0, PCIE4, True, False, 0.40),
+    "a10": Board("NVIDIA A10", 150, 25, 1695, 885, 600 * GB, 23028, 0.0, PCIE4, True, False, 0.40),
     "v100": Board("Tesla V100-SXM2-32GB", 300, 40, 1530, 1290, 900 * GB, 32768, 300 * GB, PCIE3, True, False, 0.40),
     "t4": Board("Tesla T4", 70, 12, 1590, 585, 320 * GB, 15360, 0.0, PCIE3, True, False, 0.21),
 }
@@ -75,7 +75,7 @@ BOARD_WEIGHTS: dict[str, float] = {
     "h200": 0.10,
     "l40s": 0.10,
     "l4": 0.06,
-    "a10g": 0.08,
+    "a10": 0.08,
     "v100": 0.06,
     "t4": 0.04,
 }
@@ -87,9 +87,9 @@ OLDER: dict[str, str] = {
     "h100-pcie": "a100-pcie",
     "a100-sxm": "v100",
     "a100-pcie": "v100",
-    "l40s": "a10g",
+    "l40s": "a10",
     "l4": "t4",
-    "a10g": "t4",
+    "a10": "t4",
     "v100": "t4",
     "t4": "t4",
 }
