@@ -105,6 +105,8 @@ class Storage:
         block: reads pass through a local block device (cgroup io.stat, node disk counters see them).
         iowait: readers sleep in D state (iowait, io pressure); HTTP object-store readers do not.
         request_bytes: typical size of one read request.
+        device_bps: what the device underneath could read (above ``read_bps`` when a cgroup io.max
+            limit, not the device, sets the pace: the disk then looks idle while readers wait).
     """
 
     kind: str
@@ -112,6 +114,7 @@ class Storage:
     block: bool
     iowait: bool
     request_bytes: float
+    device_bps: float = 0.0
 
 
 def draw_storage(rng: np.random.Generator, kind: str | None = None) -> Storage:
@@ -120,6 +123,9 @@ def draw_storage(rng: np.random.Generator, kind: str | None = None) -> Storage:
     chosen = kind or str(rng.choice(kinds, p=(0.28, 0.06, 0.12, 0.18, 0.12, 0.24)))
     if chosen == "nvme":
         return Storage(chosen, float(rng.uniform(3.0, 7.0) * rng.choice((1, 2, 4))) * GB, True, True, 256e3)
+    if chosen == "nvme-limited":
+        device = float(rng.uniform(3.0, 7.0)) * GB
+        return Storage(chosen, float(rng.uniform(0.1, 0.8)) * GB, True, True, 256e3, device)
     if chosen == "sata":
         return Storage(chosen, float(rng.uniform(0.35, 0.55)) * GB, True, True, 128e3)
     if chosen == "block-net":

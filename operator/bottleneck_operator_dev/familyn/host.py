@@ -121,7 +121,7 @@ def node_truth(
     busy = np.clip((pod["cpu_cores"] + neighbour + 0.3) / cpus, 0.0, 1.0)
     iowait = np.clip(pod["sc_psi_io_some"] * (1 - busy) * rng.uniform(0.05, 0.3), 0.0, 1.0 - busy)
     dev_read = pod["fs_read_bps"] + rng.uniform(0.0, 3e7) * (plan.neighbour_cores[:, None] > 0)
-    capability = plan.storage.read_bps if plan.storage.block else 3e9
+    capability = max(plan.storage.read_bps, plan.storage.device_bps) if plan.storage.block else 3e9
     comm_share = act.comm_total / act.step * act.stepping
     wire = comm_share * plan.net_bps * (plan.pods > 1) * rng.uniform(0.7, 0.95)
     tcp = wire if plan.fabric.kind == "tcp" else 0.0 * wire

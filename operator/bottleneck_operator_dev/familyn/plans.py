@@ -190,7 +190,8 @@ def _boards(rng: np.random.Generator, key: str, pods: int, tags: list[str]) -> l
 def _storage(rng: np.random.Generator, mechanism: str) -> Storage:
     """The dataset's home: a local or block device for local-disk jobs, a shared service for network-storage ones."""
     if mechanism == "local-disk":
-        return draw_storage(rng, str(rng.choice(("nvme", "sata", "block-net"), p=(0.35, 0.25, 0.4))))
+        kinds = ("nvme", "nvme-limited", "sata", "block-net")
+        return draw_storage(rng, str(rng.choice(kinds, p=(0.25, 0.2, 0.2, 0.35))))
     if mechanism == "network-storage":
         return draw_storage(rng, str(rng.choice(("nfs", "lustre", "object"))))
     return draw_storage(rng)
