@@ -156,7 +156,8 @@ def _job(
     truth.update(pod)
     truth.update(node_truth(rng, plan, act, pod))
     truth["__live"] = act.live
-    exporters = draw_exporters(rng, start, end)
+    busy = truth["node_cpu_busy_frac"][act.stepping > 0]
+    exporters = draw_exporters(rng, start, end, float(np.median(busy)) if busy.size else 0.0)
     fams = _families(rng, plan)
     read: dict[str, FloatArray] = {}
     for exporter, names in _names(fams, plan).items():

@@ -52,8 +52,12 @@ class Exporter:
     restart: tuple[float, float] | None
 
 
-def draw_exporters(rng: np.random.Generator, start: float, end: float) -> dict[str, Exporter]:
-    """The job's exporters: a cluster-wide scrape interval that some exporters override."""
+def draw_exporters(rng: np.random.Generator, start: float, end: float, load: float = 0.0) -> dict[str, Exporter]:
+    """The job's exporters: a cluster-wide scrape interval that some exporters override.
+
+    ``load`` (0-1, the node's CPU busy share) makes the exporters that share the node's CPUs
+    (node-exporter, the sidecar) miss more scrapes: a starved exporter answers past the scrape timeout.
+    """
     cluster = float(rng.choice((5.0, 10.0, 15.0, 30.0, 60.0), p=(0.05, 0.15, 0.3, 0.4, 0.1)))
     restarted = str(rng.choice(("dcgm", "cadvisor", "node", "sidecar"))) if rng.random() < 0.3 else ""
     out = {}
@@ -63,6 +67,8 @@ def draw_exporters(rng: np.random.Generator, start: float, end: float) -> dict[s
             interval = max(5.0, min(interval, 30.0))
         collect = float(rng.choice((1.0, 5.0, 10.0, 30.0), p=(0.1, 0.2, 0.2, 0.5))) if name == "dcgm" else interval
         drop = float(rng.uniform(0.0, 0.08)) if rng.random() < 0.5 else 0.0
+        if name in ("node", "sidecar"):
+            drop = min(drop + 0.15 * load**4, 0.3)
         restart = (float(rng.uniform(start, end)), float(rng.uniform(10.0, 90.0))) if name == restarted else None
         out[name] = Exporter(name, interval, collect, drop, restart)
     return out
