@@ -122,6 +122,7 @@ def test_mig_pods_have_no_gpu_util(jobs: list[FamilyNJob]) -> None:
     mig = [j for j in more if "mig" in j.tags]
     assert mig, "no MIG job drawn: widen the sample"
     assert all("gpu_util" not in p.signals and p.gpu_count == 1 for j in mig for p in j.window.pods)
+    assert all(j.window.quality.coverage > 0.3 for j in mig)  # GR_ENGINE_ACTIVE stands in
 
 
 def test_counters_are_counters() -> None:

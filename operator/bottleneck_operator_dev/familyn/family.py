@@ -88,6 +88,8 @@ def _fit(
 def _families(rng: np.random.Generator, plan: Plan) -> set[Family]:
     """Which exporters (and exporter configurations) this cluster runs."""
     fields = str(rng.choice(("dev", "default", "full"), p=(0.25, 0.4, 0.35)))
+    if fields == "dev" and plan.mig_slice < 1.0:
+        fields = "default"  # under MIG, GPU_UTIL is unsupported: GR_ENGINE_ACTIVE is the instance's only activity
     fams = {Family.DCGM_DEV}
     if fields != "dev":
         fams.add(Family.DCGM_PROF)
