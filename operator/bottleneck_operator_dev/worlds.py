@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-was written beside the simulator, C to L were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G, J, K and L development
+was written beside the simulator, C to M were written blind, read once each as an evaluation
+(docs/analysis.md) and are training worlds since that reading spent them (G, J, K, L and M development
 worlds: listed, not in ``train``'s default recipe). A family still stored for a blind reading is never
 listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -84,6 +84,12 @@ def _family_l() -> Any:
     return generate_family_l
 
 
+def _family_m() -> Any:
+    from bottleneck_operator_dev.familym import generate_family_m
+
+    return generate_family_m
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -162,6 +168,12 @@ WORLDS: dict[str, World] = {
             _family_l,
             "the twelfth family",
             "Family L, written blind after K had been read, a step of eight stages over twelve workloads (LoRA, mixture-of-experts, RL, GNN sampling among them) read through exporters with their own scrape intervals, read once (a development world since).",
+        ),
+        World(
+            "M",
+            _family_m,
+            "the thirteenth family",
+            "Family M, written blind after L had been read, a loader of W workers beside a trainer of copies, roofline kernels and partly hidden collectives on shared nodes with background traffic, read once (a development world since).",
         ),
     )
 }
