@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
@@ -60,7 +59,7 @@ def gauge(truth: FloatArray, step: float, sc: Scrape) -> FloatArray:
         truth: (signals, samples) true values on the grid.
     """
     n = truth.shape[1]
-    rel = np.arange(n) * step
+    rel = np.arange(n, dtype=np.float64) * step
     last = _last_scrape(rel, sc)
     seen = np.floor(last / sc.collect) * sc.collect if sc.collect > 0 else last
     out = truth[:, _index(seen, step, n)].astype(np.float64)
@@ -101,7 +100,7 @@ def counter_values(truth: FloatArray, step: float, sc: Scrape, start_value: Floa
 def rate(truth: FloatArray, step: float, sc: Scrape, start_value: FloatArray) -> FloatArray:
     """What ``rate(counter[range])`` returns at each grid time, range = max(2 scrapes, one step)."""
     n = truth.shape[1]
-    rel = np.arange(n) * step
+    rel = np.arange(n, dtype=np.float64) * step
     span = max(2.0 * sc.interval, step)
     last = _last_scrape(rel, sc)
     k = max(1, int(np.floor(span / sc.interval + 1e-9)) - 1)

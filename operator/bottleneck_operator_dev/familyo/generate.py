@@ -156,7 +156,7 @@ def generate_job(seed: int, i: int, cls: Bottleneck, hint: str, start: float, st
         pods.append(_pod(name, p, plan, (node, host), signals, n))
     tags += _site_tags(site)
     fams, cov = families_and_coverage(pods)
-    stamps = start + np.arange(n) * step
+    stamps = start + np.arange(n, dtype=np.float64) * step
     quality = DataQuality(families=fams, coverage=cov, scrape_interval=site.scrape_s["dcgm"])
     window = JobWindow(ns, name, start, float(stamps[-1]), step, stamps, tuple(pods), quality)
     return FamilyOJob(ns, name, plan.label, plan.mechanism, tuple(tags), window)

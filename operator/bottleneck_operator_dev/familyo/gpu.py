@@ -46,7 +46,7 @@ def gpu_truth(
         power_cap: enforced limit as a share of TDP.
         inter_node_bps: bytes/s this node moves over the fabric (GPUDirect RDMA puts it on PCIe).
     """
-    b, sh, g, n = plan.board, _shares(plan), plan.gpus, activity.size
+    sh, g, n = _shares(plan), plan.gpus, activity.size
     noise = rng.normal(1.0, 0.03, (g, n)).clip(0.85, 1.15)
     act = activity[None, :] * noise
     fill_main, fill_tiny, fill_nccl = rng.uniform(0.8, 0.97), rng.uniform(0.1, 0.35), rng.uniform(0.05, 0.2)

@@ -211,7 +211,7 @@ def _sidecar_procs(
     return {
         "sc_cpu_cores": cpu["cpu_cores"] * rng.uniform(1.0, 1.02) + 0.01,
         "sc_throttled_frac": cpu["cpu_throttled_frac"],
-        "sc_procs_running": np.round(np.minimum(cpu["cpu_cores"], workers + plan.gpus)),
+        "sc_procs_running": np.round(np.minimum(cpu["cpu_cores"], workers + plan.gpus)).astype(np.float64),
         "sc_procs_iowait": np.round(workers * io_share * rng.uniform(0.3, 0.9)),
         "sc_procs_busy": np.round(cpu["pegged"]),
     }

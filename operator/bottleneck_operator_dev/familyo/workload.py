@@ -14,7 +14,7 @@ import numpy as np
 
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator_dev.familyo.hardware import BOARDS, FABRICS, STORAGE, SXM, Board, Fabric, Storage
-from bottleneck_operator_dev.familyo.stepmodel import Stages, label_of, mechanism_of, raise_until
+from bottleneck_operator_dev.familyo.stepmodel import CLASS_STAGES, Stages, label_of, mechanism_of, raise_until
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,8 @@ def _target_stage(rng: np.random.Generator, cls: Bottleneck, pods: int, gpus: in
 
 def _near_miss(rng: np.random.Generator, stages: Stages, stage: str) -> Stages:
     """A hard case: another class's stage brought close to the bound (mixed or borderline jobs)."""
-    other = str(rng.choice([s for s in ("read", "cpu", "hbm", "inter", "swap") if s != stage]))
+    own = next(names for names in CLASS_STAGES.values() if stage in names)
+    other = str(rng.choice([s for s in ("read", "cpu", "hbm", "inter", "swap") if s not in own]))
     bump = float(rng.uniform(0.7, 0.97)) * stages.step
     if other == "swap":
         bump *= 0.3
@@ -279,8 +280,8 @@ def _cpu_setup(
         return mode, limit - 1.0, limit
     if mode == "workers":
         workers = float(max(1, int(want * rng.uniform(0.25, 0.6))))
-        limit = None if rng.random() < 0.6 else float(round(want * 1.5) + 2)
-        return mode, workers, limit
+        cap = None if rng.random() < 0.6 else float(round(want * 1.5) + 2)
+        return mode, workers, cap
     return mode, float(node_cpus * rng.uniform(0.7, 0.9)), None
 
 
