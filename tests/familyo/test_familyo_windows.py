@@ -125,11 +125,7 @@ def test_gaps_and_counter_signals_are_nan_not_zero_where_unread(jobs: list[Famil
     assert restarted
     counters = [n for n, s in SIGNALS.items() if s.kind is Kind.COUNTER]
     gaps = [
-        np.isnan(p.signals[n]).any()
-        for j in restarted
-        for p in j.window.pods[:1]
-        for n in counters
-        if n in p.signals
+        np.isnan(p.signals[n]).any() for j in restarted for p in j.window.pods[:1] for n in counters if n in p.signals
     ]
     assert any(gaps)
 
