@@ -42,7 +42,7 @@ def draw_node(rng: np.random.Generator, plan: Plan) -> Node:
     neighbours = int(rng.integers(1, 5)) if shared else int(rng.random() < 0.15)
     return Node(
         neighbours=neighbours,
-        swap=bool(rng.random() < 0.35),
+        swap=bool(rng.random() < 0.55),
         mem_gib=float(rng.choice([256, 512, 1024, 2048])),
         neighbour_pressure=bool(neighbours > 0 and rng.random() < 0.2),
     )
