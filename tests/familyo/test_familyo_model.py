@@ -49,12 +49,15 @@ def test_raise_until_reaches_the_strength_and_the_label() -> None:
 
 @pytest.mark.parametrize("cls", CLASSES)
 def test_drawn_plans_are_labelled_by_the_largest_removal_gain(cls: Bottleneck) -> None:
-    for k in range(30):
+    for k in range(60):
         rng = np.random.default_rng([99, k])
-        plan = draw_plan(rng, cls, ("host-memory-pressure", "hbm-bandwidth")[k % 2])
+        hint = ("host-memory-pressure", "hbm-bandwidth")[k % 2]
+        plan = draw_plan(rng, cls, hint)
         gains = {c: plan.stages.gain(c) for c in CLASSES}
         assert plan.label is cls and max(gains, key=lambda c: gains[c]) is cls
         assert plan.strength >= 1.05
+        if cls is Bottleneck.MEMORY:
+            assert plan.mechanism == hint
 
 
 def test_strengths_span_barely_there_to_overwhelming() -> None:

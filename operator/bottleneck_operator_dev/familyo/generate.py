@@ -99,12 +99,11 @@ def _render_pod(
     site: Site,
     truth: dict[str, FloatArray],
     step: float,
-    flags: tuple[bool, bool],
+    flags: tuple[bool, bool, bool],
 ) -> dict[str, FloatArray]:
     """The pod's signals as read: per exporter, its gauges held and its counters through rate()."""
-    sidecar, restarted = flags
+    sidecar, restarted, warm = flags
     n = next(iter(truth.values())).size
-    warm = bool(rng.random() < 0.75)
     out: dict[str, FloatArray] = {}
     by_exporter: dict[str, list[SignalSpec]] = {}
     for spec in SIGNAL_LIST:
@@ -140,7 +139,8 @@ def generate_job(seed: int, i: int, cls: Bottleneck, hint: str, start: float, st
     if plan.fabric is not None:
         cap = plan.fabric.ports * plan.fabric.port_gbs * 1e9 * rng.uniform(0.75, 0.93)
         inter_bps = s.inter / s.step * cap
-    base_act = _activity(rng, n, step, warm=True)
+    warm = bool(rng.random() < 0.75)  # most windows open on a job already running
+    base_act = _activity(rng, n, step, warm=warm)
     pods, tags = [], list(plan.tags)
     for p in range(plan.pods):
         node = draw_node(rng, plan)
@@ -151,7 +151,7 @@ def generate_job(seed: int, i: int, cls: Bottleneck, hint: str, start: float, st
         if rng.random() < 0.3:
             del truth["mem_limit_bytes"]
         sidecar = bool(rng.random() < site.sidecar_share)
-        signals = _render_pod(rng, plan, site, truth, step, (sidecar, p == 0))
+        signals = _render_pod(rng, plan, site, truth, step, (sidecar, p == 0, warm))
         host = f"gpu-{plan.board.model.split()[-1].lower()}-{int(rng.integers(10_000)):04d}"
         pods.append(_pod(name, p, plan, (node, host), signals, n))
     tags += _site_tags(site)

@@ -100,7 +100,7 @@ def host_truth(
     }
     if plan.cpu_limit is not None:
         out["cpu_limit_cores"] = np.full(n, plan.cpu_limit)
-    out.update(_disk_net(plan, node, rng, read_bps, inter_node_bps))
+    out.update(_disk_net(plan, node, rng, (read_bps, act), inter_node_bps))
     out.update(_memory(plan, node, rng, act, swap_share, read_bps if mmap else np.zeros(n), step))
     out.update(_pressure(plan, node, rng, act, io_wait_share, swap_share, busy))
     out.update(_sidecar_procs(plan, rng, cpu, io_wait_share))
@@ -108,8 +108,10 @@ def host_truth(
 
 
 def _disk_net(
-    plan: Plan, node: Node, rng: np.random.Generator, read_bps: FloatArray, inter_node_bps: float
+    plan: Plan, node: Node, rng: np.random.Generator, reads: tuple[FloatArray, FloatArray], inter_node_bps: float
 ) -> dict[str, FloatArray]:
+    """Disk, NIC and InfiniBand counters; ``reads`` is the job's read rate and its activity per sample."""
+    read_bps, act = reads
     st, n = plan.storage, read_bps.size
     block = read_bps if st.block else np.zeros(n)
     nb_disk = node.neighbours * rng.uniform(0.0, 2e8)
@@ -120,7 +122,6 @@ def _disk_net(
     over_ib = plan.fabric is not None and plan.fabric.rdma and st.name == "lustre"
     net_read = read_bps if st.network and not over_ib else np.zeros(n)
     tcp = inter_node_bps if plan.fabric is not None and not plan.fabric.rdma else 0.0
-    act = read_bps / max(float(read_bps.max()), 1.0) if read_bps.max() > 0 else np.ones(n)
     nb_net = node.neighbours * rng.uniform(0.0, 3e8)
     rdma = inter_node_bps if plan.fabric is not None and plan.fabric.rdma else 0.0
     ib_read = read_bps if over_ib else np.zeros(n)
@@ -130,10 +131,10 @@ def _disk_net(
         "node_disk_read_bps": disk,
         "node_disk_reads_ps": disk / (st.req_kib * 1024.0),
         "node_disk_busy_frac": busy,
-        "node_net_rx_bps": net_read + tcp * rng.uniform(0.95, 1.05) + nb_net + rng.uniform(1e5, 5e6, n),
-        "node_net_tx_bps": tcp * rng.uniform(0.95, 1.05) + nb_net * 0.5 + rng.uniform(1e5, 5e6, n),
-        "ib_rx_bps": np.full(n, rdma) * np.clip(act + 0.5, 0.0, 1.0) + ib_read + rng.uniform(1e3, 1e5, n),
-        "ib_tx_bps": np.full(n, rdma) * np.clip(act + 0.5, 0.0, 1.0) + rng.uniform(1e3, 1e5, n),
+        "node_net_rx_bps": net_read + act * tcp * rng.uniform(0.95, 1.05) + nb_net + rng.uniform(1e5, 5e6, n),
+        "node_net_tx_bps": act * tcp * rng.uniform(0.95, 1.05) + nb_net * 0.5 + rng.uniform(1e5, 5e6, n),
+        "ib_rx_bps": act * rdma + ib_read + rng.uniform(1e3, 1e5, n),
+        "ib_tx_bps": act * rdma * rng.uniform(0.97, 1.03) + rng.uniform(1e3, 1e5, n),
     }
 
 

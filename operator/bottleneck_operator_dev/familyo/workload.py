@@ -236,6 +236,9 @@ def draw_plan(rng: np.random.Generator, cls: Bottleneck, mechanism_hint: str) ->
     stage = _target_stage(rng, cls, pods, gpus)
     if cls is Bottleneck.MEMORY:
         stage = "swap" if mechanism_hint == "host-memory-pressure" else "hbm"
+        if stage == "swap":
+            # Host pressure on a job whose kernels are also HBM-bound would be the other mechanism.
+            stages = replace(stages, hbm=min(stages.hbm, 0.9 * stages.math))
     stages = replace(stages, **{stage: 0.0})
     tags = [arch.name, board.model, storage.name, fabric.name if fabric else "single-node"]
     if rng.random() < 0.3:
