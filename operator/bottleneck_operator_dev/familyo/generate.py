@@ -148,8 +148,7 @@ def generate_job(seed: int, i: int, cls: Bottleneck, hint: str, start: float, st
         truth = gpu_truth(plan, rng, act, site.power_cap, inter_bps)
         truth.update(host_truth(plan, node, rng, act, inter_bps, step))
         truth = {k: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)).copy() for k, v in truth.items()}
-        if rng.random() < 0.3:
-            del truth["mem_limit_bytes"]
+        _quirks(rng, truth, n)
         sidecar = bool(rng.random() < site.sidecar_share)
         signals = _render_pod(rng, plan, site, truth, step, (sidecar, p == 0, warm))
         host = f"gpu-{plan.board.model.split()[-1].lower()}-{int(rng.integers(10_000)):04d}"
@@ -160,6 +159,19 @@ def generate_job(seed: int, i: int, cls: Bottleneck, hint: str, start: float, st
     quality = DataQuality(families=fams, coverage=cov, scrape_interval=site.scrape_s["dcgm"])
     window = JobWindow(ns, name, start, float(stamps[-1]), step, stamps, tuple(pods), quality)
     return FamilyOJob(ns, name, plan.label, plan.mechanism, tuple(tags), window)
+
+
+def _quirks(rng: np.random.Generator, truth: dict[str, FloatArray], n: int) -> None:
+    """What real fleets add: pods without a memory limit, a stuck profiling field, an XID on record."""
+    if rng.random() < 0.3:
+        del truth["mem_limit_bytes"]
+    if rng.random() < 0.02:
+        # dcgm-exporter issue 662: GR_ENGINE_ACTIVE can read 0 after weeks of uptime.
+        truth["gr_engine_active"] = np.zeros(n)
+    if rng.random() < 0.03:
+        # The last XID since the driver loaded: a row-remapping event (63) or an application fault (13, 43).
+        code = float(rng.choice([13.0, 43.0, 63.0]))
+        truth["xid_code"][int(rng.integers(n)) :] = code
 
 
 def _pod(job: str, p: int, plan: Plan, node: tuple[Node, str], signals: dict[str, FloatArray], n: int) -> PodWindow:
