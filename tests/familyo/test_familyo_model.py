@@ -124,3 +124,13 @@ def test_hbm_bound_jobs_run_dram_hot_with_idle_tensor_pipes(family: list[FamilyO
 def test_throttled_cpu_jobs_are_throttled(family: list[FamilyOJob]) -> None:
     throttled = [j for j in family if j.mechanism == "throttled"]
     assert _median(throttled, "cpu_throttled_frac") > 0.5
+
+
+def test_host_pressure_swaps_in_only_where_the_cluster_has_swap(family: list[FamilyOJob]) -> None:
+    host = [j for j in family if j.mechanism == "host-memory-pressure"]
+    with_swap = [j for j in host if "swap" in j.tags]
+    without = [j for j in host if "swap" not in j.tags]
+    assert with_swap and without
+    assert _median(with_swap, "sc_swapin_ps") > 100.0
+    assert _median(without, "sc_swapin_ps") == 0.0
+    assert _median(without, "sc_majfault_ps") > 100.0  # reclaim shows as refaults instead

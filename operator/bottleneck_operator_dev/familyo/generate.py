@@ -142,8 +142,9 @@ def generate_job(seed: int, i: int, cls: Bottleneck, hint: str, start: float, st
     warm = bool(rng.random() < 0.75)  # most windows open on a job already running
     base_act = _activity(rng, n, step, warm=warm)
     pods, tags = [], list(plan.tags)
+    swap = bool(rng.random() < 0.55)
     for p in range(plan.pods):
-        node = draw_node(rng, plan)
+        node = draw_node(rng, plan, swap)
         act = np.clip(base_act * rng.normal(1.0, 0.01), 0.0, 1.0)
         truth = gpu_truth(plan, rng, act, site.power_cap, inter_bps)
         truth.update(host_truth(plan, node, rng, act, inter_bps, step))
@@ -153,7 +154,7 @@ def generate_job(seed: int, i: int, cls: Bottleneck, hint: str, start: float, st
         signals = _render_pod(rng, plan, site, truth, step, (sidecar, p == 0, warm))
         host = f"gpu-{plan.board.model.split()[-1].lower()}-{int(rng.integers(10_000)):04d}"
         pods.append(_pod(name, p, plan, (node, host), signals, n))
-    tags += _site_tags(site)
+    tags += _site_tags(site) + (["swap"] if swap else [])
     fams, cov = families_and_coverage(pods)
     stamps = start + np.arange(n, dtype=np.float64) * step
     quality = DataQuality(families=fams, coverage=cov, scrape_interval=site.scrape_s["dcgm"])

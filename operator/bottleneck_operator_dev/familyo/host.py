@@ -37,12 +37,13 @@ class Node:
     neighbour_pressure: bool
 
 
-def draw_node(rng: np.random.Generator, plan: Plan) -> Node:
+def draw_node(rng: np.random.Generator, plan: Plan, swap: bool) -> Node:
+    """The pod's node; ``swap`` is the cluster's choice (NodeSwap is set per cluster, not per node)."""
     shared = plan.gpus < 8 and rng.random() < 0.7
     neighbours = int(rng.integers(1, 5)) if shared else int(rng.random() < 0.15)
     return Node(
         neighbours=neighbours,
-        swap=bool(rng.random() < 0.55),
+        swap=swap,
         mem_gib=float(rng.choice([256, 512, 1024, 2048])),
         neighbour_pressure=bool(neighbours > 0 and rng.random() < 0.2),
     )
