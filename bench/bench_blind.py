@@ -16,7 +16,8 @@ says what they would have been worth).
 
 Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-M,
 each read once blind before N (docs/analysis.md), are five development worlds (G, J, K, L, M) and two
-training worlds (H, I).
+training worlds (H, I). N was read once on 2026-11-29 and is spent: these lines reprint that reading,
+until a family stored unread (O, docs/familyo.md) takes its place after the next freeze.
 """
 
 from __future__ import annotations

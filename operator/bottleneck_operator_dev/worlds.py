@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-was written beside the simulator, C to M were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G, J, K, L and M development
+was written beside the simulator, C to N were written blind, read once each as an evaluation
+(docs/analysis.md) and are training worlds since that reading spent them (G and J to N development
 worlds: listed, not in ``train``'s default recipe). A family still stored for a blind reading is never
 listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -90,6 +90,12 @@ def _family_m() -> Any:
     return generate_family_m
 
 
+def _family_n() -> Any:
+    from bottleneck_operator_dev.familyn import generate_family_n
+
+    return generate_family_n
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -174,6 +180,12 @@ WORLDS: dict[str, World] = {
             _family_m,
             "the thirteenth family",
             "Family M, written blind after L had been read, a loader of W workers beside a trainer of copies, roofline kernels and partly hidden collectives on shared nodes with background traffic, read once (a development world since).",
+        ),
+        World(
+            "N",
+            _family_n,
+            "the fourteenth family",
+            "Family N, written blind while M was unread, a step whose loader runs beside a GPU path of copies, kernels, pipeline bubbles and launches, labelled over whole windows with warm-up, MIG and elastic pods, read once (a development world since).",
         ),
     )
 }
