@@ -114,3 +114,19 @@ def replay(names: Sequence[str], *, phase: float = 0.0, data: Path = DATA) -> di
             finally:
                 prom.stop()
     return out
+
+
+def without_profiling(window: Any) -> Any:
+    """The window as a cluster whose dcgm-exporter collects no profiling fields (DEV fields only) gets it."""
+    from dataclasses import replace
+
+    from bottleneck_operator.contract.signals import Family, signals_of
+
+    profiling = {
+        *signals_of(Family.DCGM_PROF),
+        *signals_of(Family.DCGM_PROF_SM),
+        *signals_of(Family.DCGM_PROF_NVLINK),
+        *signals_of(Family.DCGM_PROF_PIPES),
+    }
+    pods = tuple(replace(p, signals={k: v for k, v in p.signals.items() if k not in profiling}) for p in window.pods)
+    return replace(window, pods=pods)

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
 
 import pytest
-from recordings.replay import DATA, Shifted, openmetrics_text, recording_names, replay
+from recordings.replay import DATA, Shifted, openmetrics_text, recording_names, replay, without_profiling
 
 from bottleneck_operator.analysis.classify import analyze_windows
 from bottleneck_operator.analysis.model.classifier import load_model
-from bottleneck_operator.contract.signals import Family, signals_of
 from bottleneck_operator.contract.verdict import Abstention, Verdict
 from bottleneck_operator.pipeline import JobResult
 
@@ -255,24 +253,12 @@ def test_a_fed_gpu_has_nothing_left_to_gain_outside_its_kernels(verdicts: dict[s
 # bytes tell the copy's time from a kernel's. Neither scenario family draws an idle GPU waiting for
 # copies without profiling fields, and the model reads CPU.
 DEV_ONLY_WRONG = {"gpu-h2d": "pageable copies without PCIe bytes read as one pinned process: Unknown, pointing to CPU"}
-PROFILING = {
-    *signals_of(Family.DCGM_PROF),
-    *signals_of(Family.DCGM_PROF_SM),
-    *signals_of(Family.DCGM_PROF_NVLINK),
-    *signals_of(Family.DCGM_PROF_PIPES),
-}
 
 
 @pytest.fixture(scope="module")
 def dev_only(replayed: dict[str, tuple[Shifted, JobResult]]) -> dict[str, Verdict]:
     """The GPU recordings' verdicts as a cluster without DCGM profiling would get them."""
-    windows = []
-    for name in GPU_RECORDINGS:
-        window = replayed[name][1].window
-        pods = tuple(
-            replace(p, signals={k: v for k, v in p.signals.items() if k not in PROFILING}) for p in window.pods
-        )
-        windows.append(replace(window, pods=pods))
+    windows = [without_profiling(replayed[name][1].window) for name in GPU_RECORDINGS]
     return dict(zip(GPU_RECORDINGS, analyze_windows(windows, load_model()), strict=True))
 
 

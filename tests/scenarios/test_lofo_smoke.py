@@ -49,15 +49,23 @@ def test_the_summary_gives_each_held_out_familys_median_and_spread_over_seeds() 
             "A+C+D -> B": Score(0.93, 0.90, 0.03, "GPU", 0.01, 0.2),
         },
     ]
-    right = [{"A+B+C+D": 28}, {"A+B+C+D": 27}, {"A+B+C+D": 29}]
+    dev = "A+B+C+D, DEV fields only"
+    right = [
+        {"A+B+C+D": (28, 31), dev: (20, 25)},
+        {"A+B+C+D": (27, 31), dev: (21, 25)},
+        {"A+B+C+D": (29, 31), dev: (19, 25)},
+    ]
     targets = "(F1 0.9, recall 0.8, abstention 0.1; ECE 0.05, wrong at >= 0.9 0.2)"
-    assert summary(seeds, right, 31) == [
+    assert summary(seeds, right) == [
         "B+C+D -> A: macro-F1 median 0.830 (spread 0.800-0.860), lowest class recall 0.600 (lowest of all 0.550, "
         f"Memory), abstention 0.060, ECE 0.050, wrong at >= 0.9 0.20: below the targets {targets}",
         "A+C+D -> B: macro-F1 median 0.910 (spread 0.900-0.930), lowest class recall 0.850 (lowest of all 0.800, "
         f"CPU), abstention 0.030, ECE 0.020, wrong at >= 0.9 0.10: meets the targets {targets}",
         "real recordings, model of A+B+C+D: median 28 of 31 right (28, 27, 29)",
+        "real recordings, model of A+B+C+D, DEV fields only: median 20 of 25 right (20, 21, 19)",
     ]
+    # read without holding out a family, only the recordings are summarised
+    assert summary([{}, {}, {}], right)[0].startswith("real recordings, model of A+B+C+D: median 28")
 
 
 def test_a_model_of_several_families_keeps_each_as_its_own_world() -> None:
