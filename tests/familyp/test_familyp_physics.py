@@ -45,7 +45,9 @@ def test_removing_the_bound_stage_helps_most() -> None:
 
 
 @pytest.mark.parametrize("margin", [1.05, 1.5, 4.0])
-@pytest.mark.parametrize("target,stage", [(B.IO, "read"), (B.CPU, "decode"), (B.INTERCONNECT, "comm"), (B.MEMORY, "hbm")])
+@pytest.mark.parametrize(
+    "target,stage", [(B.IO, "read"), (B.CPU, "decode"), (B.INTERCONNECT, "comm"), (B.MEMORY, "hbm")]
+)
 def test_tuning_reaches_the_asked_lead(target: Bottleneck, stage: str, margin: float) -> None:
     base = StepModel(read=0.2, decode=0.3, h2d=0.05, tensor=0.6, hbm=0.2, comm=0.1, swap=0.0)
     tuned = tune_margin(base, stage, target, margin)

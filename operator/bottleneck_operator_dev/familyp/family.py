@@ -68,7 +68,7 @@ def _wanted(name: str, plan: Plan, ex: Exporters, row: np.ndarray) -> bool:
     """Whether this cluster's exporters publish the signal for this job at all."""
     spec = SIGNALS[name]
     fam = spec.family
-    if fam.exporter_name not in ex.present or np.isnan(row).all() and name != "mem_limit_bytes":
+    if fam.exporter_name not in ex.present or (np.isnan(row).all() and name != "mem_limit_bytes"):
         return False
     if fam.exporter_name == "dcgm":
         if fam is Family.DCGM_POWER_CLOCKS:
@@ -95,8 +95,14 @@ def _down(tl: Timeline, pod: int) -> tuple[int, int]:
 
 
 def _pod_signals(
-    rng: np.random.Generator, plan: Plan, ex: Exporters, tl: Timeline, truth: dict[str, np.ndarray],
-    grid: np.ndarray, step: float, pod: int,
+    rng: np.random.Generator,
+    plan: Plan,
+    ex: Exporters,
+    tl: Timeline,
+    truth: dict[str, np.ndarray],
+    grid: np.ndarray,
+    step: float,
+    pod: int,
 ) -> SignalBlock:
     n = tl.times.size
     names: list[str] = []
@@ -128,7 +134,7 @@ def _pod_signals(
 def _job(seed: int, i: int, target: Bottleneck, memory: str | None, start: float, step: float) -> FamilyPJob:
     rng = np.random.default_rng([seed, i])
     samples = int(rng.integers(20, 121))
-    grid = start + step * np.arange(samples)
+    grid = start + step * np.arange(samples, dtype=np.float64)
     plan = draw_plan(rng, target, memory)
     ex = draw_exporters(rng)
     tl = build_timeline(rng, plan, start, float(grid[-1]))
@@ -153,7 +159,13 @@ def _job(seed: int, i: int, target: Bottleneck, memory: str | None, start: float
     notes = ("no PROF fields",) if ex.dcgm_fields == "dev" else ()
     namespace = NAMESPACES[int(rng.integers(len(NAMESPACES)))]
     window = JobWindow(
-        namespace, name, float(grid[0]), float(grid[-1]), step, grid, pods,
+        namespace,
+        name,
+        float(grid[0]),
+        float(grid[-1]),
+        step,
+        grid,
+        pods,
         DataQuality(families, coverage, ex.scrape["dcgm"], notes),
     )
     label, best, second = plan.model.bound()
@@ -176,7 +188,7 @@ def generate_family_p(seed: int, n: int, *, start: float, step: float = 30.0) ->
     Returns:
         The jobs, deterministic for a given ``(seed, n, start, step)``.
     """
-    if n < 0 or step <= 0 or step % DT and step < DT:
+    if n < 0 or step <= 0 or (step % DT and step < DT):
         raise ValueError(f"n must be >= 0 and step > 0 (got n={n}, step={step})")
     order = [CLASSES[k % len(CLASSES)] for k in range(n)]
     np.random.default_rng([seed, 2**31]).shuffle(order)  # type: ignore[arg-type]

@@ -27,7 +27,9 @@ def _activity(rng: np.random.Generator, tl: Timeline, amp: bool) -> dict[str, Fl
         "gpu_util": busy,
         "gr_engine_active": np.clip(busy * rng.uniform(0.95, 1.0), 0, 1),
         "sm_active": sm,
-        "sm_occupancy": np.clip(tl.tensor * sa_t * rng.uniform(0.2, 0.5) + tl.hbm * sa_h * rng.uniform(0.45, 0.8), 0, 1),
+        "sm_occupancy": np.clip(
+            tl.tensor * sa_t * rng.uniform(0.2, 0.5) + tl.hbm * sa_h * rng.uniform(0.45, 0.8), 0, 1
+        ),
         "tensor_active": np.clip(tl.tensor * ta + tl.hbm * 0.04, 0, 1),
         "fp16_active": np.clip((tl.tensor * 0.04 + tl.hbm * 0.06) if amp else tl.hbm * 0.01, 0, 1),
         "fp32_active": np.clip((tl.hbm * 0.08 + tl.tensor * 0.02) if amp else (tl.tensor * 0.35 + tl.hbm * 0.12), 0, 1),

@@ -134,7 +134,8 @@ def node_truth(rng: np.random.Generator, plan: Plan, tl: Timeline, pod: dict[str
         "node_disk_reads_ps": disk / rng.uniform(6.4e4, 1e6),
         "node_disk_busy_frac": np.clip(disk / plan.pool.nvme_bps * rng.uniform(0.5, 1.2), 0, 1),
         "node_mem_avail_frac": np.full(
-            (pods, n), rng.uniform(0.01, 0.06) if mem_pressed or "memory-hog-neighbour" in plan.tags else rng.uniform(0.25, 0.9)
+            (pods, n),
+            rng.uniform(0.01, 0.06) if mem_pressed or "memory-hog-neighbour" in plan.tags else rng.uniform(0.25, 0.9),
         ),
         "node_swap_used_frac": np.full((pods, n), rng.uniform(0.3, 0.9) if swap_node and mem_pressed else 0.0),
         "node_majfault_ps": on_node(pod["sc_majfault_ps"]) + noisy * rng.uniform(0, 200),

@@ -20,13 +20,11 @@ DT = 5.0
 
 def scrape_indices(rng: np.random.Generator, n: int, interval: float) -> FloatArray:
     """Fine-grid indices where an exporter with ``interval`` seconds between scrapes is read."""
-    every = max(1, int(round(interval / DT)))
+    every = max(1, round(interval / DT))
     return np.arange(int(rng.integers(every)), n, every)
 
 
-def counter_values(
-    rates: FloatArray, at: FloatArray, reset: int, rng: np.random.Generator
-) -> FloatArray:
+def counter_values(rates: FloatArray, at: FloatArray, reset: int, rng: np.random.Generator) -> FloatArray:
     """The values a counter shows at fine indices ``at``, for true per-second rates (rows: series).
 
     It starts from an arbitrary earlier total (the process ran before the window) and, when
@@ -35,8 +33,11 @@ def counter_values(
     total = np.cumsum(np.maximum(rates, 0.0) * DT, axis=1)
     total = total + rng.uniform(0.0, 1e3, (rates.shape[0], 1)) * np.maximum(total[:, -1:], 1.0)
     if reset >= 0:
-        total[:, reset:] = total[:, reset:] - total[:, reset : reset + 1] + np.maximum(rates[:, reset : reset + 1], 0) * DT
-    return total[:, at]
+        total[:, reset:] = (
+            total[:, reset:] - total[:, reset : reset + 1] + np.maximum(rates[:, reset : reset + 1], 0) * DT
+        )
+    sampled: FloatArray = total[:, at]
+    return sampled
 
 
 def rate(values: FloatArray, times: FloatArray, grid: FloatArray, span: float) -> FloatArray:
@@ -61,7 +62,7 @@ def gauge(values: FloatArray, times: FloatArray, grid: FloatArray, interval: flo
 
 def collect_average(truth: FloatArray, collect: float) -> FloatArray:
     """dcgm-exporter's cache: each instant shows the mean of the last completed collect period."""
-    c = max(1, int(round(collect / DT)))
+    c = max(1, round(collect / DT))
     n = truth.shape[1]
     acc = np.concatenate([np.zeros((truth.shape[0], 1)), np.cumsum(truth, axis=1)], axis=1)
     ends = (np.arange(n) // c) * c

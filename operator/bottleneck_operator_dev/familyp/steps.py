@@ -14,6 +14,7 @@ and the class whose removal shortens the step most is the bottleneck (shared/DES
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bottleneck_operator.contract.verdict import Bottleneck
 
@@ -68,7 +69,8 @@ class StepModel:
 
     def without(self, cls: Bottleneck) -> StepModel:
         """The same iteration with one class's stages removed."""
-        return replace(self, **dict.fromkeys(CLASS_STAGES[cls], 0.0))
+        zeros: dict[str, Any] = dict.fromkeys(CLASS_STAGES[cls], 0.0)
+        return replace(self, **zeros)
 
     def speedups(self) -> dict[Bottleneck, float]:
         """For each class, how much faster the step would be without its stages."""

@@ -98,7 +98,7 @@ def build_timeline(rng: np.random.Generator, plan: Plan, start: float, end: floa
     hidden = min(m.comm / max(1.0 - plan.overlap, 0.15), m.comm + m.tensor + m.hbm) / step
     gap = (0, 0)
     if rng.random() < 0.1:
-        a = int(rng.integers(LOOKBACK / DT, n))
+        a = int(rng.integers(int(LOOKBACK // DT), n))
         gap = (a, min(n, a + max(2, int(rng.uniform(30, 300) / DT))))
     return Timeline(
         times=times,

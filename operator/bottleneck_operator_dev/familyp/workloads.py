@@ -10,7 +10,8 @@ of the runner-up, to overwhelming). The label is then read back from the step mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -42,63 +43,160 @@ class Workload:
 
 WORKLOADS: dict[str, Workload] = {
     "llm-pretrain-3d": Workload(
-        (*SXM, "legacy-v100"), (2, 16), (8,), (0.15, 0.35), (0.005, 0.05), (0.005, 0.04), (0.0, 0.01),
-        (0.05, 0.5), ("nvme", "object", "nfs"),
+        (*SXM, "legacy-v100"),
+        (2, 16),
+        (8,),
+        (0.15, 0.35),
+        (0.005, 0.05),
+        (0.005, 0.04),
+        (0.0, 0.01),
+        (0.05, 0.5),
+        ("nvme", "object", "nfs"),
         {B.GPU: ("compute",), B.INTERCONNECT: ("network",), B.MEMORY: ("hbm-bandwidth",), B.IO: ("network-storage",)},
     ),
     "llm-lora-finetune": Workload(
-        ("hgx-h100", "hgx-a100-ib", "pcie-l40s", "cloud-a10g", "pcie-a100", "pcie-h100"), (1, 1), (1, 2, 4, 8),
-        (0.2, 0.45), (0.01, 0.1), (0.02, 0.2), (0.005, 0.05), (0.02, 0.2), ("nvme", "object", "nfs"),
-        {B.GPU: ("compute",), B.MEMORY: ("host-memory-pressure",), B.CPU: ("too-few-workers",),
-         B.INTERCONNECT: ("pcie",)},
+        ("hgx-h100", "hgx-a100-ib", "pcie-l40s", "cloud-a10g", "pcie-a100", "pcie-h100"),
+        (1, 1),
+        (1, 2, 4, 8),
+        (0.2, 0.45),
+        (0.01, 0.1),
+        (0.02, 0.2),
+        (0.005, 0.05),
+        (0.02, 0.2),
+        ("nvme", "object", "nfs"),
+        {
+            B.GPU: ("compute",),
+            B.MEMORY: ("host-memory-pressure",),
+            B.CPU: ("too-few-workers",),
+            B.INTERCONNECT: ("pcie",),
+        },
     ),
     "rlhf-ppo": Workload(
-        ("hgx-h100", "hgx-h200", "hgx-a100-ib"), (1, 4), (8,), (0.35, 0.65), (0.0, 0.02), (0.01, 0.05),
-        (0.0, 0.02), (0.05, 0.3), ("nvme", "object"),
+        ("hgx-h100", "hgx-h200", "hgx-a100-ib"),
+        (1, 4),
+        (8,),
+        (0.35, 0.65),
+        (0.0, 0.02),
+        (0.01, 0.05),
+        (0.0, 0.02),
+        (0.05, 0.3),
+        ("nvme", "object"),
         {B.MEMORY: ("hbm-bandwidth",), B.GPU: ("compute",), B.INTERCONNECT: ("nvlink", "network")},
     ),
     "recsys-dlrm": Workload(
-        ("hgx-a100-ib", "hgx-a100-roce", "hgx-h100", "pcie-l40s"), (1, 8), (4, 8), (0.3, 0.6), (0.05, 0.4),
-        (0.05, 0.3), (0.01, 0.08), (0.1, 0.5), ("object", "nvme", "nfs"),
-        {B.MEMORY: ("host-memory-pressure", "hbm-bandwidth"), B.INTERCONNECT: ("network", "nvlink"),
-         B.CPU: ("saturated", "throttled"), B.IO: ("network-storage", "local-disk"), B.GPU: ("compute",)},
+        ("hgx-a100-ib", "hgx-a100-roce", "hgx-h100", "pcie-l40s"),
+        (1, 8),
+        (4, 8),
+        (0.3, 0.6),
+        (0.05, 0.4),
+        (0.05, 0.3),
+        (0.01, 0.08),
+        (0.1, 0.5),
+        ("object", "nvme", "nfs"),
+        {
+            B.MEMORY: ("host-memory-pressure", "hbm-bandwidth"),
+            B.INTERCONNECT: ("network", "nvlink"),
+            B.CPU: ("saturated", "throttled"),
+            B.IO: ("network-storage", "local-disk"),
+            B.GPU: ("compute",),
+        },
     ),
     "vision-jpeg": Workload(
-        ("pcie-a100", "pcie-l40s", "cloud-a10g", "pcie-l4", "legacy-v100", "pcie-h100", "hgx-a100-ib"), (1, 8),
-        (1, 2, 4, 8), (0.1, 0.3), (0.1, 0.6), (0.2, 0.9), (0.02, 0.15), (0.02, 0.25), ("nvme", "block", "nfs", "object"),
-        {B.CPU: ("saturated", "throttled", "too-few-workers"), B.IO: ("local-disk", "network-storage"),
-         B.GPU: ("compute",), B.INTERCONNECT: ("pcie",)},
+        ("pcie-a100", "pcie-l40s", "cloud-a10g", "pcie-l4", "legacy-v100", "pcie-h100", "hgx-a100-ib"),
+        (1, 8),
+        (1, 2, 4, 8),
+        (0.1, 0.3),
+        (0.1, 0.6),
+        (0.2, 0.9),
+        (0.02, 0.15),
+        (0.02, 0.25),
+        ("nvme", "block", "nfs", "object"),
+        {
+            B.CPU: ("saturated", "throttled", "too-few-workers"),
+            B.IO: ("local-disk", "network-storage"),
+            B.GPU: ("compute",),
+            B.INTERCONNECT: ("pcie",),
+        },
     ),
     "video-decode": Workload(
-        ("pcie-l40s", "pcie-l4", "cloud-a10g", "infer-t4", "pcie-a100"), (1, 4), (1, 2, 4), (0.15, 0.35),
-        (0.2, 0.8), (0.1, 1.0), (0.02, 0.1), (0.02, 0.15), ("object", "nfs", "block"),
+        ("pcie-l40s", "pcie-l4", "cloud-a10g", "infer-t4", "pcie-a100"),
+        (1, 4),
+        (1, 2, 4),
+        (0.15, 0.35),
+        (0.2, 0.8),
+        (0.1, 1.0),
+        (0.02, 0.1),
+        (0.02, 0.15),
+        ("object", "nfs", "block"),
         {B.IO: ("network-storage", "local-disk"), B.CPU: ("saturated", "throttled"), B.GPU: ("compute",)},
     ),
     "speech-asr": Workload(
-        ("pcie-a100", "cloud-a10g", "pcie-l40s", "legacy-v100", "hgx-a100-roce"), (1, 4), (1, 4, 8),
-        (0.15, 0.35), (0.05, 0.5), (0.1, 0.8), (0.01, 0.06), (0.05, 0.3), ("nfs", "object", "nvme"),
-        {B.CPU: ("saturated", "too-few-workers"), B.IO: ("network-storage",), B.GPU: ("compute",),
-         B.MEMORY: ("host-memory-pressure",), B.INTERCONNECT: ("network",)},
+        ("pcie-a100", "cloud-a10g", "pcie-l40s", "legacy-v100", "hgx-a100-roce"),
+        (1, 4),
+        (1, 4, 8),
+        (0.15, 0.35),
+        (0.05, 0.5),
+        (0.1, 0.8),
+        (0.01, 0.06),
+        (0.05, 0.3),
+        ("nfs", "object", "nvme"),
+        {
+            B.CPU: ("saturated", "too-few-workers"),
+            B.IO: ("network-storage",),
+            B.GPU: ("compute",),
+            B.MEMORY: ("host-memory-pressure",),
+            B.INTERCONNECT: ("network",),
+        },
     ),
     "diffusion": Workload(
-        ("hgx-h100", "hgx-a100-ib", "pcie-l40s", "hgx-h200"), (1, 8), (4, 8), (0.2, 0.55), (0.05, 0.4),
-        (0.02, 0.2), (0.01, 0.05), (0.05, 0.3), ("object", "nvme", "block"),
-        {B.GPU: ("compute",), B.MEMORY: ("hbm-bandwidth",), B.IO: ("network-storage", "local-disk"),
-         B.INTERCONNECT: ("network", "nvlink")},
+        ("hgx-h100", "hgx-a100-ib", "pcie-l40s", "hgx-h200"),
+        (1, 8),
+        (4, 8),
+        (0.2, 0.55),
+        (0.05, 0.4),
+        (0.02, 0.2),
+        (0.01, 0.05),
+        (0.05, 0.3),
+        ("object", "nvme", "block"),
+        {
+            B.GPU: ("compute",),
+            B.MEMORY: ("hbm-bandwidth",),
+            B.IO: ("network-storage", "local-disk"),
+            B.INTERCONNECT: ("network", "nvlink"),
+        },
     ),
     "gnn-sampling": Workload(
-        ("pcie-a100", "pcie-l40s", "cloud-a10g", "pcie-h100", "hgx-a100-ib"), (1, 4), (1, 2, 4), (0.3, 0.6),
-        (0.01, 0.1), (0.3, 1.2), (0.1, 0.6), (0.02, 0.2), ("nvme",),
-        {B.CPU: ("saturated", "too-few-workers"), B.INTERCONNECT: ("pcie",), B.MEMORY: ("host-memory-pressure",
-         "hbm-bandwidth"), B.GPU: ("compute",)},
+        ("pcie-a100", "pcie-l40s", "cloud-a10g", "pcie-h100", "hgx-a100-ib"),
+        (1, 4),
+        (1, 2, 4),
+        (0.3, 0.6),
+        (0.01, 0.1),
+        (0.3, 1.2),
+        (0.1, 0.6),
+        (0.02, 0.2),
+        ("nvme",),
+        {
+            B.CPU: ("saturated", "too-few-workers"),
+            B.INTERCONNECT: ("pcie",),
+            B.MEMORY: ("host-memory-pressure", "hbm-bandwidth"),
+            B.GPU: ("compute",),
+        },
     ),
 }
 
 # The stage each mechanism binds on.
 STAGE = {
-    "compute": "tensor", "hbm-bandwidth": "hbm", "host-memory-pressure": "swap", "network": "comm",
-    "nvlink": "comm", "pcie": "h2d", "network-storage": "read", "local-disk": "read", "saturated": "decode",
-    "throttled": "decode", "too-few-workers": "decode",
+    "compute": "tensor",
+    "hbm-bandwidth": "hbm",
+    "host-memory-pressure": "swap",
+    "network": "comm",
+    "nvlink": "comm",
+    "pcie": "h2d",
+    "network-storage": "read",
+    "local-disk": "read",
+    "saturated": "decode",
+    "throttled": "decode",
+    "too-few-workers": "decode",
 }
 
 
@@ -192,29 +290,51 @@ def draw_plan(rng: np.random.Generator, target: Bottleneck, mech_hint: str | Non
     raise RuntimeError("no plan binds on the requested class")  # pragma: no cover - the draws always bind
 
 
-def _build(
-    rng: np.random.Generator, name: str, wl: Workload, target: Bottleneck, mech: str, pool: NodePool, pods: int,
-    gpus: int,
-) -> Plan | None:
-    board = BOARDS[pool.board]
-    workers, limit, pinned = _launch(rng, pool, gpus, mech)
-    accum = int(rng.choice([1, 1, 2, 4, 8])) if pods * gpus > 1 else 1
-    overlap = _u(rng, (0.3, 0.85))
+def _stage_model(
+    rng: np.random.Generator, wl: Workload, target: Bottleneck, mech: str, *, comm_scale: float, pinned: bool
+) -> StepModel | None:
+    """The workload's stage times (kernel time = 1), pushed to bind on ``mech``'s stage, then sized."""
     hbm = _u(rng, wl.hbm)
     if target is B.GPU:
         hbm = min(hbm, 0.45)
-    comm = _u(rng, wl.comm) / accum if pods * gpus > 1 else 0.0
     model = StepModel(
-        read=_u(rng, wl.read), decode=_u(rng, wl.decode), h2d=_u(rng, wl.h2d) * (0.4 if pinned else 1.0),
-        tensor=1.0 - hbm, hbm=hbm, comm=comm, swap=float(rng.choice([0.0, 0.0, 0.02])),
+        read=_u(rng, wl.read),
+        decode=_u(rng, wl.decode),
+        h2d=_u(rng, wl.h2d) * (0.4 if pinned else 1.0),
+        tensor=1.0 - hbm,
+        hbm=hbm,
+        # Gradient accumulation syncs once per several micro-batches: exposed comm shrinks with it.
+        comm=_u(rng, wl.comm) * comm_scale,
+        swap=float(rng.choice([0.0, 0.0, 0.02])),
         prefetch=int(rng.choice([1, 2, 2, 4, 8])),
     )
     tuned = tune_margin(model, STAGE[mech], target, _margin(rng))
     if tuned is None:
         return None
     scale = _u(rng, (0.15, 2.5)) / tuned.step
-    tuned = StepModel(*(getattr(tuned, f) * scale for f in ("read", "decode", "h2d", "tensor", "hbm", "comm", "swap")),
-                      prefetch=tuned.prefetch)
+    stages: dict[str, Any] = {
+        f: getattr(tuned, f) * scale for f in ("read", "decode", "h2d", "tensor", "hbm", "comm", "swap")
+    }
+    return replace(tuned, **stages)
+
+
+def _build(
+    rng: np.random.Generator,
+    name: str,
+    wl: Workload,
+    target: Bottleneck,
+    mech: str,
+    pool: NodePool,
+    pods: int,
+    gpus: int,
+) -> Plan | None:
+    board = BOARDS[pool.board]
+    workers, limit, pinned = _launch(rng, pool, gpus, mech)
+    accum = int(rng.choice([1, 1, 2, 4, 8])) if pods * gpus > 1 else 1
+    overlap = _u(rng, (0.3, 0.85))
+    tuned = _stage_model(rng, wl, target, mech, comm_scale=1.0 / accum if pods * gpus > 1 else 0.0, pinned=pinned)
+    if tuned is None:
+        return None
     storage = str(rng.choice(wl.storage))
     if mech == "local-disk":
         storage = str(rng.choice(["nvme", "block"]))
@@ -232,10 +352,26 @@ def _build(
     swap = float(rng.random() < 0.45)
     neighbours = int(rng.integers(0, 2 if gpus == pool.gpus else 7))
     return Plan(
-        workload=name, mechanism=mech, model=tuned, pool=pool, board=board, pods=pods, gpus=gpus,
-        pods_per_node=ppn, storage=storage, storage_bps=_u(rng, STORAGE[storage]), workers=workers,
-        cpu_limit=limit, pinned=pinned, grad_accum=accum, overlap=overlap, partition=partition,
-        mem_limit_gib=mem_limit, swap_pages=swap, neighbours=neighbours, tags=tuple(tags),
+        workload=name,
+        mechanism=mech,
+        model=tuned,
+        pool=pool,
+        board=board,
+        pods=pods,
+        gpus=gpus,
+        pods_per_node=ppn,
+        storage=storage,
+        storage_bps=_u(rng, STORAGE[storage]),
+        workers=workers,
+        cpu_limit=limit,
+        pinned=pinned,
+        grad_accum=accum,
+        overlap=overlap,
+        partition=partition,
+        mem_limit_gib=mem_limit,
+        swap_pages=swap,
+        neighbours=neighbours,
+        tags=tuple(tags),
     )
 
 
