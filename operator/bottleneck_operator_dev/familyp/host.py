@@ -39,7 +39,10 @@ def _cpu(rng: np.random.Generator, plan: Plan, tl: Timeline) -> dict[str, FloatA
         throttled = np.clip(near * rng.uniform(0.6, 0.97) + rng.uniform(0, 0.04), 0, 1)
     else:
         throttled = np.full_like(cores, np.nan)
-    waiting = np.clip(np.maximum(tl.decode - 0.5, 0) * (plan.workers / _cores(plan)) * 0.8, 0, 1)
+    # Runnable workers wait for a CPU only when there are more of them than cores to run on.
+    total = plan.cpu_limit if plan.cpu_limit is not None else plan.pool.cpus * plan.gpus / plan.pool.gpus * 1.3
+    crowded = max(0.0, 1.0 - total / (plan.workers + plan.gpus))
+    waiting = np.clip(tl.decode * (crowded + rng.uniform(0.0, 0.08)), 0, 1)
     if plan.mechanism == "throttled":
         waiting = np.clip(waiting + tl.decode * rng.uniform(0.4, 0.8), 0, 1)
     busy_workers = np.where(tl.decode > 0.85, min(plan.workers, _cores(plan)), 0.0)
