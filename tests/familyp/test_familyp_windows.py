@@ -113,3 +113,15 @@ def test_only_counters_pass_through_rate_the_window_carries_no_raw_totals(jobs: 
                 if name in pod.signals:
                     assert SIGNALS[name].kind is Kind.COUNTER
                     assert np.nanmax(pod.signals[name], initial=0) < 600
+
+
+@pytest.mark.parametrize(("n", "step"), [(-1, 30.0), (5, 0.0), (5, float("nan"))])
+def test_bad_arguments_are_refused_clearly(n: int, step: float) -> None:
+    with pytest.raises(ValueError, match="n must be"):
+        generate_family_p(1, n, start=START, step=step)
+
+
+def test_other_steps_keep_the_grid() -> None:
+    for job in generate_family_p(3, 5, start=START, step=15.0):
+        np.testing.assert_allclose(np.diff(job.window.timestamps), 15.0)
+        assert job.window.step == 15.0

@@ -18,7 +18,7 @@ from bottleneck_operator_dev.familyp.fleet import Exporters, draw_exporters
 from bottleneck_operator_dev.familyp.gpu import dcgm_truth
 from bottleneck_operator_dev.familyp.host import node_truth, pod_truth
 from bottleneck_operator_dev.familyp.scrape import read_series, scrape_indices
-from bottleneck_operator_dev.familyp.timeline import DT, Timeline, build_timeline
+from bottleneck_operator_dev.familyp.timeline import Timeline, build_timeline
 from bottleneck_operator_dev.familyp.workloads import Plan, draw_plan
 
 NAMESPACES = ("team-llm", "recsys-prod", "vision-research", "speech", "genai", "ml-platform", "graph-lab")
@@ -187,8 +187,11 @@ def generate_family_p(seed: int, n: int, *, start: float, step: float = 30.0) ->
 
     Returns:
         The jobs, deterministic for a given ``(seed, n, start, step)``.
+
+    Raises:
+        ValueError: ``n`` is negative or ``step`` is not positive.
     """
-    if n < 0 or step <= 0 or (step % DT and step < DT):
+    if n < 0 or not step > 0:
         raise ValueError(f"n must be >= 0 and step > 0 (got n={n}, step={step})")
     order = [CLASSES[k % len(CLASSES)] for k in range(n)]
     np.random.default_rng([seed, 2**31]).shuffle(order)  # type: ignore[arg-type]
