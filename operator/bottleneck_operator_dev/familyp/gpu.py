@@ -51,8 +51,9 @@ def _links(rng: np.random.Generator, plan: Plan, tl: Timeline) -> dict[str, Floa
     if multi_node:
         per_gpu = pool.fabric_bps / pool.gpus * eff
         net = tl.comm_total * per_gpu
-        if pool.fabric in ("ib", "roce"):  # GPUDirect RDMA: the NIC reads and writes GPU memory over PCIe
-            rx, tx = rx + net, tx + net
+        # GPUDirect RDMA lets the NIC read and write GPU memory over PCIe; NCCL's socket transport
+        # stages through host memory, which crosses PCIe too: either way the bytes show on both directions.
+        rx, tx = rx + net, tx + net
         if board.nvlink_bps > 0:
             nvlink = np.minimum(net * rng.uniform(1.0, 2.5), board.nvlink_bps * 0.9)
     elif plan.gpus > 1 and board.nvlink_bps > 0:
