@@ -16,7 +16,8 @@ been worth).
 
 Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-N,
 each read once blind before O (docs/analysis.md), are six development worlds (G, J, K, L, M, N) and two
-training worlds (H, I).
+training worlds (H, I). O was read once on 2026-11-29 and is spent: these lines reprint that reading,
+until a family stored unread (P, docs/familyp.md) takes its place after the next freeze.
 """
 
 from __future__ import annotations
