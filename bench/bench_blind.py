@@ -1,23 +1,22 @@
 """The blind family: the figure the README leads with.
 
-Family O (``bottleneck_operator_dev.familyo``) is the blind figure now. It was written while family N
+Family P (``bottleneck_operator_dev.familyp``) is the blind figure now. It was written while family O
 was unread, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familyo.md says what its author saw), and it is read once, after the class path was frozen
+(docs/familyp.md says what its author saw), and it is read once, after the class path was frozen
 (docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
 (``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
-Job of O is analysed as a user would read it: the verdict's class, an Unknown counted as an
+Job of P is analysed as a user would read it: the verdict's class, an Unknown counted as an
 abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
 calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
 seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
-wrong verdicts fall by O's own mechanism. O is also scored by a model of the worlds before the newest
-joined (what I was worth) and by one with the development worlds G, J, K, L, M and N beside the
+wrong verdicts fall by P's own mechanism. P is also scored by a model of the worlds before the newest
+joined (what I was worth) and by one with the development worlds G, J, K, L, M, N and O beside the
 shipped worlds (each read once blind, none joined, docs/scenarios.md: this says what they would have
 been worth).
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-N,
-each read once blind before O (docs/analysis.md), are six development worlds (G, J, K, L, M, N) and two
-training worlds (H, I). O was read once on 2026-11-29 and is spent: these lines reprint that reading,
-until a family stored unread (P, docs/familyp.md) takes its place after the next freeze.
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-O,
+each read once blind before P (docs/analysis.md), are seven development worlds (G, J, K, L, M, N, O)
+and two training worlds (H, I).
 """
 
 from __future__ import annotations
@@ -36,22 +35,22 @@ TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
-# The recipes as they stand when O is read (docs/analysis.md): the shipped recipe (the simulator beside
-# ``train``'s default worlds), the one before I joined, and the shipped one with G and J-N beside it.
-SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at O's reading
-WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N"]  # none joined (docs/scenarios.md); O says their worth
+# The recipes as they stand when P is read (docs/analysis.md): the shipped recipe (the simulator beside
+# ``train``'s default worlds), the one before I joined, and the shipped one with G and J-O beside it.
+SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at P's reading
+WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O"]  # none joined (docs/scenarios.md); P says their worth
 RECIPES = (SHIPPED, SHIPPED[:-1], WITH_DEV)  # the shipped recipe first: the blind figure
-BLIND = "O"
+BLIND = "P"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_o(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the thirteenth blind family, written while N was unread.
+def family_p(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the fourteenth blind family, written while O was unread.
 
-    O's Jobs carry tags that name their variety: only the windows and labels are scored."""
-    from bottleneck_operator_dev.familyo import generate_family_o
+    P's Jobs carry tags that name their variety: only the windows and labels are scored."""
+    from bottleneck_operator_dev.familyp import generate_family_p
 
-    jobs = generate_family_o(seed, n, start=START)
+    jobs = generate_family_p(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [str(j.mechanism) for j in jobs]
 
 
@@ -84,16 +83,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> O (the blind figure), the recipes without I and with G and J-N
-    beside it, and the shipped recipe's wrong verdicts by O's mechanism."""
+    """One seed: the shipped recipe -> P (the blind figure), the recipes without I and with G and J-O
+    beside it, and the shipped recipe's wrong verdicts by P's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = training_sets(seed, size, WITH_DEV)
-    windows, labels, mechanisms = family_o(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_p(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # O is never trained on
+    # P is never trained on
     for rest in RECIPES:
         verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
         out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
@@ -103,7 +102,7 @@ def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
 
 
 def _misread(verdicts: Sequence[Any], labels: Sequence[str], mechanisms: Sequence[str]) -> list[str]:
-    """Per true class and O's mechanism: Jobs, and what those not read right were read as."""
+    """Per true class and P's mechanism: Jobs, and what those not read right were read as."""
     from collections import Counter
 
     groups: dict[tuple[str, str], Counter[str]] = {}
