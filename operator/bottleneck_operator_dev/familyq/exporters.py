@@ -94,33 +94,42 @@ def observe(
 ) -> dict[str, FloatArray]:
     """What a range query returns per signal for one pod: scraped, rated, with gaps; only exported signals."""
     n = len(next(iter(truths.values())).value)
-    scrapers: dict[str, Scraper] = {}
-    out: dict[str, FloatArray] = {}
+    by_exporter: dict[str, list[str]] = {}
     for name in SIGNAL_NAMES:
-        truth = truths.get(name)
-        family = SIGNALS[name].family
-        if truth is None or family not in stack.families:
-            continue
-        exporter = family.exporter_name
-        if exporter not in scrapers:
-            every = max(stack.interval, stack.dcgm_collect) if exporter == "dcgm" else stack.interval
-            scrapers[exporter] = Scraper(start, step, n, every, float(rng.uniform(0, every)))
-        sc = scrapers[exporter]
-        own = resets if exporter == "cadvisor" else ()
-        out[name] = _read(sc, truth, own, rng)
+        if name in truths and SIGNALS[name].family in stack.families:
+            by_exporter.setdefault(SIGNALS[name].family.exporter_name, []).append(name)
+    out: dict[str, FloatArray] = {}
+    for exporter, names in by_exporter.items():
+        every = max(stack.interval, stack.dcgm_collect) if exporter == "dcgm" else stack.interval
+        sc = Scraper(start, step, n, every, float(rng.uniform(0, every)))
+        out.update(_read(sc, {k: truths[k] for k in names}, resets if exporter == "cadvisor" else (), rng))
         if stack.gap is not None and stack.gap[0] == exporter:
-            out[name][stack.gap[1] : stack.gap[1] + stack.gap[2]] = np.nan
+            for name in names:
+                out[name][stack.gap[1] : stack.gap[1] + stack.gap[2]] = np.nan
     return out
 
 
-def _read(sc: Scraper, truth: Truth, resets: tuple[float, ...], rng: np.random.Generator) -> FloatArray:
-    if truth.kind == "gauge":
-        return sc.gauge(truth.value)
-    uptime = float(rng.uniform(3e3, 3e6))
-    num = sc.rate(sc.counter(truth.value, float(np.nanmean(truth.value)) * uptime, resets))
-    if truth.kind == "counter":
-        return np.maximum(num, 0.0)
-    assert truth.denominator is not None
-    den = sc.rate(sc.counter(truth.denominator, float(np.mean(truth.denominator)) * uptime, resets))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, np.clip(num / den, 0.0, 1.0), np.nan)
+def _read(sc: Scraper, truths: Mapping[str, Truth], resets: tuple[float, ...], rng: np.random.Generator) -> dict[str, FloatArray]:
+    """One exporter's signals through its scrapes: gauges held, counters (and counter ratios) rated."""
+    out: dict[str, FloatArray] = {}
+    gauges = [k for k, t in truths.items() if t.kind == "gauge"]
+    if gauges:
+        held = sc.gauge(np.stack([truths[k].value for k in gauges]))
+        out.update(zip(gauges, held, strict=True))
+    counted = [k for k, t in truths.items() if t.kind != "gauge"]
+    if not counted:
+        return out
+    rows = [truths[k].value for k in counted]
+    rows += [d for k in counted if (d := truths[k].denominator) is not None]
+    true = np.stack(rows)
+    uptime = rng.uniform(3e3, 3e6, (len(rows), 1))
+    rates = sc.rate(sc.counter(true, (true.mean(axis=1, keepdims=True) * uptime)[:, 0], resets))
+    den = len(counted)
+    for i, k in enumerate(counted):
+        if truths[k].kind == "counter":
+            out[k] = np.maximum(rates[i], 0.0)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[k] = np.where(rates[den] > 0, np.clip(rates[i] / rates[den], 0.0, 1.0), np.nan)
+            den += 1
+    return out

@@ -52,41 +52,56 @@ class Scraper:
         return np.clip(np.ceil((at - self.start) / self.step - 1e-9), 0, self.n - 1).astype(np.intp)
 
     def gauge(self, values: FloatArray) -> FloatArray:
-        """The latest scraped value at each window timestamp."""
+        """The latest scraped value at each window timestamp; ``values`` is (n,) or (k, n)."""
         scrapes = self.times()
-        seen = values[self._sample_index(scrapes)]
         grid = self.start + np.arange(self.n) * self.step
-        last = np.searchsorted(scrapes, grid + 1e-9, side="right") - 1
-        return seen[np.clip(last, 0, len(scrapes) - 1)]
+        last = np.clip(np.searchsorted(scrapes, grid + 1e-9, side="right") - 1, 0, len(scrapes) - 1)
+        return values[..., self._sample_index(scrapes)[last]]
 
-    def counter(self, rate: FloatArray, offset: float, resets: tuple[float, ...] = ()) -> FloatArray:
-        """The raw counter at each scrape: ``offset`` plus the integral of ``rate``, from zero after a reset."""
+    def counter(self, rate: FloatArray, offset: FloatArray | float, resets: tuple[float, ...] = ()) -> FloatArray:
+        """Raw counters at each scrape: ``offset`` plus the integral of ``rate``, from zero after a reset.
+
+        Args:
+            rate: true per-second rates, (n,) or (k, n), piecewise constant on the grid.
+            offset: each counter's value at the first scrape.
+            resets: times the counters restarted from zero.
+        """
+        rows = np.atleast_2d(rate)
         scrapes = self.times()
-        edges = np.concatenate(([scrapes[0] - self.step], self.start + np.arange(self.n) * self.step))
-        edges[1] = max(edges[1], edges[0])
-        # Integral of the piecewise-constant rate up to each scrape (rate before the window = sample 0's).
-        pre = max(self.start - scrapes[0], 0.0) * rate[0]
-        cum_edges = np.concatenate(([0.0, pre], pre + np.cumsum(rate[1:] * self.step)))
         knots = np.concatenate(([scrapes[0]], self.start + np.arange(self.n) * self.step))
-        cum = np.interp(scrapes, knots, cum_edges[: len(knots)])
-        raw = offset + cum
+        # Integral up to each knot; the rate before the window is sample 0's.
+        steps = np.concatenate(((knots[1] - knots[0]) * rows[:, :1], rows[:, 1:] * self.step), axis=1)
+        cum_knots = np.concatenate((np.zeros((rows.shape[0], 1)), np.cumsum(steps, axis=1)), axis=1)
+        cum = self._interp(scrapes, knots, cum_knots)
+        raw = np.asarray(offset, dtype=np.float64).reshape(-1, 1) + cum
         for at in sorted(resets):
             after = scrapes >= at
             if after.any():
-                base = float(np.interp(at, knots, cum_edges[: len(knots)]))
-                raw[after] = cum[after] - base
-        return raw
+                base = self._interp(np.array([at]), knots, cum_knots)
+                raw[:, after] = cum[:, after] - base
+        return raw if np.ndim(rate) == 2 else raw[0]
+
+    @staticmethod
+    def _interp(at: FloatArray, knots: FloatArray, values: FloatArray) -> FloatArray:
+        """Row-wise linear interpolation of ``values`` (k, len(knots)) at times ``at``."""
+        hi = np.clip(np.searchsorted(knots, at, side="right"), 1, len(knots) - 1)
+        lo = hi - 1
+        span = np.maximum(knots[hi] - knots[lo], 1e-12)
+        w = np.clip((at - knots[lo]) / span, 0.0, 1.0)
+        out: FloatArray = values[:, lo] * (1.0 - w) + values[:, hi] * w
+        return out
 
     def rate(self, raw: FloatArray) -> FloatArray:
-        """Prometheus-style rate() of scraped counter values at each window timestamp (NaN: too few scrapes)."""
+        """Prometheus-style rate() of scraped counters at each window timestamp (NaN: too few scrapes)."""
         scrapes = self.times()
-        diff = np.diff(raw)
-        inc = np.where(diff < 0, raw[1:], diff)
-        total = np.concatenate(([0.0], np.cumsum(inc)))
+        diff = np.diff(raw, axis=-1)
+        inc = np.where(diff < 0, raw[..., 1:], diff)
+        total = np.concatenate((np.zeros(raw.shape[:-1] + (1,)), np.cumsum(inc, axis=-1)), axis=-1)
         grid = self.start + np.arange(self.n) * self.step
         hi = np.searchsorted(scrapes, grid + 1e-9, side="right") - 1
         lo = np.searchsorted(scrapes, grid - self.range_s + 1e-9, side="right")
         ok = (hi - lo) >= 1
         hi_c, lo_c = np.clip(hi, 0, len(scrapes) - 1), np.clip(lo, 0, len(scrapes) - 1)
         span = np.where(ok, scrapes[hi_c] - scrapes[lo_c], 1.0)
-        return np.where(ok, (total[hi_c] - total[lo_c]) / span, np.nan)
+        out: FloatArray = np.where(ok, (total[..., hi_c] - total[..., lo_c]) / span, np.nan)
+        return out
