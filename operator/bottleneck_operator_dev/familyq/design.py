@@ -47,10 +47,10 @@ class Mechanism:
 _ANY_INPUT = ("vision-jpeg", "video-decode", "speech", "diffusion")
 _ANY = tuple(WORKLOADS)
 MECHANISMS: tuple[Mechanism, ...] = (
-    Mechanism("object-store-streaming", Bottleneck.IO, READ, _ANY_INPUT + ("llm-pretrain",), ("object-store",)),
+    Mechanism("object-store-streaming", Bottleneck.IO, READ, (*_ANY_INPUT, "llm-pretrain"), ("object-store",)),
     Mechanism("nfs-shared-dataset", Bottleneck.IO, READ, _ANY_INPUT, ("nfs",)),
     Mechanism("local-disk-saturated", Bottleneck.IO, READ, _ANY_INPUT, ("local-nvme-gen3", "sata-ssd")),
-    Mechanism("throttled-volume", Bottleneck.IO, READ, _ANY_INPUT + ("recsys-embeddings",), ("throttled-pv",)),
+    Mechanism("throttled-volume", Bottleneck.IO, READ, (*_ANY_INPUT, "recsys-embeddings"), ("throttled-pv",)),
     Mechanism("mmap-dataset-faults", Bottleneck.IO, READ, ("llm-finetune", "recsys-embeddings"), ("local-nvme-gen3",)),
     Mechanism("jpeg-decode-workers", Bottleneck.CPU, DECODE, ("vision-jpeg", "diffusion")),
     Mechanism("video-decode-workers", Bottleneck.CPU, DECODE, ("video-decode",)),
@@ -58,9 +58,18 @@ MECHANISMS: tuple[Mechanism, ...] = (
     Mechanism("cfs-quota-throttling", Bottleneck.CPU, DECODE, _ANY_INPUT),
     Mechanism("tokenize-on-the-fly", Bottleneck.CPU, DECODE, ("llm-finetune",)),
     Mechanism("ethernet-allreduce", Bottleneck.INTERCONNECT, COMM, _ANY, multi_node=True),
-    Mechanism("rdma-allreduce", Bottleneck.INTERCONNECT, COMM, ("llm-pretrain", "llm-finetune", "diffusion"), multi_node=True),
+    Mechanism(
+        "rdma-allreduce", Bottleneck.INTERCONNECT, COMM, ("llm-pretrain", "llm-finetune", "diffusion"), multi_node=True
+    ),
     Mechanism("moe-alltoall", Bottleneck.INTERCONNECT, COMM, ("llm-pretrain",), multi_node=True),
-    Mechanism("tensor-parallel-over-pcie", Bottleneck.INTERCONNECT, COMM, ("llm-finetune",), multi_node=False, needs_peers=True),
+    Mechanism(
+        "tensor-parallel-over-pcie",
+        Bottleneck.INTERCONNECT,
+        COMM,
+        ("llm-finetune",),
+        multi_node=False,
+        needs_peers=True,
+    ),
     Mechanism("host-to-device-copies", Bottleneck.INTERCONNECT, H2D, ("recsys-embeddings", "video-decode")),
     Mechanism("dense-compute", Bottleneck.GPU, MATH, _ANY),
     Mechanism("overlapped-sharded-training", Bottleneck.GPU, MATH, ("llm-pretrain", "llm-finetune"), multi_node=True),
@@ -157,7 +166,11 @@ def _second(rng: np.random.Generator, mech: Mechanism, multi_gpu: bool) -> int |
         return None
     pool = [s for s in (READ, DECODE, H2D, MATH, HBM, COMM) if s != mech.stage]
     pool = [s for s in pool if multi_gpu or s != COMM]
-    own = {mech.stage, *((H2D, COMM) if mech.stage in (H2D, COMM) else ()), *((HBM, HOSTMEM) if mech.stage in (HBM, HOSTMEM) else ())}
+    own = {
+        mech.stage,
+        *((H2D, COMM) if mech.stage in (H2D, COMM) else ()),
+        *((HBM, HOSTMEM) if mech.stage in (HBM, HOSTMEM) else ()),
+    }
     pool = [s for s in pool if s not in own]
     return int(rng.choice(pool))
 

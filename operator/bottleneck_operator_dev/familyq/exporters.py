@@ -109,7 +109,9 @@ def observe(
     return out
 
 
-def _read(sc: Scraper, truths: Mapping[str, Truth], resets: tuple[float, ...], rng: np.random.Generator) -> dict[str, FloatArray]:
+def _read(
+    sc: Scraper, truths: Mapping[str, Truth], resets: tuple[float, ...], rng: np.random.Generator
+) -> dict[str, FloatArray]:
     """One exporter's signals through its scrapes: gauges held, counters (and counter ratios) rated."""
     out: dict[str, FloatArray] = {}
     gauges = [k for k, t in truths.items() if t.kind == "gauge"]

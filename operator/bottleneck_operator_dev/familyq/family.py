@@ -99,7 +99,7 @@ def _job(rng: np.random.Generator, i: int, cls: Bottleneck, host_memory: bool, s
     name = f"fq-{plan.workload}-{i:04d}"
     namespace = NAMESPACES[int(rng.integers(len(NAMESPACES)))]
     pods = tuple(_pod(rng, plan, tl, stack, name, k, start, step) for k in range(plan.pods))
-    timestamps = start + np.arange(samples) * step
+    timestamps = start + np.arange(samples, dtype=np.float64) * step
     families, coverage = families_and_coverage(pods)
     notes = ("no PROF fields",) if stack.field_set == "dev-only" else ()
     quality = DataQuality(families=families, coverage=coverage, scrape_interval=stack.interval, notes=notes)
@@ -114,7 +114,12 @@ def _pod(
 ) -> PodWindow:
     """One pod: its own small spread of stage times, its GPUs, its host, then what the scrapes return."""
     own = Timeline(
-        tl.phase, tl.stages * rng.lognormal(0.0, 0.02, tl.stages.shape[1]), tl.step, tl.stepping, tl.restart_at, tl.change
+        tl.phase,
+        tl.stages * rng.lognormal(0.0, 0.02, tl.stages.shape[1]),
+        tl.step,
+        tl.stepping,
+        tl.restart_at,
+        tl.change,
     )
     truths: dict[str, Truth] = {name: Truth("gauge", v) for name, v in gpu_signals(plan, own, rng, step).items()}
     truths.update(pod_truths(plan, own, rng))

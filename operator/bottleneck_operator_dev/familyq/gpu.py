@@ -40,7 +40,9 @@ def busy_shares(plan: Plan, tl: Timeline) -> dict[str, FloatArray]:
         "stall": np.where(on, t[:, HOSTMEM] / step, 0.0),
     }
     # The links run for the exposed collectives and, hidden under compute, for the rest.
-    share["link"] = np.minimum(share["comm"] / (1.0 - plan.hidden), 0.95) if plan.gpus * plan.pods > 1 else share["comm"]
+    share["link"] = (
+        np.minimum(share["comm"] / (1.0 - plan.hidden), 0.95) if plan.gpus * plan.pods > 1 else share["comm"]
+    )
     share["copy"] = np.minimum(share["h2d"] * 1.3, 0.95)
     warm = tl.phase == WARMUP
     share["math"] = np.where(warm, 0.03, share["math"])
@@ -51,17 +53,21 @@ def busy_shares(plan: Plan, tl: Timeline) -> dict[str, FloatArray]:
 def gpu_signals(plan: Plan, tl: Timeline, rng: np.random.Generator, dt: float) -> dict[str, FloatArray]:
     """The pod's dcgm-exporter signals (mean over its GPUs unless the contract says otherwise)."""
     s = busy_shares(plan, tl)
-    b, n = plan.board, len(tl.phase)
+    n = len(tl.phase)
     jit = rng.lognormal(0.0, 0.04, n)
     kernels = np.clip((s["math"] + s["hbm"] + s["comm"]) * jit + 0.01, 0.0, 1.0)
     nccl_sm = float(rng.uniform(0.06, 0.25))
     sm = np.clip((0.9 * s["math"] + 0.8 * s["hbm"] + nccl_sm * s["comm"]) * jit, 0.0, 1.0)
-    dram = np.clip(float(rng.uniform(0.12, 0.35)) * s["math"] + float(rng.uniform(0.7, 0.86)) * s["hbm"] + 0.08 * s["link"], 0, 1)
+    dram = np.clip(
+        float(rng.uniform(0.12, 0.35)) * s["math"] + float(rng.uniform(0.7, 0.86)) * s["hbm"] + 0.08 * s["link"], 0, 1
+    )
     out: dict[str, FloatArray] = {
         "gpu_util": np.clip(np.round(kernels * 100.0) / 100.0, 0.0, 1.0),
         "gr_engine_active": kernels * float(rng.uniform(0.93, 0.99)),
         "sm_active": sm,
-        "sm_occupancy": np.clip(0.35 * s["math"] + 0.62 * s["hbm"] + 0.04 * s["comm"], 0.0, 1.0) * jit.clip(0, 1.2) / 1.2,
+        "sm_occupancy": np.clip(0.35 * s["math"] + 0.62 * s["hbm"] + 0.04 * s["comm"], 0.0, 1.0)
+        * jit.clip(0, 1.2)
+        / 1.2,
         "tensor_active": np.clip(plan.tensor * s["math"] * jit, 0.0, 1.0),
         "dram_active": dram,
         "fp16_active": np.clip(0.06 * s["math"] + 0.2 * s["hbm"], 0.0, 1.0),
@@ -99,7 +105,9 @@ def _links(plan: Plan, s: dict[str, FloatArray], rng: np.random.Generator) -> di
     }
 
 
-def _power_clocks(plan: Plan, s: dict[str, FloatArray], tl: Timeline, rng: np.random.Generator, dt: float) -> dict[str, FloatArray]:
+def _power_clocks(
+    plan: Plan, s: dict[str, FloatArray], tl: Timeline, rng: np.random.Generator, dt: float
+) -> dict[str, FloatArray]:
     """Power under the enforced limit, per-GPU clocks with spread and thermal drops, and the slowdown share."""
     b, n, g = plan.board, len(tl.phase), plan.gpus
     load = 0.95 * s["math"] * (0.55 + 0.45 * plan.tensor / 0.75) + 0.6 * s["hbm"] + 0.3 * s["comm"] + 0.1 * s["copy"]

@@ -84,7 +84,9 @@ def pod_truths(plan: Plan, tl: Timeline, rng: np.random.Generator) -> dict[str, 
         "sc_psi_mem_full": Truth("counter", mem_some * float(rng.uniform(0.3, 0.7))),
         "sc_procs_running": Truth("gauge", np.round(workers * decode + plan.gpus * 0.8)),
         "sc_procs_iowait": Truth("gauge", np.round(workers * read * 0.8) if blocking else np.zeros(n)),
-        "sc_procs_busy": Truth("gauge", np.round(workers * np.clip(2 * decode - 1, 0, 1)) + plan.gpus * (cores > plan.gpus)),
+        "sc_procs_busy": Truth(
+            "gauge", np.round(workers * np.clip(2 * decode - 1, 0, 1)) + plan.gpus * (cores > plan.gpus)
+        ),
     }
     out.update(_memory(plan, stall, rng, n))
     out.update(_node(plan, tl, rng, cores, read_bps, block_bps, faults, swapins, out))
@@ -136,7 +138,13 @@ def _node(
     iowait = np.clip(iowait_procs * 0.6 / cpus, 0.0, 1.0 - busy)
     inter = np.zeros(n)
     if plan.fabric is not None:
-        inter = plan.fabric.node_bps * float(rng.uniform(0.7, 0.85)) * busy_shares(plan, tl)["link"] * plan.gpus / plan.node_gpus
+        inter = (
+            plan.fabric.node_bps
+            * float(rng.uniform(0.7, 0.85))
+            * busy_shares(plan, tl)["link"]
+            * plan.gpus
+            / plan.node_gpus
+        )
     eth = inter if plan.fabric is not None and not plan.fabric.rdma else np.zeros(n)
     ckpt = np.where(tl.phase == CHECKPOINT, rng.uniform(1e9, 5e9), 0.0)
     net_rx = (read_bps if plan.storage.via_network else 0.0) + eth + other_net + 2e6
@@ -149,10 +157,17 @@ def _node(
         "node_cpu_iowait_frac": Truth("ratio", iowait * cpus, np.full(n, cpus)),
         "node_cpu_system_frac": Truth("ratio", np.minimum(system, busy) * cpus, np.full(n, cpus)),
         "node_disk_read_bps": Truth("counter", disk),
-        "node_disk_reads_ps": Truth("counter", disk / (16384.0 if plan.mechanism.name == "mmap-dataset-faults" else 131072.0)),
+        "node_disk_reads_ps": Truth(
+            "counter", disk / (16384.0 if plan.mechanism.name == "mmap-dataset-faults" else 131072.0)
+        ),
         "node_disk_busy_frac": Truth("counter", np.clip(disk / device * 1.1, 0.0, 1.0)),
-        "node_mem_avail_frac": Truth("gauge", np.clip(1.0 - pod["mem_working_set_bytes"].value / plan.node_mem - 0.05 * hood, 0.01, 1)),
-        "node_swap_used_frac": Truth("gauge", np.full(n, rng.uniform(0.3, 0.9) if swapins.any() else (rng.uniform(0, 0.05) if plan.swap else 0.0))),
+        "node_mem_avail_frac": Truth(
+            "gauge", np.clip(1.0 - pod["mem_working_set_bytes"].value / plan.node_mem - 0.05 * hood, 0.01, 1)
+        ),
+        "node_swap_used_frac": Truth(
+            "gauge",
+            np.full(n, rng.uniform(0.3, 0.9) if swapins.any() else (rng.uniform(0, 0.05) if plan.swap else 0.0)),
+        ),
         "node_majfault_ps": Truth("counter", faults + hood * rng.uniform(0, 200)),
         "node_net_rx_bps": Truth("counter", net_rx),
         "node_net_tx_bps": Truth("counter", eth + ckpt + other_net * 0.5 + 1e6),

@@ -72,7 +72,8 @@ class Scraper:
         # Integral up to each knot; the rate before the window is sample 0's.
         steps = np.concatenate(((knots[1] - knots[0]) * rows[:, :1], rows[:, 1:] * self.step), axis=1)
         cum_knots = np.concatenate((np.zeros((rows.shape[0], 1)), np.cumsum(steps, axis=1)), axis=1)
-        cum = self._interp(scrapes, knots, cum_knots)
+        # Rounding in the interpolation must not make a flat counter step back (that would read as a reset).
+        cum = np.maximum.accumulate(self._interp(scrapes, knots, cum_knots), axis=1)
         raw = np.asarray(offset, dtype=np.float64).reshape(-1, 1) + cum
         for at in sorted(resets):
             after = scrapes >= at
@@ -95,8 +96,8 @@ class Scraper:
         """Prometheus-style rate() of scraped counters at each window timestamp (NaN: too few scrapes)."""
         scrapes = self.times()
         diff = np.diff(raw, axis=-1)
-        inc = np.where(diff < 0, raw[..., 1:], diff)
-        total = np.concatenate((np.zeros(raw.shape[:-1] + (1,)), np.cumsum(inc, axis=-1)), axis=-1)
+        inc = np.where(diff < 0, raw[..., 1:], diff)  # a drop is a restart from zero, as Prometheus reads it
+        total = np.concatenate((np.zeros((*raw.shape[:-1], 1)), np.cumsum(inc, axis=-1)), axis=-1)
         grid = self.start + np.arange(self.n) * self.step
         hi = np.searchsorted(scrapes, grid + 1e-9, side="right") - 1
         lo = np.searchsorted(scrapes, grid - self.range_s + 1e-9, side="right")

@@ -130,7 +130,9 @@ def _scale_for(t: list[float], stage: int, goal: float, value: Callable[[list[fl
     return trial
 
 
-def shape_stages(t: FloatArray, sharp: float, top: int, strength: float, second: int | None, ratio: float) -> FloatArray:
+def shape_stages(
+    t: FloatArray, sharp: float, top: int, strength: float, second: int | None, ratio: float
+) -> FloatArray:
     """Stage times with ``top`` bounding the step ``strength`` times, and ``second`` at ``ratio`` of its saving.
 
     The draws pick what the job is; this only sizes the two stages the draw named, alternating a few

@@ -94,4 +94,3 @@ def window_label(tl: Timeline, sharp: float) -> tuple[Bottleneck, int, float, Fl
     saved = savings(tl.stages[mask], sharp, tl.stepping[mask])
     cls, stage, ratio = label_of(saved)
     return cls, stage, ratio, saved
-
