@@ -11,7 +11,14 @@ from bottleneck_operator.contract.signals import SIGNAL_NAMES, SIGNALS
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import families_and_coverage
 from bottleneck_operator_dev.familyq import FamilyQJob, generate_family_q
-from tests.familyq.conftest import START
+
+START = 1_760_000_000.0  # an explicit time: nothing here reads the clock
+
+
+@pytest.fixture(scope="module")
+def family() -> list[FamilyQJob]:
+    return generate_family_q(7, 100, start=START)
+
 
 FIVE = {Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT, Bottleneck.GPU, Bottleneck.MEMORY}
 

@@ -136,21 +136,12 @@ def _node(
     system = (0.08 * cores + 3.0 * stall + 0.02 * other_cpu) / cpus
     busy = np.clip((cores + other_cpu) / cpus, 0.0, 1.0)
     iowait = np.clip(iowait_procs * 0.6 / cpus, 0.0, 1.0 - busy)
-    inter = np.zeros(n)
-    if plan.fabric is not None:
-        inter = (
-            plan.fabric.node_bps
-            * float(rng.uniform(0.7, 0.85))
-            * busy_shares(plan, tl)["link"]
-            * plan.gpus
-            / plan.node_gpus
-        )
+    inter = _fabric_bytes(plan, tl, rng)
     eth = inter if plan.fabric is not None and not plan.fabric.rdma else np.zeros(n)
     ckpt = np.where(tl.phase == CHECKPOINT, rng.uniform(1e9, 5e9), 0.0)
     net_rx = (read_bps if plan.storage.via_network else 0.0) + eth + other_net + 2e6
     disk = block_bps + other_disk + (swapins * PAGE if plan.swap else 0.0)
     device = 3.5e9 if plan.storage.name == "throttled-pv" else plan.storage.bps
-    psi_io = pod["sc_psi_io_some"].value
     out = {
         "node_cpus": Truth("gauge", np.full(n, cpus)),
         "node_cpu_busy_frac": Truth("ratio", busy * cpus, np.full(n, cpus)),
@@ -171,13 +162,29 @@ def _node(
         "node_majfault_ps": Truth("counter", faults + hood * rng.uniform(0, 200)),
         "node_net_rx_bps": Truth("counter", net_rx),
         "node_net_tx_bps": Truth("counter", eth + ckpt + other_net * 0.5 + 1e6),
-        "node_psi_cpu_some": Truth("counter", np.clip(0.5 * busy**4 + 0.3 * pod["sc_psi_cpu_some"].value, 0, 1)),
-        "node_psi_io_some": Truth("counter", np.clip(psi_io + 0.05 * hood * rng.random(n), 0, 1)),
-        "node_psi_io_full": Truth("counter", pod["sc_psi_io_full"].value),
-        "node_psi_mem_some": Truth("counter", stall),
-        "node_psi_mem_full": Truth("counter", pod["sc_psi_mem_full"].value),
     }
+    out.update(_node_pressure(pod, busy, hood, rng))
     if plan.fabric is not None and plan.fabric.rdma:
         out["ib_rx_bps"] = Truth("counter", inter)
         out["ib_tx_bps"] = Truth("counter", inter * float(rng.uniform(0.98, 1.02)))
     return out
+
+
+def _node_pressure(pod: dict[str, Truth], busy: FloatArray, hood: int, rng: np.random.Generator) -> dict[str, Truth]:
+    """Node PSI: the pod's own stalls, plus run-queue waits as the node fills and the neighbours' IO."""
+    n = len(busy)
+    return {
+        "node_psi_cpu_some": Truth("counter", np.clip(0.5 * busy**4 + 0.3 * pod["sc_psi_cpu_some"].value, 0, 1)),
+        "node_psi_io_some": Truth("counter", np.clip(pod["sc_psi_io_some"].value + 0.05 * hood * rng.random(n), 0, 1)),
+        "node_psi_io_full": Truth("counter", pod["sc_psi_io_full"].value),
+        "node_psi_mem_some": Truth("counter", pod["sc_psi_mem_some"].value),
+        "node_psi_mem_full": Truth("counter", pod["sc_psi_mem_full"].value),
+    }
+
+
+def _fabric_bytes(plan: Plan, tl: Timeline, rng: np.random.Generator) -> FloatArray:
+    """Bytes/s the node's share of the job sends across the fabric while its collectives run."""
+    if plan.fabric is None:
+        return np.zeros(len(tl.phase))
+    link = busy_shares(plan, tl)["link"]
+    return plan.fabric.node_bps * float(rng.uniform(0.7, 0.85)) * link * plan.gpus / plan.node_gpus
