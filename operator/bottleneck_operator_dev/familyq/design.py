@@ -125,7 +125,7 @@ class Plan:
     second: int | None
 
 
-def _strength(rng: np.random.Generator) -> float:
+def draw_strength(rng: np.random.Generator) -> float:
     """From barely there (1.05-1.2x) to overwhelming (up to 5x), moderate most often."""
     band = rng.choice(3, p=[0.3, 0.45, 0.25])
     lo, hi = ((1.05, 1.2), (1.2, 2.0), (2.0, 5.0))[band]
@@ -160,9 +160,9 @@ def _board(rng: np.random.Generator, mech: Mechanism) -> Board:
     return options[int(rng.integers(len(options)))]
 
 
-def _second(rng: np.random.Generator, mech: Mechanism, multi_gpu: bool) -> int | None:
-    """About a third of the jobs are mixed: another class's stage within 80-97 % of the bound's saving."""
-    if rng.random() >= 1 / 3:
+def _second(rng: np.random.Generator, mech: Mechanism, multi_gpu: bool, mixed: bool) -> int | None:
+    """For a mixed job, another class's stage to come within 80-97 % of the bound's saving."""
+    if not mixed:
         return None
     pool = [s for s in (READ, DECODE, H2D, MATH, HBM, COMM) if s != mech.stage]
     pool = [s for s in pool if multi_gpu or s != COMM]
@@ -175,8 +175,12 @@ def _second(rng: np.random.Generator, mech: Mechanism, multi_gpu: bool) -> int |
     return int(rng.choice(pool))
 
 
-def draw_plan(rng: np.random.Generator, mech: Mechanism) -> Plan:
-    """One job's plan for a mechanism: hardware, limits, neighbours and sized stage times."""
+def draw_plan(rng: np.random.Generator, mech: Mechanism, strength: float, mixed: bool) -> Plan:
+    """One job's plan for a mechanism: hardware, limits, neighbours and sized stage times.
+
+    ``strength`` and ``mixed`` are drawn once per job by the caller, outside its redraws, so that
+    the jobs a redraw rejects more often (barely bound, mixed) keep their drawn share.
+    """
     workload = str(rng.choice(mech.workloads))
     board = _board(rng, mech)
     gpus, pods, node_gpus, fabric = _shape(rng, mech, board)
@@ -188,8 +192,7 @@ def draw_plan(rng: np.random.Generator, mech: Mechanism) -> Plan:
     if mech.stage == HOSTMEM:
         base[HOSTMEM] = 0.05
     sharp = float(rng.uniform(3.0, 10.0))
-    second = _second(rng, mech, gpus * pods > 1)
-    strength = _strength(rng)
+    second = _second(rng, mech, gpus * pods > 1, mixed)
     ratio = float(rng.uniform(0.80, 0.97))
     stages = shape_stages(base, sharp, mech.stage, strength, second, ratio)
     stages = stages * float(np.exp(rng.uniform(np.log(0.15), np.log(2.5)))) / max(float(stages.max()), 1e-9)

@@ -14,7 +14,7 @@ import numpy as np
 
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, SignalBlock, families_and_coverage
-from bottleneck_operator_dev.familyq.design import MECHANISMS, Mechanism, Plan, draw_plan
+from bottleneck_operator_dev.familyq.design import MECHANISMS, Mechanism, Plan, draw_plan, draw_strength
 from bottleneck_operator_dev.familyq.exporters import Stack, draw_stack, observe
 from bottleneck_operator_dev.familyq.gpu import gpu_signals
 from bottleneck_operator_dev.familyq.host import Truth, pod_truths
@@ -30,6 +30,8 @@ CLASSES: tuple[Bottleneck, ...] = (
 )
 NAMESPACES = ("llm-pretrain", "ml-research", "recsys-prod", "vision-team", "speech-lab", "genai")
 MAX_DRAWS = 400
+# Drawn mixed; weakly bound jobs come out mixed by themselves too, which brings the whole to about a third.
+MIXED_DRAW = 0.2
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,12 @@ def _mechanism(rng: np.random.Generator, cls: Bottleneck, host_memory: bool) -> 
 
 
 def _job(rng: np.random.Generator, i: int, cls: Bottleneck, host_memory: bool, start: float, step: float) -> FamilyQJob:
-    for _ in range(MAX_DRAWS):
+    strength, mixed = draw_strength(rng), bool(rng.random() < MIXED_DRAW)
+    for attempt in range(MAX_DRAWS):
+        if attempt % 12 == 11:  # some pairings cannot be that close or that weak: draw those again too
+            strength, mixed = draw_strength(rng), bool(rng.random() < MIXED_DRAW)
         mech = _mechanism(rng, cls, host_memory)
-        plan = draw_plan(rng, mech)
+        plan = draw_plan(rng, mech, strength, mixed)
         samples = int(rng.integers(20, 121))
         tl = draw_timeline(rng, plan.stages, plan.sharp, samples, step)
         label, stage, ratio, saved = window_label(tl, plan.sharp)

@@ -76,7 +76,7 @@ def pod_truths(plan: Plan, tl: Timeline, rng: np.random.Generator) -> dict[str, 
         "sc_io_read_bps": Truth("counter", block_bps + swapins * PAGE),
         "sc_majfault_ps": Truth("counter", faults),
         "sc_swapin_ps": Truth("counter", swapins),
-        "sc_oom_kills": Truth("counter", np.zeros(n)),
+        "sc_oom_kills": Truth("counter", _oom_kills(plan, tl, rng)),
         "sc_psi_cpu_some": Truth("counter", np.clip(throttled * 0.7 + 0.15 * decode * decode, 0, 1)),
         "sc_psi_io_some": Truth("counter", io_some),
         "sc_psi_io_full": Truth("counter", io_some * float(rng.uniform(0.1, 0.5))),
@@ -188,3 +188,13 @@ def _fabric_bytes(plan: Plan, tl: Timeline, rng: np.random.Generator) -> FloatAr
         return np.zeros(len(tl.phase))
     link = busy_shares(plan, tl)["link"]
     return plan.fabric.node_bps * float(rng.uniform(0.7, 0.85)) * link * plan.gpus / plan.node_gpus
+
+
+def _oom_kills(plan: Plan, tl: Timeline, rng: np.random.Generator) -> FloatArray:
+    """Kills per second: now and then a data-loader worker of a pod squeezed against its memory limit."""
+    kills = np.zeros(len(tl.phase))
+    stepping = np.flatnonzero(tl.stepping > 0)
+    pressed = plan.mechanism.name in ("host-swap-in", "page-cache-reclaim") and plan.mem_limit is not None
+    if pressed and stepping.size and rng.random() < 0.3:
+        kills[int(rng.choice(stepping))] = 1.0 / float(tl.stepping.max())
+    return kills
