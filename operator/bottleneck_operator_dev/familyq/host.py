@@ -50,6 +50,9 @@ def pod_truths(plan: Plan, tl: Timeline, rng: np.random.Generator) -> dict[str, 
     dead = tl.phase == RESTART
     share_cpus = plan.node_cpus * plan.gpus / plan.node_gpus
     workers = float(plan.cpu_limit * 0.95 if plan.cpu_limit else min(share_cpus * 0.8, plan.gpus * rng.uniform(4, 14)))
+    if mech == "cfs-quota-throttling":
+        # num_workers sized for the node's cores, the quota far below it: together they ask more than it allows.
+        workers = float(plan.cpu_limit or 1.0) * float(rng.uniform(1.5, 4.0))
     stall = np.where(tl.stepping > 0, tl.stages[:, HOSTMEM] / np.maximum(tl.step, 1e-9), 0.0)
     read_bps = plan.storage.bps * float(rng.uniform(0.55, 0.9)) * read
     reader_cpu = 0.35 * workers * read if plan.storage.name == "object-store" else 0.05 * workers * read
