@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -79,8 +81,7 @@ def _mean(job: FamilyQJob, name: str) -> float | None:
     return float(np.nanmean(np.stack(rows)))
 
 
-def _median(family: list[FamilyQJob], name: str, pick: object) -> float:
-    assert callable(pick)
+def _median(family: list[FamilyQJob], name: str, pick: Callable[[FamilyQJob], bool]) -> float:
     seen = [v for j in family if pick(j) and (v := _mean(j, name)) is not None]
     assert seen
     return float(np.median(seen))
