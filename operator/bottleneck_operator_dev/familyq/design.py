@@ -62,6 +62,8 @@ MECHANISMS: tuple[Mechanism, ...] = (
         "rdma-allreduce", Bottleneck.INTERCONNECT, COMM, ("llm-pretrain", "llm-finetune", "diffusion"), multi_node=True
     ),
     Mechanism("moe-alltoall", Bottleneck.INTERCONNECT, COMM, ("llm-pretrain",), multi_node=True),
+    # Pipeline stages hand activations to the next node: point-to-point sends the compute cannot hide.
+    Mechanism("pipeline-parallel-activations", Bottleneck.INTERCONNECT, COMM, ("llm-pretrain",), multi_node=True),
     Mechanism(
         "tensor-parallel-over-pcie",
         Bottleneck.INTERCONNECT,
