@@ -16,7 +16,8 @@ been worth).
 
 Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-O,
 each read once blind before P (docs/analysis.md), are seven development worlds (G, J, K, L, M, N, O)
-and two training worlds (H, I).
+and two training worlds (H, I). P was read once on 2026-11-29 and is spent: these lines reprint that
+reading, until a family stored unread (Q, docs/familyq.md) takes its place after the next freeze.
 """
 
 from __future__ import annotations

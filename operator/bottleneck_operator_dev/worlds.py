@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-was written beside the simulator, C to O were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G and J to O development
+was written beside the simulator, C to P were written blind, read once each as an evaluation
+(docs/analysis.md) and are training worlds since that reading spent them (G and J to P development
 worlds: listed, not in ``train``'s default recipe). A family still stored for a blind reading is never
 listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -102,6 +102,12 @@ def _family_o() -> Any:
     return generate_family_o
 
 
+def _family_p() -> Any:
+    from bottleneck_operator_dev.familyp import generate_family_p
+
+    return generate_family_p
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -198,6 +204,12 @@ WORLDS: dict[str, World] = {
             _family_o,
             "the fifteenth family",
             "Family O, written blind while N was unread, the telemetry a cluster really exports drawn before eight workloads (FSDP, LoRA, tensor/pipeline-parallel LLMs, recommendation, vision, video, speech, diffusion), labelled by the stage whose removal shortens the step most, read once (a development world since).",
+        ),
+        World(
+            "P",
+            _family_p,
+            "the sixteenth family",
+            "Family P, written blind while O was unread, a shared multi-tenant cluster (gang-scheduled Jobs on eleven node pools, MIG and time-slicing, each Job's launch settings) running nine workloads, labelled by the stage whose removal shortens the step most, read once (a development world since).",
         ),
     )
 }
