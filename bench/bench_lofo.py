@@ -21,9 +21,10 @@ Sizes (environment): ``BENCH_LOFO_TRAIN`` Jobs per training family (default 600;
 twice as many, as ``train`` does), ``BENCH_LOFO_EVAL`` evaluated (400), ``BENCH_LOFO_ITER`` boosting
 iterations (60), ``BENCH_LOFO_COPIES`` degraded copies per Job (1), ``BENCH_LOFO_SEEDS`` (11,21,31),
 ``BENCH_LOFO_REAL=0`` skips the recordings, ``BENCH_LOFO_HELD=0`` reads only the recordings (no family
-held out: the model of every world alone, to set a baseline for them), ``BENCH_LOFO_ALWAYS`` names worlds every model trains on and
-none holds out (a candidate recipe judged on the worlds it already has: ``G,J,K``),
-``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one family trained, the other scored). With six
+held out: the model of every world alone, to set a baseline for them), ``BENCH_LOFO_ALWAYS`` names
+worlds every model trains on and none holds out (a candidate recipe judged on the worlds it already
+has: ``G,J,K``), ``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one family trained, the other
+scored). With six
 families, one seed at the defaults took 219 s on one quiet core (``BENCH_LOFO_SEEDS=11``,
 ``OMP_NUM_THREADS=1``); with four, the three seeds took 206 s on the two cores when they were quiet and
 1,299 s when other jobs shared them (load average 4-8); 200 training Jobs per family, 200 evaluated and

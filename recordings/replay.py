@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from bottleneck_operator.contract.window import JobWindow
     from bottleneck_operator.pipeline import JobResult
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
@@ -116,7 +117,7 @@ def replay(names: Sequence[str], *, phase: float = 0.0, data: Path = DATA) -> di
     return out
 
 
-def without_profiling(window: Any) -> Any:
+def without_profiling(window: JobWindow) -> JobWindow:
     """The window as a cluster whose dcgm-exporter collects no profiling fields (DEV fields only) gets it."""
     from dataclasses import replace
 

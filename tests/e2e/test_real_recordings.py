@@ -258,7 +258,11 @@ DEV_ONLY_WRONG = {"gpu-h2d": "pageable copies without PCIe bytes read as one pin
 @pytest.fixture(scope="module")
 def dev_only(replayed: dict[str, tuple[Shifted, JobResult]]) -> dict[str, Verdict]:
     """The GPU recordings' verdicts as a cluster without DCGM profiling would get them."""
-    windows = [without_profiling(replayed[name][1].window) for name in GPU_RECORDINGS]
+    windows = []
+    for name in GPU_RECORDINGS:
+        window = replayed[name][1].window
+        assert window is not None, f"{name}: no window was read"
+        windows.append(without_profiling(window))
     return dict(zip(GPU_RECORDINGS, analyze_windows(windows, load_model()), strict=True))
 
 
