@@ -183,9 +183,9 @@ def real_right(model: Any, real: dict[str, tuple[Any, str]]) -> tuple[int, list[
 
 def dev_only(real: dict[str, tuple[Any, str]]) -> dict[str, tuple[Any, str]]:
     """The GPU recordings as a cluster without DCGM profiling fields gets them."""
-    from recordings.replay import without_profiling
+    from recordings.replay import is_gpu_recording, without_profiling
 
-    return {n: (without_profiling(w), truth) for n, (w, truth) in real.items() if n.startswith("gpu-")}
+    return {n: (without_profiling(w), truth) for n, (w, truth) in real.items() if is_gpu_recording(n)}
 
 
 def read_recordings(

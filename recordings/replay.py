@@ -47,6 +47,11 @@ def recording_names(data: Path = DATA) -> list[str]:
     )
 
 
+def is_gpu_recording(name: str) -> bool:
+    """Whether a recording was made on a GPU machine (``gpu-*``), so that its DCGM fields can be read."""
+    return name.startswith("gpu-")
+
+
 def openmetrics_text(name: str, data: Path = DATA) -> str:
     """One recording's OpenMetrics text (gzip-packed or plain)."""
     packed = data / name / "metrics.om.gz"

@@ -14,7 +14,15 @@ import json
 import os
 
 import pytest
-from recordings.replay import DATA, Shifted, openmetrics_text, recording_names, replay, without_profiling
+from recordings.replay import (
+    DATA,
+    Shifted,
+    is_gpu_recording,
+    openmetrics_text,
+    recording_names,
+    replay,
+    without_profiling,
+)
 
 from bottleneck_operator.analysis.classify import analyze_windows
 from bottleneck_operator.analysis.model.classifier import load_model
@@ -25,7 +33,7 @@ pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
 PHASE = float(os.environ.get("BOTTLENECK_RECORDING_PHASE", "0"))  # seconds; to probe phase sensitivity by hand
 RECORDINGS = recording_names()
-GPU_RECORDINGS = [n for n in RECORDINGS if n.startswith("gpu-")]
+GPU_RECORDINGS = [n for n in RECORDINGS if is_gpu_recording(n)]
 
 # A recording the current model gets wrong stays as recorded; its assertion is an expected failure
 # with what the model said and why (recordings/README.md, "What the model said").
