@@ -108,8 +108,9 @@ def test_a_network_bound_job_is_not_given_the_pcie_links_wait() -> None:
 
 
 def test_an_infiniband_wait_says_how_its_capacity_was_taken() -> None:
-    """The infiniband collector gives bytes over every port but no port rate: the wait read against one
-    port at the slowest rate is the most the fabric was busy, and the evidence and headroom say so."""
+    """The infiniband byte counters the contract reads are summed over every port, without the ports'
+    rates: the wait read against one port at the slowest rate is the most the fabric was busy, and the
+    evidence and headroom say so."""
     rdma = {"ib_rx_bps": 10 * GB, "ib_tx_bps": 10 * GB}
     w = make_window(B.INTERCONNECT, pods=2, noise=0.0, overrides=rdma)
     v = analyze_window(w, FixedModel({B.INTERCONNECT: 0.9}))

@@ -114,11 +114,13 @@ def step_account(r: Reads, mechanism: Mechanism | None = None) -> StepAccount:
 # across nodes waits on the fabric between them: its RDMA ports, read against InfiniBand's capacity
 # (an Ethernet NIC's is not exported, so its wait is never measured).
 LINKS: dict[Mechanism, str] = {Mechanism.PCIE: "PCIe", Mechanism.NVLINK: "NVLink", Mechanism.NETWORK: "InfiniBand"}
-# How a link's capacity was taken where no exporter gives it. The infiniband collector exports bytes
-# summed over every port but no port rate, so the fabric is read against one port at the slowest rate:
-# the share is then the most the link can have been busy, and faster or more ports make it smaller.
+# How a link's capacity was taken where the metric contract gives none. node-exporter's infiniband
+# collector also exports each port's rate (node_infiniband_rate_bytes_per_second), but the contract
+# (DESIGN.md) reads only its byte counters, summed over every port; so the fabric is read against one
+# port at the slowest rate: the share is then the most the link can have been busy, and faster or more
+# ports make it smaller.
 CAPACITY_TAKEN: dict[str, str] = {
-    "InfiniBand": ", taken as one EDR port (the slowest rate; port rates are not exported, so it is the most the fabric was busy)"
+    "InfiniBand": ", taken as one EDR port (the slowest rate; port rates are not read, so it is the most the fabric was busy)"
 }
 
 
