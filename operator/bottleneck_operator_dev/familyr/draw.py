@@ -79,7 +79,9 @@ def new_plan(rng: np.random.Generator, stage: str, start: float, step: float, sa
     cluster = fleet.draw_cluster(rng)
     node_cpus = int(rng.choice([16, 32, 64, 96, 128, 192]))
     cpu_limit = None if "cadvisor_cfs" in cluster.families_off else float(rng.choice([4, 8, 16, 32]))
-    times = start - LEAD_S + FINE_S * np.arange(int((LEAD_S + step * (samples - 1)) / FINE_S) + 1)
+    times = np.asarray(
+        start - LEAD_S + FINE_S * np.arange(int((LEAD_S + step * (samples - 1)) / FINE_S) + 1), dtype=np.float64
+    )
     base, overlap = plan.base_stages(rng, workload, pods * gpus)
     cap = board.tdp_w * (float(rng.uniform(0.6, 0.95)) if rng.random() < 0.3 else 1.0)
     if cap < board.tdp_w:

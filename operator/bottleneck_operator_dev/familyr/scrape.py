@@ -77,7 +77,8 @@ def to_counters(
     for row in np.flatnonzero(np.isfinite(resets)):
         after = times >= resets[row]
         values[row, after] -= np.interp(resets[row], times, values[row]) if after.any() else 0.0
-    return np.maximum(values, 0.0)
+    result: FloatArray = np.maximum(values, 0.0)
+    return result
 
 
 def scrape_times(p: JobPlan, rng: np.random.Generator, end: float) -> FloatArray:
@@ -124,8 +125,8 @@ def sample_exporter(
         vals = np.where(ratio, np.clip(vals, 0, 1), vals).reshape(pods, len(counters), grid.size)
         for k in range(pods):
             out[k].update(zip(counters, vals[k], strict=True))
-    for k in np.flatnonzero(np.isfinite(restart)):
-        gap = (grid >= restart[k]) & (grid <= restart[k] + down[k])
-        for v in out[k].values():
+    for pod in np.flatnonzero(np.isfinite(restart)):
+        gap = (grid >= restart[pod]) & (grid <= restart[pod] + down[pod])
+        for v in out[pod].values():
             v[gap] = np.nan
     return out, raw

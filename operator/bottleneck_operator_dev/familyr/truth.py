@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bottleneck_operator_dev.familyr.plan import JobPlan
+from bottleneck_operator_dev.familyr.plan import FINE_S, JobPlan
 from bottleneck_operator_dev.familyr.steps import COMM, COMPUTE, H2D, HBM, HOSTMEM, PRE, READ, FloatArray, step_parts
 
 GIB = 2.0**30
@@ -47,8 +47,12 @@ def gpu_truth(p: JobPlan, rng: np.random.Generator, sh: dict[str, FloatArray]) -
     kernels = sh["compute"] + sh["hbm"]
     util = np.clip(kernels + sh["exposed"], 0.0, 1.0)
     nccl_sms = rng.uniform(0.08, 0.2)  # NCCL runs on a few channels' worth of SMs
-    sm = np.clip(sh["compute"] * rng.uniform(0.85, 0.97) + sh["hbm"] * rng.uniform(0.75, 0.9) + sh["comm"] * nccl_sms, 0, 1)
-    dram = np.clip(sh["compute"] * rng.uniform(0.1, 0.3) + sh["hbm"] * rng.uniform(0.75, 0.92) + sh["comm"] * 0.05, 0, 1)
+    sm = np.clip(
+        sh["compute"] * rng.uniform(0.85, 0.97) + sh["hbm"] * rng.uniform(0.75, 0.9) + sh["comm"] * nccl_sms, 0, 1
+    )
+    dram = np.clip(
+        sh["compute"] * rng.uniform(0.1, 0.3) + sh["hbm"] * rng.uniform(0.75, 0.92) + sh["comm"] * 0.05, 0, 1
+    )
     tensor = np.clip(sh["compute"] * tensor_share, 0.0, 1.0)
     b = p.board
     demand = b.idle_w + (b.tdp_w - b.idle_w) * np.clip(
@@ -91,6 +95,14 @@ def gpu_truth(p: JobPlan, rng: np.random.Generator, sh: dict[str, FloatArray]) -
         "clock_slowdown_frac": (capped | (thermal < 1.0)).mean(axis=0),
         "fb_used_frac": fb,
     }
+
+
+def _oom_kills(p: JobPlan, rng: np.random.Generator, pressure: FloatArray) -> FloatArray:
+    """Kills per second: without swap, a pressed cgroup sometimes loses a DataLoader worker (restarted)."""
+    kills = np.zeros(pressure.size)
+    if not p.cluster.swap and pressure.max() > 0.05 and rng.random() < 0.4:
+        kills[int(rng.integers(pressure.size))] = 1.0 / FINE_S
+    return kills
 
 
 def host_truth(p: JobPlan, rng: np.random.Generator, sh: dict[str, FloatArray]) -> dict[str, FloatArray]:
@@ -137,9 +149,9 @@ def host_truth(p: JobPlan, rng: np.random.Generator, sh: dict[str, FloatArray]) 
         "node_majfault_ps": faults + rng.uniform(0, 5),
         "sc_majfault_ps": faults,
         "sc_swapin_ps": faults * 0.8 if p.cluster.swap else np.zeros(n),
-        "sc_oom_kills": np.zeros(n),
-        "node_net_rx_bps": (0 if p.fabric.rdma else net_comm) + storage_net + rng.uniform(1e5, 5e7),
-        "node_net_tx_bps": (0 if p.fabric.rdma else net_comm) + rng.uniform(1e5, 5e7),
+        "sc_oom_kills": _oom_kills(p, rng, pressure),
+        "node_net_rx_bps": (np.zeros(n) if p.fabric.rdma else net_comm) + storage_net + rng.uniform(1e5, 5e7),
+        "node_net_tx_bps": (np.zeros(n) if p.fabric.rdma else net_comm) + rng.uniform(1e5, 5e7),
         "ib_rx_bps": net_comm + 1e4,
         "ib_tx_bps": net_comm + 1e4,
         "node_psi_cpu_some": np.clip(throttled * 0.8 + (cpu + nb_cpu) / p.node_cpus * 0.1, 0, 1),
