@@ -105,6 +105,23 @@ def _oom_kills(p: JobPlan, rng: np.random.Generator, pressure: FloatArray) -> Fl
     return kills
 
 
+def _memory(p: JobPlan, rng: np.random.Generator, pressure: FloatArray) -> dict[str, FloatArray]:
+    """Host memory: a pressed cgroup sits at its limit, reclaims, faults pages back in (from swap if any)."""
+    n = pressure.size
+    mem_limit = float(rng.choice([64, 128, 256, 512])) * GIB
+    faults = pressure * rng.uniform(2e4, 8e4)
+    return {
+        "mem_working_set_bytes": mem_limit * np.where(pressure > 0.02, rng.uniform(0.97, 0.995), rng.uniform(0.2, 0.7)),
+        "mem_limit_bytes": np.full(n, mem_limit),
+        "node_mem_avail_frac": np.where(pressure > 0.02, rng.uniform(0.01, 0.05), rng.uniform(0.25, 0.8)) + np.zeros(n),
+        "node_swap_used_frac": np.full(n, rng.uniform(0.3, 0.9) if p.cluster.swap and pressure.max() > 0.02 else 0.0),
+        "node_majfault_ps": faults + rng.uniform(0, 5),
+        "sc_majfault_ps": faults,
+        "sc_swapin_ps": faults * 0.8 if p.cluster.swap else np.zeros(n),
+        "sc_oom_kills": _oom_kills(p, rng, pressure),
+    }
+
+
 def host_truth(p: JobPlan, rng: np.random.Generator, sh: dict[str, FloatArray]) -> dict[str, FloatArray]:
     """The pod's cgroup, sidecar and node-exporter signals; node ones include the neighbours."""
     n = sh["T"].size
@@ -117,9 +134,7 @@ def host_truth(p: JobPlan, rng: np.random.Generator, sh: dict[str, FloatArray]) 
     limited = p.cpu_limit is not None and p.workers >= p.cpu_limit
     throttled = np.clip((cpu / (p.cpu_limit or 1e9) - 0.85) / 0.15, 0, 1) * rng.uniform(0.4, 0.95) if limited else 0.0
     throttled = np.clip(throttled + np.abs(rng.normal(0, 0.01, n)), 0, 1)
-    mem_limit = float(rng.choice([64, 128, 256, 512])) * GIB
     pressure = sh["hostmem"]
-    faults = pressure * rng.uniform(2e4, 8e4)
     neighbours = p.cluster.shared_nodes
     nb_cpu = rng.uniform(0.05, 0.5) * p.node_cpus if neighbours else 0.0
     nb_disk = rng.uniform(0.0, 0.4) * p.storage.read_bps if neighbours else 0.0
@@ -128,13 +143,12 @@ def host_truth(p: JobPlan, rng: np.random.Generator, sh: dict[str, FloatArray]) 
     net_comm = sh["comm"] * p.net_bps if p.pods > 1 else np.zeros(n)
     storage_net = np.zeros(n) if p.storage.local else read_bps
     return {
+        **_memory(p, rng, pressure),
         "cpu_cores": cpu,
         "sc_cpu_cores": cpu + 0.02,
         "cpu_throttled_frac": throttled,
         "sc_throttled_frac": throttled,
         "cpu_limit_cores": np.full(n, p.cpu_limit if p.cpu_limit is not None else np.nan),
-        "mem_limit_bytes": np.full(n, mem_limit),
-        "mem_working_set_bytes": mem_limit * np.where(pressure > 0.02, rng.uniform(0.97, 0.995), rng.uniform(0.2, 0.7)),
         "fs_read_bps": local,
         "sc_io_read_bps": local,
         "node_cpus": np.full(n, float(p.node_cpus)),
@@ -144,12 +158,6 @@ def host_truth(p: JobPlan, rng: np.random.Generator, sh: dict[str, FloatArray]) 
         "node_disk_read_bps": local + nb_disk,
         "node_disk_reads_ps": (local + nb_disk) / p.storage.request_bytes,
         "node_disk_busy_frac": np.clip((local + nb_disk) / p.storage.read_bps * 1.05, 0, 1),
-        "node_mem_avail_frac": np.where(pressure > 0.02, rng.uniform(0.01, 0.05), rng.uniform(0.25, 0.8)) + 0 * cpu,
-        "node_swap_used_frac": np.full(n, rng.uniform(0.3, 0.9) if p.cluster.swap and pressure.max() > 0.02 else 0.0),
-        "node_majfault_ps": faults + rng.uniform(0, 5),
-        "sc_majfault_ps": faults,
-        "sc_swapin_ps": faults * 0.8 if p.cluster.swap else np.zeros(n),
-        "sc_oom_kills": _oom_kills(p, rng, pressure),
         "node_net_rx_bps": (np.zeros(n) if p.fabric.rdma else net_comm) + storage_net + rng.uniform(1e5, 5e7),
         "node_net_tx_bps": (np.zeros(n) if p.fabric.rdma else net_comm) + rng.uniform(1e5, 5e7),
         "ib_rx_bps": net_comm + 1e4,
