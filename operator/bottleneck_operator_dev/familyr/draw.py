@@ -79,17 +79,20 @@ def new_plan(rng: np.random.Generator, stage: str, start: float, step: float, sa
     cluster = fleet.draw_cluster(rng)
     node_cpus = int(rng.choice([16, 32, 64, 96, 128, 192]))
     cpu_limit = None if "cadvisor_cfs" in cluster.families_off else float(rng.choice([4, 8, 16, 32]))
+    workers = int(rng.choice([2, 4, 6, 8, 12, 16]))
+    if stage == "preprocess" and cpu_limit is None and rng.random() < 0.5:
+        node_cpus = workers = int(rng.choice([16, 32]))  # one worker per core of a small node
     times = np.asarray(
         start - LEAD_S + FINE_S * np.arange(int((LEAD_S + step * (samples - 1)) / FINE_S) + 1), dtype=np.float64
     )
-    base, overlap = plan.base_stages(rng, workload, pods * gpus)
+    base, overlap = plan.base_stages(rng, workload, pods * gpus, board)
     cap = board.tdp_w * (float(rng.uniform(0.6, 0.95)) if rng.random() < 0.3 else 1.0)
     if cap < board.tdp_w:
         tags.append("power-capped-below-tdp")
     p = JobPlan(
         stage=stage, workload=workload, board=board, pods=pods, gpus=gpus, fabric=fabric, storage=storage,
         cluster=cluster, h2d_bps=h2d, nvlink_bps=nvlink, net_bps=net, cpu_limit=cpu_limit, node_cpus=node_cpus,
-        workers=int(rng.choice([2, 4, 6, 8, 12, 16])), power_limit_w=cap, times=times,
+        workers=workers, power_limit_w=cap, times=times,
         stages=np.repeat(base[:, None], times.size, axis=1), overlap=np.full(times.size, overlap),
         weight=np.ones(times.size), tags=tags,
     )  # fmt: skip
@@ -107,7 +110,7 @@ def draw_job(
         s = steps.STAGES.index(stage)
         everywhere = np.ones(p.times.size, dtype=bool)
         _scale_to(p, s, start, s, 1.0 - 1.0 / _strength(rng), everywhere)
-        if rng.random() < 1 / 3:
+        if rng.random() < 0.25:  # with the mixes that happen on their own, about a third of all jobs
             peers = p.gpus * p.pods > 1
             other = [o for o in steps.STAGES if steps.STAGE_CLASS[o] is not cls and (o != "comm" or peers)]
             second = steps.STAGES.index(str(rng.choice(other)))

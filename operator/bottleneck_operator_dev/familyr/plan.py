@@ -100,7 +100,9 @@ def draw_links(
     return fleet.pcie_bps(board, gen, lanes), nvlink, net
 
 
-def base_stages(rng: np.random.Generator, workload: str, gpus_total: int) -> tuple[FloatArray, float]:
+def base_stages(
+    rng: np.random.Generator, workload: str, gpus_total: int, board: fleet.Board
+) -> tuple[FloatArray, float]:
     """Seconds per step of every stage before the bound is set, and the comm overlap share."""
     s = np.zeros(len(steps.STAGES))
     s[COMPUTE] = rng.uniform(0.15, 1.5)
@@ -115,7 +117,10 @@ def base_stages(rng: np.random.Generator, workload: str, gpus_total: int) -> tup
         accumulate = int(rng.choice([1, 1, 2, 4, 8]))
         s[COMM] = s[COMPUTE] * rng.uniform(0.1, 0.9) / accumulate
     if workload in ("long-context-attention", "rlhf-generation-decode"):
-        s[HBM] *= 2.0
+        # Attention over long sequences streams K/V: slower memory (GDDR boards) makes it bandwidth-bound.
+        s[HBM] *= 2.0 * np.sqrt(2000e9 / board.hbm_bps)
+    if workload in ("tensor-parallel-across-nodes", "moe-all-to-all"):
+        overlap = rng.uniform(0.0, 0.3)  # these exchanges sit on the critical path, between layers
     return s, float(overlap)
 
 
