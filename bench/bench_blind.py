@@ -16,7 +16,9 @@ been worth).
 
 Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-P,
 each read once blind before Q (docs/analysis.md), are eight development worlds (G, J, K, L, M, N, O,
-P) and two training worlds (H, I).
+P) and two training worlds (H, I). Q was read once, after the freeze of 2026-11-29 22:56 UTC, and is spent:
+these lines reprint that reading, until a family stored unread (R, docs/familyr.md) takes its place
+after the next freeze.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-was written beside the simulator, C to P were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G and J to P development
+was written beside the simulator, C to Q were written blind, read once each as an evaluation
+(docs/analysis.md) and are training worlds since that reading spent them (G and J to Q development
 worlds: listed, not in ``train``'s default recipe). A family still stored for a blind reading is never
 listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -108,6 +108,12 @@ def _family_p() -> Any:
     return generate_family_p
 
 
+def _family_q() -> Any:
+    from bottleneck_operator_dev.familyq import generate_family_q
+
+    return generate_family_q
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -210,6 +216,12 @@ WORLDS: dict[str, World] = {
             _family_p,
             "the sixteenth family",
             "Family P, written blind while O was unread, a shared multi-tenant cluster (gang-scheduled Jobs on eleven node pools, MIG and time-slicing, each Job's launch settings) running nine workloads, labelled by the stage whose removal shortens the step most, read once (a development world since).",
+        ),
+        World(
+            "Q",
+            _family_q,
+            "the seventeenth family",
+            "Family Q, written blind while P was unread, worked back from what a dashboard shows: each Job's window in phases (warm-up, steady training, evaluation passes, checkpoint writes, restarts, a mid-run change) with telemetry that disagrees as real telemetry does, labelled by the stage whose removal shortens the window's steps most, read once (a development world since).",
         ),
     )
 }
