@@ -15,7 +15,7 @@ from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.reports import ReportStatus
 from bottleneck_operator_dev.demo.progress import Progress
 from bottleneck_operator_dev.demo.report import format_report, next_steps, timeline_lines
-from bottleneck_operator_dev.demo.story import DemoJob, changing_job, class_jobs, observable
+from bottleneck_operator_dev.demo.story import DemoJob, changing_job, class_jobs, observable, read_surely
 from bottleneck_operator_dev.demo.watch import story_told
 from bottleneck_operator_dev.simulation import generate_jobs
 from bottleneck_operator_dev.simulation.live import LiveExporters
@@ -59,6 +59,31 @@ def test_the_demo_shows_jobs_whose_bottleneck_shows_in_what_is_collected() -> No
     local = [j for j in readers if j.mechanism is Mechanism.LOCAL_DISK]
     assert not any(observable(j) for j in local if "sidecar" not in j.tags or "noisy_neighbour" in j.tags)
     assert any(observable(j) for j in local)
+
+
+def test_the_demo_shows_of_each_class_the_job_the_model_reads_most_surely() -> None:
+    """Chosen by how surely the shipped model reads the windows the demo analyses, not by the margin alone."""
+    model = load_model()
+    now = time.time()
+    ends = [now + t for t in range(-300, 61, 60)]
+    surely = read_surely(model, ends=ends, window=60.0, step=5.0, min_window=30.0)
+    by_margin = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=5.0)
+    by_model = class_jobs(7, namespace="ml", start=now - 600, end=now + 300, scrape=5.0, sureness=surely)
+    assert [j.truth for j in by_model] == [c.value for c in CLASSES]
+    scores = [surely(j.first) for j in by_model]
+    # every window of every chosen Job reads its own class (an abstention or another class scores 0)
+    assert all(s >= 0.5 for s in scores), scores
+    assert all(observable(j.first) for j in by_model)
+    # the margin alone picks at least one Job whose windows the model reads less surely
+    assert any(surely(m.first) < s for m, s in zip(by_margin, scores, strict=True))
+    # what the sureness says decides among the observable Jobs of a class
+    drawn = generate_jobs(7, 36, start=now - 600, duration=900, classes=list(CLASSES), scrape_interval=5.0)
+    chosen_gpu = by_model[[c.value for c in CLASSES].index("GPU")].first.name
+    other = next(j.name for j in drawn if j.label is Bottleneck.GPU and observable(j) and j.name != chosen_gpu)
+    picked = class_jobs(
+        7, namespace="ml", start=now - 600, end=now + 300, scrape=5.0, sureness=lambda j: float(j.name == other)
+    )
+    assert picked[[c.value for c in CLASSES].index("GPU")].first.name == other
 
 
 def test_the_demo_jobs_are_familiar_to_the_model() -> None:

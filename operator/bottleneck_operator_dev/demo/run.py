@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from bottleneck_operator.analysis.model.classifier import load_model
 from bottleneck_operator.reports import read_report
 from bottleneck_operator.settings import Settings
 from bottleneck_operator_dev.demo.cluster import JOBS, LocalCluster, job_body
 from bottleneck_operator_dev.demo.progress import Progress
 from bottleneck_operator_dev.demo.report import format_report, next_steps
-from bottleneck_operator_dev.demo.story import DemoJob, changing_job, class_jobs
+from bottleneck_operator_dev.demo.story import DemoJob, changing_job, class_jobs, read_surely
 from bottleneck_operator_dev.demo.table import CHANGE, format_details, format_table
 from bottleneck_operator_dev.demo.threads import BackgroundLoop, OperatorThread
 from bottleneck_operator_dev.demo.watch import watch
@@ -113,7 +114,12 @@ def demo_jobs(options: DemoOptions, now: float) -> list[DemoJob]:
     """The six Jobs: one per class, then the one that changes class."""
     # The telemetry runs a little past the longest watch; the backfill writes only up to now.
     start, end = now - HISTORY, now + options.duration + 180.0
-    jobs = class_jobs(options.seed, namespace="ml", start=start, end=end, scrape=SCRAPE)
+    # The windows read to choose them: the watch's, and the second half of the history before it,
+    # a minute apart (the final report of a completed Job reads its whole run).
+    ends = [now + t for t in range(-int(HISTORY) // 2, int(options.duration) + 1, 60)]
+    model = load_model()  # the shipped model, as the operator loads it with the demo's settings
+    surely = read_surely(model, ends=ends, window=options.window, step=SCRAPE, min_window=_min_window(options))
+    jobs = class_jobs(options.seed, namespace="ml", start=start, end=end, scrape=SCRAPE, sureness=surely)
     jobs = [DemoJob(j.records, j.classes, COMPLETING.get(j.truth)) for j in jobs]
     jobs.append(changing_job(options.seed, namespace="ml", start=start, end=end, scrape=SCRAPE))
     return jobs
@@ -254,13 +260,17 @@ def _run_cluster(
             prom.stop()
 
 
+def _min_window(options: DemoOptions) -> float:
+    return min(options.window, 30.0)
+
+
 def demo_settings(options: DemoOptions, prometheus_url: str) -> Settings:
     """The operator's settings for the demo: short windows analysed often, on the demo's scrape interval."""
     values: dict[str, Any] = {
         "prometheus_url": prometheus_url,
         "window": options.window,
         "step": SCRAPE,
-        "min_window": min(options.window, 30.0),
+        "min_window": _min_window(options),
         "metrics_port": 0,
         "liveness_endpoint": "",
         "webhook_enabled": False,

@@ -11,8 +11,10 @@ change from when the operator starts watching rather than from when the Jobs wer
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from bottleneck_operator.analysis.classify import Classifier, analyze_windows
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.errors import BottleneckError
 from bottleneck_operator_dev.simulation import SimulatedJob, generate_jobs
@@ -134,8 +136,22 @@ def changing_job(seed: int, *, namespace: str, start: float, end: float, scrape:
     raise BottleneckError(f"no IO-bound Job among seeds {seed}..{seed + _SEEDS_TRIED - 1} turns GPU-bound when cached")
 
 
-def class_jobs(seed: int, *, namespace: str, start: float, end: float, scrape: float) -> list[DemoJob]:
-    """One Job per class: of a few drawn per class, the clearest (what binds it observable, then the largest margin).
+def class_jobs(
+    seed: int,
+    *,
+    namespace: str,
+    start: float,
+    end: float,
+    scrape: float,
+    sureness: Callable[[SimulatedJob], float] | None = None,
+) -> list[DemoJob]:
+    """One Job per class: of a few drawn per class, the clearest.
+
+    Clearest means, in order: what binds it shows in what its exporters collect (:func:`observable`);
+    then, when ``sureness`` is given, how surely the classifier reads it (see :func:`read_surely`); then
+    the simulator's margin between its slowest stage and the next. The margin alone is not enough: a
+    Job with a wide margin can sit where the model hesitates between two classes, and a one-minute
+    window then turns Unknown in one demo run and not in the next.
 
     The demo shows what a verdict looks like on a clear case; accuracy over hard and ambiguous cases is
     measured by ``make bench`` and ``make evaluate``, not here.
@@ -147,11 +163,41 @@ def class_jobs(seed: int, *, namespace: str, start: float, end: float, scrape: f
         scrape_interval=scrape, namespace=namespace,
     )  # fmt: skip
     first = {j.name for j in drawn[: _DRAWS * len(CLASSES)]}
+    steadied = [steady(j) for j in drawn]
+    sure = {j.name: sureness(j) if sureness is not None and observable(j) else 0.0 for j in steadied}
     best = {
-        c: max((j for j in drawn if j.label is c), key=lambda j: (observable(j), j.name in first, j.margin))
+        c: max(
+            (j for j in steadied if j.label is c),
+            key=lambda j: (observable(j), sure[j.name], j.name in first, j.margin),
+        )
         for c in CLASSES
     }
-    return [DemoJob((steady(best[c]),), (c.value,)) for c in CLASSES]
+    return [DemoJob((best[c],), (c.value,)) for c in CLASSES]
+
+
+def read_surely(
+    model: Classifier, *, ends: Sequence[float], window: float, step: float, min_window: float
+) -> Callable[[SimulatedJob], float]:
+    """How surely ``model`` reads a Job's own class in the windows the demo will analyse.
+
+    Args:
+        model: the classifier the operator runs.
+        ends: unix seconds at which the windows end.
+        window: each window's length, seconds.
+        step: seconds between a window's samples (the scrape interval).
+        min_window: the operator's shortest window, seconds.
+
+    Returns:
+        A function of a Job: the lowest confidence over those windows, 0 where any window reads
+        another class or abstains.
+    """
+
+    def surely(job: SimulatedJob) -> float:
+        windows = [job.to_window(step=step, start=e - window, end=e) for e in ends]
+        verdicts = analyze_windows(windows, model, min_window=min_window, with_details=False)
+        return min((v.confidence or 0.0) if v.bottleneck is job.label else 0.0 for v in verdicts)
+
+    return surely
 
 
 # Mechanisms whose plain signal is a DCGM profiling field: host-to-device copies show only in PCIe bytes,
