@@ -40,7 +40,8 @@ SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").sp
 # ``train``'s default worlds), the one before I joined, the shipped one with G and J-Q beside it, and
 # the shipped one with M alone beside it.
 SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at R's reading
-WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O", "P", "Q"]  # none joined (docs/scenarios.md); R says their worth
+# None of the development worlds joined (docs/scenarios.md); R says what they are worth.
+WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O", "P", "Q"]
 WITH_M = [*SHIPPED, "M"]  # the candidate (docs/scenarios.md, "What R's reading decides")
 RECIPES = (SHIPPED, SHIPPED[:-1], WITH_DEV, WITH_M)  # the shipped recipe first: the blind figure
 BLIND = "R"
