@@ -17,7 +17,9 @@ docs/scenarios.md, "What R's reading decides").
 
 Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-Q,
 each read once blind before R (docs/analysis.md), are nine development worlds (G, J, K, L, M, N, O,
-P, Q) and two training worlds (H, I). R is read once, after the freeze of 2026-11-30 02:08 UTC.
+P, Q) and two training worlds (H, I). R was read once, after the freeze of 2026-11-30 02:08 UTC, and is
+spent: these lines reprint that reading, until a family stored unread (S, docs/familys.md) takes its place
+after the next freeze.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-was written beside the simulator, C to Q were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G and J to Q development
+was written beside the simulator, C to R were written blind, read once each as an evaluation
+(docs/analysis.md) and are training worlds since that reading spent them (G and J to R development
 worlds: listed, not in ``train``'s default recipe). A family still stored for a blind reading is never
 listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -114,6 +114,12 @@ def _family_q() -> Any:
     return generate_family_q
 
 
+def _family_r() -> Any:
+    from bottleneck_operator_dev.familyr import generate_family_r
+
+    return generate_family_r
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -222,6 +228,12 @@ WORLDS: dict[str, World] = {
             _family_q,
             "the seventeenth family",
             "Family Q, written blind while P was unread, worked back from what a dashboard shows: each Job's window in phases (warm-up, steady training, evaluation passes, checkpoint writes, restarts, a mid-run change) with telemetry that disagrees as real telemetry does, labelled by the stage whose removal shortens the window's steps most, read once (a development world since).",
+        ),
+        World(
+            "R",
+            _family_r,
+            "the eighteenth family",
+            "Family R, written blind while Q was unread, from how real fleets go wrong (narrow PCIe links, an NVLink lane down, slower NICs, spot nodes replaced, shared NFS and object stores, cold then warm caches), a seven-stage step model labelling each window by the stage whose removal shortens its steps most, read once (a development world since).",
         ),
     )
 }
