@@ -78,12 +78,13 @@ def test_the_demo_shows_of_each_class_the_job_the_model_reads_most_surely() -> N
     assert any(surely(m.first) < s for m, s in zip(by_margin, scores, strict=True))
     # what the sureness says decides among the observable Jobs of a class
     drawn = generate_jobs(7, 36, start=now - 600, duration=900, classes=list(CLASSES), scrape_interval=5.0)
-    chosen_gpu = by_model[[c.value for c in CLASSES].index("GPU")].first.name
+    gpu = CLASSES.index(Bottleneck.GPU)
+    chosen_gpu = by_model[gpu].first.name
     other = next(j.name for j in drawn if j.label is Bottleneck.GPU and observable(j) and j.name != chosen_gpu)
     picked = class_jobs(
         7, namespace="ml", start=now - 600, end=now + 300, scrape=5.0, sureness=lambda j: float(j.name == other)
     )
-    assert picked[[c.value for c in CLASSES].index("GPU")].first.name == other
+    assert picked[gpu].first.name == other
 
 
 def test_the_demo_jobs_are_familiar_to_the_model() -> None:
