@@ -109,8 +109,12 @@ def _interconnect(x: FloatArray, _r: Reads) -> Mechanism:
     # one-way traffic is copies, balanced traffic collectives: the features' own dividing line
     one_way = rx is not None and (tx is None or tx <= FABRIC_SYMMETRY * rx)
     # The copy path (copies against the rate their path allows: the link's for pinned memory, a host
-    # memcpy's for pageable) busy most of the time, and busier than NVLink: the copies are the wait.
-    path, nvlink = _f(x, Series.LINK_BUSY.mean) or 0.0, _f(x, Series.NVLINK_FRAC.mean)
+    # memcpy's for pageable) busy most of the time the GPU waits, and busier than NVLink: the copies are
+    # the wait. `link_busy` counts one-way copies as far as the GPU idles, so over the idle share it is
+    # the copies' own share of their path while the GPU waits.
+    idle = 1.0 - min(max(_f(x, Series.ACT.mean) or 0.0, 0.0), 1.0)
+    busy, nvlink = _f(x, Series.LINK_BUSY.mean) or 0.0, _f(x, Series.NVLINK_FRAC.mean)
+    path = busy / idle if idle > 0.0 else busy
     if one_way and (rx or 0.0) >= WAITED_ON and path >= MAJORITY and (nvlink or 0.0) < path:
         return Mechanism.PCIE
     nodes = _f(x, Extra.N_NODES.key) or 1.0
