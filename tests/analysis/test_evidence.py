@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
 from bottleneck_operator.analysis.classify import analyze_window
 from bottleneck_operator.analysis.explain.candidates import CANDIDATES, HIGHLY_WAITED_ON
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 

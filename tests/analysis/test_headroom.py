@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
 from bottleneck_operator.analysis.explain.account import StepAccount, Wait
 from bottleneck_operator.analysis.explain.headroom import estimate_headroom
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.contract.verdict import Bottleneck
 
 B = Bottleneck

@@ -123,6 +123,10 @@ def test_copies_are_the_wait_when_their_path_is_the_busiest_link() -> None:
     assert decide_mechanism(B.INTERCONNECT, busy_nvlink) is M.NETWORK
     balanced = row(pcie_rx_frac__mean=0.6, pcie_tx_frac__mean=0.35, link_busy__mean=0.9, n_nodes=2.0)
     assert decide_mechanism(B.INTERCONNECT, balanced) is M.NETWORK
+    # link_busy counts the copies as far as the GPU idles: 0.36 over 40 % idle is a path 90 % busy
+    # while the GPU waits; the same 0.36 with the GPU idle throughout is a path mostly free
+    assert decide_mechanism(B.INTERCONNECT, row(**one_way, link_busy__mean=0.36, act__mean=0.6)) is M.PCIE
+    assert decide_mechanism(B.INTERCONNECT, row(**one_way, link_busy__mean=0.36, act__mean=0.0)) is M.NETWORK
 
 
 def test_interconnect_across_nodes_is_network() -> None:

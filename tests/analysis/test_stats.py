@@ -19,7 +19,8 @@ from bottleneck_operator.analysis.features.extract import (
     training_samples,
 )
 from bottleneck_operator.analysis.features.gather import gather
-from bottleneck_operator.analysis.features.series_names import DEAD_BAND, SERIES_INDEX
+from bottleneck_operator.analysis.features.levels import WAITED_ON
+from bottleneck_operator.analysis.features.series_names import SERIES_INDEX
 from bottleneck_operator.analysis.model.classifier import load_model
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 from bottleneck_operator_dev.commands.train import simulated_windows
@@ -181,11 +182,11 @@ def _bits(a: FloatArray) -> np.ndarray:
 
 def test_fast_plane_helpers_are_numpys_to_the_bit() -> None:
     x = _series(13, (20, 16), 0.3)
-    x[0, :6] = [np.inf, -np.inf, 0.0, -0.0, DEAD_BAND, -DEAD_BAND]
+    x[0, :6] = [np.inf, -np.inf, 0.0, -0.0, WAITED_ON, -WAITED_ON]
     np.testing.assert_array_equal(_bits(elementwise.nan_to_num(x)), _bits(np.nan_to_num(x)))
     for low in (0.05, 1.0, -2.0):
         np.testing.assert_array_equal(_bits(elementwise.floor(x, low)), _bits(np.maximum(x, low)))
-    band = np.maximum(x - DEAD_BAND, 0.0) / (1.0 - DEAD_BAND)
+    band = np.maximum(x - WAITED_ON, 0.0) / (1.0 - WAITED_ON)
     np.testing.assert_array_equal(_bits(derived._band(x)), _bits(band))
     per = np.full((20, 1), 2.0)
     with np.errstate(invalid="ignore"):

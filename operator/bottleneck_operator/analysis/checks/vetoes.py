@@ -19,10 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bottleneck_operator.analysis.checks.reads import Reads
+from bottleneck_operator.analysis.features.levels import DRAM_PEAK, WAITED_ON
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
 
-WAITED_ON = 0.05  # XProf: below 5 % of the step a stage is not input-bound
-DRAM_PEAK = 0.8  # DCGM profiling docs: DRAM_ACTIVE's practical maximum
 DRAM_HALF = DRAM_PEAK / 2  # below half its practical peak the HBM interface is mostly idle: not saturated
 
 

@@ -11,11 +11,11 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
 from bottleneck_operator.analysis.evaluation.baseline import rule_verdict
 from bottleneck_operator.analysis.evaluation.metrics import figures
 from bottleneck_operator.analysis.explain.agreement import disagreements
 from bottleneck_operator.analysis.features.extract import extract_features, value
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey, Series
 from bottleneck_operator.contract.signals import Family, signals_of
 from bottleneck_operator.contract.verdict import Abstention

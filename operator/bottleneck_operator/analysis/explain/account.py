@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bottleneck_operator.analysis.checks.reads import Reads
-from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 
 # What is left of the step is read as no less than XProf's 5 % bar: a stage under it is not resolved.

@@ -15,11 +15,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bottleneck_operator.analysis.checks.reads import Reads
-from bottleneck_operator.analysis.checks.vetoes import WAITED_ON
-from bottleneck_operator.analysis.explain.candidates import MAJORITY
-from bottleneck_operator.analysis.features.derived import FABRIC_SYMMETRY
+from bottleneck_operator.analysis.explain.candidates import (
+    FABRIC_SYMMETRY,
+    LAUNCH_GAP,
+    MAJORITY,
+    exchanges_over_network,
+)
 from bottleneck_operator.analysis.features.extract import value
-from bottleneck_operator.analysis.features.kernel_time import LAUNCH_GAP, launch_gap
+from bottleneck_operator.analysis.features.kernel_time import launch_gap
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey, Series
 from bottleneck_operator.analysis.features.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation
@@ -110,8 +114,9 @@ def host_memory_pressure(k: Facts) -> bool:
 
 def launch_bound(k: Facts) -> bool:
     """Small kernels launched one after another bind the step: the GPU waits on the launching host thread."""
+    # NCCL's kernels waiting on the network read as small kernels too: gradient exchange is not launches
     gap = launch_gap(k.f)
-    return gap is not None and gap >= LAUNCH_GAP
+    return gap is not None and gap >= LAUNCH_GAP and not exchanges_over_network(k.f)
 
 
 def slowed_gpu(k: Facts) -> bool:

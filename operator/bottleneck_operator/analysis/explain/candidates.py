@@ -21,15 +21,29 @@ constant or a definition (docs/analysis.md, "Numbers in the explanations, with t
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bottleneck_operator.analysis.checks.reads import INFINIBAND_BPS
-from bottleneck_operator.analysis.checks.vetoes import DRAM_HALF, DRAM_PEAK, WAITED_ON
-from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG, COPY_ENGINE_RATE
+from bottleneck_operator.analysis.checks.vetoes import DRAM_HALF
+from bottleneck_operator.analysis.features.derived import COPY_ENGINE_RATE
+from bottleneck_operator.analysis.features.levels import DRAM_PEAK, WAITED_ON
 from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 
-__all__ = ["CANDIDATES", "HIGHLY_WAITED_ON", "IDLE", "MAJORITY", "Candidate", "speaks_for"]
+__all__ = [
+    "CANDIDATES",
+    "COLLECTIVE_NET",
+    "COLLECTIVE_NET_LOG",
+    "FABRIC_SYMMETRY",
+    "HIGHLY_WAITED_ON",
+    "IDLE",
+    "LAUNCH_GAP",
+    "MAJORITY",
+    "Candidate",
+    "exchanges_over_network",
+    "speaks_for",
+]
 
 HIGHLY_WAITED_ON = 0.2  # XProf: input >= 20 % of the step is "highly input-bound" (TELEMETRY.md, "Peers' rules")
 MAJORITY = 0.5  # more than half of a whole: more bytes over the NIC than from the disks, most of a limit
@@ -39,6 +53,24 @@ SM_EFFECTIVE = 0.8
 SM_INEFFECTIVE = 0.5
 # The slowest InfiniBand port, as the links are read against it (checks/reads.py), in log10 bytes/s.
 INFINIBAND_LOG = math.log10(INFINIBAND_BPS)
+# The explanations' own lines for which way traffic goes; the classifier reads the balances and volumes
+# as features and draws no such line (docs/analysis.md, "Numbers in the explanations, with their source").
+# Network traffic as much received as sent is all-reduce (~1), storage reads are one way (~0).
+COLLECTIVE_NET = 0.7
+# Balanced network traffic counts as gradient exchange from 100 MB/s per GPU (log10 bytes/s, both ways).
+COLLECTIVE_NET_LOG = 8.0
+# PCIe traffic with less than half its bytes coming back is copies; more is peers or GPUDirect RDMA.
+FABRIC_SYMMETRY = 0.5
+# Time in small kernels, outside collectives, from which their launches bind the step: the small-kernel
+# line of the features' LAUNCH_PIPES, measured on small MLPs (tests/data/gpu-launch, gpu-launch-wide).
+LAUNCH_GAP = 0.2
+
+
+def exchanges_over_network(f: Callable[[FeatureKey], float | None]) -> bool:
+    """Traffic as much sent as received at gradient volume: the collectives cross the NIC, even when
+    the telemetry shows the job's pods on one node (its peers may be another Job's, or unseen)."""
+    symmetry, volume = f(Series.NET_SYMMETRY.mean), f(Series.LOG_NET_PER_GPU.mean)
+    return symmetry is not None and volume is not None and symmetry >= COLLECTIVE_NET and volume >= COLLECTIVE_NET_LOG
 
 
 @dataclass(frozen=True)

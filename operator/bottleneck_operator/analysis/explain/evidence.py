@@ -14,12 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from bottleneck_operator.analysis.checks.reads import Reads
-from bottleneck_operator.analysis.checks.vetoes import DRAM_PEAK
 from bottleneck_operator.analysis.explain.account import StepAccount
-from bottleneck_operator.analysis.explain.candidates import CANDIDATES, IDLE, Candidate, speaks_for
+from bottleneck_operator.analysis.explain.candidates import CANDIDATES, COLLECTIVE_NET_LOG, IDLE, Candidate, speaks_for
 from bottleneck_operator.analysis.explain.datapath import NETWORK_READS, DataPath, data_path
-from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET_LOG
 from bottleneck_operator.analysis.features.extract import value
+from bottleneck_operator.analysis.features.levels import DRAM_PEAK
 from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
 from bottleneck_operator.analysis.features.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Mechanism

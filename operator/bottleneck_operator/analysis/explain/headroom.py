@@ -13,9 +13,9 @@ telemetry cannot see: the headroom says what a profile would show.
 
 from __future__ import annotations
 
-from bottleneck_operator.analysis.checks.vetoes import DRAM_PEAK
 from bottleneck_operator.analysis.explain.account import MAX_SPEEDUP, StepAccount
 from bottleneck_operator.analysis.explain.datapath import data_path
+from bottleneck_operator.analysis.features.levels import DRAM_PEAK
 from bottleneck_operator.analysis.features.summary import JobSummary, human_bytes, pct
 from bottleneck_operator.contract.verdict import Bottleneck, CapacityNeed, Headroom, Mechanism
 

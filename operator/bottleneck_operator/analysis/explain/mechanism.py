@@ -37,13 +37,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bottleneck_operator.analysis.checks.reads import Reads
-from bottleneck_operator.analysis.checks.vetoes import DRAM_HALF, WAITED_ON
+from bottleneck_operator.analysis.checks.vetoes import DRAM_HALF
 from bottleneck_operator.analysis.explain.account import step_account
-from bottleneck_operator.analysis.explain.candidates import MAJORITY
+from bottleneck_operator.analysis.explain.candidates import (
+    FABRIC_SYMMETRY,
+    LAUNCH_GAP,
+    MAJORITY,
+    exchanges_over_network,
+)
 from bottleneck_operator.analysis.explain.datapath import data_path
-from bottleneck_operator.analysis.features.derived import COLLECTIVE_NET, COLLECTIVE_NET_LOG, FABRIC_SYMMETRY
 from bottleneck_operator.analysis.features.extract import value
-from bottleneck_operator.analysis.features.kernel_time import LAUNCH_GAP, small_kernel_time
+from bottleneck_operator.analysis.features.kernel_time import small_kernel_time
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey, Series
 from bottleneck_operator.analysis.features.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
@@ -66,8 +71,14 @@ def _f(x: FloatArray, *names: FeatureKey) -> float | None:
 def _gpu(x: FloatArray, _r: Reads) -> Mechanism:
     small = small_kernel_time(lambda name: value(x, name))
     cpu = _f(x, Series.CPU_PER_GPU.mean)
-    # the launching thread is on a core most of the time: a majority of a core per GPU process
-    if small is None or small < LAUNCH_GAP or (cpu is not None and cpu < MAJORITY):
+    # the launching thread is on a core most of the time: a majority of a core per GPU process. NCCL's
+    # kernels waiting on the network read as small kernels too: gradient exchange is not launches
+    if (
+        small is None
+        or small < LAUNCH_GAP
+        or (cpu is not None and cpu < MAJORITY)
+        or exchanges_over_network(lambda n: value(x, n))
+    ):
         return Mechanism.COMPUTE
     return Mechanism.LAUNCH_BOUND
 
@@ -98,26 +109,22 @@ def _interconnect(x: FloatArray, _r: Reads) -> Mechanism:
     # one-way traffic is copies, balanced traffic collectives: the features' own dividing line
     one_way = rx is not None and (tx is None or tx <= FABRIC_SYMMETRY * rx)
     # The copy path (copies against the rate their path allows: the link's for pinned memory, a host
-    # memcpy's for pageable) busy most of the time, and busier than NVLink: the copies are the wait.
-    path, nvlink = _f(x, Series.LINK_BUSY.mean) or 0.0, _f(x, Series.NVLINK_FRAC.mean)
+    # memcpy's for pageable) busy most of the time the GPU waits, and busier than NVLink: the copies are
+    # the wait. `link_busy` counts one-way copies as far as the GPU idles, so over the idle share it is
+    # the copies' own share of their path while the GPU waits.
+    idle = 1.0 - min(max(_f(x, Series.ACT.mean) or 0.0, 0.0), 1.0)
+    busy, nvlink = _f(x, Series.LINK_BUSY.mean) or 0.0, _f(x, Series.NVLINK_FRAC.mean)
+    path = busy / idle if idle > 0.0 else busy
     if one_way and (rx or 0.0) >= WAITED_ON and path >= MAJORITY and (nvlink or 0.0) < path:
         return Mechanism.PCIE
     nodes = _f(x, Extra.N_NODES.key) or 1.0
-    if nodes > 1 or _exchanges_over_network(x):
+    if nodes > 1 or exchanges_over_network(lambda n: value(x, n)):
         return Mechanism.NETWORK
     # NVLink carrying at least the PCIe share and the links veto's 5 % of its bandwidth: under that it
     # cannot bound the step, and the link waited on is PCIe, seen or not (DEV fields carry no PCIe bytes)
     if nvlink is not None and (_f(x, Extra.HAS_NVLINK.key) or 0.0) > 0 and nvlink >= max(rx or 0.0, WAITED_ON):
         return Mechanism.NVLINK
     return Mechanism.PCIE
-
-
-def _exchanges_over_network(x: FloatArray) -> bool:
-    """Traffic as much sent as received at gradient volume: the collectives cross the NIC, even when
-    the telemetry shows the job's pods on one node (its peers may be another Job's, or unseen)."""
-    symmetry = _f(x, Series.NET_SYMMETRY.mean)
-    volume = _f(x, Series.LOG_NET_PER_GPU.mean)
-    return symmetry is not None and volume is not None and symmetry >= COLLECTIVE_NET and volume >= COLLECTIVE_NET_LOG
 
 
 def _cpu(x: FloatArray, r: Reads) -> Mechanism:

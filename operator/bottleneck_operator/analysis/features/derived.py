@@ -31,7 +31,8 @@ from bottleneck_operator.analysis.features.elementwise import (
 )
 from bottleneck_operator.analysis.features.hardware import PodCapacities
 from bottleneck_operator.analysis.features.implausible import drop_dcgm_repeats, drop_impossible_shares, util_in_phase
-from bottleneck_operator.analysis.features.series_names import BANDED, DEAD_BAND, SERIES, SERIES_INDEX
+from bottleneck_operator.analysis.features.levels import DRAM_PEAK, WAITED_ON
+from bottleneck_operator.analysis.features.series_names import BANDED, SERIES, SERIES_INDEX
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import FloatArray
 
@@ -110,7 +111,7 @@ def _gpu_columns(g: Callable[[str], FloatArray], caps: PodCapacities) -> dict[st
         "util_gap": kernels - coalesce(sm, gr),
         "tensor_per_act": per(tensor, act, 0.02),
         "dram_minus_tensor": dram - tensor,
-        "hbm_busy": clipped(dram / DRAM_CEILING, 0.0, 1.0),
+        "hbm_busy": clipped(dram / DRAM_PEAK, 0.0, 1.0),
         "util_gr_gap": gpu_util - gr,
         "sm_fill": clipped(per(sm, gr, 0.05), 0.0, 1.5),
         "pcie_rx_frac": rx_frac,
@@ -185,9 +186,6 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
 
 # the GPU's busy share from which its clock is read (clock_rel_peak)
 CLOCK_BUSY = 0.5
-# DRAM_ACTIVE of a kernel that streams HBM as fast as it can: ~0.8 in practice (0.89 measured on an
-# H200, recordings/README.md)
-DRAM_CEILING = 0.8
 # the link share at which a copy engine streams without a pause: 58 GB/s of PCIe Gen5 x16's 64 on an
 # H200 (tests/data/gpu-h2d-pinned)
 COPY_ENGINE_RATE = 0.9
@@ -198,20 +196,6 @@ LAUNCH_PIPES = 0.2
 # bytes/s of a copy from pageable memory, which the driver stages through a pinned buffer with one
 # CPU memcpy whatever the link: 9.47 GB/s on an H200's Gen5 link, 0.15 of it (tests/data/gpu-h2d)
 STAGED_COPY_BPS = 10e9
-# the GPU's idle share from which one-way PCIe copies count in full against the link (a GPU 95 % busy
-# waits for its input copies a fifth as much)
-LINK_IDLE_FULL = 0.25
-FABRIC_SYMMETRY = 0.5  # PCIe receive/transmit balance from which the bytes are collectives (GPUDirect)
-# a cgroup using this share of the cores it may use counts its CPU pressure in full
-OWN_SAT_FULL = 0.6
-LAUNCH_UTIL = 0.7  # GPU_UTIL above this reads as "kernels always queued" (NCCL's, waiting on a link)
-COLLECTIVE_LINK = 0.05  # link share above which a GPU_UTIL-SM gap is collectives, not launches
-# stall time (share of the window) below which no stall explains the GPU's idle time
-STALL_FLOOR_SHARE = 0.05
-COLLECTIVE_NET = 0.7  # network receive/transmit symmetry above which the node's traffic is collectives
-# bytes per second per GPU (log10, both ways) from which balanced network traffic is gradient exchange:
-# 100 MB/s, as the Interconnect evidence reads it
-COLLECTIVE_NET_LOG = 8.0
 
 
 def _transfer_columns(
@@ -219,7 +203,7 @@ def _transfer_columns(
 ) -> dict[str, FloatArray]:
     """Class-level quantities that hold whatever mechanism or hardware produced them."""
     out: dict[str, FloatArray] = {}
-    pipes = np.fmax(g("tensor_active"), g("dram_active") / DRAM_CEILING)
+    pipes = np.fmax(g("tensor_active"), g("dram_active") / DRAM_PEAK)
     pipes = coalesce(np.fmax(pipes, g("sm_active"), out=pipes), cols["act"], inplace=True)
     out["gpu_any_pipe"] = clipped(pipes, 0.0, 1.0)
     out["pcie_fabric_frac"] = np.fmin(cols["pcie_rx_frac"], cols["pcie_tx_frac"])
@@ -240,21 +224,18 @@ def _transfer_columns(
 def _link_busy(cols: dict[str, FloatArray], fabric: FloatArray, idle_gpu: FloatArray, link: FloatArray) -> FloatArray:
     """How far the links bound the step: the busiest of one-way copies, NVLink and balanced PCIe."""
     # A link bounds the step when the GPU waits for it. One-way PCIe bytes are input copies, which every
-    # class makes: they count as far as the GPU idles (in full from LINK_IDLE_FULL idle). NVLink and
-    # balanced PCIe (GPUDirect RDMA) carry collectives, whose NCCL kernels keep the GPU busy while
-    # they wait: they count in full.
+    # class makes: they count as far as the GPU idles (the copies' share times the idle share, with no
+    # knee of ours between them: where that product starts to matter is the classifier's to learn).
+    # NVLink and the PCIe bytes crossing both ways (min(rx, tx): peers, GPUDirect RDMA) carry
+    # collectives, whose NCCL kernels keep the GPU busy while they wait: they count in full.
     # A copy runs as fast as its slower leg: DMA near the link's rate from pinned memory, the staging
     # memcpy from pageable memory. Against the slower of the two a copy-bound GPU's copies read busy
     # whichever memory they come from, on any PCIe generation.
     path = np.minimum(div(np.full_like(link, STAGED_COPY_BPS), link), COPY_ENGINE_RATE)  # as a share of the link
     copies = clipped(div(np.fmax(cols["pcie_rx_frac"], cols["pcie_tx_frac"]), path), 0.0, 1.0)
-    busy = clipped(idle_gpu / LINK_IDLE_FULL, -np.inf, 1.0)  # np.minimum(..., 1.0), exact (see floor)
-    busy = np.multiply(copies, busy, out=busy)
-    # the symmetry is missing exactly where the balanced share is: the comparison keeps it missing
-    balanced = fabric.copy()
-    np.copyto(balanced, 0.0, where=cols["pcie_symmetry"] < FABRIC_SYMMETRY)
+    busy = np.multiply(copies, idle_gpu)
     np.fmax(busy, cols["nvlink_frac"], out=busy)
-    return np.fmax(busy, balanced, out=busy)
+    return np.fmax(busy, fabric, out=busy)
 
 
 def _cpu_columns(g: Callable[[str], FloatArray]) -> dict[str, FloatArray]:
@@ -281,10 +262,10 @@ def _stall_columns(
     stalls: dict[str, FloatArray] = {}
     io = _band(coalesce(g("sc_psi_io_some"), g("node_psi_io_some")), inplace=True)
     stalls["io_stall_idle"] = np.multiply(io, idle, out=io)
-    # near its limit: the cgroup uses most of the cores it may use, or each of its running processes
-    # keeps a core busy (a single-threaded loader is at its limit on an idle node)
+    # how near its limit: the share of the cores it may use, or of a core per running process (a
+    # single-threaded loader is at its limit on an idle node); its pressure counts as far as it is
     near_limit = np.fmax(nan_to_num(cpu["cpu_own_sat"]), nan_to_num(cpu["cpu_per_running"]))
-    near_limit = clipped(np.divide(near_limit, OWN_SAT_FULL, out=near_limit), 0.0, 1.0)
+    near_limit = clipped(near_limit, 0.0, 1.0)
     throttled = _band(coalesce(g("sc_throttled_frac"), g("cpu_throttled_frac")), inplace=True)
     own_psi = _band(g("sc_psi_cpu_some"))
     stalls["cpu_psi_own"] = np.fmax(np.multiply(own_psi, near_limit, out=own_psi), throttled, out=own_psi)
@@ -295,7 +276,7 @@ def _stall_columns(
     total = nan_to_num(stalls["io_stall_idle"])
     total += nan_to_num(stalls["cpu_stall_idle"])
     total += nan_to_num(stalls["mem_stall_idle"])
-    total += STALL_FLOOR_SHARE
+    total += WAITED_ON
     for k in ("io_stall_idle", "cpu_stall_idle", "mem_stall_idle"):
         stalls[k.replace("_idle", "_share")] = stalls[k] / total
     return stalls
@@ -305,21 +286,20 @@ def _kernel_gaps(
     g: Callable[[str], FloatArray], cols: dict[str, FloatArray], fabric: FloatArray
 ) -> dict[str, FloatArray]:
     """Time in small kernels with the links quiet (``launch_gap``), and NCCL kernels waiting on busy links."""
-    # only collective bytes (NVLink, PCIe crossed equally both ways, or network traffic as much sent as
-    # received) tell NCCL kernels from launch gaps: input copies cross PCIe one way in every class.
-    # (NaN counts as 0, and 0 is below both thresholds: the comparisons need no np.nan_to_num)
-    collective = np.fmax(cols["nvlink_frac"], fabric) > COLLECTIVE_LINK
-    net_both = cols["net_symmetry"] > COLLECTIVE_NET
+    # only collective bytes (NVLink, or PCIe crossed both ways) tell NCCL kernels from launch gaps:
+    # input copies cross PCIe one way in every class. A link carrying under XProf's 5 % carries no
+    # collectives to speak of (NaN counts as 0, which is below it). Network traffic has no capacity in
+    # the contract to hold it against: its balance and volume stay features of their own, and how they
+    # bear on these two is the classifier's to learn.
+    collective = np.fmax(cols["nvlink_frac"], fabric) > WAITED_ON
     # time in small kernels: kernels running that use neither the tensor pipes nor HBM. With the links
     # quiet the GPU idles between them while the host launches the next (NCCL kernels read the same,
     # with bytes on a link)
     small = small_kernel_share(cols["kernel_time"], np.fmax(g("tensor_active"), cols["hbm_busy"]))
     # 0 where a link carries collectives (missing where the share is)
-    np.copyto(small, 0.0, where=(collective | net_both) & ~np.isnan(small))
+    np.copyto(small, 0.0, where=collective & ~np.isnan(small))
     gap = np.clip(cols["util_gap"], 0.0, 1.0)
-    exchange = collective | (net_both & (cols["log_net_per_gpu"] >= COLLECTIVE_NET_LOG))
-    exchange &= cols["gpu_util"] >= LAUNCH_UTIL
-    np.copyto(gap, 0.0, where=~exchange & ~np.isnan(gap))
+    np.copyto(gap, 0.0, where=~collective & ~np.isnan(gap))
     return {"launch_gap": small, "collective_gap": gap}
 
 
@@ -345,8 +325,8 @@ def small_kernel_share(kernel_time: npt.ArrayLike, pipes: npt.ArrayLike) -> Floa
 
 
 def _band(x: FloatArray, *, inplace: bool = False) -> FloatArray:
-    """A stall share with its background below DEAD_BAND removed (in ``x`` itself with ``inplace``)."""
-    # x - DEAD_BAND is never -0.0: the clip is np.maximum(..., 0.0) to the bit (see floor)
-    out = clipped(np.subtract(x, DEAD_BAND, out=x if inplace else None), 0.0, np.inf)
-    out /= 1.0 - DEAD_BAND
+    """A stall share with its background below WAITED_ON removed (in ``x`` itself with ``inplace``)."""
+    # x - WAITED_ON is never -0.0: the clip is np.maximum(..., 0.0) to the bit (see floor)
+    out = clipped(np.subtract(x, WAITED_ON, out=x if inplace else None), 0.0, np.inf)
+    out /= 1.0 - WAITED_ON
     return out

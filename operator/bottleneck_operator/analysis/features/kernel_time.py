@@ -12,8 +12,6 @@ from collections.abc import Callable
 from bottleneck_operator.analysis.features.derived import copy_engine_share, small_kernel_share
 from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
 
-LAUNCH_GAP = 0.2  # time in small kernels, outside collectives, from which their launches bind the step
-
 
 def launch_gap(f: Callable[[FeatureKey], float | None]) -> float | None:
     """Time in small kernels between collectives: kernels launched one after another.
@@ -32,7 +30,7 @@ def launch_gap(f: Callable[[FeatureKey], float | None]) -> float | None:
         f: reads a feature by name (None when missing).
 
     Returns:
-        The share (it implies launch overhead from ``LAUNCH_GAP``), or None when missing.
+        The share, or None when missing (the explanations read launches binding from their ``LAUNCH_GAP``).
     """
     return 0.0 if sms_filled(f) else f(Series.LAUNCH_GAP.mean)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.contract.window import FloatArray, JobWindow
 
 STARTUP_LEVEL = 0.6  # below this share of the training level, leading samples are start-up
@@ -117,7 +118,8 @@ def segment_phases(window: JobWindow) -> Phases:
     training = valid.copy()
     phases: list[Phase] = []
     level = float(np.percentile(busy[valid], 75)) if valid.sum() >= 6 else 0.0
-    if level >= 0.05:
+    # a level under XProf's 5 % is an idle GPU: no start-up or pause to find against it
+    if level >= WAITED_ON:
         phases = _startup(window, busy, level, training) + _pauses(window, busy, level, training)
     if not training.any():
         training = valid

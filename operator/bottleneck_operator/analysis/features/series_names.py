@@ -42,9 +42,8 @@ class Extra(StrEnum):
 
 
 # Shares of time that every busy machine shows a little of (a throttled period now and then, pressure
-# from a short burst): below DEAD_BAND they carry the exporters' and the node's background, which
+# from a short burst): below WAITED_ON they carry the exporters' and the node's background, which
 # differs from one cluster to the next, not a stall of the job.
-DEAD_BAND = 0.05
 BANDED: tuple[str, ...] = (
     "cpu_throttled_frac",
     "sc_throttled_frac",
@@ -140,7 +139,8 @@ class Series(StrEnum):
     # time in kernels that use neither the tensor pipes nor HBM, with no collective bytes moving:
     # launch/host-overhead-bound (NCCL kernels read the same, but with bytes on a link)
     LAUNCH_GAP = "launch_gap"
-    # the busiest GPU link against its datasheet ceiling: PCIe either way, NVLink
+    # the busiest GPU link against its datasheet ceiling: NVLink, PCIe both ways, and one-way PCIe copies
+    # times the share of time the GPU idles
     LINK_BUSY = "link_busy"
     # bytes that cross PCIe equally both ways, against the link: GPUDirect RDMA collectives
     PCIE_FABRIC_FRAC = "pcie_fabric_frac"
@@ -161,7 +161,7 @@ class Series(StrEnum):
     # major faults together with kernel CPU time: reclaim and swap-in (memory-mapped reads fault without
     # the system time of reclaim)
     FAULT_SYS = "fault_sys"
-    # stall shares with their background removed (see DEAD_BAND); the raw shares stay for the evidence
+    # stall shares with their background removed (see WAITED_ON); the raw shares stay for the evidence
     CPU_THROTTLED_FRAC_BAND = "cpu_throttled_frac_band"
     SC_THROTTLED_FRAC_BAND = "sc_throttled_frac_band"
     SC_PSI_CPU_SOME_BAND = "sc_psi_cpu_some_band"
@@ -180,19 +180,19 @@ class Series(StrEnum):
     CPU_STALL_IDLE = "cpu_stall_idle"
     # the job's own CPU pressure where it can be the job's limit: throttling counts in full, pressure
     # only as far as the job's cgroup uses the cores it may use (cpu_own_sat) or its processes keep a
-    # core each busy (cpu_per_running). A cgroup far below both and never throttled waits for cores
+    # core each busy (cpu_per_running), in full only at all of them. A cgroup far below both and never throttled waits for cores
     # that other processes hold: a busy node, not a loader that needs more CPU
     CPU_PSI_OWN = "cpu_psi_own"
     # the job's memory pressure (its cgroup, else the node's) while its GPU is idle
     MEM_STALL_IDLE = "mem_stall_idle"
-    # each stall's share of the job's stalls while its GPU idles (plus a floor, STALL_FLOOR_SHARE):
+    # each stall's share of the job's stalls while its GPU idles (plus a floor, XProf's 5 %: WAITED_ON):
     # which wait explains the idle GPU, whatever level of pressure a cluster's exporters read
     IO_STALL_SHARE = "io_stall_share"
     CPU_STALL_SHARE = "cpu_stall_share"
     MEM_STALL_SHARE = "mem_stall_share"
-    # kernels running on GPU_UTIL's clock with the SMs mostly idle while collective bytes move (NVLink,
-    # PCIe both ways, or the network both ways at gradient volume): NCCL kernels waiting on their links,
-    # the counterpart of launch_gap
+    # kernels running on GPU_UTIL's clock with the SMs mostly idle while collective bytes move (NVLink or
+    # PCIe both ways, at 5 % of the link or more): NCCL kernels waiting on their links, the counterpart
+    # of launch_gap
     COLLECTIVE_GAP = "collective_gap"
     # the HBM's bandwidth in use: DRAM_ACTIVE against its practical ceiling. MEM_COPY_UTIL is no
     # stand-in: it counts time with any read or write in flight and reads high under compute kernels too
