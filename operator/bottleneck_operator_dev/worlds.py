@@ -120,6 +120,12 @@ def _family_r() -> Any:
     return generate_family_r
 
 
+def _family_s() -> Any:
+    from bottleneck_operator_dev.familys import generate_family_s
+
+    return generate_family_s
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -234,6 +240,12 @@ WORLDS: dict[str, World] = {
             _family_r,
             "the eighteenth family",
             "Family R, written blind while Q was unread, from how real fleets go wrong (narrow PCIe links, an NVLink lane down, slower NICs, spot nodes replaced, shared NFS and object stores, cold then warm caches), a seven-stage step model labelling each window by the stage whose removal shortens its steps most, read once (a development world since).",
+        ),
+        World(
+            "S",
+            _family_s,
+            "the nineteenth family",
+            "Family S, written blind while R was unread, an event timeline of each pod's training steps on a 50 ms grid (DataLoader workers and a bounded prefetch queue, copies, compute- and bandwidth-bound kernels, collectives overlapped or exposed, checkpoints and evaluation) over the nine MLPerf Training workloads, labelled by re-running the timeline with one stage removed, read once (a development world since).",
         ),
     )
 }
