@@ -127,6 +127,11 @@ def test_copies_are_the_wait_when_their_path_is_the_busiest_link() -> None:
     # while the GPU waits; the same 0.36 with the GPU idle throughout is a path mostly free
     assert decide_mechanism(B.INTERCONNECT, row(**one_way, link_busy__mean=0.36, act__mean=0.6)) is M.PCIE
     assert decide_mechanism(B.INTERCONNECT, row(**one_way, link_busy__mean=0.36, act__mean=0.0)) is M.NETWORK
+    # link_busy set by NVLink or the bytes both ways is no copy stream, however busy the GPU
+    nvlink = row(**one_way, link_busy__mean=0.3, nvlink_frac__mean=0.3, act__mean=0.9)
+    assert decide_mechanism(B.INTERCONNECT, nvlink) is M.NETWORK
+    fabric = row(**one_way, link_busy__mean=0.3, pcie_fabric_frac__mean=0.3, act__mean=0.9)
+    assert decide_mechanism(B.INTERCONNECT, fabric) is M.NETWORK
 
 
 def test_interconnect_across_nodes_is_network() -> None:

@@ -110,11 +110,13 @@ def _interconnect(x: FloatArray, _r: Reads) -> Mechanism:
     one_way = rx is not None and (tx is None or tx <= FABRIC_SYMMETRY * rx)
     # The copy path (copies against the rate their path allows: the link's for pinned memory, a host
     # memcpy's for pageable) busy most of the time the GPU waits, and busier than NVLink: the copies are
-    # the wait. `link_busy` counts one-way copies as far as the GPU idles, so over the idle share it is
-    # the copies' own share of their path while the GPU waits.
-    idle = 1.0 - min(max(_f(x, Series.ACT.mean) or 0.0, 0.0), 1.0)
+    # the wait. `link_busy` is the busiest of NVLink, the PCIe bytes both ways and the one-way copies
+    # counted as far as the GPU idles: where the copies are the busiest, over the idle share it is their
+    # own share of their path while the GPU waits.
     busy, nvlink = _f(x, Series.LINK_BUSY.mean) or 0.0, _f(x, Series.NVLINK_FRAC.mean)
-    path = busy / idle if idle > 0.0 else busy
+    copies = busy if busy > max(nvlink or 0.0, _f(x, Series.PCIE_FABRIC_FRAC.mean) or 0.0) else 0.0
+    idle = 1.0 - min(max(_f(x, Series.ACT.mean) or 0.0, 0.0), 1.0)
+    path = min(copies / idle, 1.0) if idle > 0.0 else copies
     if one_way and (rx or 0.0) >= WAITED_ON and path >= MAJORITY and (nvlink or 0.0) < path:
         return Mechanism.PCIE
     nodes = _f(x, Extra.N_NODES.key) or 1.0
