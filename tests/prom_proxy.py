@@ -10,6 +10,8 @@ restarting server. ``fault`` turns on one deliberate misbehaviour at a time, for
 - ``"padded"``: the real answer followed by ``pad`` bytes of JSON whitespace (still valid, just large);
 - ``"copies"``: each range answer's first series repeated ``copies`` times (with a distinct label).
 
+``fault_in``: with it set, the fault meets only the queries whose text holds it.
+
 ``seen``: a list to which every request's path and query (a POST's form included) is appended.
 
 ``odd_pod`` (independent of ``fault``): in every answer (with ``odd_in`` set: only in the answers to
@@ -30,7 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-_KNOBS = ("down", "fault", "delay", "pad", "copies", "odd_pod", "odd_in", "seen")
+_KNOBS = ("down", "fault", "fault_in", "delay", "pad", "copies", "odd_pod", "odd_in", "seen")
 _TEXT = {"401": b"unauthorized", "403": b"forbidden", "413": b"request entity too large"}
 
 
@@ -46,6 +48,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.seen is not None:
             self.server.seen.append(self.path + (f"?{body.decode(errors='replace')}" if body else ""))
         fault = self.server.fault
+        asked = urllib.parse.unquote_plus(self.path + "&" + (body or b"").decode(errors="replace"))
+        if self.server.fault_in and self.server.fault_in not in asked:
+            fault = None
         if self.server.down:
             self._send(503, b"service unavailable", "text/plain")
             return
@@ -56,7 +61,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"<html><body><form>Sign in</form></body></html>", "text/html")
             return
         status, data, ctype = self._real(body)
-        asked = urllib.parse.unquote_plus(self.path + "&" + (body or b"").decode(errors="replace"))
         odd_in = self.server.odd_in
         data = self._rewrite(data, odd=not odd_in or odd_in in asked) if status == 200 else data
         if fault == "slow":
@@ -152,6 +156,7 @@ class PromProxy:
         self._server.target = target.rstrip("/")
         self._server.down = False
         self._server.fault = None
+        self._server.fault_in = None
         self._server.delay = 1.0
         self._server.pad = 0
         self._server.copies = 0

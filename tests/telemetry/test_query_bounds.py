@@ -113,6 +113,20 @@ def test_a_malformed_series_in_one_signal_is_raised_not_dropped(proxy: PromProxy
     assert windows[("ml", "resnet-io")].pods
 
 
+def test_credentials_refused_mid_batch_fail_the_batch_not_one_signal(proxy: PromProxy) -> None:
+    # A 403 on one query is the endpoint's refusal, which every other query meets too (a fault that
+    # began mid-pass): it fails the batch, so no window is read from what was answered before it.
+    # A refusal of the query itself (413) only loses its signal.
+    proxy.fault, proxy.fault_in = "403", "DCGM_FI_DEV_GPU_UTIL"
+    client = _client(proxy.url)
+    with pytest.raises(QueryRejected) as info:
+        fetch_windows(client, [WindowRequest("ml", "resnet-io", T0, END)], Settings().labels, step=30)
+    assert info.value.status == 403 and describe(info.value)[0] == "PrometheusForbidden"
+    proxy.fault = "413"
+    windows = fetch_windows(client, [WindowRequest("ml", "resnet-io", T0, END)], Settings().labels, step=30)
+    assert windows[("ml", "resnet-io")].pods
+
+
 @pytest.mark.parametrize(
     ("fault", "status", "reason", "splits"),
     [

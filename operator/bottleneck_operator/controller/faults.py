@@ -14,13 +14,11 @@ A pass meets three kinds of fault, and each stays where it belongs:
 from __future__ import annotations
 
 from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
-from bottleneck_operator.telemetry.errors import AnswerTooLarge, InvalidSeries, QueryTimeout
+from bottleneck_operator.telemetry.errors import REFUSED_FOR_EVERY_QUERY, AnswerTooLarge, InvalidSeries, QueryTimeout
 
 __all__ = ["DATA_INVALID", "describe", "error_kind", "local"]
 
 DATA_INVALID = "DataInvalid"
-# Statuses that no smaller batch can cure: the credentials or the endpoint are wrong for every query.
-_GLOBAL_STATUSES = frozenset({401, 403, 407})
 _BY_STATUS = {
     401: "PrometheusUnauthorized",
     403: "PrometheusForbidden",
@@ -70,7 +68,7 @@ def local(exc: BaseException) -> bool:
     if isinstance(exc, (InvalidSeries, AnswerTooLarge)):
         return True
     if isinstance(exc, Rejected):
-        return exc.status not in _GLOBAL_STATUSES and exc.status != _OK
+        return exc.status not in REFUSED_FOR_EVERY_QUERY and exc.status != _OK
     return not isinstance(exc, BottleneckError)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from bottleneck_operator.errors import NoData, Rejected, Unavailable, UsageError
 
 __all__ = [
+    "REFUSED_FOR_EVERY_QUERY",
     "AnswerTooLarge",
     "InvalidName",
     "InvalidSeries",
@@ -21,6 +22,10 @@ __all__ = [
     "QueryRejected",
     "QueryTimeout",
 ]
+
+# Statuses that no other query, and no smaller batch, can pass either: the credentials or the proxy's
+# are wrong for every query (RFC 9110: 401, 403, 407).
+REFUSED_FOR_EVERY_QUERY = frozenset({401, 403, 407})
 
 
 class PrometheusUnavailable(Unavailable):
@@ -39,6 +44,12 @@ class QueryTimeout(PrometheusUnavailable):
 
 class QueryRejected(Rejected):
     """Prometheus answered, but refused the query (4xx) or the answer is not Prometheus JSON."""
+
+    @property
+    def for_every_query(self) -> bool:
+        """The endpoint's refusal, not this query's: credentials refused, or no Prometheus answering (a
+        status 200 that is not Prometheus JSON, as an authenticating proxy's login page)."""
+        return self.status in REFUSED_FOR_EVERY_QUERY or self.status == 200
 
 
 class AnswerTooLarge(QueryRejected):

@@ -124,6 +124,11 @@ def run(client: PrometheusClient, tasks: Iterable[Task], scope: Scope, store: St
             abort.set()  # the batch's data, not the signal: the caller splits the batch to find whose
             raise
         except QueryRejected as exc:
+            if exc.for_every_query:
+                # every other query meets the same refusal: a window without this signal would be a
+                # verdict read from whatever was answered before it began
+                abort.set()
+                raise
             return exc
         except PrometheusUnavailable:
             abort.set()
