@@ -14,7 +14,7 @@ A pass meets three kinds of fault, and each stays where it belongs:
 from __future__ import annotations
 
 from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
-from bottleneck_operator.telemetry.errors import REFUSED_FOR_EVERY_QUERY, AnswerTooLarge, InvalidSeries, QueryTimeout
+from bottleneck_operator.telemetry.errors import AnswerTooLarge, InvalidSeries, QueryTimeout, refused_for_every_query
 
 __all__ = ["DATA_INVALID", "describe", "error_kind", "local"]
 
@@ -68,7 +68,7 @@ def local(exc: BaseException) -> bool:
     if isinstance(exc, (InvalidSeries, AnswerTooLarge)):
         return True
     if isinstance(exc, Rejected):
-        return exc.status not in REFUSED_FOR_EVERY_QUERY and exc.status != _OK
+        return not refused_for_every_query(exc.status)
     return not isinstance(exc, BottleneckError)
 
 

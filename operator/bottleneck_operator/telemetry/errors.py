@@ -12,7 +12,6 @@ from __future__ import annotations
 from bottleneck_operator.errors import NoData, Rejected, Unavailable, UsageError
 
 __all__ = [
-    "REFUSED_FOR_EVERY_QUERY",
     "AnswerTooLarge",
     "InvalidName",
     "InvalidSeries",
@@ -21,11 +20,18 @@ __all__ = [
     "PrometheusUnavailable",
     "QueryRejected",
     "QueryTimeout",
+    "refused_for_every_query",
 ]
 
 # Statuses that no other query, and no smaller batch, can pass either: the credentials or the proxy's
 # are wrong for every query (RFC 9110: 401, 403, 407).
-REFUSED_FOR_EVERY_QUERY = frozenset({401, 403, 407})
+_CREDENTIALS_REFUSED = frozenset({401, 403, 407})
+
+
+def refused_for_every_query(status: int | None) -> bool:
+    """A refusal that is the endpoint's, not one query's: credentials refused, or no Prometheus answering
+    (a status 200 that is not Prometheus JSON, as an authenticating proxy's login page)."""
+    return status in _CREDENTIALS_REFUSED or status == 200
 
 
 class PrometheusUnavailable(Unavailable):
@@ -47,9 +53,8 @@ class QueryRejected(Rejected):
 
     @property
     def for_every_query(self) -> bool:
-        """The endpoint's refusal, not this query's: credentials refused, or no Prometheus answering (a
-        status 200 that is not Prometheus JSON, as an authenticating proxy's login page)."""
-        return self.status in REFUSED_FOR_EVERY_QUERY or self.status == 200
+        """The endpoint's refusal, not this query's (:func:`refused_for_every_query`)."""
+        return refused_for_every_query(self.status)
 
 
 class AnswerTooLarge(QueryRejected):
