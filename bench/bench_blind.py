@@ -1,21 +1,21 @@
 """The blind family: the figure the README leads with.
 
-Family S (``bottleneck_operator_dev.familys``) is the blind figure now. It was written while family R
+Family T (``bottleneck_operator_dev.familyt``) is the blind figure now. It was written while family S
 was unread, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familys.md says what its author saw), and it is read once, after the class path was frozen
+(docs/familyt.md says what its author saw), and it is read once, after the class path was frozen
 (docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
 (``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
-Job of S is analysed as a user would read it: the verdict's class, an Unknown counted as an
+Job of T is analysed as a user would read it: the verdict's class, an Unknown counted as an
 abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
 calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
 seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
-wrong verdicts fall by S's own mechanism. S is also scored by a model of the worlds before the newest
-joined (what I was worth) and by one with the development worlds G and J-R beside the shipped worlds
+wrong verdicts fall by T's own mechanism. T is also scored by a model of the worlds before the newest
+joined (what I was worth) and by one with the development worlds G and J-S beside the shipped worlds
 (each read once blind, none joined, docs/scenarios.md: this says what they would have been worth).
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-R,
-each read once blind before S (docs/analysis.md), are ten development worlds (G and J-R) and two
-training worlds (H, I). S is read once, after the seventeenth freeze (docs/analysis.md says when), and is
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-S,
+each read once blind before T (docs/analysis.md), are eleven development worlds (G and J-S) and two
+training worlds (H, I). T is read once, after the eighteenth freeze (docs/analysis.md says when), and is
 spent then: these lines reprint that reading, until a family stored unread takes its place after the
 next freeze.
 """
@@ -36,23 +36,23 @@ TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
-# The recipes as they stand when S is read (docs/analysis.md): the shipped recipe (the simulator beside
-# ``train``'s default worlds), the one before I joined, and the shipped one with G and J-R beside it.
-SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at S's reading
-# None of the development worlds joined (docs/scenarios.md); S says what they are worth.
-WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O", "P", "Q", "R"]
+# The recipes as they stand when T is read (docs/analysis.md): the shipped recipe (the simulator beside
+# ``train``'s default worlds), the one before I joined, and the shipped one with G and J-S beside it.
+SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at T's reading
+# None of the development worlds joined (docs/scenarios.md); T says what they are worth.
+WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S"]
 RECIPES = (SHIPPED, SHIPPED[:-1], WITH_DEV)  # the shipped recipe first: the blind figure
-BLIND = "S"
+BLIND = "T"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_s(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the seventeenth blind family, written while R was unread.
+def family_t(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the eighteenth blind family, written while S was unread.
 
-    S's Jobs carry tags that name their variety: only the windows and labels are scored."""
-    from bottleneck_operator_dev.familys import generate_family_s
+    T's Jobs carry tags that name their variety: only the windows and labels are scored."""
+    from bottleneck_operator_dev.familyt import generate_family_t
 
-    jobs = generate_family_s(seed, n, start=START)
+    jobs = generate_family_t(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
 
 
@@ -85,16 +85,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> S (the blind figure), the recipes without I and with G and J-R
-    beside it, and the shipped recipe's wrong verdicts by S's mechanism."""
+    """One seed: the shipped recipe -> T (the blind figure), the recipes without I and with G and J-S
+    beside it, and the shipped recipe's wrong verdicts by T's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = training_sets(seed, size, WITH_DEV)
-    windows, labels, mechanisms = family_s(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_t(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # S is never trained on
+    # T is never trained on
     for rest in RECIPES:
         verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
         out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
@@ -104,7 +104,7 @@ def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
 
 
 def _misread(verdicts: Sequence[Any], labels: Sequence[str], mechanisms: Sequence[str]) -> list[str]:
-    """Per true class and S's mechanism: Jobs, and what those not read right were read as."""
+    """Per true class and T's mechanism: Jobs, and what those not read right were read as."""
     from collections import Counter
 
     groups: dict[tuple[str, str], Counter[str]] = {}
