@@ -10,6 +10,7 @@ import pytest
 
 from bottleneck_operator.analysis.classify import analyze_window, analyze_windows
 from bottleneck_operator.analysis.evaluation.scoring import invariants
+from bottleneck_operator.analysis.explain.advice import COMPUTE_ADVICE, LAUNCH_ADVICE
 from bottleneck_operator.analysis.explain.agreement import disagreements
 from bottleneck_operator.analysis.explain.candidates import MAJORITY
 from bottleneck_operator.analysis.features.extract import extract_features, value
@@ -78,6 +79,18 @@ def test_disagreements_name_each_item_that_speaks_for_another_mechanism() -> Non
     assert any("capacity storage_read counts network reads" in s for s in found)
     # Unknown and a verdict that names no mechanism have nothing to contradict
     assert disagreements(replace(v, mechanism=None)) == ()
+
+
+def test_gpu_advice_follows_the_mechanism() -> None:
+    """The launch advice and the GPU mechanism read one test: a compute-bound verdict is advised more GPUs,
+    never CUDA graphs, and the check catches the same advice under the other mechanism."""
+    v = analyze_window(make_window(B.GPU, noise=0.0), FixedModel({B.GPU: 0.9}))
+    assert v.mechanism is M.COMPUTE
+    actions = {r.action for r in v.recommendations}
+    assert COMPUTE_ADVICE in actions and LAUNCH_ADVICE not in actions
+    assert disagreements(v) == ()
+    found = disagreements(replace(v, mechanism=M.LAUNCH_BOUND))
+    assert f"GPU/launch-bound: advice {COMPUTE_ADVICE!r} is for compute" in found
 
 
 def test_memory_evidence_follows_the_mechanism_that_the_account_decides() -> None:

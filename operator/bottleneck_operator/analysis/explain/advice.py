@@ -15,19 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bottleneck_operator.analysis.checks.reads import Reads
-from bottleneck_operator.analysis.explain.candidates import (
-    FABRIC_SYMMETRY,
-    LAUNCH_GAP,
-    MAJORITY,
-    exchanges_over_network,
-)
+from bottleneck_operator.analysis.explain.candidates import FABRIC_SYMMETRY, MAJORITY
+from bottleneck_operator.analysis.explain.mechanism import launches_bind
 from bottleneck_operator.analysis.features.extract import value
-from bottleneck_operator.analysis.features.kernel_time import launch_gap
 from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey, Series
 from bottleneck_operator.analysis.features.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation
 from bottleneck_operator.contract.window import FloatArray
+
+# The two pieces of GPU advice that only one GPU mechanism justifies (:mod:`.agreement` checks them).
+LAUNCH_ADVICE = "Launch fewer, larger kernels"
+COMPUTE_ADVICE = "Use more or faster GPUs"
 
 # One more worker process needs one core: a cgroup or a node has room for it with a core to spare.
 WORKER_CORES = 1.0
@@ -113,10 +112,8 @@ def host_memory_pressure(k: Facts) -> bool:
 
 
 def launch_bound(k: Facts) -> bool:
-    """Small kernels launched one after another bind the step: the GPU waits on the launching host thread."""
-    # NCCL's kernels waiting on the network read as small kernels too: gradient exchange is not launches
-    gap = launch_gap(k.f)
-    return gap is not None and gap >= LAUNCH_GAP and not exchanges_over_network(k.f)
+    """Small kernels launched one after another bind the step: the mechanism's own test (``launch-bound``)."""
+    return launches_bind(k.x)
 
 
 def slowed_gpu(k: Facts) -> bool:
@@ -287,7 +284,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "gpu_active",
         ),
         _a(
-            "Launch fewer, larger kernels",
+            LAUNCH_ADVICE,
             'CUDA graphs (torch.compile mode="reduce-overhead") replay a step\'s kernels with one launch, and a '
             "larger batch gives each kernel more work: the GPU waits on the host thread launching small kernels.",
             "gpu_launch_gaps",
@@ -312,7 +309,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "gpu_active",
         ),
         _a(
-            "Use more or faster GPUs",
+            COMPUTE_ADVICE,
             "The job is compute-bound: it scales with GPU throughput, and its input pipeline has room to spare.",
             "gpu_active",
             when=compute_bound,

@@ -1,4 +1,4 @@
-"""Whether what a verdict says agrees with itself: its mechanism against its evidence and capacity.
+"""Whether what a verdict says agrees with itself: its mechanism against its evidence, capacity and advice.
 
 A verdict's mechanism and the items that explain it are built by different functions; they must read
 the same definitions (:mod:`.datapath` for IO, :class:`..checks.reads.Reads` through the step account
@@ -10,6 +10,7 @@ invariants require none.
 from __future__ import annotations
 
 from bottleneck_operator.analysis.explain.account import LINKS, link_wait
+from bottleneck_operator.analysis.explain.advice import COMPUTE_ADVICE, LAUNCH_ADVICE
 from bottleneck_operator.analysis.explain.candidates import speaks_for
 from bottleneck_operator.analysis.explain.datapath import NETWORK_READS, STORAGE_READS
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism, Verdict
@@ -18,6 +19,8 @@ from bottleneck_operator.contract.verdict import Bottleneck, Mechanism, Verdict
 _RATES: dict[str, Mechanism] = {"node_net_rx_bps": Mechanism.NETWORK_STORAGE, "read_bps": Mechanism.LOCAL_DISK}
 _CARRIERS = {NETWORK_READS: Mechanism.NETWORK_STORAGE, STORAGE_READS: Mechanism.LOCAL_DISK}
 _LINKS = {link: mech for mech, link in LINKS.items()}
+# GPU advice whose precondition is one mechanism's: CUDA graphs for launches, more GPUs for compute.
+_GPU_ADVICE = {LAUNCH_ADVICE: Mechanism.LAUNCH_BOUND, COMPUTE_ADVICE: Mechanism.COMPUTE}
 
 
 def disagreements(v: Verdict) -> tuple[str, ...]:
@@ -42,6 +45,11 @@ def disagreements(v: Verdict) -> tuple[str, ...]:
         for what, other in _CARRIERS.items():
             if cls is Bottleneck.IO and f" of {what};" in c.message and other is not mech:
                 out.append(f"capacity {c.resource} counts {what}, which is {other.value}")
+    if cls is Bottleneck.GPU:
+        for r in v.recommendations:
+            other = _GPU_ADVICE.get(r.action)
+            if other is not None and other is not mech:
+                out.append(f"advice {r.action!r} is for {other.value}")
     if v.headroom is not None and cls is Bottleneck.INTERCONNECT:
         other = _link_of(v.headroom.basis)
         if other is not None and other is not mech:

@@ -68,19 +68,25 @@ def _f(x: FloatArray, *names: FeatureKey) -> float | None:
     return None
 
 
-def _gpu(x: FloatArray, _r: Reads) -> Mechanism:
+def launches_bind(x: FloatArray) -> bool:
+    """Small kernels launched one after another bind the step: the GPU waits on the launching host thread.
+
+    The GPU mechanism and the launch advice both read this, so a report cannot name one and advise the other.
+    """
     small = small_kernel_time(lambda name: value(x, name))
     cpu = _f(x, Series.CPU_PER_GPU.mean)
     # the launching thread is on a core most of the time: a majority of a core per GPU process. NCCL's
     # kernels waiting on the network read as small kernels too: gradient exchange is not launches
-    if (
+    return not (
         small is None
         or small < LAUNCH_GAP
         or (cpu is not None and cpu < MAJORITY)
         or exchanges_over_network(lambda n: value(x, n))
-    ):
-        return Mechanism.COMPUTE
-    return Mechanism.LAUNCH_BOUND
+    )
+
+
+def _gpu(x: FloatArray, _r: Reads) -> Mechanism:
+    return Mechanism.LAUNCH_BOUND if launches_bind(x) else Mechanism.COMPUTE
 
 
 def _memory(x: FloatArray, r: Reads) -> Mechanism | None:
