@@ -153,7 +153,8 @@ def main() -> None:
     recalls = {k: v["recall"] for k, v in m["per_class"].items() if v["support"]}
     print(
         f"invariants over {inv['verdicts']} verdicts: stall class with headroom under x{STALL_BAR:.2f} "
-        f"{inv['stall_headroom_below_bar']}, FB fill as evidence {inv['fb_as_evidence']} (each must be 0)"
+        f"{inv['stall_headroom_below_bar']}, FB fill as evidence {inv['fb_as_evidence']}, evidence, headroom, "
+        f"capacity or advice of another mechanism {inv['mechanism_contradicted']} (each must be 0)"
     )
     print(
         f"held-out: macro-F1 {m['macro_f1']:.3f}, lowest class recall {min(recalls.values()):.3f} "

@@ -232,7 +232,7 @@ def invariants(results: Sequence[Any]) -> dict[str, int]:
         "verdicts" (non-Unknown ones checked), "stall_headroom_below_bar" (a stall class, HBM-bound
         kernels aside, whose headroom promises under x1.05: no wait worth the name),
         "fb_as_evidence" (framebuffer fill among the evidence) and "mechanism_contradicted" (evidence,
-        headroom or capacity that speak for another mechanism of the class, ``explain.agreement``).
+        headroom, capacity or advice that speak for another mechanism of the class, ``explain.agreement``).
         Each must be 0.
     """
     counts = {"verdicts": 0, "stall_headroom_below_bar": 0, "fb_as_evidence": 0, "mechanism_contradicted": 0}
