@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-was written beside the simulator, C to R were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G and J to R development
+was written beside the simulator, C to T were written blind, read once each as an evaluation
+(docs/analysis.md) and are training worlds since that reading spent them (G and J to T development
 worlds: listed, not in ``train``'s default recipe). A family still stored for a blind reading is never
 listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -126,6 +126,12 @@ def _family_s() -> Any:
     return generate_family_s
 
 
+def _family_t() -> Any:
+    from bottleneck_operator_dev.familyt import generate_family_t
+
+    return generate_family_t
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -246,6 +252,12 @@ WORLDS: dict[str, World] = {
             _family_s,
             "the nineteenth family",
             "Family S, written blind while R was unread, an event timeline of each pod's training steps on a 50 ms grid (DataLoader workers and a bounded prefetch queue, copies, compute- and bandwidth-bound kernels, collectives overlapped or exposed, checkpoints and evaluation) over the nine MLPerf Training workloads, labelled by re-running the timeline with one stage removed, read once (a development world since).",
+        ),
+        World(
+            "T",
+            _family_t,
+            "the twentieth family",
+            "Family T, written blind while S was unread, each step composed from analytic stage models (kernels on the GPU's roofline, an alpha-beta ring all-reduce partly hidden behind backward, a queue of loader workers, host memory against the cgroup limit), labelled by the stage whose removal shortens the step most, read once (a development world since).",
         ),
     )
 }
