@@ -14,7 +14,13 @@ A pass meets three kinds of fault, and each stays where it belongs:
 from __future__ import annotations
 
 from bottleneck_operator.errors import BottleneckError, Rejected, Unavailable
-from bottleneck_operator.telemetry.errors import AnswerTooLarge, InvalidSeries, QueryTimeout, refused_for_every_query
+from bottleneck_operator.telemetry.errors import (
+    AnswerTooLarge,
+    InvalidSeries,
+    QueryTimeout,
+    not_prometheus,
+    refused_for_every_query,
+)
 
 __all__ = ["DATA_INVALID", "describe", "error_kind", "local"]
 
@@ -27,7 +33,6 @@ _BY_STATUS = {
     414: "QueryTooLarge",
     431: "QueryTooLarge",
 }
-_OK = 200
 
 
 def describe(exc: BaseException) -> tuple[str, str]:
@@ -52,7 +57,7 @@ def describe(exc: BaseException) -> tuple[str, str]:
         return DATA_INVALID, f"malformed series {exc.series}: {text}"
     if isinstance(exc, Rejected):
         status = exc.status
-        if status == _OK:
+        if not_prometheus(status):
             return "NotPrometheus", f"HTTP {status} with no Prometheus answer: {text}"
         reason = _BY_STATUS.get(status or 0, "QueryRejected")
         return reason, (f"HTTP {status}: {text}" if status else text)

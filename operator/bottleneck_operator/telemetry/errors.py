@@ -20,6 +20,7 @@ __all__ = [
     "PrometheusUnavailable",
     "QueryRejected",
     "QueryTimeout",
+    "not_prometheus",
     "refused_for_every_query",
 ]
 
@@ -28,10 +29,21 @@ __all__ = [
 _CREDENTIALS_REFUSED = frozenset({401, 403, 407})
 
 
+# The status a refusal carries when the server answered but not with Prometheus JSON (the client raises
+# it with the answer's own 200).
+_ANSWERED = 200
+
+
+def not_prometheus(status: int | None) -> bool:
+    """The refusal of an answer that came (HTTP 200) but is no Prometheus JSON, as an authenticating
+    proxy's login page."""
+    return status == _ANSWERED
+
+
 def refused_for_every_query(status: int | None) -> bool:
     """A refusal that is the endpoint's, not one query's: credentials refused, or no Prometheus answering
-    (a status 200 that is not Prometheus JSON, as an authenticating proxy's login page)."""
-    return status in _CREDENTIALS_REFUSED or status == 200
+    (:func:`not_prometheus`)."""
+    return status in _CREDENTIALS_REFUSED or not_prometheus(status)
 
 
 class PrometheusUnavailable(Unavailable):
