@@ -33,7 +33,9 @@ def throughput() -> None:
         ("glibc's defaults, for comparison", plain),
     )
     for label, env in runs:
-        print(f"throughput ({label}):", flush=True)
+        # the figure is wall-clock on a shared machine: the load beside it says what else ran
+        load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+        print(f"throughput ({label}; load average {load} on {os.cpu_count()} cores):", flush=True)
         code = "from bench.bench_analysis import measure_throughput; measure_throughput()"
         subprocess.run([sys.executable, "-c", code], env=env, check=True)
 
