@@ -110,7 +110,7 @@ def _segments(plan: Plan, t0: float, start: float, end: float) -> tuple[FloatArr
         mid = 0.5 * (lo + hi) - start
         phase = 1 if plan.change != "none" and mid >= plan.change_at else 0
         mode = next((kind for s, e, kind in plan.pauses if s <= mid < e), "train")
-        states.append((phase, "checkpoint" if mode == "checkpoint" else mode))
+        states.append((phase, mode))
     return bounds, states
 
 
