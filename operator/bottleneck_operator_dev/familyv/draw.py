@@ -287,6 +287,7 @@ def draw_plan(rng: np.random.Generator, target: Mechanism, step: float) -> Plan:
         "knobs": np.ones(len(Resource)),
         "hard": bool(rng.random() < 0.4),
         "rival": None,
+        "answer": None,
     }
     plan = Plan(**fields)
     return _steer_plan(rng, plan)
@@ -305,12 +306,13 @@ def _steer_plan(rng: np.random.Generator, plan: Plan) -> Plan:
             knobs = _steer(plan, knobs, rival, fine=False)
             knobs[rival] *= float(rng.uniform(1.0, 1.3))
     knobs = _steer(plan, knobs, res, fine=rival is not None)
+    answer = label(plan.training_phases(knobs))
     if rival is None:
         extra = knobs.copy()
         extra[res] *= float(rng.uniform(1.3, 3.0))
-        if label(plan.training_phases(extra))[0] is res:
-            knobs = extra
-    return replace(plan, knobs=knobs, rival=rival, hard=rival is not None)
+        if (bigger := label(plan.training_phases(extra)))[0] is res:
+            knobs, answer = extra, bigger
+    return replace(plan, knobs=knobs, rival=rival, hard=rival is not None, answer=answer)
 
 
 def target_class(mechanism: Mechanism) -> Bottleneck:

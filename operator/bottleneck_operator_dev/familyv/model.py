@@ -169,10 +169,13 @@ def parts(r: Rank, speeds: FloatArray) -> Parts:
     return Parts(compute, hbm, launch, gpu, comm, exposed, h2d)
 
 
-def station_demands(r: Rank, speeds: FloatArray) -> FloatArray:
-    """Service demand per batch at the six stations, shape (S, 6) for speeds of shape (S, len(Resource))."""
+def station_demands(r: Rank, speeds: FloatArray, p: Parts | None = None) -> FloatArray:
+    """Service demand per batch at the six stations, shape (S, 6) for speeds of shape (S, len(Resource)).
+
+    ``p``: the trainer's parts at these speeds, when the caller has them already.
+    """
     s = np.atleast_2d(speeds)
-    p = parts(r, s)
+    p = parts(r, s) if p is None else p
     requests = r.read_bytes / r.req_bytes
     storage = s[:, Resource.STORAGE]
     d = np.zeros((len(s), 6))

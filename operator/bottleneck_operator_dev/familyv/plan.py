@@ -88,6 +88,7 @@ class Plan:
     knobs: FloatArray
     hard: bool
     rival: Resource | None
+    answer: tuple[Resource, FloatArray] | None = None  # the model's label and gains, once steered
 
     def _storage(self, pod: Pod, nb: str, phase: int, k: FloatArray) -> tuple[float, float, float]:
         """Bytes per batch, the rank's bandwidth and the request latency.
@@ -184,7 +185,7 @@ class Plan:
 
     def verdict(self) -> tuple[Resource, FloatArray]:
         """The model's label for this plan, and every resource's gain."""
-        return label(self.training_phases())
+        return self.answer if self.answer is not None else label(self.training_phases())
 
     def mechanism(self, resource: Resource) -> Mechanism:
         """How the binding resource limits this job."""

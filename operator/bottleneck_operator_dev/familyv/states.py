@@ -136,7 +136,7 @@ def pod_states(plan: Plan, traits: Traits, phase: int, mode: str) -> list[dict[s
         own = float(sol.throughput[i])
         wait = max(0.0, 1.0 / x - 1.0 / own) if x > 0 and plan.n_pods > 1 else 0.0
         c = _Ctx(
-            plan, traits, r, pod, _neighbour(pod, phase, plan), sol, i, x, station_demands(r, ONES)[0],
+            plan, traits, r, pod, _neighbour(pod, phase, plan), sol, i, x, station_demands(r, ONES, p)[0],
             float(p.compute[0]), float(p.hbm[0]), float(p.launch[0]), float(p.comm[0]), float(p.exposed[0]),
             wait, mode,
         )  # fmt: skip
