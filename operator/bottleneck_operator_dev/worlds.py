@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-was written beside the simulator, C to T were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G and J to T development
+was written beside the simulator, C to U were written blind, read once each as an evaluation
+(docs/analysis.md) and are training worlds since that reading spent them (G and J to U development
 worlds: listed, not in ``train``'s default recipe). A family still stored for a blind reading is never
 listed here: listing it would let ``train`` and the benches fit to it.
 """
@@ -132,6 +132,12 @@ def _family_t() -> Any:
     return generate_family_t
 
 
+def _family_u() -> Any:
+    from bottleneck_operator_dev.familyu import generate_family_u
+
+    return generate_family_u
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -258,6 +264,12 @@ WORLDS: dict[str, World] = {
             _family_t,
             "the twentieth family",
             "Family T, written blind while S was unread, each step composed from analytic stage models (kernels on the GPU's roofline, an alpha-beta ring all-reduce partly hidden behind backward, a queue of loader workers, host memory against the cgroup limit), labelled by the stage whose removal shortens the step most, read once (a development world since).",
+        ),
+        World(
+            "U",
+            _family_u,
+            "the twenty-first family",
+            "Family U, written blind while T was unread, each Job among other tenants whose storage, CPU, host memory, PCIe, NVLink, network and GPU resources are shared by max-min fair allocation in phases as neighbours come and go, labelled by the resource whose share, doubled for this Job alone, shortens its step most, read once (a development world since).",
         ),
     )
 }
