@@ -103,3 +103,10 @@ def test_quality_is_filled_with_the_contract_helpers(jobs: list[FamilyUJob]) -> 
         assert q.families == families and q.coverage == pytest.approx(coverage)
         assert q.scrape_interval is not None and 10.0 <= q.scrape_interval <= 60.0
         assert coverage > 0.5
+
+
+def test_a_draw_whose_pushes_never_bind_is_drawn_again() -> None:
+    # seed 21's job 12 (a network-bound target) once exhausted its pushes and raised; it must now come
+    # out labelled as the class its block asks for
+    jobs = generate_family_u(seed=21, n=13, start=START)
+    assert jobs[12].label is job_class(21, 12) is Bottleneck.INTERCONNECT
