@@ -36,6 +36,10 @@ _PUSHES = 30
 # first round already binds are the same as before, so the family's other Jobs do not change
 _ROUNDS = 8
 
+# a labelled draw: the scenario, its phases, the resource it binds, each resource's gain, and whether the
+# target's demand had to be pushed
+Drawn = tuple[Scenario, list[tuple[float, list[PodPhase]]], str, dict[str, float], bool]
+
 
 @dataclass(frozen=True)
 class FamilyUJob:
@@ -73,9 +77,7 @@ def _accepts(target: str, got: str) -> bool:
     return got == target
 
 
-def draw_labelled(
-    rng: np.random.Generator, cls: Bottleneck, i: int
-) -> tuple[Scenario, list[tuple[float, list[PodPhase]]], str, dict[str, float], bool]:
+def draw_labelled(rng: np.random.Generator, cls: Bottleneck, i: int) -> Drawn:
     """A scenario whose computed label is of class ``cls`` (draws, then pushes the target's demand)."""
     target = target_resource(rng, cls, i)
     others = [r for r in RESOURCES if CLASS_OF[r] is not cls]
@@ -87,9 +89,7 @@ def draw_labelled(
     raise RuntimeError(f"job {i}: no draw binds {target}")
 
 
-def _bind(
-    rng: np.random.Generator, target: str, runner: str | None
-) -> tuple[Scenario, list[tuple[float, list[PodPhase]]], str, dict[str, float], bool] | None:
+def _bind(rng: np.random.Generator, target: str, runner: str | None) -> Drawn | None:
     """One round of draws and pushes of ``target``'s demand; None when none binds it."""
     scn = draw_scenario(rng, target, runner)
     for attempt in range(_RANDOM_DRAWS + _PUSHES):
