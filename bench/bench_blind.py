@@ -1,22 +1,21 @@
 """The blind family: the figure the README leads with.
 
-Family U (``bottleneck_operator_dev.familyu``) is the blind figure now. It was written while family T
+Family V (``bottleneck_operator_dev.familyv``) is the blind figure now. It was written while family U
 was unread, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familyu.md says what its author saw), and it is read once, after the class path was frozen
+(docs/familyv.md says what its author saw), and it is read once, after the class path was frozen
 (docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
 (``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
-Job of U is analysed as a user would read it: the verdict's class, an Unknown counted as an
+Job of V is analysed as a user would read it: the verdict's class, an Unknown counted as an
 abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
 calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
 seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
-wrong verdicts fall by U's own mechanism. U is also scored by a model with the development worlds G
-and J-T beside the shipped worlds (each read once blind, none joined, docs/scenarios.md: this says what
-they would have been worth). The recipe before I joined is no longer scored: I stayed at each of the
-eleven readings J to T.
+wrong verdicts fall by V's own mechanism. V is also scored by a model with the development worlds G
+and J-U beside the shipped worlds (each read once blind, none joined, docs/scenarios.md: this says what
+they would have been worth).
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-T,
-each read once blind before U (docs/analysis.md), are twelve development worlds (G and J-T) and two
-training worlds (H, I). U is read once, after the nineteenth freeze (docs/analysis.md says when), and is
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-U,
+each read once blind before V (docs/analysis.md), are thirteen development worlds (G and J-U) and two
+training worlds (H, I). V is read once, after the twentieth freeze (docs/analysis.md says when), and is
 spent then: these lines reprint that reading, until a family stored unread takes its place after the
 next freeze.
 """
@@ -37,23 +36,23 @@ TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
-# The recipes as they stand when U is read (docs/analysis.md): the shipped recipe (the simulator beside
-# ``train``'s default worlds) and the shipped one with G and J-T beside it.
-SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at U's reading
-# None of the development worlds joined (docs/scenarios.md); U says what they are worth.
-WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T"]
+# The recipes as they stand when V is read (docs/analysis.md): the shipped recipe (the simulator beside
+# ``train``'s default worlds) and the shipped one with G and J-U beside it.
+SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at V's reading
+# None of the development worlds joined (docs/scenarios.md); V says what they are worth.
+WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U"]
 RECIPES = (SHIPPED, WITH_DEV)  # the shipped recipe first: the blind figure
-BLIND = "U"
+BLIND = "V"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_u(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the nineteenth blind family, written while T was unread.
+def family_v(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the twentieth blind family, written while U was unread.
 
-    U's Jobs carry tags that name their variety: only the windows and labels are scored."""
-    from bottleneck_operator_dev.familyu import generate_family_u
+    V's Jobs carry tags that name their variety: only the windows and labels are scored."""
+    from bottleneck_operator_dev.familyv import generate_family_v
 
-    jobs = generate_family_u(seed, n, start=START)
+    jobs = generate_family_v(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
 
 
@@ -86,16 +85,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> U (the blind figure), the recipe with G and J-T beside it, and
-    the shipped recipe's wrong verdicts by U's mechanism."""
+    """One seed: the shipped recipe -> V (the blind figure), the recipe with G and J-U beside it, and
+    the shipped recipe's wrong verdicts by V's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = training_sets(seed, size, WITH_DEV)
-    windows, labels, mechanisms = family_u(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_v(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # U is never trained on
+    # V is never trained on
     for rest in RECIPES:
         verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
         out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
@@ -105,7 +104,7 @@ def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
 
 
 def _misread(verdicts: Sequence[Any], labels: Sequence[str], mechanisms: Sequence[str]) -> list[str]:
-    """Per true class and U's mechanism: Jobs, and what those not read right were read as."""
+    """Per true class and V's mechanism: Jobs, and what those not read right were read as."""
     from collections import Counter
 
     groups: dict[tuple[str, str], Counter[str]] = {}
