@@ -18,6 +18,7 @@ from bottleneck_operator_dev.familyw.plan import draw_base, finish
 from bottleneck_operator_dev.familyw.truths import truths
 
 ROUNDS = (1, 2, 3)  # attempts drawn per round; each attempt squeezes the intended resource by another 30 %
+FRESH_FROM = 3  # attempts from this one on start from a fresh draw of the Job (hardware, workload, ...)
 NAMESPACES = ("ml-vision", "ml-speech", "nlp", "recsys", "research", "platform-ml", "team-a", "llm-pretrain")
 
 
@@ -57,6 +58,15 @@ def _targets(seed: int, n: int) -> list[tuple[Bottleneck, str]]:
     return out
 
 
+def _attempt(
+    rng: np.random.Generator, bases: list[JobPlan], i: int, target: tuple[Bottleneck, str], attempt: int, pre: float
+) -> JobPlan:
+    """Attempt ``attempt`` at Job ``i``: the first three reshape its first draw, later ones draw it anew."""
+    if attempt >= FRESH_FROM:
+        bases[i] = draw_base(rng, i, *target, pre)
+    return finish(rng, bases[i], attempt)
+
+
 def _accepts(p: JobPlan, o: Outcome) -> bool:
     if o.label is not p.target:
         return False
@@ -92,7 +102,7 @@ def generate_family_w(seed: int, n: int, *, start: float, step: float = 30.0) ->
     for width in ROUNDS:
         # each pending Job shapes its next ``width`` attempts at once, from its own generator in
         # order, and keeps the first whose label meets its class: one integration per round
-        cands = [(i, finish(rngs[i], bases[i], attempt + a)) for i in pending for a in range(width)]
+        cands = [(i, _attempt(rngs[i], bases, i, targets[i], attempt + a, pre)) for i in pending for a in range(width)]
         outcomes = counterfactuals([p for _, p in cands])
         last: dict[int, tuple[JobPlan, Outcome]] = {}
         for (i, p), o in zip(cands, outcomes, strict=True):
