@@ -138,6 +138,12 @@ def _family_u() -> Any:
     return generate_family_u
 
 
+def _family_v() -> Any:
+    from bottleneck_operator_dev.familyv import generate_family_v
+
+    return generate_family_v
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -270,6 +276,12 @@ WORLDS: dict[str, World] = {
             _family_u,
             "the twenty-first family",
             "Family U, written blind while T was unread, each Job among other tenants whose storage, CPU, host memory, PCIe, NVLink, network and GPU resources are shared by max-min fair allocation in phases as neighbours come and go, labelled by the resource whose share, doubled for this Job alone, shortens its step most, read once (a development world since).",
+        ),
+        World(
+            "V",
+            _family_v,
+            "the twenty-second family",
+            "Family V, written blind while U was unread, each Job's training loop a closed queueing network of the batches in flight (storage, decode workers, swap, the host-to-device copy, roofline kernels, launches and the unhidden all-reduce) solved by exact Mean Value Analysis, labelled by the resource whose demand, halved for this Job alone, speeds it most, read once (a development world since).",
         ),
     )
 }

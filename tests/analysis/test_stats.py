@@ -19,7 +19,7 @@ from bottleneck_operator.analysis.features.extract import (
     training_samples,
 )
 from bottleneck_operator.analysis.features.gather import gather
-from bottleneck_operator.analysis.features.levels import MAJORITY, WAITED_ON
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.analysis.features.series_names import SERIES_INDEX
 from bottleneck_operator.analysis.model.classifier import load_model
 from bottleneck_operator.contract.window import FloatArray, JobWindow
@@ -206,7 +206,7 @@ def _plain_features(windows: list[JobWindow]) -> FloatArray:
     d = training_samples(derived_series(*gather(pods, lengths, max(lengths))))
     act = d[:, SERIES_INDEX["act"], :]
     with np.errstate(invalid="ignore", divide="ignore"):
-        low = (act < MAJORITY).sum(axis=1) / (~np.isnan(act)).sum(axis=1)
+        low = (act < 0.3).sum(axis=1) / (~np.isnan(act)).sum(axis=1)
     offsets = list(np.cumsum([0] + [len(w.pods) for w in windows])[:-1])
     return features_from_pods(windows, _reference_summary(d), low[:, None], offsets)
 

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bottleneck_operator.analysis.checks.reads import Reads
-from bottleneck_operator.analysis.explain.candidates import FABRIC_SYMMETRY
+from bottleneck_operator.analysis.explain.candidates import FABRIC_SYMMETRY, MAJORITY
 from bottleneck_operator.analysis.explain.mechanism import launches_bind
 from bottleneck_operator.analysis.features.extract import value
-from bottleneck_operator.analysis.features.levels import MAJORITY, WAITED_ON
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey, Series
 from bottleneck_operator.analysis.features.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Evidence, Recommendation

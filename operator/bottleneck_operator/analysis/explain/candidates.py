@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from bottleneck_operator.analysis.checks.reads import INFINIBAND_BPS
 from bottleneck_operator.analysis.checks.vetoes import DRAM_HALF
 from bottleneck_operator.analysis.features.derived import COPY_ENGINE_RATE
-from bottleneck_operator.analysis.features.levels import DRAM_PEAK, MAJORITY, WAITED_ON
+from bottleneck_operator.analysis.features.levels import DRAM_PEAK, WAITED_ON
 from bottleneck_operator.analysis.features.series_names import FeatureKey, Series
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
 
@@ -39,12 +39,14 @@ __all__ = [
     "HIGHLY_WAITED_ON",
     "IDLE",
     "LAUNCH_GAP",
+    "MAJORITY",
     "Candidate",
     "exchanges_over_network",
     "speaks_for",
 ]
 
 HIGHLY_WAITED_ON = 0.2  # XProf: input >= 20 % of the step is "highly input-bound" (TELEMETRY.md, "Peers' rules")
+MAJORITY = 0.5  # more than half of a whole: more bytes over the NIC than from the disks, most of a limit
 # DCGM's profiling documentation (TELEMETRY.md): SM activity of 0.8 or more is necessary for effective
 # use, under 0.5 likely ineffective.
 SM_EFFECTIVE = 0.8

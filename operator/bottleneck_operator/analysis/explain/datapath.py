@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bottleneck_operator.analysis.explain.candidates import COLLECTIVE_NET
-from bottleneck_operator.analysis.features.levels import MAJORITY, WAITED_ON
+from bottleneck_operator.analysis.explain.candidates import COLLECTIVE_NET, MAJORITY
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.analysis.features.summary import JobSummary
 from bottleneck_operator.contract.verdict import Mechanism
 

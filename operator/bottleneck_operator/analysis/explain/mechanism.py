@@ -42,12 +42,13 @@ from bottleneck_operator.analysis.explain.account import step_account
 from bottleneck_operator.analysis.explain.candidates import (
     FABRIC_SYMMETRY,
     LAUNCH_GAP,
+    MAJORITY,
     exchanges_over_network,
 )
 from bottleneck_operator.analysis.explain.datapath import data_path
 from bottleneck_operator.analysis.features.extract import value
 from bottleneck_operator.analysis.features.kernel_time import small_kernel_time
-from bottleneck_operator.analysis.features.levels import MAJORITY, WAITED_ON
+from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.analysis.features.series_names import Extra, FeatureKey, Series
 from bottleneck_operator.analysis.features.summary import JobSummary
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism

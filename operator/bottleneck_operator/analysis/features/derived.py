@@ -31,7 +31,7 @@ from bottleneck_operator.analysis.features.elementwise import (
 )
 from bottleneck_operator.analysis.features.hardware import PodCapacities
 from bottleneck_operator.analysis.features.implausible import drop_dcgm_repeats, drop_impossible_shares, util_in_phase
-from bottleneck_operator.analysis.features.levels import DRAM_PEAK, MAJORITY, WAITED_ON
+from bottleneck_operator.analysis.features.levels import DRAM_PEAK, WAITED_ON
 from bottleneck_operator.analysis.features.series_names import BANDED, SERIES, SERIES_INDEX
 from bottleneck_operator.contract.signals import SIGNAL_NAMES
 from bottleneck_operator.contract.window import FloatArray
@@ -78,7 +78,7 @@ def derived_columns(raw: FloatArray, caps: PodCapacities, *, scratch: bool = Fal
     cols = _gpu_columns(g, caps)
     reads = _reads(g)
     cols.update(_host_columns(g, caps.gpus, reads))
-    cols["pcie_per_act"] = per(cols["pcie_rx_frac"], cols["act"], WAITED_ON)
+    cols["pcie_per_act"] = per(cols["pcie_rx_frac"], cols["act"], 0.05)
     cols.update(_transfer_columns(g, cols, reads, caps.pcie))
     for name in BANDED:
         cols[f"{name}_band"] = _band(cols[name])
@@ -109,11 +109,11 @@ def _gpu_columns(g: Callable[[str], FloatArray], caps: PodCapacities) -> dict[st
         "dram_active": dram,
         "mem_copy_util": g("mem_copy_util"),
         "util_gap": kernels - coalesce(sm, gr),
-        "tensor_per_act": per(tensor, act, WAITED_ON),
+        "tensor_per_act": per(tensor, act, 0.02),
         "dram_minus_tensor": dram - tensor,
         "hbm_busy": clipped(dram / DRAM_PEAK, 0.0, 1.0),
         "util_gr_gap": gpu_util - gr,
-        "sm_fill": clipped(per(sm, gr, WAITED_ON), 0.0, 1.0),
+        "sm_fill": clipped(per(sm, gr, 0.05), 0.0, 1.5),
         "pcie_rx_frac": rx_frac,
         "pcie_tx_frac": tx_frac,
         # a balance of no traffic is undefined (0/0 is NaN), not the one-way 0 of a reader
@@ -128,7 +128,7 @@ def _gpu_columns(g: Callable[[str], FloatArray], caps: PodCapacities) -> dict[st
     # the clock says something of the work only while there is work: an idle GPU holds its maximum
     # with a CUDA context open (tests/data/gpu-io) and drops far below it without one
     clock = g("sm_clock_mhz").copy()
-    np.copyto(clock, np.nan, where=~(act >= MAJORITY))
+    np.copyto(clock, np.nan, where=~(act >= CLOCK_BUSY))
     cols["sm_clock_mhz"] = clock
     cols["clock_rel_peak"] = rel_peak(clock)
     cols["clock_slowdown"] = g("clock_slowdown_frac")
@@ -151,7 +151,7 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
     node_frac = div(cpu, node_cpus)
     cols["cpu_node_frac"] = node_frac
     busy = g("node_cpu_busy_frac")
-    cols["job_share_node_cpu"] = clipped(per(node_frac, busy, WAITED_ON), 0.0, 1.0)
+    cols["job_share_node_cpu"] = clipped(per(node_frac, busy, 0.01), 0.0, 1.5)
     cols["cpu_throttled_frac"] = g("cpu_throttled_frac")
     cols["mem_limit_frac"] = div(g("mem_working_set_bytes"), g("mem_limit_bytes"))
     for name in ("node_cpu_busy_frac", "node_cpu_iowait_frac", "node_cpu_system_frac", "node_disk_busy_frac"):
@@ -180,10 +180,12 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
     cols["sc_log_majfault"] = log_rate(g("sc_majfault_ps"))
     running, waiting = g("sc_procs_running"), g("sc_procs_iowait")
     cols["sc_iowait_procs_share"] = div(waiting, running + waiting)
-    cols["iowait_of_idle"] = clipped(per(g("node_cpu_iowait_frac"), 1.0 - busy, WAITED_ON), 0.0, 1.0)
+    cols["iowait_of_idle"] = clipped(per(g("node_cpu_iowait_frac"), 1.0 - busy, 0.02), 0.0, 1.0)
     return cols
 
 
+# the GPU's busy share from which its clock is read (clock_rel_peak)
+CLOCK_BUSY = 0.5
 # the link share at which a copy engine streams without a pause: 58 GB/s of PCIe Gen5 x16's 64 on an
 # H200 (tests/data/gpu-h2d-pinned)
 COPY_ENGINE_RATE = 0.9
@@ -210,10 +212,10 @@ def _transfer_columns(
     out.update(_kernel_gaps(g, cols, out["pcie_fabric_frac"]))
     out.update(_cpu_columns(g))
     out["input_rel_peak"] = rel_peak(nan_sum(g("node_net_rx_bps"), reads))
-    out["power_per_act"] = per(cols["power_rel_peak"], cols["act"], WAITED_ON)
+    out["power_per_act"] = clipped(per(cols["power_rel_peak"], cols["act"], 0.05), 0.0, 5.0)
     faults = np.fmax(cols["log_majfault"], cols["sc_log_majfault"])
-    system = clipped(nan_to_num(g("node_cpu_system_frac")), 0.0, 1.0)
-    out["fault_sys"] = np.multiply(faults, system, out=system)
+    system = nan_to_num(g("node_cpu_system_frac")) * 10.0
+    out["fault_sys"] = np.multiply(faults, clipped(system, 0.0, 1.0), out=system)
     np.copyto(out["fault_sys"], np.nan, where=np.isnan(faults))
     out.update(_stall_columns(g, out, idle))
     return out
@@ -245,11 +247,11 @@ def _cpu_columns(g: Callable[[str], FloatArray]) -> dict[str, FloatArray]:
     usable = np.fmax(node_cpus * (1.0 - g("node_cpu_busy_frac")), 1.0)
     usable += own
     usable = np.fmin(limit, usable, out=usable)
-    out["cpu_own_sat"] = clipped(div(own, usable), 0.0, 1.0)
-    out["cpu_per_running"] = per(own, running, 1.0)
+    out["cpu_own_sat"] = clipped(div(own, usable), 0.0, 1.5)
+    out["cpu_per_running"] = clipped(per(own, running, 1.0), 0.0, 2.0)
     usable = coalesce(usable, node_cpus, inplace=True)
-    out["sc_runnable_per_core"] = div(running, usable, out=usable)
-    out["busy_core_share"] = clipped(per(g("sc_procs_busy"), own, 1.0), 0.0, 1.0)
+    out["sc_runnable_per_core"] = clipped(div(running, usable, out=usable), 0.0, 4.0)
+    out["busy_core_share"] = clipped(per(g("sc_procs_busy"), own, 1.0), 0.0, 1.5)
     return out
 
 
@@ -318,7 +320,7 @@ def small_kernel_share(kernel_time: npt.ArrayLike, pipes: npt.ArrayLike) -> Floa
     Per sample here (``launch_gap``), over a window's means in the evidence gates and the mechanism.
     """
     kt = np.asarray(kernel_time, dtype=np.float64)
-    per_kernel_time = np.divide(pipes, floor(kt, WAITED_ON))
+    per_kernel_time = np.divide(pipes, floor(kt, 0.05))
     return np.asarray(kt * np.clip(1.0 - per_kernel_time / LAUNCH_PIPES, 0.0, 1.0), dtype=np.float64)
 
 

@@ -25,7 +25,6 @@ import numpy.typing as npt
 from bottleneck_operator.analysis.features.derived import derived_columns
 from bottleneck_operator.analysis.features.gather import gather
 from bottleneck_operator.analysis.features.hardware import spec_for
-from bottleneck_operator.analysis.features.levels import MAJORITY
 from bottleneck_operator.analysis.features.series_names import (
     BANDED,
     SERIES,
@@ -165,7 +164,7 @@ def pod_features(windows: Sequence[JobWindow]) -> tuple[FloatArray, FloatArray, 
     drop = ~training_mask(cols.__getitem__)
     act = _blanked(cols["act"], drop)
     with np.errstate(invalid="ignore", divide="ignore"):
-        low_share = (act < MAJORITY).sum(axis=1) / (~np.isnan(act)).sum(axis=1)
+        low_share = (act < 0.3).sum(axis=1) / (~np.isnan(act)).sum(axis=1)
     stats = _summarise_planes(cols, drop, act, t)
     return stats, low_share[:, None], offsets
 

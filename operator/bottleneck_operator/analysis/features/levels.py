@@ -16,7 +16,3 @@ WAITED_ON = 0.05
 # bandwidth-bound kernel (TELEMETRY.md, "Reading the profiling metrics"); 0.89 measured on an H200
 # (tests/data/gpu-hbm).
 DRAM_PEAK = 0.8
-# More than half of a whole, a definition rather than a level: a GPU busy under half the time is
-# mostly idle (its clock then says nothing of the work, and the sample counts as low activity), more
-# bytes over the NIC than from the disks, most of a limit.
-MAJORITY = 0.5

@@ -26,7 +26,7 @@ class Stat(StrEnum):
 class Extra(StrEnum):
     """Features of the whole Job rather than of one series."""
 
-    ACT_LOW_SHARE = "act_low_share"  # share of samples with the GPU busy under half the time (MAJORITY)
+    ACT_LOW_SHARE = "act_low_share"  # share of samples with GPU activity < 0.3
     ACT_POD_SPREAD = "act_pod_spread"  # max - min of the pods' mean activity
     CLOCK_PEER_MIN = "clock_peer_min"  # the slowest pod's mean clock over the fastest's: a straggler among its peers
     N_PODS = "n_pods"
