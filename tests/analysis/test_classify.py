@@ -62,14 +62,14 @@ def test_busy_gpus_rule_out_the_input_stages_but_not_the_links() -> None:
     assert v.bottleneck is B.INTERCONNECT
 
 
-def test_links_under_five_percent_of_capacity_rule_out_interconnect() -> None:
+def test_quiet_links_do_not_rule_out_interconnect() -> None:
+    """Bytes against capacity bound a transfer's bandwidth term, not its latency term: a collective of
+    many small messages waits on the links while they carry few bytes, so quiet links veto nothing."""
     # one A100 (no peers), PCIe at 1.5 of 31.5 GB/s: 4.8 % of the link
     quiet = {"pcie_rx_bps": 1.5 * GB, "pcie_tx_bps": 0.1 * GB}
     v = analyze_window(make_window(B.GPU, overrides=quiet, noise=0.0), FixedModel({B.INTERCONNECT: 0.7, B.GPU: 0.3}))
-    assert v.bottleneck is B.GPU and v.probabilities["Interconnect"] == 0.0
-    # without the PCIe fields nothing shows the link is quiet: the model's class stands
-    unread = make_window(B.GPU, overrides=quiet, noise=0.0, drop=[Family.DCGM_PROF])
-    assert analyze_window(unread, FixedModel({B.INTERCONNECT: 0.7, B.GPU: 0.3})).bottleneck is B.INTERCONNECT
+    assert v.bottleneck is B.INTERCONNECT and v.probabilities["Interconnect"] == 0.7
+    assert v.reason is None or "Interconnect" not in v.reason
 
 
 def test_memory_is_ruled_out_only_when_both_mechanisms_are() -> None:

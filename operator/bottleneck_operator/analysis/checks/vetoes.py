@@ -10,7 +10,10 @@ The bars come from TensorBoard's input-pipeline analysis (XProf): input time of 
 makes a step "moderately input-bound", 20 % or more "highly input-bound" (TELEMETRY.md, "Peers' rules").
 A stage waited on less than 5 % of the time is therefore not what bounds the step. GPU itself is never
 ruled out: its class holds kernels bound by their own launches or a slowed clock, whose GPUs idle
-between kernels, and nothing measured tells that idle time from an input stall's.
+between kernels, and nothing measured tells that idle time from an input stall's. Interconnect is
+never ruled out either: link bytes against capacity bound a transfer's bandwidth term, not its latency
+term, and a collective of many small messages waits on latency while its links carry few bytes (NCCL's
+alpha-beta cost); the metric contract has no message counts to bound that term.
 """
 
 from __future__ import annotations
@@ -44,18 +47,6 @@ def gpus_never_wait(r: Reads) -> str | None:
     return (
         f"the GPUs ran kernels {_pct(r.busy_low)} of the time, so no input stage kept them waiting "
         f"{_pct(WAITED_ON)} of it (XProf's bar for an input-bound step)"
-    )
-
-
-def _interconnect(r: Reads) -> str | None:
-    if r.links_unread or not r.links:
-        return None
-    busiest = max(r.links, key=lambda k: r.links[k])
-    if r.links[busiest] >= WAITED_ON:
-        return None
-    return (
-        f"every link the Job uses carried under {_pct(WAITED_ON)} of its capacity (busiest: {busiest} at "
-        f"{100 * r.links[busiest]:.1f} %), so moving data over them took under {_pct(WAITED_ON)} of the time"
     )
 
 
@@ -99,7 +90,6 @@ def vetoes(r: Reads) -> dict[Bottleneck, Veto]:
     found: dict[Bottleneck, str | None] = {
         Bottleneck.IO: never_wait,
         Bottleneck.CPU: never_wait or _cpu(r),
-        Bottleneck.INTERCONNECT: _interconnect(r),
     }
     hbm, host = _hbm(r), never_wait or _host_memory(r)
     if hbm is not None and host is not None:
