@@ -18,10 +18,11 @@ import numpy as np
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck, Mechanism
 from bottleneck_operator.contract.window import DataQuality, JobWindow, PodWindow, families_and_coverage
+from bottleneck_operator_dev.familyx.costs import rank_costs
 from bottleneck_operator_dev.familyx.exporters import Scrape, family_signals, read_exporter, timeline
 from bottleneck_operator_dev.familyx.graph import KEY_CLASS, Schedule, schedule
 from bottleneck_operator_dev.familyx.rates import Node, pause_rates, train_rates
-from bottleneck_operator_dev.familyx.workload import LEANS, Config, draw_config, rank_costs
+from bottleneck_operator_dev.familyx.workload import LEANS, Config, draw_config
 
 LEAD = 360.0  # seconds of history before the window: the longest rate() range looks this far back
 ATTEMPTS = 24
@@ -170,6 +171,73 @@ def _families(cfg: Config, rng: np.random.Generator) -> tuple[frozenset[Family],
     return frozenset(fams), fields
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """How this cluster reads a Job: exporters present, their scrapes, the fine grid and the window's."""
+
+    by_exporter: dict[str, tuple[str, ...]]
+    scrapes: dict[str, Scrape]
+    collect: float  # dcgm-exporter's collection interval
+    grid: np.ndarray
+    t_fine: np.ndarray
+    step: float
+
+
+def _pod(
+    name: str,
+    node_i: int,
+    phases: list[Phase],
+    schedules: list[Schedule],
+    pauses: list[tuple[float, float, str]],
+    r: _Reading,
+    rng: np.random.Generator,
+) -> PodWindow:
+    """One pod (one node's share of the Job): its timeline through the phases and pauses, read by the exporters."""
+    cfg0 = phases[0].cfg
+    rank = min(node_i, len(cfg0.clocks) - 1) if node_i < 4 else node_i % len(cfg0.clocks)
+    hog = cfg0.neighbour_mem and node_i == 0
+    shared = cfg0.neighbour_cores[rank] > 0 or hog or rng.random() < 0.3
+    node = Node(
+        other_pods=int(rng.integers(1, 7)) if shared else 0,
+        disk_read_bps=float(rng.uniform(0, 1.5e9)) if shared and rng.random() < 0.4 else 0.0,
+        net_bps=float(rng.uniform(0, 2e9)) if shared else 0.0,
+        mem_hog=hog,
+        swap=cfg0.swap,
+    )
+    rel = r.t_fine - float(r.grid[0])
+    dt = float(r.t_fine[1] - r.t_fine[0])
+    segments: list[tuple[int, int, dict[str, float]]] = []
+    step_times: list[float] = []
+    for ph, sched in zip(phases, schedules, strict=True):
+        values = train_rates(ph.cfg, sched, rank, node, rng)
+        a = int(np.searchsorted(rel, ph.start))
+        b = int(np.searchsorted(rel, ph.end)) if ph.end < rel[-1] + dt else len(rel)
+        pieces = [(a, b, values)]
+        for pa, pb, kind in pauses:
+            lo, hi = max(int(np.searchsorted(rel, pa)), a), min(int(np.searchsorted(rel, pb)), b)
+            if hi > lo:
+                pieces = _split(pieces, lo, hi, pause_rates(values, kind, ph.cfg, rng))
+        segments += pieces
+        step_times += [sched.step_time] * len(pieces)
+    names = [n for sigs in r.by_exporter.values() for n in sigs]
+    caps = {"sm_clock_mhz": cfg0.gpu.max_clock, "power_w": cfg0.gpu.tdp_w * cfg0.power_ratio}
+    fine = timeline(segments, names, len(r.t_fine), step_times, dt, rng, caps)
+    row = {n: i for i, n in enumerate(names)}
+    signals: dict[str, np.ndarray] = {}
+    for exp, sigs in r.by_exporter.items():
+        collect = r.collect if exp == "dcgm" else None
+        rows = fine[[row[n] for n in sigs]]
+        signals.update(read_exporter(rows, sigs, r.t_fine, r.scrapes[exp], r.grid, r.step, rng, dcgm_collect=collect))
+    return PodWindow(
+        pod=f"{name}-worker-{node_i}",
+        node=f"gpu-node-{int(rng.integers(100, 999))}",
+        gpu_model=cfg0.gpu.model,
+        gpu_count=cfg0.gpus_per_node,
+        signals=signals,
+        co_located_pods=node.other_pods,
+    )
+
+
 def render(
     namespace: str,
     name: str,
@@ -188,73 +256,22 @@ def render(
     by_exporter = family_signals(fams)
     grid = start + step * np.arange(points, dtype=np.float64)
     dt = min(5.0, step / 2)
-    t_fine = np.arange(start - LEAD, grid[-1] + dt, dt)
-    rel = t_fine - start
     si = float(rng.choice((10.0, 15.0, 30.0, 30.0, 60.0)))
     scrapes = {}
     for exp in by_exporter:
         interval = si if rng.random() < 0.7 else float(rng.choice((10.0, 15.0, 30.0, 60.0)))
         restart = float(rng.uniform(start, grid[-1])) if (exp != "dcgm" and rng.random() < 0.15) else None
-        scrapes[exp] = Scrape(
-            interval, interval * float(rng.uniform(0.0, 0.01)), float(rng.uniform(0.0, 0.03)), restart
-        )
+        jitter, miss = interval * float(rng.uniform(0.0, 0.01)), float(rng.uniform(0.0, 0.03))
+        scrapes[exp] = Scrape(interval, jitter, miss, restart)
     collect = float(rng.choice((1.0, 10.0, 30.0, 30.0)))
-    names = [n for sigs in by_exporter.values() for n in sigs]
-    n_nodes = cfg0.nodes
-    pods = []
-    for node_i in range(min(n_nodes, 8)):
-        rank = min(node_i, len(cfg0.clocks) - 1) if node_i < 4 else node_i % len(cfg0.clocks)
-        hog = cfg0.neighbour_mem and node_i == 0
-        shared = cfg0.neighbour_cores[rank] > 0 or hog or rng.random() < 0.3
-        node = Node(
-            other_pods=int(rng.integers(1, 7)) if shared else 0,
-            disk_read_bps=float(rng.uniform(0, 1.5e9)) if shared and rng.random() < 0.4 else 0.0,
-            net_bps=float(rng.uniform(0, 2e9)) if shared else 0.0,
-            mem_hog=hog,
-            swap=cfg0.swap,
-        )
-        segments = []
-        step_times = []
-        for ph, sched in zip(phases, schedules, strict=True):
-            values = train_rates(ph.cfg, sched, rank, node, rng)
-            a = int(np.searchsorted(rel, ph.start))
-            b = int(np.searchsorted(rel, ph.end)) if ph.end < rel[-1] + dt else len(rel)
-            pieces = [(a, b, values)]
-            for pa, pb, kind in pauses:
-                lo, hi = int(np.searchsorted(rel, pa)), int(np.searchsorted(rel, pb))
-                lo, hi = max(lo, a), min(hi, b)
-                if hi > lo:
-                    pieces = _split(pieces, lo, hi, pause_rates(values, kind, ph.cfg, rng))
-            segments += pieces
-            step_times += [sched.step_time] * len(pieces)
-        caps = {"sm_clock_mhz": cfg0.gpu.max_clock, "power_w": cfg0.gpu.tdp_w * cfg0.power_ratio}
-        fine = timeline(segments, names, len(t_fine), step_times, dt, rng, caps)
-        row = {n: i for i, n in enumerate(names)}
-        signals: dict[str, np.ndarray] = {}
-        for exp, sigs in by_exporter.items():
-            rows = fine[[row[n] for n in sigs]]
-            signals.update(
-                read_exporter(
-                    rows, sigs, t_fine, scrapes[exp], grid, step, rng, dcgm_collect=collect if exp == "dcgm" else None
-                )
-            )
-        pods.append(
-            PodWindow(
-                pod=f"{name}-worker-{node_i}",
-                node=f"gpu-node-{int(rng.integers(100, 999))}",
-                gpu_model=cfg0.gpu.model,
-                gpu_count=cfg0.gpus_per_node,
-                signals=signals,
-                co_located_pods=node.other_pods,
-            )
-        )
+    reading = _Reading(by_exporter, scrapes, collect, grid, np.arange(start - LEAD, grid[-1] + dt, dt), step)
+    pods = [_pod(name, i, phases, schedules, pauses, reading, rng) for i in range(min(cfg0.nodes, 8))]
     families, coverage = families_and_coverage(pods)
-    notes = ("no PROF fields",) if fields == "dev" else ()
     quality = DataQuality(
         families=families,
         coverage=coverage,
         scrape_interval=scrapes["dcgm"].interval,
-        notes=notes,
+        notes=("no PROF fields",) if fields == "dev" else (),
         layout={"dcgm": str(rng.choice(("exported-labels", "pod-labels"))), "node": "pod-join"},
     )
     window = JobWindow(namespace, name, float(grid[0]), float(grid[-1]), step, grid, tuple(pods), quality)

@@ -173,6 +173,78 @@ def _parts(group: Sequence[Kernel]) -> Parts:
     return tuple(p for kern in group for p in kern.parts())
 
 
+class _Run:
+    """The resources' state while steps are scheduled: the last task on each, per rank."""
+
+    def __init__(self, ranks: Sequence[RankCosts], drop: str | None) -> None:
+        self.t = _Tasks()
+        self.ranks, self.drop = ranks, drop
+        self.worker_last = [[-1] * r.workers for r in ranks]
+        self.storage_last = [-1] * len(ranks)
+        self.copy_last = [-1] * len(ranks)
+        self.compute_last = [-1] * len(ranks)
+        self.comm_last = -1  # ranks meet at every bucket: one chain of collectives
+        self.h2d_of: list[list[int]] = [[] for _ in ranks]
+        self.opt_of: list[list[int]] = [[] for _ in ranks]
+        self.kinds: list[tuple[int, int, str]] = []  # (task, rank, kind) for the busy account
+
+    def _on(self, ri: int, deps: Sequence[int], parts: Parts, kind: str, floor: float = 0.0) -> int:
+        task = self.t.add(deps, parts, self.drop, floor)
+        self.kinds.append((task, ri, kind))
+        return task
+
+    def loader_and_passes(self, k: int, ri: int) -> list[int]:
+        """Batch ``k`` of rank ``ri``: read, decode, copy, forward, backward; the backward groups' tasks."""
+        r = self.ranks[ri]
+        w = k % r.workers
+        slot = self.h2d_of[ri][k - r.depth] if k >= r.depth else -1
+        # the loader has been running before the first simulated step: its workers' first
+        # batches are staggered over one batch time, as they are in steady state
+        batch = r.read_latency + r.read_xfer + r.decode + r.decode_stretch
+        floor = w * batch / r.workers if k < r.workers else 0.0
+        lat = self._on(ri, (self.worker_last[ri][w], slot), ((r.io_key, r.read_latency),), "ioread", floor)
+        xfer = self._on(ri, (lat, self.storage_last[ri]), ((r.io_key, r.read_xfer),), "ioread")
+        self.storage_last[ri] = xfer
+        dec = self._on(ri, (xfer,), (("cpu", r.decode), ("hostmem", r.decode_stretch)), "cpu")
+        self.worker_last[ri][w] = dec
+        host = self.copy_last[ri] if r.h2d_overlap else (self.opt_of[ri][-1] if self.opt_of[ri] else -1)
+        h2d = self._on(ri, (dec, host, self.copy_last[ri]), (("pcie", r.h2d), ("hostmem", r.h2d_stretch)), "copy")
+        self.copy_last[ri] = h2d
+        self.h2d_of[ri].append(h2d)
+        prev, done = h2d, []
+        for i, group in enumerate((*r.forward, *r.backward)):
+            prev = self._on(ri, (prev, self.compute_last[ri]), _parts(group), "compute")
+            self.compute_last[ri] = prev
+            if i >= len(r.forward):
+                done.append(prev)
+        return done
+
+    def sync_and_step(self, bwd_done: list[list[int]]) -> None:
+        """Each bucket's all-reduce once every rank has produced it, then each rank's optimizer step."""
+        last_ar = -1
+        for seconds, key, after in self.ranks[0].allreduce:
+            deps = [done[after] for done in bwd_done] + [self.comm_last]
+            last_ar = self.comm_last = self.t.add(deps, ((key, seconds),), self.drop)
+            self.kinds += [(last_ar, ri, "comm") for ri in range(len(self.ranks))]
+        for ri, r in enumerate(self.ranks):
+            opt = self._on(ri, (last_ar, self.compute_last[ri]), r.optimizer.parts(), "compute")
+            self.compute_last[ri] = opt
+            self.opt_of[ri].append(opt)
+
+    def critical(self, final: int, t0: float, t1: float) -> dict[str, float]:
+        """The critical path, walked back from ``final``, its parts counted inside [t0, t1]."""
+        t, i = self.t, final
+        out: dict[str, float] = {}
+        while i >= 0 and t.end[i] > t0:
+            dur = t.end[i] - t.start[i]
+            inside = _overlap(t.start[i], t.end[i], t0, t1)
+            if dur > 0 and inside > 0:
+                for key, s in t.parts[i]:
+                    out[key] = out.get(key, 0.0) + s * inside / dur
+            i = t.pred[i]
+        return out
+
+
 def schedule(
     ranks: Sequence[RankCosts], steps: int = 9, warm: int = 3, drop: str | None = None, *, account: bool = True
 ) -> Schedule:
@@ -190,82 +262,18 @@ def schedule(
     """
     if steps <= warm:
         raise ValueError(f"steps ({steps}) must exceed warm ({warm})")
-    t = _Tasks()
-    nr = len(ranks)
-    worker_last = [[-1] * r.workers for r in ranks]
-    storage_last = [-1] * nr
-    copy_last = [-1] * nr
-    compute_last = [-1] * nr
-    comm_last = -1  # ranks meet at every bucket: one chain of collectives
-    h2d_of: list[list[int]] = [[] for _ in ranks]
-    opt_of: list[list[int]] = [[] for _ in ranks]
-    kinds: list[tuple[int, int, str]] = []  # (task, rank, kind) for the busy account
+    run = _Run(ranks, drop)
     t0 = 0.0
     for k in range(steps):
-        bwd_done: list[list[int]] = []
-        for ri, r in enumerate(ranks):
-            w = k % r.workers
-            slot = h2d_of[ri][k - r.depth] if k >= r.depth else -1
-            # the loader has been running before the first simulated step: its workers' first
-            # batches are staggered over one batch time, as they are in steady state
-            floor = (
-                w * (r.read_latency + r.read_xfer + r.decode + r.decode_stretch) / r.workers if k < r.workers else 0.0
-            )
-            lat = t.add((worker_last[ri][w], slot), ((r.io_key, r.read_latency),), drop, floor)
-            xfer = t.add((lat, storage_last[ri]), ((r.io_key, r.read_xfer),), drop)
-            storage_last[ri] = xfer
-            dec = t.add((xfer,), (("cpu", r.decode), ("hostmem", r.decode_stretch)), drop)
-            worker_last[ri][w] = dec
-            kinds += [(lat, ri, "ioread"), (xfer, ri, "ioread"), (dec, ri, "cpu")]
-            host = copy_last[ri] if r.h2d_overlap else (opt_of[ri][-1] if opt_of[ri] else -1)
-            h2d = t.add((dec, host, copy_last[ri]), (("pcie", r.h2d), ("hostmem", r.h2d_stretch)), drop)
-            copy_last[ri] = h2d
-            h2d_of[ri].append(h2d)
-            kinds.append((h2d, ri, "copy"))
-            prev = h2d
-            for group in r.forward:
-                prev = t.add((prev, compute_last[ri]), _parts(group), drop)
-                compute_last[ri] = prev
-                kinds.append((prev, ri, "compute"))
-            done = []
-            for group in r.backward:
-                prev = t.add((prev, compute_last[ri]), _parts(group), drop)
-                compute_last[ri] = prev
-                kinds.append((prev, ri, "compute"))
-                done.append(prev)
-            bwd_done.append(done)
-        # gradient buckets: each all-reduce starts when every rank has produced the bucket
-        last_ar = -1
-        n_buckets = len(ranks[0].allreduce)
-        for b in range(n_buckets):
-            seconds, key, after = ranks[0].allreduce[b]
-            deps = [bwd_done[ri][after] for ri in range(nr)] + [comm_last]
-            ar = t.add(deps, ((key, seconds),), drop)
-            comm_last = last_ar = ar
-            kinds += [(ar, ri, "comm") for ri in range(nr)]
-        for ri, r in enumerate(ranks):
-            opt = t.add((last_ar, compute_last[ri]), r.optimizer.parts(), drop)
-            compute_last[ri] = opt
-            opt_of[ri].append(opt)
-            kinds.append((opt, ri, "compute"))
+        run.sync_and_step([run.loader_and_passes(k, ri) for ri in range(len(ranks))])
         if k == warm - 1:
-            t0 = max(t.end[opt_of[ri][-1]] for ri in range(nr))
-    final = max((opt_of[ri][-1] for ri in range(nr)), key=lambda i: t.end[i])
-    t1 = t.end[final]
-    # the critical path, walked back from the last task, counted inside the steady-state span
-    critical: dict[str, float] = {}
-    i = final
-    while i >= 0 and t.end[i] > t0:
-        dur = t.end[i] - t.start[i]
-        inside = _overlap(t.start[i], t.end[i], t0, t1)
-        if dur > 0 and inside > 0:
-            for key, s in t.parts[i]:
-                critical[key] = critical.get(key, 0.0) + s * inside / dur
-        i = t.pred[i]
+            t0 = max(run.t.end[opts[-1]] for opts in run.opt_of)
+    final = max((opts[-1] for opts in run.opt_of), key=lambda i: run.t.end[i])
+    t1 = run.t.end[final]
     n = steps - warm
-    span = max(t1 - t0, 1e-12)
-    busy = [_busy(t, kinds, ri, ranks[ri], t0, t1, n) for ri in range(nr)] if account else []
-    return Schedule(span / n, {k: v / n for k, v in critical.items()}, busy)
+    critical = run.critical(final, t0, t1)
+    busy = [_busy(run.t, run.kinds, ri, ranks[ri], t0, t1, n) for ri in range(len(ranks))] if account else []
+    return Schedule(max(t1 - t0, 1e-12) / n, {k: v / n for k, v in critical.items()}, busy)
 
 
 def _busy(
@@ -274,7 +282,6 @@ def _busy(
     """Seconds per step each of one rank's resources was busy inside [t0, t1]."""
     out = dict.fromkeys(("compute", "comm", "copy", "cpu", "ioread", "storage"), 0.0)
     gpu: list[tuple[float, float]] = []
-    compute: list[tuple[float, float]] = []
     for task, rank, kind in kinds:
         if rank != ri:
             continue
@@ -284,8 +291,6 @@ def _busy(
         out[kind] += ov
         if kind in ("compute", "comm"):
             gpu.append((t.start[task], t.end[task]))
-        if kind == "compute":
-            compute.append((t.start[task], t.end[task]))
     out["gpu_any"] = _union(gpu, t0, t1)
     out = {k: v / n for k, v in out.items()}
     # what the kernels did while they ran, from their costs (every step runs the same kernels)

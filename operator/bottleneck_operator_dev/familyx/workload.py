@@ -13,9 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism
-from bottleneck_operator_dev.familyx.graph import Kernel, RankCosts
 from bottleneck_operator_dev.familyx.hardware import (
-    BUCKET_BYTES,
     FABRICS,
     GEMM_EFFICIENCY,
     GPUS,
@@ -179,9 +177,8 @@ def _lu(rng: np.random.Generator, lo: float, hi: float) -> float:
     return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
-def draw_config(rng: np.random.Generator, lean: str, push: float) -> Config:
-    """A Job leaning towards the key ``lean`` (a key of ``graph.KEY_CLASS``), weakened by ``push`` >= 1."""
-    model = MODELS[_pick(rng, LEAN_MODELS[lean])] if rng.random() < 0.8 else MODELS[_pick(rng, list(MODELS))]
+def _cluster(rng: np.random.Generator, lean: str) -> tuple[Gpu, int, int, Fabric]:
+    """The boards, how many per node, how many nodes and the fabric between them."""
     gpu = GPUS[int(rng.integers(len(GPUS)))]
     if lean == "nvlink":
         gpu = GPUS[int(rng.integers(3))]  # the NVLink boards
@@ -201,6 +198,13 @@ def draw_config(rng: np.random.Generator, lean: str, push: float) -> Config:
     fabric = FABRICS[int(rng.integers(len(FABRICS)))]
     if lean == "net":
         fabric = FABRICS[int(rng.integers(4))]
+    return gpu, gpn, nodes, fabric
+
+
+def draw_config(rng: np.random.Generator, lean: str, push: float) -> Config:
+    """A Job leaning towards the key ``lean`` (a key of ``graph.KEY_CLASS``), weakened by ``push`` >= 1."""
+    model = MODELS[_pick(rng, LEAN_MODELS[lean])] if rng.random() < 0.8 else MODELS[_pick(rng, list(MODELS))]
+    gpu, gpn, nodes, fabric = _cluster(rng, lean)
     precision = _pick(rng, ("amp",) * 7 + ("tf32", "tf32", "fp32"))
     storage = STORAGES[int(rng.integers(len(STORAGES)))]
     if lean == "io":
@@ -300,110 +304,6 @@ def lean_on(cfg: Config, lean: str, push: float, rng: np.random.Generator) -> Co
             nodes=1 if p > 2 else cfg.nodes,
         )
     raise ValueError(f"no lean {lean!r}")
-
-
-def rank_costs(cfg: Config) -> list[RankCosts]:
-    """Each representative rank's task costs (one per node, at most four)."""
-    m, g, b = cfg.model, cfg.gpu, cfg.batch
-    tensor = cfg.precision != "fp32" and not (cfg.precision == "tf32" and g.model.startswith(("Tesla", "NVIDIA L4")))
-    peak = g.tensor_tflops * (0.5 if cfg.precision == "tf32" else 1.0) if tensor else g.fp32_tflops
-    width = 2.0 if cfg.precision == "amp" else 4.0
-    # the power cap: a board at its enforced limit lowers its clock until it fits
-    demand_ratio = 0.9
-    cap_clock = min(1.0, (cfg.power_ratio / demand_ratio) ** 0.8)
-    hbm = g.hbm_gbs * 1e9 * cfg.hbm_eff
-    # host side
-    per_gpu_storage = cfg.storage.gbs * 1e9 * cfg.storage_share / cfg.gpus_per_node
-    read_bytes = b * m.sample_mb * 1e6 * (1 - cfg.cache_hit)
-    requests = read_bytes / (cfg.storage.request_mb * 1e6)
-    read_latency = cfg.storage.latency_s * math.sqrt(max(requests, 1.0)) if read_bytes > 0 else 0.0
-    read_xfer = read_bytes / per_gpu_storage
-    io_key = "io_local" if cfg.storage.local else "io_remote"
-    pcie = g.pcie_gbs * 1e9 * 0.85 / cfg.switch_share * (1.0 if cfg.pinned else cfg.pageable)
-    h2d = b * m.h2d_mb * 1e6 / pcie
-    stretch = cfg.mem_stretch
-    out = []
-    for node, clock in enumerate(cfg.clocks):
-        speed = cfg.cpu_factor(node)
-        decode = b * m.decode_ms * 1e-3 / speed
-        c = clock * cap_clock
-        flops = m.gflops * 1e9 * b * cfg.flop_scale
-        elem = m.elem_mb * 1e6 * b * width / 2.0 * cfg.elem_scale
-
-        def kernels(
-            scale: float, flops: float = flops, elem: float = elem, c: float = c
-        ) -> tuple[tuple[Kernel, ...], ...]:
-            runs = []
-            for _ in range(GROUPS):
-                f, e = flops * scale / GROUPS, elem * scale / GROUPS
-                n = m.kernels * scale / GROUPS
-                launch = cfg.launch_s * n
-                gemm = Kernel(
-                    f / (peak * 1e12 * cfg.gemm_eff * m.gemm_eff * c),
-                    f / 200.0 / hbm,
-                    launch / 3,
-                    launch / 3 * stretch * 0.3,
-                    tensor,
-                )
-                rest = Kernel(
-                    f * 0.02 / (g.fp32_tflops * 1e12 * c),
-                    e / hbm,
-                    launch * 2 / 3,
-                    launch * 2 / 3 * stretch * 0.3,
-                    False,
-                )
-                runs.append((gemm, rest))
-            return tuple(runs)
-
-        params = m.params_m * 1e6
-        opt = Kernel(params * 2 / (g.fp32_tflops * 1e12 * c), params * 28 / hbm, cfg.launch_s * 12, 0.0, False)
-        out.append(
-            RankCosts(
-                workers=cfg.workers,
-                depth=cfg.workers * cfg.prefetch,
-                read_latency=read_latency,
-                read_xfer=read_xfer,
-                io_key=io_key,
-                decode=decode,
-                decode_stretch=decode * stretch,
-                h2d=h2d,
-                h2d_stretch=0.0 if cfg.pinned else h2d * stretch * 0.5,
-                h2d_overlap=cfg.pinned and cfg.prefetcher,
-                forward=kernels(1.0),
-                backward=kernels(2.0),
-                allreduce=allreduce(cfg, width),
-                optimizer=opt,
-            )
-        )
-    return out
-
-
-def link_times(cfg: Config, nbytes: float) -> tuple[float, float, str]:
-    """Seconds a ring all-reduce of ``nbytes`` spends on the intra-node and inter-node links, and the intra link's key."""
-    p, gpn = cfg.ranks, cfg.gpus_per_node
-    if p <= 1:
-        return 0.0, 0.0, "pcie"
-    factor = 2.0 * (p - 1) / p * (1.5 if cfg.fsdp else 1.0)
-    nvlink = cfg.gpu.nvlink_gbs > 0
-    intra_bw = (cfg.gpu.nvlink_gbs if nvlink else cfg.gpu.pcie_gbs * 0.5) * 1e9 * cfg.link_eff
-    intra = factor * nbytes / intra_bw if gpn > 1 else 0.0
-    inter = factor * nbytes / (cfg.fabric.gbs * 1e9 * cfg.link_eff * cfg.net_share) if cfg.nodes > 1 else 0.0
-    return intra, inter, "nvlink" if nvlink else "pcie"
-
-
-def allreduce(cfg: Config, width: float) -> tuple[tuple[float, str, int], ...]:
-    """DDP buckets, one per backward layer group, ready after that group's last kernel run."""
-    if cfg.ranks <= 1:
-        return ()
-    grads = cfg.model.params_m * 1e6 * width
-    out = []
-    for i in range(GROUPS):
-        nbytes = grads / GROUPS
-        intra, inter, key = link_times(cfg, nbytes)
-        messages = max(1, math.ceil(nbytes / BUCKET_BYTES))
-        alpha = (cfg.fabric.alpha_s if cfg.nodes > 1 else 5e-6) * 2 * (cfg.ranks - 1) * messages
-        out.append((max(intra, inter) + alpha, "net" if inter > intra else key, i))
-    return tuple(out)
 
 
 LEANS: dict[Bottleneck, tuple[str, ...]] = {
