@@ -187,6 +187,9 @@ class _Run:
         self.h2d_of: list[list[int]] = [[] for _ in ranks]
         self.opt_of: list[list[int]] = [[] for _ in ranks]
         self.kinds: list[tuple[int, int, str]] = []  # (task, rank, kind) for the busy account
+        # every step runs the same kernels: their parts are worked out once
+        self.passes = [[_parts(group) for group in (*r.forward, *r.backward)] for r in ranks]
+        self.opt_parts = [r.optimizer.parts() for r in ranks]
 
     def _on(self, ri: int, deps: Sequence[int], parts: Parts, kind: str, floor: float = 0.0) -> int:
         task = self.t.add(deps, parts, self.drop, floor)
@@ -212,8 +215,8 @@ class _Run:
         self.copy_last[ri] = h2d
         self.h2d_of[ri].append(h2d)
         prev, done = h2d, []
-        for i, group in enumerate((*r.forward, *r.backward)):
-            prev = self._on(ri, (prev, self.compute_last[ri]), _parts(group), "compute")
+        for i, parts in enumerate(self.passes[ri]):
+            prev = self._on(ri, (prev, self.compute_last[ri]), parts, "compute")
             self.compute_last[ri] = prev
             if i >= len(r.forward):
                 done.append(prev)
@@ -226,8 +229,8 @@ class _Run:
             deps = [done[after] for done in bwd_done] + [self.comm_last]
             last_ar = self.comm_last = self.t.add(deps, ((key, seconds),), self.drop)
             self.kinds += [(last_ar, ri, "comm") for ri in range(len(self.ranks))]
-        for ri, r in enumerate(self.ranks):
-            opt = self._on(ri, (last_ar, self.compute_last[ri]), r.optimizer.parts(), "compute")
+        for ri in range(len(self.ranks)):
+            opt = self._on(ri, (last_ar, self.compute_last[ri]), self.opt_parts[ri], "compute")
             self.compute_last[ri] = opt
             self.opt_of[ri].append(opt)
 
@@ -272,18 +275,19 @@ def schedule(
     t1 = run.t.end[final]
     n = steps - warm
     critical = run.critical(final, t0, t1)
-    busy = [_busy(run.t, run.kinds, ri, ranks[ri], t0, t1, n) for ri in range(len(ranks))] if account else []
+    by_rank: list[list[tuple[int, str]]] = [[] for _ in ranks]
+    for task, ri, kind in run.kinds if account else ():
+        by_rank[ri].append((task, kind))
+    busy = [_busy(run.t, by_rank[ri], ranks[ri], t0, t1, n) for ri in range(len(ranks))] if account else []
     return Schedule(max(t1 - t0, 1e-12) / n, {k: v / n for k, v in critical.items()}, busy)
 
 
-def _busy(
-    t: _Tasks, kinds: list[tuple[int, int, str]], ri: int, r: RankCosts, t0: float, t1: float, n: int
-) -> dict[str, float]:
+def _busy(t: _Tasks, kinds: list[tuple[int, str]], r: RankCosts, t0: float, t1: float, n: int) -> dict[str, float]:
     """Seconds per step each of one rank's resources was busy inside [t0, t1]."""
     out = dict.fromkeys(("compute", "comm", "copy", "cpu", "ioread", "storage"), 0.0)
     gpu: list[tuple[float, float]] = []
-    for task, rank, kind in kinds:
-        if rank != ri:
+    for task, kind in kinds:
+        if t.end[task] <= t0:
             continue
         ov = _overlap(t.start[task], t.end[task], t0, t1)
         if ov <= 0:
