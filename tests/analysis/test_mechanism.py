@@ -157,7 +157,7 @@ def test_pageable_copies_on_a_fast_link_are_pcie_bound_across_nodes() -> None:
 
 
 def test_nearly_idle_nvlink_is_not_the_link_waited_on() -> None:
-    """Without the PCIe fields (DEV only), NVLink under the links veto's 5 % of its bandwidth does not
+    """Without the PCIe fields (DEV only), NVLink under XProf's 5 % of its bandwidth does not
     make an Interconnect verdict NVLink-bound: the unseen link is PCIe."""
     dev = row(nvlink_frac__mean=0.01, has_nvlink=1.0, n_nodes=1.0)
     assert decide_mechanism(B.INTERCONNECT, dev) is M.PCIE
