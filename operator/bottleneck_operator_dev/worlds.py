@@ -144,6 +144,12 @@ def _family_v() -> Any:
     return generate_family_v
 
 
+def _family_w() -> Any:
+    from bottleneck_operator_dev.familyw import generate_family_w
+
+    return generate_family_w
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -282,6 +288,12 @@ WORLDS: dict[str, World] = {
             _family_v,
             "the twenty-second family",
             "Family V, written blind while U was unread, each Job's training loop a closed queueing network of the batches in flight (storage, decode workers, swap, the host-to-device copy, roofline kernels, launches and the unhidden all-reduce) solved by exact Mean Value Analysis, labelled by the resource whose demand, halved for this Job alone, speeds it most, read once (a development world since).",
+        ),
+        World(
+            "W",
+            _family_w,
+            "the twenty-third family",
+            "Family W, written blind while V was unread, each Job a time-stepped stochastic fluid simulation of its input pipeline and training loop with finite buffers and back-pressure (shared bursty storage, a page cache under the cgroup's memory limit, loader workers under a CFS quota, a finite prefetch queue, the PCIe copy, roofline kernels and an all-reduce that synchronises the ranks), sampled as the exporters sample, labelled by the resource whose capacity, doubled for this Job alone, raises its steps per second most, read once (a development world since).",
         ),
     )
 }
