@@ -40,8 +40,8 @@ class Reads:
             and the step account read this one: the GPUs may have been idle as much as it leaves, so a
             stage is ruled out, and an "at most" speed-up bounded, only by what every reading allows.
         dram: DRAM_ACTIVE, the share of cycles the HBM interface is busy.
-        links: link name -> bytes over its capacity (the busier direction).
-        links_unread: links the Job may use whose bytes no exporter provided.
+        links: link name -> bytes over its capacity (the busier direction), for the links whose bytes
+            were read: the bandwidth term of a transfer's time, the headroom's Interconnect wait.
         io_wait, cpu_wait, mem_wait: the pod's PSI "some" shares (time some task waited).
         throttled: share of CFS periods throttled (the pod's cgroup, else cAdvisor's).
         procs_busy: trainer processes each using a full core (the collector's count).
@@ -53,7 +53,6 @@ class Reads:
     busy_low: float | None = None
     dram: float | None = None
     links: dict[str, float] = field(default_factory=dict)
-    links_unread: tuple[str, ...] = ()
     io_wait: float | None = None
     cpu_wait: float | None = None
     mem_wait: float | None = None
@@ -110,12 +109,11 @@ def read_window(window: JobWindow, phases: Phases) -> Reads:
 
     util = m("gpu_util")
     gr = m("gr_engine_active")
-    links, unread = _links(window, t)
+    links = _links(window, t)
     return Reads(
         busy_low=_both(util, gr, min),
         dram=m("dram_active"),
         links=links,
-        links_unread=unread,
         io_wait=m("sc_psi_io_some"),
         cpu_wait=m("sc_psi_cpu_some"),
         mem_wait=m("sc_psi_mem_some"),
@@ -130,16 +128,13 @@ def read_window(window: JobWindow, phases: Phases) -> Reads:
     )
 
 
-def _links(window: JobWindow, t: np.ndarray) -> tuple[dict[str, float], tuple[str, ...]]:
-    """Each link the Job may use, as bytes over capacity; the ones it may use that were not read."""
+def _links(window: JobWindow, t: np.ndarray) -> dict[str, float]:
+    """Each link the Job may use whose bytes were read, as bytes over capacity."""
     links: dict[str, float] = {}
-    unread: list[str] = []
     pods = window.pods
     spec = spec_for(pods[0].gpu_model if pods else None)
     rx, tx = _mean(window, "pcie_rx_bps", t), _mean(window, "pcie_tx_bps", t)
-    if rx is None or tx is None:
-        unread.append("PCIe")
-    else:
+    if rx is not None and tx is not None:
         links["PCIe"] = max(rx, tx) / spec.pcie_bps
     multi_gpu = sum(p.gpu_count for p in pods) > 1
     if multi_gpu and spec.nvlink_bps > 0:
@@ -148,20 +143,15 @@ def _links(window: JobWindow, t: np.ndarray) -> tuple[dict[str, float], tuple[st
             _sum(_mean(window, "nvlink_rx_bps", t), _mean(window, "nvlink_tx_bps", t)),
             max,
         )
-        if total is None:
-            unread.append("NVLink")
-        else:
+        if total is not None:
             links["NVLink"] = total / spec.nvlink_bps
     if len({p.node for p in pods}) > 1:
         # a NIC's rate is not exported, and a shaped or shared link runs far below any card's: the
-        # Ethernet path between nodes has no known capacity, so it can never show the links idle
-        unread.append("Ethernet (capacity unknown)")
+        # Ethernet path between nodes has no known capacity, so only the RDMA ports are read against one
         ib = _both(_mean(window, "ib_rx_bps", t, per_node=True), _mean(window, "ib_tx_bps", t, per_node=True), max)
-        if ib is None:
-            unread.append("InfiniBand")
-        else:
+        if ib is not None:
             links["InfiniBand"] = ib / INFINIBAND_BPS
-    return links, tuple(unread)
+    return links
 
 
 def _sum(a: float | None, b: float | None) -> float | None:
