@@ -128,8 +128,9 @@ def _interconnect(x: FloatArray, _r: Reads) -> Mechanism:
     nodes = _f(x, Extra.N_NODES.key) or 1.0
     if nodes > 1 or exchanges_over_network(lambda n: value(x, n)):
         return Mechanism.NETWORK
-    # NVLink carrying at least the PCIe share and XProf's 5 % of its bandwidth: under that it
-    # cannot bound the step, and the link waited on is PCIe, seen or not (DEV fields carry no PCIe bytes)
+    # NVLink carrying at least the PCIe share and XProf's 5 % of its bandwidth: under that its bytes do
+    # not show it waited on (they bound the bandwidth term only, so a latency-bound all-reduce over
+    # NVLink is named PCIe here), and the link named is PCIe, seen or not (DEV fields carry no PCIe bytes)
     if nvlink is not None and (_f(x, Extra.HAS_NVLINK.key) or 0.0) > 0 and nvlink >= max(rx or 0.0, WAITED_ON):
         return Mechanism.NVLINK
     return Mechanism.PCIE
