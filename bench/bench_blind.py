@@ -1,21 +1,21 @@
 """The blind family: the figure the README leads with.
 
-Family W (``bottleneck_operator_dev.familyw``) is the blind figure now. It was written while family V
+Family X (``bottleneck_operator_dev.familyx``) is the blind figure now. It was written while family W
 was unread, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familyw.md says what its author saw), and it is read once, after the class path was frozen
+(docs/familyx.md says what its author saw), and it is read once, after the class path was frozen
 (docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
 (``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
-Job of W is analysed as a user would read it: the verdict's class, an Unknown counted as an
+Job of X is analysed as a user would read it: the verdict's class, an Unknown counted as an
 abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
 calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
 seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
-wrong verdicts fall by W's own mechanism. W is also scored by a model with the development worlds G
-and J-V beside the shipped worlds (each read once blind, none joined, docs/scenarios.md: this says what
+wrong verdicts fall by X's own mechanism. X is also scored by a model with the development worlds G
+and J-W beside the shipped worlds (each read once blind, none joined, docs/scenarios.md: this says what
 they would have been worth).
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-V,
-each read once blind before W (docs/analysis.md), are fourteen development worlds (G and J-V) and two
-training worlds (H, I). W is read once, after the twenty-first freeze (docs/analysis.md says when), and is
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-W,
+each read once blind before X (docs/analysis.md), are fifteen development worlds (G and J-W) and two
+training worlds (H, I). X is read once, after the twenty-second freeze (docs/analysis.md says when), and is
 spent then: these lines reprint that reading, until a family stored unread takes its place after the
 next freeze.
 """
@@ -36,23 +36,23 @@ TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
-# The recipes as they stand when W is read (docs/analysis.md): the shipped recipe (the simulator beside
-# ``train``'s default worlds) and the shipped one with G and J-V beside it.
-SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at W's reading
-# None of the development worlds joined (docs/scenarios.md); W says what they are worth.
-WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V"]
+# The recipes as they stand when X is read (docs/analysis.md): the shipped recipe (the simulator beside
+# ``train``'s default worlds) and the shipped one with G and J-W beside it.
+SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at X's reading
+# None of the development worlds joined (docs/scenarios.md); X says what they are worth.
+WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W"]
 RECIPES = (SHIPPED, WITH_DEV)  # the shipped recipe first: the blind figure
-BLIND = "W"
+BLIND = "X"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_w(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the twenty-first blind family, written while V was unread.
+def family_x(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the twenty-second blind family, written while W was unread.
 
-    W's Jobs carry tags that name their variety: only the windows and labels are scored."""
-    from bottleneck_operator_dev.familyw import generate_family_w
+    X's Jobs carry tags that name their variety: only the windows and labels are scored."""
+    from bottleneck_operator_dev.familyx import generate_family_x
 
-    jobs = generate_family_w(seed, n, start=START)
+    jobs = generate_family_x(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
 
 
@@ -85,16 +85,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> W (the blind figure), the recipe with G and J-V beside it, and
-    the shipped recipe's wrong verdicts by W's mechanism."""
+    """One seed: the shipped recipe -> X (the blind figure), the recipe with G and J-W beside it, and
+    the shipped recipe's wrong verdicts by X's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = training_sets(seed, size, WITH_DEV)
-    windows, labels, mechanisms = family_w(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_x(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # W is never trained on
+    # X is never trained on
     for rest in RECIPES:
         verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
         out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
@@ -104,7 +104,7 @@ def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
 
 
 def _misread(verdicts: Sequence[Any], labels: Sequence[str], mechanisms: Sequence[str]) -> list[str]:
-    """Per true class and W's mechanism: Jobs, and what those not read right were read as."""
+    """Per true class and X's mechanism: Jobs, and what those not read right were read as."""
     from collections import Counter
 
     groups: dict[tuple[str, str], Counter[str]] = {}
