@@ -69,6 +69,8 @@ SIGNAL_LABELS: Final[dict[str, str]] = {
     "sc_cpu_cores": "CPU used by the pod",
     "sc_throttled_frac": "pod CPU throttled periods",
     "sc_io_read_bps": "pod storage reads",
+    "sc_net_rx_bps": "pod network received",
+    "sc_net_tx_bps": "pod network sent",
     "sc_majfault_ps": "pod major page faults",
     "sc_swapin_ps": "pod pages swapped in",
     "sc_oom_kills": "pod out-of-memory kills",

@@ -40,6 +40,8 @@ class Family(StrEnum):
     NODE_PSI = "node_psi"  # node-exporter pressure (kernel >= 4.20)
     NODE_IB = "node_ib"  # node-exporter infiniband collector: RDMA traffic (InfiniBand, RoCE) netdev never sees
     SIDECAR = "sidecar"  # the collector injected into the pod
+    # the pod's own network bytes: older collectors, and the project's recordings, lack them
+    SIDECAR_NET = "sidecar_net"
     # An alias, not a member (iterating Family never yields it): dcgm-exporter as a whole.
     DCGM = "dcgm_dev"
 

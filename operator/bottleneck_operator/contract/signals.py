@@ -312,6 +312,21 @@ _SPECS: tuple[SignalSpec, ...] = (
     SignalSpec(
         "sc_procs_busy", F.SIDECAR, "procs", "trainer processes using 0.9 of a core or more", (f"{S}busy_processes",)
     ),
+    # The pod's own network bytes: its containers share one network namespace, whose interfaces
+    # (/proc/net/dev, lo left out) carry what the pod sends and receives over the kernel's stack, and
+    # only that: a neighbour's traffic is not in them, nor RDMA (InfiniBand, RoCE), which bypasses the
+    # stack. node_net_* count the whole node.
+    *(
+        SignalSpec(
+            f"sc_net_{way}_bps",
+            F.SIDECAR_NET,
+            "B/s",
+            f"rate of {S}network_{word}_bytes_total: bytes the pod's own interfaces {done}, lo left out",
+            (f"{S}network_{word}_bytes_total",),
+            C,
+        )
+        for way, word, done in (("rx", "receive", "received"), ("tx", "transmit", "sent"))
+    ),
     # --- context: reported beside the verdict, never a feature of the model (its schema is fixed)
     SignalSpec(
         "xid_code",
