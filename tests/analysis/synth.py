@@ -79,6 +79,8 @@ CALM: dict[str, float] = {
     "ib_tx_bps": 0.0,
     "sc_swapin_ps": 0.0,
     "sc_oom_kills": 0.0,
+    "sc_net_rx_bps": 0.08 * GB,
+    "sc_net_tx_bps": 0.04 * GB,
 }
 
 SIGNATURE: dict[Bottleneck, dict[str, float]] = {
@@ -122,6 +124,8 @@ SIGNATURE: dict[Bottleneck, dict[str, float]] = {
         "tensor_active": 0.12,
         "node_net_rx_bps": 11 * GB,
         "node_net_tx_bps": 11 * GB,
+        "sc_net_rx_bps": 10 * GB,
+        "sc_net_tx_bps": 10 * GB,
         "nvlink_total_bps": 200 * GB,
         "nvlink_tx_bps": 200 * GB,
         "nvlink_rx_bps": 200 * GB,

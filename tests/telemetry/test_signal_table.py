@@ -29,8 +29,9 @@ from bottleneck_operator.telemetry.plan import catalog
 from bottleneck_operator_dev.simulation import dcgm
 
 GOLDEN = Path(__file__).parent / "data" / "catalog_queries.json"
-# Signals added after the golden was written are context signals (outside the model's inputs).
-ADDED = set(CONTEXT_SIGNALS)
+# Signals added after the golden was written: context signals (outside the model's inputs) and the
+# pod's own network bytes, whose plain read is checked below like any other.
+ADDED = set(CONTEXT_SIGNALS) | set(signals_of(Family.SIDECAR_NET))
 
 
 def test_every_query_is_the_one_written_by_hand_before() -> None:
@@ -64,7 +65,7 @@ def test_each_signal_is_read_by_its_derived_query_unless_declared_special() -> N
 
 def test_one_enum_names_families_and_their_exporters() -> None:
     assert Family.DCGM is Family.DCGM_DEV and Family.DCGM not in set(Family) - {Family.DCGM_DEV}
-    assert len(list(Family)) == 13  # the alias adds no family (reports list the missing ones)
+    assert len(list(Family)) == 14  # the alias adds no family (reports list the missing ones)
     assert list(EXPORTERS) == ["dcgm", "cadvisor", "ksm", "node", "sidecar"]
     for family in Family:
         exporter = family.exporter
@@ -72,8 +73,19 @@ def test_one_enum_names_families_and_their_exporters() -> None:
         assert family.exporter_name == exporter.exporter_name and family.layout is exporter.layout
     assert Family.DCGM_PROF_SM.exporter is Family.DCGM and Family.NODE_PSI.exporter is Family.NODE
     assert Family.DCGM.layout is Layout.GPU and Family.CADVISOR_CFS.layout is Layout.CONTAINER
+    assert Family.SIDECAR_NET.exporter is Family.SIDECAR and Family.SIDECAR_NET.layout is Layout.POD
     assert sum(len(signals_of(f, context=True)) for f in Family) == len(SIGNALS)
     assert sum(len(signals_of(f)) for f in Family) == len(SIGNAL_NAMES)
+
+
+def test_the_pods_own_network_bytes_are_a_plain_rate_of_the_collectors_counters() -> None:
+    ctx = contexts()["exported-join"]
+    for signal, metric in (
+        ("sc_net_rx_bps", "bottleneck_sidecar_network_receive_bytes_total"),
+        ("sc_net_tx_bps", "bottleneck_sidecar_network_transmit_bytes_total"),
+    ):
+        query = catalog.ENTRIES[signal].build(ctx)
+        assert query.startswith("max by (namespace, pod) (rate(" + metric + "{"), query
 
 
 def test_a_counter_per_gpu_has_no_plain_read() -> None:

@@ -90,6 +90,17 @@ def test_host_pid_pods_get_no_shared_namespace_and_no_process_reading() -> None:
     kubernetes_validate.validate(mutated, "1.29", strict=True)
 
 
+def test_host_network_pods_get_no_network_count() -> None:
+    """On the node's network namespace the collector would count every pod's bytes as the pod's own."""
+    job = make_job(PROFILED)
+    assert "--no-network" not in _sidecar(inject(job, Settings().injection))["args"]
+    job["spec"]["template"]["spec"]["hostNetwork"] = True
+    mutated = inject(job, Settings().injection)
+    assert mutated is not None
+    assert "--no-network" in _sidecar(mutated)["args"]
+    kubernetes_validate.validate(mutated, "1.29", strict=True)
+
+
 def test_share_process_namespace_can_be_turned_off_per_operator() -> None:
     mutated = inject(make_job(PROFILED), Settings(sidecar_share_process_namespace=False).injection)
     assert mutated is not None

@@ -39,6 +39,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--cgroup-path", type=Path, help="the pod's cgroup directory (skips the search by POD_UID)")
     parser.add_argument("--proc-root", type=Path, default=Path("/proc"), help="the proc file system (default /proc)")
     parser.add_argument("--no-processes", action="store_true", help="do not read process states")
+    parser.add_argument(
+        "--no-network",
+        action="store_true",
+        help="do not count the pod's network bytes (for a pod on the node's network namespace, hostNetwork)",
+    )
     parser.add_argument("--no-gpu", action="store_true", help="do not try NVML")
     parser.add_argument("--once", action="store_true", help="print one reading in the Prometheus text format and exit")
     parser.set_defaults(func=main)
@@ -65,6 +70,7 @@ def main(args: argparse.Namespace) -> int:
         proc_root=args.proc_root,
         cgroup_path=args.cgroup_path,
         processes=not args.no_processes,
+        network=not args.no_network,
         gpu=not args.no_gpu,
     )
     if args.once:

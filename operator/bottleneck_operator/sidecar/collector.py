@@ -67,6 +67,8 @@ class SnapshotCollector(Collector):
             yield procs
         doc = "Workload processes that used at least 0.9 of a CPU core since the previous reading."
         yield from filter(None, [self._gauge("busy_processes", doc, snap.busy_processes)])
+        if snap.network is not None:
+            yield from filter(None, self._network_metrics(snap))
         if snap.gpus:
             yield from self._gpu_metrics(snap.gpus)
         info = GaugeMetricFamily(
@@ -137,6 +139,21 @@ class SnapshotCollector(Collector):
                 "memory_oom_kills",
                 "Processes killed by the OOM killer (memory.events oom_kill).",
                 _f(snap.memory_events.get("oom_kill")),
+            ),
+        ]
+
+    def _network_metrics(self, snap: Snapshot) -> list[Metric | None]:
+        net = snap.network
+        return [
+            self._counter(
+                "network_receive_bytes",
+                "Bytes the pod's own interfaces received (/proc/net/dev of its network namespace, lo left out).",
+                None if net is None else float(net.received),
+            ),
+            self._counter(
+                "network_transmit_bytes",
+                "Bytes the pod's own interfaces sent (/proc/net/dev of its network namespace, lo left out).",
+                None if net is None else float(net.sent),
             ),
         ]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bottleneck_operator.sidecar import cgroup
 from bottleneck_operator.sidecar.gpu import GpuReading, Nvml
+from bottleneck_operator.sidecar.netdev import NetBytes, parse_net_dev
 from bottleneck_operator.sidecar.procs import BusyTracker, ProcessCounts, count_states
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class Snapshot:
     memory_events: dict[str, int] = field(default_factory=dict)
     processes: ProcessCounts | None = None
     busy_processes: int | None = None  # processes at a full core since the previous reading
+    network: NetBytes | None = None  # the pod's own interfaces (its network namespace), loopback left out
     gpus: list[GpuReading] = field(default_factory=list)
     taken_at: float = 0.0
 
@@ -94,6 +96,7 @@ class Reader:
         identity: pod labels and UID.
         cgroup_path: the pod's cgroup directory, skipping the search (tests, unusual layouts).
         processes: read process states (off when the pod shares the host's PID namespace).
+        network: count the pod's network bytes (off when the pod shares the node's network namespace).
         nvml: the NVML reader, or None to skip GPUs.
         clock: monotonic clock (for the rediscovery back-off).
     """
@@ -106,6 +109,7 @@ class Reader:
         identity: Identity | None = None,
         cgroup_path: Path | None = None,
         processes: bool = True,
+        network: bool = True,
         nvml: Nvml | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -113,6 +117,7 @@ class Reader:
         self.proc_root = proc_root
         self.identity = identity or Identity.from_env()
         self.processes = processes
+        self.network = network
         self.nvml = nvml
         self._clock = clock
         self._fixed_path = cgroup_path
@@ -200,6 +205,10 @@ class Reader:
                     "no other process visible in %s (shareProcessNamespace off?): process states are absent",
                     self.proc_root,
                 )
+        if self.network:
+            net = self._parse(self.proc_root / "net", "dev", parse_net_dev)
+            if isinstance(net, NetBytes):
+                snap.network = net
         if self.nvml is not None:
             snap.gpus = self.nvml.read()
         if snap.cpu or snap.pressure or snap.memory_current is not None or snap.io:

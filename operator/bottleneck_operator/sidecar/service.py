@@ -37,6 +37,7 @@ class CollectorOptions:
     proc_root: Path = Path("/proc")
     cgroup_path: Path | None = None
     processes: bool = True
+    network: bool = True
     gpu: bool = True
 
 
@@ -59,6 +60,7 @@ def build(
         identity=identity,
         cgroup_path=options.cgroup_path,
         processes=options.processes,
+        network=options.network,
         nvml=Nvml(enabled=options.gpu),
     )
     collector = SnapshotCollector(identity)

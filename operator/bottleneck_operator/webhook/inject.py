@@ -45,13 +45,17 @@ def wants_injection(job: Mapping[str, Any]) -> bool:
     return isinstance(meta, Mapping) and wants_collector(meta)
 
 
-def collector_container(settings: InjectionSettings, *, host_cgroup: bool, processes: bool) -> dict[str, Any]:
+def collector_container(
+    settings: InjectionSettings, *, host_cgroup: bool, processes: bool, network: bool = True
+) -> dict[str, Any]:
     """The collector as a native sidecar (an init container with ``restartPolicy: Always``).
 
     Args:
         settings: image, port, period and resources.
         host_cgroup: mount the node's cgroup file system (read-only) and read the pod's cgroup there.
         processes: read process states (off when the pod shares the host's PID namespace).
+        network: count the pod's network bytes (off when the pod shares the node's network namespace:
+            there the count would be the node's, neighbours included).
 
     Returns:
         The container spec.
@@ -61,6 +65,8 @@ def collector_container(settings: InjectionSettings, *, host_cgroup: bool, proce
         args += ["--cgroup-root", CGROUP_MOUNT]
     if not processes:
         args.append("--no-processes")
+    if not network:
+        args.append("--no-network")
     container: dict[str, Any] = {
         "name": CONTAINER_NAME,
         "image": settings.sidecar_image,
@@ -177,7 +183,9 @@ def inject_template(
 
     mutated = copy.deepcopy(dict(template))
     pod_out = mutated["spec"]
-    collector = collector_container(settings, host_cgroup=host_cgroup, processes=not host_pid)
+    collector = collector_container(
+        settings, host_cgroup=host_cgroup, processes=not host_pid, network=pod.get("hostNetwork") is not True
+    )
     if _guaranteed(everyone):
         # Requests below limits would demote the pod from Guaranteed to Burstable QoS (and, with the
         # static CPU manager, cost the trainer its exclusive cores): ask for the limits outright.
