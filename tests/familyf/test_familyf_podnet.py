@@ -97,7 +97,9 @@ def test_a_neighbour_raises_the_node_and_not_the_pod(jobs: list[FamilyFJob]) -> 
         out = []
         for j in jobs:
             for p in j.window.pods:
-                if (p.co_located_pods > 0) is shared and all(n in p.signals for n in ("sc_net_tx_bps", "node_net_tx_bps")):
+                if (p.co_located_pods > 0) is shared and all(
+                    n in p.signals for n in ("sc_net_tx_bps", "node_net_tx_bps")
+                ):
                     out.append(float(np.nanmean(p.signals["node_net_tx_bps"]) - np.nanmean(p.signals["sc_net_tx_bps"])))
         return out
 
