@@ -169,6 +169,12 @@ def _sidecar(s: Scrapes, rng: np.random.Generator, pod: Signals, d: Design) -> S
     return out
 
 
+def _sidecar_net(s: Scrapes, net_rng: np.random.Generator, node: Signals) -> Signals:
+    """The pod's own network bytes, counted in its namespace by the same sidecar (same scrapes)."""
+    own = {"sc_net_rx_bps": node["own_net_rx"], "sc_net_tx_bps": node["own_net_tx"]}
+    return _counters(s, net_rng, own)
+
+
 def _oom(rng: np.random.Generator, d: Design, pod: Signals, grid: Grid) -> list[str]:
     """A loader worker OOM-killed in some memory-pressured jobs without swap (the kernel's last resort)."""
     if d.mechanism is not Mechanism.HOST_MEMORY_PRESSURE or d.swap != "none" or rng.random() >= 0.3:
@@ -179,9 +185,13 @@ def _oom(rng: np.random.Generator, d: Design, pod: Signals, grid: Grid) -> list[
 
 
 def read_exporters(
-    rng: np.random.Generator, d: Design, watch: Watch, at: FloatArray, step: float
+    rng: np.random.Generator, d: Design, watch: Watch, at: FloatArray, step: float, net_rng: np.random.Generator
 ) -> tuple[Signals, list[str]]:
-    """Every signal the watch exports for the job's pods, on the window's timestamps."""
+    """Every signal the watch exports for the job's pods, on the window's timestamps.
+
+    ``net_rng`` draws what the pod's own network counters add (their origins), apart from ``rng`` so
+    that no other signal's draws move.
+    """
     lead = max(rate_range(step, si) for si in watch.interval.values()) + 60.0
     dt = min(5.0, step)
     grid = Grid(float(at[0]) - lead, dt, int(np.ceil((at[-1] - at[0] + lead) / dt)) + 2)
@@ -195,7 +205,7 @@ def read_exporters(
         "cadvisor": lambda s: _cadvisor(s, rng, pod, watch),
         "ksm": lambda s: {"cpu_limit_cores": s.gauge(np.full_like(active, d.cpu_limit or np.nan))},
         "node": lambda s: _node(s, rng, node),
-        "sidecar": lambda s: _sidecar(s, rng, pod, d),
+        "sidecar": lambda s: {**_sidecar(s, rng, pod, d), **_sidecar_net(s, net_rng, node)},
     }
     out: Signals = {}
     for exporter, read in readers.items():
@@ -208,8 +218,12 @@ def read_exporters(
 
 
 def _keep(signals: Signals, d: Design, watch: Watch) -> Signals:
-    """Only the signals of the families the watch exports (and a memory limit only where one is read)."""
-    kept = {k: v for k, v in signals.items() if k in SIGNALS and SIGNALS[k].family in watch.families}
+    """Only the signals of the families the watch exports (and a memory limit only where one is read).
+
+    The pod's network bytes come with the sidecar: where it runs, it counts them.
+    """
+    families = watch.families | ({Family.SIDECAR_NET} if Family.SIDECAR in watch.families else set())
+    kept = {k: v for k, v in signals.items() if k in SIGNALS and SIGNALS[k].family in families}
     kept.pop("cpu_limit_cores", None) if d.cpu_limit is None else None
     if d.mem_limit is not None and (Family.KSM in watch.families or Family.SIDECAR in watch.families):
         kept["mem_limit_bytes"] = np.where(np.isfinite(signals["mem_working_set_bytes"]), d.mem_limit, np.nan)

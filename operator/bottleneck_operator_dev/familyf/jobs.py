@@ -104,7 +104,8 @@ def family_f_job(seed: int, i: int, target: Bottleneck, *, start: float, step: f
     samples = int(rng.integers(20, 121))
     at = start + step * np.arange(samples, dtype=np.float64)
     watch = draw_watch(rng, design, start, float(at[-1]))
-    signals, extra = read_exporters(rng, design, watch, at, step)
+    # the pod's own network counters draw from a generator of their own: the other signals keep their draws
+    signals, extra = read_exporters(rng, design, watch, at, step, np.random.default_rng((seed, i, 0x4E7)))
     namespace = _NAMESPACES[int(rng.integers(len(_NAMESPACES)))]
     name = f"{_PREFIX[design.workload]}-{int(rng.integers(16**6)):06x}"
     pods = _pods(design, signals, name, rng)

@@ -57,11 +57,18 @@ def _fabric(d: Design, rng: np.random.Generator, a: FloatArray) -> tuple[FloatAr
 def node_truth(
     d: Design, pod: dict[str, FloatArray], nb: dict[str, FloatArray], a: FloatArray, rng: np.random.Generator
 ) -> dict[str, FloatArray]:
-    """Node-exporter's view of each pod's node, shape (pods, grid)."""
+    """Node-exporter's view of each pod's node, shape (pods, grid).
+
+    Also the pod's own part of the node's network bytes (``own_net_rx``, ``own_net_tx``): what the
+    sidecar counts in the pod's network namespace.
+    """
     tcp, rdma = _fabric(d, rng, a)
     remote_rx = pod["read"] if d.storage.via_network else 0.0 * a
     rx = tcp + remote_rx + nb["net"]
     tx = tcp + nb["net"] * rng.uniform(0.3, 1.0)
+    # the pod's own namespace: its sockets' collectives and control traffic and its network-storage
+    # reads; not the neighbours' bytes, nor collectives that go over RDMA ports
+    own = {"own_net_rx": tcp + remote_rx, "own_net_tx": tcp}
     disk = (pod["read"] if d.storage.block else 0.0 * a) + nb["disk"]
     device_bps = (
         rng.uniform(2e9, 7e9)
@@ -95,4 +102,5 @@ def node_truth(
     )
     out["node_psi_io_full"] = out["node_psi_io_some"] * rng.uniform(0.2, 0.6)
     out["node_psi_mem_full"] = out["node_psi_mem_some"] * rng.uniform(0.3, 0.8)
+    out.update(own)
     return out

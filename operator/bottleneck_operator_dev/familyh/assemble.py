@@ -49,6 +49,7 @@ NODE_COUNTERS = (
 NODE_PSI = ("node_psi_cpu_some", "node_psi_io_some", "node_psi_io_full", "node_psi_mem_some", "node_psi_mem_full")
 SC_PSI = ("sc_psi_cpu_some", "sc_psi_io_some", "sc_psi_io_full", "sc_psi_mem_some", "sc_psi_mem_full")
 SC_COUNTERS = ("sc_cpu_cores", "sc_io_read_bps", "sc_majfault_ps", "sc_swapin_ps", "sc_oom_kills")
+SC_NET = ("sc_net_rx_bps", "sc_net_tx_bps")
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,9 @@ def _ratio(num: Array, den: Array) -> Array:
         return np.where(den > 0, np.clip(num / den, 0.0, 1.0), np.nan)
 
 
-def _host(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int, step: float) -> dict[str, Array]:
+def _host(
+    rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int, step: float, net_rng: Rng
+) -> dict[str, Array]:
     out: dict[str, Array] = {}
     fams, start = cl.families, float(src.at[0])
     restart: tuple[float, ...] = ()
@@ -152,6 +155,9 @@ def _host(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int,
             got["sc_throttled_frac"] = _ratio(got.pop("cfs_throttled"), got.pop("cfs_periods"))
         out.update(got)
         out.update(_gauge_block(src, sc, ("sc_procs_running", "sc_procs_iowait", "sc_procs_busy"), p))
+        # the pod's own network bytes: the same sidecar and scrapes; their counters' earlier totals
+        # come from ``net_rng`` so that no other signal's draws move
+        out.update(_counter_block(net_rng, src, sc, SC_NET, p))
     return out
 
 
@@ -179,14 +185,22 @@ def _node(rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int,
 
 
 def pod_window(
-    rng: Rng, d: Draft, cl: Cluster, acc: Accidents, src: Sources, p: int, names: tuple[str, str], step: float
+    rng: Rng,
+    d: Draft,
+    cl: Cluster,
+    acc: Accidents,
+    src: Sources,
+    p: int,
+    names: tuple[str, str],
+    step: float,
+    net_rng: Rng,
 ) -> PodWindow:
-    """One pod's :class:`PodWindow` (``names``: the pod's and its node's)."""
+    """One pod's :class:`PodWindow` (``names``: the pod's and its node's; ``net_rng``: the pod network counters' draws)."""
     signals: dict[str, Array] = {}
     has_dcgm = Family.DCGM_DEV in cl.families
     if has_dcgm:
         signals.update(_gpu(rng, d, cl, src, _scrapes(rng, src, cl, acc, "dcgm", p, step), p))
-    signals.update(_host(rng, d, cl, acc, src, p, step))
+    signals.update(_host(rng, d, cl, acc, src, p, step, net_rng))
     # rate() extrapolates to the range's edges, which can carry a seconds-per-second counter a little
     # past 1; a share of time cannot exceed it
     for name, values in signals.items():

@@ -62,7 +62,11 @@ def _fabric(d: Draft, tl: Timeline) -> tuple[Array, Array]:
 def node_signals(
     rng: Rng, d: Draft, cl: Cluster, acc: Accidents, tl: Timeline, pod: dict[str, Array]
 ) -> tuple[dict[str, Array], dict[str, Array]]:
-    """The node's counters' rates (``mode_*`` for node_cpu_seconds_total) and gauges (pods, T)."""
+    """The node's counters' rates (``mode_*`` for node_cpu_seconds_total) and gauges (pods, T).
+
+    The rates also hold the pod's own part of the node's netdev bytes (``sc_net_rx_bps``,
+    ``sc_net_tx_bps``), which the sidecar counts in the pod's network namespace.
+    """
     n = tl.t.size
     nb = _neighbours(rng, d, acc, n)
     rdma, tcp = _fabric(d, tl)
@@ -93,6 +97,13 @@ def node_signals(
         "ib_rx_bps": rdma + lustre + 2e4 + 0.0 * busy,
         "ib_tx_bps": rdma + 2e4 + 0.0 * busy,
     }
+    # the pod's own namespace (the sidecar's count): its network-storage reads, its collectives over
+    # sockets and its checkpoint uploads; not the neighbours' or daemons' bytes, nor anything over RDMA
+    own = np.zeros_like(pod["_net_storage"])
+    rates["sc_net_rx_bps"] = own + pod["_net_storage"] + tcp
+    rates["sc_net_tx_bps"] = (
+        own + tcp + 0.02 * pod["_net_storage"] + tl.pause * (2e8 if d.storage.kind == "object-store" else 0.0)
+    )
     some = {k: pod[f"sc_psi_{k}"] for k in ("cpu_some", "io_some", "io_full", "mem_some", "mem_full")}
     contention = np.clip((busy / cpus - 0.85) / 0.15, 0.0, 1.0) * 0.8
     rates["node_psi_cpu_some"] = 1 - (1 - some["cpu_some"] * 0.7) * (1 - nb["cpu_psi"]) * (1 - contention)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bottleneck_operator.contract.signals import SIGNALS, Kind
+from bottleneck_operator.contract.signals import SIGNALS, Family, Kind
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 from bottleneck_operator.contract.window import (
     DataQuality,
@@ -81,12 +81,21 @@ def generate_family_i(seed: int, n: int, *, start: float, step: float = 30.0) ->
     if n < 0 or step <= 0:
         raise ValueError(f"need n >= 0 and step > 0, got n={n}, step={step}")
     return [
-        _job(np.random.default_rng([seed, i]), i, target, memory, start, step)
+        # the pod's own network counters draw from a generator of their own: the other signals keep their draws
+        _job(np.random.default_rng([seed, i]), i, target, memory, start, step, np.random.default_rng([seed, i, 0x4E7]))
         for i, (target, memory) in enumerate(class_order(seed, n))
     ]
 
 
-def _job(rng: np.random.Generator, i: int, target: Bottleneck, memory: str, start: float, step: float) -> FamilyIJob:
+def _job(
+    rng: np.random.Generator,
+    i: int,
+    target: Bottleneck,
+    memory: str,
+    start: float,
+    step: float,
+    net_rng: np.random.Generator,
+) -> FamilyIJob:
     d = draft(rng, target, memory or Mechanism.HBM_BANDWIDTH.value)
     samples = int(rng.integers(20, 121))
     grid = start + step * np.arange(samples, dtype=np.float64)
@@ -103,7 +112,7 @@ def _job(rng: np.random.Generator, i: int, target: Bottleneck, memory: str, star
     levels.update(host_levels(rng, d.plan, d.stages, mem, d.cores_eff))
     name = f"train-{i:04d}-{int(rng.integers(0x1000, 0xFFFF)):04x}"
     namespace = NAMESPACES[int(rng.integers(len(NAMESPACES)))]
-    pods = _pods(rng, name, d, stack, levels, grid)
+    pods = _pods(rng, name, d, stack, levels, grid, net_rng)
     families, coverage = families_and_coverage(pods)
     quality = DataQuality(families=families, coverage=coverage, scrape_interval=d.plan.scrape["dcgm"])
     window = JobWindow(namespace, name, start, float(grid[-1]), step, grid, pods, quality)
@@ -112,7 +121,13 @@ def _job(rng: np.random.Generator, i: int, target: Bottleneck, memory: str, star
 
 
 def _pods(
-    rng: np.random.Generator, name: str, d: Draft, stack: Stack, levels: dict[str, Level], grid: FloatArray
+    rng: np.random.Generator,
+    name: str,
+    d: Draft,
+    stack: Stack,
+    levels: dict[str, Level],
+    grid: FloatArray,
+    net_rng: np.random.Generator,
 ) -> tuple[PodWindow, ...]:
     names: list[str] = []
     rows: list[FloatArray] = []
@@ -125,6 +140,12 @@ def _pods(
         collect = d.plan.dcgm_collect if exporter == "dcgm" else 0.0
         names.append(signal)
         rows.append(read(lv, stack.exporters[exporter], grid, stack.pauses, rng, collect=collect))
+    if Family.SIDECAR in stack.families:
+        # the pod's own network bytes, counted by the same sidecar on its scrapes; their noise and
+        # counter offsets come from ``net_rng`` so that no other signal's draws move
+        for signal in ("sc_net_rx_bps", "sc_net_tx_bps"):
+            names.append(signal)
+            rows.append(read(levels[signal], stack.exporters["sidecar"], grid, stack.pauses, net_rng))
     block = np.stack(rows) if rows else np.empty((0, d.plan.pods, grid.size))
     role = "worker" if d.plan.pods > 1 else "trainer"
     nodes = rng.choice(400, size=d.plan.pods, replace=False)

@@ -193,10 +193,17 @@ def _network(rng: np.random.Generator, plan: Plan, stages: Stages, read_bps: flo
     inter = stages.inter * fab.bps * rng.uniform(0.7, 0.9) / t if plan.pods > 1 else 0.0
     remote = 0.0 if plan.storage.block else read_bps
     tcp = 0.0 if fab.rdma else inter
-    base = rng.uniform(1e6, 2e7) + (rng.uniform(1e6, 2e8) if plan.neighbours else 0.0)
+    daemons = rng.uniform(1e6, 2e7)
+    base = daemons + (rng.uniform(1e6, 2e8) if plan.neighbours else 0.0)
     upload = rng.uniform(0.3, 2.0) * 1e9  # the checkpoint written to remote storage
     lv.add("node_net_rx_bps", remote + tcp + base, base, 0.1, kind="counter")
     lv.add("node_net_tx_bps", tcp + base * 0.5, upload, 0.1, kind="counter")
+    # the pod's own namespace (the sidecar's count): its remote reads, its collectives over sockets,
+    # its checkpoint upload and its own metrics and logs (a twentieth of the node's background);
+    # not the neighbours' or the daemons' bytes, nor collectives over RDMA
+    own = 0.05 * daemons
+    lv.add("sc_net_rx_bps", remote + tcp + own, own, 0.1, kind="counter")
+    lv.add("sc_net_tx_bps", tcp + own * 0.5, upload, 0.1, kind="counter")
     if fab.rdma:
         lv.add("ib_rx_bps", inter + 1e4, 1e4, 0.08, kind="counter")
         lv.add("ib_tx_bps", inter + 1e4, 1e4, 0.08, kind="counter")
