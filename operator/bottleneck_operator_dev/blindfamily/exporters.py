@@ -137,8 +137,20 @@ def _hold(x: FloatArray, every_s: float, step: float, phase: float) -> FloatArra
     return out
 
 
-def sample(raw: dict[str, FloatArray], sc: Scrape, step: float, rng: np.random.Generator) -> dict[str, FloatArray]:
-    """The signals as the window holds them: only present families, refreshed, rated, with faults."""
+def sample(
+    raw: dict[str, FloatArray],
+    sc: Scrape,
+    step: float,
+    rng: np.random.Generator,
+    own: dict[str, FloatArray] | None = None,
+    own_rng: np.random.Generator | None = None,
+) -> dict[str, FloatArray]:
+    """The signals as the window holds them: only present families, refreshed, rated, with faults.
+
+    ``own`` holds the pod's own network bytes (the sidecar's ``sc_net_*``), sampled as the sidecar's
+    other counters are (the same refresh, rate window and failed scrapes) but with any draw of
+    their own taken from ``own_rng``, so that every other signal comes out as it did without them.
+    """
     out: dict[str, FloatArray] = {}
     phase = float(rng.uniform(0, sc.dcgm_s))
     for name, x in raw.items():
@@ -152,7 +164,14 @@ def sample(raw: dict[str, FloatArray], sc: Scrape, step: float, rng: np.random.G
         else:
             y = _hold(_smooth(x, round(sc.rate_window_s / step)), sc.scrape_s, step, phase % sc.scrape_s)
         out[name] = np.array(y, dtype=np.float64)
-    _faults(out, sc, rng)
+    first, gaps = _faults(out, sc, rng)
+    if own and Family.SIDECAR in sc.families:
+        net = {
+            name: np.array(_hold(_smooth(x, round(sc.rate_window_s / step)), sc.scrape_s, step, phase % sc.scrape_s))
+            for name, x in own.items()
+        }
+        _own_faults(net, first, gaps, own_rng if own_rng is not None else np.random.default_rng(0))
+        out.update(net)
     for name, y in out.items():
         np.maximum(y, 0.0, out=y)
         if SIGNALS[name].unit == "ratio":
@@ -160,17 +179,26 @@ def sample(raw: dict[str, FloatArray], sc: Scrape, step: float, rng: np.random.G
     return out
 
 
-def _faults(out: dict[str, FloatArray], sc: Scrape, rng: np.random.Generator) -> None:
-    """Failed scrapes, an exporter that starts late on one node, a misread counter reset."""
+def _faults(out: dict[str, FloatArray], sc: Scrape, rng: np.random.Generator) -> tuple[bool, list[tuple[int, int]]]:
+    """Failed scrapes, an exporter that starts late on one node, a misread counter reset.
+
+    Returns whether the first sample of every rate is missing, and the sidecar's failed scrapes
+    (pod, first sample), for the signals sampled after these.
+    """
     names = list(out)
     pods, n = out[names[0]].shape
     rates = [k for k in names if k not in _GAUGES and SIGNALS[k].family not in _DCGM]
-    if rng.random() < 0.5:
+    first = bool(rng.random() < 0.5)
+    if first:
         for k in rates:
             out[k][:, 0] = np.nan  # rate() needs two samples in its window
+    gaps: list[tuple[int, int]] = []
     for _ in range(int(rng.poisson(0.6))):
-        group = _GROUPS[str(rng.choice(list(_GROUPS)))]
+        key = str(rng.choice(list(_GROUPS)))
+        group = _GROUPS[key]
         pod, a = int(rng.integers(0, pods)), int(rng.integers(0, n))
+        if key == "sidecar":
+            gaps.append((pod, a))
         for k in names:
             if SIGNALS[k].family in group:
                 out[k][pod, a : a + int(rng.integers(1, 7))] = np.nan
@@ -185,3 +213,21 @@ def _faults(out: dict[str, FloatArray], sc: Scrape, rng: np.random.Generator) ->
         pod, t = int(rng.integers(0, pods)), int(rng.integers(1, n))
         floor = 1e6 if SIGNALS[k].unit == "B/s" else 0.0
         out[k][pod, t] = np.nan if rng.random() < 0.5 else out[k][pod, t] * rng.uniform(5, 40) + floor
+    return first, gaps
+
+
+def _own_faults(net: dict[str, FloatArray], first: bool, gaps: list[tuple[int, int]], rng: np.random.Generator) -> None:
+    """The sidecar's faults on the pod's network bytes: its failed scrapes, a misread counter reset."""
+    if not net:
+        return
+    pods, n = next(iter(net.values())).shape
+    for y in net.values():
+        if first:
+            y[:, 0] = np.nan
+        for pod, a in gaps:
+            y[pod, a : a + int(rng.integers(1, 7))] = np.nan
+    # the other rates' reset chance (0.12) spread over their ~8 byte-like and per-second signals
+    for y in net.values():
+        if rng.random() < 0.03:
+            pod, t = int(rng.integers(0, pods)), int(rng.integers(1, n))
+            y[pod, t] = np.nan if rng.random() < 0.5 else y[pod, t] * rng.uniform(5, 40) + 1e6

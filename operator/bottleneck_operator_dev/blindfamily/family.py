@@ -25,6 +25,8 @@ from bottleneck_operator_dev.blindfamily.timeline import FloatArray, timeline
 
 # Node names stay unique across one family: each job gets its own block of serials.
 _NODES_PER_JOB = 16
+# Added to a job's seed tuple for the generator of its pods' own network bytes.
+_OWN_NET = 0x4E7
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,9 @@ def generate_blind_family(seed: int, n: int, *, start: float, step: float = 30.0
     for i, cls in enumerate(classes):
         rng = np.random.default_rng([seed, i])
         d, _ = draw_job(rng, cls)
-        jobs.append(_render(d, rng, i, start, step, taken))
+        # the pod's own network bytes draw from a generator of their own: no other draw moves
+        own_rng = np.random.default_rng([seed, i, _OWN_NET])
+        jobs.append(_render(d, rng, i, start, step, taken, own_rng))
     return jobs
 
 
@@ -75,7 +79,13 @@ def _names(d: Draft, rng: np.random.Generator, taken: set[tuple[str, str]]) -> t
 
 
 def _render(
-    d: Draft, rng: np.random.Generator, index: int, start: float, step: float, taken: set[tuple[str, str]]
+    d: Draft,
+    rng: np.random.Generator,
+    index: int,
+    start: float,
+    step: float,
+    taken: set[tuple[str, str]],
+    own_rng: np.random.Generator | None = None,
 ) -> BlindJob:
     """Draw the job's window: timeline, exporters' view, pods and nodes."""
     ns, name = _names(d, rng, taken)
@@ -85,10 +95,11 @@ def _render(
     raw: dict[str, FloatArray] = dict(gpu_signals(d, s, tl, rng))
     host, load = host_signals(d, tl, rng, step)
     raw.update(host)
-    node_sig, neighbours = node_signals(d, tl, load, rng)
+    node_sig, neighbours, own = node_signals(d, tl, load, rng)
     raw.update(node_sig)
     sc = draw_scrape(d, rng, step)
-    sig = sample(raw, sc, step, rng)
+    net = {"sc_net_rx_bps": own["rx"], "sc_net_tx_bps": own["tx"]}
+    sig = sample(raw, sc, step, rng, net, own_rng if own_rng is not None else np.random.default_rng([index, _OWN_NET]))
     pods = _pods(d, rng, name, index, sig, neighbours)
     families, coverage = families_and_coverage(pods)
     window = JobWindow(

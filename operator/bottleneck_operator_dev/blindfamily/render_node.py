@@ -87,8 +87,15 @@ def _disk(d: Draft, tl: Timeline, block: FloatArray, swapin: FloatArray, rng: np
 
 def node_signals(
     d: Draft, tl: Timeline, pods: PodLoad, rng: np.random.Generator
-) -> tuple[dict[str, FloatArray], list[int]]:
-    """Node-exporter signals as each pod sees its node (pods, samples), and each pod's neighbour count."""
+) -> tuple[dict[str, FloatArray], list[int], dict[str, FloatArray]]:
+    """Node-exporter signals as each pod sees its node (pods, samples), each pod's neighbour count, and
+    the pod's own part of the node's network bytes ("rx", "tx", (pods, samples)).
+
+    The pod's own part is what its network namespace carries: its storage reads and socket
+    collectives (``PodLoad.net_rx`` / ``net_tx``; RDMA is in ``ib_*`` only) and a quarter of the
+    node's background shared among the job's pods on it (the rest is kubelet, daemons and
+    exporters). Where the NIC caps the node's count, every sender on the node is held back alike.
+    """
     p, n = pods.cpu.shape
     of = np.arange(p) // min(d.pods_per_node, p)
     nodes = int(of.max()) + 1
@@ -118,8 +125,9 @@ def node_signals(
         + rng.uniform(0, 2e6, (nodes, n)),
         "node_disk_reads_ps": block / min(req, 256e3) + swapin * (d.swap == "zram") + nb["disk"] / 128e3,
         "node_disk_busy_frac": np.maximum(_disk(d, tl, block, swapin, rng), np.clip(nb["disk"] / 1.5e9, 0, 1)),
-        "node_net_rx_bps": np.minimum(rx + rng.uniform(0.2e6, 5e6, (nodes, 1)), cap["net"] * 0.98),
-        "node_net_tx_bps": np.minimum(tx + rng.uniform(0.1e6, 3e6, (nodes, 1)), cap["net"] * 0.98),
+        # the backgrounds are kept (walrus) for the pods' own share, without moving any draw
+        "node_net_rx_bps": np.minimum(rx + (bg_rx := rng.uniform(0.2e6, 5e6, (nodes, 1))), cap["net"] * 0.98),
+        "node_net_tx_bps": np.minimum(tx + (bg_tx := rng.uniform(0.1e6, 3e6, (nodes, 1))), cap["net"] * 0.98),
         "node_majfault_ps": m @ pods.majfault + nb["maj"] + rng.uniform(0, 10, (nodes, n)),
         **_memory(d, m @ pods.ws + nb["mem"], mem_total, rng),
         **_psi(m, pods, nb, np.clip(busy / cpus, 0, 1), rng),
@@ -128,7 +136,25 @@ def node_signals(
         ib_rx = m @ pods.ib_rx + nb["ib"] + rng.uniform(1e3, 2e4, (nodes, 1))
         ib_tx = m @ pods.ib_tx + nb["ib"] * rng.uniform(0.8, 1.2) + rng.uniform(1e3, 2e4, (nodes, 1))
         sig["ib_rx_bps"], sig["ib_tx_bps"] = np.minimum(ib_rx, cap["ib"] * 0.97), np.minimum(ib_tx, cap["ib"] * 0.97)
-    return {k: v[of] for k, v in sig.items()}, [counts[j] for j in of]
+    on_node = m.sum(axis=1)[:, None]
+    own = {
+        "rx": _own(pods.net_rx, rx + bg_rx, bg_rx / on_node, cap["net"] * 0.98, of),
+        "tx": _own(pods.net_tx, tx + bg_tx, bg_tx / on_node, cap["net"] * 0.98, of),
+    }
+    return {k: v[of] for k, v in sig.items()}, [counts[j] for j in of], own
+
+
+# The share of a node's background network bytes that its job's pods send and receive themselves
+# (their metrics, logs and DNS); the rest is the kubelet's, the daemons' and the exporters'.
+_OWN_BACKGROUND = 0.25
+
+
+def _own(part: FloatArray, total: FloatArray, bg: FloatArray, cap: float, of: FloatArray) -> FloatArray:
+    """The pods' own bytes: their part plus their share of the node's background, scaled down with
+    the node's total where the NIC caps it (so the pods on a node never add up to more than it)."""
+    scale = np.minimum(1.0, cap / np.maximum(total, 1.0))
+    out: FloatArray = (part + _OWN_BACKGROUND * bg[of]) * scale[of]
+    return out
 
 
 def _memory(d: Draft, used: FloatArray, total: float, rng: np.random.Generator) -> dict[str, FloatArray]:

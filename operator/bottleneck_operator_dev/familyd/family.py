@@ -11,6 +11,7 @@ from bottleneck_operator.contract.window import JobWindow
 from bottleneck_operator_dev.familyd.job import NAMESPACES, Simulated, draw, mechanism_of, simulate_job, tags_of
 
 MIN_SAMPLES, MAX_SAMPLES = 20, 120
+OWN_NET = 0x4E7  # added to a job's seed tuple for the generator of its pods' own network bytes
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ def simulate_family_job(
     samples = int(rng.integers(MIN_SAMPLES, MAX_SAMPLES + 1))
     drawn = draw(rng, label, memory or "hbm")
     namespace = NAMESPACES[int(rng.integers(len(NAMESPACES)))]
-    return simulate_job(rng, drawn, namespace, f"train-{index:04d}", start, step, samples)
+    own_rng = np.random.default_rng([seed, index, OWN_NET])  # the pods' own network bytes, apart
+    return simulate_job(rng, drawn, namespace, f"train-{index:04d}", start, step, samples, own_rng)
 
 
 def generate_family_d(seed: int, n: int, *, start: float, step: float = 30.0) -> list[FamilyDJob]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from bottleneck_operator_dev.familyd.activity import STALL_CEILING, PodActivity
 from bottleneck_operator_dev.familyd.nodes import NodeActivity
-from bottleneck_operator_dev.familyd.scrapes import Scrapes, counters
+from bottleneck_operator_dev.familyd.scrapes import Scrapes, counters, more_counters
 from bottleneck_operator_dev.familyd.stages import FloatArray
 from bottleneck_operator_dev.familyd.workload import Workload
 from bottleneck_operator_dev.familyd.world import Rng, Setup
@@ -81,9 +81,17 @@ def ksm_scrapes(setup: Setup, s: Scrapes) -> Scrapes:
 
 
 def sidecar_scrapes(
-    rng: Rng, setup: Setup, w: Workload, act: PodActivity, node: NodeActivity, thr: FloatArray, s: Scrapes
+    rng: Rng,
+    setup: Setup,
+    w: Workload,
+    act: PodActivity,
+    node: NodeActivity,
+    thr: FloatArray,
+    s: Scrapes,
+    own_rng: Rng | None = None,
 ) -> Scrapes:
-    """bottleneck_sidecar_* series: the pod cgroup's PSI, CPU, I/O, memory events and processes."""
+    """bottleneck_sidecar_* series: the pod cgroup's PSI, CPU, I/O, memory events and processes, and
+    the pod network namespace's bytes (drawn from ``own_rng``, so no other draw moves)."""
     rates = {
         "psi_cpu_some": cpu_pressure(setup, act, node, thr, rng),
         "psi_io_some": act.io_wait,
@@ -110,6 +118,8 @@ def sidecar_scrapes(
     s.gauges["procs_iowait"] = rng.poisson(act.dstate[:, at]).astype(np.float64)
     if setup.mem_limit is not None:
         s.gauges["memory_max"] = np.full(at.shape, setup.mem_limit)[None, :].repeat(setup.pods, axis=0)
+    net = {"network_receive_bytes": node.pod_net_rx, "network_transmit_bytes": node.pod_net_tx}
+    more_counters(own_rng if own_rng is not None else np.random.default_rng(0), s, net, (0.2 * HOUR, 24 * HOUR))
     return s
 
 

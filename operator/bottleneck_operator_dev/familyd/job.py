@@ -144,8 +144,20 @@ def _pod_signals(rows: dict[str, dict[str, np.ndarray]], setup: Setup, pod: int,
     return out
 
 
-def simulate_job(rng: Rng, d: Drawn, namespace: str, name: str, start: float, step: float, samples: int) -> Simulated:
-    """The job's telemetry over ``samples`` timestamps from ``start``, as a window."""
+def simulate_job(
+    rng: Rng,
+    d: Drawn,
+    namespace: str,
+    name: str,
+    start: float,
+    step: float,
+    samples: int,
+    own_rng: Rng | None = None,
+) -> Simulated:
+    """The job's telemetry over ``samples`` timestamps from ``start``, as a window.
+
+    ``own_rng`` draws for the pod's own network bytes alone, so that they leave ``rng``'s stream as it was.
+    """
     s, w = d.setup, d.workload
     end = start + (samples - 1) * step
     grid = _grid(s, start, end, step)
@@ -163,7 +175,7 @@ def simulate_job(rng: Rng, d: Drawn, namespace: str, name: str, start: float, st
     if Family.KSM in fam:
         scrapes["ksm"] = ksm_scrapes(s, Scrapes("ksm", *plans["ksm"]))
     if Family.SIDECAR in fam:
-        scrapes["sidecar"] = sidecar_scrapes(rng, s, w, act, node, thr, Scrapes("sidecar", *plans["sidecar"]))
+        scrapes["sidecar"] = sidecar_scrapes(rng, s, w, act, node, thr, Scrapes("sidecar", *plans["sidecar"]), own_rng)
     if Family.NODE in fam:
         scrapes["node"] = node_scrapes(rng, s, node, Scrapes("node", *plans["node"]))
     at = np.asarray(start + step * np.arange(samples), dtype=np.float64)

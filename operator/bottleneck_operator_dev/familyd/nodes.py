@@ -29,6 +29,9 @@ class NodeActivity:
         busy, iowait, system: cores busy (not idle, not iowait), in iowait, in kernel mode.
         disk_bps, disk_iops, disk_util: block reads of the busiest device, reads/s, share of time busy.
         net_rx, net_tx, ib_rx, ib_tx: bytes/s on netdev (physical NICs) and on InfiniBand/RoCE ports.
+        pod_net_rx, pod_net_tx: per pod (shape (pods, grid)), the bytes/s of the pod's own network
+            namespace: its storage reads, socket collectives and checkpoint writes, and its share of
+            the node's background; never the neighbours' bytes nor RDMA.
         majfault: major faults per second.
         mem_avail, swap_used: shares of MemTotal available and of SwapTotal in use.
         swap_total: bytes of swap (0 without).
@@ -55,6 +58,13 @@ class NodeActivity:
     psi_io_full: FloatArray
     psi_mem: FloatArray
     psi_mem_full: FloatArray
+    pod_net_rx: FloatArray
+    pod_net_tx: FloatArray
+
+
+# The share of a node's background network bytes that its job's pods send and receive themselves
+# (their metrics, logs and DNS); the rest is the kubelet's, the daemons' and the exporters'.
+OWN_BACKGROUND = 0.25
 
 
 def _per_node(setup: Setup, x: FloatArray) -> FloatArray:
@@ -116,10 +126,13 @@ def node_activity(rng: Rng, setup: Setup, w: Workload, act: PodActivity) -> Node
     block = _per_node(setup, act.block_bps)
     other_disk = nb["disk"] + rng.uniform(0.0, 3e6, size=(setup.nodes, 1))
     iops, util = _disk(rng, setup, w, block, other_disk)
+    # the checkpoint's write rate is kept (walrus) for the pods' own bytes, without moving any draw
     ckpt_tx = _per_node(setup, act.paused) * (
-        float(rng.uniform(0.2, 1.5)) * GB if w.io_kind in ("nfs", "object-store") else 0.0
+        ckpt_bps := float(rng.uniform(0.2, 1.5)) * GB if w.io_kind in ("nfs", "object-store") else 0.0
     )
     bg_net = rng.uniform(2e5, 3e6, size=(setup.nodes, 1))
+    of = np.arange(setup.pods) // setup.pods_per_node
+    own_bg = OWN_BACKGROUND * bg_net[of] / np.bincount(of)[of][:, None]
     pressure = w.node_pressure
     swap_total = float(setup.node_mem * rng.uniform(0.05, 0.25)) if setup.swap else 0.0
     swap_level = float(rng.uniform(0.3, 0.9)) if w.mem_kind == "swap" else float(rng.uniform(0.0, 0.05))
@@ -153,6 +166,8 @@ def node_activity(rng: Rng, setup: Setup, w: Workload, act: PodActivity) -> Node
         ),
         psi_mem=_any(np.broadcast_to(nb["mem"], used.shape), *_rows(setup, act.mem_wait)),
         psi_mem_full=np.clip(_per_node(setup, act.mem_full) / setup.pods_per_node * 0.8, 0.0, STALL_CEILING),
+        pod_net_rx=act.net_rx + own_bg,
+        pod_net_tx=act.net_tx + act.paused * ckpt_bps + own_bg,
     )
 
 

@@ -99,7 +99,32 @@ def counters(
     for r in range(rows):
         if n > 6 and rng.random() < reset_p:
             restart[r] = int(rng.integers(3, n - 3))
-    since = rng.uniform(*uptime, size=rows)
+    since = np.asarray(rng.uniform(*uptime, size=rows), dtype=np.float64)
+    _count(rng, scrapes, rates, restart, since)
+
+
+def more_counters(rng: Rng, scrapes: Scrapes, rates: dict[str, FloatArray], uptime: tuple[float, float]) -> None:
+    """Add counters to an exporter that has some: they restart where its other counters do.
+
+    Every draw comes from ``rng``, so a separate generator leaves the exporter's earlier draws as
+    they were.
+    """
+    if not rates:
+        return
+    rows = next(iter(rates.values())).shape[0]
+    restart = np.full(rows, -1)
+    if scrapes.resets:
+        mask = np.logical_or.reduce(list(scrapes.resets.values()))
+        for r in range(rows):
+            hits = np.flatnonzero(mask[r])
+            if hits.size:
+                restart[r] = int(hits[0])
+    _count(rng, scrapes, rates, restart, np.asarray(rng.uniform(*uptime, size=rows), dtype=np.float64))
+
+
+def _count(rng: Rng, scrapes: Scrapes, rates: dict[str, FloatArray], restart: np.ndarray, since: FloatArray) -> None:
+    """Integrate, sample and restart each counter (at ``restart``, per row; -1 for none)."""
+    rows, n = restart.size, scrapes.index.size
     for name, rate in rates.items():
         start = np.mean(np.maximum(rate, 0.0), axis=-1) * since
         values = integrate(rate, start)[:, scrapes.index]

@@ -110,6 +110,9 @@ def sidecar_signals(s: Scrapes, smp: Sampler) -> Rows:
         out["sc_throttled_frac"] = _ratio(r["throttled_periods"], r["periods"])
     if "memory_max" in s.gauges:
         out["mem_limit_bytes"] = smp.last(s.gauges["memory_max"])
+    if "network_receive_bytes" in r:
+        out["sc_net_rx_bps"] = r["network_receive_bytes"]
+        out["sc_net_tx_bps"] = r["network_transmit_bytes"]
     return out
 
 

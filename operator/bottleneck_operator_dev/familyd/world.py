@@ -221,6 +221,8 @@ def finish_setup(setup: Setup) -> Setup:
     rdma = setup.fabric is not None and setup.fabric.rdma
     if not (rdma or (setup.fabric is None and setup.hcas)):
         families.discard(Family.NODE_IB)
+    if Family.SIDECAR in families:
+        families.add(Family.SIDECAR_NET)  # the sidecar counts its pod's network namespace too
     if setup.cpu_limit is None:
         families.discard(Family.CADVISOR_CFS)
     elif Family.CADVISOR in families:

@@ -159,6 +159,8 @@ def _families(rng: np.random.Generator, fabric: Fabric | None) -> frozenset[Fami
     for fam, p in ((Family.CADVISOR, 0.92), (Family.KSM, 0.85), (Family.NODE, 0.9), (Family.SIDECAR, 0.7)):
         if rng.random() < p:
             fams.add(fam)
+    if Family.SIDECAR in fams:
+        fams.add(Family.SIDECAR_NET)  # the collector counts its pod's network namespace too
     if Family.NODE in fams:
         if rng.random() < 0.85:
             fams.add(Family.NODE_PSI)

@@ -77,16 +77,30 @@ def _reset(
 
 
 def sample(
-    rng: np.random.Generator, plan: Plan, exporter: str, rows: Rows, tl: Timeline, stamps: FloatArray, step: float
+    rng: np.random.Generator,
+    plan: Plan,
+    exporter: str,
+    rows: Rows,
+    tl: Timeline,
+    stamps: FloatArray,
+    step: float,
+    more: Rows | None = None,
+    more_rng: np.random.Generator | None = None,
 ) -> Rows:
-    """One exporter's rows, scraped and read at the window's timestamps; row keys kept."""
+    """One exporter's rows, scraped and read at the window's timestamps; row keys kept.
+
+    ``more`` are further counters of the same exporter (the collector's network bytes): the same
+    scrapes and restarts, their own draws from ``more_rng``, so that the other rows come out as
+    they did without them.
+    """
     if not rows:
         return {}
+    more = more or {}
     env, start = plan.env, float(stamps[0])
     si = env.scrape[exporter]
     times = scrape_times(rng, plan, exporter, tl.t0, float(stamps[-1]), start)
     if times.size < 2:
-        return {k: np.full((v.shape[0], stamps.size), np.nan) for k, v in rows.items()}
+        return {k: np.full((v.shape[0], stamps.size), np.nan) for k, v in (rows | more).items()}
     measured = times
     if exporter == "dcgm":
         ci, phase = env.dcgm_collect, rng.uniform(0, env.dcgm_collect)
@@ -107,9 +121,16 @@ def sample(
             out[k] = v
     if counters:
         totals = _totals(rng, np.stack([rows[k] for k in counters]), tl, times)
-        _apply_resets(rng, plan, exporter, counters, totals, times, start, tl)
+        restarts = _apply_resets(rng, plan, exporter, counters, totals, times, start, tl)
         for k, v in zip(counters, sampler.rate(totals), strict=True):
             out[k] = v
+        if more:
+            names = list(more)
+            extra = _totals(more_rng or np.random.default_rng(0), np.stack([more[k] for k in names]), tl, times)
+            for at, which in restarts:
+                _reset(extra, times, at, np.arange(len(names)), which)
+            for k, v in zip(names, sampler.rate(extra), strict=True):
+                out[k] = v
     return out
 
 
@@ -122,16 +143,23 @@ def _apply_resets(
     times: FloatArray,
     start: float,
     tl: Timeline,
-) -> None:
-    """Counter resets this exporter sees: restarted containers or collectors, cleared IB port counters."""
+) -> list[tuple[float, npt.NDArray[np.int64]]]:
+    """Counter resets this exporter sees: restarted containers or collectors, cleared IB port counters.
+
+    Returns the restarts of the whole exporter (time, rows), which its other counters share.
+    """
     n_rows = totals.shape[1]
     every = np.arange(len(names))
     ib = np.array([i for i, k in enumerate(names) if k.startswith("ib_")], dtype=np.int64)
+    restarts: list[tuple[float, npt.NDArray[np.int64]]] = []
     for name, off in plan.env.resets:
         one = np.array([int(rng.integers(n_rows))])
         if name == exporter:
             _reset(totals, times, start + off, every, one)
+            restarts.append((start + off, one))
         elif name == "node_ib" and exporter == "node" and ib.size:
             _reset(totals, times, start + off, ib, one)
     if exporter == "cadvisor" and tl.restart_bin >= 0:
         _reset(totals, times, float(tl.times[tl.restart_bin]), every, np.arange(n_rows))
+        restarts.append((float(tl.times[tl.restart_bin]), np.arange(n_rows)))
+    return restarts

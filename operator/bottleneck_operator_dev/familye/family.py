@@ -21,7 +21,7 @@ from bottleneck_operator_dev.familye.activity import gpu_levels, gpu_power, host
 from bottleneck_operator_dev.familye.exporters import sample
 from bottleneck_operator_dev.familye.gpuseries import dcgm_gauges
 from bottleneck_operator_dev.familye.hostseries import pod_rows
-from bottleneck_operator_dev.familye.nodeseries import node_rows
+from bottleneck_operator_dev.familye.nodeseries import node_rows, pod_net_rows
 from bottleneck_operator_dev.familye.phases import timeline
 from bottleneck_operator_dev.familye.stepmodel import speedups
 from bottleneck_operator_dev.familye.workloads import Plan, draw_plan
@@ -43,6 +43,7 @@ MECHANISMS = {
     Bottleneck.GPU: (("compute",), (1.0,)),
 }
 HARD_SHARE = 0.2
+OWN_NET = 0x4E7  # added to a job's seed tuple for the generator of its pods' own network bytes
 ATTEMPTS = 80
 
 
@@ -102,9 +103,17 @@ def _names(rng: np.random.Generator, plan: Plan, i: int) -> tuple[str, str, list
 
 
 def _signals(
-    rng: np.random.Generator, plan: Plan, start: float, step: float, n: int
+    rng: np.random.Generator,
+    plan: Plan,
+    start: float,
+    step: float,
+    n: int,
+    own_rng: np.random.Generator | None = None,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Every signal the job's exporters would give, (P, n) each, before the family filter."""
+    """Every signal the job's exporters would give, (P, n) each, before the family filter.
+
+    The pod's own network bytes (the collector's) draw from ``own_rng`` alone: no other draw moves.
+    """
     stamps = start + step * np.arange(n, dtype=np.float64)
     tl = timeline(rng, plan, start, float(stamps[-1]), step)
     g, h = gpu_levels(rng, plan), host_levels(rng, plan)
@@ -119,8 +128,10 @@ def _signals(
         ("sidecar", pods["sidecar"]),
         ("node", node),
     )
+    net = pod_net_rows(plan, h, g, tl)
     for exporter, rows in groups:
-        got = sample(rng, plan, exporter, rows, tl, stamps, step)
+        more = net if exporter == "sidecar" else None
+        got = sample(rng, plan, exporter, rows, tl, stamps, step, more, own_rng)
         if exporter == "node":
             got = {k: v[plan.env.node_of] for k, v in got.items()}
         out.update(got)
@@ -156,7 +167,7 @@ def build_job(seed: int, i: int, cls: Bottleneck, memory_ordinal: int, *, start:
     mech = _mechanism(rng, cls, memory_ordinal)
     plan = _plan(rng, cls, mech, duration=step * (n - 1))
     namespace, job, pod_names, node_names = _names(rng, plan, i)
-    signals, stamps = _signals(rng, plan, start, step, n)
+    signals, stamps = _signals(rng, plan, start, step, n, np.random.default_rng([seed, i, OWN_NET]))
     env = plan.env
     names = [s for s in SIGNALS if s in signals and SIGNALS[s].family in env.families]
     has_gpu = any(SIGNALS[s].family.exporter_name == "dcgm" for s in names)

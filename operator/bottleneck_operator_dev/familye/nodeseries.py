@@ -21,6 +21,36 @@ def _per_node(plan: Plan, pod_rows: FloatArray) -> FloatArray:
     return out
 
 
+# The node's own network background (kubelet, daemons, exporters, the job's pods' metrics), B/s.
+BG_RX, BG_TX = 2e5, 1e5
+# The share of that background the job's pods on the node send and receive themselves.
+OWN_BACKGROUND = 0.25
+
+
+def _nic_share(plan: Plan, g: Rows, tl: Timeline) -> FloatArray:
+    """Each pod's share of its node's fabric bytes (P, n): the node's NIC bytes split among its pods."""
+    env = plan.env
+    out: FloatArray = (g["nic_bps"][:, None] / np.bincount(env.node_of)[env.node_of][:, None]) * tl.train
+    return out
+
+
+def pod_net_rows(plan: Plan, h: Rows, g: Rows, tl: Timeline) -> Rows:
+    """The pod's own network namespace (P, n): the same terms as the node's netdev bytes, the pod's alone.
+
+    Its reads from network storage, its collectives where they go over TCP (RDMA bypasses netdev),
+    and a share of the node's background; never the neighbours' bytes. No draw: nothing moves.
+    """
+    env, st = plan.env, plan.env.storage
+    tcp = 0.0 if env.fabric is None or env.fabric.rdma else 1.0
+    nic = _nic_share(plan, g, tl) * tcp
+    reads = h["read_bps"][:, None] * tl.train * (1.0 if st.net else 0.0)
+    per_node = np.bincount(env.node_of)[env.node_of][:, None]
+    return {
+        "sc_net_rx_bps": reads + nic + OWN_BACKGROUND * BG_RX / per_node,
+        "sc_net_tx_bps": nic + OWN_BACKGROUND * BG_TX / per_node,
+    }
+
+
 def node_rows(rng: np.random.Generator, plan: Plan, h: Rows, g: Rows, pods: dict[str, Rows], tl: Timeline) -> Rows:
     """Per node and bin: CPU modes (as core rates), disk, memory, faults, network, pressure and RDMA."""
     env, st, n = plan.env, plan.env.storage, tl.times.size
@@ -29,7 +59,7 @@ def node_rows(rng: np.random.Generator, plan: Plan, h: Rows, g: Rows, pods: dict
     reads = h["read_bps"][:, None] * tl.train
     net_reads = _per_node(plan, reads * (1.0 if st.net else 0.0))
     tcp = 0.0 if env.fabric is None or env.fabric.rdma else 1.0
-    nic = _per_node(plan, (g["nic_bps"][:, None] / np.bincount(env.node_of)[env.node_of][:, None]) * tl.train)
+    nic = _per_node(plan, _nic_share(plan, g, tl))
     modes = _cpu_modes(rng, plan, cad, side, nb, net_reads + nic * tcp)
     busy = modes["node_cpu:system"] + modes["node_cpu:other"]
     disk = _per_node(plan, side["sc_io_read_bps"] if "sc_io_read_bps" in side else cad["fs_read_bps"])
@@ -61,8 +91,8 @@ def node_rows(rng: np.random.Generator, plan: Plan, h: Rows, g: Rows, pods: dict
         "node_mem_avail_frac": avail,
         "node_swap_used_frac": swap,
         "node_majfault_ps": _per_node(plan, side["sc_majfault_ps"]) + rng.uniform(1, 30),
-        "node_net_rx_bps": net_reads + nic * tcp + env.nb_net_bps[:, None] * nb + 2e5,
-        "node_net_tx_bps": nic * tcp + env.nb_net_bps[:, None] * nb * 0.5 + 1e5,
+        "node_net_rx_bps": net_reads + nic * tcp + env.nb_net_bps[:, None] * nb + BG_RX,
+        "node_net_tx_bps": nic * tcp + env.nb_net_bps[:, None] * nb * 0.5 + BG_TX,
         "node_psi_cpu_some": np.clip(
             worst("sc_psi_cpu_some", env.nb_cpu_psi) + (busy / env.node_cpus) ** 8 * 0.4, 0, 0.99
         ),
