@@ -26,7 +26,8 @@ SIDECAR_NAMES = {
     "bottleneck_sidecar_io_reads_total", "bottleneck_sidecar_memory_current_bytes",
     "bottleneck_sidecar_memory_max_bytes", "bottleneck_sidecar_memory_major_faults_total",
     "bottleneck_sidecar_memory_oom_kills_total", "bottleneck_sidecar_processes", "bottleneck_sidecar_info",
-    "bottleneck_sidecar_busy_processes",
+    "bottleneck_sidecar_busy_processes", "bottleneck_sidecar_network_receive_bytes_total",
+    "bottleneck_sidecar_network_transmit_bytes_total",
 }  # fmt: skip
 # Only where the collector's kernel counts swap-ins per cgroup (memory.stat pswpin, Linux >= 6.15).
 SIDECAR_OPTIONAL = {"bottleneck_sidecar_memory_swapins_total"}

@@ -28,6 +28,7 @@ from bottleneck_operator_dev.scenarios.render import (
 from bottleneck_operator_dev.scenarios.ticks import BLOCKING, LOCAL_STORAGE, TICK, F, Ticks, phases, pod_ticks
 
 PAIR_SHARE = 0.15
+POD_NET_STREAM = 0x4E7  # seeds, with a group's seed, the generator of its pods' own network bytes
 TIME_SLICED_SHARE = 0.4  # of the pairs whose pods have one GPU each
 
 
@@ -92,9 +93,11 @@ def generate_family(
         rng = np.random.default_rng(group_seed)
         # what came after the first signals draws from a generator of its own: every earlier draw stays
         side = np.random.default_rng([group_seed, 0x51DE])
+        # and so do the pods' own network bytes, added after those
+        own = np.random.default_rng([group_seed, POD_NET_STREAM])
         pair = len(out) + 2 <= n and rng.random() < PAIR_SHARE
         targets = [order.pop(0) for _ in range(2 if pair else 1)]
-        out += _group((rng, side), targets, len(out), start, duration, step, namespace)
+        out += _group((rng, side, own), targets, len(out), start, duration, step, namespace)
     return out
 
 
@@ -108,7 +111,7 @@ def _single_pod_plan(rng: np.random.Generator, label: Bottleneck) -> Plan:
 
 
 def _group(
-    rngs: tuple[np.random.Generator, np.random.Generator],
+    rngs: tuple[np.random.Generator, np.random.Generator, np.random.Generator],
     targets: list[Bottleneck],
     index: int,
     start: float,
@@ -116,7 +119,7 @@ def _group(
     step: float,
     ns: str,
 ) -> list[ScenarioJob]:
-    rng, side = rngs
+    rng, side, own = rngs
     exp = draw_extra_exporters(draw_exporters(rng), side)
     pair = len(targets) == 2
     plans = [_single_pod_plan(rng, t) for t in targets] if pair else [draw_plan(rng, targets[0])]
@@ -138,7 +141,7 @@ def _group(
         placed.append(_Placed(plan, f"{plan.mechanism}-{index + k:05d}", ticks, nodes))
     host = plans[0]
     n_nodes = max(max(pl.node_of_pod) for pl in placed) + 1
-    s = Sampling(t, ts, step, exp, rng, side)
+    s = Sampling(t, ts, step, exp, rng, side, own=own)
     neighbours = [int(rng.choice([0, 0, 1, 2, 5])) for _ in range(n_nodes)]
     node_sig = [
         node_signals(s, _node_load(rng, placed, j, neighbours[j], host), exp, cpus=host.node_cpus,

@@ -69,10 +69,19 @@ class Sampling:
     """Window timestamps and the index arithmetic of each exporter's samples."""
 
     def __init__(
-        self, ticks: F, ts: F, step: float, exp: Exporters, rng: np.random.Generator, side: np.random.Generator
+        self,
+        ticks: F,
+        ts: F,
+        step: float,
+        exp: Exporters,
+        rng: np.random.Generator,
+        side: np.random.Generator,
+        *,
+        own: np.random.Generator,
     ) -> None:
-        # ``side``: the noise of the signals added after the first ones (so ``rng``'s draws stay put)
-        self.ticks, self.ts, self.exp, self.rng, self.side = ticks, ts, exp, rng, side
+        # ``side``: the noise of the signals added after the first ones (so ``rng``'s draws stay put);
+        # ``own``: that of the pods' own network bytes, added after those (so ``side``'s stay put too)
+        self.ticks, self.ts, self.exp, self.rng, self.side, self.own = ticks, ts, exp, rng, side, own
         scrape_at = ts - rng.uniform(0.0, exp.scrape, ts.size)  # the last scrape at or before each T
         collect_at = exp.dcgm_phase + np.floor((scrape_at - exp.dcgm_phase) / DCGM_COLLECT) * DCGM_COLLECT
         self.dcgm_idx = self._index(collect_at)
@@ -95,12 +104,13 @@ class Sampling:
     def gauge(self, x: F) -> F:
         return self._gaps(x[..., self.gauge_idx])
 
-    def rate(self, x: F, noise: float = 0.02, *, later: bool = False) -> F:
-        """A counter's rate over the rate range (``later``: noise from ``side``)."""
+    def rate(self, x: F, noise: float = 0.02, *, later: bool = False, own: bool = False) -> F:
+        """A counter's rate over the rate range (``later``: noise from ``side``; ``own``: from ``own``)."""
         c = np.concatenate([np.zeros((*x.shape[:-1], 1)), np.cumsum(x, axis=-1)], axis=-1)
         width = np.maximum(self.rate_hi - self.rate_lo, 1)
         v = (c[..., self.rate_hi] - c[..., self.rate_hi - width]) / width
-        return self._gaps(v * (1.0 + (self.side if later else self.rng).normal(0.0, noise, v.shape)))
+        gen = self.own if own else self.side if later else self.rng
+        return self._gaps(v * (1.0 + gen.normal(0.0, noise, v.shape)))
 
     def _gaps(self, v: F) -> F:
         out = np.array(v, dtype=np.float64)
@@ -160,6 +170,9 @@ def pod_signals(
         if cpu_limit is not None:
             out["sc_throttled_frac"] = out["cpu_throttled_frac"]
         out["sc_io_read_bps"] = s.rate(pod["fs_read"], 0.05)
+        # the pod's network namespace, as noisy as the node's interfaces
+        out["sc_net_rx_bps"] = s.rate(pod["net_rx"], 0.03, own=True)
+        out["sc_net_tx_bps"] = s.rate(pod["net_tx"], 0.03, own=True)
         out["sc_majfault_ps"] = s.rate(pod["majfault"], 0.05)
         if exp.swapins:
             out["sc_swapin_ps"] = s.rate(pod["swapin"], 0.05, later=True)

@@ -154,6 +154,8 @@ def _one_pod(
         "fp32": fp32, "fp16": u_mean * k.fp16, "power_limit": np.full(n, limit), "slowdown": slowdown,
     }  # fmt: skip
     h, nd = _host(plan, rng, n, ph, s, u_mean)
+    # the pod's own interfaces carry its part of the node's bytes: neither a neighbour's nor RDMA's
+    h["net_rx"], h["net_tx"] = nd["net_rx"], nd["net_tx"]
     _host_extras(plan, side, ph, s, h, nd)
     return g, h, nd
 

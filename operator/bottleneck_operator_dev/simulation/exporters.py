@@ -332,7 +332,6 @@ def sidecar_series(job: JobRecord) -> Iterator[Series]:
     for p, pod in enumerate(job.pods):
         base = {"namespace": job.namespace, "pod": pod.pod, "node": pod.node}
         scrape = {"instance": f"{pod.ip}:9105", "job": "bottleneck-collector"}
-
         s = series_maker("sidecar", up, scrape, base, prefix=COLLECTOR_METRIC_PREFIX)
 
         yield s("info", "gauge", "The collector's data source and version.", np.ones(n),
@@ -351,6 +350,8 @@ def sidecar_series(job: JobRecord) -> Iterator[Series]:
         yield s(_sc("sc_io_read_bps"), "counter", "io.stat rbytes.", st.pod["fs_read_c"][p])
         yield s("io_write_bytes_total", "counter", "io.stat wbytes.", st.pod["fs_read_c"][p] * 0.02)
         yield s("io_reads_total", "counter", "io.stat rios.", st.pod["fs_reads_c"][p])
+        yield s(_sc("sc_net_rx_bps"), "counter", "/proc/net/dev rx bytes, lo left out.", st.pod["net_rx_c"][p])
+        yield s(_sc("sc_net_tx_bps"), "counter", "/proc/net/dev tx bytes, lo left out.", st.pod["net_tx_c"][p])
         yield s("memory_current_bytes", "gauge", "memory.current.", st.pod["mem_current"][p])
         if sc.env.mem_limit_bytes:
             yield s(

@@ -15,6 +15,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from bottleneck_operator_dev.simulation import catalog as cat
+from bottleneck_operator_dev.simulation.podnet import (
+    NODE_NET_RX_BACKGROUND,
+    NODE_NET_TX_BACKGROUND,
+    PodNet,
+    pod_network,
+    pod_network_parts,
+)
 from bottleneck_operator_dev.simulation.scenario import Scenario
 from bottleneck_operator_dev.simulation.state import CFS_PERIODS_PER_S, CPU_MODES, F, JobState, cumulative, rounded
 
@@ -109,11 +116,13 @@ def host_state(
     ph = _PodHost(
         usage, sidecar_cpu, faults_ps, ws, read_bps, block_bps, req, local, io_share, io_some, mem_some, workers
     )
-    nb_cpu, node_faults, mem_stall, reclaim, rx = _node_network(c, ph)
+    net = pod_network_parts(sc, read_bps=read_bps, local=local, a=a, evaluation=evaluation, step=step, ckpt=ckpt)
+    nb_cpu, node_faults, mem_stall, reclaim, rx = _node_network(c, ph, net)
     oversubscribed = _node_cpu(c, ph, nb_cpu, reclaim, rx)
     _pod_cpu_pressure(c, decode, thr, oversubscribed)
     _node_disks(c, ph)
     _node_memory_psi(c, ph, node_faults, mem_stall, oversubscribed)
+    pod_network(sc, st, net, dt)  # the pods' own network bytes, from a generator of their own
 
 
 def _pod_cpu(c: _Step) -> tuple[F, F, F, F, F]:
@@ -240,9 +249,9 @@ def _pod_pressure(c: _Step, usage: F) -> tuple[F, F, F, float]:
     return io_share, io_some, mem_some, workers
 
 
-def _node_network(c: _Step, ph: _PodHost) -> tuple[F, F, F, F, F]:
+def _node_network(c: _Step, ph: _PodHost, net: PodNet) -> tuple[F, F, F, F, F]:
     """Neighbours and node network: (neighbour cores, node faults/s, memory stall, reclaim cores, receive B/s)."""
-    sc, st, rng, env, N, dt, pn = c.sc, c.st, c.rng, c.sc.env, c.N, c.dt, c.st.pod_node
+    st, rng, env, N, dt, pn = c.st, c.rng, c.sc.env, c.N, c.dt, c.st.pod_node
     n = c.step.shape[1]
     nb_k = max(env.neighbour_pods, 0)
     nb_cpu = env.neighbour_cpu * np.exp(rng.normal(0, 0.15, (N, n)))
@@ -253,16 +262,12 @@ def _node_network(c: _Step, ph: _PodHost) -> tuple[F, F, F, F, F]:
     node_faults = node_sum(ph.faults_ps, pn, N) + rng.uniform(0, 20, (N, n))
     mem_stall = node_sum(ph.mem_some, pn, N)
     reclaim = node_faults * RECLAIM_CPU_S * (mem_stall > 0.05)
-    n_nodes_job = sc.n_nodes
-    inter = 2 * (n_nodes_job - 1) / n_nodes_job * sc.grad_bytes if n_nodes_job > 1 else 0.0
-    comm_node = np.zeros((N, n))
-    if inter and not env.rdma:  # RDMA traffic never passes the kernel's network stack
-        per_pod = (c.a * (1 - c.evaluation) * inter / c.step) / sc.pods_per_node
-        comm_node = node_sum(per_pod, pn, N)
-    net_storage = node_sum(ph.read_bps * (1 - ph.local), pn, N)
-    ckpt_bytes_ps = node_sum(c.ckpt * sc.grad_bytes * 3 / max(env.ckpt_len_s, 1.0) * (1 - ph.local), pn, N)
-    rx = net_storage + comm_node + env.neighbour_net_bps * np.exp(rng.normal(0, 0.2, (N, n))) + 2e5
-    tx = comm_node + ckpt_bytes_ps + env.neighbour_net_bps * 0.2 + 1e5
+    # the node's interfaces carry its pods' own bytes (RDMA's never), the neighbours' and its own
+    comm_node = node_sum(net.comm, pn, N)
+    net_storage = node_sum(net.storage, pn, N)
+    ckpt_bytes_ps = node_sum(net.ckpt, pn, N)
+    rx = net_storage + comm_node + env.neighbour_net_bps * np.exp(rng.normal(0, 0.2, (N, n))) + NODE_NET_RX_BACKGROUND
+    tx = comm_node + ckpt_bytes_ps + env.neighbour_net_bps * 0.2 + NODE_NET_TX_BACKGROUND
     st.node["net_rx_c"] = cumulative(jitter(rng, rx, 0.03), dt, rng.uniform(1e12, 1e14, (N, 1)))
     st.node["net_tx_c"] = cumulative(jitter(rng, tx, 0.03), dt, rng.uniform(1e12, 1e14, (N, 1)))
     return nb_cpu, node_faults, mem_stall, reclaim, rx

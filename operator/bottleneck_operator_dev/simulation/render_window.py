@@ -209,6 +209,8 @@ def _sidecar_signals(job: JobRecord, p: int, s: _Sampler) -> dict[str, F]:
     if job.params.cpu_limit is not None:
         out["sc_throttled_frac"] = _ratio(s.rate(st.pod["cfs_throttled_c"][p]), s.rate(st.pod["cfs_periods_c"][p]))
     out["sc_io_read_bps"] = s.rate(st.pod["fs_read_c"][p])
+    out["sc_net_rx_bps"] = s.rate(st.pod["net_rx_c"][p])
+    out["sc_net_tx_bps"] = s.rate(st.pod["net_tx_c"][p])
     out["sc_majfault_ps"] = s.rate(st.pod["majfault_c"][p])
     if job.params.env.swapins_counted:
         out["sc_swapin_ps"] = s.rate(st.pod["swapin_c"][p])
