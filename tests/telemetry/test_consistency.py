@@ -130,6 +130,7 @@ def test_rates_agree_sample_for_sample(pairs: list[tuple[Any, Any, Any]]) -> Non
     assert {"cpu_cores", "nvlink_total_bps", "node_net_rx_bps", "node_cpu_iowait_frac", "sc_psi_io_some"} <= names
     assert {"cpu_throttled_frac", "sc_throttled_frac"} <= names
     assert {"ib_rx_bps", "ib_tx_bps", "sc_swapin_ps", "sc_oom_kills"} <= names  # RDMA ports summed, swap, OOM
+    assert {"sc_net_rx_bps", "sc_net_tx_bps"} <= names  # the pod's own network bytes
 
 
 # --- the sampling rules against Prometheus itself -------------------------------------------

@@ -39,6 +39,8 @@ def published(p: JobPlan) -> list[str]:
             continue
         if fam is Family.NODE_IB and not p.fabric.rdma:
             continue
+        if fam is Family.SIDECAR_NET:  # R models no pod's own network: a collector from before the count
+            continue
         if name == "cpu_limit_cores" and p.cpu_limit is None:
             continue
         names.append(name)
