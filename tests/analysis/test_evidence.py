@@ -8,7 +8,7 @@ from bottleneck_operator.analysis.classify import analyze_window
 from bottleneck_operator.analysis.explain.candidates import CANDIDATES, HIGHLY_WAITED_ON
 from bottleneck_operator.analysis.features.levels import WAITED_ON
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
+from bottleneck_operator.contract.verdict import CLASSES, Bottleneck, Mechanism
 
 from .conftest import FixedModel
 from .synth import CPU_STARVED, GB, make_window
@@ -150,13 +150,28 @@ def test_an_event_that_did_not_happen_is_said_so() -> None:
 
 def test_network_reads_are_named_when_they_carry_more_than_the_disks() -> None:
     """The larger of the two carried the data: 2.0 GB/s received over 1.9 GB/s read from disk."""
-    io = {"node_net_rx_bps": 2.0 * GB, "node_net_tx_bps": 0.05 * GB}
+    nan = float("nan")  # without the collector's own count, the nodes' is read
+    io = {"node_net_rx_bps": 2.0 * GB, "node_net_tx_bps": 0.05 * GB, "sc_net_rx_bps": nan, "sc_net_tx_bps": nan}
     over = analyze_window(make_window(B.IO, noise=0.0, overrides=io), FixedModel({B.IO: 0.9}))
     assert "node_net_rx_bps" in {e.signal for e in over.evidence}
     assert over.capacity[0].observed == pytest.approx(2.0 * GB)
-    under = {"node_net_rx_bps": 1.8 * GB, "node_net_tx_bps": 0.05 * GB}
+    under = {"node_net_rx_bps": 1.8 * GB, "node_net_tx_bps": 0.05 * GB, "sc_net_rx_bps": nan, "sc_net_tx_bps": nan}
     disk = analyze_window(make_window(B.IO, noise=0.0, overrides=under), FixedModel({B.IO: 0.9}))
     assert "read_bps" in {e.signal for e in disk.evidence} and disk.capacity[0].observed == pytest.approx(1.9 * GB)
+
+
+def test_the_pods_own_network_count_comes_before_the_nodes() -> None:
+    """A neighbour's 2.0 GB/s on the node's NIC is not the job's data: the pods' own count says so."""
+    neighbour = {"node_net_rx_bps": 2.0 * GB, "node_net_tx_bps": 0.05 * GB, "sc_net_rx_bps": 0.01 * GB}
+    disk = analyze_window(make_window(B.IO, noise=0.0, overrides=neighbour), FixedModel({B.IO: 0.9}))
+    assert disk.mechanism is Mechanism.LOCAL_DISK
+    assert "read_bps" in {e.signal for e in disk.evidence} and disk.capacity[0].observed == pytest.approx(1.9 * GB)
+    own = {**neighbour, "sc_net_rx_bps": 2.0 * GB}
+    remote = analyze_window(make_window(B.IO, noise=0.0, overrides=own), FixedModel({B.IO: 0.9}))
+    assert remote.mechanism is Mechanism.NETWORK_STORAGE
+    (item,) = [e for e in remote.evidence if e.signal == "sc_net_rx_bps"]
+    assert item.observed == pytest.approx(2.0 * GB) and item.message.startswith("The job's pods received 2")
+    assert "node_net_rx_bps" not in {e.signal for e in remote.evidence}
 
 
 def test_gpu_evidence_is_read_against_cited_levels() -> None:

@@ -49,6 +49,7 @@ LIMITING: dict[str, tuple[Candidate, ...]] = {
         Candidate("node_disk_read_bps", None, "storage_read"),
         Candidate("fs_read_bps", None, "storage_read"),
         Candidate("sc_io_read_bps", None, "storage_read"),
+        Candidate("sc_net_rx_bps", None, "storage_read"),
         Candidate("node_net_rx_bps", None, "storage_read"),
         Candidate("node_disk_busy_frac"),
     ),
@@ -61,6 +62,7 @@ LIMITING: dict[str, tuple[Candidate, ...]] = {
         Candidate("pcie_rx_bps", None, "pcie_host_to_device"),
         Candidate("nvlink_total_bps", None, "nvlink"),
         Candidate("nvlink_rx_bps", None, "nvlink"),
+        Candidate("sc_net_rx_bps", None, "network"),
         Candidate("node_net_rx_bps", None, "network"),
     ),
     "GPU": (

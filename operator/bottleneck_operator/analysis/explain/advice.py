@@ -158,6 +158,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "Remote or throttled storage cannot feed the GPUs; a local copy removes the network and the quota from the path.",
             "node_net_rx_share",
             "node_net_rx_bps",
+            "sc_net_rx_bps",
             "node_cpu_iowait_frac",
             "node_psi_io_some",
             "sc_psi_io_some",

@@ -16,7 +16,11 @@ from bottleneck_operator.analysis.explain.datapath import NETWORK_READS, STORAGE
 from bottleneck_operator.contract.verdict import Bottleneck, Mechanism, Verdict
 
 # The data path's rates, each named by the way it says the data came (the candidates say their own).
-_RATES: dict[str, Mechanism] = {"node_net_rx_bps": Mechanism.NETWORK_STORAGE, "read_bps": Mechanism.LOCAL_DISK}
+_RATES: dict[str, Mechanism] = {
+    "node_net_rx_bps": Mechanism.NETWORK_STORAGE,
+    "sc_net_rx_bps": Mechanism.NETWORK_STORAGE,
+    "read_bps": Mechanism.LOCAL_DISK,
+}
 _CARRIERS = {NETWORK_READS: Mechanism.NETWORK_STORAGE, STORAGE_READS: Mechanism.LOCAL_DISK}
 _LINKS = {link: mech for mech, link in LINKS.items()}
 # GPU advice whose precondition is one mechanism's: CUDA graphs for launches, more GPUs for compute.

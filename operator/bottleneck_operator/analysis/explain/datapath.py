@@ -28,14 +28,17 @@ class DataPath:
     """The job's two ways in for data, and which one carried it.
 
     Attributes:
-        net_bps: bytes/s its nodes received over the network, None where not collected.
+        net_bps: bytes/s it received over the network (its pods' own count, else its nodes'), None
+            where not collected.
         read_bps: bytes/s it read from block storage, None where not collected.
-        symmetry: the nodes' network receive against transmit (smaller over larger), None unread.
+        symmetry: network receive against transmit (smaller over larger), None unread.
+        net_own: ``net_bps`` is the pods' own count (the collector's), not their nodes'.
     """
 
     net_bps: float | None
     read_bps: float | None
     symmetry: float | None
+    net_own: bool = False
 
     @property
     def share(self) -> float | None:
@@ -86,4 +89,4 @@ def data_path(summary: JobSummary) -> DataPath:
     symmetry = None
     if rx is not None and tx is not None and max(rx, tx) > 0:
         symmetry = min(rx, tx) / max(rx, tx)
-    return DataPath(rx, summary.read_bps, symmetry)
+    return DataPath(rx, summary.read_bps, symmetry, summary.net_own)

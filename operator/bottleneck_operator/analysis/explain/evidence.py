@@ -201,12 +201,13 @@ def _io_rate_evidence(path: DataPath) -> Evidence | None:
         return None
     rate, way = carrier
     if way == NETWORK_READS:
+        signal, who = ("sc_net_rx_bps", "pods") if path.net_own else ("node_net_rx_bps", "nodes")
         return Evidence(
-            "node_net_rx_bps",
+            signal,
             rate,
             None,
             "B/s",
-            f"The job's nodes received {human_bytes(rate)} over the network while local disks read "
+            f"The job's {who} received {human_bytes(rate)} over the network while local disks read "
             f"{human_bytes(path.read_bps or 0.0)}.",
         )
     return Evidence("read_bps", rate, None, "B/s", f"The job read {human_bytes(rate)} from storage.")

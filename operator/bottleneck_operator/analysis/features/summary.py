@@ -57,7 +57,9 @@ class JobSummary:
         gpu_active: mean GPU activity (sm_active > gr_engine_active > gpu_util per pod), 0..1.
         activity_signal: which signal ``gpu_active`` comes from.
         read_bps: block reads of the job (sidecar, else cAdvisor, else the nodes' disks).
-        net_rx_bps / net_tx_bps: network bytes of the job's nodes.
+        net_rx_bps / net_tx_bps: the job's network bytes: its pods' own (the collector's count of each
+            pod's network namespace) where counted, else its nodes' (neighbours included).
+        net_own: whether ``net_rx_bps`` and ``net_tx_bps`` are the pods' own count.
         pcie_rx_bps: host-to-device bytes over all the job's GPUs; pcie_capacity_bps their link total.
         nvlink_bps: NVLink bytes over all GPUs; nvlink_capacity_bps their total capacity (0: none).
         cpu_cores / cpu_limit_cores: CPU used and allowed (sum over pods).
@@ -79,6 +81,7 @@ class JobSummary:
     cpu_limit_cores: float | None
     tensor_active: float | None
     gpu_model: str | None
+    net_own: bool = False
 
 
 def _activity(window: JobWindow) -> tuple[float | None, str | None]:
@@ -107,6 +110,9 @@ def summarize(window: JobWindow) -> JobSummary:
     nv_prof = None if nv_prof_tx is None and nv_prof_rx is None else (nv_prof_tx or 0.0) + (nv_prof_rx or 0.0)
     tensor = [m for p in window.pods if (m := _mean(p, "tensor_active")) is not None]
     model = next((p.gpu_model for p in window.pods if p.gpu_model), None)
+    # a node's interfaces carry its neighbours' bytes too: the pods' own count says what the job moved
+    own_rx, own_tx = _job_total(window, "sc_net_rx_bps"), _job_total(window, "sc_net_tx_bps")
+    net_own = own_rx is not None
     return JobSummary(
         gpus=gpus,
         gpu_active=active,
@@ -116,8 +122,8 @@ def summarize(window: JobWindow) -> JobSummary:
             _job_total(window, "fs_read_bps"),
             _job_total(window, "node_disk_read_bps", node_level=True),
         ),
-        net_rx_bps=_job_total(window, "node_net_rx_bps", node_level=True),
-        net_tx_bps=_job_total(window, "node_net_tx_bps", node_level=True),
+        net_rx_bps=own_rx if net_own else _job_total(window, "node_net_rx_bps", node_level=True),
+        net_tx_bps=own_tx if net_own else _job_total(window, "node_net_tx_bps", node_level=True),
         pcie_rx_bps=_job_total(window, "pcie_rx_bps", per_gpu=True),
         pcie_capacity_bps=pcie_cap,
         nvlink_bps=_first(nv_prof, _job_total(window, "nvlink_total_bps", per_gpu=True)),
@@ -126,6 +132,7 @@ def summarize(window: JobWindow) -> JobSummary:
         cpu_limit_cores=_job_total(window, "cpu_limit_cores"),
         tensor_active=float(np.mean(tensor)) if tensor else None,
         gpu_model=model,
+        net_own=net_own,
     )
 
 
