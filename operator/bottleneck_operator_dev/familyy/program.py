@@ -367,10 +367,3 @@ def mechanism_of(name: str, d: Demand, cpu_quota_bound: bool) -> Mechanism:
         "swap_bw": Mechanism.HOST_MEMORY_PRESSURE,
         "flops": Mechanism.COMPUTE,
     }[name]
-
-
-def with_caps(caps: dict[str, float], **changes: float) -> dict[str, float]:
-    """A copy of ``caps`` with some capacities changed."""
-    out = dict(caps)
-    out.update(changes)
-    return out
