@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 import pytest
+from tests.podnet_checks import assert_carried_with_the_collector, assert_pods_within_their_node
 
-from bottleneck_operator.contract.signals import Family
 from bottleneck_operator_dev.blindfamily import BlindJob, generate_blind_family
 
 START = 1_750_000_000.0
-NET = ("sc_net_rx_bps", "sc_net_tx_bps")
 
 
 @pytest.fixture(scope="module")
@@ -24,19 +21,8 @@ def _median(job: BlindJob, signal: str) -> list[float]:
 
 
 def test_every_pod_with_the_sidecar_carries_its_network_bytes(family: list[BlindJob]) -> None:
-    seen = 0
-    for j in family:
-        assert (Family.SIDECAR_NET in j.window.quality.families) == (Family.SIDECAR in j.window.quality.families)
-        for p in j.window.pods:
-            has_sidecar = "sc_cpu_cores" in p.signals
-            for s in NET:
-                assert (s in p.signals) == has_sidecar, (j.name, p.pod, s)
-                if has_sidecar:
-                    v = np.asarray(p.signals[s])
-                    assert not np.isinf(v).any() and not (v < 0).any(), (j.name, p.pod, s)
-                    assert np.isfinite(v).mean() > 0.5
-                    seen += 1
-    assert seen > 100
+    pods = assert_carried_with_the_collector([j.window for j in family], families=True, finite=0.5)
+    assert pods > 50  # over 100 series, both of each pod's
 
 
 def test_the_pods_on_a_node_never_add_up_to_more_than_the_node(family: list[BlindJob]) -> None:
@@ -44,19 +30,7 @@ def test_the_pods_on_a_node_never_add_up_to_more_than_the_node(family: list[Blin
     # rate window, same phase), so sample by sample the pods' sum is at most the node's; only the
     # faults differ (a failed scrape, a misread counter reset that spikes one sample). Medians over
     # the window ignore those single samples, and 1 % covers the medians of a sum against a sum.
-    checked = 0
-    for j in family:
-        nodes = defaultdict(list)
-        for p in j.window.pods:
-            if "sc_net_rx_bps" in p.signals and "node_net_rx_bps" in p.signals:
-                nodes[p.node].append(p)
-        for pods in nodes.values():
-            for way in ("rx", "tx"):
-                own = np.nansum([np.asarray(p.signals[f"sc_net_{way}_bps"]) for p in pods], axis=0)
-                node = np.asarray(pods[0].signals[f"node_net_{way}_bps"])
-                ok = np.isfinite(node) & np.all([np.isfinite(p.signals[f"sc_net_{way}_bps"]) for p in pods], axis=0)
-                assert np.median(own[ok]) <= np.median(node[ok]) * 1.01, (j.name, way)
-                checked += 1
+    checked = assert_pods_within_their_node([j.window for j in family], tolerance=0.01, statistic=np.median)
     assert checked > 50
 
 

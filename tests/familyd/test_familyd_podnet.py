@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from tests.familyd.conftest import START, STEP
+from tests.podnet_checks import assert_carried_with_the_collector, assert_pods_within_their_node
 
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import Mechanism
@@ -27,18 +28,13 @@ def _medians(sim: Simulated, signal: str) -> list[float]:
 
 
 def test_every_pod_with_the_sidecar_carries_its_network_bytes(jobs: list[Simulated]) -> None:
-    seen = 0
     for sim in jobs:
+        # the setup's exporters are the window's: its families say where the sidecar ran
         families = sim.drawn.setup.exporters.families
         assert (Family.SIDECAR_NET in families) == (Family.SIDECAR in families)
-        for p in sim.window.pods:
-            for s in NET:
-                assert (s in p.signals) == (Family.SIDECAR in families), (sim.window.job, s)
-                if s in p.signals:
-                    v = np.asarray(p.signals[s])
-                    assert not np.isinf(v).any() and not (v < 0).any(), (sim.window.job, p.pod, s)
-                    seen += 1
-    assert seen > 100
+        assert (Family.SIDECAR in families) == (Family.SIDECAR in sim.window.quality.families), sim.window.job
+    pods = assert_carried_with_the_collector([sim.window for sim in jobs], families=True)
+    assert pods > 50  # over 100 series, both of each pod's
 
 
 def test_the_pods_on_a_node_never_add_up_to_more_than_the_node(jobs: list[Simulated]) -> None:
@@ -47,20 +43,14 @@ def test_the_pods_on_a_node_never_add_up_to_more_than_the_node(jobs: list[Simula
     # interval's bytes. Over the window's median those errors shrink to a few per cent; 10 % leaves
     # room for a short window (20 samples) whose median falls on a checkpoint's edge. Pods are
     # grouped by the setup's nodes (two nodes of a job may draw the same name).
-    checked = 0
-    for sim in jobs:
-        setup = sim.drawn.setup
-        pods = sim.window.pods
-        if "sc_net_rx_bps" not in pods[0].signals or "node_net_rx_bps" not in pods[0].signals:
-            continue
-        for node in range(setup.nodes):
-            mine = [p for i, p in enumerate(pods) if setup.node_of(i) == node]
-            for way in ("rx", "tx"):
-                own = np.sum([np.asarray(p.signals[f"sc_net_{way}_bps"]) for p in mine], axis=0)
-                count = np.asarray(mine[0].signals[f"node_net_{way}_bps"])
-                ok = np.isfinite(own) & np.isfinite(count)
-                assert np.median(own[ok]) <= np.median(count[ok]) * 1.10, (sim.window.job, node, way)
-                checked += 1
+    setups = {sim.window.job: sim.drawn.setup for sim in jobs}
+    assert len(setups) == len(jobs)
+    checked = assert_pods_within_their_node(
+        [sim.window for sim in jobs],
+        tolerance=0.10,
+        statistic=np.median,
+        key=lambda window, index, _: setups[window.job].node_of(index),
+    )
     assert checked > 50
 
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 import pytest
+from tests.podnet_checks import assert_carried_with_the_collector, assert_pods_within_their_node
 
-from bottleneck_operator.contract.signals import Family
 from bottleneck_operator_dev.familye import FamilyEJob, generate_family_e
 from bottleneck_operator_dev.familye.nodeseries import BG_RX, BG_TX, OWN_BACKGROUND
 
@@ -26,18 +24,8 @@ def _medians(job: FamilyEJob, signal: str) -> list[float]:
 
 
 def test_every_pod_with_the_collector_carries_its_network_bytes(family: list[FamilyEJob]) -> None:
-    seen = 0
-    for j in family:
-        families = j.window.quality.families
-        assert (Family.SIDECAR_NET in families) == (Family.SIDECAR in families)
-        for p in j.window.pods:
-            for s in NET:
-                assert (s in p.signals) == ("sc_cpu_cores" in p.signals), (j.name, s)
-                if s in p.signals:
-                    v = np.asarray(p.signals[s])
-                    assert not np.isinf(v).any() and not (v < 0).any(), (j.name, p.pod, s)
-                    seen += 1
-    assert seen > 100
+    pods = assert_carried_with_the_collector([j.window for j in family], families=True)
+    assert pods > 50  # over 100 series, both of each pod's
 
 
 def test_the_pods_on_a_node_never_add_up_to_more_than_the_node(family: list[FamilyEJob]) -> None:
@@ -45,20 +33,9 @@ def test_the_pods_on_a_node_never_add_up_to_more_than_the_node(family: list[Fami
     # their rate()s cover slightly different ranges (and a restart is read with up to one scrape's
     # error). Over the window's median those errors shrink to a few per cent; 10 % leaves room for a
     # short window whose median falls on a checkpoint's or restart's edge.
-    checked = 0
-    for j in family:
-        nodes = defaultdict(list)
-        for p in j.window.pods:
-            if "sc_net_rx_bps" in p.signals and "node_net_rx_bps" in p.signals:
-                nodes[p.node].append(p)
-        for pods in nodes.values():
-            for way in ("rx", "tx"):
-                own = np.sum([np.asarray(p.signals[f"sc_net_{way}_bps"]) for p in pods], axis=0)
-                count = np.asarray(pods[0].signals[f"node_net_{way}_bps"])
-                ok = np.isfinite(own) & np.isfinite(count)
-                if ok.any():
-                    assert np.median(own[ok]) <= np.median(count[ok]) * 1.10, (j.name, way)
-                    checked += 1
+    checked = assert_pods_within_their_node(
+        [j.window for j in family], tolerance=0.10, statistic=np.median, skip_short=True
+    )
     assert checked > 50
 
 

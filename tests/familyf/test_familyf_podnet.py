@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.podnet_checks import assert_carried_with_the_collector, assert_pods_within_their_node
 
-from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator_dev.familyf import FamilyFJob, generate_family_f
 from bottleneck_operator_dev.familyf.boards import FABRICS, STORAGES
 
 START = 1_800_000_000.0
-POD_NET = ("sc_net_rx_bps", "sc_net_tx_bps")
 RDMA = frozenset(f.name for f in FABRICS if f.rdma)
 NETWORK_STORAGE = frozenset(s.name for s in STORAGES if s.via_network)
 LOCAL_STORAGE = frozenset(s.name for s in STORAGES if not s.via_network)
@@ -36,21 +35,8 @@ def _mean(j: FamilyFJob, name: str) -> float:
 
 
 def test_the_pod_network_bytes_come_with_the_sidecar(jobs: list[FamilyFJob]) -> None:
-    seen = 0
-    for j in jobs:
-        for p in j.window.pods:
-            if "sc_cpu_cores" not in p.signals:
-                assert not set(POD_NET) & set(p.signals), j.name
-                continue
-            seen += 1
-            for name in POD_NET:
-                v = p.signals[name]
-                assert v.shape == j.window.timestamps.shape
-                assert not np.isinf(v).any() and (v[np.isfinite(v)] >= 0.0).all(), (j.name, name)
-                assert np.isfinite(v).any(), (j.name, name)
-        if any("sc_cpu_cores" in p.signals for p in j.window.pods):
-            assert Family.SIDECAR_NET in j.window.quality.families
-    assert seen > 50
+    pods = assert_carried_with_the_collector([j.window for j in jobs], families=True)
+    assert pods > 50
 
 
 def test_the_pods_on_a_node_receive_and_send_no_more_than_the_node(jobs: list[FamilyFJob]) -> None:
@@ -59,25 +45,14 @@ def test_the_pods_on_a_node_receive_and_send_no_more_than_the_node(jobs: list[Fa
     # pod can read many times the node. Over the whole window both rates integrate nearly the same
     # span, so the pods' window means stay within a few per cent of their truth (at most 1.05 seen
     # here over 100 jobs); 10 % leaves room for that and still fails on any neighbour's bytes.
-    checked = 0
-    for j in jobs:
-        if _rdma(j):
-            continue
-        nodes: dict[str, list[int]] = {}
-        for k, p in enumerate(j.window.pods):
-            nodes.setdefault(p.node, []).append(k)
-        for members in nodes.values():
-            pods = [j.window.pods[k] for k in members]
-            if not all(n in p.signals for p in pods for n in (*POD_NET, "node_net_rx_bps")):
-                continue
-            for way in ("rx", "tx"):
-                node = pods[0].signals[f"node_net_{way}_bps"]
-                total = sum(p.signals[f"sc_net_{way}_bps"] for p in pods)
-                both = np.isfinite(node) & np.isfinite(total)
-                if both.sum() < 5:
-                    continue
-                checked += 1
-                assert total[both].mean() <= 1.1 * node[both].mean() + 1e4, (j.name, way)
+    checked = assert_pods_within_their_node(
+        [j.window for j in jobs if not _rdma(j)],
+        tolerance=0.10,
+        statistic=np.mean,
+        slack=1e4,
+        min_samples=5,
+        skip_short=True,
+    )
     assert checked > 20
 
 

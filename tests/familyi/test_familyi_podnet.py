@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.podnet_checks import assert_carried_with_the_collector, assert_pods_within_their_node
 
-from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator_dev.familyi import FamilyIJob, generate_family_i
 from bottleneck_operator_dev.familyi.hardware import FABRICS, STORAGES
 
 START = 1_750_000_000.0
-POD_NET = ("sc_net_rx_bps", "sc_net_tx_bps")
 RDMA = frozenset(f.kind for f in FABRICS if f.rdma)
 TCP = frozenset(f.kind for f in FABRICS if not f.rdma)
 REMOTE = frozenset(s.kind for s in STORAGES if not s.block)
@@ -34,20 +33,8 @@ def _median(j: FamilyIJob, name: str) -> float:
 
 
 def test_the_pod_network_bytes_come_with_the_sidecar(family: list[FamilyIJob]) -> None:
-    seen = 0
-    for j in family:
-        with_sidecar = Family.SIDECAR in j.window.quality.families
-        assert (Family.SIDECAR_NET in j.window.quality.families) is with_sidecar, j.name
-        for p in j.window.pods:
-            if not with_sidecar:
-                assert not set(POD_NET) & set(p.signals), j.name
-                continue
-            seen += 1
-            for name in POD_NET:
-                v = p.signals[name]
-                assert v.shape == j.window.timestamps.shape and np.isfinite(v).any(), (j.name, name)
-                assert not np.isinf(v).any() and (v[np.isfinite(v)] >= 0.0).all(), (j.name, name)
-    assert seen > 50
+    pods = assert_carried_with_the_collector([j.window for j in family], families=True)
+    assert pods > 50
 
 
 def test_the_pod_receives_and_sends_no_more_than_its_node(family: list[FamilyIJob]) -> None:
@@ -57,20 +44,13 @@ def test_the_pod_receives_and_sends_no_more_than_its_node(family: list[FamilyIJo
     # window's mean. The window's median is immune to those few edge samples, and the noise left in
     # it stays under 6 % (1.056 at most over 1,100 pods of three seeds), so 15 % bounds it while a
     # neighbour's or the daemons' bytes in the pod's count would show.
-    checked = 0
-    for j in family:
-        if any(t in RDMA for t in j.tags):
-            continue
-        for p in j.window.pods:
-            for way in ("rx", "tx"):
-                pod, node = p.signals.get(f"sc_net_{way}_bps"), p.signals.get(f"node_net_{way}_bps")
-                if pod is None or node is None:
-                    continue
-                both = np.isfinite(pod) & np.isfinite(node)
-                if both.sum() < 5:
-                    continue
-                checked += 1
-                assert np.median(pod[both]) <= 1.15 * np.median(node[both]), (j.name, p.pod, way)
+    checked = assert_pods_within_their_node(
+        [j.window for j in family if not any(t in RDMA for t in j.tags)],
+        tolerance=0.15,
+        statistic=np.median,
+        min_samples=5,
+        skip_short=True,
+    )
     assert checked > 20
 
 

@@ -3,18 +3,15 @@ pod's part of its node's network load, without the neighbours' traffic or RDMA's
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 import pytest
+from tests.podnet_checks import assert_carried_with_the_collector, assert_pods_within_their_node
 
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import Bottleneck
-from bottleneck_operator.contract.window import PodWindow
 from bottleneck_operator_dev.scenarios import ScenarioJob, generate_family
 
 START = 1_700_000_000.0
-NET = ("sc_net_rx_bps", "sc_net_tx_bps")
 
 
 @pytest.fixture(scope="module")
@@ -33,22 +30,7 @@ def _with_collector(jobs: list[ScenarioJob]) -> list[ScenarioJob]:
 def test_present_wherever_the_collector_is(jobs: list[ScenarioJob]) -> None:
     """Every pod the collector runs in has both signals, finite or NaN (a failed scrape), never
     negative; where the cluster runs no collector, neither (nor their family)."""
-    pods = 0
-    for j in jobs:
-        collector = Family.SIDECAR in j.window.quality.families
-        assert (Family.SIDECAR_NET in j.window.quality.families) == collector
-        for p in j.window.pods:
-            assert ("sc_cpu_cores" in p.signals) == collector
-            for name in NET:
-                if not collector:
-                    assert name not in p.signals, name
-                    continue
-                v = p.signals[name]
-                assert v.shape == j.window.timestamps.shape
-                assert not np.isinf(v).any(), name
-                assert (v[np.isfinite(v)] >= 0).all(), name
-                assert np.isfinite(v).mean() > 0.8, name
-            pods += collector
+    pods = assert_carried_with_the_collector([j.window for j in jobs], families=True, finite=0.8)
     assert pods > 50
 
 
@@ -61,22 +43,9 @@ def test_pods_never_add_up_to_more_than_their_node(jobs: list[ScenarioJob]) -> N
     timestamp, and 25 % is over five of those (the ~15,000 timestamps checked reach 18 %). The
     median over a window averages the jitter down: 6 % is over four of its spreads.
     """
-    checked = 0
-    for j in _with_collector(jobs):
-        if "rdma" in j.tags:
-            continue
-        by_node: dict[str | None, list[PodWindow]] = defaultdict(list)
-        for p in j.window.pods:
-            by_node[p.node].append(p)
-        for pods in by_node.values():
-            for way in ("rx", "tx"):
-                own = np.sum([p.signals[f"sc_net_{way}_bps"] for p in pods], axis=0)
-                node = pods[0].signals[f"node_net_{way}_bps"]
-                ok = np.isfinite(own) & np.isfinite(node)
-                ratio = own[ok] / node[ok]
-                assert ratio.max() <= 1.25, (j.name, way)
-                assert np.median(ratio) <= 1.06, (j.name, way)
-                checked += 1
+    windows = [j.window for j in _with_collector(jobs) if "rdma" not in j.tags]
+    assert_pods_within_their_node(windows, tolerance=0.25, statistic=np.max, ratio=True)
+    checked = assert_pods_within_their_node(windows, tolerance=0.06, statistic=np.median, ratio=True)
     assert checked > 100
 
 

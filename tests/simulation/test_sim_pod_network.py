@@ -3,16 +3,16 @@ pod's network namespace, as against the node's interfaces that every pod and nei
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
+from tests.podnet_checks import assert_carried_with_the_collector, assert_pods_within_their_node
 
 from bottleneck_operator.contract.signals import Family
 from bottleneck_operator.contract.verdict import Bottleneck
-from bottleneck_operator.contract.window import PodWindow
+from bottleneck_operator.contract.window import JobWindow, PodWindow
 from bottleneck_operator_dev.simulation import SimulatedJob, catalog, generate_jobs
 
 START = 1_700_000_000.0
@@ -25,8 +25,12 @@ def long_jobs() -> list[SimulatedJob]:
     return generate_jobs(33, 80, start=START, duration=3600.0, include_ambiguous=True)
 
 
+def _training_window(job: SimulatedJob) -> JobWindow:
+    return job.to_window(step=30.0, start=job.start + job.params.env.startup_s + 300)
+
+
 def _training(job: SimulatedJob) -> list[PodWindow]:
-    return list(job.to_window(step=30.0, start=job.start + job.params.env.startup_s + 300).pods)
+    return list(_training_window(job).pods)
 
 
 def _median(jobs: list[SimulatedJob], name: str) -> float:
@@ -41,21 +45,9 @@ def _with_env(job: SimulatedJob, **env: Any) -> SimulatedJob:
 def test_present_with_the_sidecar_only(many_jobs: list[SimulatedJob]) -> None:
     """Every pod of a job with the collector has both signals, finite or NaN (a missed scrape), never
     negative; without the collector, neither (nor their family)."""
-    with_sidecar = 0
-    for job in many_jobs:
-        w = job.to_window(step=30.0)
-        assert (Family.SIDECAR_NET in w.quality.families) == job.params.env.sidecar
-        for pod in w.pods:
-            for name in NET:
-                if not job.params.env.sidecar:
-                    assert name not in pod.signals, name
-                    continue
-                v = pod.signals[name]
-                assert v.shape == w.timestamps.shape
-                assert not np.isinf(v).any(), name
-                assert (v[np.isfinite(v)] >= 0).all(), name
-                assert np.isfinite(v).mean() > 0.5, name
-            with_sidecar += job.params.env.sidecar
+    windows = [job.to_window(step=30.0) for job in many_jobs]
+    assert [Family.SIDECAR_NET in w.quality.families for w in windows] == [j.params.env.sidecar for j in many_jobs]
+    with_sidecar = assert_carried_with_the_collector(windows, families=True, finite=0.5)
     assert with_sidecar > 20
 
 
@@ -70,21 +62,13 @@ def test_pods_never_add_up_to_more_than_their_node(long_jobs: list[SimulatedJob]
     drops those; 10 % is more than twice the per-sample noise, and well below what counting a
     neighbour's traffic or the collectives twice would add to the pods.
     """
-    checked = 0
-    for job in long_jobs:
-        if not job.params.env.sidecar or job.params.env.rdma:
-            continue
-        by_node: dict[str | None, list[PodWindow]] = defaultdict(list)
-        for pod in _training(job):
-            by_node[pod.node].append(pod)
-        for pods in by_node.values():
-            for way in ("rx", "tx"):
-                own = np.sum([p.signals[f"sc_net_{way}_bps"] for p in pods], axis=0)
-                node = pods[0].signals[f"node_net_{way}_bps"]
-                ok = np.isfinite(own) & np.isfinite(node)
-                assert ok.sum() > 40
-                assert np.median(own[ok] / node[ok]) <= 1.10, (job.name, way)
-                checked += 1
+    checked = assert_pods_within_their_node(
+        [_training_window(job) for job in long_jobs if job.params.env.sidecar and not job.params.env.rdma],
+        tolerance=0.10,
+        statistic=np.median,
+        ratio=True,
+        min_samples=41,
+    )
     assert checked > 40
 
 
