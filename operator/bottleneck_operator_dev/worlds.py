@@ -150,6 +150,12 @@ def _family_w() -> Any:
     return generate_family_w
 
 
+def _family_x() -> Any:
+    from bottleneck_operator_dev.familyx import generate_family_x
+
+    return generate_family_x
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -294,6 +300,12 @@ WORLDS: dict[str, World] = {
             _family_w,
             "the twenty-third family",
             "Family W, written blind while V was unread, each Job a time-stepped stochastic fluid simulation of its input pipeline and training loop with finite buffers and back-pressure (shared bursty storage, a page cache under the cgroup's memory limit, loader workers under a CFS quota, a finite prefetch queue, the PCIe copy, roofline kernels and an all-reduce that synchronises the ranks), sampled as the exporters sample, labelled by the resource whose capacity, doubled for this Job alone, raises its steps per second most, read once (a development world since).",
+        ),
+        World(
+            "X",
+            _family_x,
+            "the twenty-fourth family",
+            "Family X, written blind while W was unread, each training step a task dependency graph (shard reads, decode on loader workers, a finite prefetch queue, the host-to-device copy, roofline kernels per layer group with launch costs, DDP gradient buckets all-reduced with an alpha-beta cost, the optimizer step) list-scheduled on the Job's resources across ranks that wait for each other, labelled by the class holding the largest share of the critical path, read once (a development world since).",
         ),
     )
 }
