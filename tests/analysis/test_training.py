@@ -9,7 +9,7 @@ import pytest
 
 from bottleneck_operator.analysis.classify import analyze_windows
 from bottleneck_operator.analysis.evaluation.metrics import figures
-from bottleneck_operator.analysis.model.degrade import degrade, trailing_mean
+from bottleneck_operator.analysis.model.degrade import UNREAD, degrade, trailing_mean
 from bottleneck_operator.analysis.model.training import build_training_set, fit_model
 from bottleneck_operator.contract.signals import SIGNAL_NAMES, SIGNALS
 from bottleneck_operator.contract.verdict import Bottleneck
@@ -71,6 +71,25 @@ def test_degrade_does_not_depend_on_the_order_signals_were_stored_in() -> None:
             assert sorted(pa.signals) == sorted(pb.signals)
             for name, values in pa.signals.items():
                 np.testing.assert_array_equal(values, pb.signals[name])
+
+
+def test_signals_no_feature_reads_leave_the_degraded_copies_as_they_were() -> None:
+    # The worlds emit the pod's own network bytes, which no feature reads yet: a copy must not carry
+    # them, nor draw differently because the window does, or `train` would not reproduce its model.
+    w = make_window(Bottleneck.IO, noise=0.05, seed=7)
+    without = replace(
+        w,
+        pods=tuple(replace(p, signals={k: v for k, v in p.signals.items() if k not in UNREAD}) for p in w.pods),
+    )
+    assert UNREAD and all(set(p.signals) >= UNREAD for p in w.pods)
+    for seed in range(30):
+        a = degrade(w, np.random.default_rng(seed))
+        b = degrade(without, np.random.default_rng(seed))
+        for pa, pb in zip(a.pods, b.pods, strict=True):
+            assert not UNREAD & set(pa.signals)
+            assert pa.signals.keys() == pb.signals.keys()
+            for name in pa.signals:
+                np.testing.assert_array_equal(pa.signals[name], pb.signals[name])
 
 
 def test_context_features_never_move_a_verdict() -> None:

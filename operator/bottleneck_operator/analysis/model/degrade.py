@@ -36,14 +36,13 @@ DROP_PROBABILITY: dict[Family, float] = {
     Family.DCGM_PROF_PIPES: 0.6,
     Family.DCGM_POWER_CLOCKS: 0.5,
     Family.NODE_IB: 0.4,
-    # the pod's own network bytes: collectors older than the count, and the project's recordings
-    Family.SIDECAR_NET: 0.3,
 }
 _FAMILY_SIGNALS = {f: frozenset(signals_of(f)) for f in Family}
-
-# Ethernet NICs a training node carries, in Gb/s (10-400 Gb/s Ethernet: TELEMETRY.md, "Hardware
-# figures"); a neighbour's traffic is drawn against one of them.
-NIC_GBPS: tuple[float, ...] = (10.0, 25.0, 100.0)
+# Signals no feature reads yet, left out of every degraded copy before any draw, so that the copies
+# (and the shipped model trained on them) stay what they were before the worlds emitted them: the
+# pod's own network bytes, which a retrain that read them cost two recordings (docs/scenarios.md,
+# "The pod's own network bytes, and the rule they join by").
+UNREAD: frozenset[str] = frozenset(signals_of(Family.SIDECAR_NET))
 
 # Signals the data layer computes with rate() over counters: Prometheus averages them over the rate
 # range (max(step + scrape, 4 x scrape), so 2-8 steps), which smooths bursts and ramps up at a
@@ -77,8 +76,6 @@ RATE_SIGNALS: frozenset[str] = frozenset(
         "sc_oom_kills",
         "ib_rx_bps",
         "ib_tx_bps",
-        "sc_net_rx_bps",
-        "sc_net_tx_bps",
     }
 )
 # Node-wide signals a neighbour on a shared node raises: its CPU, pressure, disk and faults are the node's.
@@ -129,7 +126,7 @@ def degrade(window: JobWindow, rng: np.random.Generator) -> JobWindow:
         A new window; the input is not modified.
     """
     # DEV fields are never dropped: they are the floor every NVIDIA GPU provides.
-    dropped: set[str] = set()
+    dropped: set[str] = set(UNREAD)
     for family, p in DROP_PROBABILITY.items():
         if rng.random() < p:
             dropped |= _FAMILY_SIGNALS[family]
@@ -181,7 +178,6 @@ class _World:
         power_cap: the enforced power limit as a share of TDP, None when the limit is not exported.
         rdma: collectives over RDMA: the network's bytes move to the InfiniBand counters.
         neighbour: node-wide load a neighbour adds (0 without one).
-        neighbour_nic_bps: the node's NIC in bytes/s, of which the neighbour's traffic takes its load's share.
         resets: counters reset once (a gap and a spike in the rates).
     """
 
@@ -191,7 +187,6 @@ class _World:
     power_cap: float | None
     rdma: bool
     neighbour: float
-    neighbour_nic_bps: float
     resets: bool
 
     @staticmethod
@@ -203,7 +198,6 @@ class _World:
             power_cap=float(rng.uniform(0.6, 1.0)) if rng.random() < 0.5 else None,
             rdma=bool(rng.random() < 0.3),
             neighbour=float(rng.uniform(0.0, 0.5)) if rng.random() < 0.25 else 0.0,
-            neighbour_nic_bps=float(rng.choice(NIC_GBPS)) * 1e9 / 8,
             resets=bool(rng.random() < 0.1),
         )
 
@@ -222,18 +216,12 @@ def _vary_world(pod: PodWindow, world: _World, rng: np.random.Generator) -> dict
         out["power_w"] = np.fmin(out["power_w"], cap)
     if world.rdma and "node_net_rx_bps" in out and "node_net_tx_bps" in out:
         out["ib_rx_bps"], out["ib_tx_bps"] = out["node_net_rx_bps"] * 0.98, out["node_net_tx_bps"] * 0.98
-        # RDMA bypasses the kernel's stack: the pod's own count loses what the node's does
-        for name in ("node_net_rx_bps", "node_net_tx_bps", "sc_net_rx_bps", "sc_net_tx_bps"):
-            if name in out:
-                out[name] = out[name] * 0.02
+        out["node_net_rx_bps"] = out["node_net_rx_bps"] * 0.02
+        out["node_net_tx_bps"] = out["node_net_tx_bps"] * 0.02
     if world.neighbour > 0:
         for name in NODE_SHARED:
             if name in out:
                 out[name] = np.clip(out[name] + world.neighbour * rng.uniform(0.5, 1.0), 0.0, 1.0)
-        # a neighbour's traffic crosses the node's NIC, never the pod's own interfaces
-        for name in ("node_net_rx_bps", "node_net_tx_bps"):
-            if name in out:
-                out[name] = out[name] + world.neighbour * world.neighbour_nic_bps * rng.uniform(0.5, 1.0, t)
     return out
 
 
