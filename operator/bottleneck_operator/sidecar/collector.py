@@ -15,6 +15,7 @@ from prometheus_client.registry import Collector
 
 from bottleneck_operator import __version__
 from bottleneck_operator.sidecar.gpu import GpuReading
+from bottleneck_operator.sidecar.netdev import NetBytes
 from bottleneck_operator.sidecar.reader import Identity, Snapshot
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class SnapshotCollector(Collector):
         doc = "Workload processes that used at least 0.9 of a CPU core since the previous reading."
         yield from filter(None, [self._gauge("busy_processes", doc, snap.busy_processes)])
         if snap.network is not None:
-            yield from filter(None, self._network_metrics(snap))
+            yield from filter(None, self._network_metrics(snap.network))
         if snap.gpus:
             yield from self._gpu_metrics(snap.gpus)
         info = GaugeMetricFamily(
@@ -142,19 +143,11 @@ class SnapshotCollector(Collector):
             ),
         ]
 
-    def _network_metrics(self, snap: Snapshot) -> list[Metric | None]:
-        net = snap.network
+    def _network_metrics(self, net: NetBytes) -> list[Metric | None]:
+        doc = "Bytes the pod's own interfaces {} (/proc/net/dev of its network namespace, lo left out)."
         return [
-            self._counter(
-                "network_receive_bytes",
-                "Bytes the pod's own interfaces received (/proc/net/dev of its network namespace, lo left out).",
-                None if net is None else float(net.received),
-            ),
-            self._counter(
-                "network_transmit_bytes",
-                "Bytes the pod's own interfaces sent (/proc/net/dev of its network namespace, lo left out).",
-                None if net is None else float(net.sent),
-            ),
+            self._counter("network_receive_bytes", doc.format("received"), float(net.received)),
+            self._counter("network_transmit_bytes", doc.format("sent"), float(net.sent)),
         ]
 
     def _pressure_metrics(self, pressure: dict[str, dict[str, float]]) -> Iterator[Metric]:

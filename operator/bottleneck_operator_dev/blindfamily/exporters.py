@@ -142,8 +142,8 @@ def sample(
     sc: Scrape,
     step: float,
     rng: np.random.Generator,
-    own: dict[str, FloatArray] | None = None,
-    own_rng: np.random.Generator | None = None,
+    own: dict[str, FloatArray],
+    own_rng: np.random.Generator,
 ) -> dict[str, FloatArray]:
     """The signals as the window holds them: only present families, refreshed, rated, with faults.
 
@@ -170,7 +170,7 @@ def sample(
             name: np.array(_hold(_smooth(x, round(sc.rate_window_s / step)), sc.scrape_s, step, phase % sc.scrape_s))
             for name, x in own.items()
         }
-        _own_faults(net, first, gaps, own_rng if own_rng is not None else np.random.default_rng(0))
+        _own_faults(net, first, gaps, own_rng)
         out.update(net)
     for name, y in out.items():
         np.maximum(y, 0.0, out=y)

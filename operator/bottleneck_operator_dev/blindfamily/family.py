@@ -85,7 +85,7 @@ def _render(
     start: float,
     step: float,
     taken: set[tuple[str, str]],
-    own_rng: np.random.Generator | None = None,
+    own_rng: np.random.Generator,
 ) -> BlindJob:
     """Draw the job's window: timeline, exporters' view, pods and nodes."""
     ns, name = _names(d, rng, taken)
@@ -99,7 +99,7 @@ def _render(
     raw.update(node_sig)
     sc = draw_scrape(d, rng, step)
     net = {"sc_net_rx_bps": own["rx"], "sc_net_tx_bps": own["tx"]}
-    sig = sample(raw, sc, step, rng, net, own_rng if own_rng is not None else np.random.default_rng([index, _OWN_NET]))
+    sig = sample(raw, sc, step, rng, net, own_rng)
     pods = _pods(d, rng, name, index, sig, neighbours)
     families, coverage = families_and_coverage(pods)
     window = JobWindow(

@@ -84,23 +84,22 @@ def sample(
     tl: Timeline,
     stamps: FloatArray,
     step: float,
-    more: Rows | None = None,
-    more_rng: np.random.Generator | None = None,
+    more: tuple[Rows, np.random.Generator] | None = None,
 ) -> Rows:
     """One exporter's rows, scraped and read at the window's timestamps; row keys kept.
 
-    ``more`` are further counters of the same exporter (the collector's network bytes): the same
-    scrapes and restarts, their own draws from ``more_rng``, so that the other rows come out as
+    ``more`` are further counters of the same exporter (the collector's network bytes) and the
+    generator of their own draws: the same scrapes and restarts, so that the other rows come out as
     they did without them.
     """
     if not rows:
         return {}
-    more = more or {}
+    extra_rows, more_rng = more if more is not None else ({}, None)
     env, start = plan.env, float(stamps[0])
     si = env.scrape[exporter]
     times = scrape_times(rng, plan, exporter, tl.t0, float(stamps[-1]), start)
     if times.size < 2:
-        return {k: np.full((v.shape[0], stamps.size), np.nan) for k, v in (rows | more).items()}
+        return {k: np.full((v.shape[0], stamps.size), np.nan) for k, v in (rows | extra_rows).items()}
     measured = times
     if exporter == "dcgm":
         ci, phase = env.dcgm_collect, rng.uniform(0, env.dcgm_collect)
@@ -124,9 +123,9 @@ def sample(
         restarts = _apply_resets(rng, plan, exporter, counters, totals, times, start, tl)
         for k, v in zip(counters, sampler.rate(totals), strict=True):
             out[k] = v
-        if more:
-            names = list(more)
-            extra = _totals(more_rng or np.random.default_rng(0), np.stack([more[k] for k in names]), tl, times)
+        if extra_rows and more_rng is not None:
+            names = list(extra_rows)
+            extra = _totals(more_rng, np.stack([extra_rows[k] for k in names]), tl, times)
             for at, which in restarts:
                 _reset(extra, times, at, np.arange(len(names)), which)
             for k, v in zip(names, sampler.rate(extra), strict=True):

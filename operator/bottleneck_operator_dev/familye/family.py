@@ -108,7 +108,7 @@ def _signals(
     start: float,
     step: float,
     n: int,
-    own_rng: np.random.Generator | None = None,
+    own_rng: np.random.Generator,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Every signal the job's exporters would give, (P, n) each, before the family filter.
 
@@ -130,8 +130,8 @@ def _signals(
     )
     net = pod_net_rows(plan, h, g, tl)
     for exporter, rows in groups:
-        more = net if exporter == "sidecar" else None
-        got = sample(rng, plan, exporter, rows, tl, stamps, step, more, own_rng)
+        more = (net, own_rng) if exporter == "sidecar" else None
+        got = sample(rng, plan, exporter, rows, tl, stamps, step, more)
         if exporter == "node":
             got = {k: v[plan.env.node_of] for k, v in got.items()}
         out.update(got)
