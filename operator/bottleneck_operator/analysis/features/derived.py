@@ -181,23 +181,7 @@ def _host_columns(g: Callable[[str], FloatArray], gpus: FloatArray, reads: Float
     running, waiting = g("sc_procs_running"), g("sc_procs_iowait")
     cols["sc_iowait_procs_share"] = div(waiting, running + waiting)
     cols["iowait_of_idle"] = clipped(per(g("node_cpu_iowait_frac"), 1.0 - busy, 0.02), 0.0, 1.0)
-    cols.update(_pod_network_columns(g, rx, per_gpu))
     return cols
-
-
-def _pod_network_columns(
-    g: Callable[[str], FloatArray], node_rx: FloatArray, per_gpu: FloatArray
-) -> dict[str, FloatArray]:
-    """The pod's own network bytes (the sidecar's count of its network namespace), beside the node's."""
-    rx, tx = g("sc_net_rx_bps"), g("sc_net_tx_bps")
-    # node_network_* count every pod on the node: the pod's own share says whose traffic it is. Above
-    # 1 only through sampling (two counters read at different instants), never physically.
-    share = div(rx, np.where(node_rx > 0, node_rx, np.nan))
-    return {
-        "sc_net_rx_share": clipped(share, 0.0, 1.0),
-        "sc_log_net_per_gpu": log_rate(nan_sum(rx, tx), per_gpu),
-        "sc_net_symmetry": div(np.fmin(rx, tx), np.fmax(rx, tx)),
-    }
 
 
 # the GPU's busy share from which its clock is read (clock_rel_peak)

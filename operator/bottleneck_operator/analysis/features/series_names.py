@@ -216,12 +216,6 @@ class Series(StrEnum):
     # the pod's pages back from swap and its OOM kills (its own cgroup): host memory pressure
     SC_LOG_SWAPIN = "sc_log_swapin"
     SC_OOM_KILLS = "sc_oom_kills"
-    # the pod's own network bytes (the sidecar counts its network namespace; RDMA bypasses it): its share
-    # of what the node receives (low: a neighbour's traffic makes the node's count), both ways per GPU
-    # (log10), and min(rx, tx) / max(rx, tx) (~1 socket collectives, ~0 reads from network storage)
-    SC_NET_RX_SHARE = "sc_net_rx_share"
-    SC_LOG_NET_PER_GPU = "sc_log_net_per_gpu"
-    SC_NET_SYMMETRY = "sc_net_symmetry"
 
     def of(self, stat: Stat) -> FeatureKey:
         """The feature that summarises this series by ``stat``."""

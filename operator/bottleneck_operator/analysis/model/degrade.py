@@ -38,6 +38,11 @@ DROP_PROBABILITY: dict[Family, float] = {
     Family.NODE_IB: 0.4,
 }
 _FAMILY_SIGNALS = {f: frozenset(signals_of(f)) for f in Family}
+# Signals no feature reads yet, left out of every degraded copy before any draw, so that the copies
+# (and the shipped model trained on them) stay what they were before the worlds emitted them: the
+# pod's own network bytes, which a retrain that read them cost two recordings (docs/scenarios.md,
+# "The pod's own network bytes, and the rule they join by").
+UNREAD: frozenset[str] = frozenset(signals_of(Family.SIDECAR_NET))
 
 # Signals the data layer computes with rate() over counters: Prometheus averages them over the rate
 # range (max(step + scrape, 4 x scrape), so 2-8 steps), which smooths bursts and ramps up at a
@@ -71,8 +76,6 @@ RATE_SIGNALS: frozenset[str] = frozenset(
         "sc_oom_kills",
         "ib_rx_bps",
         "ib_tx_bps",
-        "sc_net_rx_bps",
-        "sc_net_tx_bps",
     }
 )
 # Node-wide signals a neighbour on a shared node raises: its CPU, pressure, disk and faults are the node's.
@@ -123,7 +126,7 @@ def degrade(window: JobWindow, rng: np.random.Generator) -> JobWindow:
         A new window; the input is not modified.
     """
     # DEV fields are never dropped: they are the floor every NVIDIA GPU provides.
-    dropped: set[str] = set()
+    dropped: set[str] = set(UNREAD)
     for family, p in DROP_PROBABILITY.items():
         if rng.random() < p:
             dropped |= _FAMILY_SIGNALS[family]
@@ -213,10 +216,8 @@ def _vary_world(pod: PodWindow, world: _World, rng: np.random.Generator) -> dict
         out["power_w"] = np.fmin(out["power_w"], cap)
     if world.rdma and "node_net_rx_bps" in out and "node_net_tx_bps" in out:
         out["ib_rx_bps"], out["ib_tx_bps"] = out["node_net_rx_bps"] * 0.98, out["node_net_tx_bps"] * 0.98
-        # RDMA bypasses the kernel's stack: the pod's own count loses what the node's does
-        for name in ("node_net_rx_bps", "node_net_tx_bps", "sc_net_rx_bps", "sc_net_tx_bps"):
-            if name in out:
-                out[name] = out[name] * 0.02
+        out["node_net_rx_bps"] = out["node_net_rx_bps"] * 0.02
+        out["node_net_tx_bps"] = out["node_net_tx_bps"] * 0.02
     if world.neighbour > 0:
         for name in NODE_SHARED:
             if name in out:
