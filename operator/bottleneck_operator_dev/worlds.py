@@ -156,6 +156,12 @@ def _family_x() -> Any:
     return generate_family_x
 
 
+def _family_y() -> Any:
+    from bottleneck_operator_dev.familyy import generate_family_y
+
+    return generate_family_y
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -306,6 +312,12 @@ WORLDS: dict[str, World] = {
             _family_x,
             "the twenty-fourth family",
             "Family X, written blind while W was unread, each training step a task dependency graph (shard reads, decode on loader workers, a finite prefetch queue, the host-to-device copy, roofline kernels per layer group with launch costs, DDP gradient buckets all-reduced with an alpha-beta cost, the optimizer step) list-scheduled on the Job's resources across ranks that wait for each other, labelled by the class holding the largest share of the critical path, read once (a development world since).",
+        ),
+        World(
+            "Y",
+            _family_y,
+            "the twenty-fifth family",
+            "Family Y, written blind while X was unread and the first with the pod's own network bytes in the contract, each interval of a Job's window a linear program over its shared resources (cores, loader workers, the trainer thread, storage bytes and requests, the NIC, RDMA, PCIe, NVLink, swap, the GPU's time), its telemetry the primal solution as the exporters read it, labelled by the class of the largest shadow price scaled to an elasticity, read once (a development world since).",
         ),
     )
 }
