@@ -46,7 +46,7 @@ record: record-as-root $(STAMP) system-deps  ## re-record the real bottlenecks u
 	$(BIN)/pip install --quiet 'Pillow>=10'
 	PYTHONPATH=$(CURDIR):$(CURDIR)/operator $(BIN)/python -m recordings
 
-GPU_SCENARIOS := gpu-compute gpu-compute-fp32 gpu-compute-neighbour gpu-compute-fed gpu-transformer gpu-hbm gpu-streamed gpu-launch gpu-launch-wide gpu-h2d gpu-h2d-pinned gpu-d2h-pinned gpu-loader gpu-loader-busy gpu-workers0 gpu-workers0-busy gpu-throttled gpu-saturated gpu-io gpu-io-busy gpu-io-neighbour gpu-mmap gpu-objectstore gpu-objectstore-busy gpu-memory
+GPU_SCENARIOS := gpu-compute gpu-compute-fp32 gpu-compute-neighbour gpu-compute-fed gpu-transformer gpu-hbm gpu-streamed gpu-launch gpu-launch-wide gpu-h2d gpu-h2d-pinned gpu-d2h-pinned gpu-loader gpu-loader-busy gpu-workers0 gpu-workers0-busy gpu-throttled gpu-saturated gpu-io gpu-io-busy gpu-io-neighbour gpu-mmap gpu-objectstore gpu-objectstore-busy gpu-memory gpu-allreduce gpu-launch-fed gpu-checkpoint
 
 record-gpu: record-as-root $(STAMP) system-deps  ## record real PyTorch loops on this machine's GPU under tests/data/gpu-* (root, NVIDIA GPU)
 	$(BIN)/pip install --quiet 'Pillow>=10' 'nvidia-ml-py>=12' 'torch>=2.4'

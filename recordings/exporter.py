@@ -114,7 +114,8 @@ class PodExporter:
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
+        if self._thread.is_alive():  # shutdown() waits for a serve loop that never started (a failed setup)
+            self._server.shutdown()
         self._server.server_close()
 
     def _cid(self, salt: str = "") -> str:

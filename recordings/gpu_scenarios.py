@@ -7,12 +7,16 @@ They need a machine with an NVIDIA GPU, PyTorch and ``nvidia-ml-py``; ``make rec
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from recordings.cgroups import Limits, block_device_of
+from recordings.cgroups import Counters, Limits, block_device_of
 from recordings.cpu_quota import write_jpegs
 from recordings.harness import Context, Scenario
+from recordings.interconnect_veth import LINK, fabric_down, fabric_up
+from recordings.interconnect_veth import RATE as FABRIC_RATE
 from recordings.io_limit import write_samples
 from recordings.memory_swap import remove_swapfile, swapfile
 from recordings.neighbours import start_neighbours, stop_neighbours
@@ -33,6 +37,16 @@ FED_WORK = 90
 # 16 MiB objects a batch through the 200 Mbit/s link take 0.7 s: 190 products keep the GPU busy ~45 %
 OBJECTS_HALF_WORK = 190
 MEMORY_LIMIT = 1280 << 20  # the CUDA context's host memory plus about a third of the dataset
+# 64 MiB of fp32 gradients each way through the 1 Gbit/s link take ~0.54 s; 150 products (~0.26 s)
+# before each exchange keep the GPU busy about a third of a step that the link bounds
+GRAD_BYTES = 64 << 20
+ALLREDUCE_WORK = 150
+PEER_COMPUTE_S = 0.2  # the peer's gradient is ready a little before this rank's, as a faster peer's is
+# gpu-launch-wide's MLP (~67 steps/s) fed 8 JPEGs a step by six workers that decode ~120 batches/s together
+LAUNCH_FED_WORKERS = 6
+LAUNCH_FED_IMAGES = 8
+CHECKPOINT_EVERY_S = 30.0
+CHECKPOINT_MIB = 4096  # bf16 weights and Adam's moments of a ~0.7B-parameter model
 
 
 def scenarios(workroot: Path) -> dict[str, Scenario]:
@@ -135,6 +149,22 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
                  Limits(read_bps=(dev, READ_BPS)),
                  launch=_reader("--mapped"),
                  real_gpu=True, setup=write_samples),
+        Scenario("allreduce", "Interconnect", "network",
+                 f"{GRAD_BYTES >> 20} MiB of gradients swapped each step with a peer rank through a {FABRIC_RATE}/s "
+                 f"veth (tc tbf) to its own network namespace, after {ALLREDUCE_WORK} 8192x8192 bf16 products",
+                 Limits(), launch=_allreduce, real_gpu=True, setup=fabric_up, teardown=fabric_down),
+        Scenario("launch-fed", "GPU", "launch-bound",
+                 f"the eager-mode MLP of gpu-launch-wide (600 layers 512 wide, batch 256) fed {LAUNCH_FED_IMAGES} "
+                 f"JPEGs (512x512) a step by {LAUNCH_FED_WORKERS} DataLoader workers that decode faster than it "
+                 "takes them: the host's launches bound the step while the workers keep cores busy",
+                 Limits(), launch=_loader(LAUNCH_FED_WORKERS, batch=LAUNCH_FED_IMAGES, launch=1200),
+                 real_gpu=True, setup=write_jpegs),
+        Scenario("checkpoint", "GPU", "compute",
+                 f"the products of gpu-compute with {CHECKPOINT_MIB >> 10} GiB of state copied to the host and "
+                 f"written to disk (fsync'd) every {CHECKPOINT_EVERY_S:g} s, the GPU idle while it saves",
+                 Limits(), launch=_launcher("checkpoint", "--file", "{workdir}/state.ckpt", "--every",
+                                            str(CHECKPOINT_EVERY_S), "--mib", str(CHECKPOINT_MIB)),
+                 real_gpu=True, setup=_no_pauses, extra_figures=_pauses),
         Scenario("memory", "Memory", "host-memory-pressure",
                  f"{MEMORY_LIMIT >> 20} MiB memory limit with swap, for a {DATASET >> 30} GiB in-memory dataset "
                  "sampled at random (32 x 1 MiB a batch)",
@@ -164,13 +194,31 @@ def _reader(*extra: str) -> Callable[[Context], None]:
     return _launcher("read", "--file", "{workdir}/samples.bin", "--batch", "16", *extra)
 
 
-def _loader(workers: int, work: int = 0) -> Callable[[Context], None]:
+def _loader(workers: int, work: int = 0, *, batch: int = LOADER_BATCH, launch: int = 0) -> Callable[[Context], None]:
     """The JPEG loader with ``workers`` DataLoader workers (0: the training process decodes) feeding a model
-    of ``work`` large products a batch (0: a few small ones)."""
+    of ``work`` large products a batch (0: a few small ones), or the eager-mode MLP of ``launch`` kernels."""
     return _launcher(
-        "loader", "--images", "{workdir}/images", "--batch", str(LOADER_BATCH), "--workers", str(workers),
-        "--work", str(work),
+        "loader", "--images", "{workdir}/images", "--batch", str(batch), "--workers", str(workers),
+        "--work", str(work), "--launch", str(launch), "--width", "512", "--model-batch", "256",
     )  # fmt: skip
+
+
+def _allreduce(ctx: Context) -> None:
+    common = ["--host", LINK.peer_ip, "--port", "29501", "--grad-bytes", str(GRAD_BYTES)]
+    # The peer rank is the other node: outside the recorded pod's cgroup, behind the link, no GPU of its own.
+    ctx.spawn(["allreduce", "--rank", "1", *common, "--compute-s", str(PEER_COMPUTE_S)], prefix=LINK.inside,
+              join=False)  # fmt: skip
+    _launcher("allreduce", *common, "--work", str(ALLREDUCE_WORK))(ctx)
+
+
+def _no_pauses(ctx: Context) -> None:
+    (ctx.workdir / "state.pauses").unlink(missing_ok=True)
+
+
+def _pauses(ctx: Context, first: Counters, last: Counters, dt: float) -> dict[str, Any]:
+    """Each checkpoint's [start, end] in wall-clock seconds (the truth's window says which fall inside it)."""
+    lines = (ctx.workdir / "state.pauses").read_text().splitlines()
+    return {"checkpoint_pauses": [json.loads(line) for line in lines if line.strip()]}
 
 
 def _launcher(kind: str, *args: str) -> Callable[[Context], None]:

@@ -17,7 +17,13 @@ Each loop runs real PyTorch work on GPU 0 and publishes its step count after eve
   ``--back``: a large tensor copied from the GPU to the host every step instead.
 - ``loader``: JPEG decoding and augmentation in DataLoader workers feeding a small model (one worker,
   or several under the pod's CPU quota); ``--work N`` adds N 8192x8192 bf16 products a batch, a model
-  that keeps the GPU busy for part of each step (or all of it, with enough workers).
+  that keeps the GPU busy for part of each step (or all of it, with enough workers); ``--launch N``
+  feeds the eager-mode MLP of ``launch`` instead (the workers keep up, the host's launches bound it).
+- ``allreduce``: one data-parallel rank that computes on the GPU, copies its gradient to pinned host
+  memory, swaps it with its peer rank over TCP (through a shaped link), averages and copies it back:
+  gradient exchange over a plain network, as Gloo or NCCL's socket transport does it.
+- ``checkpoint``: the products of ``matmul`` with the model's state copied to the host and written to
+  disk (fsync'd, then renamed into place) every ``--every`` seconds; the GPU idles while it saves.
 - ``objects``: 1 MiB samples fetched over HTTP from an object store behind a rate-limited link
   (``--prefetch``: the next batch fetched while the GPU works).
 - ``read``: samples read at random offsets of a file under a read-bandwidth limit, page cache evicted;
@@ -31,10 +37,12 @@ Each loop runs real PyTorch work on GPU 0 and publishes its step count after eve
 from __future__ import annotations
 
 import argparse
+import json
 import mmap
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,9 +50,10 @@ from typing import Any
 import numpy as np
 
 from recordings.virtual_gpu import write_progress
-from recordings.workloads import _decode, fetch_batch, in_memory_dataset, random_batch
+from recordings.workloads import _decode, connect, exchange, fetch_batch, in_memory_dataset, random_batch
 
-KINDS = ("matmul", "elementwise", "launch", "transformer", "streamed", "h2d", "loader", "objects", "read", "swapped")
+KINDS = ("matmul", "elementwise", "launch", "transformer", "streamed", "h2d", "loader", "objects", "read", "swapped",
+         "allreduce", "checkpoint")  # fmt: skip
 
 
 def _loop(progress: Path, step: Callable[[], None], sync: Callable[[], None]) -> None:
@@ -116,18 +125,23 @@ def elementwise(torch: Any, progress: Path, elements: int) -> None:
     _loop(progress, step, torch.cuda.synchronize)
 
 
-def launch(torch: Any, progress: Path, kernels: int, width: int, batch: int) -> None:
-    # A deep, narrow MLP in eager mode: each layer is a matmul of a few thread blocks and an
-    # activation, so the GPU finishes each kernel about as fast as the host can launch the next.
+def _launch_model(torch: Any, kernels: int, width: int, batch: int) -> Callable[[Any], None]:
+    """A deep, narrow MLP in eager mode: each layer is a matmul of a few thread blocks and an
+    activation, so the GPU finishes each kernel about as fast as the host can launch the next."""
     weights = [torch.randn(width, width, device="cuda") / width**0.5 for _ in range(16)]
     h0 = torch.randn(batch, width, device="cuda")
 
-    def step() -> None:
-        h = h0
+    def forward(x: Any) -> None:
+        h = h0 if x is None else h0 * x.to(torch.float32).mean()
         for i in range(kernels // 2):
             h = torch.tanh(h @ weights[i % 16])
 
-    _loop(progress, step, torch.cuda.synchronize)
+    return forward
+
+
+def launch(torch: Any, progress: Path, kernels: int, width: int, batch: int) -> None:
+    forward = _launch_model(torch, kernels, width, batch)
+    _loop(progress, lambda: forward(None), torch.cuda.synchronize)
 
 
 def transformer(torch: Any, progress: Path, layers: int, width: int, seq: int, batch: int) -> None:
@@ -197,11 +211,14 @@ class _Jpegs:
         return torch.tensor(_decode(self.files[i % len(self.files)]))
 
 
-def loader(torch: Any, progress: Path, images: Path, batch: int, workers: int, work: int = 0) -> None:
+def loader(
+    torch: Any, progress: Path, images: Path, batch: int, workers: int, work: int = 0, launch_kernels: int = 0,
+    width: int = 512, model_batch: int = 256,
+) -> None:  # fmt: skip
     files = sorted(str(p) for p in images.glob("*.jpg"))
     data = torch.utils.data.DataLoader(_Jpegs(files), batch_size=batch, num_workers=workers, shuffle=False)
     batches = iter(data)  # the workers fork before this process touches CUDA
-    forward = _model(torch, work)
+    forward = _launch_model(torch, launch_kernels, width, model_batch) if launch_kernels else _model(torch, work)
     for done, x in enumerate(batches, start=1):
         forward(x.to("cuda"))
         torch.cuda.synchronize()
@@ -276,6 +293,59 @@ def swapped(torch: Any, progress: Path, dataset_bytes: int, batch: int, sample_b
     _loop(progress, step, torch.cuda.synchronize)
 
 
+def allreduce(torch: Any, progress: Path, host: str, port: int, grad_bytes: int, work: int) -> None:
+    # The peer (recordings.workloads allreduce --rank 1) listens in its own namespace behind the link.
+    sock = connect(host, port)
+    forward = _model(torch, work)
+    x = torch.ones(1, device="cuda")
+    grad = torch.randn(grad_bytes // 4, device="cuda")
+    staged = torch.empty(grad_bytes // 4, pin_memory=True)
+    mine, theirs = staged.numpy(), np.empty(grad_bytes // 4, dtype=np.float32)
+    done = wire = 0
+    waited = 0.0
+    while True:
+        forward(x)
+        grad.mul_(0.999)  # the backward pass's gradient, ready once the step's kernels are
+        staged.copy_(grad)  # device to host: waits for the kernels
+        t0 = time.perf_counter()
+        exchange(sock, mine, theirs)
+        waited += time.perf_counter() - t0
+        grad.copy_(staged)
+        torch.cuda.synchronize()
+        done += 1
+        wire += 2 * grad_bytes  # sent + received
+        write_progress(progress, done, wire, waited)
+
+
+def checkpoint(torch: Any, progress: Path, size: int, path: Path, every: float, state_mib: int) -> None:
+    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty_like(a)
+    state = torch.randint(0, 255, (state_mib << 20,), device="cuda", dtype=torch.uint8)  # weights + optimiser
+    pauses = path.with_suffix(".pauses")  # one [start, end] line a save, in wall-clock seconds
+    last = time.monotonic()
+    done = 0
+    while True:
+        for _ in range(8):
+            torch.matmul(a, b, out=c)
+        torch.cuda.synchronize()
+        done += 1
+        write_progress(progress, done)
+        if time.monotonic() - last < every:
+            continue
+        began = time.time()
+        host = state.cpu().numpy()  # the training loop stops for the save, as torch.save in the loop does
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("wb") as f:
+            f.write(memoryview(host))
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(path)
+        with pauses.open("a") as f:
+            f.write(json.dumps([round(began, 3), round(time.time(), 3)]) + "\n")
+        last = time.monotonic()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m recordings.gpu_workloads")
     ap.add_argument("kind", choices=KINDS)
@@ -299,6 +369,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--dataset-bytes", type=int, default=3 << 30)
     ap.add_argument("--work", type=int, default=0, help="8192x8192 bf16 products a batch (loader, objects, read)")
     ap.add_argument("--prefetch", action="store_true", help="fetch the next batches in a thread (objects, read)")
+    ap.add_argument("--launch", type=int, default=0, help="feed the eager-mode MLP of this many kernels (loader)")
+    ap.add_argument("--model-batch", type=int, default=256, help="the eager-mode MLP's batch (loader --launch)")
+    ap.add_argument("--host", help="the peer rank's address (allreduce)")
+    ap.add_argument("--port", type=int, default=29501)
+    ap.add_argument("--grad-bytes", type=int, default=64 << 20)
+    ap.add_argument("--every", type=float, default=30.0, help="seconds between checkpoints (checkpoint)")
     ns = ap.parse_args(argv)
     import torch
 
@@ -310,12 +386,16 @@ def main(argv: list[str] | None = None) -> None:
         "transformer": lambda: transformer(torch, p, ns.layers, ns.width, ns.seq, ns.batch),
         "streamed": lambda: streamed(torch, p, ns.layers, ns.width, ns.batch),
         "h2d": lambda: h2d(torch, p, ns.mib, ns.pinned, ns.back),
-        "loader": lambda: loader(torch, p, ns.images, ns.batch, ns.workers, ns.work),
+        "loader": lambda: loader(
+            torch, p, ns.images, ns.batch, ns.workers, ns.work, ns.launch, ns.width, ns.model_batch
+        ),
         "objects": lambda: objects(torch, p, ns.url, ns.batch, ns.workers, work=ns.work, prefetch=ns.prefetch),
         "read": lambda: read(
             torch, p, ns.file, ns.batch, 1 << 20, mapped=ns.mapped, work=ns.work, prefetch=ns.prefetch
         ),
         "swapped": lambda: swapped(torch, p, ns.dataset_bytes, ns.batch, 1 << 20),
+        "allreduce": lambda: allreduce(torch, p, ns.host, ns.port, ns.grad_bytes, ns.work),
+        "checkpoint": lambda: checkpoint(torch, p, ns.size, ns.file, ns.every, ns.mib),
     }
     runs[ns.kind]()
 

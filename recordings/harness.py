@@ -251,8 +251,9 @@ def _truth(sc: Scenario, ctx: Context, who: PodIdentity, window: tuple[float, fl
     }
     if wire:
         figures["wire_mb_per_s"] = round(wire / dt / 1e6, 2)
-    if collective:
-        figures["virtual_gpu_collective_busy"] = round(min(1.0, collective / dt), 3)
+    if collective:  # a real GPU's rank times its own wait on the exchange; the virtual GPU's kernels wait as long
+        key = "exchange_wait_fraction" if sc.real_gpu else "virtual_gpu_collective_busy"
+        figures[key] = round(min(1.0, collective / dt), 3)
     for res in ("cpu", "io", "memory"):
         some = (last.psi_some or {}).get(res, 0.0) - (first.psi_some or {}).get(res, 0.0)
         figures[f"{res}_pressure_some_fraction"] = round(some / dt, 3)

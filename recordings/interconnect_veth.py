@@ -25,11 +25,11 @@ GRAD_BYTES = 64 << 20
 COMPUTE_S = 0.05
 
 
-def _setup(ctx: Context) -> None:
+def fabric_up(ctx: Context) -> None:
     LINK.up()
 
 
-def _teardown(ctx: Context) -> None:
+def fabric_down(ctx: Context) -> None:
     LINK.down()
 
 
@@ -53,8 +53,8 @@ SCENARIO = Scenario(
     compute_s=COMPUTE_S,
     h2d_bytes=0.0,
     launch=_launch,
-    setup=_setup,
-    teardown=_teardown,
+    setup=fabric_up,
+    teardown=fabric_down,
     extra_figures=_figures,
 )
 

@@ -105,7 +105,21 @@ def memory(progress: Path, dataset_bytes: int, batch: int, sample_bytes: int) ->
         write_progress(progress, done)
 
 
-def _exchange(sock: socket.socket, grad: np.ndarray, peer: np.ndarray) -> None:
+def connect(host: str, port: int) -> socket.socket:
+    """Connect to the peer rank listening at ``host:port``, waiting for it to come up (about 20 s)."""
+    for _ in range(100):
+        try:
+            sock = socket.create_connection((host, port), timeout=60)
+            break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        raise ConnectionError(f"no peer at {host}:{port}")
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def exchange(sock: socket.socket, grad: np.ndarray, peer: np.ndarray) -> None:
     """Swap ``grad`` with the peer rank's and average in place.
 
     Sends from and receives into the arrays' own memory (no intermediate copies), so that the link,
@@ -127,18 +141,11 @@ def _exchange(sock: socket.socket, grad: np.ndarray, peer: np.ndarray) -> None:
 
 def allreduce(rank: int, host: str, port: int, progress: Path | None, grad_bytes: int, compute_s: float) -> None:
     if rank == 0:
-        for _ in range(100):
-            try:
-                sock = socket.create_connection((host, port), timeout=60)
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            raise ConnectionError(f"no peer at {host}:{port}")
+        sock = connect(host, port)
     else:
         srv = socket.create_server((host, port))
         sock, _ = srv.accept()
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     grad = np.random.default_rng(rank).standard_normal(grad_bytes // 4).astype(np.float32)
     peer = np.empty_like(grad)
     done = wire = 0
@@ -146,7 +153,7 @@ def allreduce(rank: int, host: str, port: int, progress: Path | None, grad_bytes
     while True:
         time.sleep(compute_s)  # the host waits on the step's kernels (the virtual GPU's compute)
         t0 = time.perf_counter()
-        _exchange(sock, grad, peer)
+        exchange(sock, grad, peer)
         collective += time.perf_counter() - t0  # the GPU's collective kernels wait this long
         done += 1
         wire += 2 * grad.nbytes  # sent + received
