@@ -1,21 +1,21 @@
 """The blind family: the figure the README leads with.
 
-Family Y (``bottleneck_operator_dev.familyy``) is the blind figure now. It was written while family X
+Family Z (``bottleneck_operator_dev.familyz``) is the blind figure now. It was written while family Y
 was unread, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familyy.md says what its author saw), and it is read once, after the class path was frozen
+(docs/familyz.md says what its author saw), and it is read once, after the class path was frozen
 (docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
 (``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
-Job of Y is analysed as a user would read it: the verdict's class, an Unknown counted as an
+Job of Z is analysed as a user would read it: the verdict's class, an Unknown counted as an
 abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
 calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
 seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
-wrong verdicts fall by Y's own mechanism. Y is also scored by a model with the development worlds G
-and J-X beside the shipped worlds (each read once blind, none joined, docs/scenarios.md: this says what
+wrong verdicts fall by Z's own mechanism. Z is also scored by a model with the development worlds G
+and J-Y beside the shipped worlds (each read once blind, none joined, docs/scenarios.md: this says what
 they would have been worth).
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-X,
-each read once blind before Y (docs/analysis.md), are sixteen development worlds (G and J-X) and two
-training worlds (H, I). Y is read once, after the twenty-third freeze (docs/analysis.md says when), and is
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-Y,
+each read once blind before Z (docs/analysis.md), are seventeen development worlds (G and J-Y) and two
+training worlds (H, I). Z is read once, after the twenty-fourth freeze (docs/analysis.md says when), and is
 spent then: these lines reprint that reading, until a family stored unread takes its place after the
 next freeze.
 """
@@ -36,23 +36,23 @@ TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
-# The recipes as they stand when Y is read (docs/analysis.md): the shipped recipe (the simulator beside
-# ``train``'s default worlds) and the shipped one with G and J-X beside it.
-SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at Y's reading
-# None of the development worlds joined (docs/scenarios.md); Y says what they are worth.
-WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X"]
+# The recipes as they stand when Z is read (docs/analysis.md): the shipped recipe (the simulator beside
+# ``train``'s default worlds) and the shipped one with G and J-Y beside it.
+SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at Z's reading
+# None of the development worlds joined (docs/scenarios.md); Z says what they are worth.
+WITH_DEV = [*SHIPPED, "G", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y"]
 RECIPES = (SHIPPED, WITH_DEV)  # the shipped recipe first: the blind figure
-BLIND = "Y"
+BLIND = "Z"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_y(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the twenty-third blind family, written while X was unread.
+def family_z(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the twenty-fourth blind family, written while Y was unread.
 
-    Y's Jobs carry tags that name their variety: only the windows and labels are scored."""
-    from bottleneck_operator_dev.familyy import generate_family_y
+    Z's Jobs carry tags that name their variety: only the windows and labels are scored."""
+    from bottleneck_operator_dev.familyz import generate_family_z
 
-    jobs = generate_family_y(seed, n, start=START)
+    jobs = generate_family_z(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
 
 
@@ -85,16 +85,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> Y (the blind figure), the recipe with G and J-X beside it, and
-    the shipped recipe's wrong verdicts by Y's mechanism."""
+    """One seed: the shipped recipe -> Z (the blind figure), the recipe with G and J-Y beside it, and
+    the shipped recipe's wrong verdicts by Z's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = training_sets(seed, size, WITH_DEV)
-    windows, labels, mechanisms = family_y(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_z(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # Y is never trained on
+    # Z is never trained on
     for rest in RECIPES:
         verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
         out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
@@ -104,7 +104,7 @@ def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
 
 
 def _misread(verdicts: Sequence[Any], labels: Sequence[str], mechanisms: Sequence[str]) -> list[str]:
-    """Per true class and Y's mechanism: Jobs, and what those not read right were read as."""
+    """Per true class and Z's mechanism: Jobs, and what those not read right were read as."""
     from collections import Counter
 
     groups: dict[tuple[str, str], Counter[str]] = {}
