@@ -70,8 +70,8 @@ def test_every_scenario_is_recorded() -> None:
 GRID = "on the recording's own 5 s grid"
 REGRESSIONS: dict[tuple[str, str], str] = {
     ("class", "real-interconnect"): "all-reduce over a tc-limited veth read as GPU by the retrained classifier",
-    # the same exchange on a real GPU: the node's traffic, symmetric at ~80 MB/s each way with no disk
-    # reads, is read as a remote dataset; the pod's own bytes, which would say both ways, are not read
+    # the same exchange on a real GPU: the node's fabric traffic, 82 MB/s each way with no disk reads,
+    # is read as a remote dataset (the recorder exports no pod-level network bytes)
     ("class", "gpu-allreduce"): "gradient exchange over a 1 Gbit/s link read IO (network-storage, 0.80)",
     # the model of eight worlds (family I trained on) reads host memory pressure wrong with every field,
     # where the model of seven had it right; the bench-sized models of eight read 29 or 30 of 31 on three
