@@ -7,6 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck
 from bottleneck_operator_dev.familyd import FamilyDJob, generate_family_d
@@ -16,22 +17,6 @@ START = 1_760_000_000.0
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-def _same(a: FamilyDJob, b: FamilyDJob) -> bool:
-    if (a.namespace, a.name, a.label, a.mechanism, a.tags) != (b.namespace, b.name, b.label, b.mechanism, b.tags):
-        return False
-    wa, wb = a.window, b.window
-    if not np.array_equal(wa.timestamps, wb.timestamps) or len(wa.pods) != len(wb.pods):
-        return False
-    for pa, pb in zip(wa.pods, wb.pods, strict=True):
-        if (pa.pod, pa.node, pa.gpu_model, pa.gpu_count) != (pb.pod, pb.node, pb.gpu_model, pb.gpu_count):
-            return False
-        if set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return wa.quality == wb.quality
-
-
 @pytest.fixture(scope="module")
 def family() -> list[FamilyDJob]:
     return generate_family_d(5, 25, start=START)
@@ -39,12 +24,12 @@ def family() -> list[FamilyDJob]:
 
 def test_the_same_seed_gives_the_same_family(family: list[FamilyDJob]) -> None:
     again = generate_family_d(5, 25, start=START)
-    assert all(_same(a, b) for a, b in zip(family, again, strict=True))
+    assert all(same_job(a, b) for a, b in zip(family, again, strict=True))
 
 
 def test_another_seed_gives_another_family(family: list[FamilyDJob]) -> None:
     other = generate_family_d(6, 25, start=START)
-    assert sum(_same(a, b) for a, b in zip(family, other, strict=True)) == 0
+    assert sum(same_job(a, b) for a, b in zip(family, other, strict=True)) == 0
 
 
 def test_each_job_comes_from_its_own_generator(family: list[FamilyDJob]) -> None:
@@ -52,7 +37,7 @@ def test_each_job_comes_from_its_own_generator(family: list[FamilyDJob]) -> None
     order = labels(5, 25)
     for i in (0, 7, 24):
         alone = simulate_family_job(5, i, *order[i], start=START, step=30.0).window
-        assert _same(
+        assert same_job(
             family[i],
             FamilyDJob(alone.namespace, alone.job, family[i].label, family[i].mechanism, family[i].tags, alone),
         )

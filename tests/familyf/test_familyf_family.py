@@ -6,6 +6,7 @@ import collections
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS, Kind
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck, Mechanism
@@ -22,27 +23,16 @@ def jobs() -> list[FamilyFJob]:
     return generate_family_f(7, 100, start=START)
 
 
-def _same(a: FamilyFJob, b: FamilyFJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return True
-
-
 def test_a_seed_gives_the_same_family_and_another_seed_another() -> None:
     first, again, other = (generate_family_f(s, 10, start=START) for s in (3, 3, 4))
-    assert all(_same(a, b) for a, b in zip(first, again, strict=True))
-    assert not all(_same(a, b) for a, b in zip(first, other, strict=True))
+    assert all(same_job(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(same_job(a, b) for a, b in zip(first, other, strict=True))
 
 
 def test_job_i_comes_from_its_own_generator() -> None:
     family = generate_family_f(11, 12, start=START)
     for i in (0, 5, 11):
-        assert _same(family[i], family_f_job(11, i, family[i].label, start=START))
+        assert same_job(family[i], family_f_job(11, i, family[i].label, start=START))
 
 
 @pytest.mark.parametrize("n", [25, 23, 5, 0])

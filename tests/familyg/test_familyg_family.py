@@ -7,41 +7,31 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS, Family, Kind
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck
 from bottleneck_operator.contract.window import families_and_coverage
-from bottleneck_operator_dev.familyg import FamilyGJob, generate_family_g
+from bottleneck_operator_dev.familyg import generate_family_g
 from bottleneck_operator_dev.familyg.family import build_job, class_plan
 
 Drawn = Any  # (FamilyGJob, Design, raw scrapes), see conftest
-
-
-def _same(a: FamilyGJob, b: FamilyGJob) -> bool:
-    if (a.namespace, a.name, a.label, a.mechanism, a.tags) != (b.namespace, b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if pa.pod != pb.pod or set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return True
 
 
 def test_same_seed_same_family_and_other_seed_another(family_start: float) -> None:
     one = generate_family_g(11, 10, start=family_start)
     two = generate_family_g(11, 10, start=family_start)
     other = generate_family_g(12, 10, start=family_start)
-    assert all(_same(a, b) for a, b in zip(one, two, strict=True))
-    assert not all(_same(a, b) for a, b in zip(one, other, strict=True))
+    assert all(same_job(a, b) for a, b in zip(one, two, strict=True))
+    assert not all(same_job(a, b) for a, b in zip(one, other, strict=True))
 
 
 def test_a_job_depends_on_its_own_seed_only(family_start: float) -> None:
     first, _, _ = build_job(5, 3, Bottleneck.IO, "", start=family_start, step=30.0)
     again, _, _ = build_job(5, 3, Bottleneck.IO, "", start=family_start, step=30.0)
     neighbour, _, _ = build_job(5, 4, Bottleneck.IO, "", start=family_start, step=30.0)
-    assert _same(first, again)
-    assert not _same(first, neighbour)
+    assert same_job(first, again)
+    assert not same_job(first, neighbour)
 
 
 @pytest.mark.parametrize("n", [50, 52])

@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS, Family
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck, Mechanism
@@ -22,23 +23,12 @@ def family() -> list[FamilyIJob]:
     return generate_family_i(11, 150, start=START, step=30.0)
 
 
-def _same(a: FamilyIJob, b: FamilyIJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if list(pa.signals) != list(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return True
-
-
 def test_same_seed_same_family_other_seed_other_family() -> None:
     first = generate_family_i(5, 12, start=START)
     again = generate_family_i(5, 12, start=START)
     other = generate_family_i(6, 12, start=START)
-    assert all(_same(a, b) for a, b in zip(first, again, strict=True))
-    assert not all(_same(a, b) for a, b in zip(first, other, strict=True))
+    assert all(same_job(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(same_job(a, b) for a, b in zip(first, other, strict=True))
 
 
 def test_classes_in_equal_numbers_and_shuffled(family: list[FamilyIJob]) -> None:

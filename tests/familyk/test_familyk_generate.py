@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
@@ -20,25 +21,14 @@ def jobs() -> list[FamilyKJob]:
     return generate_family_k(11, 60, start=START, step=30.0)
 
 
-def _same(a: FamilyKJob, b: FamilyKJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return True
-
-
 def test_same_seed_same_jobs(jobs: list[FamilyKJob]) -> None:
     again = generate_family_k(11, 60, start=START, step=30.0)
-    assert all(_same(a, b) for a, b in zip(jobs, again, strict=True))
+    assert all(same_job(a, b) for a, b in zip(jobs, again, strict=True))
 
 
 def test_other_seed_other_jobs(jobs: list[FamilyKJob]) -> None:
     other = generate_family_k(12, 60, start=START, step=30.0)
-    assert not all(_same(a, b) for a, b in zip(jobs, other, strict=True))
+    assert not all(same_job(a, b) for a, b in zip(jobs, other, strict=True))
 
 
 def test_classes_in_equal_numbers_and_shuffled(jobs: list[FamilyKJob]) -> None:

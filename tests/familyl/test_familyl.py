@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck, Mechanism
@@ -25,22 +26,11 @@ def jobs() -> list[FamilyLJob]:
     return generate_family_l(11, 100, start=START)
 
 
-def _same(a: FamilyLJob, b: FamilyLJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return True
-
-
 def test_same_seed_same_family_other_seed_other_family(jobs: list[FamilyLJob]) -> None:
     again = generate_family_l(11, 100, start=START)
-    assert all(_same(a, b) for a, b in zip(jobs, again, strict=True))
+    assert all(same_job(a, b) for a, b in zip(jobs, again, strict=True))
     other = generate_family_l(12, 100, start=START)
-    assert not all(_same(a, b) for a, b in zip(jobs, other, strict=True))
+    assert not all(same_job(a, b) for a, b in zip(jobs, other, strict=True))
 
 
 def test_classes_in_equal_numbers_shuffled_with_both_memory_mechanisms(jobs: list[FamilyLJob]) -> None:

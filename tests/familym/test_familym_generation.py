@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck
 from bottleneck_operator_dev.familym import FamilyMJob, generate_family_m
@@ -14,25 +14,14 @@ from bottleneck_operator_dev.familym import FamilyMJob, generate_family_m
 START = 1_700_000_000.0  # the fixture's start, an explicit time
 
 
-def _same(a: FamilyMJob, b: FamilyMJob) -> bool:
-    if (a.name, a.namespace, a.label, a.mechanism, a.tags) != (b.name, b.namespace, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return np.array_equal(a.window.timestamps, b.window.timestamps)
-
-
 def test_same_seed_same_family(family_m: list[FamilyMJob]) -> None:
     again = generate_family_m(11, 60, start=START)
-    assert all(_same(a, b) for a, b in zip(family_m, again, strict=True))
+    assert all(same_job(a, b) for a, b in zip(family_m, again, strict=True))
 
 
 def test_other_seed_other_family(family_m: list[FamilyMJob]) -> None:
     other = generate_family_m(12, 10, start=START)
-    assert not all(_same(a, b) for a, b in zip(family_m[:10], other, strict=True))
+    assert not all(same_job(a, b) for a, b in zip(family_m[:10], other, strict=True))
 
 
 def test_classes_in_equal_numbers(family_m: list[FamilyMJob]) -> None:
@@ -80,4 +69,4 @@ def test_each_job_draws_from_its_own_generator(family_m: list[FamilyMJob]) -> No
 
     cls, mechanism = _targets(11, 60)[7]
     alone = _job(11, 7, cls, mechanism, START, 30.0)
-    assert _same(alone, family_m[7])
+    assert same_job(alone, family_m[7])

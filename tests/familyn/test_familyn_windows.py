@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS, Kind
 from bottleneck_operator.contract.verdict import CLASSES, Bottleneck
@@ -23,25 +24,14 @@ def jobs() -> list[FamilyNJob]:
     return generate_family_n(11, 60, start=START)
 
 
-def _same(a: FamilyNJob, b: FamilyNJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if pa.pod != pb.pod or set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return True
-
-
 def test_same_arguments_same_family() -> None:
     first, again = generate_family_n(4, 10, start=START), generate_family_n(4, 10, start=START)
-    assert all(_same(a, b) for a, b in zip(first, again, strict=True))
+    assert all(same_job(a, b) for a, b in zip(first, again, strict=True))
 
 
 def test_another_seed_another_family() -> None:
     one, other = generate_family_n(4, 10, start=START), generate_family_n(5, 10, start=START)
-    assert sum(_same(a, b) for a, b in zip(one, other, strict=True)) == 0
+    assert sum(same_job(a, b) for a, b in zip(one, other, strict=True)) == 0
 
 
 def test_classes_balanced_and_shuffled(jobs: list[FamilyNJob]) -> None:

@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS, Kind
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck
@@ -22,23 +23,12 @@ def jobs() -> list[FamilyOJob]:
     return generate_family_o(11, 100, start=START)
 
 
-def _same(a: FamilyOJob, b: FamilyOJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return True
-
-
 def test_same_seed_same_jobs_and_other_seed_other_jobs() -> None:
     first = generate_family_o(3, 10, start=START)
     again = generate_family_o(3, 10, start=START)
     other = generate_family_o(4, 10, start=START)
-    assert all(_same(a, b) for a, b in zip(first, again, strict=True))
-    assert not all(_same(a, b) for a, b in zip(first, other, strict=True))
+    assert all(same_job(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(same_job(a, b) for a, b in zip(first, other, strict=True))
 
 
 def test_a_job_depends_on_its_index_not_on_how_many_came_before() -> None:
@@ -46,7 +36,7 @@ def test_a_job_depends_on_its_index_not_on_how_many_came_before() -> None:
     # Job i is seeded (seed, i); only the class order depends on n, so compare jobs of one class.
     by_index = {j.name.split("-")[1]: j for j in long}
     matched = [j for j in short if j.name.split("-")[1] in by_index and by_index[j.name.split("-")[1]].label == j.label]
-    assert all(_same(j, by_index[j.name.split("-")[1]]) for j in matched)
+    assert all(same_job(j, by_index[j.name.split("-")[1]]) for j in matched)
 
 
 def test_classes_in_equal_numbers_in_shuffled_order(jobs: list[FamilyOJob]) -> None:

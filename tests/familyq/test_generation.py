@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNAL_NAMES, SIGNALS
 from bottleneck_operator.contract.verdict import Bottleneck
@@ -23,22 +24,11 @@ def family() -> list[FamilyQJob]:
 FIVE = {Bottleneck.IO, Bottleneck.CPU, Bottleneck.INTERCONNECT, Bottleneck.GPU, Bottleneck.MEMORY}
 
 
-def _same(a: FamilyQJob, b: FamilyQJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return True
-
-
 def test_same_seed_same_jobs_other_seed_other_jobs() -> None:
     first, again = generate_family_q(3, 15, start=START), generate_family_q(3, 15, start=START)
-    assert all(_same(a, b) for a, b in zip(first, again, strict=True))
+    assert all(same_job(a, b) for a, b in zip(first, again, strict=True))
     other = generate_family_q(4, 15, start=START)
-    assert not all(_same(a, b) for a, b in zip(first, other, strict=True))
+    assert not all(same_job(a, b) for a, b in zip(first, other, strict=True))
 
 
 def test_a_job_depends_on_its_own_draw_only() -> None:
@@ -46,7 +36,7 @@ def test_a_job_depends_on_its_own_draw_only() -> None:
     few, more = generate_family_q(5, 10, start=START), generate_family_q(5, 20, start=START)
     same_class = [i for i in range(10) if few[i].label is more[i].label]
     assert same_class
-    assert all(_same(few[i], more[i]) for i in same_class)
+    assert all(same_job(few[i], more[i]) for i in same_class)
 
 
 @pytest.mark.parametrize("n", [5, 7, 50])

@@ -6,6 +6,7 @@ import collections
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS, Kind
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck
@@ -18,22 +19,11 @@ START = 1_700_000_000.0  # the fixture's start (conftest.py)
 BOARD = {b.model: b for b in BOARDS}
 
 
-def _same(a: FamilyRJob, b: FamilyRJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if pa.pod != pb.pod or set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[n], pb.signals[n], equal_nan=True) for n in pa.signals):
-            return False
-    return True
-
-
 def test_same_seed_same_family_other_seed_other_family(family: list[FamilyRJob]) -> None:
     again = generate_family_r(11, 60, start=START)
-    assert all(_same(a, b) for a, b in zip(family, again, strict=True))
+    assert all(same_job(a, b) for a, b in zip(family, again, strict=True))
     other = generate_family_r(12, 60, start=START)
-    assert not all(_same(a, b) for a, b in zip(family, other, strict=True))
+    assert not all(same_job(a, b) for a, b in zip(family, other, strict=True))
 
 
 def test_classes_equal_in_number_and_shuffled(family: list[FamilyRJob]) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
-import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck, Mechanism
 from bottleneck_operator.contract.window import JobWindow
@@ -26,26 +26,14 @@ def test_errors_say_what_was_wrong() -> None:
     assert generate_family_s(1, 0, start=START) == []
 
 
-def _same(a: FamilySJob, b: FamilySJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if set(pa.signals) != set(pb.signals):
-            return False
-        for k in pa.signals:
-            if not np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True):
-                return False
-    return True
-
-
 def test_deterministic_and_independent_of_n() -> None:
     a = generate_family_s(7, 6, start=START)
     b = generate_family_s(7, 6, start=START)
     c = generate_family_s(7, 3, start=START)
-    assert all(_same(x, y) for x, y in zip(a, b, strict=True))
-    assert all(_same(x, y) for x, y in zip(a[:3], c, strict=True))
+    assert all(same_job(x, y) for x, y in zip(a, b, strict=True))
+    assert all(same_job(x, y) for x, y in zip(a[:3], c, strict=True))
     d = generate_family_s(8, 3, start=START)
-    assert not all(_same(x, y) for x, y in zip(c, d, strict=True))
+    assert not all(same_job(x, y) for x, y in zip(c, d, strict=True))
 
 
 def test_classes_balanced_and_shuffled() -> None:

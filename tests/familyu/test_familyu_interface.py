@@ -6,6 +6,7 @@ import collections
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck, Mechanism
@@ -21,30 +22,18 @@ def jobs() -> list[FamilyUJob]:
     return generate_family_u(seed=11, n=30, start=START)
 
 
-def _same(a: FamilyUJob, b: FamilyUJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if set(pa.signals) != set(pb.signals):
-            return False
-        for k in pa.signals:
-            if not np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True):
-                return False
-    return True
-
-
 def test_same_seed_gives_the_same_jobs_and_another_seed_does_not() -> None:
     a = generate_family_u(seed=3, n=6, start=START)
     b = generate_family_u(seed=3, n=6, start=START)
     c = generate_family_u(seed=4, n=6, start=START)
-    assert all(_same(x, y) for x, y in zip(a, b, strict=True))
-    assert not all(_same(x, y) for x, y in zip(a, c, strict=True))
+    assert all(same_job(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(same_job(x, y) for x, y in zip(a, c, strict=True))
 
 
 def test_a_job_does_not_depend_on_n() -> None:
     short = generate_family_u(seed=5, n=3, start=START)
     longer = generate_family_u(seed=5, n=8, start=START)
-    assert all(_same(x, y) for x, y in zip(short, longer[:3], strict=True))
+    assert all(same_job(x, y) for x, y in zip(short, longer[:3], strict=True))
 
 
 @pytest.mark.parametrize(

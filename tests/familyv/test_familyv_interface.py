@@ -7,6 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck, Mechanism
@@ -15,17 +16,6 @@ from bottleneck_operator_dev.familyv import FamilyVJob, generate_family_v
 from bottleneck_operator_dev.familyv.hardware import GPUS
 
 START = 1_700_000_000.0
-
-
-def _same(a: FamilyVJob, b: FamilyVJob) -> bool:
-    if (a.namespace, a.name, a.label, a.mechanism, a.tags) != (b.namespace, b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if pa.signals.keys() != pb.signals.keys():
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return np.array_equal(a.window.timestamps, b.window.timestamps)
 
 
 def test_jobs_have_the_fixed_shape(jobs: list[FamilyVJob]) -> None:
@@ -56,9 +46,9 @@ def test_zero_jobs_is_an_empty_list() -> None:
 def test_deterministic_and_independent_of_n() -> None:
     a = generate_family_v(seed=3, n=6, start=START)
     b = generate_family_v(seed=3, n=11, start=START)
-    assert all(_same(x, y) for x, y in zip(a, b[:6], strict=True))
+    assert all(same_job(x, y) for x, y in zip(a, b[:6], strict=True))
     c = generate_family_v(seed=4, n=6, start=START)
-    assert not all(_same(x, y) for x, y in zip(a, c, strict=True))
+    assert not all(same_job(x, y) for x, y in zip(a, c, strict=True))
 
 
 def test_classes_balanced_and_shuffled(jobs: list[FamilyVJob]) -> None:
