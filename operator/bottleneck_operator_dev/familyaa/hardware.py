@@ -1,8 +1,8 @@
 """The cluster side of the causal graph: GPU boards, links, storage, nodes, exporters' settings.
 
-Every figure here is a published one (TELEMETRY.md's table and NVIDIA's datasheets, see
-docs/familyaa.md); the cluster draw picks among them with shares read from cluster trace studies
-where they exist and assumed ranges where none does.
+The boards' figures are published ones (TELEMETRY.md's table and NVIDIA's datasheets; idle power is
+assumed), see docs/familyaa.md. The draw's shares are assumed from what cluster trace studies report
+(most jobs on one GPU, few across nodes), and ranges no study gives are assumed and said so.
 """
 
 from __future__ import annotations

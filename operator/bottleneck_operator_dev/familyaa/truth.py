@@ -183,6 +183,7 @@ def cpu_readings(sc: Scene, p: int) -> Table:
         "sc_throttled_frac": throttled,
         "sc_psi_cpu_some": psi,
         "node_cpus": np.full(n_r, float(c.node_cpus)),
+        "cpu_limit_cores": np.full(n_r, c.cpu_limit),  # emitted only where a limit is set (KSM family)
         "node_cpu_busy_frac": busy,
         "node_cpu_system_frac": _clip(0.12 * pod / c.node_cpus + 0.1 * neigh + 0.5 * stall_sys / c.node_cpus),
         "node_psi_cpu_some": _clip(0.02 + 2.0 * np.maximum(busy - 0.85, 0.0) + 0.3 * psi * pod / c.node_cpus),
