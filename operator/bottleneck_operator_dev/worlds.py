@@ -162,6 +162,12 @@ def _family_y() -> Any:
     return generate_family_y
 
 
+def _family_z() -> Any:
+    from bottleneck_operator_dev.familyz import generate_family_z
+
+    return generate_family_z
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -318,6 +324,12 @@ WORLDS: dict[str, World] = {
             _family_y,
             "the twenty-fifth family",
             "Family Y, written blind while X was unread and the first with the pod's own network bytes in the contract, each interval of a Job's window a linear program over its shared resources (cores, loader workers, the trainer thread, storage bytes and requests, the NIC, RDMA, PCIe, NVLink, swap, the GPU's time), its telemetry the primal solution as the exporters read it, labelled by the class of the largest shadow price scaled to an elasticity, read once (a development world since).",
+        ),
+        World(
+            "Z",
+            _family_z,
+            "the twenty-sixth family",
+            "Family Z, written blind while Y was unread, each pod a tick-by-tick closed loop of the controllers that shape a real node (the CFS quota, the GPU's power and clock governor, TCP congestion control beside a neighbour's flows or RDMA, memory reclaim and swap, a DataLoader's bounded prefetch queue, NCCL's bucketed all-reduce, kernels by roofline and their launches), labelled by where the training loop's main thread spent the largest share of its time, read once (a development world since).",
         ),
     )
 }

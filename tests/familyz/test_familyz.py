@@ -7,6 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from tests.blind_jobs import same_job
 
 from bottleneck_operator.contract.signals import SIGNALS
 from bottleneck_operator.contract.verdict import CLASSES, MECHANISMS, Bottleneck, Mechanism
@@ -28,22 +29,11 @@ def jobs() -> list[FamilyZJob]:
     return generate_family_z(seed=7, n=40, start=START)
 
 
-def _same(a: FamilyZJob, b: FamilyZJob) -> bool:
-    if (a.name, a.label, a.mechanism, a.tags) != (b.name, b.label, b.mechanism, b.tags):
-        return False
-    for pa, pb in zip(a.window.pods, b.window.pods, strict=True):
-        if set(pa.signals) != set(pb.signals):
-            return False
-        if not all(np.array_equal(pa.signals[k], pb.signals[k], equal_nan=True) for k in pa.signals):
-            return False
-    return True
-
-
 def test_same_seed_same_family_and_a_job_does_not_depend_on_n(jobs: list[FamilyZJob]) -> None:
     again = generate_family_z(seed=7, n=12, start=START)
-    assert all(_same(a, b) for a, b in zip(again, jobs[:12], strict=False))
+    assert all(same_job(a, b) for a, b in zip(again, jobs[:12], strict=False))
     other = generate_family_z(seed=8, n=3, start=START)
-    assert not _same(other[0], jobs[0])
+    assert not same_job(other[0], jobs[0])
 
 
 @pytest.mark.parametrize(
