@@ -17,6 +17,7 @@ NEEDS = {
     "objectstore": ("ip", "tc"),
     "gpu-objectstore": ("ip", "tc"),
     "gpu-objectstore-busy": ("ip", "tc"),
+    "gpu-allreduce": ("ip", "tc"),
     "memory": ("mkswap", "swapon"),
     "gpu-memory": ("mkswap", "swapon"),
 }
