@@ -15,7 +15,7 @@ from typing import Any
 from recordings.cgroups import Counters, Limits, block_device_of
 from recordings.cpu_quota import write_jpegs
 from recordings.harness import Context, Scenario
-from recordings.interconnect_veth import LINK, fabric_down, fabric_up
+from recordings.interconnect_veth import LINK, fabric_down, fabric_up, start_peer
 from recordings.interconnect_veth import RATE as FABRIC_RATE
 from recordings.io_limit import write_samples
 from recordings.memory_swap import remove_swapfile, swapfile
@@ -47,6 +47,8 @@ LAUNCH_FED_WORKERS = 6
 LAUNCH_FED_IMAGES = 8
 CHECKPOINT_EVERY_S = 30.0
 CHECKPOINT_MIB = 4096  # bf16 weights and Adam's moments of a ~0.7B-parameter model
+CHECKPOINT_FILE = "state.ckpt"
+PAUSES_FILE = str(Path(CHECKPOINT_FILE).with_suffix(".pauses"))  # where the workload times its saves
 
 
 def scenarios(workroot: Path) -> dict[str, Scenario]:
@@ -162,7 +164,7 @@ def scenarios(workroot: Path) -> dict[str, Scenario]:
         Scenario("checkpoint", "GPU", "compute",
                  f"the products of gpu-compute with {CHECKPOINT_MIB >> 10} GiB of state copied to the host and "
                  f"written to disk (fsync'd) every {CHECKPOINT_EVERY_S:g} s, the GPU idle while it saves",
-                 Limits(), launch=_launcher("checkpoint", "--file", "{workdir}/state.ckpt", "--every",
+                 Limits(), launch=_launcher("checkpoint", "--file", f"{{workdir}}/{CHECKPOINT_FILE}", "--every",
                                             str(CHECKPOINT_EVERY_S), "--mib", str(CHECKPOINT_MIB)),
                  real_gpu=True, setup=_no_pauses, extra_figures=_pauses),
         Scenario("memory", "Memory", "host-memory-pressure",
@@ -197,27 +199,26 @@ def _reader(*extra: str) -> Callable[[Context], None]:
 def _loader(workers: int, work: int = 0, *, batch: int = LOADER_BATCH, launch: int = 0) -> Callable[[Context], None]:
     """The JPEG loader with ``workers`` DataLoader workers (0: the training process decodes) feeding a model
     of ``work`` large products a batch (0: a few small ones), or the eager-mode MLP of ``launch`` kernels."""
+    mlp = ("--launch", str(launch), "--width", "512", "--model-batch", "256") if launch else ()
     return _launcher(
         "loader", "--images", "{workdir}/images", "--batch", str(batch), "--workers", str(workers),
-        "--work", str(work), "--launch", str(launch), "--width", "512", "--model-batch", "256",
+        "--work", str(work), *mlp,
     )  # fmt: skip
 
 
 def _allreduce(ctx: Context) -> None:
-    common = ["--host", LINK.peer_ip, "--port", "29501", "--grad-bytes", str(GRAD_BYTES)]
-    # The peer rank is the other node: outside the recorded pod's cgroup, behind the link, no GPU of its own.
-    ctx.spawn(["allreduce", "--rank", "1", *common, "--compute-s", str(PEER_COMPUTE_S)], prefix=LINK.inside,
-              join=False)  # fmt: skip
-    _launcher("allreduce", *common, "--work", str(ALLREDUCE_WORK))(ctx)
+    start_peer(ctx, 29501, GRAD_BYTES, PEER_COMPUTE_S)  # no GPU of its own
+    _launcher("allreduce", "--host", LINK.peer_ip, "--port", "29501", "--grad-bytes", str(GRAD_BYTES),
+              "--work", str(ALLREDUCE_WORK))(ctx)  # fmt: skip
 
 
 def _no_pauses(ctx: Context) -> None:
-    (ctx.workdir / "state.pauses").unlink(missing_ok=True)
+    (ctx.workdir / PAUSES_FILE).unlink(missing_ok=True)
 
 
 def _pauses(ctx: Context, first: Counters, last: Counters, dt: float) -> dict[str, Any]:
     """Each checkpoint's [start, end] in wall-clock seconds (the truth's window says which fall inside it)."""
-    lines = (ctx.workdir / "state.pauses").read_text().splitlines()
+    lines = (ctx.workdir / PAUSES_FILE).read_text().splitlines()
     return {"checkpoint_pauses": [json.loads(line) for line in lines if line.strip()]}
 
 

@@ -97,7 +97,8 @@ def _prefetched(produce: Callable[[], Any], depth: int = 2) -> Callable[[], Any]
     return ready.get
 
 
-def matmul(torch: Any, progress: Path, size: int, fp32: bool = False) -> None:
+def _products(torch: Any, size: int, fp32: bool = False) -> Callable[[], None]:
+    """A step of eight size x size matrix products (bf16; ``fp32``: fp32 with TF32 off)."""
     # fp32 with TF32 off runs on the SMs' FP32 units, the tensor pipes idle
     torch.backends.cuda.matmul.allow_tf32 = False
     dtype = torch.float32 if fp32 else torch.bfloat16
@@ -109,7 +110,11 @@ def matmul(torch: Any, progress: Path, size: int, fp32: bool = False) -> None:
         for _ in range(8):
             torch.matmul(a, b, out=c)
 
-    _loop(progress, step, torch.cuda.synchronize)
+    return step
+
+
+def matmul(torch: Any, progress: Path, size: int, fp32: bool = False) -> None:
+    _loop(progress, _products(torch, size, fp32), torch.cuda.synchronize)
 
 
 def elementwise(torch: Any, progress: Path, elements: int) -> None:
@@ -318,16 +323,13 @@ def allreduce(torch: Any, progress: Path, host: str, port: int, grad_bytes: int,
 
 
 def checkpoint(torch: Any, progress: Path, size: int, path: Path, every: float, state_mib: int) -> None:
-    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
-    c = torch.empty_like(a)
+    step = _products(torch, size)
     state = torch.randint(0, 255, (state_mib << 20,), device="cuda", dtype=torch.uint8)  # weights + optimiser
     pauses = path.with_suffix(".pauses")  # one [start, end] line a save, in wall-clock seconds
     last = time.monotonic()
     done = 0
     while True:
-        for _ in range(8):
-            torch.matmul(a, b, out=c)
+        step()
         torch.cuda.synchronize()
         done += 1
         write_progress(progress, done)

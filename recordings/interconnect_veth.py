@@ -33,10 +33,15 @@ def fabric_down(ctx: Context) -> None:
     LINK.down()
 
 
+def start_peer(ctx: Context, port: int, grad_bytes: int, compute_s: float) -> None:
+    """Start rank 1, listening behind the link: the other node, outside the recorded pod's cgroup."""
+    ctx.spawn(["allreduce", "--rank", "1", "--host", PEER_IP, "--port", str(port), "--grad-bytes", str(grad_bytes),
+               "--compute-s", str(compute_s)], prefix=LINK.inside, join=False)  # fmt: skip
+
+
 def _launch(ctx: Context) -> None:
+    start_peer(ctx, 29500, GRAD_BYTES, COMPUTE_S)
     common = ["--port", "29500", "--grad-bytes", str(GRAD_BYTES), "--compute-s", str(COMPUTE_S)]
-    # The peer rank is the other node: outside the recorded pod's cgroup.
-    ctx.spawn(["allreduce", "--rank", "1", "--host", PEER_IP, *common], prefix=LINK.inside, join=False)
     ctx.spawn(["allreduce", "--rank", "0", "--host", PEER_IP, *common, "--progress", str(ctx.progress_file(0))])
 
 
