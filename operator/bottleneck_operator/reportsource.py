@@ -112,7 +112,8 @@ def watch_reports(
 
     async def follow(client: KubeClient) -> None:
         try:
-            await asyncio.wait_for(stream(client), timeout=duration)
+            async with asyncio.timeout(duration):
+                await stream(client)
         except TimeoutError:
             return
 

@@ -65,6 +65,32 @@ def test_one_of_two_rivals_leads_and_keeps_leading(cluster: LocalCluster) -> Non
     assert holder(cluster) == ""  # the leader handed the Lease back as it stopped
 
 
+def test_a_cancel_that_arrives_with_the_api_answer_still_stops_the_elector(cluster: LocalCluster) -> None:
+    # Python 3.11's asyncio.wait_for returns the inner call's result when the cancellation lands in the
+    # same turn of the loop as the answer, and the elector would contend on for ever: the answer is timed
+    # here so that both land together.
+    async def scenario() -> None:
+        elector = _elector(cluster, "racing")
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+        async def attempt() -> str:
+            return await answer
+
+        elector._attempt = attempt  # type: ignore[method-assign]
+        task = asyncio.create_task(elector.run(Work()))
+        await asyncio.sleep(0.05)  # the elector is waiting for its first answer
+        answer.set_result("other")
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=5)
+        if task not in done:
+            task.cancel()  # again, so that the test ends
+            await asyncio.wait({task}, timeout=5)
+        await elector.kube.close()
+        assert task in done and task.cancelled()
+
+    asyncio.run(scenario())
+
+
 def test_a_leader_cut_off_from_the_api_stops_before_the_lease_expires(cluster: LocalCluster) -> None:
     serve_leases(cluster)
 

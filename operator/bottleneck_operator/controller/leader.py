@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bottleneck_operator.aio import stop_task
 from bottleneck_operator.kube import Conflict, KubeClient, KubeError, NotFound, Resource
 
 logger = logging.getLogger("bottleneck_operator.leader")
@@ -150,7 +151,8 @@ class LeaderElector:
         if self._leading:
             budget = max(0.0, self._renewed + self.timing.renew_deadline - time.monotonic())
         try:
-            return await asyncio.wait_for(self._attempt(), timeout=budget)
+            async with asyncio.timeout(budget):
+                return await self._attempt()
         except TimeoutError:
             logger.warning("leader election: no answer from the API server within %.1f s", budget)
             return "error"
@@ -168,10 +170,7 @@ class LeaderElector:
 
     async def _stop_work(self) -> None:
         work, self._work = self._work, None
-        if work is not None:
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await work
+        await stop_task(work)
 
     async def _attempt(self) -> str:
         """One try: "held" (taken or renewed), "other" (another replica holds it) or "error"."""
@@ -249,7 +248,8 @@ class LeaderElector:
                 "metadata": {"resourceVersion": (lease.get("metadata") or {}).get("resourceVersion")},
                 "spec": {"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _micro_time()},
             }
-            await asyncio.wait_for(self.kube.merge_patch(LEASES, self.namespace, self.name, patch), timeout=5.0)
+            async with asyncio.timeout(5.0):
+                await self.kube.merge_patch(LEASES, self.namespace, self.name, patch)
             logger.info("leader election: %s handed the Lease back", self.identity)
         except (KubeError, TimeoutError) as exc:
             logger.warning("leader election: could not hand the Lease back (it expires on its own): %s", exc)

@@ -11,9 +11,10 @@ A hold-up is seen to within one period (one that starts just after a heartbeat s
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
+
+from bottleneck_operator.aio import stop_task
 
 __all__ = ["PERIOD", "LoopLag"]
 
@@ -62,10 +63,7 @@ class LoopLag:
     async def stop(self) -> None:
         """Stop the heartbeat (idempotent)."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await stop_task(task)
 
     async def _beat(self) -> None:
         loop = asyncio.get_running_loop()

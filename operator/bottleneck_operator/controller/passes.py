@@ -54,7 +54,8 @@ async def run_loop(state: OperatorState) -> None:
     while True:
         timeout = max(0.0, next_running - time.monotonic())
         try:
-            await asyncio.wait_for(state.wake.wait(), timeout=timeout)
+            async with asyncio.timeout(timeout):
+                await state.wake.wait()
             await asyncio.sleep(_BATCH_DELAY)
         except TimeoutError:
             pass

@@ -11,7 +11,6 @@ At this boundary the project's errors become kopf's (:func:`kopf_error`): an ``U
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import json
 import logging
@@ -23,6 +22,7 @@ from typing import Any, cast
 import kopf
 from prometheus_client import Gauge
 
+from bottleneck_operator.aio import stop_task
 from bottleneck_operator.contract.names import POD_SECURITY_ENFORCE_LABEL, PROFILE_ANNOTATION
 from bottleneck_operator.controller.access import CLIENT
 from bottleneck_operator.controller.jobs import ensure_report, observe
@@ -272,10 +272,7 @@ async def _shutdown(memo: Any, **_: Any) -> None:
     state: OperatorState | None = getattr(memo, "state", None)
     if state is None:
         return
-    if state.loop_task is not None:
-        state.loop_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await state.loop_task
+    await stop_task(state.loop_task)
     await state.metrics.stop()
     await state.api.close()
     log.info("bottleneck-operator stopped")

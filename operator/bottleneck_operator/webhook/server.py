@@ -28,6 +28,7 @@ from typing import Any, cast
 import kopf
 from aiohttp import web
 
+from bottleneck_operator.aio import stop_task
 from bottleneck_operator.settings import InjectionSettings
 from bottleneck_operator.webhook import handlers, unsupported
 from bottleneck_operator.webhook.context import Fetch
@@ -158,9 +159,7 @@ async def _serving(server: kopf.WebhookServer) -> AsyncIterator[str]:
     try:
         yield client_config.get("url") or ""
     finally:
-        renewals.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await renewals
+        await stop_task(renewals)
         await configs.aclose()  # type: ignore[attr-defined]
 
 
