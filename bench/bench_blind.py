@@ -17,8 +17,8 @@ the threads, for two runs side by side.
 Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-Z,
 each read once blind before AA (docs/analysis.md), are eighteen development worlds (G and J-Z) and two
 training worlds (H, I). AA is read once, after the twenty-fifth freeze (docs/analysis.md says when), and
-is spent then: these lines reprint that reading, until a family stored unread takes its place after the
-next freeze.
+is spent then (a development world since): these lines reprint that reading, until a family stored
+unread (AB) takes its place after the next freeze.
 """
 
 from __future__ import annotations

@@ -168,6 +168,12 @@ def _family_z() -> Any:
     return generate_family_z
 
 
+def _family_aa() -> Any:
+    from bottleneck_operator_dev.familyaa import generate_family_aa
+
+    return generate_family_aa
+
+
 @dataclass(frozen=True)
 class World:
     """One scenario family: its generator and how the model card names it."""
@@ -330,6 +336,12 @@ WORLDS: dict[str, World] = {
             _family_z,
             "the twenty-sixth family",
             "Family Z, written blind while Y was unread, each pod a tick-by-tick closed loop of the controllers that shape a real node (the CFS quota, the GPU's power and clock governor, TCP congestion control beside a neighbour's flows or RDMA, memory reclaim and swap, a DataLoader's bounded prefetch queue, NCCL's bucketed all-reduce, kernels by roofline and their launches), labelled by where the training loop's main thread spent the largest share of its time, read once (a development world since).",
+        ),
+        World(
+            "AA",
+            _family_aa,
+            "the twenty-seventh family",
+            "Family AA, written blind while Z was unread, each Job a structural causal model (the cluster and hardware, then the workload, then each stage's time per step from stated physical relations and published figures) moved between regimes by a hidden Markov chain, its exporters' noise drawn jointly through a Gaussian copula, labelled by the stage whose removal shortens the mean step most, read once (a development world since).",
         ),
     )
 }
