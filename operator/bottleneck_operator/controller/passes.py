@@ -20,6 +20,7 @@ from collections import Counter, deque
 from collections.abc import Sequence
 from typing import Any
 
+from bottleneck_operator.aio import stop_task
 from bottleneck_operator.controller import retention, summary
 from bottleneck_operator.controller.batches import BatchUnavailable, Outcome, analyse_batch, plan, trim_heap
 from bottleneck_operator.controller.digest_mirror import note_finalised
@@ -291,8 +292,7 @@ async def _analyse(
             await writing
     except BaseException:  # cancelled (shutdown) or a bug: leave no analysis or write task behind
         await _cancel_all(pending)
-        if writing is not None:
-            writing.cancel()
+        await stop_task(writing)
         raise
     return verdicts
 
