@@ -25,5 +25,6 @@ async def stop_task(task: asyncio.Task[Any] | None) -> None:
         return
     task.cancel()
     await asyncio.wait({task})
-    if not task.cancelled() and task.exception() is not None:
-        logger.warning("%s failed as it stopped: %r", task.get_name(), task.exception())
+    error = None if task.cancelled() else task.exception()
+    if error is not None:
+        logger.warning("%s failed as it stopped: %r", task.get_name(), error)
