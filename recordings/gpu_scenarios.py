@@ -40,6 +40,7 @@ MEMORY_LIMIT = 1280 << 20  # the CUDA context's host memory plus about a third o
 # 64 MiB of fp32 gradients each way through the 1 Gbit/s link take ~0.54 s; 150 products (~0.26 s)
 # before each exchange keep the GPU busy about a third of a step that the link bounds
 GRAD_BYTES = 64 << 20
+ALLREDUCE_PORT = 29501  # the peer listens on it, rank 0 connects to it
 ALLREDUCE_WORK = 150
 PEER_COMPUTE_S = 0.2  # the peer's gradient is ready a little before this rank's, as a faster peer's is
 # gpu-launch-wide's MLP (~67 steps/s) fed 8 JPEGs a step by six workers that decode ~120 batches/s together
@@ -207,8 +208,8 @@ def _loader(workers: int, work: int = 0, *, batch: int = LOADER_BATCH, launch: i
 
 
 def _allreduce(ctx: Context) -> None:
-    start_peer(ctx, 29501, GRAD_BYTES, PEER_COMPUTE_S)  # no GPU of its own
-    _launcher("allreduce", "--host", LINK.peer_ip, "--port", "29501", "--grad-bytes", str(GRAD_BYTES),
+    start_peer(ctx, ALLREDUCE_PORT, GRAD_BYTES, PEER_COMPUTE_S)  # no GPU of its own
+    _launcher("allreduce", "--host", LINK.peer_ip, "--port", str(ALLREDUCE_PORT), "--grad-bytes", str(GRAD_BYTES),
               "--work", str(ALLREDUCE_WORK))(ctx)  # fmt: skip
 
 

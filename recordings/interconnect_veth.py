@@ -23,6 +23,7 @@ LINK = ShapedLink("bnr-recording-peer", "fab0", "fab1", "10.254.77.1", "10.254.7
 PEER_IP = LINK.peer_ip
 GRAD_BYTES = 64 << 20
 COMPUTE_S = 0.05
+PORT = 29500  # the peer listens on it, rank 0 connects to it
 
 
 def fabric_up(ctx: Context) -> None:
@@ -40,8 +41,8 @@ def start_peer(ctx: Context, port: int, grad_bytes: int, compute_s: float) -> No
 
 
 def _launch(ctx: Context) -> None:
-    start_peer(ctx, 29500, GRAD_BYTES, COMPUTE_S)
-    common = ["--port", "29500", "--grad-bytes", str(GRAD_BYTES), "--compute-s", str(COMPUTE_S)]
+    start_peer(ctx, PORT, GRAD_BYTES, COMPUTE_S)
+    common = ["--port", str(PORT), "--grad-bytes", str(GRAD_BYTES), "--compute-s", str(COMPUTE_S)]
     ctx.spawn(["allreduce", "--rank", "0", "--host", PEER_IP, *common, "--progress", str(ctx.progress_file(0))])
 
 
