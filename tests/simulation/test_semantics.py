@@ -106,11 +106,12 @@ def test_launch_bound_gpus_run_small_kernels_part_of_the_time() -> None:
     compute = [j for j in jobs if j.params.mechanism == "gpu"]
     assert launch and compute
     for job in launch:
-        # GPU_UTIL reads the kernels' time share, as the graphics engine does; the kernels keep
-        # neither the tensor pipes nor HBM busy (an H200: 0.49, 0.48 and 0.0; tests/data/gpu-launch)
+        # GPU_UTIL reads the kernels' time share, as the graphics engine does (0.30-0.85 of the step,
+        # knobs.KERNEL_DUTY); the kernels keep neither the tensor pipes nor HBM busy (an H200: 0.49,
+        # 0.48 and 0.0; tests/data/gpu-launch)
         util, gr, sm = (np.nanmedian(_training(job, s)) for s in ("gpu_util", "gr_engine_active", "sm_active"))
         tensor, dram = (np.nanmedian(_training(job, s)) for s in ("tensor_active", "dram_active"))
-        assert 0.3 < util < 0.95 and abs(util - gr) < 0.1 and sm <= 0.6 * gr + 0.02
+        assert 0.2 < util < 0.95 and abs(util - gr) < 0.1 and sm <= 0.6 * gr + 0.02
         assert tensor < 0.03 and dram < 0.06
     for job in compute:
         assert np.nanmedian(_training(job, "sm_active")) > 0.5

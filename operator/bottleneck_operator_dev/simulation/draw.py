@@ -14,6 +14,7 @@ from bottleneck_operator.contract.verdict import Bottleneck
 from bottleneck_operator_dev.simulation import catalog as cat
 from bottleneck_operator_dev.simulation.environment import Environment, draw_extras, sample_environment
 from bottleneck_operator_dev.simulation.knobs import (
+    KERNEL_DUTY,
     LAUNCH_DRAM_SCALE,
     Draft,
     Shape,
@@ -217,7 +218,7 @@ def _draw_once(
         overlap_slack=uniform(rng, (0.02, 0.12)),
         **kernel_efficiency(rng, wl, mechanism),
         # Kernels run only part of a launch-bound step, however busy GPU_UTIL reads.
-        kernel_duty=uniform(rng, (0.45, 0.85)) if launch else 1.0,
+        kernel_duty=uniform(rng, KERNEL_DUTY) if launch else 1.0,
         times=times, label=label.value, margin=margin,
         runner_up=runner_up.value, env=env, tags=tags,
     )  # fmt: skip

@@ -185,6 +185,13 @@ def draw_grad(d: Draft, spb: float) -> float:
 # small kernels' data stays in L2: DRAM 0.0 on an H200 (tests/data/gpu-launch, gpu-launch-wide)
 LAUNCH_DRAM_SCALE = 0.05
 
+# The share of a launch-bound step in which kernels run: a kernel's time over the host's time to issue
+# it. NVIDIA's "Getting Started with CUDA Graphs" (developer.nvidia.com/blog/cuda-graphs) times a 2.9 us
+# kernel at 9.6 us a launch when the host waits for each one, 0.30, and at 3.8 us when it does not,
+# 0.76; eager PyTorch on an H200 read 0.44-0.54 (gpu-launch-fed, gpu-launch, gpu-launch-wide). How
+# much host work a cluster's launch loops carry is what no simulator pins down, so the span is drawn.
+KERNEL_DUTY = (0.30, 0.85)
+
 
 def kernel_efficiency(rng: np.random.Generator, wl: cat.Workload, mechanism: str) -> dict[str, float]:
     """Tensor-pipe and SM activity while kernels run (drawn in this order: tensor, then SM).
