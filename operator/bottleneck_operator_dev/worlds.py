@@ -1,10 +1,9 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-was written beside the simulator, C to AB were written blind, read once each as an evaluation
-(docs/analysis.md) and are training worlds since that reading spent them (G and J to AB development
-worlds: listed, not in ``train``'s default recipe). A family still stored for a blind reading is never
-listed here: listing it would let ``train`` and the benches fit to it.
+beside the simulator, C to AB blind, each read once as an evaluation (docs/analysis.md) and a training
+world since that reading spent it (G and J to AB development worlds: listed, not in ``train``'s default
+recipe). A family stored for a blind reading is never listed: ``train`` and the benches would fit to it.
 """
 
 from __future__ import annotations

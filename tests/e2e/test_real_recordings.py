@@ -81,7 +81,11 @@ REGRESSIONS: dict[tuple[str, str], str] = {
     ("dev-only", "gpu-streamed"): "DEV fields only: weight streaming read as another class",
     ("dev-only", "gpu-launch-wide"): f"DEV fields only, {GRID}: launch-bound loop abstains",
     ("dev-only", "gpu-workers0-busy"): f"DEV fields only, {GRID}: a loader without workers abstains",
-    ("dev-only", "gpu-allreduce"): "DEV fields only: the exchange over 1 Gbit/s read IO",
+    ("dev-only", "gpu-allreduce"): "DEV fields only: the exchange over 1 Gbit/s abstains (it read IO before)",
+    # the model retrained on launch-bound kernels over 0.30-0.85 of the step (docs/scenarios.md, "Launch-bound
+    # kernels over the span timed launches show"): two readings its seed loses, none it gains
+    ("class", "gpu-streamed"): "weight streaming abstains leaning CPU (0.49)",
+    ("dev-only", "gpu-loader-busy"): "DEV fields only: abstains leaning CPU, its class, at 0.50 (below the bar)",
     ("dev-only", "gpu-launch-fed"): "DEV fields only: launch-bound beside busy workers abstains (CPU 0.41)",
     ("speed-up", "gpu-workers0-busy"): "the CPU headroom's measured wait differs from the idle time the test expects",
 }
