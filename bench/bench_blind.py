@@ -1,24 +1,24 @@
 """The blind family: the figure the README leads with.
 
-Family AB (``bottleneck_operator_dev.familyab``) is the blind figure now. It was written while family AA
+Family AC (``bottleneck_operator_dev.familyac``) is the blind figure now. It was written while family AB
 was unread, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familyab.md says what its author saw), and it is read once, after the class path was frozen
+(docs/familyac.md says what its author saw), and it is read once, after the class path was frozen
 (docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
 (``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
-Job of AB is analysed as a user would read it: the verdict's class, an Unknown counted as an
+Job of AC is analysed as a user would read it: the verdict's class, an Unknown counted as an
 abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
 calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
 seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
-wrong verdicts fall by AB's own mechanism. Unless ``BENCH_BLIND_DEV=0``, AB is also scored by a model
-with the development worlds G and J-AA beside the shipped worlds (each read once blind, none joined,
+wrong verdicts fall by AC's own mechanism. Unless ``BENCH_BLIND_DEV=0``, AC is also scored by a model
+with the development worlds G and J-AB beside the shipped worlds (each read once blind, none joined,
 docs/scenarios.md: this says what they would have been worth). ``BENCH_BLIND_THREADS`` (default 2) caps
 the threads, for two runs side by side.
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AA,
-each read once blind before AB (docs/analysis.md), are nineteen development worlds (G and J-AA) and two
-training worlds (H, I). AB is read once, after the twenty-sixth freeze (docs/analysis.md says when), and
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AB,
+each read once blind before AC (docs/analysis.md), are twenty development worlds (G and J-AB) and two
+training worlds (H, I). AC is read once, after the twenty-seventh freeze (docs/analysis.md says when), and
 is spent then (a development world since): these lines reprint that reading, until a family stored
-unread (AC) takes its place after the next freeze.
+unread takes its place after the next freeze.
 """
 
 from __future__ import annotations
@@ -38,27 +38,27 @@ EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
 THREADS = int(os.environ.get("BENCH_BLIND_THREADS", "2"))
-# The recipes as they stand when AB is read (docs/analysis.md): the shipped recipe (the simulator beside
-# ``train``'s default worlds) and the shipped one with G and J-AA beside it.
-SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at AB's reading
-# None of the development worlds joined (docs/scenarios.md); AB says what they are worth.
+# The recipes as they stand when AC is read (docs/analysis.md): the shipped recipe (the simulator beside
+# ``train``'s default worlds) and the shipped one with G and J-AB beside it.
+SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at AC's reading
+# None of the development worlds joined (docs/scenarios.md); AC says what they are worth.
 WITH_DEV = [
     *SHIPPED,
-    *("G", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z", "AA"),
+    *("G", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z", "AA", "AB"),
 ]
 # the shipped recipe first: the blind figure
 RECIPES = (SHIPPED, WITH_DEV) if os.environ.get("BENCH_BLIND_DEV", "1") != "0" else (SHIPPED,)
-BLIND = "AB"
+BLIND = "AC"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_ab(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the twenty-sixth blind family, written while AA was unread.
+def family_ac(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the twenty-seventh blind family, written while AB was unread.
 
-    AB's Jobs carry tags that name their variety: only the windows and labels are scored."""
-    from bottleneck_operator_dev.familyab import generate_family_ab
+    AC's Jobs carry tags that name their variety: only the windows and labels are scored."""
+    from bottleneck_operator_dev.familyac import generate_family_ac
 
-    jobs = generate_family_ab(seed, n, start=START)
+    jobs = generate_family_ac(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
 
 
@@ -91,16 +91,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> AB (the blind figure), the recipe with G and J-AA beside it, and
-    the shipped recipe's wrong verdicts by AB's mechanism."""
+    """One seed: the shipped recipe -> AC (the blind figure), the recipe with G and J-AB beside it, and
+    the shipped recipe's wrong verdicts by AC's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = training_sets(seed, size, list(dict.fromkeys(w for rest in RECIPES for w in rest)))
-    windows, labels, mechanisms = family_ab(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_ac(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # AB is never trained on
+    # AC is never trained on
     for rest in RECIPES:
         verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
         out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
