@@ -4,7 +4,7 @@ The yardstick for changes meant to make the classifier hold on telemetry it was 
 are those the shipped model is trained on (``BENCH_LOFO_FAMILIES``, default A-F, H and I): family A (the
 project's simulator), B (the second scenario family), C (``blindfamily``), D (``familyd``), E
 (``familye``), F (``familyf``), H (``familyh``) and I (``familyi``); C-I were written blind and became
-training worlds after each was read (G and J-AB, read too, are development worlds; any may be added by name).
+training worlds after each was read (G and J-AC, read too, are development worlds; any may be added by name).
 For each family, a model is trained on the others as ``bottleneck-operator train`` trains the shipped one
 (the simulator's Jobs twice as many as each other family's, degraded copies, the same estimator, the
 temperature fitted across the worlds) and scored on a fresh draw of the held-out family through the whole

@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-beside the simulator, C to AB blind, each read once as an evaluation (docs/analysis.md) and a training
-world since that reading spent it (G and J to AB development worlds: listed, not in ``train``'s default
+beside the simulator, C to AC blind, each read once as an evaluation (docs/analysis.md) and a training
+world since that reading spent it (G and J to AC development worlds: listed, not in ``train``'s default
 recipe). A family stored for a blind reading is never listed: ``train`` and the benches would fit to it.
 """
 
@@ -12,171 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bottleneck_operator_dev import generators as gen
+
 TRAIN_START = 1767225600.0  # fixed, so a seed reproduces the same windows
-
-
-# Each family's ``generate(seed, n, *, start)``, imported when first drawn and by name, so that the
-# import contracts see which families training may read.
-def _family_b() -> Any:
-    from bottleneck_operator_dev.scenarios import generate_family
-
-    return generate_family
-
-
-def _family_c() -> Any:
-    from bottleneck_operator_dev.blindfamily import generate_blind_family
-
-    return generate_blind_family
-
-
-def _family_d() -> Any:
-    from bottleneck_operator_dev.familyd import generate_family_d
-
-    return generate_family_d
-
-
-def _family_e() -> Any:
-    from bottleneck_operator_dev.familye import generate_family_e
-
-    return generate_family_e
-
-
-def _family_f() -> Any:
-    from bottleneck_operator_dev.familyf import generate_family_f
-
-    return generate_family_f
-
-
-def _family_g() -> Any:
-    from bottleneck_operator_dev.familyg import generate_family_g
-
-    return generate_family_g
-
-
-def _family_h() -> Any:
-    from bottleneck_operator_dev.familyh import generate_family_h
-
-    return generate_family_h
-
-
-def _family_i() -> Any:
-    from bottleneck_operator_dev.familyi import generate_family_i
-
-    return generate_family_i
-
-
-def _family_j() -> Any:
-    from bottleneck_operator_dev.familyj import generate_family_j
-
-    return generate_family_j
-
-
-def _family_k() -> Any:
-    from bottleneck_operator_dev.familyk import generate_family_k
-
-    return generate_family_k
-
-
-def _family_l() -> Any:
-    from bottleneck_operator_dev.familyl import generate_family_l
-
-    return generate_family_l
-
-
-def _family_m() -> Any:
-    from bottleneck_operator_dev.familym import generate_family_m
-
-    return generate_family_m
-
-
-def _family_n() -> Any:
-    from bottleneck_operator_dev.familyn import generate_family_n
-
-    return generate_family_n
-
-
-def _family_o() -> Any:
-    from bottleneck_operator_dev.familyo import generate_family_o
-
-    return generate_family_o
-
-
-def _family_p() -> Any:
-    from bottleneck_operator_dev.familyp import generate_family_p
-
-    return generate_family_p
-
-
-def _family_q() -> Any:
-    from bottleneck_operator_dev.familyq import generate_family_q
-
-    return generate_family_q
-
-
-def _family_r() -> Any:
-    from bottleneck_operator_dev.familyr import generate_family_r
-
-    return generate_family_r
-
-
-def _family_s() -> Any:
-    from bottleneck_operator_dev.familys import generate_family_s
-
-    return generate_family_s
-
-
-def _family_t() -> Any:
-    from bottleneck_operator_dev.familyt import generate_family_t
-
-    return generate_family_t
-
-
-def _family_u() -> Any:
-    from bottleneck_operator_dev.familyu import generate_family_u
-
-    return generate_family_u
-
-
-def _family_v() -> Any:
-    from bottleneck_operator_dev.familyv import generate_family_v
-
-    return generate_family_v
-
-
-def _family_w() -> Any:
-    from bottleneck_operator_dev.familyw import generate_family_w
-
-    return generate_family_w
-
-
-def _family_x() -> Any:
-    from bottleneck_operator_dev.familyx import generate_family_x
-
-    return generate_family_x
-
-
-def _family_y() -> Any:
-    from bottleneck_operator_dev.familyy import generate_family_y
-
-    return generate_family_y
-
-
-def _family_z() -> Any:
-    from bottleneck_operator_dev.familyz import generate_family_z
-
-    return generate_family_z
-
-
-def _family_aa() -> Any:
-    from bottleneck_operator_dev.familyaa import generate_family_aa
-
-    return generate_family_aa
-
-
-def _family_ab() -> Any:
-    from bottleneck_operator_dev.familyab import generate_family_ab
-
-    return generate_family_ab
 
 
 @dataclass(frozen=True)
@@ -194,165 +32,171 @@ WORLDS: dict[str, World] = {
     for w in (
         World(
             "B",
-            _family_b,
+            gen.family_b,
             "the second scenario family",
             "Family B, written independently of the simulator, with its own stage-time models, exporter noise and hardware mix.",
         ),
         World(
             "C",
-            _family_c,
+            gen.family_c,
             "the third family",
             "Family C, a pipeline model written from first principles for evaluation alone and read twice before it became a training world (docs/analysis.md).",
         ),
         World(
             "D",
-            _family_d,
+            gen.family_d,
             "the fourth family",
             "Family D, written blind in the same way and read once before it became a training world.",
         ),
         World(
             "E",
-            _family_e,
+            gen.family_e,
             "the fifth family",
             "Family E, written blind after D had been read, read once before it became a training world.",
         ),
         World(
             "F",
-            _family_f,
+            gen.family_f,
             "the sixth family",
             "Family F, written blind after E had been read, with emulated exporters (scrapes, counters, restarts), read once before it became a training world.",
         ),
         World(
             "G",
-            _family_g,
+            gen.family_g,
             "the seventh family",
             "Family G, written blind after F had been read, workloads teams run on varied cluster set-ups read through emulated scrapes, read once (a development world since).",
         ),
         World(
             "H",
-            _family_h,
+            gen.family_h,
             "the eighth family",
             "Family H, written blind after G had been read, one iteration per GPU split into input and trainer stages, read once before it became a training world.",
         ),
         World(
             "I",
-            _family_i,
+            gen.family_i,
             "the ninth family",
             "Family I, written blind after H had been read, a step model of prefetched input, overlapped copies and hidden collectives read through emulated exporters, read once before it became a training world.",
         ),
         World(
             "J",
-            _family_j,
+            gen.family_j,
             "the tenth family",
             "Family J, written blind after I had been read, a stage model of the training step behind a prefetch queue read through emulated exporters (MIG, RoCE, object stores), read once (a development world since).",
         ),
         World(
             "K",
-            _family_k,
+            gen.family_k,
             "the eleventh family",
             "Family K, written blind after J had been read, a step of four lanes run at once (loader, host, copy, GPU) read through cumulative counters, read once (a development world since).",
         ),
         World(
             "L",
-            _family_l,
+            gen.family_l,
             "the twelfth family",
             "Family L, written blind after K had been read, a step of eight stages over twelve workloads (LoRA, mixture-of-experts, RL, GNN sampling among them) read through exporters with their own scrape intervals, read once (a development world since).",
         ),
         World(
             "M",
-            _family_m,
+            gen.family_m,
             "the thirteenth family",
             "Family M, written blind after L had been read, a loader of W workers beside a trainer of copies, roofline kernels and partly hidden collectives on shared nodes with background traffic, read once (a development world since).",
         ),
         World(
             "N",
-            _family_n,
+            gen.family_n,
             "the fourteenth family",
             "Family N, written blind while M was unread, a step whose loader runs beside a GPU path of copies, kernels, pipeline bubbles and launches, labelled over whole windows with warm-up, MIG and elastic pods, read once (a development world since).",
         ),
         World(
             "O",
-            _family_o,
+            gen.family_o,
             "the fifteenth family",
             "Family O, written blind while N was unread, the telemetry a cluster really exports drawn before eight workloads (FSDP, LoRA, tensor/pipeline-parallel LLMs, recommendation, vision, video, speech, diffusion), labelled by the stage whose removal shortens the step most, read once (a development world since).",
         ),
         World(
             "P",
-            _family_p,
+            gen.family_p,
             "the sixteenth family",
             "Family P, written blind while O was unread, a shared multi-tenant cluster (gang-scheduled Jobs on eleven node pools, MIG and time-slicing, each Job's launch settings) running nine workloads, labelled by the stage whose removal shortens the step most, read once (a development world since).",
         ),
         World(
             "Q",
-            _family_q,
+            gen.family_q,
             "the seventeenth family",
             "Family Q, written blind while P was unread, worked back from what a dashboard shows: each Job's window in phases (warm-up, steady training, evaluation passes, checkpoint writes, restarts, a mid-run change) with telemetry that disagrees as real telemetry does, labelled by the stage whose removal shortens the window's steps most, read once (a development world since).",
         ),
         World(
             "R",
-            _family_r,
+            gen.family_r,
             "the eighteenth family",
             "Family R, written blind while Q was unread, from how real fleets go wrong (narrow PCIe links, an NVLink lane down, slower NICs, spot nodes replaced, shared NFS and object stores, cold then warm caches), a seven-stage step model labelling each window by the stage whose removal shortens its steps most, read once (a development world since).",
         ),
         World(
             "S",
-            _family_s,
+            gen.family_s,
             "the nineteenth family",
             "Family S, written blind while R was unread, an event timeline of each pod's training steps on a 50 ms grid (DataLoader workers and a bounded prefetch queue, copies, compute- and bandwidth-bound kernels, collectives overlapped or exposed, checkpoints and evaluation) over the nine MLPerf Training workloads, labelled by re-running the timeline with one stage removed, read once (a development world since).",
         ),
         World(
             "T",
-            _family_t,
+            gen.family_t,
             "the twentieth family",
             "Family T, written blind while S was unread, each step composed from analytic stage models (kernels on the GPU's roofline, an alpha-beta ring all-reduce partly hidden behind backward, a queue of loader workers, host memory against the cgroup limit), labelled by the stage whose removal shortens the step most, read once (a development world since).",
         ),
         World(
             "U",
-            _family_u,
+            gen.family_u,
             "the twenty-first family",
             "Family U, written blind while T was unread, each Job among other tenants whose storage, CPU, host memory, PCIe, NVLink, network and GPU resources are shared by max-min fair allocation in phases as neighbours come and go, labelled by the resource whose share, doubled for this Job alone, shortens its step most, read once (a development world since).",
         ),
         World(
             "V",
-            _family_v,
+            gen.family_v,
             "the twenty-second family",
             "Family V, written blind while U was unread, each Job's training loop a closed queueing network of the batches in flight (storage, decode workers, swap, the host-to-device copy, roofline kernels, launches and the unhidden all-reduce) solved by exact Mean Value Analysis, labelled by the resource whose demand, halved for this Job alone, speeds it most, read once (a development world since).",
         ),
         World(
             "W",
-            _family_w,
+            gen.family_w,
             "the twenty-third family",
             "Family W, written blind while V was unread, each Job a time-stepped stochastic fluid simulation of its input pipeline and training loop with finite buffers and back-pressure (shared bursty storage, a page cache under the cgroup's memory limit, loader workers under a CFS quota, a finite prefetch queue, the PCIe copy, roofline kernels and an all-reduce that synchronises the ranks), sampled as the exporters sample, labelled by the resource whose capacity, doubled for this Job alone, raises its steps per second most, read once (a development world since).",
         ),
         World(
             "X",
-            _family_x,
+            gen.family_x,
             "the twenty-fourth family",
             "Family X, written blind while W was unread, each training step a task dependency graph (shard reads, decode on loader workers, a finite prefetch queue, the host-to-device copy, roofline kernels per layer group with launch costs, DDP gradient buckets all-reduced with an alpha-beta cost, the optimizer step) list-scheduled on the Job's resources across ranks that wait for each other, labelled by the class holding the largest share of the critical path, read once (a development world since).",
         ),
         World(
             "Y",
-            _family_y,
+            gen.family_y,
             "the twenty-fifth family",
             "Family Y, written blind while X was unread and the first with the pod's own network bytes in the contract, each interval of a Job's window a linear program over its shared resources (cores, loader workers, the trainer thread, storage bytes and requests, the NIC, RDMA, PCIe, NVLink, swap, the GPU's time), its telemetry the primal solution as the exporters read it, labelled by the class of the largest shadow price scaled to an elasticity, read once (a development world since).",
         ),
         World(
             "Z",
-            _family_z,
+            gen.family_z,
             "the twenty-sixth family",
             "Family Z, written blind while Y was unread, each pod a tick-by-tick closed loop of the controllers that shape a real node (the CFS quota, the GPU's power and clock governor, TCP congestion control beside a neighbour's flows or RDMA, memory reclaim and swap, a DataLoader's bounded prefetch queue, NCCL's bucketed all-reduce, kernels by roofline and their launches), labelled by where the training loop's main thread spent the largest share of its time, read once (a development world since).",
         ),
         World(
             "AA",
-            _family_aa,
+            gen.family_aa,
             "the twenty-seventh family",
             "Family AA, written blind while Z was unread, each Job a structural causal model (the cluster and hardware, then the workload, then each stage's time per step from stated physical relations and published figures) moved between regimes by a hidden Markov chain, its exporters' noise drawn jointly through a Gaussian copula, labelled by the stage whose removal shortens the mean step most, read once (a development world since).",
         ),
         World(
             "AB",
-            _family_ab,
+            gen.family_ab,
             "the twenty-eighth family",
             "Family AB, written blind while AA was unread, each Job's configuration (model, scale, GPU, fabric, storage, loader, limits, the cluster's practices) drawn as published studies of GPU training fleets report them and its bottleneck following from a stage model of the step, labelled by the stage whose doubling in speed shortens the mean step most, read once (a development world since).",
+        ),
+        World(
+            "AC",
+            gen.family_ac,
+            "the twenty-ninth family",
+            "Family AC, written blind while AB was unread, each Job's step a discrete-event timeline on named resources (loader workers, the main thread, the copy engine, the compute and collective streams, the link, storage, the kernel's memory manager) with its telemetry integrated from the busy intervals, labelled by the class of the resources holding the largest share of the critical path, read once (a development world since).",
         ),
     )
 }
