@@ -24,7 +24,8 @@ iterations (60), ``BENCH_LOFO_COPIES`` degraded copies per Job (1), ``BENCH_LOFO
 held out: the model of every world alone, to set a baseline for them), ``BENCH_LOFO_ALWAYS`` names
 worlds every model trains on and none holds out (a candidate recipe judged on the worlds it already
 has: ``G,J,K``), ``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one family trained, the other
-scored). With six
+scored), ``BENCH_LOFO_SIM_SHARE`` the simulator's Jobs as a multiple of each family's (2, as ``train``'s
+default recipe draws them; a recipe that spreads the same Jobs over more worlds raises it). With six
 families, one seed at the defaults took 219 s on one quiet core (``BENCH_LOFO_SEEDS=11``,
 ``OMP_NUM_THREADS=1``); with four, the three seeds took 206 s on the two cores when they were quiet and
 1,299 s when other jobs shared them (load average 4-8); 200 training Jobs per family, 200 evaluated and
@@ -83,7 +84,7 @@ FAMILIES = {k: ALL_FAMILIES[k] for k in world_letters(os.environ.get("BENCH_LOFO
 ALWAYS = world_letters(os.environ.get("BENCH_LOFO_ALWAYS", ""), held_out=list(FAMILIES))
 TRAINED = [*FAMILIES, *ALWAYS]  # every world a model of this run trains on
 # the shipped recipe draws the simulator's Jobs twice as many as each other family's (train.py)
-RECIPE_SHARE = {"A": 2}
+RECIPE_SHARE = {"A": int(os.environ.get("BENCH_LOFO_SIM_SHARE", "2"))}
 
 
 @dataclass(frozen=True)
