@@ -149,3 +149,17 @@ def test_a_training_set_built_in_batches_is_the_one_built_whole(monkeypatch: pyt
     np.testing.assert_array_equal(batched.groups, whole.groups)
     assert batched.worlds is not None and whole.worlds is not None
     np.testing.assert_array_equal(batched.worlds, whole.worlds)
+
+
+def test_a_training_set_digest_moves_with_any_row_and_not_otherwise() -> None:
+    """The digest a retrained model's version carries: the same windows give the same digest, one
+    signal moved in one window (as a changed simulator would) gives another."""
+    windows = [make_window(c) for c in (Bottleneck.IO, Bottleneck.GPU)]
+    labels = [Bottleneck.IO, Bottleneck.GPU]
+    same = build_training_set(windows, labels, copies=1, seed=3).digest()
+    assert same == build_training_set(windows, labels, copies=1, seed=3).digest()
+    pod = windows[1].pods[0]
+    moved_pod = replace(pod, signals={**pod.signals, "gpu_util": pod.signals["gpu_util"] * 0.9})
+    moved = [windows[0], replace(windows[1], pods=(moved_pod, *windows[1].pods[1:]))]
+    assert build_training_set(moved, labels, copies=1, seed=3).digest() != same
+    assert build_training_set(windows, labels[::-1], copies=1, seed=3).digest() != same

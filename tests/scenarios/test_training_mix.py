@@ -98,3 +98,6 @@ def test_a_model_of_other_worlds_carries_another_version() -> None:
     assert same.startswith("0.1.0-s7-") and len(same.rsplit("-", 1)[1]) == 8
     others = {version({**DEFAULT_FAMILIES, "G": 2000}), version(n_jobs=2000), version(copies=1), version(it=60)}
     assert len({same, *others}) == 5
+    # the same recipe over training rows that moved (a simulator changed) is another model
+    recipe = {"n_jobs": 4000, "families": DEFAULT_FAMILIES, "copies": 3, "max_iter": 100}
+    assert model_version("0.1.0", 7, **recipe, data="aa") != model_version("0.1.0", 7, **recipe, data="ab")

@@ -115,7 +115,9 @@ def train(
     say(f"simulated {len(jobs)} unambiguous jobs{said} in {time.perf_counter() - t0:.1f} s")
     data = build_training_set(windows, labels, copies=copies, seed=seed, worlds=worlds)
     say(f"{len(data.y)} training rows x {data.x.shape[1]} features in {time.perf_counter() - t0:.1f} s")
-    version = model_version(__version__, seed, n_jobs=n_jobs, families=counts, copies=copies, max_iter=max_iter)
+    version = model_version(
+        __version__, seed, n_jobs=n_jobs, families=counts, copies=copies, max_iter=max_iter, data=data.digest()
+    )
     per_class = dict(Counter(y.value for y in labels))
     facts: dict[str, Any] = {"simulated_jobs": len(jobs), "family_jobs": drawn, "jobs_per_class": per_class}
     model = fit_model(
@@ -126,16 +128,19 @@ def train(
     return model
 
 
-def model_version(release: str, seed: int, *, n_jobs: int, families: dict[str, int], copies: int, max_iter: int) -> str:
-    """``<release>-s<seed>-<digest>``: the digest covers the feature schema and the whole recipe (jobs,
-    families, copies, iterations), so a model retrained on other worlds never carries an earlier one's
-    version, and a report says which model it came from.
+def model_version(
+    release: str, seed: int, *, n_jobs: int, families: dict[str, int], copies: int, max_iter: int, data: str = ""
+) -> str:
+    """``<release>-s<seed>-<digest>``: the digest covers the feature schema, the whole recipe (jobs,
+    families, copies, iterations) and the training rows' own digest (``data``, ``TrainingSet.digest``),
+    so a model retrained on other worlds, or on a simulator or family that changed, never carries an
+    earlier one's version, and a report says which model it came from.
     """
     import hashlib
 
     from bottleneck_operator.analysis.features.extract import feature_schema_hash
 
-    recipe = f"{feature_schema_hash()}|jobs={n_jobs}|{format_families(families)}|copies={copies}|iter={max_iter}"
+    recipe = f"{feature_schema_hash()}|jobs={n_jobs}|{format_families(families)}|copies={copies}|iter={max_iter}|{data}"
     return f"{release}-s{seed}-{hashlib.sha256(recipe.encode()).hexdigest()[:8]}"
 
 

@@ -5,6 +5,7 @@ worlds where the training set spans several.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,17 @@ class TrainingSet:
     groups: np.ndarray[Any, np.dtype[np.intp]]
     # which world (scenario family) each row comes from, None for one world
     worlds: np.ndarray[Any, np.dtype[np.intp]] | None = None
+
+    def digest(self) -> str:
+        """SHA-256 of the rows, labels and worlds: what a model learned from, so that a change to a
+        simulator or a family that moves any row gives a retrained model another version, even when
+        the recipe's counts are the same."""
+        h = hashlib.sha256()
+        for a in (self.x, self.y, self.groups, self.worlds):
+            if a is not None:
+                h.update(f"{a.dtype.str}{a.shape}".encode())
+                h.update(np.ascontiguousarray(a).tobytes())
+        return h.hexdigest()
 
 
 def build_training_set(
