@@ -1,22 +1,24 @@
 """The blind family: the figure the README leads with.
 
-Family AC (``bottleneck_operator_dev.familyac``) is the blind figure now. It was written while family AB
-was unread, by a hand that read neither the analysis, nor the other families, nor their code
-(docs/familyac.md says what its author saw), and it is read once, after the class path was frozen
-(docs/analysis.md says when). A model is trained on the worlds the shipped model is trained on
-(``train``'s default ``--families`` beside the simulator), as the shipped model is, only smaller; every
-Job of AC is analysed as a user would read it: the verdict's class, an Unknown counted as an
-abstention, never as a hit. Printed beside the figure: the abstention rate, each class's recall, the
-calibration (ECE over the named verdicts) and how many wrong verdicts were 0.9 sure or more, for three
-seeds, so that a difference inside their spread reads as none; and, for the first seed, where the
-wrong verdicts fall by AC's own mechanism. Unless ``BENCH_BLIND_DEV=0``, AC is also scored by a model
-with the development worlds G and J-AB beside the shipped worlds (each read once blind, none joined,
-docs/scenarios.md: this says what they would have been worth). ``BENCH_BLIND_THREADS`` (default 2) caps
-the threads, for two runs side by side.
+Family AD (``bottleneck_operator_dev.familyad``) is the blind figure now. It was written and stored
+unread by a hand that read neither the analysis, nor the other families, nor their code (docs/familyad.md
+says what its author saw), and it is read once, after the class path was frozen (docs/analysis.md says
+when). A model is trained on the worlds the shipped model is trained on (``train``'s default
+``--families`` beside the simulator), as the shipped model is, only smaller; every Job of AD is analysed
+as a user would read it: the verdict's class, an Unknown counted as an abstention, never as a hit.
+Printed beside the figure: the abstention rate, each class's recall, the calibration (ECE over the named
+verdicts) and how many wrong verdicts were 0.9 sure or more, for three seeds, so that a difference inside
+their spread reads as none; and, for the first seed, where the wrong verdicts fall by AD's own mechanism.
+``BENCH_BLIND_RECIPES`` names the recipes scored beside the shipped one (default ``spread``): ``spread``,
+the same Jobs spread over the shipped worlds and the twenty-one development worlds G and J-AC (tried by
+the rule over seeds and not joined, docs/scenarios.md), and ``dev``, the development worlds' Jobs beside
+the shipped ones (each read once blind, none joined: this says what they would have been worth).
+``BENCH_BLIND_TRAIN`` is the Jobs of each family of the shipped recipe (1200; the simulator twice as many),
+``BENCH_BLIND_THREADS`` (default 2) caps the threads, for two runs side by side.
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AB,
-each read once blind before AC (docs/analysis.md), are twenty development worlds (G and J-AB) and two
-training worlds (H, I). AC is read once, after the twenty-seventh freeze (docs/analysis.md says when), and
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AC,
+each read once blind before AD (docs/analysis.md), are twenty-one development worlds (G and J-AC) and two
+training worlds (H, I). AD is read once, after the twenty-eighth freeze (docs/analysis.md says when), and
 is spent then (a development world since): these lines reprint that reading, until a family stored
 unread takes its place after the next freeze.
 """
@@ -31,35 +33,83 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.bench_crossfamily import START
-from bench.bench_lofo import RECIPE_SHARE, Size, fit_worlds, training_sets
+from bench.bench_lofo import ALL_FAMILIES, Size, fit_worlds
 
-TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))
+TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))  # Jobs of each family of the shipped recipe
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
 MAX_ITER = int(os.environ.get("BENCH_BLIND_ITER", "60"))
 SEEDS = tuple(int(v) for v in os.environ.get("BENCH_BLIND_SEEDS", "11,21,31").split(","))
 THREADS = int(os.environ.get("BENCH_BLIND_THREADS", "2"))
-# The recipes as they stand when AC is read (docs/analysis.md): the shipped recipe (the simulator beside
-# ``train``'s default worlds) and the shipped one with G and J-AB beside it.
-SHIPPED = ["A", "B", "C", "D", "E", "F", "H", "I"]  # the shipped recipe at AC's reading
-# None of the development worlds joined (docs/scenarios.md); AC says what they are worth.
-WITH_DEV = [
-    *SHIPPED,
-    *("G", "J", "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z", "AA", "AB"),
-]
+SHIPPED_WORLDS = ("B", "C", "D", "E", "F", "H", "I")
+DEV_WORLDS = (
+    "G",
+    "J",
+    "K",
+    "L",
+    "M",
+    "N",
+    "O",
+    "P",
+    "Q",
+    "R",
+    "S",
+    "T",
+    "U",
+    "V",
+    "W",
+    "X",
+    "Y",
+    "Z",
+    "AA",
+    "AB",
+    "AC",
+)
+# The recipes as they stand when AD is read (docs/analysis.md), as Jobs per world: the shipped one (the
+# simulator's Jobs twice as many as each family's); the same Jobs spread over the shipped and the
+# development worlds (docs/scenarios.md: tried, not joined); the development worlds beside the shipped ones.
+RECIPES = {
+    "shipped": {"A": 2 * TRAIN_JOBS, **dict.fromkeys(SHIPPED_WORLDS, TRAIN_JOBS)},
+    "spread": {
+        "A": 2 * TRAIN_JOBS,
+        **dict.fromkeys(
+            (*SHIPPED_WORLDS, *DEV_WORLDS), TRAIN_JOBS * len(SHIPPED_WORLDS) // (len(SHIPPED_WORLDS) + len(DEV_WORLDS))
+        ),
+    },
+    "dev": {"A": 2 * TRAIN_JOBS, **dict.fromkeys((*SHIPPED_WORLDS, *DEV_WORLDS), TRAIN_JOBS)},
+}
 # the shipped recipe first: the blind figure
-RECIPES = (SHIPPED, WITH_DEV) if os.environ.get("BENCH_BLIND_DEV", "1") != "0" else (SHIPPED,)
-BLIND = "AC"
+CHOSEN = ["shipped", *(r for r in os.environ.get("BENCH_BLIND_RECIPES", "spread").split(",") if r and r != "shipped")]
+BLIND = "AD"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
-def family_ac(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the twenty-seventh blind family, written while AB was unread.
+def recipe_name(name: str) -> str:
+    """What a printed line calls a recipe: its worlds, and how the Jobs are shared when not as shipped."""
+    worlds = "+".join(RECIPES[name])
+    return worlds if name == "shipped" else f"{worlds} ({name})"
 
-    AC's Jobs carry tags that name their variety: only the windows and labels are scored."""
-    from bottleneck_operator_dev.familyac import generate_family_ac
 
-    jobs = generate_family_ac(seed, n, start=START)
+def family_ad(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the twenty-eighth blind family, stored unread since AC's reading.
+
+    AD's Jobs carry tags that name their variety: only the windows and labels are scored."""
+    from bottleneck_operator_dev.familyad import generate_family_ad
+
+    jobs = generate_family_ad(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
+
+
+def recipe_sets(seed: int, names: Sequence[str], size: Size) -> dict[str, Any]:
+    """Each world's training set at each count the named recipes draw it, keyed ``letter=count``."""
+    from bottleneck_operator.analysis.model.training import build_training_set
+    from bottleneck_operator.contract.verdict import Bottleneck
+
+    sets: dict[str, Any] = {}
+    for key in dict.fromkeys(f"{k}={n}" for name in names for k, n in RECIPES[name].items()):
+        letter, n = key.split("=")
+        windows, labels = ALL_FAMILIES[letter](seed, int(n))
+        sets[key] = build_training_set(windows, [Bottleneck(v) for v in labels], copies=size.copies, seed=seed)
+    return sets
 
 
 @dataclass(frozen=True)
@@ -91,20 +141,21 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> AC (the blind figure), the recipe with G and J-AB beside it, and
-    the shipped recipe's wrong verdicts by AC's mechanism."""
+    """One seed: the shipped recipe -> AD (the blind figure), each other chosen recipe beside it, and the
+    shipped recipe's wrong verdicts by AD's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
-    sets = training_sets(seed, size, list(dict.fromkeys(w for rest in RECIPES for w in rest)))
-    windows, labels, mechanisms = family_ac(seed + 1, EVAL_JOBS)
+    sets = recipe_sets(seed, CHOSEN, size)
+    windows, labels, mechanisms = family_ad(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # AC is never trained on
-    for rest in RECIPES:
-        verdicts = analyze_windows(windows, fit_worlds(sets, rest, seed=seed, size=size), with_details=False)
-        out[f"{'+'.join(rest)} -> {BLIND}"] = score(verdicts, labels)
-        if rest is SHIPPED:
+    # AD is never trained on
+    for name in CHOSEN:
+        keys = [f"{k}={n}" for k, n in RECIPES[name].items()]
+        verdicts = analyze_windows(windows, fit_worlds(sets, keys, seed=seed, size=size), with_details=False)
+        out[f"{recipe_name(name)} -> {BLIND}"] = score(verdicts, labels)
+        if name == "shipped":
             misread = _misread(verdicts, labels, mechanisms)
     return out, misread
 
@@ -136,7 +187,8 @@ def main() -> None:
 
     t = time.perf_counter()
     print(
-        f"blind family {BLIND}; {TRAIN_JOBS} training jobs per family (the simulator {TRAIN_JOBS * RECIPE_SHARE['A']}), {EVAL_JOBS} evaluated, seeds {SEEDS}"
+        f"blind family {BLIND}; training jobs per world {', '.join(f'{n} ({RECIPES[n]})' for n in CHOSEN)}, "
+        f"{EVAL_JOBS} evaluated, seeds {SEEDS}"
     )
     runs: list[dict[str, Scored]] = []
     for seed in SEEDS:
@@ -147,7 +199,7 @@ def main() -> None:
         for name, s in scored.items():
             print(_line(name, s))
         if seed == SEEDS[0]:
-            print(f"{'+'.join(SHIPPED)} -> {BLIND} by {BLIND}'s mechanism (true class / mechanism):")
+            print(f"{recipe_name('shipped')} -> {BLIND} by {BLIND}'s mechanism (true class / mechanism):")
             print("\n".join(misread))
     print()
     for name in runs[0]:
