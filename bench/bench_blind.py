@@ -90,7 +90,7 @@ def recipe_name(name: str) -> str:
 
 
 def family_ad(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the twenty-eighth blind family, stored unread since AC's reading.
+    """Windows, labels and mechanisms of the twenty-eighth blind family, written while AC was unread.
 
     AD's Jobs carry tags that name their variety: only the windows and labels are scored."""
     from bottleneck_operator_dev.familyad import generate_family_ad

@@ -175,3 +175,9 @@ def family_ac() -> Any:
     from bottleneck_operator_dev.familyac import generate_family_ac
 
     return generate_family_ac
+
+
+def family_ad() -> Any:
+    from bottleneck_operator_dev.familyad import generate_family_ad
+
+    return generate_family_ad

@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-beside the simulator, C to AC blind, each read once as an evaluation (docs/analysis.md) and a training
-world since that reading spent it (G and J to AC development worlds: listed, not in ``train``'s default
+beside the simulator, C to AD blind, each read once as an evaluation (docs/analysis.md) and a training
+world since that reading spent it (G and J to AD development worlds: listed, not in ``train``'s default
 recipe). A family stored for a blind reading is never listed: ``train`` and the benches would fit to it.
 """
 
@@ -197,6 +197,12 @@ WORLDS: dict[str, World] = {
             gen.family_ac,
             "the twenty-ninth family",
             "Family AC, written blind while AB was unread, each Job's step a discrete-event timeline on named resources (loader workers, the main thread, the copy engine, the compute and collective streams, the link, storage, the kernel's memory manager) with its telemetry integrated from the busy intervals, labelled by the class of the resources holding the largest share of the critical path, read once (a development world since).",
+        ),
+        World(
+            "AD",
+            gen.family_ad,
+            "the thirtieth family",
+            "Family AD, written blind while AC was unread, each Job's step a customer of a closed queueing network (storage, loader cores, host memory, the PCIe link, the SMs, HBM, the fabric) solved by mean-value analysis, its telemetry following from the operational laws, labelled by the station with the largest service demand per server, read once (a development world since).",
         ),
     )
 }
