@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.bench_crossfamily import START
-from bench.bench_lofo import ALL_FAMILIES, Size, fit_worlds
+from bench.bench_lofo import Size, fit_worlds, world_set
 
 TRAIN_JOBS = int(os.environ.get("BENCH_BLIND_TRAIN", "1200"))  # Jobs of each family of the shipped recipe
 EVAL_JOBS = int(os.environ.get("BENCH_BLIND_EVAL", "600"))
@@ -99,17 +99,15 @@ def family_ad(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
 
 
-def recipe_sets(seed: int, names: Sequence[str], size: Size) -> dict[str, Any]:
-    """Each world's training set at each count the named recipes draw it, keyed ``letter=count``."""
-    from bottleneck_operator.analysis.model.training import build_training_set
-    from bottleneck_operator.contract.verdict import Bottleneck
+def recipe_keys(name: str) -> list[str]:
+    """The training sets a recipe is fitted on, one per world at the count it draws (``letter=count``)."""
+    return [f"{k}={n}" for k, n in RECIPES[name].items()]
 
-    sets: dict[str, Any] = {}
-    for key in dict.fromkeys(f"{k}={n}" for name in names for k, n in RECIPES[name].items()):
-        letter, n = key.split("=")
-        windows, labels = ALL_FAMILIES[letter](seed, int(n))
-        sets[key] = build_training_set(windows, [Bottleneck(v) for v in labels], copies=size.copies, seed=seed)
-    return sets
+
+def recipe_sets(seed: int, names: Sequence[str], size: Size) -> dict[str, Any]:
+    """Each world's training set at each count the named recipes draw it, by ``recipe_keys``."""
+    pairs = dict.fromkeys((k, n) for name in names for k, n in RECIPES[name].items())
+    return {f"{k}={n}": world_set(k, seed, n, copies=size.copies) for k, n in pairs}
 
 
 @dataclass(frozen=True)
@@ -152,8 +150,8 @@ def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
     misread: list[str] = []
     # AD is never trained on
     for name in CHOSEN:
-        keys = [f"{k}={n}" for k, n in RECIPES[name].items()]
-        verdicts = analyze_windows(windows, fit_worlds(sets, keys, seed=seed, size=size), with_details=False)
+        model = fit_worlds(sets, recipe_keys(name), seed=seed, size=size)
+        verdicts = analyze_windows(windows, model, with_details=False)
         out[f"{recipe_name(name)} -> {BLIND}"] = score(verdicts, labels)
         if name == "shipped":
             misread = _misread(verdicts, labels, mechanisms)

@@ -136,17 +136,22 @@ def join_sets(sets: dict[str, Any], names: Sequence[str]) -> Any:
     )
 
 
-def training_sets(seed: int, size: Size, names: Sequence[str] | None = None) -> dict[str, Any]:
-    """Each family's training set (``names``, default ``FAMILIES``) as the shipped recipe draws it (the
-    simulator's Jobs twice as many)."""
+def world_set(letter: str, seed: int, n: int, *, copies: int) -> Any:
+    """``n`` Jobs of one world as a training set, each with ``copies`` degraded copies."""
     from bottleneck_operator.analysis.model.training import build_training_set
     from bottleneck_operator.contract.verdict import Bottleneck
 
-    sets: dict[str, Any] = {}
-    for name in TRAINED if names is None else names:
-        windows, labels = ALL_FAMILIES[name](seed, size.train_jobs * RECIPE_SHARE.get(name, 1))
-        sets[name] = build_training_set(windows, [Bottleneck(v) for v in labels], copies=size.copies, seed=seed)
-    return sets
+    windows, labels = ALL_FAMILIES[letter](seed, n)
+    return build_training_set(windows, [Bottleneck(v) for v in labels], copies=copies, seed=seed)
+
+
+def training_sets(seed: int, size: Size, names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Each family's training set (``names``, default ``FAMILIES``) as the shipped recipe draws it (the
+    simulator's Jobs twice as many)."""
+    return {
+        name: world_set(name, seed, size.train_jobs * RECIPE_SHARE.get(name, 1), copies=size.copies)
+        for name in (TRAINED if names is None else names)
+    }
 
 
 def fit_worlds(sets: dict[str, Any], names: Sequence[str], *, seed: int, size: Size) -> Any:
