@@ -1,24 +1,27 @@
 """The blind family: the figure the README leads with.
 
-Family AD (``bottleneck_operator_dev.familyad``) is the blind figure now. It was written and stored
-unread by a hand that read neither the analysis, nor the other families, nor their code (docs/familyad.md
+Family AE (``bottleneck_operator_dev.familyae``) is the blind figure now. It was written and stored
+unread by a hand that read neither the analysis, nor the other families, nor their code (docs/familyae.md
 says what its author saw), and it is read once, after the class path was frozen (docs/analysis.md says
 when). A model is trained on the worlds the shipped model is trained on (``train``'s default
-``--families`` beside the simulator), as the shipped model is, only smaller; every Job of AD is analysed
+``--families`` beside the simulator), as the shipped model is, only smaller; every Job of AE is analysed
 as a user would read it: the verdict's class, an Unknown counted as an abstention, never as a hit.
 Printed beside the figure: the abstention rate, each class's recall, the calibration (ECE over the named
 verdicts) and how many wrong verdicts were 0.9 sure or more, for three seeds, so that a difference inside
-their spread reads as none; and, for the first seed, where the wrong verdicts fall by AD's own mechanism.
-``BENCH_BLIND_RECIPES`` names the recipes scored beside the shipped one (default ``spread``): ``spread``,
-the same Jobs spread over the shipped worlds and the twenty-one development worlds G and J-AC (tried by
-the rule over seeds and not joined, docs/scenarios.md), and ``dev``, the development worlds' Jobs beside
-the shipped ones (each read once blind, none joined: this says what they would have been worth).
+their spread reads as none; and, for the first seed, where the wrong verdicts fall by AE's own mechanism.
+``BENCH_BLIND_RECIPES`` names the recipes scored beside the shipped one (default ``calibrated``):
+``calibrated``, the shipped recipe's trees with the temperature fitted on the twenty-one development
+worlds G and J-AC too, as many Jobs of each as of each training family (a change under the rule over
+seeds, docs/scenarios.md); ``spread``, the same Jobs spread over the shipped worlds and the development
+worlds G and J-AD (tried by the rule over seeds and not joined); and ``dev``, the development worlds'
+Jobs beside the shipped ones (each read once blind, none joined: this says what they would have been
+worth).
 ``BENCH_BLIND_TRAIN`` is the Jobs of each family of the shipped recipe (1200; the simulator twice as many),
 ``BENCH_BLIND_THREADS`` (default 2) caps the threads, for two runs side by side.
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AC,
-each read once blind before AD (docs/analysis.md), are twenty-one development worlds (G and J-AC) and two
-training worlds (H, I). AD is read once, after the twenty-eighth freeze (docs/analysis.md says when), and
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AD,
+each read once blind before AE (docs/analysis.md), are twenty-two development worlds (G and J-AD) and two
+training worlds (H, I). AE is read once, after the twenty-ninth freeze (docs/analysis.md says when), and
 is spent then (a development world since): these lines reprint that reading, until a family stored
 unread takes its place after the next freeze.
 """
@@ -63,10 +66,15 @@ DEV_WORLDS = (
     "AA",
     "AB",
     "AC",
+    "AD",
 )
-# The recipes as they stand when AD is read (docs/analysis.md), as Jobs per world: the shipped one (the
-# simulator's Jobs twice as many as each family's); the same Jobs spread over the shipped and the
-# development worlds (docs/scenarios.md: tried, not joined); the development worlds beside the shipped ones.
+# the development worlds that fit the calibrated recipe's temperature: those its change was written for
+# and measured with (docs/scenarios.md), AD not among them
+CALIBRATION_WORLDS = tuple(w for w in DEV_WORLDS if w != "AD")
+# The recipes as they stand when AE is read (docs/analysis.md), as Jobs per world the trees train on: the
+# shipped one (the simulator's Jobs twice as many as each family's), also the calibrated one's; the same
+# Jobs spread over the shipped and the development worlds (docs/scenarios.md: tried, not joined); the
+# development worlds beside the shipped ones.
 RECIPES = {
     "shipped": {"A": 2 * TRAIN_JOBS, **dict.fromkeys(SHIPPED_WORLDS, TRAIN_JOBS)},
     "spread": {
@@ -77,36 +85,46 @@ RECIPES = {
     },
     "dev": {"A": 2 * TRAIN_JOBS, **dict.fromkeys((*SHIPPED_WORLDS, *DEV_WORLDS), TRAIN_JOBS)},
 }
+RECIPES["calibrated"] = RECIPES["shipped"]
+# Jobs per world that only fit a recipe's temperature, scored by the recipe's own model
+CALIBRATION = {"calibrated": dict.fromkeys(CALIBRATION_WORLDS, TRAIN_JOBS)}
 # the shipped recipe first: the blind figure
-CHOSEN = ["shipped", *(r for r in os.environ.get("BENCH_BLIND_RECIPES", "spread").split(",") if r and r != "shipped")]
-BLIND = "AD"
+CHOSEN = [
+    "shipped",
+    *(r for r in os.environ.get("BENCH_BLIND_RECIPES", "calibrated").split(",") if r and r != "shipped"),
+]
+BLIND = "AE"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
 def recipe_name(name: str) -> str:
     """What a printed line calls a recipe: its worlds, and how the Jobs are shared when not as shipped."""
     worlds = "+".join(RECIPES[name])
+    if name in CALIBRATION:
+        return f"{worlds} (temperature also on {'+'.join(CALIBRATION[name])})"
     return worlds if name == "shipped" else f"{worlds} ({name})"
 
 
-def family_ad(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the twenty-eighth blind family, written while AC was unread.
+def family_ae(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the twenty-ninth blind family, written while AD was unread.
 
-    AD's Jobs carry tags that name their variety: only the windows and labels are scored."""
-    from bottleneck_operator_dev.familyad import generate_family_ad
+    AE's Jobs carry tags that name their variety: only the windows and labels are scored."""
+    from bottleneck_operator_dev.familyae import generate_family_ae
 
-    jobs = generate_family_ad(seed, n, start=START)
+    jobs = generate_family_ae(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
 
 
-def recipe_keys(name: str) -> list[str]:
-    """The training sets a recipe is fitted on, one per world at the count it draws (``letter=count``)."""
-    return [f"{k}={n}" for k, n in RECIPES[name].items()]
+def recipe_keys(name: str, table: dict[str, dict[str, int]] = RECIPES) -> list[str]:
+    """The training sets a recipe is fitted on (or, with ``CALIBRATION``, calibrated on), one per world at
+    the count it draws (``letter=count``)."""
+    return [f"{k}={n}" for k, n in table.get(name, {}).items()]
 
 
 def recipe_sets(seed: int, names: Sequence[str], size: Size) -> dict[str, Any]:
     """Each world's training set at each count the named recipes draw it, by ``recipe_keys``."""
-    pairs = dict.fromkeys((k, n) for name in names for k, n in RECIPES[name].items())
+    drawn = [(k, n) for table in (RECIPES, CALIBRATION) for name in names for k, n in table.get(name, {}).items()]
+    pairs = dict.fromkeys(drawn)
     return {f"{k}={n}": world_set(k, seed, n, copies=size.copies) for k, n in pairs}
 
 
@@ -139,18 +157,18 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> AD (the blind figure), each other chosen recipe beside it, and the
-    shipped recipe's wrong verdicts by AD's mechanism."""
+    """One seed: the shipped recipe -> AE (the blind figure), each other chosen recipe beside it, and the
+    shipped recipe's wrong verdicts by AE's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = recipe_sets(seed, CHOSEN, size)
-    windows, labels, mechanisms = family_ad(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_ae(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # AD is never trained on
+    # AE is never trained on
     for name in CHOSEN:
-        model = fit_worlds(sets, recipe_keys(name), seed=seed, size=size)
+        model = fit_worlds(sets, recipe_keys(name), seed=seed, size=size, calibration=recipe_keys(name, CALIBRATION))
         verdicts = analyze_windows(windows, model, with_details=False)
         out[f"{recipe_name(name)} -> {BLIND}"] = score(verdicts, labels)
         if name == "shipped":
@@ -172,6 +190,10 @@ def _misread(verdicts: Sequence[Any], labels: Sequence[str], mechanisms: Sequenc
     return lines
 
 
+def _calibrating(name: str) -> str:
+    return f"; temperature also on {CALIBRATION[name]}" if name in CALIBRATION else ""
+
+
 def _line(name: str, s: Scored) -> str:
     recall = ", ".join(f"{c} {r:.2f}" for c, r in s.recall.items())
     return (
@@ -185,7 +207,7 @@ def main() -> None:
 
     t = time.perf_counter()
     print(
-        f"blind family {BLIND}; training jobs per world {', '.join(f'{n} ({RECIPES[n]})' for n in CHOSEN)}, "
+        f"blind family {BLIND}; training jobs per world {', '.join(f'{n} ({RECIPES[n]}{_calibrating(n)})' for n in CHOSEN)}, "
         f"{EVAL_JOBS} evaluated, seeds {SEEDS}"
     )
     runs: list[dict[str, Scored]] = []

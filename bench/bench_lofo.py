@@ -23,7 +23,8 @@ iterations (60), ``BENCH_LOFO_COPIES`` degraded copies per Job (1), ``BENCH_LOFO
 ``BENCH_LOFO_REAL=0`` skips the recordings, ``BENCH_LOFO_HELD=0`` reads only the recordings (no family
 held out: the model of every world alone, to set a baseline for them), ``BENCH_LOFO_ALWAYS`` names
 worlds every model trains on and none holds out (a candidate recipe judged on the worlds it already
-has: ``G,J,K``), ``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one family trained, the other
+has: ``G,J,K``), ``BENCH_LOFO_CALIBRATE`` names worlds whose Jobs (as many as each training family's)
+only fit each model's temperature, scored by that model, never its trees, ``BENCH_LOFO_PAIRS=1`` adds the former A <-> B lines (one family trained, the other
 scored), ``BENCH_LOFO_SIM_SHARE`` the simulator's Jobs as a multiple of each family's (2, as ``train``'s
 default recipe draws them; a recipe that spreads the same Jobs over more worlds raises it). With six
 families, one seed at the defaults took 219 s on one quiet core (``BENCH_LOFO_SEEDS=11``,
@@ -83,6 +84,8 @@ FAMILIES = {k: ALL_FAMILIES[k] for k in world_letters(os.environ.get("BENCH_LOFO
 # worlds every model trains on beside the others and none holds out (``BENCH_LOFO_ALWAYS``, default none)
 ALWAYS = world_letters(os.environ.get("BENCH_LOFO_ALWAYS", ""), held_out=list(FAMILIES))
 TRAINED = [*FAMILIES, *ALWAYS]  # every world a model of this run trains on
+# worlds whose Jobs only fit each model's temperature, scored by that model (``BENCH_LOFO_CALIBRATE``)
+CALIBRATE = world_letters(os.environ.get("BENCH_LOFO_CALIBRATE", ""), held_out=TRAINED)
 # the shipped recipe draws the simulator's Jobs twice as many as each other family's (train.py)
 RECIPE_SHARE = {"A": int(os.environ.get("BENCH_LOFO_SIM_SHARE", "2"))}
 
@@ -154,11 +157,17 @@ def training_sets(seed: int, size: Size, names: Sequence[str] | None = None) -> 
     }
 
 
-def fit_worlds(sets: dict[str, Any], names: Sequence[str], *, seed: int, size: Size) -> Any:
-    """A model of the named families' training sets, each its own world (the temperature across them)."""
+def fit_worlds(
+    sets: dict[str, Any], names: Sequence[str], *, seed: int, size: Size, calibration: Sequence[str] = ()
+) -> Any:
+    """A model of the named families' training sets, each its own world (the temperature across them, and
+    across the ``calibration`` worlds' sets as the model itself scores them)."""
     from bottleneck_operator.analysis.model.training import fit_model
 
-    return fit_model(join_sets(sets, names), seed=seed, version=f"lofo-s{seed}", max_iter=size.max_iter)
+    cal = join_sets(sets, calibration) if calibration else None
+    return fit_model(
+        join_sets(sets, names), seed=seed, version=f"lofo-s{seed}", max_iter=size.max_iter, calibration=cal
+    )
 
 
 def score(model: Any, windows: Sequence[Any], labels: Sequence[str]) -> Score:
@@ -221,12 +230,13 @@ def run_seed(
 ) -> tuple[dict[str, Score], dict[str, tuple[int, int]]]:
     """One seed: each family scored by a model of the others, and the model of them all on the
     recordings (and, with ``BENCH_LOFO_PAIRS=1``, A -> B and B -> A)."""
-    sets = training_sets(seed, size)
+    sets = training_sets(seed, size, [*TRAINED, *CALIBRATE])
     held = {name: make(seed + 1, size.eval_jobs) for name, make in FAMILIES.items()} if WITH_HELD else {}
     scores: dict[str, Score] = {}
     for out in held:
         rest = [*(n for n in FAMILIES if n != out), *ALWAYS]
-        scores[f"{'+'.join(rest)} -> {out}"] = score(fit_worlds(sets, rest, seed=seed, size=size), *held[out])
+        model = fit_worlds(sets, rest, seed=seed, size=size, calibration=CALIBRATE)
+        scores[f"{'+'.join(rest)} -> {out}"] = score(model, *held[out])
     if WITH_PAIRS and WITH_HELD:
         for a, b in (("A", "B"), ("B", "A")):
             scores[f"{a} -> {b}"] = score(fit_worlds(sets, [a], seed=seed, size=size), *held[b])
@@ -234,7 +244,7 @@ def run_seed(
         print(f"seed {seed}, {_line(name, s)}", flush=True)
     right: dict[str, tuple[int, int]] = {}
     if real:
-        model = fit_worlds(sets, TRAINED, seed=seed, size=size)
+        model = fit_worlds(sets, TRAINED, seed=seed, size=size, calibration=CALIBRATE)
         right = read_recordings(model, real, seed=seed, name="+".join(TRAINED))
     return scores, right
 
@@ -245,6 +255,7 @@ def main() -> None:
     t = time.perf_counter()
     size = Size()
     always = f" ({'+'.join(ALWAYS)} always trained on)" if ALWAYS else ""
+    always += f" (temperature also on {'+'.join(CALIBRATE)})" if CALIBRATE else ""
     print(
         f"leave one family out of {len(FAMILIES)}{always}, the class a user reads (Unknown is an abstention, never a hit): "
         f"{size.train_jobs} training jobs per family (the simulator {size.train_jobs * RECIPE_SHARE['A']}), "

@@ -134,6 +134,28 @@ def test_the_temperature_is_fitted_across_worlds_when_there_are_several() -> Non
     assert across.temperature > 2 * home.temperature, (across.temperature, home.temperature)
 
 
+def test_calibration_rows_move_the_temperature_not_the_trees() -> None:
+    """Rows of a world the trees never saw, whose labels contradict the training ones, fit a flatter
+    temperature; the trees, and so the class each window is read as, stay those fitted without them."""
+    from bottleneck_operator_dev.simulation import generate_jobs
+
+    start = 1_767_225_600.0
+    jobs = [j for j in generate_jobs(21, 80, start=start) if not j.ambiguous]
+    windows = [j.to_window() for j in jobs]
+    classes = [c for c in Bottleneck if c is not Bottleneck.UNKNOWN]
+    shifted = [classes[(classes.index(j.label) + 1) % len(classes)] for j in jobs]
+    data = build_training_set(windows, [j.label for j in jobs], copies=0, seed=3)
+    other = build_training_set(windows, shifted, copies=0, seed=3, worlds=[0] * len(jobs))
+    plain = fit_model(data, seed=3, version="t", max_iter=20)
+    calibrated = fit_model(data, seed=3, version="t", max_iter=20, calibration=other)
+    assert plain.metadata["calibration"] == "held-out jobs"
+    assert calibrated.metadata["calibration"] == (
+        f"held-out jobs and 1 calibration world the trees never saw ({len(jobs)} rows)"
+    )
+    assert calibrated.temperature > 2 * plain.temperature, (calibrated.temperature, plain.temperature)
+    np.testing.assert_array_equal(calibrated.raw_scores(data.x), plain.raw_scores(data.x))
+
+
 def test_a_training_set_built_in_batches_is_the_one_built_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     from bottleneck_operator.analysis.model import training
 

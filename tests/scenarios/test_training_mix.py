@@ -70,7 +70,9 @@ def test_families_parse_and_format_round_trip() -> None:
     ],
 )
 def test_a_bad_families_value_is_a_usage_error(tmp_path: Path, value: str, says: str) -> None:
-    args = argparse.Namespace(jobs=100, seed=7, copies=1, max_iter=5, output=tmp_path, families=value)
+    args = argparse.Namespace(
+        jobs=100, seed=7, copies=1, max_iter=5, output=tmp_path, families=value, calibration_families="none"
+    )
     with pytest.raises(UsageError, match="--families: .*" + says.replace("(", r"\(").replace(")", r"\)")):
         main(args)
     assert not list(tmp_path.iterdir())  # nothing written
@@ -80,7 +82,8 @@ def test_the_card_says_what_the_model_learned_from(mixed: Any, tmp_path: Path) -
     write_card(mixed, tmp_path / "card.md")
     card = (tmp_path / "card.md").read_text()
     assert ", 25 of family B, 20 of family C, 15 of family D, 10 of family E (" in card
-    assert "--families B=25,C=20,D=15,E=10`" in card
+    assert "--families B=25,C=20,D=15,E=10`" in card  # no calibration world: none named
+    assert "calibration world" not in card
     for letter, n in (("B", 100), ("C", 100), ("D", 100), ("E", 100)):
         assert f"On a fresh draw of family {letter} ({n} jobs)" in card
         assert WORLDS[letter].about in card
@@ -101,3 +104,37 @@ def test_a_model_of_other_worlds_carries_another_version() -> None:
     # the same recipe over training rows that moved (a simulator changed) is another model
     recipe = {"n_jobs": 4000, "families": DEFAULT_FAMILIES, "copies": 3, "max_iter": 100}
     assert model_version("0.1.0", 7, **recipe, data="aa") != model_version("0.1.0", 7, **recipe, data="ab")
+    # calibration worlds name another model, by their counts and by their rows
+    calibrated = {
+        model_version("0.1.0", 7, **recipe, calibration=({"G": n}, d)) for n, d in ((10, "x"), (20, "x"), (10, "y"))
+    }
+    assert len(calibrated) == 3 and model_version("0.1.0", 7, **recipe) not in calibrated
+
+
+def test_calibration_worlds_fit_the_temperature_and_are_named_on_the_card(mixed: Any, tmp_path: Path) -> None:
+    calibrated = train(
+        5, 60, families={"B": 25, "C": 20, "D": 15, "E": 10}, calibration={"G": 15}, copies=1, max_iter=5
+    )
+    assert calibrated.metadata["calibration_jobs"] == {"G": 15}
+    assert calibrated.metadata["calibration"].startswith("across 5 worlds and 1 calibration world the trees never saw")
+    assert calibrated.temperature != mixed.temperature and calibrated.version != mixed.version
+    write_card(calibrated, tmp_path / "card.md")
+    card = (tmp_path / "card.md").read_text()
+    assert "--families B=25,C=20,D=15,E=10 --calibration-families G=15`" in card
+    assert "fitted across 5 worlds and 1 calibration world the trees never saw" in card
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("Q=x", "--calibration-families: 'Q=x': write LETTER=JOBS"),
+        ("B=10", "family B is in --families and --calibration-families"),
+    ],
+)
+def test_a_bad_calibration_value_is_a_usage_error(tmp_path: Path, value: str, says: str) -> None:
+    args = argparse.Namespace(
+        jobs=100, seed=7, copies=1, max_iter=5, output=tmp_path, families="B=10", calibration_families=value
+    )
+    with pytest.raises(UsageError, match=says):
+        main(args)
+    assert not list(tmp_path.iterdir())

@@ -25,6 +25,8 @@ DEFAULT_SEED = 7
 DEFAULT_JOBS = 4000
 # jobs of each scenario family beside the simulator's: every world the model is trained across
 DEFAULT_FAMILIES = {"B": 2000, "C": 2000, "D": 2000, "E": 2000, "F": 2000, "H": 2000, "I": 2000}
+# development worlds whose Jobs only fit the temperature, never the trees (none by default)
+DEFAULT_CALIBRATION: dict[str, int] = {}
 DEFAULT_COPIES = 3
 # Prediction cost grows with the number of trees (iterations x classes): 100 iterations at a learning
 # rate of 0.15 keep features + prediction above 5,000 job windows/s on one core.
@@ -45,6 +47,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="LETTER=JOBS,...",
         help=f"jobs of each scenario family beside them: {', '.join(f'{k} ({w.name})' for k, w in WORLDS.items())} "
         f"(default {format_families(DEFAULT_FAMILIES)}; none: the simulator's alone)",
+    )
+    parser.add_argument(
+        "--calibration-families",
+        default=format_families(DEFAULT_CALIBRATION),
+        metavar="LETTER=JOBS,...",
+        help="jobs of each family that only fit the temperature, scored by the model whose trees never saw them "
+        f"(default {format_families(DEFAULT_CALIBRATION)}; a family may not be in --families too)",
     )
     parser.add_argument(
         "--copies", type=int, default=DEFAULT_COPIES, help="degraded copies per job with families dropped"
@@ -78,6 +87,7 @@ def train(
     n_jobs: int,
     *,
     families: dict[str, int] | None = None,
+    calibration: dict[str, int] | None = None,
     copies: int = DEFAULT_COPIES,
     max_iter: int = DEFAULT_ITER,
     log: Any = None,
@@ -88,59 +98,108 @@ def train(
         seed: the seed of the simulator, the families, the augmentation and the estimator.
         n_jobs: simulated jobs to draw (family A).
         families: jobs of each scenario family to draw beside them, by letter (default ``DEFAULT_FAMILIES``).
+        calibration: jobs of each family that fits only the temperature, by letter (default none).
         copies: degraded copies per job.
         max_iter: boosting iterations.
         log: a callable taking a progress line, or None.
 
     Returns:
         The fitted ``BottleneckModel`` (its metadata holds the training facts and holdout figures).
+
+    Raises:
+        ValueError: a family both trained on and calibrating.
     """
     from bottleneck_operator import __version__
     from bottleneck_operator.analysis.model.training import build_training_set, fit_model
 
     say = log or (lambda _msg: None)
     counts = dict(DEFAULT_FAMILIES if families is None else families)
+    both = in_both(counts, calibration or {})
+    if both:
+        raise ValueError(f"family {', '.join(both)} is both trained on and calibrating: name it in one list")
     t0 = time.perf_counter()
     jobs, windows = simulated_windows(seed, n_jobs)
     labels = [j.label for j in jobs]
-    worlds = [0] * len(windows)
-    drawn: dict[str, int] = {}
-    for letter, n in ((k, n) for k, n in counts.items() if n):
-        family_labels, family_windows = world_windows(letter, seed, n)
-        labels += family_labels
-        windows += family_windows
-        worlds += [len(drawn) + 1] * len(family_windows)
-        drawn[letter] = len(family_windows)
+    family_labels, family_windows, worlds, drawn = _world_jobs(counts, seed)
+    labels += family_labels
+    windows += family_windows
     said = "".join(f", {n} of family {k}" for k, n in drawn.items())
     say(f"simulated {len(jobs)} unambiguous jobs{said} in {time.perf_counter() - t0:.1f} s")
-    data = build_training_set(windows, labels, copies=copies, seed=seed, worlds=worlds)
+    data = build_training_set(
+        windows, labels, copies=copies, seed=seed, worlds=[0] * len(jobs) + [w + 1 for w in worlds]
+    )
     say(f"{len(data.y)} training rows x {data.x.shape[1]} features in {time.perf_counter() - t0:.1f} s")
-    version = model_version(
-        __version__, seed, n_jobs=n_jobs, families=counts, copies=copies, max_iter=max_iter, data=data.digest()
-    )
-    per_class = dict(Counter(y.value for y in labels))
-    facts: dict[str, Any] = {"simulated_jobs": len(jobs), "family_jobs": drawn, "jobs_per_class": per_class}
-    model = fit_model(
-        data, seed=seed, version=version, max_iter=max_iter, metadata={**facts, "degraded_copies": copies}
-    )
+    cal, cal_drawn = _calibration_set(calibration or {}, seed, copies)
+    cal_key = (cal_drawn, cal.digest()) if cal is not None else None
+    recipe: dict[str, Any] = {"n_jobs": n_jobs, "families": counts, "copies": copies, "max_iter": max_iter}
+    version = model_version(__version__, seed, **recipe, data=data.digest(), calibration=cal_key)
+    facts: dict[str, Any] = {"simulated_jobs": len(jobs), "family_jobs": drawn, "degraded_copies": copies}
+    facts["jobs_per_class"] = dict(Counter(y.value for y in labels))
+    if cal is not None:
+        facts["calibration_jobs"] = cal_drawn
+        say(f"{len(cal.y)} calibration rows of {format_families(cal_drawn)} in {time.perf_counter() - t0:.1f} s")
+    model = fit_model(data, seed=seed, version=version, max_iter=max_iter, metadata=facts, calibration=cal)
     say(f"fitted in {time.perf_counter() - t0:.1f} s, temperature {model.temperature:.3f}")
     _holdouts(model, seed, n_jobs, drawn, say)
     return model
 
 
+def in_both(families: dict[str, int], calibration: dict[str, int]) -> list[str]:
+    """The families drawn both to train the trees and to fit the temperature: none may be."""
+    return sorted(k for k, n in calibration.items() if n and families.get(k))
+
+
+def _world_jobs(counts: dict[str, int], seed: int) -> tuple[list[Any], list[Any], list[int], dict[str, int]]:
+    """Labels, windows and world index (from 0) of each family's Jobs, and how many each family gave."""
+    labels: list[Any] = []
+    windows: list[Any] = []
+    worlds: list[int] = []
+    drawn: dict[str, int] = {}
+    for letter, n in ((k, n) for k, n in counts.items() if n):
+        world_labels, world_wins = world_windows(letter, seed, n)
+        labels += world_labels
+        windows += world_wins
+        worlds += [len(drawn)] * len(world_wins)
+        drawn[letter] = len(world_wins)
+    return labels, windows, worlds, drawn
+
+
+def _calibration_set(counts: dict[str, int], seed: int, copies: int) -> tuple[Any, dict[str, int]]:
+    """The calibration worlds' Jobs as one set, each world its own, with the training Jobs' degraded
+    copies, and how many Jobs each world gave; (None, {}) without any."""
+    from bottleneck_operator.analysis.model.training import build_training_set
+
+    labels, windows, worlds, drawn = _world_jobs(counts, seed)
+    if not windows:
+        return None, {}
+    return build_training_set(windows, labels, copies=copies, seed=seed, worlds=worlds), drawn
+
+
 def model_version(
-    release: str, seed: int, *, n_jobs: int, families: dict[str, int], copies: int, max_iter: int, data: str = ""
+    release: str,
+    seed: int,
+    *,
+    n_jobs: int,
+    families: dict[str, int],
+    copies: int,
+    max_iter: int,
+    data: str = "",
+    calibration: tuple[dict[str, int], str] | None = None,
 ) -> str:
     """``<release>-s<seed>-<digest>``: the digest covers the feature schema, the whole recipe (jobs,
     families, copies, iterations) and the training rows' own digest (``data``, ``TrainingSet.digest``),
     so a model retrained on other worlds, or on a simulator or family that changed, never carries an
-    earlier one's version, and a report says which model it came from.
+    earlier one's version, and a report says which model it came from. ``calibration`` (the calibration
+    worlds' Jobs and their rows' digest) joins the recipe only when there are any, so that a model without
+    them keeps the version it always had.
     """
     import hashlib
 
     from bottleneck_operator.analysis.features.extract import feature_schema_hash
 
     recipe = f"{feature_schema_hash()}|jobs={n_jobs}|{format_families(families)}|copies={copies}|iter={max_iter}|{data}"
+    if calibration is not None:
+        recipe += f"|cal={format_families(calibration[0])}|{calibration[1]}"
     return f"{release}-s{seed}-{hashlib.sha256(recipe.encode()).hexdigest()[:8]}"
 
 
@@ -184,7 +243,7 @@ def write_card(model: Any, path: Path) -> None:
 | --- | --- |
 | file | `{MODEL_FILE}` (trees as plain arrays, read without pickle; `{TRAINING_FILE}` is the training artefact, loaded with an explicit trusted-types list) |
 | version | `{model.version}` |
-| estimator | scikit-learn HistGradientBoostingClassifier ({est.max_iter} iterations, {est.max_leaf_nodes} leaves, learning rate {est.learning_rate}, {est.max_features:.0%} of the features per split), temperature-scaled probabilities (T = {model.temperature:.3f}) |
+| estimator | scikit-learn HistGradientBoostingClassifier ({est.max_iter} iterations, {est.max_leaf_nodes} leaves, learning rate {est.learning_rate}, {est.max_features:.0%} of the features per split), temperature-scaled probabilities (T = {model.temperature:.3f}{_temperature_note(m)}) |
 | classes | {", ".join(c.value for c in model.classes)} (Unknown is an abstention, never predicted) |
 | features | {len(FEATURE_NAMES)} (schema hash `{feature_schema_hash()}`; names in the metadata JSON) |
 | seed | {m.get("seed")} |
@@ -220,12 +279,19 @@ The end-to-end figures through a real Prometheus come from `bottleneck-operator 
     path.write_text(text)
 
 
+def _temperature_note(m: dict[str, Any]) -> str:
+    return f", fitted {m['calibration']}" if m.get("calibration_jobs") else ""
+
+
 def _and_scenarios(m: dict[str, Any]) -> str:
     return "".join(f", {n} of family {k}" for k, n in m.get("family_jobs", {}).items())
 
 
 def _scenario_flag(m: dict[str, Any]) -> str:
-    return f" --families {format_families(m.get('family_jobs', {}))}"
+    cal = m.get("calibration_jobs")
+    return f" --families {format_families(m.get('family_jobs', {}))}" + (
+        f" --calibration-families {format_families(cal)}" if cal else ""
+    )
 
 
 def _scenario_text(m: dict[str, Any]) -> str:
@@ -254,6 +320,13 @@ def main(args: argparse.Namespace) -> int:
         families = parse_families(args.families)
     except ValueError as exc:
         raise UsageError(f"--families: {exc}") from None
+    try:
+        calibration = parse_families(args.calibration_families)
+    except ValueError as exc:
+        raise UsageError(f"--calibration-families: {exc}") from None
+    both = in_both(families, calibration)
+    if both:
+        raise UsageError(f"family {', '.join(both)} is in --families and --calibration-families: name it in one")
     out = args.output or MODEL_DIR
 
     def say(msg: str) -> None:
@@ -263,6 +336,7 @@ def main(args: argparse.Namespace) -> int:
         args.seed,
         args.jobs,
         families=families,
+        calibration=calibration,
         copies=args.copies,
         max_iter=args.max_iter,
         log=say,

@@ -132,6 +132,7 @@ def fit_model(
     max_iter: int = 100,
     learning_rate: float = 0.15,
     metadata: dict[str, Any] | None = None,
+    calibration: TrainingSet | None = None,
 ) -> BottleneckModel:
     """Fit the gradient-boosted classifier and its temperature.
 
@@ -148,6 +149,8 @@ def fit_model(
         max_iter: boosting iterations (fewer for quick test models; fewer also predict faster).
         learning_rate: shrinkage of each iteration.
         metadata: extra facts for the model card.
+        calibration: rows of worlds the trees never train on, scored by the model itself and pooled
+            with the rows above when the temperature is fitted (None: none).
 
     Returns:
         The fitted model.
@@ -163,16 +166,10 @@ def fit_model(
     model = BottleneckModel(
         estimator, temperature=1.0, version=version, metadata=metadata, envelope=fit_envelope(x_train)
     )
-    col = {c.value: i for i, c in enumerate(model.classes)}
-    y_cal = np.array([col[names[i]] for i in data.y[calib]])
-    n_worlds = 0 if data.worlds is None else len(np.unique(data.worlds))
-    if n_worlds >= 2:
-        model.temperature = _cross_world_temperature(data, model, seed=seed, max_iter=max_iter, rate=learning_rate)
-    else:
-        model.temperature = fit_temperature(model.raw_scores(data.x[calib]), y_cal) if len(y_cal) else 1.0
+    said = _temperature(model, data, calib, calibration, seed=seed, max_iter=max_iter, rate=learning_rate)
     model.metadata.update(
         {
-            "calibration": f"across {n_worlds} worlds" if n_worlds >= 2 else "held-out jobs",
+            "calibration": said,
             "seed": seed,
             "training_rows": int((~calib).sum()),
             "calibration_rows": int(calib.sum()),
@@ -183,13 +180,51 @@ def fit_model(
     return model
 
 
-def _cross_world_temperature(
+def _temperature(
+    model: BottleneckModel,
+    data: TrainingSet,
+    calib: np.ndarray[Any, np.dtype[np.bool_]],
+    calibration: TrainingSet | None,
+    *,
+    seed: int,
+    max_iter: int,
+    rate: float,
+) -> str:
+    """Set the model's temperature; return what it was fitted on, for the card.
+
+    With several worlds, each world's rows as scored by a classifier fitted on the others; with one, the
+    held-out jobs as the model scores them. Calibration worlds' rows, scored by the model itself (its
+    trees never saw them), are pooled with either.
+    """
+    n_worlds = 0 if data.worlds is None else len(np.unique(data.worlds))
+    if n_worlds >= 2:
+        scores, truth = _cross_world_scores(data, model, seed=seed, max_iter=max_iter, rate=rate)
+        said = f"across {n_worlds} worlds"
+    else:
+        scores = [model.raw_scores(data.x[calib])] if calib.any() else []
+        truth = _columns(model, data.y[calib])
+        said = "held-out jobs"
+    if calibration is not None and len(calibration.y):
+        scores.append(model.raw_scores(calibration.x))
+        truth = [*truth, *_columns(model, calibration.y)]
+        k = 1 if calibration.worlds is None else len(np.unique(calibration.worlds))
+        said += f" and {k} calibration world{'s' if k != 1 else ''} the trees never saw ({len(calibration.y)} rows)"
+    model.temperature = fit_temperature(np.concatenate(scores), truth) if scores else 1.0
+    return said
+
+
+def _columns(model: BottleneckModel, y: np.ndarray[Any, np.dtype[np.intp]]) -> list[int]:
+    """Each row's true class as the column of the model's scores that holds it."""
+    col = {c.value: i for i, c in enumerate(model.classes)}
+    return [col[CLASSES[i].value] for i in y]
+
+
+def _cross_world_scores(
     data: TrainingSet, model: BottleneckModel, *, seed: int, max_iter: int, rate: float
-) -> float:
-    """The temperature that fits each world's rows as scored by a classifier fitted on the others."""
+) -> tuple[list[FloatArray], list[int]]:
+    """Each world's rows as scored by a classifier fitted on the other worlds alone, and their truth."""
     assert data.worlds is not None
     names = np.array([c.value for c in CLASSES])
-    col = {c.value: i for i, c in enumerate(model.classes)}
     scores: list[FloatArray] = []
     truth: list[int] = []
     for world in np.unique(data.worlds):
@@ -200,8 +235,8 @@ def _cross_world_temperature(
         if list(other.classes) != list(model.classes):  # a world without every class cannot be scored
             continue
         scores.append(other.raw_scores(data.x[~home]))
-        truth.extend(col[names[i]] for i in data.y[~home])
-    return fit_temperature(np.concatenate(scores), truth) if scores else 1.0
+        truth.extend(_columns(model, data.y[~home]))
+    return scores, truth
 
 
 _CONTEXT_COLUMNS = [FEATURE_INDEX[n] for n in CONTEXT_ONLY]
