@@ -173,6 +173,18 @@ def test_a_training_set_built_in_batches_is_the_one_built_whole(monkeypatch: pyt
     np.testing.assert_array_equal(batched.worlds, whole.worlds)
 
 
+def test_a_training_set_streamed_one_job_at_a_time_is_the_one_built_whole() -> None:
+    from bottleneck_operator.analysis.model.training import stream_training_set
+
+    classes = [Bottleneck.IO, Bottleneck.CPU, Bottleneck.GPU, Bottleneck.MEMORY, Bottleneck.INTERCONNECT] * 2
+    windows = [make_window(c, seed=i) for i, c in enumerate(classes)]
+    worlds = [i // 4 for i in range(len(classes))]
+    whole = build_training_set(windows, classes, copies=2, seed=5, worlds=worlds)
+    streamed = stream_training_set(iter(zip(windows, classes, worlds, strict=True)), copies=2, seed=5)
+    assert streamed.digest() == whole.digest() and streamed.worlds is not None
+    assert build_training_set(windows, classes, copies=2, seed=5).worlds is None
+
+
 def test_a_training_set_digest_moves_with_any_row_and_not_otherwise() -> None:
     """The digest a retrained model's version carries: the same windows give the same digest, one
     signal moved in one window (as a changed simulator would) gives another."""

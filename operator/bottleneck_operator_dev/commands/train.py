@@ -16,6 +16,7 @@ import argparse
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -114,26 +115,25 @@ def train(
 
     say = log or (lambda _msg: None)
     counts = dict(DEFAULT_FAMILIES if families is None else families)
-    both = in_both(counts, calibration or {})
-    if both:
+    if both := in_both(counts, calibration or {}):
         raise ValueError(f"family {', '.join(both)} is both trained on and calibrating: name it in one list")
     t0 = time.perf_counter()
     jobs, windows = simulated_windows(seed, n_jobs)
     labels = [j.label for j in jobs]
     family_labels, family_windows, worlds, drawn = _world_jobs(counts, seed)
     labels += family_labels
-    windows += family_windows
     said = "".join(f", {n} of family {k}" for k, n in drawn.items())
     say(f"simulated {len(jobs)} unambiguous jobs{said} in {time.perf_counter() - t0:.1f} s")
-    data = build_training_set(
-        windows, labels, copies=copies, seed=seed, worlds=[0] * len(jobs) + [w + 1 for w in worlds]
-    )
+    marks = [0] * len(jobs) + [w + 1 for w in worlds]
+    data = build_training_set(windows + family_windows, labels, copies=copies, seed=seed, worlds=marks)
     say(f"{len(data.y)} training rows x {data.x.shape[1]} features in {time.perf_counter() - t0:.1f} s")
+    n_sim = len(jobs)
+    del jobs, windows, family_windows  # the rows are all the fit needs: free the windows for what follows
     cal, cal_drawn = _calibration_set(calibration or {}, seed, copies)
     cal_key = (cal_drawn, cal.digest()) if cal is not None else None
     recipe: dict[str, Any] = {"n_jobs": n_jobs, "families": counts, "copies": copies, "max_iter": max_iter}
     version = model_version(__version__, seed, **recipe, data=data.digest(), calibration=cal_key)
-    facts: dict[str, Any] = {"simulated_jobs": len(jobs), "family_jobs": drawn, "degraded_copies": copies}
+    facts: dict[str, Any] = {"simulated_jobs": n_sim, "family_jobs": drawn, "degraded_copies": copies}
     facts["jobs_per_class"] = dict(Counter(y.value for y in labels))
     if cal is not None:
         facts["calibration_jobs"] = cal_drawn
@@ -166,13 +166,21 @@ def _world_jobs(counts: dict[str, int], seed: int) -> tuple[list[Any], list[Any]
 
 def _calibration_set(counts: dict[str, int], seed: int, copies: int) -> tuple[Any, dict[str, int]]:
     """The calibration worlds' Jobs as one set, each world its own, with the training Jobs' degraded
-    copies, and how many Jobs each world gave; (None, {}) without any."""
-    from bottleneck_operator.analysis.model.training import build_training_set
+    copies, and how many Jobs each world gave; (None, {}) without any. One world's windows are held at
+    a time: twenty-one worlds of 2,000 Jobs at once outgrow a 24 GB machine."""
+    from bottleneck_operator.analysis.model.training import stream_training_set
 
-    labels, windows, worlds, drawn = _world_jobs(counts, seed)
-    if not windows:
+    drawn: dict[str, int] = {}
+
+    def jobs() -> Iterator[tuple[Any, Any, int]]:
+        for letter, n in ((k, n) for k, n in counts.items() if n):
+            world_labels, world_wins = world_windows(letter, seed, n)
+            drawn[letter] = len(world_wins)
+            yield from ((w, label, len(drawn) - 1) for w, label in zip(world_wins, world_labels, strict=True))
+
+    if not any(counts.values()):
         return None, {}
-    return build_training_set(windows, labels, copies=copies, seed=seed, worlds=worlds), drawn
+    return stream_training_set(jobs(), copies=copies, seed=seed), drawn
 
 
 def model_version(

@@ -6,8 +6,8 @@ worlds where the training set spans several.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -72,17 +72,27 @@ def build_training_set(
     Returns:
         The training set.
     """
+    marks = [0] * len(windows) if worlds is None else worlds
+    data = stream_training_set(zip(windows, labels, marks, strict=True), copies=copies, seed=seed)
+    return data if worlds is not None else replace(data, worlds=None)
+
+
+def stream_training_set(jobs: Iterable[tuple[JobWindow, Bottleneck, int]], *, copies: int, seed: int) -> TrainingSet:
+    """:func:`build_training_set` of (window, label, world) triples taken one at a time, so that a caller
+    drawing many worlds holds one world's windows at once, not all of them (the rows are the same)."""
     rng = np.random.default_rng(seed)
     rows: list[FloatArray] = []
     y: list[int] = []
     groups: list[int] = []
+    worlds: list[int] = []
     index = {c: i for i, c in enumerate(CLASSES)}
     batch: list[JobWindow] = []
-    for g, (w, label) in enumerate(zip(windows, labels, strict=True)):
+    for g, (w, label, world) in enumerate(jobs):
         for k in range(copies + 1):
             batch.append(w if k == 0 else degrade(w, rng))
             y.append(index[label])
             groups.append(g)
+            worlds.append(world)
         # the degraded copies are features as soon as a batch is full: holding every copy of every
         # window at once is what a large training draw cannot afford (rows are the same either way)
         if len(batch) >= FEATURE_BATCH:
@@ -90,12 +100,11 @@ def build_training_set(
             batch = []
     if batch or not rows:
         rows.append(extract_features(batch))
-    world_rows = None if worlds is None else np.repeat(np.asarray(worlds, dtype=np.intp), copies + 1)
     return TrainingSet(
         x=np.concatenate(rows),
         y=np.asarray(y, dtype=np.intp),
         groups=np.asarray(groups, dtype=np.intp),
-        worlds=world_rows,
+        worlds=np.asarray(worlds, dtype=np.intp),
     )
 
 
