@@ -181,3 +181,9 @@ def family_ad() -> Any:
     from bottleneck_operator_dev.familyad import generate_family_ad
 
     return generate_family_ad
+
+
+def family_ae() -> Any:
+    from bottleneck_operator_dev.familyae import generate_family_ae
+
+    return generate_family_ae

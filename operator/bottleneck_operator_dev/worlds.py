@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-beside the simulator, C to AD blind, each read once as an evaluation (docs/analysis.md) and a training
-world since that reading spent it (G and J to AD development worlds: listed, not in ``train``'s default
+beside the simulator, C to AE blind, each read once as an evaluation (docs/analysis.md) and a training
+world since that reading spent it (G and J to AE development worlds: listed, not in ``train``'s default
 recipe). A family stored for a blind reading is never listed: ``train`` and the benches would fit to it.
 """
 
@@ -203,6 +203,12 @@ WORLDS: dict[str, World] = {
             gen.family_ad,
             "the thirtieth family",
             "Family AD, written blind while AC was unread, each Job's step a customer of a closed queueing network (storage, loader cores, host memory, the PCIe link, the SMs, HBM, the fabric) solved by mean-value analysis, its telemetry following from the operational laws, labelled by the station with the largest service demand per server, read once (a development world since).",
+        ),
+        World(
+            "AE",
+            gen.family_ae,
+            "the thirty-first family",
+            "Family AE, written blind while AD was unread, each Job a well-tuned data-parallel training Job with exactly one misconfiguration from the published performance guides injected (PyTorch's, NVIDIA's, NCCL's, the kernel's cgroup docs), a per-stage step account deciding which stage limits the step, labelled by that stage's class, read once (a development world since).",
         ),
     )
 }
