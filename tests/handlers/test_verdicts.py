@@ -75,8 +75,14 @@ def test_verdicts_change_events_completion_and_restart(cluster: LocalCluster, si
             assert status["evidence"] and status["probabilities"]
             assert len(status["timeline"]) >= 2
             assert _conditions(status)["MetricsAvailable"]["status"] == "True"
-            changed = [e for e in events_for(cluster, j.name) if e["reason"] == "BottleneckChanged"]
-            assert any(f"from Unknown to {got[j.name]}" in e["message"] for e in changed), changed
+            wait_for(  # posted after the status is written
+                f"{j.name}'s change from Unknown",
+                lambda j=j: [
+                    e
+                    for e in events_for(cluster, j.name)
+                    if e["reason"] == "BottleneckChanged" and f"from Unknown to {got[j.name]}" in e["message"]
+                ],
+            )
         assert ignored.name not in reports(cluster)
 
         # A Job that completes is finalised over its whole run.
@@ -88,7 +94,11 @@ def test_verdicts_change_events_completion_and_restart(cluster: LocalCluster, si
         final = _status(cluster, done.name)
         assert final["window"]["start"] == rfc3339(done.start) and final["window"]["end"] == rfc3339(done.end)
         assert _conditions(final)["Ready"]["reason"] == "Finalised"
-        assert [e for e in events_for(cluster, done.name) if e["reason"] == "ReportFinalised"]
+        # the event is posted after the status is written: wait for it as for the status
+        wait_for(
+            "the ReportFinalised event",
+            lambda: [e for e in events_for(cluster, done.name) if e["reason"] == "ReportFinalised"],
+        )
 
     # While the operator is down: one Job ends, one that already ended appears.
     late = running[1]
