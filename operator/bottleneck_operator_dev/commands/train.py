@@ -17,6 +17,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,7 @@ def train(
         ValueError: a family both trained on and calibrating.
     """
     from bottleneck_operator import __version__
-    from bottleneck_operator.analysis.model.training import build_training_set, fit_model
+    from bottleneck_operator.analysis.model.training import fit_model, stream_training_set
 
     say = log or (lambda _msg: None)
     counts = dict(DEFAULT_FAMILIES if families is None else families)
@@ -119,22 +120,20 @@ def train(
         raise ValueError(f"family {', '.join(both)} is both trained on and calibrating: name it in one list")
     t0 = time.perf_counter()
     jobs, windows = simulated_windows(seed, n_jobs)
-    labels = [j.label for j in jobs]
-    family_labels, family_windows, worlds, drawn = _world_jobs(counts, seed)
-    labels += family_labels
-    said = "".join(f", {n} of family {k}" for k, n in drawn.items())
-    say(f"simulated {len(jobs)} unambiguous jobs{said} in {time.perf_counter() - t0:.1f} s")
-    marks = [0] * len(jobs) + [w + 1 for w in worlds]
-    data = build_training_set(windows + family_windows, labels, copies=copies, seed=seed, worlds=marks)
-    say(f"{len(data.y)} training rows x {data.x.shape[1]} features in {time.perf_counter() - t0:.1f} s")
     n_sim = len(jobs)
-    del jobs, windows, family_windows  # the rows are all the fit needs: free the windows for what follows
+    say(f"simulated {n_sim} unambiguous jobs in {time.perf_counter() - t0:.1f} s")
+    drawn: dict[str, int] = {}
+    simulated = ((w, j.label, 0) for j, w in zip(jobs, windows, strict=True))
+    del jobs, windows  # the rows are all the fit needs: the windows go once the generator has passed them
+    data = stream_training_set(chain(simulated, _world_jobs(counts, seed, drawn, first=1)), copies=copies, seed=seed)
+    said = "".join(f", {n} of family {k}" for k, n in drawn.items())
+    say(f"{len(data.y)} training rows x {data.x.shape[1]} features{said} in {time.perf_counter() - t0:.1f} s")
     cal, cal_drawn = _calibration_set(calibration or {}, seed, copies)
     cal_key = (cal_drawn, cal.digest()) if cal is not None else None
     recipe: dict[str, Any] = {"n_jobs": n_jobs, "families": counts, "copies": copies, "max_iter": max_iter}
     version = model_version(__version__, seed, **recipe, data=data.digest(), calibration=cal_key)
     facts: dict[str, Any] = {"simulated_jobs": n_sim, "family_jobs": drawn, "degraded_copies": copies}
-    facts["jobs_per_class"] = dict(Counter(y.value for y in labels))
+    facts["jobs_per_class"] = _jobs_per_class(data)
     if cal is not None:
         facts["calibration_jobs"] = cal_drawn
         say(f"{len(cal.y)} calibration rows of {format_families(cal_drawn)} in {time.perf_counter() - t0:.1f} s")
@@ -144,43 +143,42 @@ def train(
     return model
 
 
+def _jobs_per_class(data: Any) -> dict[str, int]:
+    """Jobs of each class in a training set, counted on each Job's own row (the first of its group)."""
+    import numpy as np
+
+    from bottleneck_operator.contract.verdict import CLASSES
+
+    first_rows = np.sort(np.unique(data.groups, return_index=True)[1])
+    return dict(Counter(CLASSES[i].value for i in data.y[first_rows]))
+
+
 def in_both(families: dict[str, int], calibration: dict[str, int]) -> list[str]:
     """The families drawn both to train the trees and to fit the temperature: none may be."""
     return sorted(k for k, n in calibration.items() if n and families.get(k))
 
 
-def _world_jobs(counts: dict[str, int], seed: int) -> tuple[list[Any], list[Any], list[int], dict[str, int]]:
-    """Labels, windows and world index (from 0) of each family's Jobs, and how many each family gave."""
-    labels: list[Any] = []
-    windows: list[Any] = []
-    worlds: list[int] = []
-    drawn: dict[str, int] = {}
+def _world_jobs(
+    counts: dict[str, int], seed: int, drawn: dict[str, int], *, first: int
+) -> Iterator[tuple[Any, Any, int]]:
+    """Each family's Jobs as (window, label, world) triples, the worlds numbered from ``first``, one
+    family's windows drawn at a time (twenty-one families of 2,000 Jobs at once outgrow a 24 GB
+    machine); ``drawn`` says how many Jobs each family gave once they are taken."""
     for letter, n in ((k, n) for k, n in counts.items() if n):
-        world_labels, world_wins = world_windows(letter, seed, n)
-        labels += world_labels
-        windows += world_wins
-        worlds += [len(drawn)] * len(world_wins)
-        drawn[letter] = len(world_wins)
-    return labels, windows, worlds, drawn
+        labels, windows = world_windows(letter, seed, n)
+        drawn[letter] = len(windows)
+        yield from ((w, label, first + len(drawn) - 1) for w, label in zip(windows, labels, strict=True))
 
 
 def _calibration_set(counts: dict[str, int], seed: int, copies: int) -> tuple[Any, dict[str, int]]:
     """The calibration worlds' Jobs as one set, each world its own, with the training Jobs' degraded
-    copies, and how many Jobs each world gave; (None, {}) without any. One world's windows are held at
-    a time: twenty-one worlds of 2,000 Jobs at once outgrow a 24 GB machine."""
+    copies, and how many Jobs each world gave; (None, {}) without any."""
     from bottleneck_operator.analysis.model.training import stream_training_set
-
-    drawn: dict[str, int] = {}
-
-    def jobs() -> Iterator[tuple[Any, Any, int]]:
-        for letter, n in ((k, n) for k, n in counts.items() if n):
-            world_labels, world_wins = world_windows(letter, seed, n)
-            drawn[letter] = len(world_wins)
-            yield from ((w, label, len(drawn) - 1) for w, label in zip(world_wins, world_labels, strict=True))
 
     if not any(counts.values()):
         return None, {}
-    return stream_training_set(jobs(), copies=copies, seed=seed), drawn
+    drawn: dict[str, int] = {}
+    return stream_training_set(_world_jobs(counts, seed, drawn, first=0), copies=copies, seed=seed), drawn
 
 
 def model_version(
