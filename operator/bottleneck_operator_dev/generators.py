@@ -187,3 +187,9 @@ def family_ae() -> Any:
     from bottleneck_operator_dev.familyae import generate_family_ae
 
     return generate_family_ae
+
+
+def family_af() -> Any:
+    from bottleneck_operator_dev.familyaf import generate_family_af
+
+    return generate_family_af

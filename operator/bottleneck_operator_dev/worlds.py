@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-beside the simulator, C to AE blind, each read once as an evaluation (docs/analysis.md) and a training
-world since that reading spent it (G and J to AE development worlds: listed, not in ``train``'s default
+beside the simulator, C to AF blind, each read once as an evaluation (docs/analysis.md) and a training
+world since that reading spent it (G and J to AF development worlds: listed, not in ``train``'s default
 recipe). A family stored for a blind reading is never listed: ``train`` and the benches would fit to it.
 """
 
@@ -209,6 +209,12 @@ WORLDS: dict[str, World] = {
             gen.family_ae,
             "the thirty-first family",
             "Family AE, written blind while AD was unread, each Job a well-tuned data-parallel training Job with exactly one misconfiguration from the published performance guides injected (PyTorch's, NVIDIA's, NCCL's, the kernel's cgroup docs), a per-stage step account deciding which stage limits the step, labelled by that stage's class, read once (a development world since).",
+        ),
+        World(
+            "AF",
+            gen.family_af,
+            "the thirty-second family",
+            "Family AF, written blind while AE was unread, each step of a bulk-synchronous training Job a max-plus combination of its stages (storage, loader CPU, host memory, copies, launches, compute, HBM, NVLink/PCIe, the fabric) with the overlaps frameworks have, labelled counterfactually by the stage whose capacity, made ample, shortens the step most, read once (a development world since).",
         ),
     )
 }
