@@ -210,6 +210,13 @@ def test_a_tiny_eager_batch_is_launch_bound() -> None:
     assert classify(faulty, account(faulty)) == (Bottleneck.GPU, Mechanism.LAUNCH_BOUND)
 
 
+def test_a_rare_launch_bound_draw_is_found() -> None:
+    # Job 50 of seed 5 needed more than ten configurations to confirm its launch-bound intent
+    job, lab, _ = family_job(5, 50, start=START, step=30.0)
+    assert (job.label, job.mechanism) == (Bottleneck.GPU, Mechanism.LAUNCH_BOUND.value)
+    assert classify(lab.cfg, account(lab.cfg)) == (Bottleneck.GPU, Mechanism.LAUNCH_BOUND)
+
+
 def _median(jobs: list[FamilyAEJob], mechanism: str, signal: str) -> float:
     vals = [
         np.nanmedian(p.signals[signal])
