@@ -193,3 +193,9 @@ def family_af() -> Any:
     from bottleneck_operator_dev.familyaf import generate_family_af
 
     return generate_family_af
+
+
+def family_ag() -> Any:
+    from bottleneck_operator_dev.familyag import generate_family_ag
+
+    return generate_family_ag

@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-beside the simulator, C to AF blind, each read once as an evaluation (docs/analysis.md) and a training
-world since that reading spent it (G and J to AF development worlds: listed, not in ``train``'s default
+beside the simulator, C to AG blind, each read once as an evaluation (docs/analysis.md) and a training
+world since that reading spent it (G and J to AG development worlds: listed, not in ``train``'s default
 recipe). A family stored for a blind reading is never listed: ``train`` and the benches would fit to it.
 """
 
@@ -215,6 +215,12 @@ WORLDS: dict[str, World] = {
             gen.family_af,
             "the thirty-second family",
             "Family AF, written blind while AE was unread, each step of a bulk-synchronous training Job a max-plus combination of its stages (storage, loader CPU, host memory, copies, launches, compute, HBM, NVLink/PCIe, the fabric) with the overlaps frameworks have, labelled counterfactually by the stage whose capacity, made ample, shortens the step most, read once (a development world since).",
+        ),
+        World(
+            "AG",
+            gen.family_ag,
+            "the thirty-third family",
+            "Family AG, written blind while AF was unread, each Job's training step a discrete-event timeline of its loader, copy, compute and communication streams, its telemetry integrated between scrapes, labelled counterfactually by the class whose stages, made ample, shorten the step most, read once (a development world since).",
         ),
     )
 }
