@@ -199,3 +199,9 @@ def family_ag() -> Any:
     from bottleneck_operator_dev.familyag import generate_family_ag
 
     return generate_family_ag
+
+
+def family_ah() -> Any:
+    from bottleneck_operator_dev.familyah import generate_family_ah
+
+    return generate_family_ah

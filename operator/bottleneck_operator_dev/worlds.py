@@ -1,8 +1,8 @@
 """The scenario families the classifier may be trained on, beside the simulator (family A).
 
 Each family was written by another hand, with its own stage-time models, exporters and hardware mix; B
-beside the simulator, C to AG blind, each read once as an evaluation (docs/analysis.md) and a training
-world since that reading spent it (G and J to AG development worlds: listed, not in ``train``'s default
+beside the simulator, C to AH blind, each read once as an evaluation (docs/analysis.md) and a training
+world since that reading spent it (G and J to AH development worlds: listed, not in ``train``'s default
 recipe). A family stored for a blind reading is never listed: ``train`` and the benches would fit to it.
 """
 
@@ -221,6 +221,12 @@ WORLDS: dict[str, World] = {
             gen.family_ag,
             "the thirty-third family",
             "Family AG, written blind while AF was unread, each Job's training step a discrete-event timeline of its loader, copy, compute and communication streams, its telemetry integrated between scrapes, labelled counterfactually by the class whose stages, made ample, shorten the step most, read once (a development world since).",
+        ),
+        World(
+            "AH",
+            gen.family_ah,
+            "the thirty-fourth family",
+            "Family AH, written blind while AG was unread, each Job's model a list of operators from a published architecture timed on its GPU by the roofline, with the host's launch cost, the data pipeline and the collectives, labelled by the class with the largest share of the step's critical path, read once (a development world since).",
         ),
     )
 }
