@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from bottleneck_operator.analysis.checks.reads import read_window
 from bottleneck_operator.analysis.explain.advice import (
+    LAUNCH_ALTERNATIVE,
     Facts,
+    build_recommendations,
     cgroup_is_the_limit,
     host_to_device_copies,
     more_workers_help,
@@ -16,7 +18,7 @@ from bottleneck_operator.analysis.features.extract import extract_features
 from bottleneck_operator.analysis.features.phases import segment_phases
 from bottleneck_operator.analysis.features.summary import summarize
 from bottleneck_operator.contract.signals import Family
-from bottleneck_operator.contract.verdict import Bottleneck
+from bottleneck_operator.contract.verdict import Bottleneck, Evidence
 from bottleneck_operator.contract.window import JobWindow
 
 from .synth import GB, LOADERS_AT_CEILING, make_window
@@ -62,6 +64,20 @@ def test_two_busy_cores_per_gpu_process_are_not_num_workers_zero() -> None:
     """num_workers=0 keeps one core per GPU busy; a worker at a full core beside each makes two."""
     assert one_core_per_process(loaders(cpu_cores=15.0, sc_cpu_cores=15.0))
     assert not one_core_per_process(loaders(cpu_cores=16.5, sc_cpu_cores=16.5))
+
+
+def cpu_advice(k: Facts) -> list[str]:
+    busy = Evidence("sc_procs_busy", 8.0, None, "procs", "Eight trainer processes use a full core each.")
+    return [r.action for r in build_recommendations(B.CPU, (busy,), k.summary, k.x, k.reads)]
+
+
+def test_one_core_per_gpu_process_names_launches_beside_num_workers_zero() -> None:
+    """A loader in the training process and a loop bound by kernel launches keep the same core busy beside
+    an idle GPU: the advice names both, in that order, and neither where two cores per process are busy."""
+    one = cpu_advice(loaders())
+    assert one.index("Load data in worker processes (DataLoader num_workers > 0)") + 1 == one.index(LAUNCH_ALTERNATIVE)
+    two = cpu_advice(loaders(cpu_cores=16.5, sc_cpu_cores=16.5))
+    assert "Use more DataLoader workers" in two and LAUNCH_ALTERNATIVE not in two
 
 
 def test_node_idle_cores_are_counted_in_cores() -> None:

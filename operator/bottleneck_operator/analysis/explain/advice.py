@@ -27,6 +27,10 @@ from bottleneck_operator.contract.window import FloatArray
 # The two pieces of GPU advice that only one GPU mechanism justifies (:mod:`.agreement` checks them).
 LAUNCH_ADVICE = "Launch fewer, larger kernels"
 COMPUTE_ADVICE = "Use more or faster GPUs"
+# A CPU verdict's other reading of one busy core per GPU process: the signals of a loader in the training
+# process (num_workers=0) and of a loop bound by kernel launches are the same (docs/analysis.md, "What
+# remains"), so the advice names both and the profiler that tells them apart.
+LAUNCH_ALTERNATIVE = "If the loader already runs in workers, capture the step in CUDA Graphs"
 
 # One more worker process needs one core: a cgroup or a node has room for it with a core to spare.
 WORKER_CORES = 1.0
@@ -193,6 +197,18 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "Load data in worker processes (DataLoader num_workers > 0)",
             "About one core per GPU process is busy while the node's other cores idle: with num_workers=0 the "
             "main process decodes every batch itself.",
+            "cpu_cores",
+            "cpu_workers_saturated",
+            "sc_psi_cpu_some",
+            "sc_procs_busy",
+            when=one_core_per_process,
+        ),
+        _a(
+            LAUNCH_ALTERNATIVE,
+            "One busy core per GPU process beside an idle GPU is also how a training loop looks that launches "
+            "many small kernels one by one, and counters scraped every few seconds do not always tell the two "
+            "apart: a PyTorch profiler trace of a few steps does. CUDA Graphs or "
+            'torch.compile(mode="reduce-overhead") replay a step\'s launches at once.',
             "cpu_cores",
             "cpu_workers_saturated",
             "sc_psi_cpu_some",
