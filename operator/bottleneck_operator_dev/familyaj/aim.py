@@ -179,7 +179,7 @@ def draw_aimed(
     elif mech is not M.LAUNCH_BOUND and rng.random() < 0.15:
         multi = True
     pl = draw_placement(rng, lead, duration, kinds=kinds, multi=multi, min_gpus=min_gpus)
-    w = draw_workload(rng, _arch(rng, mech), pl.gpu.memory_gib, pl.gpus_per_pod)
+    w = draw_workload(rng, _arch(rng, mech), pl.gpus_per_pod)
     if rng.random() < 0.5:
         w = replace(w, mem_limit_gib=w.rss_gib * rng.uniform(1.3, 3.0))
     return _tilt(mech)(rng, pl, w, sev)

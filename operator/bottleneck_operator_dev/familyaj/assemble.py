@@ -76,7 +76,7 @@ def levels(w: Workload, pl: Placement, acc: Account, pod: int, tex: Texture) -> 
     for s, (per_pod, step) in enumerate(zip(acc.stages, acc.steps, strict=True)):
         load = float(pl.seg_load[s])
         gpu_rows.append(gpu_levels(w, pl, per_pod[pod], step, pod, tex))
-        pl_row = pod_levels(w, pl, per_pod[pod], step, load)
+        pl_row = pod_levels(w, pl, per_pod[pod], step)
         pod_rows.append(pl_row)
         node_rows.append(node_levels(pl, nb, pl_row, w, step, load))
     for startup in (False, True):

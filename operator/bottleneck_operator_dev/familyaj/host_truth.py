@@ -31,7 +31,7 @@ def _pressure(
     return _clip(cpu_some), io_some, io_full, mem_some
 
 
-def pod_levels(w: Workload, pl: Placement, st: Stages, step: float, load: float) -> dict[str, float]:
+def pod_levels(w: Workload, pl: Placement, st: Stages, step: float) -> dict[str, float]:
     """Levels of the pod's own signals (cAdvisor, kube-state-metrics, collector) over one step."""
     g, T, storage = pl.gpus_per_pod, step, pl.storage
     read_bps = w.batch * g * (1 - w.cache_hit) * w.read_bytes / T

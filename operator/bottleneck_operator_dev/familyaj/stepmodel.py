@@ -91,7 +91,7 @@ def clock_factor(w: Workload, pl: Placement, busy_compute: float, busy_memory: f
     return float(max(0.55, ratio ** (1.0 / 3.0)))
 
 
-def _cpu(w: Workload, pl: Placement, nb: Neighbours, load: float, launch: float) -> tuple[float, float, str]:
+def _cpu(w: Workload, pl: Placement, nb: Neighbours, load: float) -> tuple[float, float, str]:
     """Cores the input pipeline gets, what caps them, and its seconds per step."""
     g = pl.gpus_per_pod
     work = w.batch * g * w.cpu_s
@@ -120,7 +120,7 @@ def stages(w: Workload, pl: Placement, pod: int, seg: int, clock: float = 1.0) -
     concurrency = max(w.workers, 1) * g * 2.0
     read = samples * w.read_bytes / read_bps + samples / w.samples_per_request * pl.storage.latency_s / concurrency
     launch = w.kernels * w.dispatch_s
-    cores, cpu, bound = _cpu(w, pl, nb, load, launch)
+    cores, cpu, bound = _cpu(w, pl, nb, load)
     share = min(g, kind.gpus_per_pcie_switch)
     pcie = gpu.pcie_bps * 0.85 / share
     h2d_bw = pcie * (1.0 if w.pinned else 0.45)

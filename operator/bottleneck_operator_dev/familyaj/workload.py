@@ -128,7 +128,7 @@ def _archetype_costs(rng: np.random.Generator, arch: str) -> dict[str, float]:
     return {key: _draw_range(rng, r) for key, r in _COSTS[arch].items()}
 
 
-def draw_workload(rng: np.random.Generator, arch: str, gpu_memory_gib: float, gpus_per_pod: int) -> Workload:
+def draw_workload(rng: np.random.Generator, arch: str, gpus_per_pod: int) -> Workload:
     """A neutral workload of one archetype: configured as a careful team would configure it."""
     c = _archetype_costs(rng, arch)
     batch = max(1, round(c["b"]))
