@@ -13,9 +13,9 @@ their spread reads as none; and, for the first seed, where the wrong verdicts fa
 ``calibrated``, the shipped recipe's trees with the temperature fitted on the twenty-one development
 worlds G and J-AC too, as many Jobs of each as of each training family (a change under the rule over
 seeds, docs/scenarios.md, not joined and not tried again after AG); ``spread``, the same Jobs spread over
-the shipped worlds and the development worlds G and J-AG (tried by the rule over seeds and not joined); and ``dev``, the development worlds'
-Jobs beside the shipped ones (each read once blind, none joined: this says what they would have been
-worth).
+the shipped worlds and the development worlds G and J-AG (tried by the rule over seeds and not joined);
+and ``dev``, the development worlds' Jobs beside the shipped ones (each read once blind, none joined:
+this says what they would have been worth).
 ``BENCH_BLIND_TRAIN`` is the Jobs of each family of the shipped recipe (1200; the simulator twice as many),
 ``BENCH_BLIND_THREADS`` (default 2) caps the threads, for two runs side by side.
 
