@@ -32,6 +32,9 @@ COMPUTE_ADVICE = "Use more or faster GPUs"
 # remains"), so the advice names both and the profiler that tells them apart.
 LAUNCH_ALTERNATIVE = "If the loader already runs in workers, capture the step in CUDA Graphs"
 
+# What shows the loader's processes short of cores: the three pieces of loader advice tie to the same evidence.
+_LOADER_SIGNALS = ("cpu_cores", "cpu_workers_saturated", "sc_psi_cpu_some", "sc_procs_busy")
+
 # One more worker process needs one core: a cgroup or a node has room for it with a core to spare.
 WORKER_CORES = 1.0
 
@@ -197,10 +200,7 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "Load data in worker processes (DataLoader num_workers > 0)",
             "About one core per GPU process is busy while the node's other cores idle: with num_workers=0 the "
             "main process decodes every batch itself.",
-            "cpu_cores",
-            "cpu_workers_saturated",
-            "sc_psi_cpu_some",
-            "sc_procs_busy",
+            *_LOADER_SIGNALS,
             when=one_core_per_process,
         ),
         _a(
@@ -209,19 +209,13 @@ ADVICE: dict[Bottleneck, tuple[Advice, ...]] = {
             "many small kernels one by one, and counters scraped every few seconds do not always tell the two "
             "apart: a PyTorch profiler trace of a few steps does. CUDA Graphs or "
             'torch.compile(mode="reduce-overhead") replay a step\'s launches at once.',
-            "cpu_cores",
-            "cpu_workers_saturated",
-            "sc_psi_cpu_some",
-            "sc_procs_busy",
+            *_LOADER_SIGNALS,
             when=one_core_per_process,
         ),
         _a(
             "Use more DataLoader workers",
             "Decoding and augmentation run on too few processes; add workers up to the cores the pod may use.",
-            "cpu_cores",
-            "cpu_workers_saturated",
-            "sc_psi_cpu_some",
-            "sc_procs_busy",
+            *_LOADER_SIGNALS,
             when=more_workers_help,
         ),
         _a(
