@@ -205,3 +205,9 @@ def family_ah() -> Any:
     from bottleneck_operator_dev.familyah import generate_family_ah
 
     return generate_family_ah
+
+
+def family_ai() -> Any:
+    from bottleneck_operator_dev.familyai import generate_family_ai
+
+    return generate_family_ai

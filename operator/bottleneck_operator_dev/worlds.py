@@ -228,6 +228,12 @@ WORLDS: dict[str, World] = {
             "the thirty-fourth family",
             "Family AH, written blind while AG was unread, each Job's model a list of operators from a published architecture timed on its GPU by the roofline, with the host's launch cost, the data pipeline and the collectives, labelled by the class with the largest share of the step's critical path, read once (a development world since).",
         ),
+        World(
+            "AI",
+            gen.family_ai,
+            "the thirty-fifth family",
+            "Family AI, written blind from the shared documents and the contract alone, each Job's step overlapping stages on datasheet hardware (the loader's reads and decoding ahead of the device, the kernel dispatch, dense and memory-bound kernels and copies, collectives hidden under the backward pass up to a drawn overlap, faults above the memory limit) drifting in time with neighbours, checkpoints and evaluation passes, labelled by the class whose stages, made ample, raise the steps per second most, read once (a development world since).",
+        ),
     )
 }
 
