@@ -1,27 +1,27 @@
 """The blind family: the figure the README leads with.
 
-Family AI (``bottleneck_operator_dev.familyai``) is the blind figure now. It was written and stored
-unread by a hand that read neither the analysis, nor the other families, nor their code (docs/familyai.md
+Family AJ (``bottleneck_operator_dev.familyaj``) is the blind figure now. It was written and stored
+unread by a hand that read neither the analysis, nor the other families, nor their code (docs/familyaj.md
 says what its author saw), and it is read once, after the class path was frozen (docs/analysis.md says
 when). A model is trained on the worlds the shipped model is trained on (``train``'s default
-``--families`` beside the simulator), as the shipped model is, only smaller; every Job of AI is analysed
+``--families`` beside the simulator), as the shipped model is, only smaller; every Job of AJ is analysed
 as a user would read it: the verdict's class, an Unknown counted as an abstention, never as a hit.
 Printed beside the figure: the abstention rate, each class's recall, the calibration (ECE over the named
 verdicts) and how many wrong verdicts were 0.9 sure or more, for three seeds, so that a difference inside
-their spread reads as none; and, for the first seed, where the wrong verdicts fall by AI's own mechanism.
+their spread reads as none; and, for the first seed, where the wrong verdicts fall by AJ's own mechanism.
 ``BENCH_BLIND_RECIPES`` names the recipes scored beside the shipped one (default none):
 ``calibrated``, the shipped recipe's trees with the temperature fitted on the twenty-one development
 worlds G and J-AC too, as many Jobs of each as of each training family (a change under the rule over
 seeds, docs/scenarios.md, not joined and not tried again after AG); ``spread``, the same Jobs spread over
-the shipped worlds and the development worlds G and J-AH (tried by the rule over seeds and not joined);
+the shipped worlds and the development worlds G and J-AI (tried by the rule over seeds and not joined);
 and ``dev``, the development worlds' Jobs beside the shipped ones (each read once blind, none joined:
 this says what they would have been worth).
 ``BENCH_BLIND_TRAIN`` is the Jobs of each family of the shipped recipe (1200; the simulator twice as many),
 ``BENCH_BLIND_THREADS`` (default 2) caps the threads, for two runs side by side.
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AH,
-each read once blind before AI (docs/analysis.md), are twenty-six development worlds (G and J-AH) and two
-training worlds (H, I). AI is read once, after the thirty-third freeze (docs/analysis.md says when), and
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AI,
+each read once blind before AJ (docs/analysis.md), are twenty-seven development worlds (G and J-AI) and two
+training worlds (H, I). AJ is read once, after the thirty-fourth freeze (docs/analysis.md says when), and
 is spent then (a development world since): these lines reprint that reading, until a family stored
 unread takes its place after the next freeze.
 """
@@ -71,11 +71,12 @@ DEV_WORLDS = (
     "AF",
     "AG",
     "AH",
+    "AI",
 )
 # the development worlds that fit the calibrated recipe's temperature: those its change was written for
 # and measured with (docs/scenarios.md), G to AC; none read since joins them
 CALIBRATION_WORLDS = DEV_WORLDS[: DEV_WORLDS.index("AC") + 1]
-# The recipes as they stand when AI is read (docs/analysis.md), as Jobs per world the trees train on: the
+# The recipes as they stand when AJ is read (docs/analysis.md), as Jobs per world the trees train on: the
 # shipped one (the simulator's Jobs twice as many as each family's), also the calibrated one's; the same
 # Jobs spread over the shipped and the development worlds (docs/scenarios.md: tried, not joined); the
 # development worlds beside the shipped ones.
@@ -97,7 +98,7 @@ CHOSEN = [
     "shipped",
     *(r for r in os.environ.get("BENCH_BLIND_RECIPES", "").split(",") if r and r != "shipped"),
 ]
-BLIND = "AI"
+BLIND = "AJ"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
@@ -109,13 +110,13 @@ def recipe_name(name: str) -> str:
     return worlds if name == "shipped" else f"{worlds} ({name})"
 
 
-def family_ai(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the thirty-third blind family, stored unread until its reading.
+def family_aj(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the thirty-fourth blind family, stored unread until its reading.
 
     Only the windows, labels and mechanisms are scored, never any other field a Job carries."""
-    from bottleneck_operator_dev.familyai import generate_family_ai
+    from bottleneck_operator_dev.familyaj import generate_family_aj
 
-    jobs = generate_family_ai(seed, n, start=START)
+    jobs = generate_family_aj(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
 
 
@@ -161,16 +162,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> AI (the blind figure), each other chosen recipe beside it, and the
-    shipped recipe's wrong verdicts by AI's mechanism."""
+    """One seed: the shipped recipe -> AJ (the blind figure), each other chosen recipe beside it, and the
+    shipped recipe's wrong verdicts by AJ's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = recipe_sets(seed, CHOSEN, size)
-    windows, labels, mechanisms = family_ai(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_aj(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # AI is never trained on
+    # AJ is never trained on
     for name in CHOSEN:
         model = fit_worlds(sets, recipe_keys(name), seed=seed, size=size, calibration=recipe_keys(name, CALIBRATION))
         verdicts = analyze_windows(windows, model, with_details=False)
