@@ -211,3 +211,9 @@ def family_ai() -> Any:
     from bottleneck_operator_dev.familyai import generate_family_ai
 
     return generate_family_ai
+
+
+def family_aj() -> Any:
+    from bottleneck_operator_dev.familyaj import generate_family_aj
+
+    return generate_family_aj

@@ -234,6 +234,12 @@ WORLDS: dict[str, World] = {
             "the thirty-fifth family",
             "Family AI, written blind from the shared documents and the contract alone, each Job's step overlapping stages on datasheet hardware (the loader's reads and decoding ahead of the device, the kernel dispatch, dense and memory-bound kernels and copies, collectives hidden under the backward pass up to a drawn overlap, faults above the memory limit) drifting in time with neighbours, checkpoints and evaluation passes, labelled by the class whose stages, made ample, raise the steps per second most, read once (a development world since).",
         ),
+        World(
+            "AJ",
+            gen.family_aj,
+            "the thirty-sixth family",
+            "Family AJ, written blind after AH's reading, each Job placed on a shared fleet of nodes beside other tenants (GPU Jobs and CPU-only pods using CPU, disks, Ethernet, RDMA and memory), its step costed stage by stage from published hardware and workload figures, labelled by the class whose stages, made ample, save the most step time over the window, read once (a development world since).",
+        ),
     )
 }
 
