@@ -220,3 +220,14 @@ def test_a_memory_verdict_on_gpus_that_never_waited_is_the_gpus_own_memory() -> 
     v = analyze_window(idle, FixedModel({B.MEMORY: 0.9, B.IO: 0.1}))
     assert v.mechanism is Mechanism.HOST_MEMORY_PRESSURE
     assert not any("DRAM_ACTIVE was not collected" in n for n in v.notes)
+
+
+def test_a_compute_verdict_without_dram_activity_says_hbm_bound_kernels_look_the_same() -> None:
+    # DEV fields only: GPU_UTIL cannot tell compute-bound kernels from HBM-bound ones, whichever is named
+    model = FixedModel({B.GPU: 0.9, B.MEMORY: 0.1})
+    dev_only = analyze_window(make_window(B.GPU, noise=0.0, drop=[Family.DCGM_PROF]), model)
+    assert dev_only.bottleneck is B.GPU and dev_only.mechanism is Mechanism.COMPUTE
+    assert any("DRAM_ACTIVE was not collected" in n for n in dev_only.notes)
+    # with DRAM_ACTIVE read there is nothing to say
+    profiled = analyze_window(make_window(B.GPU, noise=0.0), model)
+    assert profiled.bottleneck is B.GPU and not any("DRAM_ACTIVE was not collected" in n for n in profiled.notes)

@@ -165,7 +165,8 @@ def _bare(
     )
     never_waited = gpus_never_wait(reads) is not None
     mechanism = decide_mechanism(bare.bottleneck, x, summary, reads, gpus_never_waited=never_waited)
-    if mechanism is Mechanism.HBM_BANDWIDTH and reads.dram is None:
+    # the ambiguity is the same whichever of the two the verdict names: say it on both
+    if mechanism in (Mechanism.HBM_BANDWIDTH, Mechanism.COMPUTE) and reads.dram is None:
         notes = (*notes, HBM_UNREAD)
     return reads, replace(bare, notes=notes, mechanism=mechanism)
 
