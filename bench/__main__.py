@@ -12,7 +12,7 @@ import traceback
 from pathlib import Path
 
 ORDER = [
-    "blind", "simulator", "telemetry", "layouts", "analysis", "crossfamily", "operator", "bounded", "retained", "sidecar",
+    "blind", "devworlds", "simulator", "telemetry", "layouts", "analysis", "crossfamily", "operator", "bounded", "retained", "sidecar",
     "webhook", "soak",
 ]  # fmt: skip
 
