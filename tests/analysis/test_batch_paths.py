@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bottleneck_operator.analysis.features import stats
+from bottleneck_operator.analysis.features import extract, stats
 from bottleneck_operator.analysis.features.derived import derived_columns, derived_series
 from bottleneck_operator.analysis.features.extract import QUANTILES, extract_features
 from bottleneck_operator.analysis.features.gather import gather
@@ -37,6 +37,17 @@ def test_simulated_pods_carry_signal_blocks(windows: list[JobWindow]) -> None:
 
 def test_blocks_and_dicts_give_the_same_features(windows: list[JobWindow]) -> None:
     np.testing.assert_array_equal(extract_features(windows), extract_features(_as_dicts(windows)))
+
+
+def test_slices_give_the_same_matrix_as_one_pass(windows: list[JobWindow], monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = extract_features(windows)
+    # slices of 5 over 24 windows (the last one short, one window without pods among them) change nothing
+    mixed = [*windows[:7], replace(windows[7], pods=()), *windows[8:]]
+    whole_mixed = extract_features(mixed)
+    monkeypatch.setattr(extract, "FEATURE_SLICE", 5)
+    np.testing.assert_array_equal(extract_features(windows), whole)
+    np.testing.assert_array_equal(extract_features(mixed), whole_mixed)
+    assert extract_features(mixed).shape == (len(windows), whole.shape[1]) and np.isnan(whole_mixed[7]).all()
 
 
 def test_gather_copies_blocks_dicts_and_odd_pods_alike() -> None:
