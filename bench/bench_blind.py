@@ -1,27 +1,27 @@
 """The blind family: the figure the README leads with.
 
-Family AJ (``bottleneck_operator_dev.familyaj``) is the blind figure now. It was written and stored
-unread by a hand that read neither the analysis, nor the other families, nor their code (docs/familyaj.md
+Family AK (``bottleneck_operator_dev.familyak``) is the blind figure now. It was written and stored
+unread by a hand that read neither the analysis, nor the other families, nor their code (docs/familyak.md
 says what its author saw), and it is read once, after the class path was frozen (docs/analysis.md says
 when). A model is trained on the worlds the shipped model is trained on (``train``'s default
-``--families`` beside the simulator), as the shipped model is, only smaller; every Job of AJ is analysed
+``--families`` beside the simulator), as the shipped model is, only smaller; every Job of AK is analysed
 as a user would read it: the verdict's class, an Unknown counted as an abstention, never as a hit.
 Printed beside the figure: the abstention rate, each class's recall, the calibration (ECE over the named
 verdicts) and how many wrong verdicts were 0.9 sure or more, for three seeds, so that a difference inside
-their spread reads as none; and, for the first seed, where the wrong verdicts fall by AJ's own mechanism.
+their spread reads as none; and, for the first seed, where the wrong verdicts fall by AK's own mechanism.
 ``BENCH_BLIND_RECIPES`` names the recipes scored beside the shipped one (default none):
 ``calibrated``, the shipped recipe's trees with the temperature fitted on the twenty-one development
 worlds G and J-AC too, as many Jobs of each as of each training family (a change under the rule over
 seeds, docs/scenarios.md, not joined and not tried again after AG); ``spread``, the same Jobs spread over
-the shipped worlds and the development worlds G and J-AI (tried by the rule over seeds and not joined);
+the shipped worlds and the development worlds G and J-AJ (tried by the rule over seeds and not joined);
 and ``dev``, the development worlds' Jobs beside the shipped ones (each read once blind, none joined:
 this says what they would have been worth).
 ``BENCH_BLIND_TRAIN`` is the Jobs of each family of the shipped recipe (1200; the simulator twice as many),
 ``BENCH_BLIND_THREADS`` (default 2) caps the threads, for two runs side by side.
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AI,
-each read once blind before AJ (docs/analysis.md), are twenty-seven development worlds (G and J-AI) and two
-training worlds (H, I). AJ is read once, after the thirty-fourth freeze (docs/analysis.md says when), and
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AJ,
+each read once blind before AK (docs/analysis.md), are twenty-eight development worlds (G and J-AJ) and two
+training worlds (H, I). AK is read once, after the thirty-fifth freeze (docs/analysis.md says when), and
 is spent then (a development world since): these lines reprint that reading, until a family stored
 unread takes its place after the next freeze.
 """
@@ -72,11 +72,12 @@ DEV_WORLDS = (
     "AG",
     "AH",
     "AI",
+    "AJ",
 )
 # the development worlds that fit the calibrated recipe's temperature: those its change was written for
 # and measured with (docs/scenarios.md), G to AC; none read since joins them
 CALIBRATION_WORLDS = DEV_WORLDS[: DEV_WORLDS.index("AC") + 1]
-# The recipes as they stand when AJ is read (docs/analysis.md), as Jobs per world the trees train on: the
+# The recipes as they stand when AK is read (docs/analysis.md), as Jobs per world the trees train on: the
 # shipped one (the simulator's Jobs twice as many as each family's), also the calibrated one's; the same
 # Jobs spread over the shipped and the development worlds (docs/scenarios.md: tried, not joined); the
 # development worlds beside the shipped ones.
@@ -98,7 +99,7 @@ CHOSEN = [
     "shipped",
     *(r for r in os.environ.get("BENCH_BLIND_RECIPES", "").split(",") if r and r != "shipped"),
 ]
-BLIND = "AJ"
+BLIND = "AK"
 TARGET_F1, TARGET_RECALL, TARGET_ABSTAIN, TARGET_ECE, TARGET_SURE_WRONG = 0.90, 0.80, 0.10, 0.05, 0.2
 
 
@@ -110,13 +111,13 @@ def recipe_name(name: str) -> str:
     return worlds if name == "shipped" else f"{worlds} ({name})"
 
 
-def family_aj(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the thirty-fourth blind family, stored unread until its reading.
+def family_ak(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the thirty-fifth blind family, stored unread until its reading.
 
     Only the windows, labels and mechanisms are scored, never any other field a Job carries."""
-    from bottleneck_operator_dev.familyaj import generate_family_aj
+    from bottleneck_operator_dev.familyak import generate_family_ak
 
-    jobs = generate_family_aj(seed, n, start=START)
+    jobs = generate_family_ak(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
 
 
@@ -162,16 +163,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> AJ (the blind figure), each other chosen recipe beside it, and the
-    shipped recipe's wrong verdicts by AJ's mechanism."""
+    """One seed: the shipped recipe -> AK (the blind figure), each other chosen recipe beside it, and the
+    shipped recipe's wrong verdicts by AK's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = recipe_sets(seed, CHOSEN, size)
-    windows, labels, mechanisms = family_aj(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_ak(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # AJ is never trained on
+    # AK is never trained on
     for name in CHOSEN:
         model = fit_worlds(sets, recipe_keys(name), seed=seed, size=size, calibration=recipe_keys(name, CALIBRATION))
         verdicts = analyze_windows(windows, model, with_details=False)
