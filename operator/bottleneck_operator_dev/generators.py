@@ -217,3 +217,9 @@ def family_aj() -> Any:
     from bottleneck_operator_dev.familyaj import generate_family_aj
 
     return generate_family_aj
+
+
+def family_ak() -> Any:
+    from bottleneck_operator_dev.familyak import generate_family_ak
+
+    return generate_family_ak

@@ -240,6 +240,12 @@ WORLDS: dict[str, World] = {
             "the thirty-sixth family",
             "Family AJ, written blind after AH's reading, each Job placed on a shared fleet of nodes beside other tenants (GPU Jobs and CPU-only pods using CPU, disks, Ethernet, RDMA and memory), its step costed stage by stage from published hardware and workload figures, labelled by the class whose stages, made ample, save the most step time over the window, read once (a development world since).",
         ),
+        World(
+            "AK",
+            gen.family_ak,
+            "the thirty-seventh family",
+            "Family AK, written blind while AI and AJ were unread, each Job a discrete-time simulation of a data-parallel training loop (loader workers and storage, a bounded prefetch queue, copies, kernel launches, roofline compute, collectives partly hidden under the backward pass, host memory pressure) read through the exporters, labelled by rerunning the loop with one stage made ample at a time, read once (a development world since).",
+        ),
     )
 }
 
