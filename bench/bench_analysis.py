@@ -45,7 +45,7 @@ def measure_throughput() -> None:
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     from bottleneck_operator.analysis.classify import analyze_windows
-    from bottleneck_operator.analysis.features.extract import extract_features
+    from bottleneck_operator.analysis.features.extract import FEATURE_SLICE, extract_features
     from bottleneck_operator.analysis.model.classifier import load_model
     from bottleneck_operator_dev.commands.train import simulated_windows
 
@@ -58,8 +58,8 @@ def measure_throughput() -> None:
         rates = []
         for _ in range(5):
             t = time.perf_counter()
-            for k in range(0, len(batch), 500):
-                model.predict_proba(extract_features(batch[k : k + 500]))
+            for k in range(0, len(batch), FEATURE_SLICE):
+                model.predict_proba(extract_features(batch[k : k + FEATURE_SLICE]))
             rates.append(len(batch) / (time.perf_counter() - t))
         features, prediction = _split(batch, model)
         t = time.perf_counter()
@@ -79,13 +79,14 @@ def measure_throughput() -> None:
 
 
 def _split(batch: list[Any], model: Any) -> tuple[float, float]:
-    """Windows/s of feature extraction alone and of prediction alone, over the same batches of 500."""
-    from bottleneck_operator.analysis.features.extract import extract_features
+    """Windows/s of feature extraction alone and of prediction alone, over the same batches the features are
+    extracted in (``FEATURE_SLICE``)."""
+    from bottleneck_operator.analysis.features.extract import FEATURE_SLICE, extract_features
 
     features, prediction = [], []
     for _ in range(5):
         t = time.perf_counter()
-        rows = [extract_features(batch[k : k + 500]) for k in range(0, len(batch), 500)]
+        rows = [extract_features(batch[k : k + FEATURE_SLICE]) for k in range(0, len(batch), FEATURE_SLICE)]
         features.append(len(batch) / (time.perf_counter() - t))
         t = time.perf_counter()
         for x in rows:

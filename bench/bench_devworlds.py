@@ -20,8 +20,17 @@ import os
 import statistics
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from bench.bench_blind import SHIPPED_WORLDS, TARGET_ABSTAIN, TARGET_F1, TARGET_RECALL, Scored, score
+from bench.bench_blind import (
+    TARGET_ABSTAIN,
+    TARGET_F1,
+    TARGET_RECALL,
+    Scored,
+    development_worlds,
+    meets_targets,
+    score,
+)
 
 JOBS = int(os.environ.get("BENCH_DEV_JOBS", "600"))
 SEED = int(os.environ.get("BENCH_DEV_SEED", "12"))
@@ -39,23 +48,15 @@ class WorldScore:
 
     @property
     def meets(self) -> bool:
-        s = self.scored
-        return s.macro_f1 >= TARGET_F1 and self.lowest[1] >= TARGET_RECALL and s.abstention <= TARGET_ABSTAIN
+        return meets_targets(self.scored.macro_f1, self.lowest[1], self.scored.abstention)
 
 
-def development_worlds() -> list[str]:
-    """Every listed world outside the shipped recipe, in the order ``worlds.py`` lists them."""
-    from bottleneck_operator_dev.worlds import WORLDS
-
-    return [w for w in WORLDS if w != "A" and w not in SHIPPED_WORLDS]
-
-
-def read_world(letter: str, model: object) -> WorldScore:
+def read_world(letter: str, model: Any) -> WorldScore:
     from bottleneck_operator.analysis.classify import analyze_windows
     from bottleneck_operator_dev.worlds import world_windows
 
     labels, windows = world_windows(letter, SEED, JOBS)
-    verdicts = analyze_windows(windows, model, with_details=False)  # type: ignore[arg-type]
+    verdicts = analyze_windows(windows, model, with_details=False)
     return WorldScore(letter, score(verdicts, [y.value for y in labels]))
 
 
@@ -69,7 +70,7 @@ def main() -> None:
 
     t = time.perf_counter()
     model = load_model()
-    worlds = CHOSEN or development_worlds()
+    worlds = CHOSEN or list(development_worlds())
     print(f"the shipped model ({model.version}) on {len(worlds)} development worlds, {JOBS} Jobs each, seed {SEED}")
     rows = []
     for letter in worlds:

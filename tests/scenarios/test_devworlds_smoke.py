@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import bench.bench_devworlds as dev
-from bench.bench_blind import SHIPPED_WORLDS, Scored
+from bench.bench_blind import BLIND, DEV_WORLDS, SHIPPED_WORLDS, Scored
 
 
 def test_the_development_worlds_are_every_listed_world_outside_the_shipped_recipe() -> None:
@@ -18,6 +18,8 @@ def test_the_development_worlds_are_every_listed_world_outside_the_shipped_recip
     assert "G" in worlds and "AK" in worlds
     assert not {"A", *SHIPPED_WORLDS} & set(worlds)
     assert "AL" not in worlds  # stored for a blind reading: never listed, never read here
+    # the blind bench's recipes draw them all but the family it reads
+    assert BLIND not in DEV_WORLDS and set(DEV_WORLDS) | {BLIND} == set(worlds)
 
 
 def test_a_world_is_scored_as_a_user_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
