@@ -223,3 +223,9 @@ def family_ak() -> Any:
     from bottleneck_operator_dev.familyak import generate_family_ak
 
     return generate_family_ak
+
+
+def family_al() -> Any:
+    from bottleneck_operator_dev.familyal import generate_family_al
+
+    return generate_family_al

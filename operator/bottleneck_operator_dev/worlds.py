@@ -246,6 +246,12 @@ WORLDS: dict[str, World] = {
             "the thirty-seventh family",
             "Family AK, written blind while AI and AJ were unread, each Job a discrete-time simulation of a data-parallel training loop (loader workers and storage, a bounded prefetch queue, copies, kernel launches, roofline compute, collectives partly hidden under the backward pass, host memory pressure) read through the exporters, labelled by rerunning the loop with one stage made ample at a time, read once (a development world since).",
         ),
+        World(
+            "AL",
+            gen.family_al,
+            "the thirty-eighth family",
+            "Family AL, written blind while AK was unread, each Job a synchronous data-parallel program simulated iteration by iteration and rank by rank (heavy-tailed samples, storage latency tails, page-cache misses, pauses, throttled or power-capped boards, busy neighbours, congested fabrics), every iteration as long as its slowest rank, labelled by rerunning the same draws with one stage made ample, its labels not balanced over the classes, read once (a development world since).",
+        ),
     )
 }
 
