@@ -68,15 +68,19 @@ def _per_gpu(plan: Plan, grid: Grid, rng: np.random.Generator) -> dict[str, Floa
     pods, n = grid.clock.shape
     g = c.per_node
     spread = 1.0 - c.clock_spread * np.abs(rng.normal(0, 1, (pods, g, 1)))
-    jitter = 1.0 + rng.normal(0, 0.012, (pods, g, n))
     busy = grid.q["gr"][:, None, :]
-    clock = np.where(busy > 0.05, b.boost * grid.clock[:, None, :] * spread * jitter, b.idle_clock * jitter)
     load = 0.15 * busy + 0.3 * grid.q["sm"][:, None, :] + 0.35 * grid.q["tensor"][:, None, :] / 0.7
     load = load + 0.2 * grid.q["dram"][:, None, :] / 0.8
     demand = b.idle + (b.tdp - b.idle) * np.clip(load, 0.0, 1.0) * spread
     limit = c.power_limit
-    power = np.minimum(demand, limit * (1 + rng.normal(0, 0.01, demand.shape))) * jitter
-    slowed = (demand > 0.97 * limit) | grid.straggling[:, None, :]
+    capped = demand > 0.97 * limit
+    # power management moves the clock from sample to sample, most where the power limit binds
+    jitter = 1.0 + rng.normal(0, 1, (pods, g, n)) * np.where(capped, 0.04, 0.012)
+    clock = np.where(busy > 0.05, b.boost * grid.clock[:, None, :] * spread * jitter, b.idle_clock * jitter)
+    power = np.minimum(demand, limit * (1 + rng.normal(0, 0.01, demand.shape))) * (
+        1 + rng.normal(0, 0.01, demand.shape)
+    )
+    slowed = capped | grid.straggling[:, None, :]
     fb = plan.workload.fb_frac * (1 + rng.normal(0, 0.01, (pods, g, 1))) * np.where(grid.startup, 0.1, 1.0)
     return {
         "sm_clock_mhz": clock.mean(axis=1),

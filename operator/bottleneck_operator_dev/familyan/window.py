@@ -20,7 +20,7 @@ _TEAMS = {
     "recsys-embedding": "ranking",
     "speech-audio": "speech",
     "diffusion": "genmedia",
-    "rl-env": "agents",
+    "rl-env": "rl",
 }
 
 

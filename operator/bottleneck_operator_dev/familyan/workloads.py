@@ -113,12 +113,13 @@ def peak_flops(board: Board, tensor: bool) -> float:
     return (board.tflops if tensor else board.fp32_tflops) * 1e12
 
 
-# (name, forward GFLOPs per image at its size, params M, HBM MB per image, kernel eff, size px)
+# (name, forward GFLOPs per image at its size and params M: torchvision's model docs; HBM MB per image
+# moved by bandwidth-bound kernels and the matmul/conv kernels' efficiency: assumptions, docs/familyan.md)
 _VISION = (
-    ("resnet50", 4.1, 25.6, 300.0, 0.20, 224),
-    ("resnet152", 11.6, 60.2, 700.0, 0.22, 224),
-    ("vit-b16", 17.6, 86.0, 250.0, 0.45, 224),
-    ("efficientnet-b4", 4.5, 19.0, 1400.0, 0.10, 380),
+    ("resnet50", 4.09, 25.6, 300.0, 0.20, 224),
+    ("resnet152", 11.51, 60.2, 700.0, 0.22, 224),
+    ("vit-b16", 17.56, 86.6, 250.0, 0.45, 224),
+    ("efficientnet-b4", 4.39, 19.3, 1400.0, 0.10, 380),
 )
 
 
