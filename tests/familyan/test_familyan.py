@@ -185,3 +185,23 @@ def test_pauses_count_only_when_they_dominate() -> None:
 def test_close_calls_are_flagged() -> None:
     assert is_close_call(label_of([(60.0, [StageTimes(io=1.0, flops=0.95)])])[1])
     assert not is_close_call(label_of([(60.0, [StageTimes(io=0.1, flops=1.0)])])[1])
+
+
+def test_labels_are_the_counterfactual_of_each_job() -> None:
+    for i in range(30):
+        built = build(17, i)
+        best = max(built.gains, key=lambda c: built.gains[c])
+        assert built.job.label is best
+        assert ("hard" in built.job.tags) == is_close_call(built.gains)
+
+
+def test_network_storage_reads_never_show_as_the_pods_disk_reads() -> None:
+    seen = 0
+    for job in generate_family_an(19, 60):
+        if not any(t in job.tags for t in ("storage:nfs", "storage:efs", "storage:object-store")):
+            continue
+        for pod in job.window.pods:
+            if "fs_read_bps" in pod.signals:
+                assert np.nanmax(pod.signals["fs_read_bps"]) == pytest.approx(0.0, abs=1.0)
+                seen += 1
+    assert seen > 0
