@@ -116,7 +116,7 @@ def _families(rng: np.random.Generator, plan: Plan) -> set[Family]:
 def _names(fams: set[Family], plan: Plan) -> dict[str, tuple[str, ...]]:
     """The signals each exporter serves in this job."""
     by_exporter: dict[str, list[str]] = {}
-    for fam in fams:
+    for fam in sorted(fams):  # a set iterates in string-hash order, which changes from process to process
         for name in signals_of(fam, context=True):
             if name == "gpu_util" and plan.mig_slice < 1.0:
                 continue  # GPU_UTIL is not supported under MIG
