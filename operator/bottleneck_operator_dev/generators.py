@@ -229,3 +229,9 @@ def family_al() -> Any:
     from bottleneck_operator_dev.familyal import generate_family_al
 
     return generate_family_al
+
+
+def family_am() -> Any:
+    from bottleneck_operator_dev.familyam import generate_family_am
+
+    return generate_family_am

@@ -252,6 +252,12 @@ WORLDS: dict[str, World] = {
             "the thirty-eighth family",
             "Family AL, written blind while AK was unread, each Job a synchronous data-parallel program simulated iteration by iteration and rank by rank (heavy-tailed samples, storage latency tails, page-cache misses, pauses, throttled or power-capped boards, busy neighbours, congested fabrics), every iteration as long as its slowest rank, labelled by rerunning the same draws with one stage made ample, its labels not balanced over the classes, read once (a development world since).",
         ),
+        World(
+            "AM",
+            gen.family_am,
+            "the thirty-ninth family",
+            "Family AM, written blind while AL was unread, each Job drawn from a place (CPU sockets, PCIe switches, a NIC under the GPUs' switch or staged through host memory, the CPU manager's pinning, quotas, memory limits, neighbours) with each stage's speed following from it, labelled by recomputing the step with each class's stages made ample, read once (a development world since).",
+        ),
     )
 }
 
