@@ -1,28 +1,28 @@
 """The blind family: the figure the README leads with.
 
-Family AM (``bottleneck_operator_dev.familyam``) is the blind figure now. It was written and stored
-unread by a hand that read neither the analysis, nor the other families, nor their code (docs/familyam.md
+Family AN (``bottleneck_operator_dev.familyan``) is the blind figure now. It was written and stored
+unread by a hand that read neither the analysis, nor the other families, nor their code (docs/familyan.md
 says what its author saw), and it is read once, after the class path was frozen (docs/analysis.md says
 when). A model is trained on the worlds the shipped model is trained on (``train``'s default
-``--families`` beside the simulator), as the shipped model is, only smaller; every Job of AM is analysed
+``--families`` beside the simulator), as the shipped model is, only smaller; every Job of AN is analysed
 as a user would read it: the verdict's class, an Unknown counted as an abstention, never as a hit.
 Printed beside the figure: the abstention rate, each class's recall, the calibration (ECE over the named
 verdicts) and how many wrong verdicts were 0.9 sure or more, for three seeds, so that a difference inside
 their spread reads as none; the Jobs of each true class (a family's labels need not be balanced); and, for
-the first seed, where the wrong verdicts fall by AM's own mechanism.
+the first seed, where the wrong verdicts fall by AN's own mechanism.
 ``BENCH_BLIND_RECIPES`` names the recipes scored beside the shipped one (default none):
 ``calibrated``, the shipped recipe's trees with the temperature fitted on the twenty-one development
 worlds G and J-AC too, as many Jobs of each as of each training family (a change under the rule over
 seeds, docs/scenarios.md, not joined and not tried again after AG); ``spread``, the same Jobs spread over
-the shipped worlds and the development worlds G and J-AL (tried by the rule over seeds and not joined);
+the shipped worlds and the development worlds G and J-AM (tried by the rule over seeds and not joined);
 and ``dev``, the development worlds' Jobs beside the shipped ones (each read once blind, none joined:
 this says what they would have been worth).
 ``BENCH_BLIND_TRAIN`` is the Jobs of each family of the shipped recipe (1200; the simulator twice as many),
 ``BENCH_BLIND_THREADS`` (default 2) caps the threads, for two runs side by side.
 
-Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AL,
-each read once blind before AM (docs/analysis.md), are thirty development worlds (G and J-AL) and two
-training worlds (H, I). AM is read once, after the thirty-seventh freeze (docs/analysis.md says when), and
+Leave-one-family-out among the training worlds is ``bench lofo``'s figure, not this one's. Families G-AM,
+each read once blind before AN (docs/analysis.md), are thirty-one development worlds (G and J-AM) and two
+training worlds (H, I). AN is read once, after the thirty-eighth freeze (docs/analysis.md says when), and
 is spent then (a development world since): these lines reprint that reading, until a family stored
 unread takes its place after the next freeze.
 """
@@ -60,13 +60,13 @@ def meets_targets(macro_f1: float, lowest_recall: float, abstention: float) -> b
     return macro_f1 >= TARGET_F1 and lowest_recall >= TARGET_RECALL and abstention <= TARGET_ABSTAIN
 
 
-BLIND = "AM"
+BLIND = "AN"
 # the development worlds the recipes below may draw: all of them but the one read blind here
 DEV_WORLDS = tuple(w for w in development_worlds() if w != BLIND)
 # the development worlds that fit the calibrated recipe's temperature: those its change was written for
 # and measured with (docs/scenarios.md), G to AC; none read since joins them
 CALIBRATION_WORLDS = DEV_WORLDS[: DEV_WORLDS.index("AC") + 1]
-# The recipes as they stand when AM is read (docs/analysis.md), as Jobs per world the trees train on: the
+# The recipes as they stand when AN is read (docs/analysis.md), as Jobs per world the trees train on: the
 # shipped one (the simulator's Jobs twice as many as each family's), also the calibrated one's; the same
 # Jobs spread over the shipped and the development worlds (docs/scenarios.md: tried, not joined); the
 # development worlds beside the shipped ones.
@@ -98,13 +98,13 @@ def recipe_name(name: str) -> str:
     return worlds if name == "shipped" else f"{worlds} ({name})"
 
 
-def family_am(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
-    """Windows, labels and mechanisms of the thirty-seventh blind family, stored unread until its reading.
+def family_an(seed: int, n: int) -> tuple[list[Any], list[str], list[str]]:
+    """Windows, labels and mechanisms of the thirty-eighth blind family, stored unread until its reading.
 
     Only the windows, labels and mechanisms are scored, never any other field a Job carries."""
-    from bottleneck_operator_dev.familyam import generate_family_am
+    from bottleneck_operator_dev.familyan import generate_family_an
 
-    jobs = generate_family_am(seed, n, start=START)
+    jobs = generate_family_an(seed, n, start=START)
     return [j.window for j in jobs], [j.label.value for j in jobs], [j.mechanism for j in jobs]
 
 
@@ -152,16 +152,16 @@ def score(verdicts: Sequence[Any], labels: Sequence[str]) -> Scored:
 
 
 def run_seed(seed: int) -> tuple[dict[str, Scored], list[str]]:
-    """One seed: the shipped recipe -> AM (the blind figure), each other chosen recipe beside it, and the
-    shipped recipe's wrong verdicts by AM's mechanism."""
+    """One seed: the shipped recipe -> AN (the blind figure), each other chosen recipe beside it, and the
+    shipped recipe's wrong verdicts by AN's mechanism."""
     from bottleneck_operator.analysis.classify import analyze_windows
 
     size = Size(train_jobs=TRAIN_JOBS, max_iter=MAX_ITER)
     sets = recipe_sets(seed, CHOSEN, size)
-    windows, labels, mechanisms = family_am(seed + 1, EVAL_JOBS)
+    windows, labels, mechanisms = family_an(seed + 1, EVAL_JOBS)
     out: dict[str, Scored] = {}
     misread: list[str] = []
-    # AM is never trained on
+    # AN is never trained on
     for name in CHOSEN:
         model = fit_worlds(sets, recipe_keys(name), seed=seed, size=size, calibration=recipe_keys(name, CALIBRATION))
         verdicts = analyze_windows(windows, model, with_details=False)
