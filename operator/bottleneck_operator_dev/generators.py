@@ -235,3 +235,9 @@ def family_am() -> Any:
     from bottleneck_operator_dev.familyam import generate_family_am
 
     return generate_family_am
+
+
+def family_an() -> Any:
+    from bottleneck_operator_dev.familyan import generate_family_an
+
+    return generate_family_an

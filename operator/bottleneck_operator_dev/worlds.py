@@ -258,6 +258,12 @@ WORLDS: dict[str, World] = {
             "the thirty-ninth family",
             "Family AM, written blind while AL was unread, each Job drawn from a place (CPU sockets, PCIe switches, a NIC under the GPUs' switch or staged through host memory, the CPU manager's pinning, quotas, memory limits, neighbours) with each stage's speed following from it, labelled by recomputing the step with each class's stages made ample, read once (a development world since).",
         ),
+        World(
+            "AN",
+            gen.family_an,
+            "the fortieth family",
+            "Family AN, written blind while AL and AM were unread, each Job one workload of a catalogue (vision with JPEG decode, language models with data, tensor or pipeline parallelism or sharded optimiser states, fine-tuning on many small files, recommendation models with embedding tables, speech, diffusion, reinforcement loops on the host) whose costs follow from its drawn model and board, over a run that changes in time (a cold first epoch, checkpoints, evaluation passes, a neighbour or a straggler arriving), labelled by the class whose stages, made ample, speed the window's work up most, read once (a development world since).",
+        ),
     )
 }
 

@@ -62,7 +62,7 @@ def test_families_parse_and_format_round_trip() -> None:
 @pytest.mark.parametrize(
     ("value", "says"),
     [
-        ("AN=10", "unknown family 'AN'"),  # not listed (none yet, or stored for a blind reading): not a world
+        ("AO=10", "unknown family 'AO'"),  # not listed (none yet, or stored for a blind reading): not a world
         ("A=10", "A is the simulator, --jobs"),
         ("B=-1", "JOBS a whole number of 0 or more"),
         ("B", "write LETTER=JOBS"),
